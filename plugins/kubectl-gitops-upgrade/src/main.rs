@@ -1,0 +1,5 @@
+//! `kubectl gitops upgrade`: planned; its issue replaces this placeholder.
+
+fn main() -> std::process::ExitCode {
+    gitops_shared::runtime::not_implemented("upgrade")
+}

@@ -1,0 +1,201 @@
+//! `kubectl gitops`: the dispatcher.
+//!
+//! `kubectl gitops <command> …` runs `kubectl-gitops-<command>`, found next to this
+//! executable or on PATH, with the global flags given before the command forwarded to it.
+//! `version` and `completion` are answered here.
+
+use std::ffi::OsString;
+
+use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Subcommand};
+use gitops_shared::cli::{GlobalArgs, OutputFormat};
+use gitops_shared::completion::{self, COMPLETE_ARG, Shell};
+use gitops_shared::error::{Error, ExitCode};
+use gitops_shared::output::{self, style, write_stdout};
+use gitops_shared::{plugin, runtime, version};
+
+/// What the dispatcher answers itself.
+#[derive(Debug, Subcommand)]
+enum Builtin {
+    /// Print the plugin version, the pinned Flux version, and the cluster's Kubernetes and Flux versions
+    Version,
+    /// Print a shell completion script for kubectl-gitops
+    Completion {
+        /// The shell to write the script for.
+        shell: Shell,
+    },
+}
+
+fn command() -> Command {
+    let mut command = GlobalArgs::augment_args(Command::new("kubectl-gitops"));
+    for (name, about) in plugin::COMMANDS {
+        command = command.subcommand(
+            Command::new(name).about(about).disable_help_flag(true).arg(
+                Arg::new("args")
+                    .action(ArgAction::Append)
+                    .num_args(0..)
+                    .trailing_var_arg(true)
+                    .allow_hyphen_values(true)
+                    .value_parser(clap::value_parser!(OsString)),
+            ),
+        );
+    }
+    // The about text goes last: augmenting with `Builtin` would replace it with the enum's doc.
+    Builtin::augment_subcommands(command)
+        .allow_external_subcommands(true)
+        .bin_name("kubectl gitops")
+        .about("GitOps for any Kubernetes cluster, on top of Flux")
+        .long_about(
+            "GitOps for any Kubernetes cluster, on top of Flux.\n\n\
+             Global options given before a command are passed on to it: \
+             `kubectl gitops --context prod status` runs `kubectl gitops status --context prod`.",
+        )
+        .version(version::VERSION_LINE)
+        .after_help(
+            "Exit codes: 0 ok, 1 not ready or failed, 2 bad input, 3 cluster unreachable or forbidden, \
+             4 git or git provider failure (docs/exit-codes.md).",
+        )
+}
+
+/// Index of the first word that is not a global flag or a global flag's value.
+fn command_position(command: &Command, words: &[OsString]) -> Option<usize> {
+    let mut skip_next = false;
+    for (index, word) in words.iter().enumerate() {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        let text = word.to_string_lossy();
+        if text == "--" {
+            return (index + 1 < words.len()).then_some(index + 1);
+        }
+        if text.starts_with('-') && text.len() > 1 {
+            skip_next = completion::flag_needing_next_word(command, &text).is_some();
+            continue;
+        }
+        return Some(index);
+    }
+    None
+}
+
+fn known_commands() -> Vec<String> {
+    let mut names: Vec<String> = plugin::COMMANDS
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    names.extend(["version", "completion"].map(String::from));
+    names.extend(plugin::installed());
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn run_plugin(name: &str, forwarded: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let Some(binary) = plugin::find(name) else {
+        if plugin::COMMANDS.iter().any(|(known, _)| *known == name) {
+            return Err(Error::usage(
+                format!("kubectl gitops {name} is not installed next to kubectl-gitops or on PATH"),
+                format!("reinstall the plugin (`kubectl krew install gitops` or `make install`) so that kubectl-gitops-{name} is present"),
+            )
+            .into());
+        }
+        return Err(plugin::unknown_command(name, &known_commands()).into());
+    };
+    let code = plugin::run(&binary, &forwarded)?;
+    std::process::exit(code);
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let command = command();
+    let words = &args[1..];
+
+    if words.first().is_some_and(|word| word == COMPLETE_ARG) {
+        return runtime::finish(complete(&command, &words[1..]));
+    }
+
+    // A plugin command: forward everything after its name, preceded by the global flags
+    // given before it. The global flags are parsed here only to reject bad ones early.
+    if let Some(position) = command_position(&command, words) {
+        let name = words[position].to_string_lossy().into_owned();
+        let builtin = matches!(name.as_str(), "version" | "completion" | "help");
+        if !builtin {
+            let globals = &words[..position];
+            let parsed = command.clone().try_get_matches_from(
+                std::iter::once(OsString::from("kubectl-gitops")).chain(globals.iter().cloned()),
+            );
+            if let Err(error) = parsed {
+                error.exit();
+            }
+            let forwarded: Vec<OsString> = globals
+                .iter()
+                .chain(&words[position + 1..])
+                .cloned()
+                .collect();
+            return runtime::finish(run_plugin(&name, forwarded));
+        }
+    }
+
+    let matches = command.clone().get_matches_from(&args);
+    let global = match GlobalArgs::from_arg_matches(&matches) {
+        Ok(global) => global,
+        Err(error) => error.exit(),
+    };
+    style::set_choice(global.color);
+    let builtin = match matches.subcommand() {
+        None => {
+            let help = command.clone().render_long_help().to_string();
+            return runtime::finish(
+                write_stdout(&help)
+                    .map(|()| ExitCode::Ok)
+                    .map_err(Into::into),
+            );
+        }
+        Some(_) => match Builtin::from_arg_matches(&matches) {
+            Ok(builtin) => builtin,
+            Err(error) => error.exit(),
+        },
+    };
+    runtime::finish(runtime::block_on(run_builtin(builtin, global)))
+}
+
+async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> anyhow::Result<ExitCode> {
+    match builtin {
+        Builtin::Version => {
+            let format = global.output_format();
+            output::ensure_supported(
+                format,
+                &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml],
+            )?;
+            let report = version::report(&global).await;
+            match format {
+                OutputFormat::Table => write_stdout(&version::render_text(&report))?,
+                _ => output::print_structured(&report, format)?,
+            }
+            if let Some(error) = &report.server.error {
+                output::report::warning(&format!("cannot reach the cluster: {error}"));
+            }
+            Ok(ExitCode::Ok)
+        }
+        Builtin::Completion { shell } => {
+            write_stdout(&completion::script(shell, "kubectl-gitops"))?;
+            Ok(ExitCode::Ok)
+        }
+    }
+}
+
+/// Completes command names here; longer lines go to the command binary's own `__complete`.
+fn complete(command: &Command, words: &[OsString]) -> anyhow::Result<ExitCode> {
+    if let Some(position) =
+        command_position(command, words).filter(|position| position + 1 < words.len())
+    {
+        let name = words[position].to_string_lossy();
+        if let Some(binary) = plugin::find(&name) {
+            let mut forwarded = vec![OsString::from(COMPLETE_ARG)];
+            forwarded.extend(words[..position].iter().cloned());
+            forwarded.extend(words[position + 1..].iter().cloned());
+            let code = plugin::run(&binary, &forwarded)?;
+            std::process::exit(code);
+        }
+    }
+    write_stdout(&completion::respond(command.clone(), words))?;
+    Ok(ExitCode::Ok)
+}

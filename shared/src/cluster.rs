@@ -1,0 +1,159 @@
+//! Building the one Kubernetes client a process uses, and turning API failures into [`Error`]s.
+
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::cli::GlobalArgs;
+use crate::error::{Error, Result, chain_to_line};
+
+/// The namespace Flux installs itself into unless told otherwise.
+pub const DEFAULT_FLUX_NAMESPACE: &str = "flux-system";
+
+/// A connected client plus what we know about where it points.
+#[derive(Clone)]
+pub struct Cluster {
+    /// The API client; clone it freely, it shares one connection pool.
+    pub client: Client,
+    /// The API server URL, for messages.
+    pub server: String,
+    /// The kubeconfig context in use, when there is one.
+    pub context: Option<String>,
+    /// The namespace of the context (or `default`), overridden by `-n`.
+    pub namespace: String,
+    /// The per-request timeout in force.
+    pub request_timeout: Option<Duration>,
+}
+
+impl Cluster {
+    /// Loads the kubeconfig the way kubectl does and builds the client.
+    ///
+    /// `default_timeout` is the command's own request timeout, used unless `--request-timeout`
+    /// is given.
+    pub async fn connect(args: &GlobalArgs, default_timeout: Duration) -> Result<Cluster> {
+        let kubeconfig = match &args.kubeconfig {
+            Some(path) => Kubeconfig::read_from(path),
+            None => Kubeconfig::read(),
+        }
+        .map_err(Error::Kubeconfig)?;
+        let context = args
+            .context
+            .clone()
+            .or_else(|| kubeconfig.current_context.clone());
+        let options = KubeConfigOptions {
+            context: args.context.clone(),
+            ..Default::default()
+        };
+        let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(Error::Kubeconfig)?;
+        let request_timeout = args.request_timeout_or(default_timeout);
+        config.connect_timeout = request_timeout;
+        config.read_timeout = request_timeout;
+        config.write_timeout = request_timeout;
+        config.reset_reader_on_write = true;
+        config.default_retry = false;
+        if let Some(namespace) = &args.namespace {
+            config.default_namespace = namespace.clone();
+        }
+        let server = config.cluster_url.to_string();
+        let namespace = config.default_namespace.clone();
+        let client = Client::try_from(config).map_err(|error| classify(&server, error))?;
+        Ok(Cluster {
+            client,
+            server,
+            context,
+            namespace,
+            request_timeout,
+        })
+    }
+
+    /// Maps a kube error from this cluster to our typed error.
+    pub fn error(&self, error: kube::Error) -> Error {
+        classify(&self.server, error)
+    }
+}
+
+/// Sorts a kube error into unreachable / unauthorized / forbidden / other.
+pub fn classify(server: &str, error: kube::Error) -> Error {
+    match error {
+        kube::Error::Api(status) if status.code == 401 => Error::Unauthorized {
+            server: server.to_string(),
+        },
+        kube::Error::Api(status) if status.code == 403 => Error::Forbidden {
+            message: status.message.clone(),
+        },
+        kube::Error::Api(status) => Error::Api(kube::Error::Api(status)),
+        kube::Error::HyperError(_)
+        | kube::Error::Service(_)
+        | kube::Error::RustlsTls(_)
+        | kube::Error::Auth(_)
+        | kube::Error::TlsRequired => {
+            let reason = chain_to_line(&error);
+            Error::Unreachable {
+                server: server.to_string(),
+                reason: tidy_transport_reason(&reason),
+            }
+        }
+        other => Error::Api(other),
+    }
+}
+
+/// Whether a kube error is an API 404.
+pub fn is_not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+/// Whether a kube error is an API 403.
+pub fn is_forbidden(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 403)
+}
+
+/// kube's transport errors repeat themselves ("ServiceError: client error (Connect): …");
+/// keep the most specific part, which is the last one.
+fn tidy_transport_reason(reason: &str) -> String {
+    let last = reason.rsplit(": ").next().unwrap_or(reason).trim();
+    if last.is_empty() {
+        reason.to_string()
+    } else {
+        last.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_reasons_keep_the_specific_part() {
+        assert_eq!(
+            tidy_transport_reason(
+                "ServiceError: client error (Connect): tcp connect error: Connection refused (os error 111)"
+            ),
+            "Connection refused (os error 111)"
+        );
+    }
+
+    #[test]
+    fn api_statuses_are_sorted_by_code() {
+        let status = |code| {
+            kube::Error::Api(
+                kube::core::Status::failure("nope", "Reason")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        assert!(matches!(
+            classify("https://x", status(401)),
+            Error::Unauthorized { .. }
+        ));
+        assert!(matches!(
+            classify("https://x", status(403)),
+            Error::Forbidden { .. }
+        ));
+        assert!(matches!(classify("https://x", status(500)), Error::Api(_)));
+        assert!(is_not_found(&status(404)));
+        assert!(is_forbidden(&status(403)));
+    }
+}

@@ -1,0 +1,308 @@
+//! Shell completion, answered at run time by the binaries themselves.
+//!
+//! kubectl completes `kubectl gitops <TAB>` by running `kubectl_complete-gitops <words…>
+//! <partial>` and reading cobra's line protocol: one `candidate<TAB>description` per line,
+//! then `:<directive>`. Our own scripts (`kubectl gitops completion bash|zsh|fish`) speak the
+//! same protocol to `kubectl-gitops __complete`. The dispatcher completes command names and
+//! hands longer lines to the command binary's own `__complete`, so every binary stays the one
+//! place its flags are defined.
+
+use std::ffi::OsString;
+
+use clap::Command;
+use clap::builder::PossibleValue;
+
+/// The hidden argument that switches a binary into completion mode.
+pub const COMPLETE_ARG: &str = "__complete";
+
+/// Cobra's directive: don't fall back to file names.
+const NO_FILE_COMPLETION: u8 = 4;
+/// Cobra's directive: the default (files allowed).
+const DEFAULT_DIRECTIVE: u8 = 0;
+
+/// The candidates for the last word, in cobra's line protocol.
+pub fn respond(mut command: Command, words: &[OsString]) -> String {
+    command.build();
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let (partial, before) = match words.split_last() {
+        Some((partial, before)) => (partial.as_str(), before),
+        None => ("", &[][..]),
+    };
+    let (candidates, directive) = candidates(&command, before, partial);
+    let mut text = String::new();
+    for (value, help) in candidates {
+        text.push_str(&value);
+        if let Some(help) = help.filter(|h| !h.is_empty()) {
+            text.push('\t');
+            text.push_str(&help);
+        }
+        text.push('\n');
+    }
+    text.push_str(&format!(":{directive}\n"));
+    text
+}
+
+type Candidate = (String, Option<String>);
+
+fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidate>, u8) {
+    let mut current = root;
+    let mut pending_value_of: Option<&clap::Arg> = None;
+    let mut positionals_seen = 0usize;
+    for word in before {
+        if pending_value_of.take().is_some() {
+            continue;
+        }
+        if word.starts_with('-') && word.len() > 1 {
+            pending_value_of = flag_needing_next_word(current, word);
+        } else if let Some(sub) = current.find_subcommand(word) {
+            current = sub;
+            positionals_seen = 0;
+        } else {
+            positionals_seen += 1;
+        }
+    }
+
+    if let Some(arg) = pending_value_of {
+        return value_candidates(arg, partial);
+    }
+    if partial.starts_with('-') {
+        let flags = current
+            .get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| a.get_long().map(|long| (format!("--{long}"), help_of(a))))
+            .filter(|(flag, _)| flag.starts_with(partial))
+            .collect();
+        return (flags, NO_FILE_COMPLETION);
+    }
+    let mut found: Vec<Candidate> = current
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .map(|sub| {
+            (
+                sub.get_name().to_string(),
+                sub.get_about().map(|about| about.to_string()),
+            )
+        })
+        .filter(|(name, _)| name.starts_with(partial))
+        .collect();
+    if let Some(positional) = current.get_positionals().nth(positionals_seen) {
+        let (values, directive) = value_candidates(positional, partial);
+        if !values.is_empty() || found.is_empty() {
+            found.extend(values);
+            return (found, directive);
+        }
+    }
+    (found, NO_FILE_COMPLETION)
+}
+
+fn value_candidates(arg: &clap::Arg, partial: &str) -> (Vec<Candidate>, u8) {
+    let values: Vec<PossibleValue> = arg.get_possible_values();
+    if values.is_empty() {
+        let directive = if arg.get_value_hint() == clap::ValueHint::AnyPath
+            || arg.get_value_hint() == clap::ValueHint::FilePath
+        {
+            DEFAULT_DIRECTIVE
+        } else {
+            NO_FILE_COMPLETION
+        };
+        return (Vec::new(), directive);
+    }
+    let found = values
+        .iter()
+        .filter(|v| !v.is_hide_set() && v.get_name().starts_with(partial))
+        .map(|v| {
+            (
+                v.get_name().to_string(),
+                v.get_help().map(|h| h.to_string()),
+            )
+        })
+        .collect();
+    (found, NO_FILE_COMPLETION)
+}
+
+/// When `word` is a flag of `command` whose value is the next word (`--context prod`,
+/// `-n dev`), that flag; `None` for switches, `--flag=value` and unknown flags.
+pub fn flag_needing_next_word<'a>(command: &'a Command, word: &str) -> Option<&'a clap::Arg> {
+    let arg = if let Some(long) = word.strip_prefix("--") {
+        if long.contains('=') {
+            return None;
+        }
+        command
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long) || has_alias(a, long))
+    } else {
+        let shorts = word.strip_prefix('-')?;
+        if shorts.chars().count() != 1 {
+            return None;
+        }
+        command
+            .get_arguments()
+            .find(|a| a.get_short() == shorts.chars().next())
+    };
+    arg.filter(|a| takes_value(a))
+}
+
+fn takes_value(arg: &clap::Arg) -> bool {
+    // `num_args` is only filled in once the command is built; the action is always known.
+    arg.get_num_args().map_or_else(
+        || arg.get_action().takes_values(),
+        |range| range.takes_values(),
+    )
+}
+
+fn has_alias(arg: &clap::Arg, name: &str) -> bool {
+    arg.get_all_aliases()
+        .is_some_and(|aliases| aliases.contains(&name))
+}
+
+fn help_of(arg: &clap::Arg) -> Option<String> {
+    arg.get_help().map(|help| {
+        help.to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// A completion script for a shell, completing `program` through `program __complete`.
+pub fn script(shell: Shell, program: &str) -> String {
+    let function = format!("_{}", program.replace('-', "_"));
+    let template = match shell {
+        Shell::Bash => BASH,
+        Shell::Zsh => ZSH,
+        Shell::Fish => FISH,
+    };
+    template
+        .replace("{program}", program)
+        .replace("{function}", &function)
+}
+
+/// Shells we write completion scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// `source <(kubectl gitops completion bash)`
+    Bash,
+    /// `source <(kubectl gitops completion zsh)`
+    Zsh,
+    /// `kubectl gitops completion fish | source`
+    Fish,
+}
+
+const BASH: &str = r#"# bash completion for {program}; load with: source <({program} completion bash)
+{function}() {
+    local out directive line
+    out=$("{program}" __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
+    directive=${out##*:}
+    COMPREPLY=()
+    while IFS= read -r line; do
+        [[ -z $line || $line == :* ]] && continue
+        COMPREPLY+=("${line%%$'\t'*}")
+    done <<<"$out"
+    if [[ ${#COMPREPLY[@]} -eq 0 && $((directive & 4)) -eq 0 ]]; then
+        COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+    fi
+}
+complete -F {function} {program}
+"#;
+
+const ZSH: &str = r#"#compdef {program}
+# zsh completion for {program}; load with: source <({program} completion zsh)
+{function}() {
+    local -a lines candidates
+    local line directive
+    lines=("${(@f)$("{program}" __complete "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+    directive=${lines[-1]#:}
+    for line in "${(@)lines[1,-2]}"; do
+        [[ -n $line ]] && candidates+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}")
+    done
+    if (( ${#candidates} )); then
+        _describe 'values' candidates
+    elif (( (directive & 4) == 0 )); then
+        _files
+    fi
+}
+compdef {function} {program}
+"#;
+
+const FISH: &str = r#"# fish completion for {program}; load with: {program} completion fish | source
+function {function}
+    set -l words (commandline -opc) (commandline -ct)
+    "{program}" __complete $words[2..-1] 2>/dev/null | string match -v -r '^:'
+end
+complete -c {program} -f -a '({function})'
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Arg, ArgAction};
+
+    fn command() -> Command {
+        Command::new("kubectl-gitops-app")
+            .arg(
+                Arg::new("output")
+                    .short('o')
+                    .long("output")
+                    .global(true)
+                    .value_parser(["table", "json", "yaml"]),
+            )
+            .arg(
+                Arg::new("quiet")
+                    .short('q')
+                    .long("quiet")
+                    .global(true)
+                    .action(ArgAction::SetTrue),
+            )
+            .subcommand(
+                Command::new("add")
+                    .about("Add an app")
+                    .arg(Arg::new("name"))
+                    .arg(Arg::new("url").long("url")),
+            )
+            .subcommand(Command::new("list").about("List apps"))
+    }
+
+    fn complete(words: &[&str]) -> String {
+        let words: Vec<OsString> = words.iter().map(OsString::from).collect();
+        respond(command(), &words)
+    }
+
+    #[test]
+    fn subcommands_with_descriptions() {
+        assert_eq!(
+            complete(&[""]),
+            "add\tAdd an app\nlist\tList apps\nhelp\tPrint this message or the help of the given subcommand(s)\n:4\n"
+        );
+        assert_eq!(complete(&["l"]), "list\tList apps\n:4\n");
+    }
+
+    #[test]
+    fn flags_of_the_current_subcommand_including_globals() {
+        assert_eq!(complete(&["add", "--u"]), "--url\n:4\n");
+        let all = complete(&["add", "--"]);
+        assert!(
+            all.contains("--output\n") && all.contains("--quiet\n"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn values_of_the_flag_being_completed() {
+        assert_eq!(complete(&["list", "-o", "j"]), "json\n:4\n");
+        assert_eq!(complete(&["--output", "y"]), "yaml\n:4\n");
+        assert_eq!(complete(&["add", "--url", ""]), ":4\n");
+    }
+
+    #[test]
+    fn scripts_name_the_program() {
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            let text = script(shell, "kubectl-gitops");
+            assert!(text.contains("\"kubectl-gitops\" __complete"), "{text}");
+            assert!(!text.contains("{program}") && !text.contains("{function}"));
+        }
+    }
+}

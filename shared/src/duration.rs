@@ -1,0 +1,136 @@
+//! Go-style durations (`1m0s`, `500ms`, `1h30m`), the format kubectl flags and Flux YAML use.
+
+use std::time::Duration;
+
+/// Parses `5s`, `1m30s`, `1h`, `250ms`, or a bare number of seconds (`30`), as kubectl does.
+pub fn parse(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(format!(
+                "invalid duration {text:?}: expected a number before {rest:?}"
+            ));
+        }
+        let number: f64 = rest[..digits].parse().map_err(|_| {
+            format!(
+                "invalid duration {text:?}: bad number {:?}",
+                &rest[..digits]
+            )
+        })?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds_per_unit = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => {
+                return Err(format!(
+                    "invalid duration {text:?}: missing unit (use s, m or h)"
+                ));
+            }
+            unit => {
+                return Err(format!(
+                    "invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)"
+                ));
+            }
+        };
+        total += Duration::from_secs_f64(number * seconds_per_unit);
+        rest = &rest[unit_len..];
+    }
+    Ok(total)
+}
+
+/// Formats whole-second durations the way Go's `time.Duration.String()` does: `1m0s`, `1h0m0s`, `30s`.
+pub fn format(duration: Duration) -> String {
+    let millis = duration.subsec_millis();
+    let total = duration.as_secs();
+    if total == 0 && millis > 0 {
+        return format!("{millis}ms");
+    }
+    let (hours, minutes, seconds) = (total / 3600, (total % 3600) / 60, total % 60);
+    let seconds = if millis > 0 {
+        format!("{seconds}.{}", format!("{millis:03}").trim_end_matches('0'))
+    } else {
+        seconds.to_string()
+    };
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}s"),
+        (0, _) => format!("{minutes}m{seconds}s"),
+        _ => format!("{hours}h{minutes}m{seconds}s"),
+    }
+}
+
+/// Formats an age the way kubectl's AGE column does: `45s`, `12m`, `3h4m`, `2d5h`, `400d`.
+pub fn format_age(age: Duration) -> String {
+    let seconds = age.as_secs();
+    match seconds {
+        0..120 => format!("{seconds}s"),
+        120..600 => format!("{}m{}s", seconds / 60, seconds % 60),
+        600..10_800 => format!("{}m", seconds / 60),
+        10_800..28_800 => format!("{}h{}m", seconds / 3600, (seconds % 3600) / 60),
+        28_800..172_800 => format!("{}h", seconds / 3600),
+        172_800..2_592_000 => format!("{}d{}h", seconds / 86_400, (seconds % 86_400) / 3600),
+        _ => format!("{}d", seconds / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_kubectl_and_go_forms() {
+        assert_eq!(parse("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse("1h0m0s"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse("1.5s"), Ok(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn rejects_nonsense_with_the_reason() {
+        assert!(parse("").is_err());
+        assert!(parse("5x").unwrap_err().contains("unknown unit"));
+        assert!(parse("m").unwrap_err().contains("expected a number"));
+        assert!(parse("5s3").unwrap_err().contains("missing unit"));
+    }
+
+    #[test]
+    fn formats_like_go() {
+        assert_eq!(format(Duration::from_secs(60)), "1m0s");
+        assert_eq!(format(Duration::from_secs(600)), "10m0s");
+        assert_eq!(format(Duration::from_secs(30)), "30s");
+        assert_eq!(format(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(format(Duration::from_secs(5400)), "1h30m0s");
+        assert_eq!(format(Duration::from_millis(500)), "500ms");
+        assert_eq!(format(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn ages_look_like_kubectl() {
+        assert_eq!(format_age(Duration::from_secs(45)), "45s");
+        assert_eq!(format_age(Duration::from_secs(150)), "2m30s");
+        assert_eq!(format_age(Duration::from_secs(1200)), "20m");
+        assert_eq!(format_age(Duration::from_secs(4 * 3600 + 60)), "4h1m");
+        assert_eq!(format_age(Duration::from_secs(10 * 3600)), "10h");
+        assert_eq!(format_age(Duration::from_secs(3 * 86_400 + 7200)), "3d2h");
+        assert_eq!(format_age(Duration::from_secs(400 * 86_400)), "400d");
+    }
+}

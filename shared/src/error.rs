@@ -1,0 +1,239 @@
+//! Typed errors for every command, and the exit codes they map to.
+//!
+//! Library code returns [`Error`]; the binaries wrap it in `anyhow` only at the edge
+//! ([`crate::runtime`]), which downcasts back to [`Error`] to pick the exit code and the hint.
+//! The codes are a contract with shell scripts and are documented in docs/exit-codes.md.
+
+use std::fmt;
+
+/// The process exit codes kubectl-gitops documents (docs/exit-codes.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Everything asked for was done, or everything shown is healthy.
+    Ok = 0,
+    /// The operation ran and the answer is "no": not ready, failed, a difference was found.
+    No = 1,
+    /// Usage error or bad input: nothing was changed.
+    Usage = 2,
+    /// The cluster is unreachable, or refused us (unauthorized, forbidden).
+    Cluster = 3,
+    /// A git server or git provider (GitHub, GitLab) failed or refused us.
+    Git = 4,
+    /// Anything else: a local I/O problem or a bug.
+    Internal = 5,
+}
+
+impl ExitCode {
+    /// The numeric code handed to the operating system.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// Every failure the shared library reports. Each variant knows its exit code and a hint.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The user gave input we cannot act on.
+    #[error("{message}")]
+    Usage {
+        /// What is wrong, naming the input.
+        message: String,
+        /// What to do instead.
+        hint: Option<String>,
+    },
+
+    /// The kubeconfig could not be read or does not name a usable cluster.
+    #[error("cannot load kubeconfig: {0}")]
+    Kubeconfig(#[source] kube::config::KubeconfigError),
+
+    /// The API server did not answer (connection refused, DNS, TLS, timeout).
+    #[error("cluster unreachable at {server}: {reason}")]
+    Unreachable {
+        /// The API server URL from the kubeconfig.
+        server: String,
+        /// The underlying transport error, flattened to one line.
+        reason: String,
+    },
+
+    /// The API server answered 401.
+    #[error("unauthorized: the cluster at {server} rejected our credentials")]
+    Unauthorized {
+        /// The API server URL from the kubeconfig.
+        server: String,
+    },
+
+    /// The API server answered 403.
+    #[error("forbidden: {message}")]
+    Forbidden {
+        /// The API server's message, which names the verb, resource and user.
+        message: String,
+    },
+
+    /// Any other API error.
+    #[error("kubernetes API error: {0}")]
+    Api(#[source] kube::Error),
+
+    /// The operation ran and the answer is "no" (not ready, failing, timed out).
+    #[error("{message}")]
+    Negative {
+        /// The reason, naming the object that is not as wanted.
+        message: String,
+        /// What to look at next.
+        hint: Option<String>,
+    },
+
+    /// A command that is planned but not built yet.
+    #[error("kubectl gitops {command} is not implemented yet")]
+    NotImplemented {
+        /// The subcommand name, e.g. `upgrade`.
+        command: &'static str,
+    },
+
+    /// Local I/O failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The operating-system error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Serialising our own output failed; this is a bug.
+    #[error("cannot render output: {0}")]
+    Render(String),
+}
+
+impl Error {
+    /// A usage error with a hint.
+    pub fn usage(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::Usage {
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
+    }
+
+    /// Wraps an I/O error with what we were doing.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The exit code this error maps to.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Usage { .. } | Error::NotImplemented { .. } => ExitCode::Usage,
+            Error::Kubeconfig(_)
+            | Error::Unreachable { .. }
+            | Error::Unauthorized { .. }
+            | Error::Forbidden { .. }
+            | Error::Api(_) => ExitCode::Cluster,
+            Error::Negative { .. } => ExitCode::No,
+            Error::Io { .. } | Error::Render(_) => ExitCode::Internal,
+        }
+    }
+
+    /// A line telling the user what to try next, when we know one.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Usage { hint, .. } | Error::Negative { hint, .. } => hint.clone(),
+            Error::Kubeconfig(_) => Some(
+                "check --kubeconfig, KUBECONFIG and --context; `kubectl config get-contexts` lists contexts"
+                    .into(),
+            ),
+            Error::Unreachable { .. } => Some(
+                "check that the cluster is running and that `kubectl cluster-info` works with the same kubeconfig and context"
+                    .into(),
+            ),
+            Error::Unauthorized { .. } => {
+                Some("your credentials expired or are wrong: refresh them, or pick another --context".into())
+            }
+            Error::Forbidden { .. } => Some(
+                "ask a cluster admin for the RBAC rights named above, or use a --context that has them".into(),
+            ),
+            Error::Api(_) => None,
+            Error::NotImplemented { .. } => Some(
+                "see `kubectl gitops --help` for the commands available in this version".into(),
+            ),
+            Error::Io { .. } => None,
+            Error::Render(_) => Some("this is a bug in kubectl-gitops; please report it".into()),
+        }
+    }
+}
+
+/// Result with the shared [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Flattens an error and its sources into one line: `a: b: c`.
+pub fn chain_to_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line
+}
+
+/// Formats a list of names as `"a", "b" and "c"` for messages.
+pub struct QuotedList<'a>(pub &'a [String]);
+
+impl fmt::Display for QuotedList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, item) in self.0.iter().enumerate() {
+            if index > 0 {
+                let separator = if index + 1 == self.0.len() {
+                    " and "
+                } else {
+                    ", "
+                };
+                f.write_str(separator)?;
+            }
+            write!(f, "\"{item}\"")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_documented_numbers() {
+        assert_eq!(ExitCode::Ok.code(), 0);
+        assert_eq!(ExitCode::No.code(), 1);
+        assert_eq!(ExitCode::Usage.code(), 2);
+        assert_eq!(ExitCode::Cluster.code(), 3);
+        assert_eq!(ExitCode::Git.code(), 4);
+        assert_eq!(
+            Error::NotImplemented { command: "upgrade" }.exit_code(),
+            ExitCode::Usage
+        );
+        let unreachable = Error::Unreachable {
+            server: "https://x".into(),
+            reason: "refused".into(),
+        };
+        assert_eq!(unreachable.exit_code(), ExitCode::Cluster);
+    }
+
+    #[test]
+    fn quoted_list_reads_like_english() {
+        let names = vec![
+            "app".to_string(),
+            "status".to_string(),
+            "detect".to_string(),
+        ];
+        assert_eq!(
+            QuotedList(&names).to_string(),
+            r#""app", "status" and "detect""#
+        );
+        assert_eq!(QuotedList(&names[..1]).to_string(), r#""app""#);
+    }
+}

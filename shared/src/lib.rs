@@ -1,0 +1,24 @@
+//! The library behind every kubectl-gitops plugin binary.
+//!
+//! Each binary parses its own arguments and calls into one module per concern here; see
+//! docs/ARCHITECTURE.md for how a command flows from arguments to API calls to output.
+
+pub mod cli;
+pub mod cluster;
+pub mod completion;
+pub mod detect;
+pub mod duration;
+pub mod env;
+pub mod error;
+pub mod flux;
+pub mod output;
+pub mod plugin;
+pub mod record;
+pub mod runtime;
+pub mod version;
+pub mod yaml;
+
+#[cfg(test)]
+mod testing;
+
+pub use error::{Error, ExitCode, Result};

@@ -1,0 +1,93 @@
+//! Everything that reaches the terminal: data on stdout, progress and errors on stderr.
+//!
+//! - [`style`] decides colour and glyphs (TTY, `--color`, `NO_COLOR`).
+//! - [`table`] renders kubectl-like tables; [`print_structured`] renders json/yaml.
+//! - [`report`] prints `error: …` / `hint: …` and warnings.
+//!
+//! Nothing in the workspace uses `println!`: a closed pipe (`| head`) must end the process
+//! quietly with exit 0, which needs the write errors that [`write_stdout`] returns.
+
+pub mod report;
+pub mod style;
+pub mod table;
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::cli::OutputFormat;
+use crate::error::{Error, Result};
+
+/// Writes text to stdout as is, returning the I/O error (for example a closed pipe) instead of panicking.
+pub fn write_stdout(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|error| Error::io("writing to stdout", error))
+}
+
+/// Serialises data as pretty JSON (with a final newline) or YAML.
+pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Yaml => crate::yaml::to_string(value),
+        _ => {
+            let mut text = serde_json::to_string_pretty(value)
+                .map_err(|error| Error::Render(error.to_string()))?;
+            text.push('\n');
+            Ok(text)
+        }
+    }
+}
+
+/// Prints data as JSON or YAML on stdout.
+pub fn print_structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<()> {
+    write_stdout(&render_structured(value, format)?)
+}
+
+/// Rejects an `-o` value a command does not support, naming the ones it does.
+pub fn ensure_supported(format: OutputFormat, supported: &[OutputFormat]) -> Result<()> {
+    if supported.contains(&format) {
+        return Ok(());
+    }
+    let names: Vec<String> = supported
+        .iter()
+        .map(|f| format_name(*f).to_string())
+        .collect();
+    Err(Error::usage(
+        format!("this command does not support -o {}", format_name(format)),
+        format!("use one of: {}", names.join(", ")),
+    ))
+}
+
+fn format_name(format: OutputFormat) -> &'static str {
+    match format {
+        OutputFormat::Table => "table",
+        OutputFormat::Wide => "wide",
+        OutputFormat::Json => "json",
+        OutputFormat::Yaml => "yaml",
+        OutputFormat::Name => "name",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_formats_name_the_supported_ones() {
+        let error = ensure_supported(
+            OutputFormat::Wide,
+            &[OutputFormat::Table, OutputFormat::Json],
+        )
+        .unwrap_err();
+        assert_eq!(error.to_string(), "this command does not support -o wide");
+        assert_eq!(error.hint().as_deref(), Some("use one of: table, json"));
+    }
+
+    #[test]
+    fn json_ends_with_a_newline() {
+        let text = render_structured(&serde_json::json!({"a": 1}), OutputFormat::Json).unwrap();
+        assert_eq!(text, "{\n  \"a\": 1\n}\n");
+    }
+}

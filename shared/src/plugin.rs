@@ -1,0 +1,209 @@
+//! How the dispatcher finds and runs the command binaries (`kubectl-gitops-<command>`).
+//!
+//! krew links only the dispatcher onto PATH, so the siblings are looked for next to the
+//! dispatcher's own resolved executable first, then on PATH, like cargo's external subcommands.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::env;
+use crate::error::{Error, QuotedList, Result};
+
+/// Prefix of every command binary.
+pub const BINARY_PREFIX: &str = "kubectl-gitops-";
+
+/// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
+pub const COMMANDS: [(&str, &str); 6] = [
+    (
+        "install",
+        "Bootstrap Flux and the GitOps repo layout into a cluster",
+    ),
+    (
+        "app",
+        "Add, list, remove, suspend and resume apps in the config repo",
+    ),
+    (
+        "status",
+        "What runs where, at which commit, healthy or not, and why",
+    ),
+    (
+        "upgrade",
+        "Move Flux and the repo layout to a new version through git",
+    ),
+    (
+        "detect",
+        "Report what the cluster holds: unreachable, unmodified, flux2 or gitops",
+    ),
+    (
+        "artifact",
+        "Push manifests as OCI artifacts, as `flux push artifact` does",
+    ),
+];
+
+/// Directories searched for command binaries, in order: `KUBECTL_GITOPS_PLUGIN_DIR`, the
+/// dispatcher's own directory (symlinks resolved, for krew), then PATH.
+pub fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os(env::KUBECTL_GITOPS_PLUGIN_DIR) {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.canonicalize().ok())
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        dirs.push(dir);
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs
+}
+
+/// The binary for a command, if one is installed.
+pub fn find(command: &str) -> Option<PathBuf> {
+    let file = format!("{BINARY_PREFIX}{command}{}", std::env::consts::EXE_SUFFIX);
+    search_dirs()
+        .into_iter()
+        .map(|dir| dir.join(&file))
+        .find(|path| is_executable(path))
+}
+
+/// The names of every installed command binary (`status`, `app`, …), sorted.
+pub fn installed() -> Vec<String> {
+    let mut names = BTreeSet::new();
+    for dir in search_dirs() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file = entry.file_name();
+            let Some(file) = file.to_str() else { continue };
+            let Some(name) = file.strip_prefix(BINARY_PREFIX) else {
+                continue;
+            };
+            let name = name
+                .strip_suffix(std::env::consts::EXE_SUFFIX)
+                .unwrap_or(name);
+            if !name.is_empty() && is_executable(&entry.path()) {
+                names.insert(name.to_string());
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata()
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// The error for an unknown command: a "did you mean" when one is close, and the installed list.
+pub fn unknown_command(typed: &str, known: &[String]) -> Error {
+    let mut hint = match closest(typed, known) {
+        Some(name) => format!("did you mean \"{name}\"?\n"),
+        None => String::new(),
+    };
+    hint.push_str(&format!("installed commands: {}", QuotedList(known)));
+    Error::Usage {
+        message: format!("unknown command \"{typed}\""),
+        hint: Some(hint),
+    }
+}
+
+/// The known name closest to what was typed, if it is close enough to be a typo.
+pub fn closest<'a>(typed: &str, known: &'a [String]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|name| (edit_distance(typed, name), name))
+        .filter(|(distance, name)| *distance <= 2.max(name.len() / 3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name.as_str())
+}
+
+/// Levenshtein distance, counting a swap of two neighbours as one edit (as in "stauts").
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut table = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in table.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in table[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (table[i - 1][j] + 1)
+                .min(table[i][j - 1] + 1)
+                .min(table[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(table[i - 2][j - 2] + 1);
+            }
+            table[i][j] = best;
+        }
+    }
+    table[a.len()][b.len()]
+}
+
+/// Runs a command binary with these arguments and returns its exit code. On Unix the
+/// process is replaced (exec), so this only returns when exec itself failed.
+pub fn run(binary: &Path, args: &[OsString]) -> Result<i32> {
+    let mut command = std::process::Command::new(binary);
+    command.args(args);
+    if let Ok(dispatcher) = std::env::current_exe() {
+        command.env(env::KUBECTL_GITOPS_DISPATCHER, dispatcher);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let error = command.exec();
+        Err(Error::io(format!("cannot run {}", binary.display()), error))
+    }
+    #[cfg(not(unix))]
+    {
+        let status = command
+            .status()
+            .map_err(|error| Error::io(format!("cannot run {}", binary.display()), error))?;
+        Ok(status.code().unwrap_or(crate::ExitCode::Internal.code()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<String> {
+        ["app", "artifact", "detect", "install", "status", "upgrade"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn typos_find_the_command() {
+        assert_eq!(closest("stauts", &known()), Some("status"));
+        assert_eq!(closest("instal", &known()), Some("install"));
+        assert_eq!(closest("detcet", &known()), Some("detect"));
+        assert_eq!(closest("kubernetes", &known()), None);
+    }
+
+    #[test]
+    fn unknown_command_names_it_and_suggests() {
+        let error = unknown_command("stauts", &known());
+        assert_eq!(error.to_string(), r#"unknown command "stauts""#);
+        insta::assert_snapshot!(error.hint().unwrap(), @r#"
+        did you mean "status"?
+        installed commands: "app", "artifact", "detect", "install", "status" and "upgrade"
+        "#);
+    }
+}

@@ -1,0 +1,92 @@
+//! Our install record: the ConfigMap that says "kubectl-gitops manages this cluster".
+//!
+//! `install` commits it as `<path>/gitops.yaml` into the config repo, so Flux itself applies
+//! it and a cluster rebuilt from git (`install --from-repo`) gets it back. `detect` reports a
+//! cluster as `gitops` exactly when this ConfigMap exists in the Flux namespace.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use serde::{Deserialize, Serialize};
+
+/// Name of the record ConfigMap, in the Flux namespace.
+pub const CONFIGMAP_NAME: &str = "kubectl-gitops";
+/// File name of the record inside the cluster directory of the config repo.
+pub const FILE_NAME: &str = "gitops.yaml";
+/// Label we put on every object we generate.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Value of [`MANAGED_BY_LABEL`].
+pub const MANAGED_BY_VALUE: &str = "kubectl-gitops";
+
+/// What `install` recorded about this cluster's GitOps setup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallRecord {
+    /// The config repo URL Flux pulls from.
+    pub url: String,
+    /// The branch Flux follows.
+    pub branch: String,
+    /// The cluster's directory in the repo, e.g. `clusters/dev`.
+    pub path: String,
+    /// The cluster's name in the repo layout.
+    pub cluster_name: String,
+    /// The Flux version installed.
+    pub flux_version: String,
+    /// The Flux controllers installed, comma separated in the ConfigMap.
+    pub components: Vec<String>,
+}
+
+impl InstallRecord {
+    /// Reads a record back from its ConfigMap; `None` when a field is missing.
+    pub fn from_configmap(configmap: &ConfigMap) -> Option<InstallRecord> {
+        let data = configmap.data.as_ref()?;
+        let field = |key: &str| data.get(key).cloned();
+        Some(InstallRecord {
+            url: field("url")?,
+            branch: field("branch")?,
+            path: field("path")?,
+            cluster_name: field("clusterName")?,
+            flux_version: field("fluxVersion")?,
+            components: field("components")?
+                .split(',')
+                .map(str::trim)
+                .map(String::from)
+                .collect(),
+        })
+    }
+
+    /// The ConfigMap data this record is stored as.
+    pub fn to_data(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("url".to_string(), self.url.clone()),
+            ("branch".to_string(), self.branch.clone()),
+            ("path".to_string(), self.path.clone()),
+            ("clusterName".to_string(), self.cluster_name.clone()),
+            ("fluxVersion".to_string(), self.flux_version.clone()),
+            ("components".to_string(), self.components.join(",")),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_configmap_data() {
+        let record = InstallRecord {
+            url: "ssh://git@127.0.0.1:2222/srv/fleet.git".into(),
+            branch: "main".into(),
+            path: "clusters/dev".into(),
+            cluster_name: "dev".into(),
+            flux_version: "v2.9.3".into(),
+            components: vec!["source-controller".into(), "kustomize-controller".into()],
+        };
+        let configmap = ConfigMap {
+            data: Some(record.to_data()),
+            ..Default::default()
+        };
+        assert_eq!(InstallRecord::from_configmap(&configmap), Some(record));
+        assert_eq!(InstallRecord::from_configmap(&ConfigMap::default()), None);
+    }
+}

@@ -1,0 +1,130 @@
+//! The `main` of every binary: parse, run on tokio, and turn the outcome into an exit code.
+
+use std::ffi::OsString;
+use std::future::Future;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::GlobalArgs;
+use crate::completion::{self, COMPLETE_ARG};
+use crate::error::{Error, ExitCode};
+use crate::output::{report, style, write_stdout};
+
+/// A binary's parsed command line: it exposes the shared options.
+pub trait CommandLine: CommandFactory + FromArgMatches {
+    /// The shared options inside the parsed arguments.
+    fn global_args(&self) -> &GlobalArgs;
+}
+
+/// Runs a binary. `display_name` is how usage lines name it (`kubectl gitops status`).
+///
+/// Handles `__complete` before parsing, installs the TLS provider, and maps errors to
+/// `error:`/`hint:` lines and the documented exit codes. A closed stdout pipe exits 0.
+pub fn main<C, F, Fut>(display_name: &'static str, body: F) -> std::process::ExitCode
+where
+    C: CommandLine,
+    F: FnOnce(C) -> Fut,
+    Fut: Future<Output = anyhow::Result<ExitCode>>,
+{
+    main_with(C::command().bin_name(display_name).name(display_name), body)
+}
+
+/// [`main`] with a clap command the caller adjusted (for example its about text).
+pub fn main_with<C, F, Fut>(command: clap::Command, body: F) -> std::process::ExitCode
+where
+    C: CommandLine,
+    F: FnOnce(C) -> Fut,
+    Fut: Future<Output = anyhow::Result<ExitCode>>,
+{
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|arg| arg == COMPLETE_ARG) {
+        let text = completion::respond(command, &args[2..]);
+        return finish(
+            write_stdout(&text)
+                .map(|()| ExitCode::Ok)
+                .map_err(anyhow::Error::from),
+        );
+    }
+    let matches = command.get_matches_from(args);
+    let parsed = match C::from_arg_matches(&matches) {
+        Ok(parsed) => parsed,
+        Err(error) => error.exit(),
+    };
+    style::set_choice(parsed.global_args().color);
+    finish(block_on(body(parsed)))
+}
+
+/// The arguments of a command that is planned but not built yet: the shared options, and
+/// anything else, so that every invocation reaches the "not implemented" error.
+#[derive(Debug, clap::Parser)]
+struct PlannedCommand {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    rest: Vec<OsString>,
+}
+
+impl CommandLine for PlannedCommand {
+    fn global_args(&self) -> &GlobalArgs {
+        &self.global
+    }
+}
+
+/// The `main` of a command binary that is not built yet: `--help` works, everything else
+/// says `error: kubectl gitops <command> is not implemented yet` and exits 2.
+pub fn not_implemented(command: &'static str) -> std::process::ExitCode {
+    let about = crate::plugin::COMMANDS
+        .iter()
+        .find(|(name, _)| *name == command)
+        .map_or("", |(_, about)| *about);
+    let display_name = format!("kubectl gitops {command}");
+    let clap_command = PlannedCommand::command()
+        .name(display_name.clone())
+        .bin_name(display_name)
+        .about(format!("{about} (not implemented yet)"))
+        .version(crate::version::VERSION_LINE);
+    main_with(clap_command, |_: PlannedCommand| async move {
+        Err(Error::NotImplemented { command }.into())
+    })
+}
+
+/// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.
+pub fn block_on<T>(future: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    // Only ring is compiled in; installing it explicitly avoids rustls' run-time panic when
+    // it cannot pick a provider by itself.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| Error::io("cannot start the async runtime", error))?;
+    runtime.block_on(future)
+}
+
+/// Prints the error, if any, and returns the process exit code.
+pub fn finish(outcome: anyhow::Result<ExitCode>) -> std::process::ExitCode {
+    let code = match outcome {
+        Ok(code) => code,
+        Err(error) if is_broken_pipe(&error) => ExitCode::Ok,
+        Err(error) => {
+            let (message, hint, code) = match error.downcast_ref::<Error>() {
+                Some(typed) => (
+                    crate::error::chain_to_line(typed),
+                    typed.hint(),
+                    typed.exit_code(),
+                ),
+                None => (format!("{error:#}"), None, ExitCode::Internal),
+            };
+            report::error(&message, hint.as_deref());
+            code
+        }
+    };
+    std::process::ExitCode::from(code.code() as u8)
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || matches!(cause.downcast_ref::<Error>(), Some(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,125 @@
+//! `kubectl gitops version`: what we are, and what the cluster runs.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::GlobalArgs;
+use crate::cluster::Cluster;
+use crate::detect::{self, ClusterState};
+use crate::flux;
+
+/// The plugin version and the commit it was built from, as `--version` prints it.
+pub const VERSION_LINE: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("GITOPS_GIT_COMMIT"),
+    ")"
+);
+
+/// How long `version` waits for the cluster unless `--request-timeout` says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The plugin's own build.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientVersion {
+    /// The kubectl-gitops release.
+    pub version: &'static str,
+    /// The git commit it was built from.
+    pub commit: &'static str,
+    /// The Flux release `install` uses by default.
+    pub pinned_flux_version: &'static str,
+}
+
+/// What the cluster runs, or why we could not tell.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerVersion {
+    /// Whether the cluster answered.
+    pub reachable: bool,
+    /// Kubernetes version.
+    pub kubernetes_version: Option<String>,
+    /// Flux version, when installed.
+    pub flux_version: Option<String>,
+    /// Flux namespace, when installed.
+    pub flux_namespace: Option<String>,
+    /// Why the cluster did not answer.
+    pub error: Option<String>,
+}
+
+/// Everything `version` prints.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionReport {
+    /// This build.
+    pub client: ClientVersion,
+    /// The cluster.
+    pub server: ServerVersion,
+}
+
+/// This build's version information.
+pub fn client() -> ClientVersion {
+    ClientVersion {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("GITOPS_GIT_COMMIT"),
+        pinned_flux_version: flux::PINNED_VERSION,
+    }
+}
+
+/// Asks the cluster for its versions; never fails, the reason goes into `error`.
+pub async fn report(args: &GlobalArgs) -> VersionReport {
+    let unreachable = |error: String| ServerVersion {
+        reachable: false,
+        kubernetes_version: None,
+        flux_version: None,
+        flux_namespace: None,
+        error: Some(error),
+    };
+    let server = match Cluster::connect(args, DEFAULT_TIMEOUT).await {
+        Err(error) => unreachable(error.to_string()),
+        Ok(cluster) => match detect::detect(&cluster).await {
+            Err(error) => unreachable(error.to_string()),
+            Ok(found) if found.state == ClusterState::Unreachable => {
+                unreachable(found.error.unwrap_or_else(|| "unreachable".into()))
+            }
+            Ok(found) => ServerVersion {
+                reachable: true,
+                kubernetes_version: found.kubernetes_version,
+                flux_version: found.flux.as_ref().and_then(|f| f.version.clone()),
+                flux_namespace: found.flux.map(|f| f.namespace),
+                error: None,
+            },
+        },
+    };
+    VersionReport {
+        client: client(),
+        server,
+    }
+}
+
+/// The human-readable form.
+pub fn render_text(report: &VersionReport) -> String {
+    let client = &report.client;
+    let server = &report.server;
+    let mut text = format!(
+        "Client Version: v{} (commit {})\nPinned Flux Version: {}\n",
+        client.version, client.commit, client.pinned_flux_version
+    );
+    if server.reachable {
+        let kubernetes = server.kubernetes_version.as_deref().unwrap_or("unknown");
+        text.push_str(&format!("Server Version: {kubernetes}\n"));
+        match (&server.flux_version, &server.flux_namespace) {
+            (Some(version), Some(namespace)) => text.push_str(&format!(
+                "Flux Version: {version} (namespace {namespace})\n"
+            )),
+            (None, Some(namespace)) => {
+                text.push_str(&format!("Flux Version: unknown (namespace {namespace})\n"))
+            }
+            _ => text.push_str("Flux Version: not installed\n"),
+        }
+    } else {
+        text.push_str("Server Version: unreachable\n");
+    }
+    text
+}
