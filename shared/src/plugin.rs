@@ -70,6 +70,15 @@ pub fn find(command: &str) -> Option<PathBuf> {
         .find(|path| is_executable(path))
 }
 
+/// The dispatcher, `kubectl-gitops`, for helpers that hand work back to it.
+pub fn dispatcher() -> Option<PathBuf> {
+    let file = format!("kubectl-gitops{}", std::env::consts::EXE_SUFFIX);
+    search_dirs()
+        .into_iter()
+        .map(|dir| dir.join(&file))
+        .find(|path| is_executable(path))
+}
+
 /// The names of every installed command binary (`status`, `app`, …), sorted.
 pub fn installed() -> Vec<String> {
     let mut names = BTreeSet::new();

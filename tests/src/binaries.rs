@@ -1,0 +1,66 @@
+//! Where cargo put the binaries under test, and a PATH directory holding them.
+
+use std::path::{Path, PathBuf};
+
+/// Every binary the workspace builds.
+pub const ALL: [&str; 8] = [
+    "kubectl-gitops",
+    "kubectl-gitops-install",
+    "kubectl-gitops-app",
+    "kubectl-gitops-status",
+    "kubectl-gitops-upgrade",
+    "kubectl-gitops-detect",
+    "kubectl-gitops-artifact",
+    "kubectl_complete-gitops",
+];
+
+/// `target/<profile>`: test executables live in its `deps/` folder.
+pub fn target_dir() -> PathBuf {
+    let test_exe = std::env::current_exe().expect("the test knows its own path");
+    let deps = test_exe
+        .parent()
+        .expect("test binaries live in target/<profile>/deps");
+    deps.parent().expect("deps has a parent").to_path_buf()
+}
+
+/// The path of one built binary.
+pub fn path(name: &str) -> PathBuf {
+    let path = target_dir().join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --workspace` first",
+        path.display()
+    );
+    path
+}
+
+/// A fresh directory holding links to all our binaries, to put first on PATH, the way
+/// `make install` or krew lays them out.
+pub fn plugin_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for name in ALL {
+        link(&path(name), &dir.path().join(name));
+    }
+    dir
+}
+
+fn link(from: &Path, to: &Path) {
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(from, to).expect("symlink a binary");
+    #[cfg(not(unix))]
+    std::fs::copy(from, to).map(drop).expect("copy a binary");
+}
+
+/// A kubeconfig pointing at a 127.0.0.1 port nothing listens on.
+pub fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.local_addr().expect("local address").port()
+    };
+    let path = dir.join("unreachable.kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: closed\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: closed\n  context:\n    cluster: closed\n    user: nobody\ncurrent-context: closed\nusers:\n- name: nobody\n  user:\n    token: not-a-real-token\n"
+    );
+    std::fs::write(&path, text).expect("write kubeconfig");
+    path
+}

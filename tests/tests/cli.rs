@@ -1,0 +1,309 @@
+//! Snapshot tests of every binary's help, version, error paths and exit codes.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gitops_e2e::binaries;
+use gitops_e2e::snapshot::Run;
+
+fn run(binary: &str, args: &[&str]) -> Run {
+    Run::of(
+        Command::new(binaries::path(binary))
+            .args(args)
+            .env_remove("KUBECONFIG"),
+    )
+}
+
+#[test]
+fn dispatcher_short_help() {
+    insta::assert_snapshot!(run("kubectl-gitops", &["-h"]).render());
+}
+
+#[test]
+fn dispatcher_without_a_command_prints_help_and_succeeds() {
+    let run = run("kubectl-gitops", &[]);
+    assert_eq!(run.code, Some(0));
+    assert!(
+        run.stdout
+            .starts_with("GitOps for any Kubernetes cluster, on top of Flux"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("Exit codes: 0 ok"), "{}", run.stdout);
+}
+
+#[test]
+fn dispatcher_version_flag() {
+    insta::assert_snapshot!(run("kubectl-gitops", &["--version"]).render(), @r"
+    exit_code: 0
+    ----- stdout -----
+    kubectl-gitops [VERSION] (commit [COMMIT])
+    ----- stderr -----
+    ");
+}
+
+#[test]
+fn unknown_command_suggests_the_closest() {
+    insta::assert_snapshot!(run("kubectl-gitops", &["stauts"]).render(), @r#"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: unknown command "stauts"
+    hint: did you mean "status"?
+    installed commands: "app", "artifact", "completion", "detect", "install", "status", "upgrade" and "version"
+    "#);
+}
+
+#[test]
+fn bad_global_flag_before_a_command_is_a_usage_error() {
+    let run = run("kubectl-gitops", &["--color", "sometimes", "status"]);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr
+            .starts_with("error: invalid value 'sometimes' for '--color <WHEN>'"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn version_never_fails_when_the_cluster_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let run = run(
+        "kubectl-gitops",
+        &["version", "--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
+    insta::assert_snapshot!(run.render(), @r"
+    exit_code: 0
+    ----- stdout -----
+    Client Version: v[VERSION] (commit [COMMIT])
+    Pinned Flux Version: v2.9.3
+    Server Version: unreachable
+    ----- stderr -----
+    warning: cannot reach the cluster: cluster unreachable at https://127.0.0.1:[PORT]/: Connection refused (os error 111)
+    ");
+}
+
+#[test]
+fn version_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let run = run(
+        "kubectl-gitops",
+        &[
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "version",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["client"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.3");
+    assert_eq!(report["server"]["reachable"], false);
+    assert!(
+        report["server"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("Connection refused")
+    );
+}
+
+#[test]
+fn version_rejects_formats_it_does_not_print() {
+    insta::assert_snapshot!(run("kubectl-gitops", &["version", "-o", "name"]).render(), @r"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: this command does not support -o name
+    hint: use one of: table, json, yaml
+    ");
+}
+
+#[test]
+fn completion_scripts_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let run = run("kubectl-gitops", &["completion", shell]);
+        assert_eq!(run.code, Some(0), "{shell}: {}", run.stderr);
+        assert!(
+            run.stdout.contains("kubectl-gitops\" __complete"),
+            "{shell}: {}",
+            run.stdout
+        );
+    }
+    let bash = run("kubectl-gitops", &["completion", "bash"]).stdout;
+    let checked = Command::new("bash")
+        .args(["-n", "-c", &bash])
+        .status()
+        .unwrap();
+    assert!(checked.success(), "the bash script parses");
+}
+
+#[test]
+fn kubectl_completion_hook_completes_commands_and_their_flags() {
+    insta::assert_snapshot!(run("kubectl_complete-gitops", &["st"]).render(), @r"
+    exit_code: 0
+    ----- stdout -----
+    status	What runs where, at which commit, healthy or not, and why
+    :4
+    ----- stderr -----
+    ");
+    insta::assert_snapshot!(run("kubectl_complete-gitops", &["detect", "-o", ""]).render(), @r"
+    exit_code: 0
+    ----- stdout -----
+    table	Aligned columns for people
+    wide	The table with more columns (full revisions, source URLs)
+    json	JSON, for scripts. The schema is in docs/output.md
+    yaml	YAML, the same data as json
+    name	One `kind/name` per line
+    :4
+    ----- stderr -----
+    ");
+}
+
+#[cfg(unix)]
+#[test]
+fn dispatcher_forwards_global_flags_and_the_exit_code() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("kubectl-gitops-echo");
+    std::fs::write(&script, "#!/bin/sh\necho \"$@\"\nexit 7\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops"))
+            .args([
+                "--context",
+                "prod",
+                "-o",
+                "json",
+                "echo",
+                "a",
+                "--b",
+                "-n",
+                "x",
+            ])
+            .env("KUBECTL_GITOPS_PLUGIN_DIR", dir.path()),
+    );
+    insta::assert_snapshot!(run.render(), @r"
+    exit_code: 7
+    ----- stdout -----
+    --context prod -o json a --b -n x
+    ----- stderr -----
+    ");
+}
+
+#[test]
+fn detect_prints_unreachable_and_exits_3_within_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let started = Instant::now();
+    let run = run(
+        "kubectl-gitops-detect",
+        &["--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "detect took {:?}",
+        started.elapsed()
+    );
+    insta::assert_snapshot!(run.render(), @r"
+    exit_code: 3
+    ----- stdout -----
+    unreachable
+    ----- stderr -----
+    error: cluster unreachable at https://127.0.0.1:[PORT]/: Connection refused (os error 111)
+    hint: check that the cluster is running and that `kubectl cluster-info` works with the same kubeconfig and context
+    ");
+}
+
+#[test]
+fn detect_without_any_kubeconfig_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run(
+        "kubectl-gitops-detect",
+        &["--kubeconfig", dir.path().join("missing").to_str().unwrap()],
+    );
+    assert_eq!(run.code, Some(3));
+    assert_eq!(run.stdout, "unreachable\n");
+    assert!(
+        run.stderr.starts_with("error: cannot load kubeconfig: "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: check --kubeconfig, KUBECONFIG and --context"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn detect_json_when_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let run = run(
+        "kubectl-gitops-detect",
+        &["--kubeconfig", kubeconfig.to_str().unwrap(), "-o", "json"],
+    );
+    assert_eq!(run.code, Some(3));
+    let detection: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(detection["state"], "unreachable");
+    assert_eq!(detection["flux"], serde_json::Value::Null);
+    assert!(
+        detection["error"]
+            .as_str()
+            .unwrap()
+            .contains("Connection refused")
+    );
+}
+
+#[test]
+fn detect_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-detect", &["-h"]).render());
+}
+
+#[test]
+fn planned_commands_say_so_and_exit_2() {
+    for command in ["install", "app", "status", "upgrade", "artifact"] {
+        let run = run(
+            &format!("kubectl-gitops-{command}"),
+            &["anything", "--flag"],
+        );
+        assert_eq!(run.code, Some(2), "{command}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: kubectl gitops {command} is not implemented yet\nhint: see `kubectl gitops --help` for the commands available in this version\n"
+            )
+        );
+        let help = run_help(command);
+        assert_eq!(help.code, Some(0), "{command} --help");
+        assert!(
+            help.stdout.contains("(not implemented yet)"),
+            "{}",
+            help.stdout
+        );
+    }
+}
+
+fn run_help(command: &str) -> Run {
+    run(&format!("kubectl-gitops-{command}"), &["--help"])
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_pipe_exits_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(binaries::path("kubectl-gitops"))
+        .args(["completion", "bash"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}

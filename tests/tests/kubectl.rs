@@ -1,0 +1,120 @@
+//! The real kubectl finds and runs our binaries as plugins.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gitops_e2e::binaries;
+use gitops_e2e::snapshot::Run;
+
+fn kubectl() -> Option<PathBuf> {
+    let found = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        eprintln!("skipped: no kubectl on this machine");
+    }
+    found
+}
+
+fn kubectl_with_plugins(
+    kubectl: &Path,
+    plugin_dir: &Path,
+    kubeconfig: &Path,
+    args: &[&str],
+) -> Run {
+    let path = format!("{}:/usr/bin:/bin", plugin_dir.display());
+    Run::of(
+        Command::new(kubectl)
+            .args(args)
+            .env("PATH", path)
+            .env("KUBECONFIG", kubeconfig),
+    )
+}
+
+#[test]
+fn kubectl_runs_version_detect_and_lists_our_plugins() {
+    let Some(kubectl) = kubectl() else { return };
+    let plugins = binaries::plugin_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
+
+    let version = kubectl_with_plugins(
+        &kubectl,
+        plugins.path(),
+        &kubeconfig,
+        &["gitops", "version"],
+    );
+    assert_eq!(version.code, Some(0), "{}", version.stderr);
+    assert!(
+        version.stdout.starts_with("Client Version: v"),
+        "{}",
+        version.stdout
+    );
+    assert!(
+        version.stdout.contains("Server Version: unreachable"),
+        "{}",
+        version.stdout
+    );
+
+    let detect = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "detect"]);
+    assert_eq!(
+        detect.code,
+        Some(3),
+        "kubectl passes the plugin's exit code through: {}",
+        detect.stderr
+    );
+    assert_eq!(detect.stdout, "unreachable\n");
+
+    let list = kubectl_with_plugins(
+        &kubectl,
+        plugins.path(),
+        &kubeconfig,
+        &["plugin", "list", "--name-only"],
+    );
+    assert_eq!(
+        list.code,
+        Some(0),
+        "kubectl plugin list warned: {}",
+        list.stderr
+    );
+    let listed: Vec<&str> = list
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("kubectl-gitops"))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "kubectl-gitops",
+            "kubectl-gitops-app",
+            "kubectl-gitops-artifact",
+            "kubectl-gitops-detect",
+            "kubectl-gitops-install",
+            "kubectl-gitops-status",
+            "kubectl-gitops-upgrade"
+        ]
+    );
+    assert!(!list.stderr.contains("warning"), "{}", list.stderr);
+}
+
+#[test]
+fn kubectl_nested_lookup_reaches_the_command_binary_directly() {
+    let Some(kubectl) = kubectl() else { return };
+    let plugins = binaries::plugin_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
+    let run = kubectl_with_plugins(
+        &kubectl,
+        plugins.path(),
+        &kubeconfig,
+        &["gitops", "upgrade"],
+    );
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr
+            .starts_with("error: kubectl gitops upgrade is not implemented yet"),
+        "{}",
+        run.stderr
+    );
+}
