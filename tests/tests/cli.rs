@@ -1,5 +1,10 @@
 //! Snapshot tests of every binary's help, version, error paths and exit codes.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking"
+)]
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 

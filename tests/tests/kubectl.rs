@@ -1,5 +1,10 @@
 //! The real kubectl finds and runs our binaries as plugins.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

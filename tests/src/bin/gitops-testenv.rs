@@ -1,0 +1,141 @@
+//! `gitops-testenv up|down|status`: the local environment for people (`make testenv`, `make demo`).
+//!
+//! `up` starts a background server process that owns the environment and prints
+//! `export KUBECONFIG=…`; `down` stops it, which also stops every process and removes the temp dir.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use gitops_e2e::testenv::{Options, TestEnv};
+
+fn state_file() -> PathBuf {
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    dir.join("kubectl-gitops-testenv.json")
+}
+
+fn read_state() -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(state_file()).ok()?;
+    let state: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let alive = process(&state).is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok());
+    alive.then_some(state)
+}
+
+fn process(state: &serde_json::Value) -> Option<rustix::process::Pid> {
+    state["pid"]
+        .as_i64()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+}
+
+fn up() -> Result<()> {
+    if let Some(state) = read_state() {
+        println!(
+            "export KUBECONFIG={}",
+            state["kubeconfig"].as_str().unwrap_or_default()
+        );
+        eprintln!("testenv: already running (pid {})", state["pid"]);
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(state_file());
+    let log = std::env::temp_dir().join("kubectl-gitops-testenv.log");
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        Command::new(std::env::current_exe()?)
+            .arg("serve")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log)?)
+            .stderr(std::fs::File::create(&log)?)
+            .process_group(0)
+            .spawn()?
+    };
+    let started = Instant::now();
+    eprintln!(
+        "testenv: starting etcd, kube-apiserver, controller-manager, scheduler, kwok, Flux, git, registry …"
+    );
+    loop {
+        if let Some(state) = read_state() {
+            println!(
+                "export KUBECONFIG={}",
+                state["kubeconfig"].as_str().unwrap_or_default()
+            );
+            eprintln!(
+                "testenv: ready in {:.1}s (git over SSH on 127.0.0.1:{}, HTTP on 127.0.0.1:{}, registry {}, charts {}); stop it with `make testenv-down`",
+                started.elapsed().as_secs_f64(),
+                state["sshPort"],
+                state["httpPort"],
+                state["registry"].as_str().unwrap_or_default(),
+                state["helmRepository"].as_str().unwrap_or_default(),
+            );
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "the environment failed to start ({status}):\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        if started.elapsed() > Duration::from_secs(180) {
+            bail!(
+                "the environment did not start within 180s; see {}",
+                log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn serve() -> Result<()> {
+    let env = TestEnv::start(Options { flux: true })?.detach();
+    let state = serde_json::json!({
+        "pid": std::process::id(),
+        "dir": env.dir,
+        "kubeconfig": env.kubeconfig,
+        "readonlyKubeconfig": env.readonly_kubeconfig,
+        "server": env.server,
+        "sshPort": env.git.ssh_port,
+        "httpPort": env.git.http_port,
+        "gitRepos": env.git.repos,
+        "knownHosts": env.git.known_hosts,
+        "gitClientKey": env.git.client_key,
+        "registry": env.registry.address,
+        "helmRepository": env.helm.url,
+        "helmRepositoryDir": env.helm.dir,
+        "startupSeconds": env.startup.as_secs_f64(),
+    });
+    std::fs::write(state_file(), serde_json::to_string_pretty(&state)?)?;
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn down() -> Result<()> {
+    let Some(state) = read_state() else {
+        eprintln!("testenv: not running");
+        return Ok(());
+    };
+    let pid = process(&state).context("the state file has no valid pid")?;
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
+    let _ = std::fs::remove_file(state_file());
+    eprintln!("testenv: stopped (pid {})", pid.as_raw_nonzero());
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match std::env::args().nth(1).as_deref() {
+        Some("up") => up(),
+        Some("serve") => serve(),
+        Some("down") => down(),
+        Some("status") => {
+            match read_state() {
+                Some(state) => println!("{}", serde_json::to_string_pretty(&state)?),
+                None => println!("not running"),
+            }
+            Ok(())
+        }
+        _ => bail!("usage: gitops-testenv up|down|status"),
+    }
+}

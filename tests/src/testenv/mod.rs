@@ -1,0 +1,548 @@
+//! A real local Kubernetes + Flux environment, built from Go modules (tests/testenv/build.sh).
+//!
+//! Real: etcd, kube-apiserver (TLS, client-cert and token auth, RBAC, audit log),
+//! kube-controller-manager, kube-scheduler, the four Flux controllers, sshd, `git http-backend`,
+//! docker-registry and a Helm chart repository. Simulated: kubelets. kwok runs one fake node
+//! whose pods it marks Running and Ready, so Deployments become Available without containers.
+//!
+//! Every process runs in one process group under a temp dir; a watchdog ends the group when
+//! the test process exits, so nothing is left behind even after a panic.
+
+mod pki;
+pub mod process;
+pub mod servers;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use self::pki::Pki;
+use self::process::{Supervisor, free_ports, port_open, run, tail, wait_until};
+use self::servers::{GitServer, HelmRepository, Registry};
+
+/// Token of the read-only user (bound to the `view` ClusterRole).
+const VIEWER_TOKEN: &str = "testenv-viewer-token";
+/// The Flux controllers, in start order.
+pub const FLUX_CONTROLLERS: [&str; 4] = [
+    "source-controller",
+    "kustomize-controller",
+    "helm-controller",
+    "notification-controller",
+];
+
+/// What to start.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Install the Flux CRDs and start the Flux controllers.
+    pub flux: bool,
+}
+
+/// A running environment. Dropping it stops everything.
+pub struct TestEnv {
+    /// The temp dir holding state and logs.
+    pub dir: PathBuf,
+    /// The built binaries and CRDs (`build.sh`'s cache dir).
+    pub cache: PathBuf,
+    /// Admin kubeconfig (client certificate in system:masters).
+    pub kubeconfig: PathBuf,
+    /// Read-only kubeconfig (token of a user bound to `view`).
+    pub readonly_kubeconfig: PathBuf,
+    /// The API server's audit log (JSON lines).
+    pub audit_log: PathBuf,
+    /// The API server URL.
+    pub server: String,
+    /// Git over SSH and HTTP.
+    pub git: GitServer,
+    /// The OCI registry.
+    pub registry: Registry,
+    /// The Helm chart repository.
+    pub helm: HelmRepository,
+    /// How long start-up took.
+    pub startup: Duration,
+    pki: Pki,
+    ports: Ports,
+    supervisor: Supervisor,
+    _temp: Option<tempfile::TempDir>,
+}
+
+struct Ports {
+    etcd: u16,
+    etcd_peer: u16,
+    apiserver: u16,
+    controller_manager: u16,
+    scheduler: u16,
+    kwok: u16,
+    storage: u16,
+    events: u16,
+}
+
+impl TestEnv {
+    /// The environment shared by all tests of one test binary, with Flux, started on first use.
+    pub fn shared() -> &'static TestEnv {
+        static SHARED: OnceLock<TestEnv> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            let env = TestEnv::start(Options { flux: true })
+                .unwrap_or_else(|error| panic!("testenv: {error:#}"));
+            env.keep_until_process_exit();
+            env
+        })
+    }
+
+    /// Starts a new environment.
+    pub fn start(options: Options) -> Result<TestEnv> {
+        let started = Instant::now();
+        let cache = cache_dir()?;
+        let temp = tempfile::Builder::new()
+            .prefix("gitops-testenv-")
+            .tempdir()?;
+        let dir = temp.path().to_path_buf();
+        let mut supervisor = Supervisor::new(&dir.join("logs"))?;
+        let mut ports = free_ports(8)?.into_iter();
+        let mut next = || ports.next().context("enough free ports");
+        let ports = Ports {
+            etcd: next()?,
+            etcd_peer: next()?,
+            apiserver: next()?,
+            controller_manager: next()?,
+            scheduler: next()?,
+            kwok: next()?,
+            storage: next()?,
+            events: next()?,
+        };
+        let (ssh_port, http_port, registry_port, helm_port) = {
+            let extra = free_ports(4)?;
+            (extra[0], extra[1], extra[2], extra[3])
+        };
+
+        let pki = Pki::generate(&dir.join("pki"))?;
+        let bin = cache.join("bin");
+        supervisor.spawn(
+            "etcd",
+            Command::new(bin.join("etcd")).args([
+                "--name=testenv".to_string(),
+                format!("--data-dir={}", dir.join("etcd").display()),
+                format!("--listen-client-urls=http://127.0.0.1:{}", ports.etcd),
+                format!("--advertise-client-urls=http://127.0.0.1:{}", ports.etcd),
+                format!("--listen-peer-urls=http://127.0.0.1:{}", ports.etcd_peer),
+                format!(
+                    "--initial-advertise-peer-urls=http://127.0.0.1:{}",
+                    ports.etcd_peer
+                ),
+                format!(
+                    "--initial-cluster=testenv=http://127.0.0.1:{}",
+                    ports.etcd_peer
+                ),
+                "--listen-metrics-urls=".to_string(),
+                "--unsafe-no-fsync".to_string(),
+                "--log-level=warn".to_string(),
+            ]),
+        )?;
+        // The servers outside Kubernetes start while etcd and the API server boot.
+        let git = GitServer::start(&dir.join("git"), &mut supervisor, ssh_port, http_port)?;
+        let registry = Registry::start(&dir, &mut supervisor, registry_port)?;
+        let helm = HelmRepository::start(&dir.join("charts"), &mut supervisor, helm_port)?;
+        wait_until("etcd", Duration::from_secs(30), || {
+            supervisor.check_alive()?;
+            Ok(port_open(ports.etcd))
+        })?;
+
+        let audit_policy = dir.join("audit-policy.yaml");
+        std::fs::write(
+            &audit_policy,
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+        )?;
+        let tokens = dir.join("pki/tokens.csv");
+        std::fs::write(
+            &tokens,
+            format!("{VIEWER_TOKEN},viewer,viewer-uid,\"testenv:viewers\"\n"),
+        )?;
+        let audit_log = dir.join("audit.log");
+        supervisor.spawn(
+            "kube-apiserver",
+            Command::new(bin.join("kube-apiserver")).args([
+                format!("--etcd-servers=http://127.0.0.1:{}", ports.etcd),
+                "--bind-address=127.0.0.1".to_string(),
+                "--advertise-address=127.0.0.1".to_string(),
+                format!("--secure-port={}", ports.apiserver),
+                format!("--tls-cert-file={}", pki.server_cert.display()),
+                format!("--tls-private-key-file={}", pki.server_key.display()),
+                format!("--client-ca-file={}", pki.ca_cert.display()),
+                format!("--token-auth-file={}", tokens.display()),
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
+                format!(
+                    "--service-account-key-file={}",
+                    pki.service_account_pub.display()
+                ),
+                format!(
+                    "--service-account-signing-key-file={}",
+                    pki.service_account_key.display()
+                ),
+                "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+                "--authorization-mode=Node,RBAC".to_string(),
+                "--allow-privileged=true".to_string(),
+                format!("--audit-policy-file={}", audit_policy.display()),
+                format!("--audit-log-path={}", audit_log.display()),
+                format!("--cert-dir={}", dir.join("apiserver-certs").display()),
+            ]),
+        )?;
+        let server = format!("https://127.0.0.1:{}", ports.apiserver);
+        let kubeconfig = dir.join("admin.kubeconfig");
+        let readonly_kubeconfig = dir.join("readonly.kubeconfig");
+        write_kubeconfig(&kubeconfig, &server, &pki, None)?;
+        write_kubeconfig(&readonly_kubeconfig, &server, &pki, Some(VIEWER_TOKEN))?;
+        git.wait_ready(&mut supervisor)?;
+
+        let mut env = TestEnv {
+            dir,
+            cache,
+            kubeconfig,
+            readonly_kubeconfig,
+            audit_log,
+            server,
+            git,
+            registry,
+            helm,
+            startup: Duration::ZERO,
+            pki,
+            ports,
+            supervisor,
+            _temp: Some(temp),
+        };
+        env.wait_for_apiserver()?;
+        env.kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            "testenv-viewers",
+            "--clusterrole=view",
+            "--group=testenv:viewers",
+        ])?;
+        env.start_controller_manager_scheduler_and_kwok()?;
+        if options.flux {
+            env.start_flux()?;
+        }
+        env.startup = started.elapsed();
+        Ok(env)
+    }
+
+    /// Hands the temp dir and the processes to the watchdog: they outlive this value until
+    /// the test process exits (for environments kept in a `static`, which is never dropped).
+    fn keep_until_process_exit(&self) {
+        let keep = std::env::var_os("KEEP_TESTENV").is_some();
+        let remove = (!keep).then_some(self.dir.as_path());
+        if let Err(error) = self.supervisor.watch(std::process::id(), remove) {
+            eprintln!("testenv: {error:#}");
+        }
+        let dir = self.dir.clone();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            print_logs(&dir);
+        }));
+    }
+
+    /// Keeps a privately started environment alive until the process exits, like [`TestEnv::shared`].
+    pub fn detach(mut self) -> &'static TestEnv {
+        self.keep_until_process_exit();
+        if let Some(temp) = self._temp.take() {
+            let _ = temp.keep();
+        }
+        Box::leak(Box::new(self))
+    }
+
+    fn wait_for_apiserver(&mut self) -> Result<()> {
+        let ca = self.pki.ca_cert.clone();
+        let readyz = format!("{}/readyz", self.server);
+        let (cert, key) = (self.pki.admin_cert.clone(), self.pki.admin_key.clone());
+        let supervisor = &mut self.supervisor;
+        wait_until("kube-apiserver /readyz", Duration::from_secs(90), || {
+            supervisor.check_alive()?;
+            let status = Command::new("curl")
+                .args(["-sf", "-o", "/dev/null", "--cacert"])
+                .arg(&ca)
+                .arg("--cert")
+                .arg(&cert)
+                .arg("--key")
+                .arg(&key)
+                .arg(&readyz)
+                .status()?;
+            Ok(status.success())
+        })
+    }
+
+    fn start_controller_manager_scheduler_and_kwok(&mut self) -> Result<()> {
+        let bin = self.cache.join("bin");
+        let kubeconfig = self.kubeconfig.display().to_string();
+        let common = |port: u16, certs: &str| {
+            vec![
+                format!("--kubeconfig={kubeconfig}"),
+                format!("--authentication-kubeconfig={kubeconfig}"),
+                format!("--authorization-kubeconfig={kubeconfig}"),
+                "--bind-address=127.0.0.1".to_string(),
+                format!("--secure-port={port}"),
+                format!("--cert-dir={}", self.dir.join(certs).display()),
+                "--leader-elect=false".to_string(),
+            ]
+        };
+        let mut kcm = common(self.ports.controller_manager, "kcm-certs");
+        kcm.extend([
+            format!(
+                "--service-account-private-key-file={}",
+                self.pki.service_account_key.display()
+            ),
+            format!("--root-ca-file={}", self.pki.ca_cert.display()),
+            "--use-service-account-credentials=true".to_string(),
+            format!("--cluster-signing-cert-file={}", self.pki.ca_cert.display()),
+            format!("--cluster-signing-key-file={}", self.pki.ca_key.display()),
+            "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+            "--controllers=*".to_string(),
+        ]);
+        self.supervisor.spawn(
+            "kube-controller-manager",
+            Command::new(bin.join("kube-controller-manager")).args(kcm),
+        )?;
+        self.supervisor.spawn(
+            "kube-scheduler",
+            Command::new(bin.join("kube-scheduler"))
+                .args(common(self.ports.scheduler, "scheduler-certs")),
+        )?;
+        if bin.join("kwok").exists() {
+            self.supervisor.spawn(
+                "kwok",
+                Command::new(bin.join("kwok")).args([
+                    format!("--kubeconfig={kubeconfig}"),
+                    "--manage-all-nodes=false".to_string(),
+                    "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
+                    "--cidr=10.0.1.0/24".to_string(),
+                    "--node-ip=127.0.0.1".to_string(),
+                    format!("--server-address=127.0.0.1:{}", self.ports.kwok),
+                ]),
+            )?;
+            // No taint: every pod may land on the fake node, as on a one-node cluster.
+            self.apply_yaml(
+                "apiVersion: v1\nkind: Node\nmetadata:\n  name: kwok-node-0\n  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: \"0\"}\n  labels: {kubernetes.io/hostname: kwok-node-0, kubernetes.io/os: linux, kubernetes.io/arch: amd64, type: kwok}\n",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Installs the Flux CRDs (from the same Go modules as the controllers) and starts the
+    /// four Flux controllers as local processes.
+    pub fn start_flux(&mut self) -> Result<()> {
+        for controller in FLUX_CONTROLLERS {
+            let crds = self.cache.join("crds").join(controller);
+            self.kubectl_ok(&["apply", "--server-side", "-f", &crds.display().to_string()])?;
+        }
+        self.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd",
+            "--all",
+        ])?;
+        let bin = self.cache.join("bin");
+        let events = format!("http://127.0.0.1:{}", self.ports.events);
+        let free = free_ports(FLUX_CONTROLLERS.len() * 2 + 1)?;
+        for (index, controller) in FLUX_CONTROLLERS.iter().enumerate() {
+            let mut args = vec![
+                format!("--kubeconfig={}", self.kubeconfig.display()),
+                "--enable-leader-election=false".to_string(),
+                "--log-encoding=json".to_string(),
+                format!("--metrics-addr=127.0.0.1:{}", free[index * 2]),
+                format!("--health-addr=127.0.0.1:{}", free[index * 2 + 1]),
+            ];
+            match *controller {
+                "source-controller" => args.extend([
+                    format!("--storage-path={}", self.dir.join("storage").display()),
+                    format!("--storage-addr=127.0.0.1:{}", self.ports.storage),
+                    format!("--storage-adv-addr=127.0.0.1:{}", self.ports.storage),
+                    format!("--events-addr={events}"),
+                ]),
+                "notification-controller" => args.extend([
+                    format!("--events-addr=127.0.0.1:{}", self.ports.events),
+                    format!(
+                        "--receiverAddr=127.0.0.1:{}",
+                        free[FLUX_CONTROLLERS.len() * 2]
+                    ),
+                ]),
+                _ => args.push(format!("--events-addr={events}")),
+            }
+            self.supervisor.spawn(
+                controller,
+                Command::new(bin.join(controller))
+                    .args(args)
+                    .env("RUNTIME_NAMESPACE", "flux-system"),
+            )?;
+        }
+        let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len())
+            .map(|index| free[index * 2 + 1])
+            .collect();
+        let supervisor = &mut self.supervisor;
+        wait_until(
+            "the Flux controllers' /readyz",
+            Duration::from_secs(60),
+            || {
+                supervisor.check_alive()?;
+                Ok(health_ports.iter().all(|port| {
+                    Command::new("curl")
+                        .args([
+                            "-sf",
+                            "-o",
+                            "/dev/null",
+                            &format!("http://127.0.0.1:{port}/readyz"),
+                        ])
+                        .status()
+                        .is_ok_and(|s| s.success())
+                }))
+            },
+        )
+    }
+
+    /// Runs the real kubectl against this environment (admin).
+    pub fn kubectl(&self, args: &[&str]) -> Result<Output> {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .context("cannot run kubectl")
+    }
+
+    /// Runs kubectl and returns stdout; fails on a non-zero exit.
+    pub fn kubectl_ok(&self, args: &[&str]) -> Result<String> {
+        run(Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args))
+    }
+
+    /// `kubectl apply --server-side -f -` of a YAML text.
+    pub fn apply_yaml(&self, yaml: &str) -> Result<String> {
+        use std::io::Write;
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["apply", "--server-side", "--force-conflicts", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        child
+            .stdin
+            .take()
+            .context("kubectl stdin")?
+            .write_all(yaml.as_bytes())?;
+        let output = child.wait_with_output()?;
+        if !output.status.success() {
+            bail!(
+                "kubectl apply failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Waits until `kubectl get <what> -o jsonpath=<path>` prints `expected`; on timeout
+    /// the error shows the object.
+    pub fn wait_for_jsonpath(
+        &self,
+        what: &[&str],
+        path: &str,
+        expected: &str,
+        timeout: Duration,
+    ) -> Result<()> {
+        let mut get: Vec<&str> = vec!["get"];
+        get.extend(what);
+        let jsonpath = format!("-o=jsonpath={path}");
+        get.push(&jsonpath);
+        let result = wait_until(
+            &format!("{} {path} = {expected}", what.join(" ")),
+            timeout,
+            || Ok(self.kubectl(&get)?.stdout == expected.as_bytes()),
+        );
+        if result.is_err() {
+            let mut describe: Vec<&str> = vec!["get"];
+            describe.extend(what);
+            describe.push("-o=yaml");
+            let shown = self
+                .kubectl(&describe)
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            return result.with_context(|| format!("the object:\n{shown}"));
+        }
+        result
+    }
+
+    /// The API server's audit events (one JSON object per line).
+    pub fn audit_events(&self) -> Result<Vec<serde_json::Value>> {
+        let text = std::fs::read_to_string(&self.audit_log)?;
+        Ok(text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect())
+    }
+
+    /// The log of one process.
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.supervisor.log_path(name)).unwrap_or_default()
+    }
+}
+
+fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>) -> Result<()> {
+    let user = match token {
+        Some(token) => format!("    token: {token}\n"),
+        None => format!(
+            "    client-certificate: {}\n    client-key: {}\n",
+            pki.admin_cert.display(),
+            pki.admin_key.display()
+        ),
+    };
+    let name = if token.is_some() {
+        "testenv-readonly"
+    } else {
+        "testenv"
+    };
+    std::fs::write(
+        path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n{user}contexts:\n- name: {name}\n  context:\n    cluster: testenv\n    user: {name}\ncurrent-context: {name}\n",
+            ca = pki.ca_cert.display()
+        ),
+    )?;
+    Ok(())
+}
+
+/// The cache dir with the built binaries: `GITOPS_TESTENV_DIR`, else what build.sh prints
+/// (a no-op when the cache is warm, a full Go build otherwise).
+pub fn cache_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("GITOPS_TESTENV_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/build.sh");
+    let out = run(Command::new("bash").arg(script))
+        .context("building the test environment (tests/testenv/build.sh)")?;
+    let dir = out
+        .lines()
+        .last()
+        .context("build.sh printed no cache dir")?;
+    Ok(PathBuf::from(dir.trim()))
+}
+
+/// Prints the tail of every environment log; called when a test fails.
+pub fn print_logs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir.join("logs")) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    eprintln!(
+        "---- testenv logs under {} (last 15 lines each) ----",
+        dir.display()
+    );
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        eprintln!("== {} ==\n{}", path.display(), tail(&text, 15));
+    }
+}

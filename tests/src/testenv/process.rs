@@ -1,0 +1,188 @@
+//! Child processes of the environment: one process group, logs to files, and a watchdog
+//! that kills the group when the process that started it goes away, even after a panic.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// Starts processes into one process group and remembers their logs.
+pub struct Supervisor {
+    log_dir: PathBuf,
+    group: Option<u32>,
+    children: Vec<(String, Child)>,
+}
+
+impl Supervisor {
+    /// A supervisor writing logs into `log_dir`.
+    pub fn new(log_dir: &Path) -> Result<Supervisor> {
+        std::fs::create_dir_all(log_dir)?;
+        Ok(Supervisor {
+            log_dir: log_dir.to_path_buf(),
+            group: None,
+            children: Vec::new(),
+        })
+    }
+
+    /// Starts a process; stdout and stderr go to `<log_dir>/<name>.log`.
+    pub fn spawn(&mut self, name: &str, command: &mut Command) -> Result<u32> {
+        let log = File::create(self.log_path(name))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            command.process_group(self.group.unwrap_or(0) as i32);
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {name} ({command:?})"))?;
+        let pid = child.id();
+        self.group.get_or_insert(pid);
+        self.children.push((name.to_string(), child));
+        Ok(pid)
+    }
+
+    /// The log file of a process.
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.log_dir.join(format!("{name}.log"))
+    }
+
+    /// Fails when a process has already exited, naming it and showing its log's tail.
+    pub fn check_alive(&mut self) -> Result<()> {
+        for (name, child) in &mut self.children {
+            if let Some(status) = child.try_wait()? {
+                let log = std::fs::read_to_string(self.log_dir.join(format!("{name}.log")))
+                    .unwrap_or_default();
+                bail!(
+                    "{name} exited with {status}; last lines of its log:\n{}",
+                    tail(&log, 30)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the watchdog: when `owner` exits, every process is terminated and `remove`
+    /// (the environment's temp dir) deleted. It signals each PID, never a negative number:
+    /// a misread `kill -<group>` would signal every process of the user.
+    pub fn watch(&self, owner: u32, remove: Option<&Path>) -> Result<()> {
+        let pids: Vec<String> = self
+            .children
+            .iter()
+            .map(|(_, child)| child.id().to_string())
+            .collect();
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let pids = pids.join(" ");
+        let remove = remove
+            .map(|dir| format!("rm -rf '{}'", dir.display()))
+            .unwrap_or_default();
+        let script = format!(
+            "while kill -0 {owner} 2>/dev/null; do sleep 0.3; done; kill -TERM {pids} 2>/dev/null; sleep 2; kill -KILL {pids} 2>/dev/null; {remove}"
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start the testenv watchdog")?;
+        Ok(())
+    }
+
+    /// Stops every process now: SIGTERM to the group, SIGKILL to what is left after 5 s.
+    pub fn stop(&mut self) {
+        let Some(group) = self.group.take() else {
+            return;
+        };
+        let signal_group = |signal| {
+            if let Some(pid) = i32::try_from(group)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process_group(pid, signal);
+            }
+        };
+        signal_group(rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (_, child) in &mut self.children {
+            while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        signal_group(rustix::process::Signal::KILL);
+        for (_, child) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The last `lines` lines of a text.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Polls `ready` every 100 ms until it returns true or `timeout` passes.
+pub fn wait_until(
+    what: &str,
+    timeout: Duration,
+    mut ready: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if ready()? {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Free 127.0.0.1 TCP ports, all distinct.
+pub fn free_ports(count: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<std::net::TcpListener> = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<_>>()?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+/// Whether something accepts TCP connections on a 127.0.0.1 port.
+pub fn port_open(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200))
+        .is_ok()
+}
+
+/// Runs a command to completion and returns stdout, failing with stderr on a non-zero exit.
+pub fn run(command: &mut Command) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {command:?}"))?;
+    if !output.status.success() {
+        bail!(
+            "{command:?} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}

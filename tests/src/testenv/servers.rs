@@ -1,0 +1,366 @@
+//! Git (sshd and smart HTTP), OCI registry and Helm chart repository servers on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::process::{Supervisor, port_open, run, wait_until};
+
+/// The user the git servers accept, and the password of the HTTP one.
+pub const GIT_HTTP_USER: &str = "gitops";
+/// The HTTP git password (test-only).
+pub const GIT_HTTP_PASSWORD: &str = "testenv-not-secret";
+
+/// sshd and `git http-backend` serving bare repositories from one directory.
+pub struct GitServer {
+    /// Where the bare repositories live.
+    pub repos: PathBuf,
+    /// sshd's port.
+    pub ssh_port: u16,
+    /// The smart-HTTP server's port.
+    pub http_port: u16,
+    /// A `known_hosts` file with sshd's host key.
+    pub known_hosts: PathBuf,
+    /// The `known_hosts` line itself.
+    pub known_hosts_line: String,
+    /// A private key the tests push with (already authorized).
+    pub client_key: PathBuf,
+    authorized_keys: PathBuf,
+}
+
+impl GitServer {
+    /// Starts sshd and the HTTP server.
+    pub fn start(
+        dir: &Path,
+        supervisor: &mut Supervisor,
+        ssh_port: u16,
+        http_port: u16,
+    ) -> Result<GitServer> {
+        let repos = dir.join("repos");
+        let ssh = dir.join("ssh");
+        std::fs::create_dir_all(&repos)?;
+        std::fs::create_dir_all(&ssh)?;
+        let keygen = |file: &Path, comment: &str| {
+            run(Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+                .arg(file))
+        };
+        let host_key = ssh.join("host_ed25519");
+        let client_key = ssh.join("client_ed25519");
+        keygen(&host_key, "testenv-host")?;
+        keygen(&client_key, "testenv-client")?;
+        let authorized_keys = ssh.join("authorized_keys");
+        std::fs::write(
+            &authorized_keys,
+            std::fs::read_to_string(client_key.with_extension("pub"))?,
+        )?;
+        let host_pub = std::fs::read_to_string(host_key.with_extension("pub"))?;
+        let key_fields: Vec<&str> = host_pub.split_whitespace().take(2).collect();
+        let known_hosts_line = format!("[127.0.0.1]:{ssh_port} {}", key_fields.join(" "));
+        let known_hosts = ssh.join("known_hosts");
+        std::fs::write(&known_hosts, format!("{known_hosts_line}\n"))?;
+        let config = ssh.join("sshd_config");
+        std::fs::write(
+            &config,
+            format!(
+                "Port {ssh_port}\nListenAddress 127.0.0.1\nHostKey {host}\nPidFile {pid}\nAuthorizedKeysFile {keys}\n\
+                 PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 PermitRootLogin prohibit-password\nAllowUsers root\nUsePAM no\nStrictModes no\n\
+                 AllowTcpForwarding no\nX11Forwarding no\nLogLevel VERBOSE\n",
+                host = host_key.display(),
+                pid = ssh.join("sshd.pid").display(),
+                keys = authorized_keys.display(),
+            ),
+        )?;
+        // sshd insists on /run/sshd; a private mount namespace gives it one without touching the host.
+        let sshd = format!(
+            "mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f '{}'",
+            config.display()
+        );
+        supervisor.spawn(
+            "sshd",
+            Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &sshd]),
+        )?;
+
+        let backend =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/servers/git_http_backend.py");
+        supervisor.spawn(
+            "git-http",
+            Command::new("python3")
+                .arg(backend)
+                .arg("--root")
+                .arg(&repos)
+                .args([
+                    "--port".to_string(),
+                    http_port.to_string(),
+                    "--auth".to_string(),
+                    format!("{GIT_HTTP_USER}:{GIT_HTTP_PASSWORD}"),
+                ]),
+        )?;
+        Ok(GitServer {
+            repos,
+            ssh_port,
+            http_port,
+            known_hosts,
+            known_hosts_line,
+            client_key,
+            authorized_keys,
+        })
+    }
+
+    /// Waits until both servers accept connections.
+    pub fn wait_ready(&self, supervisor: &mut Supervisor) -> Result<()> {
+        wait_until(
+            "sshd and the git HTTP server",
+            Duration::from_secs(20),
+            || {
+                supervisor.check_alive()?;
+                Ok(port_open(self.ssh_port) && port_open(self.http_port))
+            },
+        )
+    }
+
+    /// Creates an empty bare repository (default branch `main`) and returns its name.
+    pub fn create_repo(&self, name: &str) -> Result<PathBuf> {
+        let path = self.repos.join(format!("{name}.git"));
+        run(Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(&path))?;
+        run(Command::new("git")
+            .args(["config", "http.receivepack", "true"])
+            .current_dir(&path))?;
+        Ok(path)
+    }
+
+    /// The SSH URL of a repository.
+    pub fn ssh_url(&self, name: &str) -> String {
+        format!(
+            "ssh://root@127.0.0.1:{}{}/{name}.git",
+            self.ssh_port,
+            self.repos.display()
+        )
+    }
+
+    /// The HTTP URL of a repository (credentials are separate).
+    pub fn http_url(&self, name: &str) -> String {
+        format!("http://127.0.0.1:{}/{name}.git", self.http_port)
+    }
+
+    /// Lets a public key (OpenSSH one-line format) in, as a deploy key.
+    pub fn authorize_key(&self, public_key: &str) -> Result<()> {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.authorized_keys)?;
+        writeln!(file, "{}", public_key.trim()).context("append to authorized_keys")
+    }
+
+    /// `GIT_SSH_COMMAND` for the git CLI: the test client key, strict host key checking.
+    pub fn git_ssh_command(&self) -> String {
+        format!(
+            "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes",
+            self.client_key.display(),
+            self.known_hosts.display()
+        )
+    }
+}
+
+/// Debian's `docker-registry` (CNCF distribution), plain HTTP, no auth.
+pub struct Registry {
+    /// `127.0.0.1:<port>`.
+    pub address: String,
+}
+
+impl Registry {
+    /// Starts the registry.
+    pub fn start(dir: &Path, supervisor: &mut Supervisor, port: u16) -> Result<Registry> {
+        let config = dir.join("registry.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: testenv-not-secret\nhealth:\n  storagedriver: {{enabled: false}}\n",
+                dir.join("registry-data").display()
+            ),
+        )?;
+        supervisor.spawn(
+            "registry",
+            Command::new("docker-registry").arg("serve").arg(&config),
+        )?;
+        Ok(Registry {
+            address: format!("127.0.0.1:{port}"),
+        })
+    }
+}
+
+impl Registry {
+    /// Pushes a directory as a Flux OCI artifact (the layout `flux push artifact` makes:
+    /// a gzipped tarball layer and the Flux config media type) and returns the manifest digest.
+    pub fn push_artifact(
+        &self,
+        repository: &str,
+        tag: &str,
+        dir: &Path,
+        revision: &str,
+    ) -> Result<String> {
+        let work = tempfile::tempdir()?;
+        let layer = work.path().join("layer.tgz");
+        run(Command::new("sh").arg("-c").arg(format!(
+            "tar --sort=name --mtime='2024-01-01 00:00Z' --owner=0 --group=0 --numeric-owner -C '{}' -cf - . | gzip -n > '{}'",
+            dir.display(),
+            layer.display()
+        )))?;
+        let config = work.path().join("config.json");
+        std::fs::write(&config, "{}")?;
+        let base = format!("http://{}/v2/{repository}", self.address);
+        let mut described = Vec::new();
+        for blob in [&config, &layer] {
+            let digest = format!("sha256:{}", sha256_file(blob)?);
+            let size = std::fs::metadata(blob)?.len();
+            let location = run(Command::new("curl").args([
+                "-sf",
+                "-D",
+                "-",
+                "-o",
+                "/dev/null",
+                "-X",
+                "POST",
+                &format!("{base}/blobs/uploads/"),
+            ]))?
+            .lines()
+            .find_map(|line| {
+                line.split_once(':')
+                    .filter(|(name, _)| name.eq_ignore_ascii_case("location"))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .context("the registry sent no upload location")?;
+            let separator = if location.contains('?') { '&' } else { '?' };
+            let url = if location.starts_with("http") {
+                location.clone()
+            } else {
+                format!("http://{}{location}", self.address)
+            };
+            run(Command::new("curl")
+                .args([
+                    "-sf",
+                    "-X",
+                    "PUT",
+                    "-H",
+                    "Content-Type: application/octet-stream",
+                    "--data-binary",
+                ])
+                .arg(format!("@{}", blob.display()))
+                .arg(format!("{url}{separator}digest={digest}")))?;
+            described.push((digest, size));
+        }
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.cncf.flux.config.v1+json", "digest": described[0].0, "size": described[0].1},
+            "layers": [{"mediaType": "application/vnd.cncf.flux.content.v1.tar+gzip", "digest": described[1].0, "size": described[1].1}],
+            "annotations": {
+                "org.opencontainers.image.created": "2024-01-01T00:00:00Z",
+                "org.opencontainers.image.source": "testenv",
+                "org.opencontainers.image.revision": revision
+            }
+        });
+        let manifest_path = work.path().join("manifest.json");
+        std::fs::write(&manifest_path, manifest.to_string())?;
+        run(Command::new("curl")
+            .args([
+                "-sf",
+                "-X",
+                "PUT",
+                "-H",
+                "Content-Type: application/vnd.oci.image.manifest.v1+json",
+                "--data-binary",
+            ])
+            .arg(format!("@{}", manifest_path.display()))
+            .arg(format!("{base}/manifests/{tag}")))?;
+        Ok(format!("sha256:{}", sha256_file(&manifest_path)?))
+    }
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let out = run(Command::new("sha256sum").arg(path))?;
+    Ok(out
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// A static HTTP server for Helm chart repositories (`index.yaml` plus packaged charts).
+pub struct HelmRepository {
+    /// The directory served.
+    pub dir: PathBuf,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+}
+
+impl HelmRepository {
+    /// Starts the server.
+    pub fn start(dir: &Path, supervisor: &mut Supervisor, port: u16) -> Result<HelmRepository> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("index.yaml"), "apiVersion: v1\nentries: {}\n")?;
+        supervisor.spawn(
+            "helm-repository",
+            Command::new("python3")
+                .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
+                .arg(dir)
+                .arg(port.to_string()),
+        )?;
+        Ok(HelmRepository {
+            dir: dir.to_path_buf(),
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    /// Packages a chart directory (`Chart.yaml` with `name` and `version`) and adds it to the
+    /// index. Each chart name is published once per environment.
+    pub fn publish(&self, chart_dir: &Path) -> Result<()> {
+        let chart_yaml = std::fs::read_to_string(chart_dir.join("Chart.yaml"))?;
+        let field = |key: &str| {
+            chart_yaml
+                .lines()
+                .find_map(|line| {
+                    line.strip_prefix(&format!("{key}:"))
+                        .map(|v| v.trim().trim_matches('"').to_string())
+                })
+                .with_context(|| format!("Chart.yaml has no {key}"))
+        };
+        let (name, version) = (field("name")?, field("version")?);
+        let archive = format!("{name}-{version}.tgz");
+        let staging = tempfile::tempdir()?;
+        run(Command::new("cp")
+            .arg("-r")
+            .arg(chart_dir)
+            .arg(staging.path().join(&name)))?;
+        run(Command::new("tar")
+            .args([
+                "--sort=name",
+                "--mtime=2024-01-01 00:00Z",
+                "--owner=0",
+                "--group=0",
+                "--numeric-owner",
+                "-czf",
+            ])
+            .arg(self.dir.join(&archive))
+            .arg("-C")
+            .arg(staging.path())
+            .arg(&name))?;
+        let digest = sha256_file(&self.dir.join(&archive))?;
+        let index = self.dir.join("index.yaml");
+        let mut text = std::fs::read_to_string(&index)?;
+        if text.contains("entries: {}") {
+            text = text.replace("entries: {}\n", "entries:\n");
+        }
+        text.push_str(&format!(
+            "  {name}:\n  - apiVersion: v2\n    name: {name}\n    version: {version}\n    digest: {digest}\n    created: \"2024-01-01T00:00:00Z\"\n    urls:\n    - {url}/{archive}\n",
+            url = self.url
+        ));
+        std::fs::write(index, text)?;
+        Ok(())
+    }
+}

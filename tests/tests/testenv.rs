@@ -1,0 +1,242 @@
+//! Proof that the test environment runs the real GitOps loop: git → source-controller →
+//! kustomize-/helm-controller → kube-apiserver, plus OCI and RBAC.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking"
+)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use gitops_e2e::testenv::TestEnv;
+use gitops_e2e::testenv::process::run;
+
+const CONVERGE: Duration = Duration::from_secs(120);
+
+/// Commits the files into a new branch `main` of a bare repo over SSH; returns the commit.
+fn push_files(env: &TestEnv, repo: &str, files: &[(&str, &str)]) -> String {
+    env.git.create_repo(repo).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        run(Command::new("git")
+            .args([
+                "-c",
+                "user.name=testenv",
+                "-c",
+                "user.email=testenv@example.invalid",
+            ])
+            .args(args)
+            .current_dir(work.path())
+            .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
+        .unwrap()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    for (path, content) in files {
+        let full = work.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "testenv commit"]);
+    git(&["push", "-q", &env.git.ssh_url(repo), "main"]);
+    git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// The Secret Flux needs for SSH: the test client key plus the pinned host key.
+fn ssh_secret(env: &TestEnv, namespace: &str, name: &str) -> String {
+    let identity = std::fs::read_to_string(&env.git.client_key).unwrap();
+    let indent = |text: &str| {
+        text.lines()
+            .map(|line| format!("    {line}\n"))
+            .collect::<String>()
+    };
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\nstringData:\n  identity: |\n{}  known_hosts: |\n{}",
+        indent(&identity),
+        indent(&env.git.known_hosts_line)
+    )
+}
+
+fn namespace(env: &TestEnv, name: &str) {
+    env.kubectl_ok(&["create", "namespace", name]).unwrap();
+}
+
+#[test]
+fn a_commit_pushed_over_ssh_is_applied_by_the_real_flux_controllers() {
+    let env = TestEnv::shared();
+    eprintln!("testenv started in {:.1?}", env.startup);
+    namespace(env, "proof-git");
+    let commit = push_files(
+        env,
+        "proof-git",
+        &[(
+            "deploy/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\n  namespace: proof-git\ndata:\n  hello: world\n",
+        )],
+    );
+    env.apply_yaml(&ssh_secret(env, "proof-git", "git-ssh"))
+        .unwrap();
+    env.apply_yaml(&format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: proof\n  namespace: proof-git\nspec:\n  interval: 1m0s\n  url: {url}\n  ref:\n    branch: main\n  secretRef:\n    name: git-ssh\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: proof\n  namespace: proof-git\nspec:\n  interval: 1m0s\n  path: ./deploy\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: proof\n",
+        url = env.git.ssh_url("proof-git")
+    ))
+    .unwrap();
+    let expected = format!("main@sha1:{commit}");
+    env.wait_for_jsonpath(
+        &["-n", "proof-git", "kustomization/proof"],
+        "{.status.lastAppliedRevision}",
+        &expected,
+        CONVERGE,
+    )
+    .unwrap();
+    env.wait_for_jsonpath(
+        &["-n", "proof-git", "kustomization/proof"],
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        "True",
+        CONVERGE,
+    )
+    .unwrap();
+    let data = env
+        .kubectl_ok(&[
+            "-n",
+            "proof-git",
+            "get",
+            "configmap",
+            "from-git",
+            "-o=jsonpath={.data.hello}",
+        ])
+        .unwrap();
+    assert_eq!(data, "world");
+}
+
+#[test]
+fn a_helm_release_from_the_local_chart_repository_installs() {
+    let env = TestEnv::shared();
+    namespace(env, "proof-helm");
+    env.helm
+        .publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello"))
+        .unwrap();
+    env.apply_yaml(&format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: local\n  namespace: proof-helm\nspec:\n  interval: 1m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: proof-helm\nspec:\n  interval: 1m0s\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: local\n  values:\n    greeting: from-helm\n",
+        url = env.helm.url
+    ))
+    .unwrap();
+    env.wait_for_jsonpath(
+        &["-n", "proof-helm", "helmrelease/hello"],
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        "True",
+        CONVERGE,
+    )
+    .unwrap();
+    let secrets = env
+        .kubectl_ok(&[
+            "-n",
+            "proof-helm",
+            "get",
+            "secrets",
+            "-l",
+            "owner=helm,name=hello",
+            "-o=name",
+        ])
+        .unwrap();
+    assert_eq!(secrets.trim(), "secret/sh.helm.release.v1.hello.v1");
+    let greeting = env
+        .kubectl_ok(&[
+            "-n",
+            "proof-helm",
+            "get",
+            "configmap",
+            "hello-greeting",
+            "-o=jsonpath={.data.greeting}",
+        ])
+        .unwrap();
+    assert_eq!(greeting, "from-helm");
+    let available = env
+        .kubectl_ok(&[
+            "-n",
+            "proof-helm",
+            "get",
+            "deployment",
+            "hello",
+            "-o=jsonpath={.status.availableReplicas}",
+        ])
+        .unwrap();
+    assert_eq!(available, "1", "kwok makes the Deployment's pod Ready");
+}
+
+#[test]
+fn an_oci_repository_pulls_an_artifact_from_the_local_registry() {
+    let env = TestEnv::shared();
+    namespace(env, "proof-oci");
+    let content = tempfile::tempdir().unwrap();
+    std::fs::write(
+        content.path().join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-oci\n  namespace: proof-oci\ndata:\n  source: oci\n",
+    )
+    .unwrap();
+    let digest = env
+        .registry
+        .push_artifact(
+            "proof/manifests",
+            "v1",
+            content.path(),
+            "v1@sha1:0000000000000000000000000000000000000000",
+        )
+        .unwrap();
+    env.apply_yaml(&format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: proof\n  namespace: proof-oci\nspec:\n  interval: 1m0s\n  url: oci://{registry}/proof/manifests\n  insecure: true\n  ref:\n    tag: v1\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: proof\n  namespace: proof-oci\nspec:\n  interval: 1m0s\n  path: ./\n  prune: true\n  sourceRef:\n    kind: OCIRepository\n    name: proof\n",
+        registry = env.registry.address
+    ))
+    .unwrap();
+    env.wait_for_jsonpath(
+        &["-n", "proof-oci", "ocirepository/proof"],
+        "{.status.artifact.revision}",
+        &format!("v1@{digest}"),
+        CONVERGE,
+    )
+    .unwrap();
+    env.wait_for_jsonpath(
+        &["-n", "proof-oci", "configmap/from-oci"],
+        "{.data.source}",
+        "oci",
+        CONVERGE,
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_read_only_kubeconfig_is_forbidden_to_write() {
+    let env = TestEnv::shared();
+    let output = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&env.readonly_kubeconfig)
+        .args(["create", "configmap", "nope", "-n", "default"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Error from server (Forbidden)"), "{stderr}");
+    let read = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&env.readonly_kubeconfig)
+        .args(["get", "ns"])
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "the read-only user can read");
+}
+
+#[test]
+fn the_audit_log_records_mutating_requests() {
+    let env = TestEnv::shared();
+    env.kubectl_ok(&["create", "configmap", "audited", "-n", "default"])
+        .unwrap();
+    let events = env.audit_events().unwrap();
+    let created = events.iter().any(|event| {
+        event["verb"] == "create"
+            && event["objectRef"]["resource"] == "configmaps"
+            && event["objectRef"]["name"] == "audited"
+    });
+    assert!(created, "the create is in the audit log");
+}
