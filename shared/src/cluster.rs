@@ -60,6 +60,11 @@ impl Cluster {
         let server = config.cluster_url.to_string();
         let namespace = config.default_namespace.clone();
         let client = Client::try_from(config).map_err(|error| classify(&server, error))?;
+        crate::output::report::detail(&format!(
+            "cluster: {server} (context {}, namespace {namespace}, request timeout {})",
+            context.as_deref().unwrap_or("none"),
+            request_timeout.map_or("none".to_string(), crate::duration::format)
+        ));
         Ok(Cluster {
             client,
             server,

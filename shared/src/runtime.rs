@@ -50,7 +50,9 @@ where
         Ok(parsed) => parsed,
         Err(error) => error.exit(),
     };
-    style::set_choice(parsed.global_args().color);
+    let global = parsed.global_args();
+    style::set_choice(global.color);
+    report::set_verbosity(global.verbose, global.quiet);
     finish(block_on(body(parsed)))
 }
 

@@ -312,3 +312,41 @@ fn a_closed_stdout_pipe_exits_quietly() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }
+
+#[test]
+fn kubeconfig_lists_merge_like_kubectl_and_quiet_hides_warnings() {
+    // The first file names the current context; the second defines it. kubectl merges both.
+    let dir = tempfile::tempdir().unwrap();
+    let full = binaries::unreachable_kubeconfig(dir.path());
+    let first = dir.path().join("first.kubeconfig");
+    std::fs::write(
+        &first,
+        "apiVersion: v1\nkind: Config\ncurrent-context: closed\n",
+    )
+    .unwrap();
+    let list = format!("{}:{}", first.display(), full.display());
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops-detect"))
+            .arg("-v")
+            .env("KUBECONFIG", &list),
+    );
+    assert_eq!(run.code, Some(3));
+    assert!(
+        run.stderr.starts_with("cluster: https://127.0.0.1:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("(context closed, namespace default, request timeout 5s)"),
+        "{}",
+        run.stderr
+    );
+    let quiet = Run::of(
+        Command::new(binaries::path("kubectl-gitops"))
+            .args(["-q", "version"])
+            .env("KUBECONFIG", &list),
+    );
+    assert_eq!(quiet.code, Some(0));
+    assert_eq!(quiet.stderr, "", "-q hides the unreachable warning");
+}
