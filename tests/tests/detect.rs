@@ -1,9 +1,6 @@
 //! `kubectl gitops detect` against the real API server: unmodified → flux2 → gitops.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test by panicking"
-)]
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
 use std::path::Path;
 use std::process::Command;
@@ -24,8 +21,7 @@ fn detect(env: &TestEnv, args: &[&str]) -> Run {
 
 /// The real Flux v2.9.3 install manifests, from the fixtures beside the checkout.
 fn gotk_components() -> Option<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures/flux/gotk-components.yaml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/flux/gotk-components.yaml");
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(_) => {
@@ -50,8 +46,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         "{}",
         run.stderr
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
 
@@ -74,14 +69,8 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         .unwrap();
     }
     let run = detect(&env, &[]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (Some(0), "flux2\n"),
-        "{}",
-        run.stderr
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
+    assert_eq!((run.code, run.stdout.as_str()), (Some(0), "flux2\n"), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
     assert_eq!(json["flux"]["namespace"], "flux-system");
     assert_eq!(json["flux"]["version"], "v2.9.3");
     assert_eq!(json["flux"]["versionSource"], "namespace-label");
@@ -115,12 +104,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     )
     .unwrap();
     let run = detect(&env, &[]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (Some(0), "gitops\n"),
-        "{}",
-        run.stderr
-    );
+    assert_eq!((run.code, run.stdout.as_str()), (Some(0), "gitops\n"), "{}", run.stderr);
     let yaml = detect(&env, &["-o", "yaml"]).stdout;
     assert!(
         yaml.contains("state: gitops\n") && yaml.contains("clusterName: dev\n"),

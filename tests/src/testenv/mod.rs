@@ -81,23 +81,25 @@ struct Ports {
 
 impl TestEnv {
     /// The environment shared by all tests of one test binary, with Flux, started on first use.
+    /// A failed start is remembered, so the other tests fail at once instead of retrying.
     pub fn shared() -> &'static TestEnv {
-        static SHARED: OnceLock<TestEnv> = OnceLock::new();
-        SHARED.get_or_init(|| {
-            let env = TestEnv::start(Options { flux: true })
-                .unwrap_or_else(|error| panic!("testenv: {error:#}"));
+        static SHARED: OnceLock<Result<TestEnv, String>> = OnceLock::new();
+        let started = SHARED.get_or_init(|| {
+            let env = TestEnv::start(Options { flux: true }).map_err(|error| format!("{error:#}"))?;
             env.keep_until_process_exit();
-            env
-        })
+            Ok(env)
+        });
+        match started {
+            Ok(env) => env,
+            Err(error) => panic!("testenv: {error}"),
+        }
     }
 
     /// Starts a new environment.
     pub fn start(options: Options) -> Result<TestEnv> {
         let started = Instant::now();
         let cache = cache_dir()?;
-        let temp = tempfile::Builder::new()
-            .prefix("gitops-testenv-")
-            .tempdir()?;
+        let temp = tempfile::Builder::new().prefix("gitops-testenv-").tempdir()?;
         let dir = temp.path().to_path_buf();
         let mut supervisor = Supervisor::new(&dir.join("logs"))?;
         let mut ports = free_ports(8)?.into_iter();
@@ -127,14 +129,8 @@ impl TestEnv {
                 format!("--listen-client-urls=http://127.0.0.1:{}", ports.etcd),
                 format!("--advertise-client-urls=http://127.0.0.1:{}", ports.etcd),
                 format!("--listen-peer-urls=http://127.0.0.1:{}", ports.etcd_peer),
-                format!(
-                    "--initial-advertise-peer-urls=http://127.0.0.1:{}",
-                    ports.etcd_peer
-                ),
-                format!(
-                    "--initial-cluster=testenv=http://127.0.0.1:{}",
-                    ports.etcd_peer
-                ),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", ports.etcd_peer),
+                format!("--initial-cluster=testenv=http://127.0.0.1:{}", ports.etcd_peer),
                 "--listen-metrics-urls=".to_string(),
                 "--unsafe-no-fsync".to_string(),
                 "--log-level=warn".to_string(),
@@ -172,10 +168,7 @@ impl TestEnv {
                 format!("--client-ca-file={}", pki.ca_cert.display()),
                 format!("--token-auth-file={}", tokens.display()),
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
-                format!(
-                    "--service-account-key-file={}",
-                    pki.service_account_pub.display()
-                ),
+                format!("--service-account-key-file={}", pki.service_account_pub.display()),
                 format!(
                     "--service-account-signing-key-file={}",
                     pki.service_account_key.display()
@@ -305,13 +298,14 @@ impl TestEnv {
         )?;
         self.supervisor.spawn(
             "kube-scheduler",
-            Command::new(bin.join("kube-scheduler"))
-                .args(common(self.ports.scheduler, "scheduler-certs")),
+            Command::new(bin.join("kube-scheduler")).args(common(self.ports.scheduler, "scheduler-certs")),
         )?;
         if bin.join("kwok").exists() {
+            let stages = kwok_stages(&self.cache)?;
             self.supervisor.spawn(
                 "kwok",
                 Command::new(bin.join("kwok")).args([
+                    format!("--config={}", stages.join(",")),
                     format!("--kubeconfig={kubeconfig}"),
                     "--manage-all-nodes=false".to_string(),
                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
@@ -335,19 +329,14 @@ impl TestEnv {
             let crds = self.cache.join("crds").join(controller);
             self.kubectl_ok(&["apply", "--server-side", "-f", &crds.display().to_string()])?;
         }
-        self.kubectl_ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd",
-            "--all",
-        ])?;
+        self.kubectl_ok(&["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])?;
         let bin = self.cache.join("bin");
         let events = format!("http://127.0.0.1:{}", self.ports.events);
         let free = free_ports(FLUX_CONTROLLERS.len() * 2 + 1)?;
+        std::fs::create_dir_all(self.dir.join("storage"))?;
         for (index, controller) in FLUX_CONTROLLERS.iter().enumerate() {
+            // The Flux controllers read the kubeconfig from KUBECONFIG; they have no flag for it.
             let mut args = vec![
-                format!("--kubeconfig={}", self.kubeconfig.display()),
                 "--enable-leader-election=false".to_string(),
                 "--log-encoding=json".to_string(),
                 format!("--metrics-addr=127.0.0.1:{}", free[index * 2]),
@@ -362,10 +351,7 @@ impl TestEnv {
                 ]),
                 "notification-controller" => args.extend([
                     format!("--events-addr=127.0.0.1:{}", self.ports.events),
-                    format!(
-                        "--receiverAddr=127.0.0.1:{}",
-                        free[FLUX_CONTROLLERS.len() * 2]
-                    ),
+                    format!("--receiverAddr=127.0.0.1:{}", free[FLUX_CONTROLLERS.len() * 2]),
                 ]),
                 _ => args.push(format!("--events-addr={events}")),
             }
@@ -373,31 +359,21 @@ impl TestEnv {
                 controller,
                 Command::new(bin.join(controller))
                     .args(args)
+                    .env("KUBECONFIG", &self.kubeconfig)
                     .env("RUNTIME_NAMESPACE", "flux-system"),
             )?;
         }
-        let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len())
-            .map(|index| free[index * 2 + 1])
-            .collect();
+        let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len()).map(|index| free[index * 2 + 1]).collect();
         let supervisor = &mut self.supervisor;
-        wait_until(
-            "the Flux controllers' /readyz",
-            Duration::from_secs(60),
-            || {
-                supervisor.check_alive()?;
-                Ok(health_ports.iter().all(|port| {
-                    Command::new("curl")
-                        .args([
-                            "-sf",
-                            "-o",
-                            "/dev/null",
-                            &format!("http://127.0.0.1:{port}/readyz"),
-                        ])
-                        .status()
-                        .is_ok_and(|s| s.success())
-                }))
-            },
-        )
+        wait_until("the Flux controllers' /readyz", Duration::from_secs(60), || {
+            supervisor.check_alive()?;
+            Ok(health_ports.iter().all(|port| {
+                Command::new("curl")
+                    .args(["-sf", "-o", "/dev/null", &format!("http://127.0.0.1:{port}/readyz")])
+                    .status()
+                    .is_ok_and(|s| s.success())
+            }))
+        })
     }
 
     /// Runs the real kubectl against this environment (admin).
@@ -436,32 +412,21 @@ impl TestEnv {
             .write_all(yaml.as_bytes())?;
         let output = child.wait_with_output()?;
         if !output.status.success() {
-            bail!(
-                "kubectl apply failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            bail!("kubectl apply failed: {}", String::from_utf8_lossy(&output.stderr));
         }
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
     /// Waits until `kubectl get <what> -o jsonpath=<path>` prints `expected`; on timeout
     /// the error shows the object.
-    pub fn wait_for_jsonpath(
-        &self,
-        what: &[&str],
-        path: &str,
-        expected: &str,
-        timeout: Duration,
-    ) -> Result<()> {
+    pub fn wait_for_jsonpath(&self, what: &[&str], path: &str, expected: &str, timeout: Duration) -> Result<()> {
         let mut get: Vec<&str> = vec!["get"];
         get.extend(what);
         let jsonpath = format!("-o=jsonpath={path}");
         get.push(&jsonpath);
-        let result = wait_until(
-            &format!("{} {path} = {expected}", what.join(" ")),
-            timeout,
-            || Ok(self.kubectl(&get)?.stdout == expected.as_bytes()),
-        );
+        let result = wait_until(&format!("{} {path} = {expected}", what.join(" ")), timeout, || {
+            Ok(self.kubectl(&get)?.stdout == expected.as_bytes())
+        });
         if result.is_err() {
             let mut describe: Vec<&str> = vec!["get"];
             describe.extend(what);
@@ -499,11 +464,7 @@ fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>) -
             pki.admin_key.display()
         ),
     };
-    let name = if token.is_some() {
-        "testenv-readonly"
-    } else {
-        "testenv"
-    };
+    let name = if token.is_some() { "testenv-readonly" } else { "testenv" };
     std::fs::write(
         path,
         format!(
@@ -521,13 +482,40 @@ pub fn cache_dir() -> Result<PathBuf> {
         return Ok(PathBuf::from(dir));
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/build.sh");
-    let out = run(Command::new("bash").arg(script))
-        .context("building the test environment (tests/testenv/build.sh)")?;
-    let dir = out
-        .lines()
-        .last()
-        .context("build.sh printed no cache dir")?;
+    let out =
+        run(Command::new("bash").arg(script)).context("building the test environment (tests/testenv/build.sh)")?;
+    let dir = out.lines().last().context("build.sh printed no cache dir")?;
     Ok(PathBuf::from(dir.trim()))
+}
+
+/// kwok's stage files (node ready, node heartbeat, pod ready/complete/delete): copied into
+/// the cache by build.sh, else read from the kwok module in the Go module cache.
+fn kwok_stages(cache: &Path) -> Result<Vec<String>> {
+    let copied = cache.join("kwok-stages");
+    let dirs: Vec<PathBuf> = if copied.is_dir() {
+        vec![copied]
+    } else {
+        let versions = std::fs::read_to_string(cache.join("versions.env")).unwrap_or_default();
+        let version = versions
+            .lines()
+            .find_map(|line| line.strip_prefix("KWOK_VERSION="))
+            .context("versions.env names no KWOK_VERSION")?;
+        let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
+        let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
+        ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect()
+    };
+    let mut files = Vec::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir).with_context(|| format!("kwok stages in {}", dir.display()))? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name.ends_with(".yaml") && name != "kustomization.yaml" {
+                files.push(path.display().to_string());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Prints the tail of every environment log; called when a test fails.
@@ -537,10 +525,7 @@ pub fn print_logs(dir: &Path) {
     };
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
-    eprintln!(
-        "---- testenv logs under {} (last 15 lines each) ----",
-        dir.display()
-    );
+    eprintln!("---- testenv logs under {} (last 15 lines each) ----", dir.display());
     for path in paths {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         eprintln!("== {} ==\n{}", path.display(), tail(&text, 15));

@@ -33,13 +33,7 @@ impl Pki {
         std::fs::create_dir_all(dir)?;
         let path = |name: &str| dir.join(name);
         let openssl = |args: &[&str]| run(Command::new("openssl").args(args).current_dir(dir));
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
         openssl(
             &[
                 &["req", "-x509"][..],
@@ -72,14 +66,7 @@ impl Pki {
             let key = format!("{name}.key");
             let csr = format!("{name}.csr");
             let crt = format!("{name}.crt");
-            openssl(
-                &[
-                    &["req"][..],
-                    &ec,
-                    &["-subj", subject, "-keyout", &key, "-out", &csr],
-                ]
-                .concat(),
-            )?;
+            openssl(&[&["req"][..], &ec, &["-subj", subject, "-keyout", &key, "-out", &csr]].concat())?;
             openssl(&[
                 "x509",
                 "-req",

@@ -29,10 +29,7 @@ impl Supervisor {
     /// Starts a process; stdout and stderr go to `<log_dir>/<name>.log`.
     pub fn spawn(&mut self, name: &str, command: &mut Command) -> Result<u32> {
         let log = File::create(self.log_path(name))?;
-        command
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
+        command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;
@@ -56,8 +53,7 @@ impl Supervisor {
     pub fn check_alive(&mut self) -> Result<()> {
         for (name, child) in &mut self.children {
             if let Some(status) = child.try_wait()? {
-                let log = std::fs::read_to_string(self.log_dir.join(format!("{name}.log")))
-                    .unwrap_or_default();
+                let log = std::fs::read_to_string(self.log_dir.join(format!("{name}.log"))).unwrap_or_default();
                 bail!(
                     "{name} exited with {status}; last lines of its log:\n{}",
                     tail(&log, 30)
@@ -71,11 +67,7 @@ impl Supervisor {
     /// (the environment's temp dir) deleted. It signals each PID, never a negative number:
     /// a misread `kill -<group>` would signal every process of the user.
     pub fn watch(&self, owner: u32, remove: Option<&Path>) -> Result<()> {
-        let pids: Vec<String> = self
-            .children
-            .iter()
-            .map(|(_, child)| child.id().to_string())
-            .collect();
+        let pids: Vec<String> = self.children.iter().map(|(_, child)| child.id().to_string()).collect();
         if pids.is_empty() {
             return Ok(());
         }
@@ -102,10 +94,7 @@ impl Supervisor {
             return;
         };
         let signal_group = |signal| {
-            if let Some(pid) = i32::try_from(group)
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-            {
+            if let Some(pid) = i32::try_from(group).ok().and_then(rustix::process::Pid::from_raw) {
                 let _ = rustix::process::kill_process_group(pid, signal);
             }
         };
@@ -137,11 +126,7 @@ pub fn tail(text: &str, lines: usize) -> String {
 }
 
 /// Polls `ready` every 100 ms until it returns true or `timeout` passes.
-pub fn wait_until(
-    what: &str,
-    timeout: Duration,
-    mut ready: impl FnMut() -> Result<bool>,
-) -> Result<()> {
+pub fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         if ready()? {
@@ -159,23 +144,17 @@ pub fn free_ports(count: usize) -> Result<Vec<u16>> {
     let listeners: Vec<std::net::TcpListener> = (0..count)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<_>>()?;
-    listeners
-        .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
+    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
 
 /// Whether something accepts TCP connections on a 127.0.0.1 port.
 pub fn port_open(port: u16) -> bool {
-    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200))
-        .is_ok()
+    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)).is_ok()
 }
 
 /// Runs a command to completion and returns stdout, failing with stderr on a non-zero exit.
 pub fn run(command: &mut Command) -> Result<String> {
-    let output = command
-        .output()
-        .with_context(|| format!("cannot run {command:?}"))?;
+    let output = command.output().with_context(|| format!("cannot run {command:?}"))?;
     if !output.status.success() {
         bail!(
             "{command:?} failed ({}): {}{}",

@@ -32,12 +32,7 @@ pub struct GitServer {
 
 impl GitServer {
     /// Starts sshd and the HTTP server.
-    pub fn start(
-        dir: &Path,
-        supervisor: &mut Supervisor,
-        ssh_port: u16,
-        http_port: u16,
-    ) -> Result<GitServer> {
+    pub fn start(dir: &Path, supervisor: &mut Supervisor, ssh_port: u16, http_port: u16) -> Result<GitServer> {
         let repos = dir.join("repos");
         let ssh = dir.join("ssh");
         std::fs::create_dir_all(&repos)?;
@@ -84,20 +79,15 @@ impl GitServer {
             Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &sshd]),
         )?;
 
-        let backend =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/servers/git_http_backend.py");
+        let backend = Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/servers/git_http_backend.py");
         supervisor.spawn(
             "git-http",
-            Command::new("python3")
-                .arg(backend)
-                .arg("--root")
-                .arg(&repos)
-                .args([
-                    "--port".to_string(),
-                    http_port.to_string(),
-                    "--auth".to_string(),
-                    format!("{GIT_HTTP_USER}:{GIT_HTTP_PASSWORD}"),
-                ]),
+            Command::new("python3").arg(backend).arg("--root").arg(&repos).args([
+                "--port".to_string(),
+                http_port.to_string(),
+                "--auth".to_string(),
+                format!("{GIT_HTTP_USER}:{GIT_HTTP_PASSWORD}"),
+            ]),
         )?;
         Ok(GitServer {
             repos,
@@ -112,14 +102,10 @@ impl GitServer {
 
     /// Waits until both servers accept connections.
     pub fn wait_ready(&self, supervisor: &mut Supervisor) -> Result<()> {
-        wait_until(
-            "sshd and the git HTTP server",
-            Duration::from_secs(20),
-            || {
-                supervisor.check_alive()?;
-                Ok(port_open(self.ssh_port) && port_open(self.http_port))
-            },
-        )
+        wait_until("sshd and the git HTTP server", Duration::from_secs(20), || {
+            supervisor.check_alive()?;
+            Ok(port_open(self.ssh_port) && port_open(self.http_port))
+        })
     }
 
     /// Creates an empty bare repository (default branch `main`) and returns its name.
@@ -151,9 +137,7 @@ impl GitServer {
     /// Lets a public key (OpenSSH one-line format) in, as a deploy key.
     pub fn authorize_key(&self, public_key: &str) -> Result<()> {
         use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&self.authorized_keys)?;
+        let mut file = std::fs::OpenOptions::new().append(true).open(&self.authorized_keys)?;
         writeln!(file, "{}", public_key.trim()).context("append to authorized_keys")
     }
 
@@ -184,10 +168,7 @@ impl Registry {
                 dir.join("registry-data").display()
             ),
         )?;
-        supervisor.spawn(
-            "registry",
-            Command::new("docker-registry").arg("serve").arg(&config),
-        )?;
+        supervisor.spawn("registry", Command::new("docker-registry").arg("serve").arg(&config))?;
         Ok(Registry {
             address: format!("127.0.0.1:{port}"),
         })
@@ -197,13 +178,7 @@ impl Registry {
 impl Registry {
     /// Pushes a directory as a Flux OCI artifact (the layout `flux push artifact` makes:
     /// a gzipped tarball layer and the Flux config media type) and returns the manifest digest.
-    pub fn push_artifact(
-        &self,
-        repository: &str,
-        tag: &str,
-        dir: &Path,
-        revision: &str,
-    ) -> Result<String> {
+    pub fn push_artifact(&self, repository: &str, tag: &str, dir: &Path, revision: &str) -> Result<String> {
         let work = tempfile::tempdir()?;
         let layer = work.path().join("layer.tgz");
         run(Command::new("sh").arg("-c").arg(format!(
@@ -284,11 +259,7 @@ impl Registry {
 
 fn sha256_file(path: &Path) -> Result<String> {
     let out = run(Command::new("sha256sum").arg(path))?;
-    Ok(out
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string())
+    Ok(out.split_whitespace().next().unwrap_or_default().to_string())
 }
 
 /// A static HTTP server for Helm chart repositories (`index.yaml` plus packaged charts).
