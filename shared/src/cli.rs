@@ -16,12 +16,7 @@ use crate::duration;
 pub struct GlobalArgs {
     /// Path to one kubeconfig file. Without it, KUBECONFIG (several files are merged as
     /// kubectl merges them) or ~/.kube/config is used.
-    #[arg(
-        long,
-        global = true,
-        value_name = "PATH",
-        help_heading = "Cluster options"
-    )]
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Cluster options")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use instead of the current one.
@@ -62,12 +57,7 @@ pub struct GlobalArgs {
     pub output: Option<OutputFormat>,
 
     /// Don't print column headers in table output.
-    #[arg(
-        long,
-        global = true,
-        alias = "no-header",
-        help_heading = "Output options"
-    )]
+    #[arg(long, global = true, alias = "no-header", help_heading = "Output options")]
     pub no_headers: bool,
 
     /// When to use colour and glyphs. `auto` uses them on a terminal unless NO_COLOR is set.
@@ -142,10 +132,7 @@ mod tests {
             Some(Duration::from_secs(2))
         );
         let probe = Probe::parse_from(["x", "--request-timeout", "0"]);
-        assert_eq!(
-            probe.global.request_timeout_or(Duration::from_secs(5)),
-            None
-        );
+        assert_eq!(probe.global.request_timeout_or(Duration::from_secs(5)), None);
         let probe = Probe::parse_from(["x"]);
         assert_eq!(
             probe.global.request_timeout_or(Duration::from_secs(5)),

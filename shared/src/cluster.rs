@@ -37,10 +37,7 @@ impl Cluster {
             None => Kubeconfig::read(),
         }
         .map_err(Error::Kubeconfig)?;
-        let context = args
-            .context
-            .clone()
-            .or_else(|| kubeconfig.current_context.clone());
+        let context = args.context.clone().or_else(|| kubeconfig.current_context.clone());
         let options = KubeConfigOptions {
             context: args.context.clone(),
             ..Default::default()
@@ -54,6 +51,10 @@ impl Cluster {
         config.write_timeout = request_timeout;
         config.reset_reader_on_write = true;
         config.default_retry = false;
+        // Audit logs and API server metrics name us (the e2e tests find our requests by it).
+        if let Ok(agent) = http::HeaderValue::from_str(&user_agent()) {
+            config.headers.push((http::header::USER_AGENT, agent));
+        }
         if let Some(namespace) = &args.namespace {
             config.default_namespace = namespace.clone();
         }
@@ -78,6 +79,16 @@ impl Cluster {
     pub fn error(&self, error: kube::Error) -> Error {
         classify(&self.server, error)
     }
+}
+
+/// `kubectl-gitops/<version> (<binary>)`, like kubectl's `kubectl/v1.32 (linux/amd64)`.
+pub fn user_agent() -> String {
+    let binary = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "kubectl-gitops".to_string());
+    format!("kubectl-gitops/{} ({binary})", env!("CARGO_PKG_VERSION"))
 }
 
 /// Sorts a kube error into unreachable / unauthorized / forbidden / other.
@@ -142,21 +153,9 @@ mod tests {
 
     #[test]
     fn api_statuses_are_sorted_by_code() {
-        let status = |code| {
-            kube::Error::Api(
-                kube::core::Status::failure("nope", "Reason")
-                    .with_code(code)
-                    .boxed(),
-            )
-        };
-        assert!(matches!(
-            classify("https://x", status(401)),
-            Error::Unauthorized { .. }
-        ));
-        assert!(matches!(
-            classify("https://x", status(403)),
-            Error::Forbidden { .. }
-        ));
+        let status = |code| kube::Error::Api(kube::core::Status::failure("nope", "Reason").with_code(code).boxed());
+        assert!(matches!(classify("https://x", status(401)), Error::Unauthorized { .. }));
+        assert!(matches!(classify("https://x", status(403)), Error::Forbidden { .. }));
         assert!(matches!(classify("https://x", status(500)), Error::Api(_)));
         assert!(is_not_found(&status(404)));
         assert!(is_forbidden(&status(403)));

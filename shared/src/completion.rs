@@ -23,10 +23,7 @@ const DEFAULT_DIRECTIVE: u8 = 0;
 /// The candidates for the last word, in cobra's line protocol.
 pub fn respond(mut command: Command, words: &[OsString]) -> String {
     command.build();
-    let words: Vec<String> = words
-        .iter()
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect();
+    let words: Vec<String> = words.iter().map(|w| w.to_string_lossy().into_owned()).collect();
     let (partial, before) = match words.split_last() {
         Some((partial, before)) => (partial.as_str(), before),
         None => ("", &[][..]),
@@ -101,24 +98,18 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
 fn value_candidates(arg: &clap::Arg, partial: &str) -> (Vec<Candidate>, u8) {
     let values: Vec<PossibleValue> = arg.get_possible_values();
     if values.is_empty() {
-        let directive = if arg.get_value_hint() == clap::ValueHint::AnyPath
-            || arg.get_value_hint() == clap::ValueHint::FilePath
-        {
-            DEFAULT_DIRECTIVE
-        } else {
-            NO_FILE_COMPLETION
-        };
+        let directive =
+            if arg.get_value_hint() == clap::ValueHint::AnyPath || arg.get_value_hint() == clap::ValueHint::FilePath {
+                DEFAULT_DIRECTIVE
+            } else {
+                NO_FILE_COMPLETION
+            };
         return (Vec::new(), directive);
     }
     let found = values
         .iter()
         .filter(|v| !v.is_hide_set() && v.get_name().starts_with(partial))
-        .map(|v| {
-            (
-                v.get_name().to_string(),
-                v.get_help().map(|h| h.to_string()),
-            )
-        })
+        .map(|v| (v.get_name().to_string(), v.get_help().map(|h| h.to_string())))
         .collect();
     (found, NO_FILE_COMPLETION)
 }
@@ -138,34 +129,24 @@ pub fn flag_needing_next_word<'a>(command: &'a Command, word: &str) -> Option<&'
         if shorts.chars().count() != 1 {
             return None;
         }
-        command
-            .get_arguments()
-            .find(|a| a.get_short() == shorts.chars().next())
+        command.get_arguments().find(|a| a.get_short() == shorts.chars().next())
     };
     arg.filter(|a| takes_value(a))
 }
 
 fn takes_value(arg: &clap::Arg) -> bool {
     // `num_args` is only filled in once the command is built; the action is always known.
-    arg.get_num_args().map_or_else(
-        || arg.get_action().takes_values(),
-        |range| range.takes_values(),
-    )
+    arg.get_num_args()
+        .map_or_else(|| arg.get_action().takes_values(), |range| range.takes_values())
 }
 
 fn has_alias(arg: &clap::Arg, name: &str) -> bool {
-    arg.get_all_aliases()
-        .is_some_and(|aliases| aliases.contains(&name))
+    arg.get_all_aliases().is_some_and(|aliases| aliases.contains(&name))
 }
 
 fn help_of(arg: &clap::Arg) -> Option<String> {
-    arg.get_help().map(|help| {
-        help.to_string()
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    })
+    arg.get_help()
+        .map(|help| help.to_string().lines().next().unwrap_or_default().to_string())
 }
 
 /// A completion script for a shell, completing `program` through `program __complete`.
@@ -176,9 +157,7 @@ pub fn script(shell: Shell, program: &str) -> String {
         Shell::Zsh => ZSH,
         Shell::Fish => FISH,
     };
-    template
-        .replace("{program}", program)
-        .replace("{function}", &function)
+    template.replace("{program}", program).replace("{function}", &function)
 }
 
 /// Shells we write completion scripts for.
@@ -284,10 +263,7 @@ mod tests {
     fn flags_of_the_current_subcommand_including_globals() {
         assert_eq!(complete(&["add", "--u"]), "--url\n:4\n");
         let all = complete(&["add", "--"]);
-        assert!(
-            all.contains("--output\n") && all.contains("--quiet\n"),
-            "{all}"
-        );
+        assert!(all.contains("--output\n") && all.contains("--quiet\n"), "{all}");
     }
 
     #[test]

@@ -132,9 +132,9 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
         Err(error) => {
             let error = cluster.error(error);
             return match error {
-                Error::Unreachable { .. }
-                | Error::Unauthorized { .. }
-                | Error::Forbidden { .. } => Ok(Detection::unreachable(cluster, &error)),
+                Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Forbidden { .. } => {
+                    Ok(Detection::unreachable(cluster, &error))
+                }
                 other => Err(other),
             };
         }
@@ -146,8 +146,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
         client.list_api_groups_aggregated(),
         namespaces.list_metadata(&flux_selector)
     );
-    let api_versions =
-        ServedApis::from_discovery(&discovery.map_err(|error| cluster.error(error))?);
+    let api_versions = ServedApis::from_discovery(&discovery.map_err(|error| cluster.error(error))?);
     let mut warnings = Vec::new();
 
     let labelled: Vec<(String, Option<String>)> = match flux_namespaces {
@@ -190,10 +189,8 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
     let mut controllers = Vec::new();
     let mut gitops = None;
     if let Some((namespace, label_version)) = flux_namespace {
-        let (found_controllers, found_record) = tokio::join!(
-            read_controllers(cluster, &namespace),
-            read_record(cluster, &namespace)
-        );
+        let (found_controllers, found_record) =
+            tokio::join!(read_controllers(cluster, &namespace), read_record(cluster, &namespace));
         controllers = found_controllers?;
         gitops = found_record?;
         flux = Some(flux_installation(namespace, label_version, &controllers));
@@ -206,9 +203,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
         warnings.push("a Flux namespace exists but no Flux CRDs are served".to_string());
     }
     if flux.is_some() && !api_versions.is_empty() && controllers.is_empty() {
-        warnings.push(
-            "Flux CRDs are installed but no Flux controller Deployments were found".to_string(),
-        );
+        warnings.push("Flux CRDs are installed but no Flux controller Deployments were found".to_string());
     }
     for controller in controllers.iter().filter(|c| !c.ready) {
         warnings.push(format!("{} is not ready", controller.name));
@@ -234,11 +229,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
     })
 }
 
-fn flux_installation(
-    namespace: String,
-    label_version: Option<String>,
-    controllers: &[Controller],
-) -> FluxInstallation {
+fn flux_installation(namespace: String, label_version: Option<String>, controllers: &[Controller]) -> FluxInstallation {
     if let Some(version) = label_version {
         return FluxInstallation {
             namespace,
@@ -270,11 +261,7 @@ async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<Cont
         Err(error) if is_forbidden(&error) => return Ok(Vec::new()),
         Err(error) => return Err(cluster.error(error)),
     };
-    let mut controllers: Vec<Controller> = list
-        .items
-        .iter()
-        .filter_map(controller_from_deployment)
-        .collect();
+    let mut controllers: Vec<Controller> = list.items.iter().filter_map(controller_from_deployment).collect();
     controllers.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(controllers)
 }
@@ -293,11 +280,7 @@ fn controller_from_deployment(deployment: &Deployment) -> Option<Controller> {
     });
     let tag = image.as_deref().and_then(image_tag).map(String::from);
     let desired = deployment.spec.replicas.unwrap_or(1);
-    let ready_replicas = deployment
-        .status
-        .as_ref()
-        .and_then(|s| s.ready_replicas)
-        .unwrap_or(0);
+    let ready_replicas = deployment.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0);
     Some(Controller {
         name,
         tag,

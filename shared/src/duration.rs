@@ -18,16 +18,11 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!(
-                "invalid duration {text:?}: expected a number before {rest:?}"
-            ));
+            return Err(format!("invalid duration {text:?}: expected a number before {rest:?}"));
         }
-        let number: f64 = rest[..digits].parse().map_err(|_| {
-            format!(
-                "invalid duration {text:?}: bad number {:?}",
-                &rest[..digits]
-            )
-        })?;
+        let number: f64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("invalid duration {text:?}: bad number {:?}", &rest[..digits]))?;
         rest = &rest[digits..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -40,9 +35,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             "m" => 60.0,
             "h" => 3600.0,
             "" => {
-                return Err(format!(
-                    "invalid duration {text:?}: missing unit (use s, m or h)"
-                ));
+                return Err(format!("invalid duration {text:?}: missing unit (use s, m or h)"));
             }
             unit => {
                 return Err(format!(

@@ -15,3 +15,19 @@ pub const KUBECTL_PATH: &str = "KUBECTL_PATH";
 pub const KUBECTL_GITOPS_PLUGIN_DIR: &str = "KUBECTL_GITOPS_PLUGIN_DIR";
 /// Set by the dispatcher for the command it runs: the dispatcher's own path.
 pub const KUBECTL_GITOPS_DISPATCHER: &str = "KUBECTL_GITOPS_DISPATCHER";
+/// The GitHub API token (github.com or GitHub Enterprise Server) for creating repositories, deploy
+/// keys, branches and pull requests.
+pub const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
+/// The GitLab API token (gitlab.com or self-managed), `api` scope, for creating projects, deploy
+/// keys, branches and merge requests.
+pub const GITLAB_TOKEN: &str = "GITLAB_TOKEN";
+/// The commit author name for commits kubectl-gitops makes (default `kubectl-gitops`).
+pub const GIT_AUTHOR_NAME: &str = "GIT_AUTHOR_NAME";
+/// The commit author e-mail for commits kubectl-gitops makes.
+pub const GIT_AUTHOR_EMAIL: &str = "GIT_AUTHOR_EMAIL";
+/// User name for pushing to a generic git server over HTTPS (`--provider git`).
+pub const GITOPS_GIT_USERNAME: &str = "GITOPS_GIT_USERNAME";
+/// Password or token for pushing to a generic git server over HTTPS (`--provider git`).
+pub const GITOPS_GIT_PASSWORD: &str = "GITOPS_GIT_PASSWORD";
+/// Home directory, for `~/.ssh` keys and known_hosts.
+pub const HOME: &str = "HOME";

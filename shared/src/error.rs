@@ -82,6 +82,29 @@ pub enum Error {
         hint: Option<String>,
     },
 
+    /// A git server or git provider failed or refused us.
+    #[error("{message}")]
+    Git {
+        /// What failed, naming the repository or host.
+        message: String,
+        /// What to do about it.
+        hint: Option<String>,
+    },
+
+    /// A step of a multi-step operation failed; names the step.
+    #[error("step {number}/{total} ({step}) failed: {source}")]
+    Step {
+        /// 1-based step number.
+        number: usize,
+        /// How many steps the plan has.
+        total: usize,
+        /// The step's description.
+        step: String,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
+
     /// A command that is planned but not built yet.
     #[error("kubectl gitops {command} is not implemented yet")]
     NotImplemented {
@@ -131,6 +154,8 @@ impl Error {
             | Error::Forbidden { .. }
             | Error::Api(_) => ExitCode::Cluster,
             Error::Negative { .. } => ExitCode::No,
+            Error::Git { .. } => ExitCode::Git,
+            Error::Step { source, .. } => source.exit_code(),
             Error::Io { .. } | Error::Render(_) => ExitCode::Internal,
         }
     }
@@ -138,7 +163,8 @@ impl Error {
     /// A line telling the user what to try next, when we know one.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::Usage { hint, .. } | Error::Negative { hint, .. } => hint.clone(),
+            Error::Usage { hint, .. } | Error::Negative { hint, .. } | Error::Git { hint, .. } => hint.clone(),
+            Error::Step { source, .. } => source.hint(),
             Error::Kubeconfig(_) => Some(
                 "check --kubeconfig, KUBECONFIG and --context; `kubectl config get-contexts` lists contexts"
                     .into(),
@@ -159,6 +185,26 @@ impl Error {
             ),
             Error::Io { .. } => None,
             Error::Render(_) => Some("this is a bug in kubectl-gitops; please report it".into()),
+        }
+    }
+}
+
+impl From<crate::git::GitError> for Error {
+    fn from(error: crate::git::GitError) -> Self {
+        use crate::git::GitError;
+        let hint = error.hint();
+        match error {
+            GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => {
+                Error::Usage {
+                    message: error.to_string(),
+                    hint,
+                }
+            }
+            GitError::Io { .. } => Error::Render(error.to_string()),
+            other => Error::Git {
+                message: other.to_string(),
+                hint,
+            },
         }
     }
 }
@@ -188,11 +234,7 @@ impl fmt::Display for QuotedList<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (index, item) in self.0.iter().enumerate() {
             if index > 0 {
-                let separator = if index + 1 == self.0.len() {
-                    " and "
-                } else {
-                    ", "
-                };
+                let separator = if index + 1 == self.0.len() { " and " } else { ", " };
                 f.write_str(separator)?;
             }
             write!(f, "\"{item}\"")?;
@@ -225,15 +267,8 @@ mod tests {
 
     #[test]
     fn quoted_list_reads_like_english() {
-        let names = vec![
-            "app".to_string(),
-            "status".to_string(),
-            "detect".to_string(),
-        ];
-        assert_eq!(
-            QuotedList(&names).to_string(),
-            r#""app", "status" and "detect""#
-        );
+        let names = vec!["app".to_string(), "status".to_string(), "detect".to_string()];
+        assert_eq!(QuotedList(&names).to_string(), r#""app", "status" and "detect""#);
         assert_eq!(QuotedList(&names[..1]).to_string(), r#""app""#);
     }
 }

@@ -3,16 +3,21 @@
 //! Each binary parses its own arguments and calls into one module per concern here; see
 //! docs/ARCHITECTURE.md for how a command flows from arguments to API calls to output.
 
+pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod completion;
+pub mod deploy_key;
 pub mod detect;
 pub mod duration;
 pub mod env;
 pub mod error;
 pub mod flux;
+pub mod git;
+pub mod install;
 pub mod output;
 pub mod plugin;
+pub mod provider;
 pub mod record;
 pub mod runtime;
 pub mod version;

@@ -15,22 +15,10 @@ pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 
 /// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
 pub const COMMANDS: [(&str, &str); 6] = [
-    (
-        "install",
-        "Bootstrap Flux and the GitOps repo layout into a cluster",
-    ),
-    (
-        "app",
-        "Add, list, remove, suspend and resume apps in the config repo",
-    ),
-    (
-        "status",
-        "What runs where, at which commit, healthy or not, and why",
-    ),
-    (
-        "upgrade",
-        "Move Flux and the repo layout to a new version through git",
-    ),
+    ("install", "Bootstrap Flux and the GitOps repo layout into a cluster"),
+    ("app", "Add, list, remove, suspend and resume apps in the config repo"),
+    ("status", "What runs where, at which commit, healthy or not, and why"),
+    ("upgrade", "Move Flux and the repo layout to a new version through git"),
     (
         "detect",
         "Report what the cluster holds: unreachable, unmodified, flux2 or gitops",
@@ -92,9 +80,7 @@ pub fn installed() -> Vec<String> {
             let Some(name) = file.strip_prefix(BINARY_PREFIX) else {
                 continue;
             };
-            let name = name
-                .strip_suffix(std::env::consts::EXE_SUFFIX)
-                .unwrap_or(name);
+            let name = name.strip_suffix(std::env::consts::EXE_SUFFIX).unwrap_or(name);
             if !name.is_empty() && is_executable(&entry.path()) {
                 names.insert(name.to_string());
             }

@@ -39,11 +39,7 @@ where
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|arg| arg == COMPLETE_ARG) {
         let text = completion::respond(command, &args[2..]);
-        return finish(
-            write_stdout(&text)
-                .map(|()| ExitCode::Ok)
-                .map_err(anyhow::Error::from),
-        );
+        return finish(write_stdout(&text).map(|()| ExitCode::Ok).map_err(anyhow::Error::from));
     }
     let matches = command.get_matches_from(args);
     let parsed = match C::from_arg_matches(&matches) {
@@ -110,11 +106,7 @@ pub fn finish(outcome: anyhow::Result<ExitCode>) -> std::process::ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::Ok,
         Err(error) => {
             let (message, hint, code) = match error.downcast_ref::<Error>() {
-                Some(typed) => (
-                    crate::error::chain_to_line(typed),
-                    typed.hint(),
-                    typed.exit_code(),
-                ),
+                Some(typed) => (crate::error::chain_to_line(typed), typed.hint(), typed.exit_code()),
                 None => (format!("{error:#}"), None, ExitCode::Internal),
             };
             report::error(&message, hint.as_deref());

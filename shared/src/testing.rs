@@ -39,10 +39,7 @@ impl FakeApi {
 
     /// Every request seen so far, as `METHOD path?query`.
     pub fn requests(&self) -> Vec<String> {
-        self.requests
-            .lock()
-            .map(|seen| seen.clone())
-            .unwrap_or_default()
+        self.requests.lock().map(|seen| seen.clone()).unwrap_or_default()
     }
 
     /// A cluster whose client talks to this fake.
@@ -63,10 +60,7 @@ impl FakeApi {
 
     fn answer(&self, request: &Request<Body>) -> Response<Body> {
         let uri = request.uri();
-        let path_and_query = uri
-            .path_and_query()
-            .map(|pq| pq.as_str())
-            .unwrap_or(uri.path());
+        let path_and_query = uri.path_and_query().map(|pq| pq.as_str()).unwrap_or(uri.path());
         if let Ok(mut seen) = self.requests.lock() {
             seen.push(format!("{} {path_and_query}", request.method()));
         }
@@ -82,8 +76,7 @@ impl FakeApi {
             None => (404, not_found(uri.path())),
         };
         let mut response = Response::new(Body::from(body.into_bytes()));
-        *response.status_mut() =
-            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         response
     }
 }

@@ -10,12 +10,7 @@ use crate::detect::{self, ClusterState};
 use crate::flux;
 
 /// The plugin version and the commit it was built from, as `--version` prints it.
-pub const VERSION_LINE: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("GITOPS_GIT_COMMIT"),
-    ")"
-);
+pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GITOPS_GIT_COMMIT"), ")");
 
 /// How long `version` waits for the cluster unless `--request-timeout` says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -110,12 +105,10 @@ pub fn render_text(report: &VersionReport) -> String {
         let kubernetes = server.kubernetes_version.as_deref().unwrap_or("unknown");
         text.push_str(&format!("Server Version: {kubernetes}\n"));
         match (&server.flux_version, &server.flux_namespace) {
-            (Some(version), Some(namespace)) => text.push_str(&format!(
-                "Flux Version: {version} (namespace {namespace})\n"
-            )),
-            (None, Some(namespace)) => {
-                text.push_str(&format!("Flux Version: unknown (namespace {namespace})\n"))
+            (Some(version), Some(namespace)) => {
+                text.push_str(&format!("Flux Version: {version} (namespace {namespace})\n"))
             }
+            (None, Some(namespace)) => text.push_str(&format!("Flux Version: unknown (namespace {namespace})\n")),
             _ => text.push_str("Flux Version: not installed\n"),
         }
     } else {

@@ -19,8 +19,7 @@ fn options() -> serde_saphyr::SerializerOptions {
 /// One YAML document (no leading `---`), keys sorted.
 pub fn to_string<T: Serialize>(value: &T) -> Result<String> {
     let tree = serde_json::to_value(value).map_err(|error| Error::Render(error.to_string()))?;
-    serde_saphyr::to_string_with_options(&tree, options())
-        .map_err(|error| Error::Render(error.to_string()))
+    serde_saphyr::to_string_with_options(&tree, options()).map_err(|error| Error::Render(error.to_string()))
 }
 
 /// Documents each preceded by a `---` line, as `flux … --export` prints them.
@@ -40,12 +39,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> std::result::Result<T, Strin
 
 /// Parses a multi-document YAML stream, skipping empty documents.
 pub fn documents_from_str(text: &str) -> std::result::Result<Vec<serde_json::Value>, String> {
-    let documents: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(text).map_err(|error| error.to_string())?;
-    Ok(documents
-        .into_iter()
-        .filter(|document| !document.is_null())
-        .collect())
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).map_err(|error| error.to_string())?;
+    Ok(documents.into_iter().filter(|document| !document.is_null()).collect())
 }
 
 #[cfg(test)]

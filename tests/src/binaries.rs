@@ -17,9 +17,7 @@ pub const ALL: [&str; 8] = [
 /// `target/<profile>`: test executables live in its `deps/` folder.
 pub fn target_dir() -> PathBuf {
     let test_exe = std::env::current_exe().expect("the test knows its own path");
-    let deps = test_exe
-        .parent()
-        .expect("test binaries live in target/<profile>/deps");
+    let deps = test_exe.parent().expect("test binaries live in target/<profile>/deps");
     deps.parent().expect("deps has a parent").to_path_buf()
 }
 

@@ -47,21 +47,11 @@ pub fn redact(text: &str) -> String {
     out = replace_after(&out, "\"commit\": \"", |c| c != '"', "[COMMIT]");
     out = replace_after(&out, "127.0.0.1:", |c| c.is_ascii_digit(), "[PORT]");
     let temp = std::env::temp_dir().to_string_lossy().into_owned();
-    out = replace_after(
-        &out,
-        &temp,
-        |c| !c.is_whitespace() && c != '\'' && c != '"',
-        "/[TEMP]",
-    );
+    out = replace_after(&out, &temp, |c| !c.is_whitespace() && c != '\'' && c != '"', "/[TEMP]");
     out
 }
 
-fn replace_after(
-    text: &str,
-    marker: &str,
-    keep: impl Fn(char) -> bool,
-    placeholder: &str,
-) -> String {
+fn replace_after(text: &str, marker: &str, keep: impl Fn(char) -> bool, placeholder: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(found) = rest.find(marker) {

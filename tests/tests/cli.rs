@@ -1,9 +1,6 @@
 //! Snapshot tests of every binary's help, version, error paths and exit codes.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test by panicking"
-)]
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -12,11 +9,7 @@ use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 
 fn run(binary: &str, args: &[&str]) -> Run {
-    Run::of(
-        Command::new(binaries::path(binary))
-            .args(args)
-            .env_remove("KUBECONFIG"),
-    )
+    Run::of(Command::new(binaries::path(binary)).args(args).env_remove("KUBECONFIG"))
 }
 
 #[test]
@@ -96,13 +89,7 @@ fn version_as_json() {
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
     let run = run(
         "kubectl-gitops",
-        &[
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "version",
-            "-o",
-            "json",
-        ],
+        &["--kubeconfig", kubeconfig.to_str().unwrap(), "version", "-o", "json"],
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -140,10 +127,7 @@ fn completion_scripts_for_each_shell() {
         );
     }
     let bash = run("kubectl-gitops", &["completion", "bash"]).stdout;
-    let checked = Command::new("bash")
-        .args(["-n", "-c", &bash])
-        .status()
-        .unwrap();
+    let checked = Command::new("bash").args(["-n", "-c", &bash]).status().unwrap();
     assert!(checked.success(), "the bash script parses");
 }
 
@@ -179,17 +163,7 @@ fn dispatcher_forwards_global_flags_and_the_exit_code() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = Run::of(
         Command::new(binaries::path("kubectl-gitops"))
-            .args([
-                "--context",
-                "prod",
-                "-o",
-                "json",
-                "echo",
-                "a",
-                "--b",
-                "-n",
-                "x",
-            ])
+            .args(["--context", "prod", "-o", "json", "echo", "a", "--b", "-n", "x"])
             .env("KUBECTL_GITOPS_PLUGIN_DIR", dir.path()),
     );
     insta::assert_snapshot!(run.render(), @r"
@@ -205,10 +179,7 @@ fn detect_prints_unreachable_and_exits_3_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
     let started = Instant::now();
-    let run = run(
-        "kubectl-gitops-detect",
-        &["--kubeconfig", kubeconfig.to_str().unwrap()],
-    );
+    let run = run("kubectl-gitops-detect", &["--kubeconfig", kubeconfig.to_str().unwrap()]);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "detect took {:?}",
@@ -258,12 +229,7 @@ fn detect_json_when_unreachable() {
     let detection: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(detection["state"], "unreachable");
     assert_eq!(detection["flux"], serde_json::Value::Null);
-    assert!(
-        detection["error"]
-            .as_str()
-            .unwrap()
-            .contains("Connection refused")
-    );
+    assert!(detection["error"].as_str().unwrap().contains("Connection refused"));
 }
 
 #[test]
@@ -273,11 +239,8 @@ fn detect_help() {
 
 #[test]
 fn planned_commands_say_so_and_exit_2() {
-    for command in ["install", "app", "status", "upgrade", "artifact"] {
-        let run = run(
-            &format!("kubectl-gitops-{command}"),
-            &["anything", "--flag"],
-        );
+    for command in ["app", "status", "upgrade", "artifact"] {
+        let run = run(&format!("kubectl-gitops-{command}"), &["anything", "--flag"]);
         assert_eq!(run.code, Some(2), "{command}");
         assert_eq!(
             run.stderr,
@@ -287,11 +250,7 @@ fn planned_commands_say_so_and_exit_2() {
         );
         let help = run_help(command);
         assert_eq!(help.code, Some(0), "{command} --help");
-        assert!(
-            help.stdout.contains("(not implemented yet)"),
-            "{}",
-            help.stdout
-        );
+        assert!(help.stdout.contains("(not implemented yet)"), "{}", help.stdout);
     }
 }
 
@@ -319,11 +278,7 @@ fn kubeconfig_lists_merge_like_kubectl_and_quiet_hides_warnings() {
     let dir = tempfile::tempdir().unwrap();
     let full = binaries::unreachable_kubeconfig(dir.path());
     let first = dir.path().join("first.kubeconfig");
-    std::fs::write(
-        &first,
-        "apiVersion: v1\nkind: Config\ncurrent-context: closed\n",
-    )
-    .unwrap();
+    std::fs::write(&first, "apiVersion: v1\nkind: Config\ncurrent-context: closed\n").unwrap();
     let list = format!("{}:{}", first.display(), full.display());
     let run = Run::of(
         Command::new(binaries::path("kubectl-gitops-detect"))
@@ -331,11 +286,7 @@ fn kubeconfig_lists_merge_like_kubectl_and_quiet_hides_warnings() {
             .env("KUBECONFIG", &list),
     );
     assert_eq!(run.code, Some(3));
-    assert!(
-        run.stderr.starts_with("cluster: https://127.0.0.1:"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.starts_with("cluster: https://127.0.0.1:"), "{}", run.stderr);
     assert!(
         run.stderr
             .contains("(context closed, namespace default, request timeout 5s)"),
@@ -349,4 +300,61 @@ fn kubeconfig_lists_merge_like_kubectl_and_quiet_hides_warnings() {
     );
     assert_eq!(quiet.code, Some(0));
     assert_eq!(quiet.stderr, "", "-q hides the unreachable warning");
+}
+
+#[test]
+fn install_bad_input_is_a_usage_error_before_anything_happens() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--url", "ssh://git@example.com/fleet.git", "--path", "../escape"],
+            "error: --path \"../escape\" must be a relative directory inside the repo\nhint: use a path like clusters/dev (no leading /, no ..)\n",
+        ),
+        (
+            &["--url", "ftp://example.com/fleet.git"],
+            "error: unsupported repository URL \"ftp://example.com/fleet.git\"\nhint: use ssh://user@host[:port]/path, user@host:path or https://host/path\n",
+        ),
+        (
+            &[],
+            "error: --url is required with --provider git\nhint: pass --url ssh://git@host/path/repo.git (or https://…)\n",
+        ),
+        (
+            &["--url", "ssh://git@example.com/fleet.git", "--cluster-name", "Dev_1"],
+            "error: --cluster-name \"Dev_1\" is not a valid name\nhint: use lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit\n",
+        ),
+        (
+            &[
+                "--url",
+                "ssh://git@example.com/fleet.git",
+                "--components",
+                "source-controller,kustomize-controler",
+            ],
+            "error: unknown Flux component \"kustomize-controler\"\nhint: known components: source-controller, kustomize-controller, helm-controller, notification-controller, image-reflector-controller, image-automation-controller\n",
+        ),
+    ];
+    for (args, stderr) in cases {
+        let run = run(
+            "kubectl-gitops-install",
+            &[&["--kubeconfig", kubeconfig], args].concat(),
+        );
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stderr, stderr, "{args:?}");
+        assert_eq!(run.stdout, "");
+    }
+    let unknown_provider = run("kubectl-gitops-install", &["--provider", "bitbucket"]);
+    assert_eq!(unknown_provider.code, Some(2));
+    assert!(
+        unknown_provider
+            .stderr
+            .starts_with("error: invalid value 'bitbucket' for '--provider <PROVIDER>'"),
+        "{}",
+        unknown_provider.stderr
+    );
+}
+
+#[test]
+fn install_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-install", &["-h"]).render());
 }

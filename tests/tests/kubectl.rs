@@ -1,9 +1,6 @@
 //! The real kubectl finds and runs our binaries as plugins.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test by panicking"
-)]
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,12 +19,7 @@ fn kubectl() -> Option<PathBuf> {
     found
 }
 
-fn kubectl_with_plugins(
-    kubectl: &Path,
-    plugin_dir: &Path,
-    kubeconfig: &Path,
-    args: &[&str],
-) -> Run {
+fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
     let path = format!("{}:/usr/bin:/bin", plugin_dir.display());
     Run::of(
         Command::new(kubectl)
@@ -44,18 +36,9 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
 
-    let version = kubectl_with_plugins(
-        &kubectl,
-        plugins.path(),
-        &kubeconfig,
-        &["gitops", "version"],
-    );
+    let version = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "version"]);
     assert_eq!(version.code, Some(0), "{}", version.stderr);
-    assert!(
-        version.stdout.starts_with("Client Version: v"),
-        "{}",
-        version.stdout
-    );
+    assert!(version.stdout.starts_with("Client Version: v"), "{}", version.stdout);
     assert!(
         version.stdout.contains("Server Version: unreachable"),
         "{}",
@@ -77,12 +60,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
         &kubeconfig,
         &["plugin", "list", "--name-only"],
     );
-    assert_eq!(
-        list.code,
-        Some(0),
-        "kubectl plugin list warned: {}",
-        list.stderr
-    );
+    assert_eq!(list.code, Some(0), "kubectl plugin list warned: {}", list.stderr);
     let listed: Vec<&str> = list
         .stdout
         .lines()
@@ -109,12 +87,7 @@ fn kubectl_nested_lookup_reaches_the_command_binary_directly() {
     let plugins = binaries::plugin_dir();
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
-    let run = kubectl_with_plugins(
-        &kubectl,
-        plugins.path(),
-        &kubeconfig,
-        &["gitops", "upgrade"],
-    );
+    let run = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "upgrade"]);
     assert_eq!(run.code, Some(2));
     assert!(
         run.stderr

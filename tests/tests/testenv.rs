@@ -204,7 +204,10 @@ fn the_read_only_kubeconfig_is_forbidden_to_write() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("is forbidden: User \"viewer\" cannot create resource \"configmaps\""), "{stderr}");
+    assert!(
+        stderr.contains("is forbidden: User \"viewer\" cannot create resource \"configmaps\""),
+        "{stderr}"
+    );
     let read = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(&env.readonly_kubeconfig)

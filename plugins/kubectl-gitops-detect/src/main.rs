@@ -32,10 +32,7 @@ impl CommandLine for Cli {
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops detect", |cli: Cli| async move {
         let format = cli.global.output_format();
-        output::ensure_supported(
-            format,
-            &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml],
-        )?;
+        output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
         let detection = match Cluster::connect(&cli.global, DEFAULT_TIMEOUT).await {
             Ok(cluster) => detect::detect(&cluster).await?,
             // No usable kubeconfig means no cluster to reach: scripts still get the word.
@@ -46,9 +43,7 @@ fn main() -> std::process::ExitCode {
             Err(error) => return Err(error.into()),
         };
         match format {
-            OutputFormat::Json | OutputFormat::Yaml => {
-                output::print_structured(&detection, format)?
-            }
+            OutputFormat::Json | OutputFormat::Yaml => output::print_structured(&detection, format)?,
             _ => {
                 write_stdout(&format!("{}\n", detection.state.word()))?;
                 for warning in &detection.warnings {

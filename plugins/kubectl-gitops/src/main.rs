@@ -77,10 +77,7 @@ fn command_position(command: &Command, words: &[OsString]) -> Option<usize> {
 }
 
 fn known_commands() -> Vec<String> {
-    let mut names: Vec<String> = plugin::COMMANDS
-        .iter()
-        .map(|(name, _)| name.to_string())
-        .collect();
+    let mut names: Vec<String> = plugin::COMMANDS.iter().map(|(name, _)| name.to_string()).collect();
     names.extend(["version", "completion"].map(String::from));
     names.extend(plugin::installed());
     names.sort();
@@ -119,17 +116,13 @@ fn main() -> std::process::ExitCode {
         let builtin = matches!(name.as_str(), "version" | "completion" | "help");
         if !builtin {
             let globals = &words[..position];
-            let parsed = command.clone().try_get_matches_from(
-                std::iter::once(OsString::from("kubectl-gitops")).chain(globals.iter().cloned()),
-            );
+            let parsed = command
+                .clone()
+                .try_get_matches_from(std::iter::once(OsString::from("kubectl-gitops")).chain(globals.iter().cloned()));
             if let Err(error) = parsed {
                 error.exit();
             }
-            let forwarded: Vec<OsString> = globals
-                .iter()
-                .chain(&words[position + 1..])
-                .cloned()
-                .collect();
+            let forwarded: Vec<OsString> = globals.iter().chain(&words[position + 1..]).cloned().collect();
             return runtime::finish(run_plugin(&name, forwarded));
         }
     }
@@ -140,14 +133,11 @@ fn main() -> std::process::ExitCode {
         Err(error) => error.exit(),
     };
     style::set_choice(global.color);
+    output::report::set_verbosity(global.verbose, global.quiet);
     let builtin = match matches.subcommand() {
         None => {
             let help = command.clone().render_long_help().to_string();
-            return runtime::finish(
-                write_stdout(&help)
-                    .map(|()| ExitCode::Ok)
-                    .map_err(Into::into),
-            );
+            return runtime::finish(write_stdout(&help).map(|()| ExitCode::Ok).map_err(Into::into));
         }
         Some(_) => match Builtin::from_arg_matches(&matches) {
             Ok(builtin) => builtin,
@@ -161,10 +151,7 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> anyhow::Result<Exi
     match builtin {
         Builtin::Version => {
             let format = global.output_format();
-            output::ensure_supported(
-                format,
-                &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml],
-            )?;
+            output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
             let report = version::report(&global).await;
             match format {
                 OutputFormat::Table => write_stdout(&version::render_text(&report))?,
@@ -184,9 +171,7 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> anyhow::Result<Exi
 
 /// Completes command names here; longer lines go to the command binary's own `__complete`.
 fn complete(command: &Command, words: &[OsString]) -> anyhow::Result<ExitCode> {
-    if let Some(position) =
-        command_position(command, words).filter(|position| position + 1 < words.len())
-    {
+    if let Some(position) = command_position(command, words).filter(|position| position + 1 < words.len()) {
         let name = words[position].to_string_lossy();
         if let Some(binary) = plugin::find(&name) {
             let mut forwarded = vec![OsString::from(COMPLETE_ARG)];

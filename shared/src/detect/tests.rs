@@ -41,11 +41,7 @@ async fn labelled_flux_namespace_gives_flux2_with_version_and_controllers() {
     assert_eq!(flux.version.as_deref(), Some("v2.9.3"));
     assert_eq!(flux.version_source, Some(VersionSource::NamespaceLabel));
     assert!(!flux.guessed);
-    let names: Vec<&str> = detection
-        .controllers
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
+    let names: Vec<&str> = detection.controllers.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -57,12 +53,7 @@ async fn labelled_flux_namespace_gives_flux2_with_version_and_controllers() {
     );
     assert_eq!(detection.controllers[3].tag.as_deref(), Some("v1.9.3"));
     assert_eq!(detection.warnings, ["helm-controller is not ready"]);
-    assert_eq!(
-        detection
-            .api_versions
-            .versions(&crate::flux::api::HELM_RELEASE),
-        ["v2"]
-    );
+    assert_eq!(detection.api_versions.versions(&crate::flux::api::HELM_RELEASE), ["v2"]);
 }
 
 #[tokio::test]
@@ -103,10 +94,7 @@ async fn without_a_version_label_the_version_is_guessed_from_the_image() {
     assert_eq!(detection.state, ClusterState::Flux2);
     let flux = detection.flux.unwrap();
     assert_eq!(flux.version.as_deref(), Some("v2.9"));
-    assert_eq!(
-        flux.version_source,
-        Some(VersionSource::SourceControllerImage)
-    );
+    assert_eq!(flux.version_source, Some(VersionSource::SourceControllerImage));
     assert!(flux.guessed);
 }
 
@@ -115,9 +103,11 @@ async fn two_flux_installations_are_a_warning() {
     let fake = flux_cluster("namespaces-two-flux.json");
     let detection = detect(&fake.cluster()).await.unwrap();
     assert_eq!(detection.flux.unwrap().namespace, "flux-system");
-    assert!(detection.warnings.contains(
-        &"more than one Flux installation: namespaces flux-system, flux-legacy".to_string()
-    ));
+    assert!(
+        detection
+            .warnings
+            .contains(&"more than one Flux installation: namespaces flux-system, flux-legacy".to_string())
+    );
 }
 
 #[tokio::test]
@@ -157,27 +147,16 @@ async fn rejected_credentials_are_unreachable() {
     let fake = FakeApi::new().route("/version", 401, unauthorized.to_string());
     let detection = detect(&fake.cluster()).await.unwrap();
     assert_eq!(detection.state, ClusterState::Unreachable);
-    assert!(
-        detection
-            .error
-            .unwrap()
-            .contains("rejected our credentials")
-    );
+    assert!(detection.error.unwrap().contains("rejected our credentials"));
     assert_eq!(fake.requests(), ["GET /version"]);
 }
 
 #[test]
 fn image_tags_ignore_registry_ports_and_digests() {
-    assert_eq!(
-        image_tag("ghcr.io/fluxcd/source-controller:v1.9.3"),
-        Some("v1.9.3")
-    );
+    assert_eq!(image_tag("ghcr.io/fluxcd/source-controller:v1.9.3"), Some("v1.9.3"));
     assert_eq!(
         image_tag("registry.local:5000/fluxcd/source-controller:v1.9.3@sha256:abc"),
         Some("v1.9.3")
     );
-    assert_eq!(
-        image_tag("registry.local:5000/fluxcd/source-controller"),
-        None
-    );
+    assert_eq!(image_tag("registry.local:5000/fluxcd/source-controller"), None);
 }

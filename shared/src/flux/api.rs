@@ -139,14 +139,10 @@ impl ServedApis {
                     continue;
                 };
                 for resource in &version.resources {
-                    let Some(kind) = resource.response_kind.as_ref().and_then(|k| k.kind.clone())
-                    else {
+                    let Some(kind) = resource.response_kind.as_ref().and_then(|k| k.kind.clone()) else {
                         continue;
                     };
-                    by_kind
-                        .entry(kind)
-                        .or_default()
-                        .push(version_name.to_string());
+                    by_kind.entry(kind).or_default().push(version_name.to_string());
                 }
             }
         }
@@ -157,10 +153,7 @@ impl ServedApis {
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> ServedApis {
         let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (kind, version) in pairs {
-            by_kind
-                .entry(kind.to_string())
-                .or_default()
-                .push(version.to_string());
+            by_kind.entry(kind.to_string()).or_default().push(version.to_string());
         }
         ServedApis { by_kind }
     }
@@ -172,10 +165,7 @@ impl ServedApis {
 
     /// The versions served for a kind, preferred first.
     pub fn versions(&self, kind: &FluxKind) -> &[String] {
-        self.by_kind
-            .get(kind.kind)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.by_kind.get(kind.kind).map(Vec::as_slice).unwrap_or_default()
     }
 
     /// The version to use for a kind: the one Flux v2.9 writes when served, else the

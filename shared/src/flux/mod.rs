@@ -2,6 +2,7 @@
 //! cluster serves. Later issues add the typed objects and their `--export` YAML here.
 
 pub mod api;
+pub mod bootstrap;
 
 /// The Flux release kubectl-gitops installs and tests against by default.
 pub const PINNED_VERSION: &str = "v2.9.3";
@@ -15,8 +16,7 @@ pub const DEFAULT_COMPONENTS: [&str; 4] = [
 ];
 
 /// Extra controllers `--components-extra` may add.
-pub const EXTRA_COMPONENTS: [&str; 2] =
-    ["image-reflector-controller", "image-automation-controller"];
+pub const EXTRA_COMPONENTS: [&str; 2] = ["image-reflector-controller", "image-automation-controller"];
 
 /// Label Flux puts on its namespace and objects.
 pub const PART_OF_LABEL: &str = "app.kubernetes.io/part-of";
@@ -45,18 +45,9 @@ mod tests {
 
     #[test]
     fn source_controller_tags_map_to_flux_lines() {
-        assert_eq!(
-            flux_line_from_source_controller("v1.9.3").as_deref(),
-            Some("v2.9")
-        );
-        assert_eq!(
-            flux_line_from_source_controller("v1.3.0").as_deref(),
-            Some("v2.3")
-        );
-        assert_eq!(
-            flux_line_from_source_controller("v1.0.1").as_deref(),
-            Some("v2.0")
-        );
+        assert_eq!(flux_line_from_source_controller("v1.9.3").as_deref(), Some("v2.9"));
+        assert_eq!(flux_line_from_source_controller("v1.3.0").as_deref(), Some("v2.3"));
+        assert_eq!(flux_line_from_source_controller("v1.0.1").as_deref(), Some("v2.0"));
         assert_eq!(flux_line_from_source_controller("latest"), None);
         assert_eq!(flux_line_from_source_controller("v0.36.0"), None);
     }

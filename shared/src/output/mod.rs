@@ -32,8 +32,7 @@ pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Resul
     match format {
         OutputFormat::Yaml => crate::yaml::to_string(value),
         _ => {
-            let mut text = serde_json::to_string_pretty(value)
-                .map_err(|error| Error::Render(error.to_string()))?;
+            let mut text = serde_json::to_string_pretty(value).map_err(|error| Error::Render(error.to_string()))?;
             text.push('\n');
             Ok(text)
         }
@@ -50,10 +49,7 @@ pub fn ensure_supported(format: OutputFormat, supported: &[OutputFormat]) -> Res
     if supported.contains(&format) {
         return Ok(());
     }
-    let names: Vec<String> = supported
-        .iter()
-        .map(|f| format_name(*f).to_string())
-        .collect();
+    let names: Vec<String> = supported.iter().map(|f| format_name(*f).to_string()).collect();
     Err(Error::usage(
         format!("this command does not support -o {}", format_name(format)),
         format!("use one of: {}", names.join(", ")),
@@ -76,11 +72,7 @@ mod tests {
 
     #[test]
     fn unsupported_formats_name_the_supported_ones() {
-        let error = ensure_supported(
-            OutputFormat::Wide,
-            &[OutputFormat::Table, OutputFormat::Json],
-        )
-        .unwrap_err();
+        let error = ensure_supported(OutputFormat::Wide, &[OutputFormat::Table, OutputFormat::Json]).unwrap_err();
         assert_eq!(error.to_string(), "this command does not support -o wide");
         assert_eq!(error.hint().as_deref(), Some("use one of: table, json"));
     }

@@ -21,11 +21,7 @@ impl Table {
     /// Adds a row; it must have one cell per header.
     pub fn push<S: Into<String>>(&mut self, row: impl IntoIterator<Item = S>) {
         let row: Vec<String> = row.into_iter().map(Into::into).collect();
-        debug_assert_eq!(
-            row.len(),
-            self.headers.len(),
-            "a row needs one cell per column"
-        );
+        debug_assert_eq!(row.len(), self.headers.len(), "a row needs one cell per column");
         self.rows.push(row);
     }
 
@@ -49,9 +45,7 @@ impl Table {
             grid.add_row(row.clone());
         }
         for column in grid.column_iter_mut() {
-            column
-                .set_padding((0, 3))
-                .set_cell_alignment(CellAlignment::Left);
+            column.set_padding((0, 3)).set_cell_alignment(CellAlignment::Left);
         }
         let mut text = String::new();
         for line in grid.lines() {

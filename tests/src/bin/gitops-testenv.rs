@@ -33,10 +33,7 @@ fn process(state: &serde_json::Value) -> Option<rustix::process::Pid> {
 
 fn up() -> Result<()> {
     if let Some(state) = read_state() {
-        println!(
-            "export KUBECONFIG={}",
-            state["kubeconfig"].as_str().unwrap_or_default()
-        );
+        println!("export KUBECONFIG={}", state["kubeconfig"].as_str().unwrap_or_default());
         eprintln!("testenv: already running (pid {})", state["pid"]);
         return Ok(());
     }
@@ -53,15 +50,10 @@ fn up() -> Result<()> {
             .spawn()?
     };
     let started = Instant::now();
-    eprintln!(
-        "testenv: starting etcd, kube-apiserver, controller-manager, scheduler, kwok, Flux, git, registry …"
-    );
+    eprintln!("testenv: starting etcd, kube-apiserver, controller-manager, scheduler, kwok, Flux, git, registry …");
     loop {
         if let Some(state) = read_state() {
-            println!(
-                "export KUBECONFIG={}",
-                state["kubeconfig"].as_str().unwrap_or_default()
-            );
+            println!("export KUBECONFIG={}", state["kubeconfig"].as_str().unwrap_or_default());
             eprintln!(
                 "testenv: ready in {:.1}s (git over SSH on 127.0.0.1:{}, HTTP on 127.0.0.1:{}, registry {}, charts {}); stop it with `make testenv-down`",
                 started.elapsed().as_secs_f64(),
@@ -79,10 +71,7 @@ fn up() -> Result<()> {
             );
         }
         if started.elapsed() > Duration::from_secs(180) {
-            bail!(
-                "the environment did not start within 180s; see {}",
-                log.display()
-            );
+            bail!("the environment did not start within 180s; see {}", log.display());
         }
         std::thread::sleep(Duration::from_millis(200));
     }

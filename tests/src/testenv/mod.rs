@@ -14,7 +14,7 @@ pub mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -64,7 +64,7 @@ pub struct TestEnv {
     pub startup: Duration,
     pki: Pki,
     ports: Ports,
-    supervisor: Supervisor,
+    supervisor: Mutex<Supervisor>,
     _temp: Option<tempfile::TempDir>,
 }
 
@@ -201,7 +201,7 @@ impl TestEnv {
             startup: Duration::ZERO,
             pki,
             ports,
-            supervisor,
+            supervisor: Mutex::new(supervisor),
             _temp: Some(temp),
         };
         env.wait_for_apiserver()?;
@@ -225,7 +225,7 @@ impl TestEnv {
     fn keep_until_process_exit(&self) {
         let keep = std::env::var_os("KEEP_TESTENV").is_some();
         let remove = (!keep).then_some(self.dir.as_path());
-        if let Err(error) = self.supervisor.watch(std::process::id(), remove) {
+        if let Err(error) = self.supervisor().watch(std::process::id(), remove) {
             eprintln!("testenv: {error:#}");
         }
         let dir = self.dir.clone();
@@ -249,7 +249,7 @@ impl TestEnv {
         let ca = self.pki.ca_cert.clone();
         let readyz = format!("{}/readyz", self.server);
         let (cert, key) = (self.pki.admin_cert.clone(), self.pki.admin_key.clone());
-        let supervisor = &mut self.supervisor;
+        let mut supervisor = self.supervisor();
         wait_until("kube-apiserver /readyz", Duration::from_secs(90), || {
             supervisor.check_alive()?;
             let status = Command::new("curl")
@@ -292,17 +292,17 @@ impl TestEnv {
             "--service-cluster-ip-range=10.0.0.0/24".to_string(),
             "--controllers=*".to_string(),
         ]);
-        self.supervisor.spawn(
+        self.supervisor().spawn(
             "kube-controller-manager",
             Command::new(bin.join("kube-controller-manager")).args(kcm),
         )?;
-        self.supervisor.spawn(
+        self.supervisor().spawn(
             "kube-scheduler",
             Command::new(bin.join("kube-scheduler")).args(common(self.ports.scheduler, "scheduler-certs")),
         )?;
         if bin.join("kwok").exists() {
             let stages = kwok_stages(&self.cache)?;
-            self.supervisor.spawn(
+            self.supervisor().spawn(
                 "kwok",
                 Command::new(bin.join("kwok")).args([
                     format!("--config={}", stages.join(",")),
@@ -324,12 +324,23 @@ impl TestEnv {
 
     /// Installs the Flux CRDs (from the same Go modules as the controllers) and starts the
     /// four Flux controllers as local processes.
-    pub fn start_flux(&mut self) -> Result<()> {
+    pub fn start_flux(&self) -> Result<()> {
+        self.install_flux_crds()?;
+        self.start_flux_controllers()
+    }
+
+    /// Applies the Flux CRDs from the controllers' Go modules and waits until they are Established.
+    pub fn install_flux_crds(&self) -> Result<()> {
         for controller in FLUX_CONTROLLERS {
             let crds = self.cache.join("crds").join(controller);
             self.kubectl_ok(&["apply", "--server-side", "-f", &crds.display().to_string()])?;
         }
         self.kubectl_ok(&["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])?;
+        Ok(())
+    }
+
+    /// Starts the four Flux controllers as local processes (the CRDs must exist).
+    pub fn start_flux_controllers(&self) -> Result<()> {
         let bin = self.cache.join("bin");
         let events = format!("http://127.0.0.1:{}", self.ports.events);
         let free = free_ports(FLUX_CONTROLLERS.len() * 2 + 1)?;
@@ -355,7 +366,7 @@ impl TestEnv {
                 ]),
                 _ => args.push(format!("--events-addr={events}")),
             }
-            self.supervisor.spawn(
+            self.supervisor().spawn(
                 controller,
                 Command::new(bin.join(controller))
                     .args(args)
@@ -364,7 +375,7 @@ impl TestEnv {
             )?;
         }
         let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len()).map(|index| free[index * 2 + 1]).collect();
-        let supervisor = &mut self.supervisor;
+        let mut supervisor = self.supervisor();
         wait_until("the Flux controllers' /readyz", Duration::from_secs(60), || {
             supervisor.check_alive()?;
             Ok(health_ports.iter().all(|port| {
@@ -374,6 +385,30 @@ impl TestEnv {
                     .is_ok_and(|s| s.success())
             }))
         })
+    }
+
+    /// Plays the kubelet for Flux: once something (for example `kubectl gitops install`) has
+    /// applied the Flux CRDs, starts the real Flux controllers as local processes, the way
+    /// the Deployments in gotk-components.yaml would start them on a real node.
+    pub fn run_flux_once_installed(&'static self) {
+        std::thread::spawn(move || {
+            let established = wait_until("the Flux CRDs", Duration::from_secs(600), || {
+                let output = self.kubectl(&[
+                    "get",
+                    "crd",
+                    "kustomizations.kustomize.toolkit.fluxcd.io",
+                    "-o=jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+                ])?;
+                Ok(output.stdout == b"True")
+            });
+            if let Err(error) = established.and_then(|()| self.start_flux_controllers()) {
+                eprintln!("testenv: the Flux controllers did not start: {error:#}");
+            }
+        });
+    }
+
+    fn supervisor(&self) -> MutexGuard<'_, Supervisor> {
+        self.supervisor.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs the real kubectl against this environment (admin).
@@ -451,7 +486,7 @@ impl TestEnv {
 
     /// The log of one process.
     pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.supervisor.log_path(name)).unwrap_or_default()
+        std::fs::read_to_string(self.supervisor().log_path(name)).unwrap_or_default()
     }
 }
 
@@ -502,7 +537,10 @@ fn kwok_stages(cache: &Path) -> Result<Vec<String>> {
             .context("versions.env names no KWOK_VERSION")?;
         let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
         let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
-        ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect()
+        ["node/fast", "node/heartbeat", "pod/fast"]
+            .iter()
+            .map(|dir| module.join(dir))
+            .collect()
     };
     let mut files = Vec::new();
     for dir in dirs {

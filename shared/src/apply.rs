@@ -1,0 +1,223 @@
+//! Server-side apply of manifests (field manager `kubectl-gitops`), CRDs first, and waiting
+//! for Flux objects to become Ready.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+use kube::runtime::wait::{await_condition, conditions};
+
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+
+/// The field manager of everything kubectl-gitops applies.
+pub const FIELD_MANAGER: &str = "kubectl-gitops";
+
+/// Applies manifests with server-side apply, resolving each kind once through discovery.
+pub struct Applier<'a> {
+    cluster: &'a Cluster,
+    resolved: HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>,
+}
+
+/// `kind/name` (with namespace) of an applied object, for progress lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// e.g. `Deployment`.
+    pub kind: String,
+    /// Namespace, for namespaced kinds.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{}/{}/{}", self.kind, namespace, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// Names an object from its manifest.
+pub fn object_ref(document: &serde_json::Value) -> ObjectRef {
+    let text = |pointer: &str| document.pointer(pointer).and_then(|v| v.as_str()).map(String::from);
+    ObjectRef {
+        kind: text("/kind").unwrap_or_default(),
+        namespace: text("/metadata/namespace"),
+        name: text("/metadata/name").unwrap_or_default(),
+    }
+}
+
+/// Whether a manifest must be applied (and ready) before the others: CRDs and Namespaces.
+pub fn is_foundation(document: &serde_json::Value) -> bool {
+    matches!(
+        document.get("kind").and_then(|k| k.as_str()),
+        Some("CustomResourceDefinition" | "Namespace")
+    )
+}
+
+impl<'a> Applier<'a> {
+    /// An applier for a cluster.
+    pub fn new(cluster: &'a Cluster) -> Applier<'a> {
+        Applier {
+            cluster,
+            resolved: HashMap::new(),
+        }
+    }
+
+    /// Applies documents in two stages: CRDs and Namespaces, wait until the CRDs are
+    /// Established, then the rest.
+    pub async fn apply_staged(&mut self, documents: &[serde_json::Value], timeout: Duration) -> Result<Vec<ObjectRef>> {
+        let (foundation, rest): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+            documents.iter().partition(|document| is_foundation(document));
+        let mut applied = Vec::new();
+        for document in &foundation {
+            applied.push(self.apply(document).await?);
+        }
+        let crds: Vec<String> = foundation
+            .iter()
+            .map(|document| object_ref(document))
+            .filter(|object| object.kind == "CustomResourceDefinition")
+            .map(|object| object.name)
+            .collect();
+        self.wait_established(&crds, timeout).await?;
+        for document in rest {
+            applied.push(self.apply(document).await?);
+        }
+        Ok(applied)
+    }
+
+    /// Applies one document.
+    pub async fn apply(&mut self, document: &serde_json::Value) -> Result<ObjectRef> {
+        let object = object_ref(document);
+        let api_version = document.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, &object.kind);
+        let (resource, capabilities) = self.resolve(&gvk).await?;
+        let api: Api<DynamicObject> = match (&capabilities.scope, &object.namespace) {
+            (Scope::Namespaced, Some(namespace)) => {
+                Api::namespaced_with(self.cluster.client.clone(), namespace, &resource)
+            }
+            (Scope::Namespaced, None) => Api::default_namespaced_with(self.cluster.client.clone(), &resource),
+            (Scope::Cluster, _) => Api::all_with(self.cluster.client.clone(), &resource),
+        };
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(&object.name, &params, &Patch::Apply(document))
+            .await
+            .map_err(|error| self.failed(&object, error))?;
+        Ok(object)
+    }
+
+    async fn resolve(&mut self, gvk: &GroupVersionKind) -> Result<(ApiResource, ApiCapabilities)> {
+        if let Some(found) = self.resolved.get(gvk) {
+            return Ok(found.clone());
+        }
+        let found = kube::discovery::pinned_kind(&self.cluster.client, gvk)
+            .await
+            .map_err(|error| match error {
+                kube::Error::Api(status) if status.code == 404 => Error::Negative {
+                    message: format!("the cluster does not serve {}/{} {}", gvk.group, gvk.version, gvk.kind),
+                    hint: Some("install the CRD that defines it first, or check the Flux version".into()),
+                },
+                other => self.cluster.error(other),
+            })?;
+        self.resolved.insert(gvk.clone(), found.clone());
+        Ok(found)
+    }
+
+    fn failed(&self, object: &ObjectRef, error: kube::Error) -> Error {
+        match self.cluster.error(error) {
+            Error::Forbidden { message } => Error::Forbidden {
+                message: format!("cannot apply {object}: {message}"),
+            },
+            Error::Api(kube::Error::Api(status)) => Error::Negative {
+                message: format!("cannot apply {object}: {}", status.message),
+                hint: Some("the manifest is invalid for this cluster; check its apiVersion and fields".into()),
+            },
+            other => other,
+        }
+    }
+
+    /// Waits until every named CRD is Established.
+    pub async fn wait_established(&self, names: &[String], timeout: Duration) -> Result<()> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.cluster.client.clone());
+        for name in names {
+            let established = await_condition(crds.clone(), name, conditions::is_crd_established());
+            match tokio::time::timeout(timeout, established).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    return Err(Error::Negative {
+                        message: format!("waiting for CRD {name}: {error}"),
+                        hint: None,
+                    });
+                }
+                Err(_) => {
+                    return Err(Error::Negative {
+                        message: format!(
+                            "CRD {name} is not Established after {}",
+                            crate::duration::format(timeout)
+                        ),
+                        hint: Some(format!("kubectl describe crd {name}")),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `Ready` condition of a Flux object: (status, reason, message).
+pub fn ready_condition(object: &DynamicObject) -> Option<(String, String, String)> {
+    let conditions = object.data.pointer("/status/conditions")?.as_array()?;
+    let ready = conditions
+        .iter()
+        .find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))?;
+    let text = |key: &str| ready.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    Some((text("status"), text("reason"), text("message")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn crds_and_namespaces_come_first() {
+        assert!(is_foundation(&json!({"kind": "CustomResourceDefinition"})));
+        assert!(is_foundation(&json!({"kind": "Namespace"})));
+        assert!(!is_foundation(&json!({"kind": "Deployment"})));
+    }
+
+    #[test]
+    fn object_refs_read_like_kubectl() {
+        let deployment = json!({"kind": "Deployment", "metadata": {"name": "x", "namespace": "flux-system"}});
+        assert_eq!(object_ref(&deployment).to_string(), "Deployment/flux-system/x");
+        let crd = json!({"kind": "CustomResourceDefinition", "metadata": {"name": "gitrepositories.source.toolkit.fluxcd.io"}});
+        assert_eq!(
+            object_ref(&crd).to_string(),
+            "CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io"
+        );
+    }
+
+    #[test]
+    fn ready_condition_is_read_from_status() {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": "x"},
+            "status": {"conditions": [{"type": "Reconciling", "status": "True"},
+                                      {"type": "Ready", "status": "False", "reason": "BuildFailed", "message": "kustomization path not found"}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            ready_condition(&object),
+            Some((
+                "False".into(),
+                "BuildFailed".into(),
+                "kustomization path not found".into()
+            ))
+        );
+    }
+}

@@ -1,0 +1,1127 @@
+//! Cloning, committing to and pushing the config repo, with libgit2 (never the git CLI).
+//!
+//! `install` and `app` change files in the config repo Flux pulls from. They [`Checkout::clone`]
+//! one branch into a temp dir, [`Checkout::write`] and [`Checkout::remove`] files,
+//! [`Checkout::commit`] and [`Checkout::push`]. When someone else pushed in between, the push
+//! fails with [`GitError::NonFastForward`] and [`Checkout::rebase_onto_remote`] replays our
+//! changes on top of theirs; [`Checkout::push_with_retries`] does that loop.
+//!
+//! We link libgit2 rather than run `git` so that nothing depends on the user's git install,
+//! ssh config, agent or `~/.ssh/known_hosts`: the credentials and host keys are exactly the
+//! ones given in [`Remote`], which are also the ones Flux is given. SSH host keys are checked
+//! against [`Auth::Ssh::known_hosts`] (see `known_hosts.rs`), never accepted blindly.
+//!
+//! Errors are [`GitError`], self-contained; the command layer maps them to exit code 4
+//! (`ExitCode::Git`) and prints [`GitError::hint`].
+
+mod known_hosts;
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use git2::{
+    AutotagOption, CertificateCheckStatus, Cred, CredentialType, Direction, ErrorClass, ErrorCode, FetchOptions,
+    IndexAddOption, Oid, PushOptions, RemoteCallbacks, Repository, build::CheckoutBuilder,
+};
+
+/// The remote name inside our checkouts.
+const ORIGIN: &str = "origin";
+/// How often libgit2 may ask for the same kind of credential in one operation. It asks again
+/// after every rejection and would loop forever on a wrong key or password.
+const MAX_CREDENTIAL_TRIES: u32 = 1;
+
+/// How we authenticate to the git server.
+///
+/// `Debug` never shows the private key or the password.
+#[derive(Clone)]
+pub enum Auth {
+    /// SSH with a private key, the host key checked against `known_hosts`.
+    Ssh {
+        /// The SSH user; default: the user in the URL, else `git`.
+        user: Option<String>,
+        /// The private key in OpenSSH or PEM text, kept in memory (never written to disk or logs).
+        private_key: String,
+        /// `known_hosts` lines trusted for this server (`host`, `[host]:port`, comma lists).
+        known_hosts: String,
+    },
+    /// HTTP(S) basic auth: a user name and a password or access token.
+    Basic {
+        /// The user name (for token auth, whatever the provider expects, e.g. `git`).
+        username: String,
+        /// The password or token.
+        password: String,
+    },
+    /// No credentials (public repositories, `file://`).
+    Anonymous,
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::Ssh { user, known_hosts, .. } => f
+                .debug_struct("Ssh")
+                .field("user", user)
+                .field("private_key", &"<redacted>")
+                .field("known_hosts", &format!("{} lines", known_hosts.lines().count()))
+                .finish(),
+            Auth::Basic { username, .. } => f
+                .debug_struct("Basic")
+                .field("username", username)
+                .field("password", &"<redacted>")
+                .finish(),
+            Auth::Anonymous => f.write_str("Anonymous"),
+        }
+    }
+}
+
+/// A git server URL and how to authenticate to it.
+#[derive(Clone)]
+pub struct Remote {
+    /// `ssh://user@host[:port]/path`, `user@host:path`, `https://…`, `http://…` or `file://…`.
+    pub url: String,
+    /// Credentials for `url`.
+    pub auth: Auth,
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remote")
+            .field("url", &redact_url(&self.url))
+            .field("auth", &self.auth)
+            .finish()
+    }
+}
+
+/// Author (and committer) of the commits we make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    /// Display name, e.g. `kubectl-gitops`.
+    pub name: String,
+    /// E-mail address.
+    pub email: String,
+}
+
+/// What a file change in the working tree is, relative to the last commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A new file.
+    Added,
+    /// A changed file.
+    Modified,
+    /// A removed file.
+    Deleted,
+}
+
+/// One changed file, for dry-run listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// Path relative to the repository root, `/`-separated.
+    pub path: String,
+    /// Added, modified or deleted.
+    pub kind: ChangeKind,
+}
+
+/// A failed git operation. Secrets never appear in the message.
+///
+/// Every variant maps to exit code 4 (`ExitCode::Git`) except [`GitError::InvalidPath`],
+/// [`GitError::InvalidBranch`] and [`GitError::InvalidUrl`] (bad input, exit 2) and
+/// [`GitError::Io`] (local, exit 5); the command layer wraps it (`Error::Git`).
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The SSH server offered a key that `known_hosts` does not list for it.
+    #[error(
+        "host key verification failed for {host}: the server offered {found}, but known_hosts expects {}",
+        expected.join(" or ")
+    )]
+    HostKeyMismatch {
+        /// `host` or `[host]:port`, as in known_hosts.
+        host: String,
+        /// The keys known_hosts lists for the host (`type SHA256:…`).
+        expected: Vec<String>,
+        /// The key the server offered (`type SHA256:…`).
+        found: String,
+    },
+
+    /// The SSH server's key is marked `@revoked` in known_hosts.
+    #[error("host key verification failed for {host}: the server offered {found}, which known_hosts marks @revoked")]
+    HostKeyRevoked {
+        /// `host` or `[host]:port`.
+        host: String,
+        /// The key the server offered (`type SHA256:…`).
+        found: String,
+    },
+
+    /// known_hosts has no entry for the SSH server.
+    #[error("unknown host {host}: known_hosts has no key for it (the server offered {found}){}", note.as_deref().map(|n| format!("; {n}")).unwrap_or_default())]
+    UnknownHost {
+        /// `host` or `[host]:port`, as in known_hosts.
+        host: String,
+        /// The key the server offered (`type SHA256:…`), for checking out of band.
+        found: String,
+        /// Why entries that might have been meant for it were not used.
+        note: Option<String>,
+    },
+
+    /// The server refused our credentials, or wanted some we do not have.
+    #[error("authentication to {url} failed: {reason}")]
+    AuthFailed {
+        /// The URL, without any password.
+        url: String,
+        /// What was refused.
+        reason: String,
+    },
+
+    /// The repository does not exist (or is hidden from us).
+    #[error("repository {url} not found{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    NotFound {
+        /// The URL, without any password.
+        url: String,
+        /// What the server said, when it said something.
+        reason: Option<String>,
+    },
+
+    /// The server could not be reached (DNS, refused connection, TLS).
+    #[error("cannot reach {url}: {reason}")]
+    Unreachable {
+        /// The URL, without any password.
+        url: String,
+        /// The transport error.
+        reason: String,
+    },
+
+    /// The remote branch moved since we fetched it: our push would drop someone's commits.
+    #[error("push to branch {branch} rejected: the remote has commits we do not have (non-fast-forward)")]
+    NonFastForward {
+        /// The branch pushed.
+        branch: String,
+    },
+
+    /// The server refused the push for another reason (hooks, branch protection).
+    #[error("push to branch {branch} rejected by the server: {reason}")]
+    Rejected {
+        /// The branch pushed.
+        branch: String,
+        /// The server's status message.
+        reason: String,
+    },
+
+    /// A path given to [`Checkout`] is not a plain relative path inside the work tree.
+    #[error("invalid path {path:?} in the config repo: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+
+    /// Not a valid git branch name.
+    #[error("invalid branch name {branch:?}")]
+    InvalidBranch {
+        /// The name as given.
+        branch: String,
+    },
+
+    /// A URL we cannot use.
+    #[error("invalid git URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL, without any password.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// Local I/O on the checkout failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing, naming the file.
+        context: String,
+        /// The operating-system error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Any other libgit2 failure.
+    #[error("git: {}", .0.message())]
+    Other(#[from] git2::Error),
+}
+
+impl GitError {
+    /// A line telling the user what to try next, when we know one.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            GitError::HostKeyMismatch {
+                host,
+                expected,
+                found,
+            } => {
+                let offered_type = found.split(' ').next().unwrap_or_default();
+                if expected.iter().any(|e| e.starts_with(&format!("{offered_type} "))) {
+                    Some(format!(
+                        "someone may be intercepting the connection, or {host} changed its key: check the fingerprint {found} with the server's owner before updating known_hosts"
+                    ))
+                } else {
+                    // ssh-keyscan -t wants the family, not the algorithm name.
+                    let family = match offered_type {
+                        t if t.starts_with("ecdsa-") => "ecdsa",
+                        "ssh-rsa" => "rsa",
+                        "ssh-dss" => "dsa",
+                        _ => "ed25519",
+                    };
+                    Some(format!(
+                        "known_hosts has no {offered_type} key for {host}; add that key (`ssh-keyscan -t {family}` prints it) after checking its fingerprint with the server's owner"
+                    ))
+                }
+            }
+            GitError::HostKeyRevoked { .. } => Some(
+                "the server uses a key that was revoked: ask its owner which key is current".into(),
+            ),
+            GitError::UnknownHost { host, .. } => Some(format!(
+                "add the server's key to known_hosts after checking its fingerprint (`ssh-keyscan` prints the line, as `{host} <type> <key>`)"
+            )),
+            GitError::AuthFailed { .. } => Some(
+                "check the key or token: it must be valid and have write access to the repository (for a deploy key, allow write access)"
+                    .into(),
+            ),
+            GitError::NotFound { .. } => Some(
+                "check the URL; private repositories also answer \"not found\" when the credentials cannot see them"
+                    .into(),
+            ),
+            GitError::Unreachable { .. } => {
+                Some("check the host name, port and network (proxy, firewall)".into())
+            }
+            GitError::NonFastForward { .. } => Some(
+                "someone pushed to the branch meanwhile; run the command again to apply the change on top".into(),
+            ),
+            GitError::Rejected { .. } => Some(
+                "the branch may be protected: allow this key or token to push, or use another branch".into(),
+            ),
+            GitError::InvalidPath { .. } => {
+                Some("use a relative path with `/` separators inside the repository".into())
+            }
+            GitError::InvalidBranch { .. } => {
+                Some("branch names follow `git check-ref-format --branch`".into())
+            }
+            GitError::InvalidUrl { .. } => Some(
+                "use ssh://user@host[:port]/path, user@host:path, https://host/path or file:///path".into(),
+            ),
+            GitError::Io { .. } | GitError::Other(_) => None,
+        }
+    }
+}
+
+/// One branch of a remote repository, checked out in a temp dir that is deleted on drop.
+///
+/// The checkout remembers every [`Checkout::write`] and [`Checkout::remove`] made since the last
+/// push, so that [`Checkout::rebase_onto_remote`] can replay them on a newer remote head.
+pub struct Checkout {
+    // Declared before `dir` so that libgit2 lets go of the files before the dir is deleted.
+    repo: Repository,
+    dir: tempfile::TempDir,
+    remote: Remote,
+    branch: String,
+    /// The remote commit our local commits are based on; `None` when the remote branch did
+    /// not exist.
+    base: Option<Oid>,
+    /// Commits made since clone or the last push, oldest first, for replaying.
+    unpushed: Vec<LocalCommit>,
+    /// Writes and removals not committed yet, in order.
+    pending: Vec<Change>,
+}
+
+struct LocalCommit {
+    message: String,
+    author: Signature,
+    changes: Vec<Change>,
+}
+
+#[derive(Clone)]
+struct Change {
+    path: String,
+    /// `None` removes the path.
+    contents: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for Checkout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Checkout")
+            .field("root", &self.dir.path())
+            .field("remote", &self.remote)
+            .field("branch", &self.branch)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Checkout {
+    /// Fetches `branch` of the remote into a fresh temp dir and checks it out.
+    ///
+    /// An empty repository (no commits), or one where `branch` does not exist, gives an
+    /// unborn branch: [`Checkout::head`] is `None` and the first commit has no parent. We
+    /// deliberately do not start from the default branch: the branch Flux follows must hold
+    /// only what we put there, and inheriting another branch's files would surprise.
+    pub fn clone(remote: &Remote, branch: &str) -> Result<Checkout, GitError> {
+        let local_ref = branch_ref(branch)?;
+        let endpoint = Endpoint::parse(&remote.url)?;
+        let dir = tempfile::Builder::new()
+            .prefix("kubectl-gitops-")
+            .tempdir()
+            .map_err(|source| GitError::Io {
+                context: "cannot create a temp dir for the checkout".into(),
+                source,
+            })?;
+        let repo = Repository::init(dir.path())?;
+        repo.remote(ORIGIN, &remote.url)?;
+        // Unborn until we know the remote has the branch.
+        repo.set_head(&local_ref)?;
+        let mut checkout = Checkout {
+            repo,
+            dir,
+            remote: remote.clone(),
+            branch: branch.to_string(),
+            base: None,
+            unpushed: Vec::new(),
+            pending: Vec::new(),
+        };
+        let base = checkout.fetch(&endpoint)?;
+        checkout.reset_to(base)?;
+        checkout.base = base;
+        Ok(checkout)
+    }
+
+    /// The work tree's root directory.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The branch checked out.
+    pub fn branch(&self) -> &str {
+        &self.branch
+    }
+
+    /// The commit hash (hex) of the local branch, `None` while it is unborn.
+    pub fn head(&self) -> Option<String> {
+        self.head_oid().map(|oid| oid.to_string())
+    }
+
+    /// A file of the work tree (including uncommitted writes); `None` when it does not exist.
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let full = self.checked_path(path)?;
+        match std::fs::read(&full) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(GitError::Io {
+                context: format!("cannot read {path} in the checkout"),
+                source,
+            }),
+        }
+    }
+
+    /// A file as of the last commit, for showing diffs; `None` when it is not there.
+    pub fn read_committed(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let full = self.checked_path(path)?;
+        // The tree lookup wants the normalised form (`./a/b.yaml` is `a/b.yaml`).
+        let (Some(head), Ok(relative)) = (self.head_oid(), full.strip_prefix(self.root())) else {
+            return Ok(None);
+        };
+        let tree = self.repo.find_commit(head)?.tree()?;
+        let entry = match tree.get_path(relative) {
+            Ok(entry) => entry,
+            Err(error) if error.code() == ErrorCode::NotFound => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
+        match entry.to_object(&self.repo)?.into_blob() {
+            Ok(blob) => Ok(Some(blob.content().to_vec())),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Writes a file, creating its directories. The path is relative to the root, `/`-separated;
+    /// absolute paths, `..`, `.git` and paths through symbolic links are refused.
+    pub fn write(&mut self, path: &str, contents: &[u8]) -> Result<(), GitError> {
+        let full = self.checked_path(path)?;
+        write_file(&full, path, contents)?;
+        self.pending.push(Change {
+            path: path.to_string(),
+            contents: Some(contents.to_vec()),
+        });
+        Ok(())
+    }
+
+    /// Removes a file or a whole directory; removing what does not exist is not an error.
+    pub fn remove(&mut self, path: &str) -> Result<(), GitError> {
+        let full = self.checked_path(path)?;
+        remove_path(&full, path)?;
+        self.pending.push(Change {
+            path: path.to_string(),
+            contents: None,
+        });
+        Ok(())
+    }
+
+    /// Files that differ from the last commit (what [`Checkout::commit`] would record).
+    pub fn changed_files(&self) -> Result<Vec<FileChange>, GitError> {
+        let index = self.stage()?;
+        let head_tree = match self.head_oid() {
+            Some(oid) => Some(self.repo.find_commit(oid)?.tree()?),
+            None => None,
+        };
+        let diff = self.repo.diff_tree_to_index(head_tree.as_ref(), Some(&index), None)?;
+        let mut changes = Vec::new();
+        for delta in diff.deltas() {
+            let kind = match delta.status() {
+                git2::Delta::Added => ChangeKind::Added,
+                git2::Delta::Deleted => ChangeKind::Deleted,
+                _ => ChangeKind::Modified,
+            };
+            let file = if kind == ChangeKind::Deleted {
+                delta.old_file()
+            } else {
+                delta.new_file()
+            };
+            if let Some(path) = file.path().and_then(Path::to_str) {
+                changes.push(FileChange {
+                    path: path.to_string(),
+                    kind,
+                });
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Stages every change (new, modified and removed files) and commits it on the branch.
+    ///
+    /// Returns the new commit's hash, or `None` without committing when nothing changed, so
+    /// that running a command twice does not make empty commits.
+    pub fn commit(&mut self, message: &str, author: &Signature) -> Result<Option<String>, GitError> {
+        let oid = self.commit_staged(message, author)?;
+        if oid.is_some() {
+            self.unpushed.push(LocalCommit {
+                message: message.to_string(),
+                author: author.clone(),
+                changes: std::mem::take(&mut self.pending),
+            });
+        }
+        Ok(oid.map(|oid| oid.to_string()))
+    }
+
+    /// Pushes the branch. Nothing to push (no commit since clone or the last push) is a no-op.
+    ///
+    /// Fails with [`GitError::NonFastForward`] when the remote branch moved meanwhile; then
+    /// [`Checkout::rebase_onto_remote`] and push again, or use [`Checkout::push_with_retries`].
+    pub fn push(&mut self) -> Result<(), GitError> {
+        let Some(head) = self.head_oid() else {
+            return Ok(());
+        };
+        if Some(head) == self.base {
+            return Ok(());
+        }
+        let endpoint = Endpoint::parse(&self.remote.url)?;
+        let session = Session::new(&self.remote, &endpoint);
+        // libgit2 reports per-ref rejections (hooks, a ref that moved) through this callback
+        // and still returns Ok from push(), so we must look.
+        let refused: RefCell<Option<String>> = RefCell::new(None);
+        let mut callbacks = session.callbacks();
+        callbacks.push_update_reference(|_refname, status| {
+            if let Some(status) = status {
+                *refused.borrow_mut() = Some(status.to_string());
+            }
+            Ok(())
+        });
+        let mut options = PushOptions::new();
+        options.remote_callbacks(callbacks);
+        let refspec = format!("{0}:{0}", branch_ref(&self.branch)?);
+        let mut origin = self.repo.find_remote(ORIGIN)?;
+        let result = origin.push(&[refspec.as_str()], Some(&mut options));
+        drop(options);
+        match result {
+            // libgit2 checks fast-forward itself before sending anything.
+            Err(error) if error.code() == ErrorCode::NotFastForward => {
+                return Err(GitError::NonFastForward {
+                    branch: self.branch.clone(),
+                });
+            }
+            Err(error) => return Err(session.finish(error)),
+            Ok(()) => {}
+        }
+        if let Some(reason) = refused.into_inner() {
+            let lower = reason.to_ascii_lowercase();
+            // A server that moved between our fetch and its ref update says one of these.
+            let moved = [
+                "non-fast-forward",
+                "fetch first",
+                "stale info",
+                "cannot lock ref",
+                "but expected",
+            ];
+            return Err(if moved.iter().any(|m| lower.contains(m)) {
+                GitError::NonFastForward {
+                    branch: self.branch.clone(),
+                }
+            } else {
+                GitError::Rejected {
+                    branch: self.branch.clone(),
+                    reason: session.scrub(&reason),
+                }
+            });
+        }
+        self.base = Some(head);
+        self.unpushed.clear();
+        Ok(())
+    }
+
+    /// Fetches the remote branch and replays our unpushed commits and uncommitted changes on
+    /// top of it, one commit each, with the same messages and authors.
+    ///
+    /// Replaying means writing the same file contents again: where the remote changed a file
+    /// we also wrote, ours wins. Those paths are returned (sorted) so that callers can warn
+    /// or recompute. A replayed commit that changes nothing any more is dropped. After an
+    /// error the checkout is in no defined state: drop it and clone again.
+    pub fn rebase_onto_remote(&mut self) -> Result<Vec<String>, GitError> {
+        let endpoint = Endpoint::parse(&self.remote.url)?;
+        let new_base = self.fetch(&endpoint)?;
+        if new_base == self.base {
+            return Ok(Vec::new());
+        }
+        let theirs = self.paths_changed_between(self.base, new_base)?;
+        self.reset_to(new_base)?;
+        self.base = new_base;
+        let commits = std::mem::take(&mut self.unpushed);
+        let pending = std::mem::take(&mut self.pending);
+        let mut overwritten = Vec::new();
+        let touched = commits
+            .iter()
+            .flat_map(|commit| commit.changes.iter())
+            .chain(pending.iter());
+        for change in touched {
+            overwritten.extend(theirs.iter().filter(|path| within(path, &change.path)).cloned());
+        }
+        for commit in commits {
+            for change in &commit.changes {
+                self.replay(change)?;
+            }
+            if self.commit_staged(&commit.message, &commit.author)?.is_some() {
+                self.unpushed.push(commit);
+            }
+        }
+        for change in &pending {
+            self.replay(change)?;
+        }
+        self.pending = pending;
+        overwritten.sort();
+        overwritten.dedup();
+        Ok(overwritten)
+    }
+
+    /// Pushes; after a [`GitError::NonFastForward`] rebases onto the remote and pushes again,
+    /// at most `attempts` pushes in all. Returns the paths our replays overwrote.
+    pub fn push_with_retries(&mut self, attempts: u32) -> Result<Vec<String>, GitError> {
+        let mut overwritten = Vec::new();
+        let mut attempt = 1;
+        loop {
+            match self.push() {
+                Err(GitError::NonFastForward { .. }) if attempt < attempts => {
+                    overwritten.extend(self.rebase_onto_remote()?);
+                    attempt += 1;
+                }
+                Err(error) => return Err(error),
+                Ok(()) => {
+                    overwritten.sort();
+                    overwritten.dedup();
+                    return Ok(overwritten);
+                }
+            }
+        }
+    }
+
+    fn head_oid(&self) -> Option<Oid> {
+        self.repo.head().ok().and_then(|head| head.target())
+    }
+
+    /// Fetches the branch into `refs/remotes/origin/<branch>` and returns the remote head.
+    fn fetch(&self, endpoint: &Endpoint) -> Result<Option<Oid>, GitError> {
+        let tracking = format!("refs/remotes/{ORIGIN}/{}", self.branch);
+        // libgit2 neither fails nor prunes when the branch is missing remotely: clear the
+        // tracking ref first so that its absence afterwards means "no such branch".
+        if let Ok(mut reference) = self.repo.find_reference(&tracking) {
+            reference.delete()?;
+        }
+        let session = Session::new(&self.remote, endpoint);
+        let mut options = FetchOptions::new();
+        options
+            .remote_callbacks(session.callbacks())
+            .download_tags(AutotagOption::None);
+        let refspec = format!("+{}:{tracking}", branch_ref(&self.branch)?);
+        let mut origin = self.repo.find_remote(ORIGIN)?;
+        origin
+            .fetch(&[refspec.as_str()], Some(&mut options), None)
+            .map_err(|error| session.finish(error))?;
+        drop(options);
+        match self.repo.find_reference(&tracking) {
+            Ok(reference) => Ok(reference.target()),
+            Err(error) if error.code() == ErrorCode::NotFound => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Points the branch at `target` (or makes it unborn) and makes the work tree and index
+    /// match it exactly, dropping local files.
+    fn reset_to(&self, target: Option<Oid>) -> Result<(), GitError> {
+        let local_ref = branch_ref(&self.branch)?;
+        match target {
+            Some(oid) => {
+                self.repo
+                    .reference(&local_ref, oid, true, "kubectl-gitops: reset to remote")?;
+                self.repo.set_head(&local_ref)?;
+                self.repo.checkout_head(Some(
+                    CheckoutBuilder::new()
+                        .force()
+                        .remove_untracked(true)
+                        .remove_ignored(true),
+                ))?;
+            }
+            None => {
+                if let Ok(mut reference) = self.repo.find_reference(&local_ref) {
+                    reference.delete()?;
+                }
+                self.repo.set_head(&local_ref)?;
+                let mut index = self.repo.index()?;
+                index.clear()?;
+                index.write()?;
+                let entries = std::fs::read_dir(self.root()).map_err(|source| GitError::Io {
+                    context: "cannot list the checkout".into(),
+                    source,
+                })?;
+                for entry in entries.flatten() {
+                    if entry.file_name() != ".git" {
+                        remove_path(&entry.path(), &entry.file_name().to_string_lossy())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn replay(&self, change: &Change) -> Result<(), GitError> {
+        let full = self.checked_path(&change.path)?;
+        match &change.contents {
+            Some(contents) => write_file(&full, &change.path, contents),
+            None => remove_path(&full, &change.path),
+        }
+    }
+
+    /// Stages the whole work tree into the index (additions, changes and removals).
+    fn stage(&self) -> Result<git2::Index, GitError> {
+        let mut index = self.repo.index()?;
+        // FORCE: a file we were asked to write is committed even if a .gitignore matches it;
+        // the work tree holds nothing but the checkout and our writes.
+        index.add_all(["*"], IndexAddOption::DEFAULT | IndexAddOption::FORCE, None)?;
+        index.update_all(["*"], None)?;
+        index.write()?;
+        Ok(index)
+    }
+
+    fn commit_staged(&self, message: &str, author: &Signature) -> Result<Option<Oid>, GitError> {
+        let mut index = self.stage()?;
+        let parent = match self.head_oid() {
+            Some(oid) => Some(self.repo.find_commit(oid)?),
+            None => None,
+        };
+        let tree_id = index.write_tree()?;
+        let unchanged = match &parent {
+            Some(parent) => parent.tree_id() == tree_id,
+            // No first commit of an empty tree: an empty branch is not worth a commit.
+            None => index.is_empty(),
+        };
+        if unchanged {
+            return Ok(None);
+        }
+        let tree = self.repo.find_tree(tree_id)?;
+        let signature = git2::Signature::now(&author.name, &author.email)?;
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)?;
+        Ok(Some(oid))
+    }
+
+    fn paths_changed_between(&self, old: Option<Oid>, new: Option<Oid>) -> Result<Vec<String>, GitError> {
+        let tree = |oid: Option<Oid>| -> Result<Option<git2::Tree<'_>>, GitError> {
+            match oid {
+                Some(oid) => Ok(Some(self.repo.find_commit(oid)?.tree()?)),
+                None => Ok(None),
+            }
+        };
+        let (old, new) = (tree(old)?, tree(new)?);
+        let diff = self.repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), None)?;
+        Ok(diff
+            .deltas()
+            .flat_map(|delta| [delta.old_file().path(), delta.new_file().path()])
+            .flatten()
+            .filter_map(|path| path.to_str().map(str::to_string))
+            .collect())
+    }
+
+    /// The absolute path of `path` in the work tree, after refusing anything that could
+    /// leave it: absolute paths, `..`, `.git` and symbolic links (a cloned repo could hold a
+    /// link to `/`).
+    fn checked_path(&self, path: &str) -> Result<PathBuf, GitError> {
+        let invalid = |reason| GitError::InvalidPath {
+            path: path.to_string(),
+            reason,
+        };
+        if path.contains('\0') {
+            return Err(invalid("it contains a NUL byte"));
+        }
+        // Git on Windows reads `\` as a separator; refusing it keeps repos portable.
+        if path.contains('\\') {
+            return Err(invalid("use `/` as the separator"));
+        }
+        let mut full = self.root().to_path_buf();
+        let mut named = false;
+        for component in Path::new(path).components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => {
+                    return Err(invalid("it is absolute; give it relative to the repository root"));
+                }
+                Component::ParentDir => return Err(invalid("`..` would leave the repository")),
+                Component::CurDir => {}
+                Component::Normal(name) => {
+                    if name.eq_ignore_ascii_case(".git") {
+                        return Err(invalid("it is inside .git"));
+                    }
+                    full.push(name);
+                    if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
+                        return Err(invalid("it goes through a symbolic link"));
+                    }
+                    named = true;
+                }
+            }
+        }
+        if !named {
+            return Err(invalid("it names no file"));
+        }
+        Ok(full)
+    }
+}
+
+/// The commit hash (hex) of `branch` on the remote, `None` when the branch (or any commit)
+/// does not exist; like `git ls-remote`, without cloning.
+pub fn remote_head(remote: &Remote, branch: &str) -> Result<Option<String>, GitError> {
+    let wanted = branch_ref(branch)?;
+    let endpoint = Endpoint::parse(&remote.url)?;
+    let session = Session::new(remote, &endpoint);
+    let mut detached = git2::Remote::create_detached(remote.url.as_str())?;
+    let connection = detached
+        .connect_auth(Direction::Fetch, Some(session.callbacks()), None)
+        .map_err(|error| session.finish(error))?;
+    let heads = connection.list().map_err(|error| session.finish(error))?;
+    Ok(heads
+        .iter()
+        .find(|head| head.name() == wanted)
+        .map(|head| head.oid().to_string()))
+}
+
+/// `refs/heads/<branch>`, after checking the name.
+fn branch_ref(branch: &str) -> Result<String, GitError> {
+    let name = format!("refs/heads/{branch}");
+    if branch.is_empty() || branch.starts_with('-') || !git2::Reference::is_valid_name(&name) {
+        return Err(GitError::InvalidBranch {
+            branch: branch.to_string(),
+        });
+    }
+    Ok(name)
+}
+
+/// Whether `path` is `prefix` or inside the directory `prefix`.
+fn within(path: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim_start_matches("./").trim_end_matches('/');
+    path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn write_file(full: &Path, path: &str, contents: &[u8]) -> Result<(), GitError> {
+    let io = |source| GitError::Io {
+        context: format!("cannot write {path} in the checkout"),
+        source,
+    };
+    if let Some(parent) = full.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(full, contents).map_err(io)
+}
+
+fn remove_path(full: &Path, path: &str) -> Result<(), GitError> {
+    let result = match std::fs::symlink_metadata(full) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(full),
+        Ok(_) => std::fs::remove_file(full),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error),
+    };
+    result.map_err(|source| GitError::Io {
+        context: format!("cannot remove {path} in the checkout"),
+        source,
+    })
+}
+
+/// The URL with any password replaced, for messages.
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("<redacted>"));
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// How a URL is reached: the parts host key checking and error messages need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Endpoint {
+    Ssh { host: String, port: u16 },
+    Http,
+    Local,
+}
+
+impl Endpoint {
+    fn parse(url: &str) -> Result<Endpoint, GitError> {
+        let invalid = |reason: &str| GitError::InvalidUrl {
+            url: redact_url(url),
+            reason: reason.to_string(),
+        };
+        if !url.contains("://") {
+            // scp-like `[user@]host:path`; a `/` before the first `:` makes it a local path.
+            return match url.split_once(':') {
+                Some((authority, _)) if !authority.contains('/') && !authority.is_empty() => {
+                    let host = authority.rsplit('@').next().unwrap_or(authority);
+                    if host.is_empty() {
+                        return Err(invalid("no host before `:`"));
+                    }
+                    Ok(Endpoint::Ssh {
+                        host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+                        port: 22,
+                    })
+                }
+                _ => Ok(Endpoint::Local),
+            };
+        }
+        let parsed = url::Url::parse(url).map_err(|error| invalid(&error.to_string()))?;
+        match parsed.scheme() {
+            "ssh" | "git+ssh" | "ssh+git" => {
+                let host = match parsed.host() {
+                    Some(url::Host::Domain(domain)) => domain.to_string(),
+                    Some(url::Host::Ipv4(ip)) => ip.to_string(),
+                    Some(url::Host::Ipv6(ip)) => ip.to_string(),
+                    None => return Err(invalid("no host")),
+                };
+                Ok(Endpoint::Ssh {
+                    host,
+                    port: parsed.port().unwrap_or(22),
+                })
+            }
+            "http" | "https" => Ok(Endpoint::Http),
+            "file" => Ok(Endpoint::Local),
+            other => Err(invalid(&format!(
+                "the scheme {other}:// is not supported (use ssh, https, http or file)"
+            ))),
+        }
+    }
+}
+
+/// State shared between one network operation and libgit2's callbacks: credential attempts,
+/// and the precise error a callback found (libgit2 itself only reports "callback failed").
+struct Session<'a> {
+    remote: &'a Remote,
+    endpoint: &'a Endpoint,
+    failure: RefCell<Option<GitError>>,
+    key_tries: Cell<u32>,
+    password_tries: Cell<u32>,
+    username_tries: Cell<u32>,
+}
+
+impl<'a> Session<'a> {
+    fn new(remote: &'a Remote, endpoint: &'a Endpoint) -> Session<'a> {
+        Session {
+            remote,
+            endpoint,
+            failure: RefCell::new(None),
+            key_tries: Cell::new(0),
+            password_tries: Cell::new(0),
+            username_tries: Cell::new(0),
+        }
+    }
+
+    fn callbacks(&self) -> RemoteCallbacks<'_> {
+        let mut callbacks = RemoteCallbacks::new();
+        callbacks.credentials(|_url, user_from_url, allowed| self.credentials(user_from_url, allowed));
+        callbacks.certificate_check(|cert, _host| match (cert.as_hostkey(), self.endpoint) {
+            (Some(hostkey), Endpoint::Ssh { host, port }) => {
+                let Auth::Ssh { known_hosts, .. } = &self.remote.auth else {
+                    // Without known_hosts no host can be verified; say what is missing.
+                    return Err(self.fail(GitError::AuthFailed {
+                        url: self.url(),
+                        reason: "an SSH URL needs an SSH private key and known_hosts, and none were given".into(),
+                    }));
+                };
+                let Some(offered) = hostkey.hostkey() else {
+                    return Err(self.fail(GitError::Unreachable {
+                        url: self.url(),
+                        reason: "the SSH server's host key could not be read, so it cannot be verified".into(),
+                    }));
+                };
+                known_hosts::verify(known_hosts, host, *port, offered)
+                    .map(|()| CertificateCheckStatus::CertificateOk)
+                    .map_err(|error| self.fail(error))
+            }
+            (Some(_), _) => Err(self.fail(GitError::Unreachable {
+                url: self.url(),
+                reason: "an SSH host key came from a URL that is not ssh://".into(),
+            })),
+            // TLS: keep libgit2's own verification against the system's CAs.
+            (None, _) => Ok(CertificateCheckStatus::CertificatePassthrough),
+        });
+        callbacks
+    }
+
+    fn credentials(&self, user_from_url: Option<&str>, allowed: CredentialType) -> Result<Cred, git2::Error> {
+        let refused = |reason: String| {
+            self.fail(GitError::AuthFailed {
+                url: self.url(),
+                reason,
+            })
+        };
+        let tried = |counter: &Cell<u32>| {
+            counter.set(counter.get() + 1);
+            counter.get() > MAX_CREDENTIAL_TRIES
+        };
+        match &self.remote.auth {
+            Auth::Ssh { user, private_key, .. } => {
+                let user = user.as_deref().or(user_from_url).unwrap_or("git");
+                if allowed.contains(CredentialType::USERNAME) {
+                    if tried(&self.username_tries) {
+                        return Err(refused(format!("the server refused the user {user:?}")));
+                    }
+                    return Cred::username(user);
+                }
+                if !allowed.intersects(CredentialType::SSH_KEY | CredentialType::SSH_MEMORY) {
+                    return Err(refused("the server does not accept SSH keys for this URL".into()));
+                }
+                if tried(&self.key_tries) {
+                    return Err(refused(format!(
+                        "the server refused the SSH key{} for user {user:?}",
+                        public_key_fingerprint(private_key)
+                            .map(|f| format!(" {f}"))
+                            .unwrap_or_default()
+                    )));
+                }
+                Cred::ssh_key_from_memory(user, None, private_key, None)
+            }
+            Auth::Basic { username, password } => {
+                if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+                    if tried(&self.password_tries) {
+                        return Err(refused(format!(
+                            "the server refused the password or token of user {username:?}"
+                        )));
+                    }
+                    return Cred::userpass_plaintext(username, password);
+                }
+                if allowed.contains(CredentialType::USERNAME) {
+                    if tried(&self.username_tries) {
+                        return Err(refused(format!("the server refused the user {username:?}")));
+                    }
+                    return Cred::username(username);
+                }
+                Err(refused(format!(
+                    "the server wants credentials of a kind a username and password cannot give ({allowed:?})"
+                )))
+            }
+            Auth::Anonymous => Err(refused("the server asks for credentials, and none were given".into())),
+        }
+    }
+
+    /// Records the real error for [`Session::finish`] and gives libgit2 something to abort with.
+    fn fail(&self, error: GitError) -> git2::Error {
+        let message = error.to_string();
+        self.failure.borrow_mut().get_or_insert(error);
+        git2::Error::from_str(&message)
+    }
+
+    /// The error of a failed operation: what a callback recorded, else libgit2's, sorted.
+    fn finish(&self, error: git2::Error) -> GitError {
+        if let Some(recorded) = self.failure.borrow_mut().take() {
+            return recorded;
+        }
+        self.classify(error)
+    }
+
+    fn classify(&self, error: git2::Error) -> GitError {
+        let url = self.url();
+        let reason = self.scrub(error.message().trim());
+        let lower = reason.to_ascii_lowercase();
+        // libgit2 words HTTP failures as "unexpected http status code: 404".
+        let status = lower
+            .split_once("http status code: ")
+            .and_then(|(_, rest)| rest.get(..3))
+            .and_then(|code| code.parse::<u16>().ok());
+        if error.code() == ErrorCode::Auth || matches!(status, Some(401 | 403)) {
+            return GitError::AuthFailed { url, reason };
+        }
+        let missing = [
+            "does not appear to be a git repository",
+            "repository not found",
+            "could not find repository",
+            "no such file or directory",
+            "not found",
+        ];
+        if status == Some(404)
+            || (error.code() == ErrorCode::NotFound && *self.endpoint == Endpoint::Local)
+            || missing.iter().any(|m| lower.contains(m))
+        {
+            let said = status.is_none().then_some(reason);
+            return GitError::NotFound { url, reason: said };
+        }
+        if error.code() == ErrorCode::Certificate
+            || matches!(error.class(), ErrorClass::Net | ErrorClass::Os | ErrorClass::Ssl)
+            || [
+                "failed to connect",
+                "connection refused",
+                "failed to resolve",
+                "timed out",
+                "failed to start ssh session",
+            ]
+            .iter()
+            .any(|m| lower.contains(m))
+        {
+            return GitError::Unreachable { url, reason };
+        }
+        GitError::Other(git2::Error::new(error.code(), error.class(), reason))
+    }
+
+    fn url(&self) -> String {
+        redact_url(&self.remote.url)
+    }
+
+    /// Removes the password and the URL's own password from server or libgit2 text.
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        if let Auth::Basic { password, .. } = &self.remote.auth
+            && !password.is_empty()
+        {
+            text = text.replace(password.as_str(), "<redacted>");
+        }
+        if let Ok(parsed) = url::Url::parse(&self.remote.url)
+            && let Some(password) = parsed.password()
+            && !password.is_empty()
+        {
+            text = text.replace(password, "<redacted>");
+        }
+        text
+    }
+}
+
+/// `SHA256:…` of the public half of a private key, to name the key in errors.
+fn public_key_fingerprint(private_key: &str) -> Option<String> {
+    let key = ssh_key::PrivateKey::from_openssh(private_key).ok()?;
+    Some(key.public_key().fingerprint(ssh_key::HashAlg::Sha256).to_string())
+}

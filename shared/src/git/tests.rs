@@ -1,0 +1,449 @@
+//! The git module against local bare repositories over `file://` (no server needed); the
+//! SSH and HTTP paths are tested against real servers in tests/tests/git.rs.
+
+use super::*;
+
+fn author() -> Signature {
+    Signature {
+        name: "kubectl-gitops test".into(),
+        email: "test@example.com".into(),
+    }
+}
+
+/// An empty bare repository; the TempDir keeps it alive.
+fn bare() -> (tempfile::TempDir, Remote) {
+    let dir = tempfile::tempdir().unwrap();
+    Repository::init_bare(dir.path()).unwrap();
+    let remote = Remote {
+        url: format!("file://{}", dir.path().display()),
+        auth: Auth::Anonymous,
+    };
+    (dir, remote)
+}
+
+fn read_text(checkout: &Checkout, path: &str) -> Option<String> {
+    checkout
+        .read(path)
+        .unwrap()
+        .map(|bytes| String::from_utf8(bytes).unwrap())
+}
+
+#[test]
+fn empty_repo_gives_an_unborn_branch_and_the_first_push_creates_it() {
+    let (_dir, remote) = bare();
+    assert_eq!(remote_head(&remote, "main").unwrap(), None);
+    let mut checkout = Checkout::clone(&remote, "main").unwrap();
+    assert_eq!(checkout.head(), None);
+    assert_eq!(checkout.branch(), "main");
+    assert!(checkout.root().join(".git").is_dir());
+    // Nothing written: no commit, and pushing nothing is fine.
+    assert_eq!(checkout.commit("empty", &author()).unwrap(), None);
+    checkout.push().unwrap();
+    assert_eq!(remote_head(&remote, "main").unwrap(), None);
+
+    checkout
+        .write("clusters/dev/gitops.yaml", b"kind: ConfigMap\n")
+        .unwrap();
+    checkout.write(".sops.yaml", b"creation_rules: []\n").unwrap();
+    let commit = checkout.commit("Add dev", &author()).unwrap().unwrap();
+    assert_eq!(checkout.head().as_deref(), Some(commit.as_str()));
+    checkout.push().unwrap();
+    assert_eq!(remote_head(&remote, "main").unwrap(), Some(commit.clone()));
+
+    let again = Checkout::clone(&remote, "main").unwrap();
+    assert_eq!(again.head(), Some(commit));
+    assert_eq!(
+        read_text(&again, "clusters/dev/gitops.yaml").as_deref(),
+        Some("kind: ConfigMap\n")
+    );
+    assert_eq!(
+        read_text(&again, ".sops.yaml").as_deref(),
+        Some("creation_rules: []\n"),
+        "dot files are committed too"
+    );
+    assert_eq!(again.read("missing.yaml").unwrap(), None);
+    let commit = again.repo.find_commit(again.head_oid().unwrap()).unwrap();
+    assert_eq!(commit.message().ok(), Some("Add dev"));
+    assert_eq!(commit.author().email().ok(), Some("test@example.com"));
+    assert_eq!(commit.parent_count(), 0);
+}
+
+#[test]
+fn a_missing_branch_starts_unborn_even_when_other_branches_exist() {
+    let (_dir, remote) = bare();
+    let mut main = Checkout::clone(&remote, "main").unwrap();
+    main.write("main.txt", b"main").unwrap();
+    main.commit("main", &author()).unwrap().unwrap();
+    main.push().unwrap();
+
+    let mut other = Checkout::clone(&remote, "clusters/staging").unwrap();
+    assert_eq!(other.head(), None);
+    assert_eq!(other.read("main.txt").unwrap(), None);
+    other.write("staging.txt", b"staging").unwrap();
+    let commit = other.commit("staging", &author()).unwrap().unwrap();
+    other.push().unwrap();
+    assert_eq!(remote_head(&remote, "clusters/staging").unwrap(), Some(commit));
+    assert_eq!(remote_head(&remote, "nope").unwrap(), None);
+}
+
+#[test]
+fn committing_unchanged_content_makes_no_commit() {
+    let (_dir, remote) = bare();
+    let mut checkout = Checkout::clone(&remote, "main").unwrap();
+    checkout.write("a.yaml", b"a: 1\n").unwrap();
+    let first = checkout.commit("first", &author()).unwrap().unwrap();
+    assert_eq!(checkout.commit("again", &author()).unwrap(), None);
+    checkout.write("a.yaml", b"a: 1\n").unwrap();
+    assert_eq!(checkout.commit("same bytes", &author()).unwrap(), None);
+    assert_eq!(checkout.changed_files().unwrap(), vec![]);
+    assert_eq!(checkout.head(), Some(first));
+}
+
+#[test]
+fn removals_are_committed_and_changes_listed() {
+    let (_dir, remote) = bare();
+    let mut checkout = Checkout::clone(&remote, "main").unwrap();
+    checkout.write("apps/a/release.yaml", b"a").unwrap();
+    checkout.write("apps/b/release.yaml", b"b").unwrap();
+    checkout.write("keep.yaml", b"keep").unwrap();
+    checkout.commit("apps", &author()).unwrap().unwrap();
+    checkout.push().unwrap();
+
+    checkout.remove("apps/a").unwrap();
+    checkout.remove("not/there.yaml").unwrap();
+    checkout.write("keep.yaml", b"kept").unwrap();
+    checkout.write("new.yaml", b"new").unwrap();
+    let mut changes = checkout.changed_files().unwrap();
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    assert_eq!(
+        changes,
+        vec![
+            FileChange {
+                path: "apps/a/release.yaml".into(),
+                kind: ChangeKind::Deleted
+            },
+            FileChange {
+                path: "keep.yaml".into(),
+                kind: ChangeKind::Modified
+            },
+            FileChange {
+                path: "new.yaml".into(),
+                kind: ChangeKind::Added
+            },
+        ]
+    );
+    assert_eq!(
+        checkout.read_committed("keep.yaml").unwrap().as_deref(),
+        Some(&b"keep"[..])
+    );
+    assert_eq!(
+        checkout.read_committed("./apps/b/release.yaml").unwrap().as_deref(),
+        Some(&b"b"[..])
+    );
+    assert_eq!(checkout.read_committed("apps").unwrap(), None, "a directory is no file");
+    assert_eq!(checkout.read_committed("new.yaml").unwrap(), None);
+    checkout.commit("remove a", &author()).unwrap().unwrap();
+    checkout.push().unwrap();
+
+    let again = Checkout::clone(&remote, "main").unwrap();
+    assert_eq!(again.read("apps/a/release.yaml").unwrap(), None);
+    assert!(!again.root().join("apps/a").exists());
+    assert_eq!(read_text(&again, "apps/b/release.yaml").as_deref(), Some("b"));
+    assert_eq!(read_text(&again, "keep.yaml").as_deref(), Some("kept"));
+}
+
+#[test]
+fn paths_that_leave_the_work_tree_are_refused() {
+    let (_dir, remote) = bare();
+    let mut checkout = Checkout::clone(&remote, "main").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), checkout.root().join("link")).unwrap();
+    for path in [
+        "",
+        ".",
+        "/etc/passwd",
+        "../escape.yaml",
+        "a/../../escape.yaml",
+        "a/..",
+        ".git/config",
+        "sub/.GIT/hooks/pre-commit",
+        "link/file.yaml",
+        "link",
+        "a\\b",
+    ] {
+        let error = checkout.write(path, b"x").unwrap_err();
+        assert!(matches!(error, GitError::InvalidPath { .. }), "{path:?}: {error:?}");
+        assert!(matches!(checkout.remove(path), Err(GitError::InvalidPath { .. })));
+        assert!(matches!(checkout.read(path), Err(GitError::InvalidPath { .. })));
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    // `./` and inner `.` are harmless.
+    checkout.write("./a/./b.yaml", b"ok").unwrap();
+    assert_eq!(read_text(&checkout, "a/b.yaml").as_deref(), Some("ok"));
+    let error = checkout.write("../x", b"x").unwrap_err();
+    assert!(error.to_string().contains("\"../x\""), "{error}");
+    assert!(error.hint().is_some());
+}
+
+#[test]
+fn invalid_branch_names_and_urls_are_refused() {
+    let (_dir, remote) = bare();
+    for branch in ["", "a..b", "-x", "a b", "refs/heads/x~1", "x.lock"] {
+        assert!(
+            matches!(Checkout::clone(&remote, branch), Err(GitError::InvalidBranch { .. })),
+            "{branch:?}"
+        );
+    }
+    let bad = Remote {
+        url: "ftp://user:hunter2@example.com/repo.git".into(),
+        auth: Auth::Anonymous,
+    };
+    let error = Checkout::clone(&bad, "main").unwrap_err();
+    assert!(matches!(error, GitError::InvalidUrl { .. }), "{error:?}");
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+}
+
+#[test]
+fn a_missing_local_repository_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = Remote {
+        url: format!("file://{}/nothing.git", dir.path().display()),
+        auth: Auth::Anonymous,
+    };
+    let error = Checkout::clone(&remote, "main").unwrap_err();
+    assert!(matches!(error, GitError::NotFound { .. }), "{error:?}");
+    assert!(matches!(remote_head(&remote, "main"), Err(GitError::NotFound { .. })));
+}
+
+#[test]
+fn a_concurrent_push_is_non_fast_forward_and_a_rebase_lands_both() {
+    let (_dir, remote) = bare();
+    let mut seed = Checkout::clone(&remote, "main").unwrap();
+    seed.write("README.md", b"config\n").unwrap();
+    seed.commit("seed", &author()).unwrap().unwrap();
+    seed.push().unwrap();
+
+    let mut ours = Checkout::clone(&remote, "main").unwrap();
+    let mut theirs = Checkout::clone(&remote, "main").unwrap();
+    theirs.write("theirs.yaml", b"theirs").unwrap();
+    theirs.commit("theirs", &author()).unwrap().unwrap();
+    theirs.push().unwrap();
+
+    ours.write("ours.yaml", b"ours").unwrap();
+    ours.commit("ours 1", &author()).unwrap().unwrap();
+    ours.write("ours2.yaml", b"ours2").unwrap();
+    ours.commit("ours 2", &author()).unwrap().unwrap();
+    ours.write("uncommitted.yaml", b"later").unwrap();
+    let error = ours.push().unwrap_err();
+    assert!(
+        matches!(&error, GitError::NonFastForward { branch } if branch == "main"),
+        "{error:?}"
+    );
+    assert!(error.hint().is_some());
+
+    let overwritten = ours.rebase_onto_remote().unwrap();
+    assert_eq!(overwritten, Vec::<String>::new());
+    // The uncommitted write survives the rebase, still uncommitted.
+    assert_eq!(read_text(&ours, "uncommitted.yaml").as_deref(), Some("later"));
+    assert_eq!(
+        ours.changed_files().unwrap(),
+        vec![FileChange {
+            path: "uncommitted.yaml".into(),
+            kind: ChangeKind::Added
+        }]
+    );
+    ours.push().unwrap();
+
+    let check = Checkout::clone(&remote, "main").unwrap();
+    for (path, text) in [
+        ("README.md", "config\n"),
+        ("theirs.yaml", "theirs"),
+        ("ours.yaml", "ours"),
+        ("ours2.yaml", "ours2"),
+    ] {
+        assert_eq!(read_text(&check, path).as_deref(), Some(text), "{path}");
+    }
+    assert_eq!(check.read("uncommitted.yaml").unwrap(), None);
+    // Our two commits were replayed as two commits, on top of theirs.
+    let head = check.repo.find_commit(check.head_oid().unwrap()).unwrap();
+    assert_eq!(head.message().ok(), Some("ours 2"));
+    let parent = head.parent(0).unwrap();
+    assert_eq!(parent.message().ok(), Some("ours 1"));
+    assert_eq!(parent.parent(0).unwrap().message().ok(), Some("theirs"));
+}
+
+#[test]
+fn a_rebase_reports_files_both_sides_changed_and_ours_win() {
+    let (_dir, remote) = bare();
+    let mut seed = Checkout::clone(&remote, "main").unwrap();
+    seed.write("apps/x/release.yaml", b"v1").unwrap();
+    seed.write("shared.yaml", b"v1").unwrap();
+    seed.commit("seed", &author()).unwrap().unwrap();
+    seed.push().unwrap();
+
+    let mut ours = Checkout::clone(&remote, "main").unwrap();
+    let mut theirs = Checkout::clone(&remote, "main").unwrap();
+    theirs.write("shared.yaml", b"theirs").unwrap();
+    theirs.write("apps/x/values.yaml", b"theirs").unwrap();
+    theirs.write("other.yaml", b"theirs").unwrap();
+    theirs.commit("theirs", &author()).unwrap().unwrap();
+    theirs.push().unwrap();
+
+    ours.write("shared.yaml", b"ours").unwrap();
+    ours.remove("apps/x").unwrap();
+    ours.commit("ours", &author()).unwrap().unwrap();
+    let overwritten = ours.push_with_retries(3).unwrap();
+    assert_eq!(overwritten, vec!["apps/x/values.yaml", "shared.yaml"]);
+
+    let check = Checkout::clone(&remote, "main").unwrap();
+    assert_eq!(read_text(&check, "shared.yaml").as_deref(), Some("ours"));
+    assert_eq!(read_text(&check, "other.yaml").as_deref(), Some("theirs"));
+    assert!(!check.root().join("apps/x").exists());
+}
+
+#[test]
+fn a_replayed_commit_that_became_empty_is_dropped() {
+    let (_dir, remote) = bare();
+    let mut ours = Checkout::clone(&remote, "main").unwrap();
+    let mut theirs = Checkout::clone(&remote, "main").unwrap();
+    theirs.write("same.yaml", b"same").unwrap();
+    let their_commit = theirs.commit("theirs", &author()).unwrap().unwrap();
+    theirs.push().unwrap();
+
+    ours.write("same.yaml", b"same").unwrap();
+    ours.commit("ours", &author()).unwrap().unwrap();
+    assert!(matches!(ours.push(), Err(GitError::NonFastForward { .. })));
+    assert_eq!(ours.rebase_onto_remote().unwrap(), vec!["same.yaml"]);
+    assert_eq!(ours.head(), Some(their_commit.clone()));
+    ours.push().unwrap();
+    assert_eq!(remote_head(&remote, "main").unwrap(), Some(their_commit));
+}
+
+#[test]
+fn push_with_retries_gives_up_after_the_attempts() {
+    let (_dir, remote) = bare();
+    let mut ours = Checkout::clone(&remote, "main").unwrap();
+    let mut theirs = Checkout::clone(&remote, "main").unwrap();
+    theirs.write("t.yaml", b"t").unwrap();
+    theirs.commit("theirs", &author()).unwrap().unwrap();
+    theirs.push().unwrap();
+    ours.write("o.yaml", b"o").unwrap();
+    ours.commit("ours", &author()).unwrap().unwrap();
+    assert!(matches!(
+        ours.push_with_retries(1),
+        Err(GitError::NonFastForward { .. })
+    ));
+    assert_eq!(ours.push_with_retries(2).unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn secrets_stay_out_of_debug_and_messages() {
+    let ssh = Remote {
+        url: "ssh://git@example.com/repo.git".into(),
+        auth: Auth::Ssh {
+            user: None,
+            private_key: "-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETKEY\n".into(),
+            known_hosts: "example.com ssh-ed25519 AAAA\n".into(),
+        },
+    };
+    let debug = format!("{ssh:?}");
+    assert!(!debug.contains("SECRETKEY"), "{debug}");
+    assert!(debug.contains("<redacted>"), "{debug}");
+    let basic = Remote {
+        url: "https://user:urlsecret@example.com/repo.git".into(),
+        auth: Auth::Basic {
+            username: "user".into(),
+            password: "tokensecret".into(),
+        },
+    };
+    let debug = format!("{basic:?}");
+    assert!(!debug.contains("tokensecret"), "{debug}");
+    assert!(!debug.contains("urlsecret"), "{debug}");
+
+    let endpoint = Endpoint::parse(&basic.url).unwrap();
+    let session = Session::new(&basic, &endpoint);
+    let error = session.classify(git2::Error::from_str(
+        "unexpected http status code: 403 for https://user:urlsecret@example.com tokensecret",
+    ));
+    assert!(matches!(error, GitError::AuthFailed { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(!message.contains("tokensecret"), "{message}");
+    assert!(!message.contains("urlsecret"), "{message}");
+}
+
+#[test]
+fn urls_are_sorted_by_transport() {
+    assert_eq!(
+        Endpoint::parse("git@github.com:org/repo.git").unwrap(),
+        Endpoint::Ssh {
+            host: "github.com".into(),
+            port: 22
+        }
+    );
+    assert_eq!(
+        Endpoint::parse("ssh://root@127.0.0.1:2222/srv/repo.git").unwrap(),
+        Endpoint::Ssh {
+            host: "127.0.0.1".into(),
+            port: 2222
+        }
+    );
+    assert_eq!(
+        Endpoint::parse("ssh://git@[::1]:2222/repo.git").unwrap(),
+        Endpoint::Ssh {
+            host: "::1".into(),
+            port: 2222
+        }
+    );
+    assert_eq!(Endpoint::parse("https://github.com/org/repo").unwrap(), Endpoint::Http);
+    assert_eq!(Endpoint::parse("file:///srv/repo.git").unwrap(), Endpoint::Local);
+    assert_eq!(Endpoint::parse("/srv/repo.git").unwrap(), Endpoint::Local);
+    assert!(Endpoint::parse("ssh://").is_err());
+}
+
+#[test]
+fn error_kinds_are_sorted_from_libgit2_messages() {
+    let remote = Remote {
+        url: "https://example.com/repo.git".into(),
+        auth: Auth::Anonymous,
+    };
+    let endpoint = Endpoint::parse(&remote.url).unwrap();
+    let session = Session::new(&remote, &endpoint);
+    let http = |message: &str| session.classify(git2::Error::new(ErrorCode::GenericError, ErrorClass::Http, message));
+    assert!(matches!(
+        http("unexpected http status code: 404"),
+        GitError::NotFound { reason: None, .. }
+    ));
+    assert!(matches!(
+        http("unexpected http status code: 401"),
+        GitError::AuthFailed { .. }
+    ));
+    assert!(matches!(
+        session.classify(git2::Error::new(
+            ErrorCode::GenericError,
+            ErrorClass::Net,
+            "failed to connect to example.com: Connection refused"
+        )),
+        GitError::Unreachable { .. }
+    ));
+    assert!(matches!(http("unexpected http status code: 500"), GitError::Other(_)));
+}
+
+#[test]
+fn hints_tell_a_changed_key_from_a_missing_key_type() {
+    let changed = GitError::HostKeyMismatch {
+        host: "github.com".into(),
+        expected: vec!["ssh-ed25519 SHA256:old".into()],
+        found: "ssh-ed25519 SHA256:new".into(),
+    };
+    assert!(changed.hint().unwrap().contains("intercepting"));
+    let other_type = GitError::HostKeyMismatch {
+        host: "github.com".into(),
+        expected: vec!["ssh-ed25519 SHA256:old".into()],
+        found: "ecdsa-sha2-nistp256 SHA256:new".into(),
+    };
+    let hint = other_type.hint().unwrap();
+    assert!(
+        hint.contains("no ecdsa-sha2-nistp256 key") && hint.contains("ssh-keyscan -t ecdsa`"),
+        "{hint}"
+    );
+}

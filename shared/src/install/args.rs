@@ -1,0 +1,132 @@
+//! `kubectl gitops install` flags, each documented where it is defined.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::deploy_key::KeyAlgorithm;
+use crate::duration;
+
+/// Where the config repo is hosted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderKind {
+    /// GitHub or GitHub Enterprise (API: repository, deploy key, branch protection).
+    Github,
+    /// GitLab, cloud or self-managed.
+    Gitlab,
+    /// Any git server over SSH or HTTPS (`--url`); the deploy key is printed for you to add.
+    Git,
+}
+
+/// What `install` is asked to do.
+#[derive(Debug, Clone, Args)]
+pub struct InstallArgs {
+    /// Where the config repo lives: github, gitlab, or git (any server, with --url).
+    #[arg(long, value_enum, default_value_t = ProviderKind::Git, help_heading = "Repository")]
+    pub provider: ProviderKind,
+
+    /// The repository's owner: a user, organisation or group (github, gitlab).
+    #[arg(long, help_heading = "Repository")]
+    pub owner: Option<String>,
+
+    /// The repository's name (github, gitlab).
+    #[arg(long, help_heading = "Repository")]
+    pub repository: Option<String>,
+
+    /// The host of GitHub Enterprise or self-managed GitLab (default github.com / gitlab.com).
+    #[arg(long, help_heading = "Repository")]
+    pub hostname: Option<String>,
+
+    /// The repository URL for --provider git: ssh://user@host[:port]/path or https://host/path.
+    #[arg(long, help_heading = "Repository")]
+    pub url: Option<String>,
+
+    /// Rebuild this cluster from a repo that already holds its layout (reads <path>/gitops.yaml).
+    #[arg(long, value_name = "URL", conflicts_with = "url", help_heading = "Repository")]
+    pub from_repo: Option<String>,
+
+    /// The branch Flux follows.
+    #[arg(long, default_value = "main", help_heading = "Repository")]
+    pub branch: String,
+
+    /// The cluster's directory in the repo (default clusters/<cluster-name>).
+    #[arg(long, help_heading = "Repository")]
+    pub path: Option<String>,
+
+    /// The cluster's name in the repo layout (default: the kube context, lower-cased to a DNS label).
+    #[arg(long, help_heading = "Repository")]
+    pub cluster_name: Option<String>,
+
+    /// The Flux version to install (default: the version this plugin pins).
+    #[arg(long, help_heading = "Flux")]
+    pub flux_version: Option<String>,
+
+    /// The Flux controllers to install, comma separated.
+    #[arg(long, value_delimiter = ',', default_values_t = crate::flux::DEFAULT_COMPONENTS.map(String::from), help_heading = "Flux")]
+    pub components: Vec<String>,
+
+    /// Extra controllers: image-reflector-controller, image-automation-controller.
+    #[arg(long, value_delimiter = ',', help_heading = "Flux")]
+    pub components_extra: Vec<String>,
+
+    /// The Flux component manifests to use (gotk-components.yaml, e.g. from `flux install --export`).
+    #[arg(long, value_name = "FILE", help_heading = "Flux")]
+    pub components_file: Option<PathBuf>,
+
+    /// An OCI-distributed component: oci://REGISTRY/REPO:TAG[?path=./dir] (repeatable).
+    #[arg(long = "component", value_name = "OCI_URL", help_heading = "Flux")]
+    pub oci_components: Vec<String>,
+
+    /// Create the repository as private (when it does not exist yet).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL", help_heading = "Access")]
+    pub private: bool,
+
+    /// The owner is a user, not an organisation or group.
+    #[arg(long, help_heading = "Access")]
+    pub personal: bool,
+
+    /// Give Flux's deploy key write access (needed for image automation).
+    #[arg(long, help_heading = "Access")]
+    pub read_write_key: bool,
+
+    /// Let Flux pull over HTTPS with the token instead of an SSH deploy key.
+    #[arg(long, help_heading = "Access")]
+    pub token_auth: bool,
+
+    /// The algorithm of a generated deploy key.
+    #[arg(long, value_enum, default_value_t = KeyAlgorithm::Ed25519, help_heading = "Access")]
+    pub ssh_key_algorithm: KeyAlgorithm,
+
+    /// Use this SSH private key for Flux and for pushing, instead of generating a deploy key.
+    #[arg(long, value_name = "FILE", help_heading = "Access")]
+    pub private_key_file: Option<PathBuf>,
+
+    /// known_hosts lines for the git host (default: ~/.ssh/known_hosts, else a scan you confirm).
+    #[arg(long, value_name = "FILE", help_heading = "Access")]
+    pub known_hosts_file: Option<PathBuf>,
+
+    /// Print the numbered steps and every file and object without changing anything.
+    #[arg(long, help_heading = "Run")]
+    pub dry_run: bool,
+
+    /// Print the manifests only (components, sync, record) and change nothing.
+    #[arg(long, conflicts_with = "dry_run", help_heading = "Run")]
+    pub export: bool,
+
+    /// Wait until Flux has applied the pushed commit (the default).
+    #[arg(long, overrides_with = "no_wait", help_heading = "Run")]
+    pub wait: bool,
+
+    /// Return once everything is pushed and applied, without waiting for Flux.
+    #[arg(long, help_heading = "Run")]
+    pub no_wait: bool,
+
+    /// How long to wait for CRDs, controllers and the first sync.
+    #[arg(long, value_parser = duration::parse, default_value = "5m", help_heading = "Run")]
+    pub timeout: Duration,
+
+    /// Don't ask for confirmation (deploy key added, host key pinned).
+    #[arg(long, short = 'y', help_heading = "Run")]
+    pub yes: bool,
+}

@@ -1,0 +1,306 @@
+//! Runs a [`Plan`]'s steps in order. Every error names its step.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::discovery::ApiResource;
+
+use super::{FluxAuth, Inspection, Plan, Step};
+use crate::apply::{Applier, FIELD_MANAGER, ready_condition};
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::flux::bootstrap::SYNC_NAME;
+use crate::output::report;
+use crate::output::style::{Stream, Style};
+
+/// What an executed install did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The commit Flux runs (pushed now, or already there).
+    pub commit: Option<String>,
+    /// Whether this run committed.
+    pub committed: bool,
+}
+
+/// Runs the plan: commit and push first (so a failed push leaves the cluster untouched),
+/// then apply, then wait.
+pub async fn execute(
+    cluster: &Cluster,
+    plan: &Plan,
+    inspection: Inspection,
+    yes: bool,
+    timeout: Duration,
+) -> Result<Outcome> {
+    let style = Style::for_stream(Stream::Stderr);
+    // Check RBAC before pushing anything, so that a cluster we may not write to leaves the
+    // repo untouched too.
+    preflight(cluster, plan).await?;
+    let mut checkout = inspection.checkout;
+    let mut outcome = Outcome {
+        commit: checkout.head(),
+        committed: false,
+    };
+    let total = plan.steps.len();
+    for (index, step) in plan.steps.iter().enumerate() {
+        let description = step.describe(plan);
+        report::write_stderr(&format!("{}{}/{total} {description}\n", style.glyph("►"), index + 1));
+        let result = match step {
+            Step::ConfirmDeployKey => confirm_deploy_key(plan, yes),
+            Step::CommitAndPush { message } => {
+                for file in plan.changed_files() {
+                    checkout.write(&file.path, file.contents.as_bytes())?;
+                }
+                let author = super::author();
+                // libgit2 blocks; let tokio move other tasks off this worker meanwhile.
+                let pushed = tokio::task::block_in_place(|| -> Result<Option<String>> {
+                    let sha = checkout.commit(message, &author)?;
+                    checkout.push_with_retries(3)?;
+                    Ok(sha)
+                });
+                pushed.map(|sha| {
+                    outcome.committed = sha.is_some();
+                    outcome.commit = checkout.head();
+                    if let Some(sha) = &outcome.commit {
+                        report::write_stderr(&format!(
+                            "{}pushed {} to {}\n",
+                            style.glyph("✔"),
+                            short(sha),
+                            plan.request.branch
+                        ));
+                    }
+                })
+            }
+            Step::ApplyComponents => Applier::new(cluster)
+                .apply_staged(&plan.components, timeout)
+                .await
+                .map(drop),
+            Step::ApplySecret => apply_secret(cluster, plan).await,
+            Step::ApplySync => {
+                let mut applier = Applier::new(cluster);
+                let mut result = Ok(());
+                for document in &plan.sync_objects {
+                    if let Err(error) = applier.apply(document).await {
+                        result = Err(error);
+                        break;
+                    }
+                }
+                result
+            }
+            Step::WaitReady => match &outcome.commit {
+                Some(sha) => wait_ready(cluster, plan, sha, timeout).await,
+                None => Ok(()),
+            },
+        };
+        result.map_err(|source| Error::Step {
+            number: index + 1,
+            total,
+            step: description,
+            source: Box::new(source),
+        })?;
+    }
+    Ok(outcome)
+}
+
+/// Asks the API server (SelfSubjectAccessReview) whether we may apply what the plan applies.
+async fn preflight(cluster: &Cluster, plan: &Plan) -> Result<()> {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let namespace = plan.request.namespace.as_str();
+    let mut needed: Vec<(&str, &str, Option<&str>, &str)> = Vec::new();
+    for step in &plan.steps {
+        match step {
+            Step::ApplyComponents => {
+                needed.push((
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    None,
+                    "the Flux CRDs",
+                ));
+                needed.push(("", "namespaces", None, "the Flux namespace"));
+                needed.push(("apps", "deployments", Some(namespace), "the Flux controllers"));
+                needed.push((
+                    "rbac.authorization.k8s.io",
+                    "clusterrolebindings",
+                    None,
+                    "the Flux controllers' RBAC",
+                ));
+            }
+            Step::ApplySecret => needed.push(("", "secrets", Some(namespace), "the deploy key Secret")),
+            Step::ApplySync => {
+                needed.push((
+                    "source.toolkit.fluxcd.io",
+                    "gitrepositories",
+                    Some(namespace),
+                    "the GitRepository",
+                ));
+                needed.push((
+                    "kustomize.toolkit.fluxcd.io",
+                    "kustomizations",
+                    Some(namespace),
+                    "the Kustomization",
+                ));
+                needed.push(("", "configmaps", Some(namespace), "the install record"));
+            }
+            _ => {}
+        }
+    }
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
+    for (group, resource, namespace, what) in needed {
+        for verb in ["create", "patch"] {
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        group: Some(group.to_string()),
+                        resource: Some(resource.to_string()),
+                        namespace: namespace.map(String::from),
+                        verb: Some(verb.to_string()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let answer = reviews
+                .create(&Default::default(), &review)
+                .await
+                .map_err(|error| cluster.error(error))?;
+            if !answer.status.is_some_and(|status| status.allowed) {
+                let place = namespace.map(|ns| format!(" in namespace {ns}")).unwrap_or_default();
+                return Err(Error::Forbidden {
+                    message: format!(
+                        "you may not {verb} {resource}{place} (needed for {what}); nothing was pushed or applied"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+fn confirm_deploy_key(plan: &Plan, yes: bool) -> Result<()> {
+    let FluxAuth::Ssh(key) = &plan.auth else { return Ok(()) };
+    report::write_stderr(&format!(
+        "Add this public key to {} as a read-only deploy key (Flux pulls with it):\n\n  {}\n\n",
+        plan.url, key.public_openssh
+    ));
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::usage(
+            "the deploy key must be confirmed, and stdin is not a terminal",
+            "add the key shown above to the git server, then re-run with --yes",
+        ));
+    }
+    report::write_stderr("Press Enter once the key is added (Ctrl-C to stop): ");
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|error| Error::io("reading the confirmation", error))?;
+    Ok(())
+}
+
+async fn apply_secret(cluster: &Cluster, plan: &Plan) -> Result<()> {
+    let namespace = &plan.request.namespace;
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
+    let mut secret = plan.auth.secret(namespace, SYNC_NAME);
+    // Server-side apply needs apiVersion and kind in the body.
+    let mut body = serde_json::to_value(&mut secret).map_err(|error| Error::Render(error.to_string()))?;
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    secrets
+        .patch(
+            SYNC_NAME,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .map_err(|error| cluster.error(error))?;
+    Ok(())
+}
+
+/// Waits until the `flux-system` Kustomization has applied `sha` and is Ready; on timeout
+/// says which object is not ready and why.
+async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration) -> Result<()> {
+    let namespace = &plan.request.namespace;
+    let revision = format!("{}@sha1:{sha}", plan.request.branch);
+    let kustomizations: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client.clone(),
+        namespace,
+        &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            "Kustomization",
+        )),
+    );
+    let repositories: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client.clone(),
+        namespace,
+        &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+            "source.toolkit.fluxcd.io",
+            "v1",
+            "GitRepository",
+        )),
+    );
+    let started = Instant::now();
+    loop {
+        let kustomization = kustomizations
+            .get_opt(SYNC_NAME)
+            .await
+            .map_err(|error| cluster.error(error))?;
+        let applied = kustomization.as_ref().and_then(|k| {
+            k.data
+                .pointer("/status/lastAppliedRevision")
+                .and_then(|v| v.as_str())
+                .map(String::from)
+        });
+        let ready = kustomization.as_ref().and_then(ready_condition);
+        if applied.as_deref() == Some(revision.as_str())
+            && ready.as_ref().is_some_and(|(status, _, _)| status == "True")
+        {
+            let style = Style::for_stream(Stream::Stderr);
+            report::write_stderr(&format!(
+                "{}Kustomization {namespace}/{SYNC_NAME} is Ready at {revision}\n",
+                style.glyph("✔")
+            ));
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            let repository = repositories.get_opt(SYNC_NAME).await.ok().flatten();
+            let (object, why) = match repository.as_ref().and_then(ready_condition) {
+                Some((status, reason, message)) if status != "True" => (
+                    format!("GitRepository {namespace}/{SYNC_NAME}"),
+                    format!("{reason}: {message}"),
+                ),
+                _ => match ready {
+                    Some((_, reason, message)) => (
+                        format!("Kustomization {namespace}/{SYNC_NAME}"),
+                        format!("{reason}: {message}"),
+                    ),
+                    None => (
+                        format!("Kustomization {namespace}/{SYNC_NAME}"),
+                        "not reconciled yet (are the Flux controllers running?)".to_string(),
+                    ),
+                },
+            };
+            return Err(Error::Negative {
+                message: format!(
+                    "{object} is not Ready at {revision} after {}: {why} (last applied: {})",
+                    crate::duration::format(timeout),
+                    applied.as_deref().unwrap_or("nothing")
+                ),
+                hint: Some(format!(
+                    "kubectl -n {namespace} describe kustomization {SYNC_NAME}; re-run install to resume"
+                )),
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

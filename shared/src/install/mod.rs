@@ -1,0 +1,769 @@
+//! `kubectl gitops install`: bootstrap Flux and our repo layout into a cluster from a git repo.
+//!
+//! The command runs in three phases, so that `--dry-run` and the real run cannot drift apart:
+//! 1. [`inspect`]: read-only. Detect the cluster, read the Flux Secret, clone the repo into a
+//!    temp dir (deleted afterwards).
+//! 2. [`Plan::build`]: pure. Decide the files to commit, the objects to apply and the steps.
+//! 3. `--dry-run` prints the plan ([`Plan::render`]); otherwise [`execute`] runs its steps, each
+//!    error naming the step that failed.
+
+pub mod args;
+mod execute;
+pub mod source;
+
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+
+pub use self::args::{InstallArgs, ProviderKind};
+pub use self::execute::execute;
+pub use self::source::{FluxAuth, RepoSource};
+use crate::cluster::Cluster;
+use crate::deploy_key::DeployKey;
+use crate::detect::{self, ClusterState, Detection};
+use crate::error::{Error, Result};
+use crate::flux::bootstrap::{self, SYNC_NAME, SyncTarget};
+use crate::git::{Checkout, Signature};
+use crate::record::{self, InstallRecord};
+use crate::yaml;
+
+/// Everything the plan needs to know, read without changing anything.
+pub struct Inspection {
+    /// What the cluster holds now.
+    pub detection: Detection,
+    /// The Flux Secret, when one exists (re-runs reuse its key).
+    pub existing_secret: Option<Secret>,
+    /// A clone of the branch (empty when the branch does not exist yet).
+    pub checkout: Checkout,
+    /// Where the repo is and how to reach it.
+    pub source: RepoSource,
+}
+
+/// Validated inputs.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The branch Flux follows.
+    pub branch: String,
+    /// The cluster directory, e.g. `clusters/dev` (no `./`, no trailing `/`).
+    pub path: String,
+    /// The cluster's name.
+    pub cluster_name: String,
+    /// The Flux namespace.
+    pub namespace: String,
+    /// The Flux version to install.
+    pub flux_version: String,
+    /// The controllers to install.
+    pub components: Vec<String>,
+}
+
+/// A file the plan writes into the repo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFile {
+    /// Path from the repo root.
+    pub path: String,
+    /// The new contents.
+    pub contents: String,
+    /// Whether it is new, changed or already as wanted.
+    pub change: FileState,
+}
+
+/// How a planned file compares with the repo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileState {
+    /// Not in the repo yet.
+    Added,
+    /// In the repo with other contents.
+    Modified,
+    /// Already as wanted.
+    Unchanged,
+}
+
+/// One thing `execute` does, in order.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Ask the user to add the deploy key to the git server (generic git), unless `--yes`.
+    ConfirmDeployKey,
+    /// Commit the changed files and push (retrying on a concurrent push).
+    CommitAndPush {
+        /// The commit message.
+        message: String,
+    },
+    /// Apply the Flux components: CRDs first, then controllers.
+    ApplyComponents,
+    /// Create or update the Secret Flux pulls with.
+    ApplySecret,
+    /// Apply the sync objects and our record.
+    ApplySync,
+    /// Wait until the `flux-system` Kustomization is Ready at the pushed commit.
+    WaitReady,
+}
+
+impl Step {
+    fn describe(&self, plan: &Plan) -> String {
+        match self {
+            Step::ConfirmDeployKey => match &plan.auth {
+                FluxAuth::Ssh(key) => format!("ask you to add the deploy key {} to {}", key.fingerprint(), plan.url),
+                FluxAuth::Basic { .. } => format!("ask you to confirm access to {}", plan.url),
+            },
+            Step::CommitAndPush { message } => {
+                format!(
+                    "commit {} file(s) to {} ({message:?}) and push",
+                    plan.changed_files().count(),
+                    plan.request.branch
+                )
+            }
+            Step::ApplyComponents => format!(
+                "apply the Flux {} components ({} objects, CRDs first) with server-side apply",
+                plan.request.flux_version,
+                plan.components.len()
+            ),
+            Step::ApplySecret => format!("apply Secret {}/{SYNC_NAME} (deploy key)", plan.request.namespace),
+            Step::ApplySync => format!(
+                "apply GitRepository and Kustomization {ns}/{SYNC_NAME} and ConfigMap {ns}/{}",
+                record::CONFIGMAP_NAME,
+                ns = plan.request.namespace
+            ),
+            Step::WaitReady => format!(
+                "wait until Kustomization {}/{SYNC_NAME} is Ready at the pushed commit",
+                plan.request.namespace
+            ),
+        }
+    }
+}
+
+/// What `install` will do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The validated request.
+    pub request: Request,
+    /// The URL Flux pulls from.
+    pub url: String,
+    /// Files in the repo.
+    pub files: Vec<PlannedFile>,
+    /// The Flux component manifests (applied directly when the cluster has no Flux).
+    pub components: Vec<serde_json::Value>,
+    /// The sync objects and record (applied directly).
+    pub sync_objects: Vec<serde_json::Value>,
+    /// How Flux pulls: a deploy key (generated, reused or given) or HTTPS credentials.
+    pub auth: FluxAuth,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Things the user should know (e.g. an existing Flux of another version).
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// The files that differ from the repo.
+    pub fn changed_files(&self) -> impl Iterator<Item = &PlannedFile> {
+        self.files.iter().filter(|file| file.change != FileState::Unchanged)
+    }
+
+    /// Whether there is nothing to do (an install of the same repo and path that is complete).
+    pub fn is_noop(&self) -> bool {
+        self.steps.iter().all(|step| matches!(step, Step::WaitReady))
+    }
+
+    /// Builds the plan from what was inspected.
+    pub fn build(
+        request: Request,
+        inspection: &Inspection,
+        components_text: Option<String>,
+        auth: FluxAuth,
+        confirm_key: bool,
+    ) -> Result<Plan> {
+        let source = &inspection.source;
+        let detection = &inspection.detection;
+        let mut warnings = Vec::new();
+
+        if let Some(installed) = &detection.gitops
+            && (installed.url != source.flux_url || installed.path != request.path)
+        {
+            return Err(Error::usage(
+                format!(
+                    "this cluster is already installed from {} (path {}), not from {} (path {})",
+                    installed.url, installed.path, source.flux_url, request.path
+                ),
+                "run install with the same --url and --path to repair it, or use a cluster without our layout",
+            ));
+        }
+        let existing_flux = detection
+            .flux
+            .as_ref()
+            .filter(|_| detection.state != ClusterState::Unmodified);
+        // A running Flux of another release line is kept until Flux itself applies the repo's pin.
+        if let Some(flux) = existing_flux
+            && let Some(version) = flux
+                .version
+                .as_deref()
+                .filter(|v| !request.flux_version.starts_with(*v))
+        {
+            warnings.push(format!(
+                "Flux {version} is running in {}; the repo pins {}, which Flux will roll out on its next sync \
+                 (pass --flux-version {version} to keep it)",
+                flux.namespace, request.flux_version
+            ));
+        }
+
+        let cluster_dir = |name: &str| format!("{}/{name}", request.path);
+        let components_path = cluster_dir("flux-system/gotk-components.yaml");
+        let components_text = match components_text {
+            Some(text) => text,
+            None => inspection
+                .checkout
+                .read(&components_path)
+                .map_err(crate::error::Error::from)?
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| {
+                    Error::usage(
+                        format!("no Flux {} component manifests to install", request.flux_version),
+                        "pass --components-file with the output of `flux install --export` (or a gotk-components.yaml \
+                         from an existing bootstrap), or put the flux CLI on PATH",
+                    )
+                })?,
+        };
+        let components = yaml::documents_from_str(&components_text).map_err(|error| {
+            Error::usage(
+                format!("the component manifests are not valid YAML: {error}"),
+                "check --components-file",
+            )
+        })?;
+        if !components
+            .iter()
+            .any(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition"))
+        {
+            return Err(Error::usage(
+                "the component manifests contain no CustomResourceDefinition",
+                "pass the full output of `flux install --export` as --components-file",
+            ));
+        }
+
+        let record = InstallRecord {
+            url: source.flux_url.clone(),
+            branch: request.branch.clone(),
+            path: request.path.clone(),
+            cluster_name: request.cluster_name.clone(),
+            flux_version: request.flux_version.clone(),
+            components: request.components.clone(),
+        };
+        let target = SyncTarget {
+            url: source.flux_url.clone(),
+            branch: request.branch.clone(),
+            path: request.path.clone(),
+            namespace: request.namespace.clone(),
+        };
+        let sync_text = bootstrap::gotk_sync(&target)?;
+        let record_text = bootstrap::record_manifest(&record, &request.namespace)?;
+        let wanted = [
+            (components_path, components_text),
+            (cluster_dir("flux-system/gotk-sync.yaml"), sync_text.clone()),
+            (
+                cluster_dir("flux-system/kustomization.yaml"),
+                bootstrap::flux_system_kustomization(),
+            ),
+            (cluster_dir(record::FILE_NAME), record_text.clone()),
+            (cluster_dir("apps/kustomization.yaml"), bootstrap::apps_kustomization()),
+        ];
+        let mut files = Vec::new();
+        for (path, contents) in wanted {
+            let current = inspection.checkout.read(&path).map_err(crate::error::Error::from)?;
+            let change = match current {
+                None => FileState::Added,
+                Some(bytes) if bytes == contents.as_bytes() => FileState::Unchanged,
+                // The apps list belongs to `app add` once it exists: never overwrite it.
+                Some(_) if path.ends_with("apps/kustomization.yaml") => continue,
+                Some(_) => FileState::Modified,
+            };
+            files.push(PlannedFile { path, contents, change });
+        }
+
+        let mut sync_objects = yaml::documents_from_str(&sync_text).map_err(Error::Render)?;
+        sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Render)?);
+
+        let mut steps = Vec::new();
+        if confirm_key {
+            steps.push(Step::ConfirmDeployKey);
+        }
+        if files.iter().any(|file| file.change != FileState::Unchanged) {
+            let message = if inspection.checkout.head().is_none() || detection.gitops.is_none() {
+                format!(
+                    "Install Flux {} and kubectl-gitops layout in {}",
+                    request.flux_version, request.path
+                )
+            } else {
+                format!("Update kubectl-gitops layout in {}", request.path)
+            };
+            steps.push(Step::CommitAndPush { message });
+        }
+        if existing_flux.is_none() {
+            steps.push(Step::ApplyComponents);
+        }
+        if !inspection
+            .existing_secret
+            .as_ref()
+            .is_some_and(|secret| auth.matches(secret))
+        {
+            steps.push(Step::ApplySecret);
+        }
+        let in_sync = detection.gitops.as_ref().is_some_and(|installed| *installed == record);
+        if !in_sync
+            || steps
+                .iter()
+                .any(|s| matches!(s, Step::ApplyComponents | Step::ApplySecret))
+        {
+            steps.push(Step::ApplySync);
+        }
+        steps.push(Step::WaitReady);
+
+        Ok(Plan {
+            request,
+            url: source.flux_url.clone(),
+            files,
+            components,
+            sync_objects,
+            auth,
+            steps,
+            warnings,
+        })
+    }
+
+    /// The `--dry-run` text: numbered steps, then every file and object, secrets redacted.
+    pub fn render(&self) -> Result<String> {
+        let mut text = String::new();
+        if self.is_noop() {
+            text.push_str(&format!(
+                "Already installed: {} (branch {}, path {}) is in sync; nothing to change.\n",
+                self.url, self.request.branch, self.request.path
+            ));
+        }
+        text.push_str("Steps:\n");
+        for (number, step) in self.steps.iter().enumerate() {
+            text.push_str(&format!("  {}. {}\n", number + 1, step.describe(self)));
+        }
+        text.push_str("\nFiles in the repo:\n");
+        for file in &self.files {
+            let state = match file.change {
+                FileState::Added => "add",
+                FileState::Modified => "update",
+                FileState::Unchanged => "unchanged",
+            };
+            text.push_str(&format!("  {state:<9} {}\n", file.path));
+        }
+        text.push_str("\nObjects applied to the cluster:\n");
+        if self.steps.iter().any(|s| matches!(s, Step::ApplyComponents)) {
+            for document in &self.components {
+                text.push_str(&format!("  {}\n", crate::apply::object_ref(document)));
+            }
+        }
+        if self.steps.iter().any(|s| matches!(s, Step::ApplySecret)) {
+            text.push_str(&format!("  Secret/{}/{SYNC_NAME}\n", self.request.namespace));
+        }
+        if self.steps.iter().any(|s| matches!(s, Step::ApplySync)) {
+            for document in &self.sync_objects {
+                text.push_str(&format!("  {}\n", crate::apply::object_ref(document)));
+            }
+        }
+        for file in self.changed_files() {
+            if file.path.ends_with("gotk-components.yaml") {
+                text.push_str(&format!(
+                    "\n# {} ({} documents, not shown)\n",
+                    file.path,
+                    self.components.len()
+                ));
+                continue;
+            }
+            text.push_str(&format!("\n# {}\n{}", file.path, file.contents));
+        }
+        if self.steps.iter().any(|s| matches!(s, Step::ApplySecret)) {
+            text.push_str(&format!("\n# Secret {}/{SYNC_NAME}\n", self.request.namespace));
+            text.push_str(&self.auth.redacted_yaml(&self.request.namespace, SYNC_NAME)?);
+        }
+        Ok(text)
+    }
+
+    /// The `--export` text: the manifests only, as `flux install --export` plus the sync objects.
+    pub fn export(&self) -> Result<String> {
+        let mut text = String::new();
+        for file in &self.files {
+            if file.path.ends_with(".yaml") && !file.path.ends_with("kustomization.yaml") {
+                text.push_str(&file.contents);
+                if !file.contents.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        Ok(text)
+    }
+}
+
+/// Validates the arguments that don't need the network.
+pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -> Result<Request> {
+    let cluster_name = match &args.cluster_name {
+        Some(name) => validate_name(name, "--cluster-name")?,
+        None => sanitize_name(cluster.context.as_deref().unwrap_or("default")),
+    };
+    let path = match &args.path {
+        Some(path) => normalize_path(path)?,
+        None => format!("clusters/{cluster_name}"),
+    };
+    let mut components = args.components.clone();
+    components.extend(args.components_extra.iter().cloned());
+    let known: Vec<&str> = crate::flux::DEFAULT_COMPONENTS
+        .iter()
+        .chain(crate::flux::EXTRA_COMPONENTS.iter())
+        .copied()
+        .collect();
+    for component in &components {
+        if !known.contains(&component.as_str()) {
+            return Err(Error::usage(
+                format!("unknown Flux component {component:?}"),
+                format!("known components: {}", known.join(", ")),
+            ));
+        }
+    }
+    for required in ["source-controller", "kustomize-controller"] {
+        if !components.iter().any(|c| c == required) {
+            return Err(Error::usage(
+                format!("{required} is required"),
+                "add it to --components",
+            ));
+        }
+    }
+    Ok(Request {
+        branch: args.branch.clone(),
+        path,
+        cluster_name,
+        namespace: namespace.unwrap_or(crate::cluster::DEFAULT_FLUX_NAMESPACE).to_string(),
+        flux_version: args
+            .flux_version
+            .clone()
+            .unwrap_or_else(|| crate::flux::PINNED_VERSION.to_string()),
+        components,
+    })
+}
+
+/// How Flux will authenticate: HTTPS credentials for an https URL, else the SSH key given
+/// with `--private-key-file`, else the key already in the Flux Secret, else a new one.
+pub fn flux_auth(args: &InstallArgs, inspection: &Inspection, cluster_name: &str) -> Result<(FluxAuth, bool)> {
+    let source = &inspection.source;
+    if let crate::git::Auth::Basic { username, password } = &source.push_remote.auth {
+        return Ok((
+            FluxAuth::Basic {
+                username: username.clone(),
+                password: password.clone(),
+            },
+            false,
+        ));
+    }
+    if let Some(private_key) = &source.private_key {
+        return Ok((
+            FluxAuth::Ssh(DeployKey::from_openssh(private_key, source.known_hosts.clone())?),
+            false,
+        ));
+    }
+    let reused = inspection.existing_secret.as_ref().and_then(DeployKey::from_secret);
+    match reused {
+        Some(mut key) => {
+            key.known_hosts = source.known_hosts.clone();
+            Ok((FluxAuth::Ssh(key), false))
+        }
+        None => {
+            let comment = format!("flux-{cluster_name}");
+            let key = DeployKey::generate(args.ssh_key_algorithm, &comment, source.known_hosts.clone())?;
+            Ok((FluxAuth::Ssh(key), true))
+        }
+    }
+}
+
+/// Reads the cluster and the repo; changes nothing.
+pub async fn inspect(cluster: &Cluster, request: &Request, source: RepoSource) -> Result<Inspection> {
+    let detection = detect::detect(cluster).await?;
+    if detection.state == ClusterState::Unreachable {
+        return Err(Error::Unreachable {
+            server: cluster.server.clone(),
+            reason: detection.error.clone().unwrap_or_default(),
+        });
+    }
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &request.namespace);
+    let existing_secret = match secrets.get_opt(SYNC_NAME).await {
+        Ok(secret) => secret,
+        Err(error) if crate::cluster::is_forbidden(&error) => None,
+        Err(error) => return Err(cluster.error(error)),
+    };
+    let branch = request.branch.clone();
+    let remote = source.push_remote.clone();
+    let checkout = tokio::task::spawn_blocking(move || Checkout::clone(&remote, &branch))
+        .await
+        .map_err(|error| Error::Render(format!("clone task failed: {error}")))??;
+    Ok(Inspection {
+        detection,
+        existing_secret,
+        checkout,
+        source,
+    })
+}
+
+/// How long install waits for each API request unless `--request-timeout` says otherwise.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The whole command: validate, inspect, plan, then print the plan (`--dry-run`), the
+/// manifests (`--export`) or execute it. Returns the line to print on stdout.
+pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<String> {
+    let cluster = Cluster::connect(global, REQUEST_TIMEOUT).await?;
+    let request = request(args, global.namespace.as_deref(), &cluster)?;
+    let components_text = components_text(args, &request)?;
+    if args.export {
+        return export(args, &request, components_text);
+    }
+    let confirm = |question: &str| confirm(question, args.yes);
+    let source = source::generic(args, &confirm)?;
+    let inspection = inspect(&cluster, &request, source).await?;
+    let request = if args.from_repo.is_some() {
+        from_repo_request(args, request, &inspection)?
+    } else {
+        request
+    };
+    let (auth, generated) = flux_auth(args, &inspection, &request.cluster_name)?;
+    let confirm_key = generated && inspection.source.provider == ProviderKind::Git;
+    let mut plan = Plan::build(request, &inspection, components_text, auth, confirm_key)?;
+    if args.no_wait {
+        plan.steps.retain(|step| !matches!(step, Step::WaitReady));
+    }
+    for warning in &plan.warnings {
+        crate::output::report::warning(warning);
+    }
+    if args.dry_run {
+        return plan.render();
+    }
+    let noop = plan.is_noop();
+    let outcome = execute(&cluster, &plan, inspection, args.yes, args.timeout).await?;
+    let at = outcome
+        .commit
+        .as_deref()
+        .map(|sha| format!(" at {}", &sha[..sha.len().min(12)]))
+        .unwrap_or_default();
+    Ok(if noop {
+        format!(
+            "already installed: {} (branch {}, path {}){at}\n",
+            plan.url, plan.request.branch, plan.request.path
+        )
+    } else {
+        format!(
+            "installed: {} (branch {}, path {}){at}\n",
+            plan.url, plan.request.branch, plan.request.path
+        )
+    })
+}
+
+/// `--from-repo`: the cluster's name, Flux version and components come from the install
+/// record in the repo (unless given on the command line), so that the rebuilt cluster matches.
+fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Inspection) -> Result<Request> {
+    let path = format!("{}/{}", request.path, record::FILE_NAME);
+    let missing = || {
+        Error::usage(
+            format!(
+                "no kubectl-gitops layout at {} in {} (branch {})",
+                request.path, inspection.source.flux_url, request.branch
+            ),
+            "check --path and --branch, or install with --url to create the layout",
+        )
+    };
+    let text = inspection
+        .checkout
+        .read(&path)?
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(missing)?;
+    let documents = yaml::documents_from_str(&text)
+        .map_err(|error| Error::usage(format!("{path} is not valid YAML: {error}"), "fix the file in the repo"))?;
+    let configmap: k8s_openapi::api::core::v1::ConfigMap = documents
+        .into_iter()
+        .next()
+        .and_then(|document| serde_json::from_value(document).ok())
+        .ok_or_else(missing)?;
+    let recorded = InstallRecord::from_configmap(&configmap).ok_or_else(missing)?;
+    if args.cluster_name.is_none() {
+        request.cluster_name = recorded.cluster_name;
+    }
+    if args.flux_version.is_none() {
+        request.flux_version = recorded.flux_version;
+    }
+    request.components = recorded.components;
+    Ok(request)
+}
+
+/// `--export`: the manifests, without touching the cluster or the repo.
+fn export(args: &InstallArgs, request: &Request, components_text: Option<String>) -> Result<String> {
+    let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
+        Error::usage(
+            "--export needs --url to write the sync manifests",
+            "pass --url ssh://git@host/path/repo.git",
+        )
+    })?;
+    let url = source::parse_url(url)?.canonical;
+    let components = components_text.ok_or_else(|| {
+        Error::usage(
+            "--export needs the Flux component manifests",
+            "pass --components-file, or put the flux CLI on PATH",
+        )
+    })?;
+    let target = SyncTarget {
+        url: url.clone(),
+        branch: request.branch.clone(),
+        path: request.path.clone(),
+        namespace: request.namespace.clone(),
+    };
+    let record = InstallRecord {
+        url,
+        branch: request.branch.clone(),
+        path: request.path.clone(),
+        cluster_name: request.cluster_name.clone(),
+        flux_version: request.flux_version.clone(),
+        components: request.components.clone(),
+    };
+    let mut text = components;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&bootstrap::gotk_sync(&target)?);
+    text.push_str(&bootstrap::record_manifest(&record, &request.namespace)?);
+    Ok(text)
+}
+
+/// The component manifests: `--components-file`, else `flux install --export` from a flux CLI
+/// on PATH, else `None` (the plan then uses the copy already in the repo, if any).
+pub fn components_text(args: &InstallArgs, request: &Request) -> Result<Option<String>> {
+    if let Some(path) = &args.components_file {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            Error::usage(
+                format!("cannot read --components-file {}: {error}", path.display()),
+                "check the path",
+            )
+        })?;
+        let (version, _) = bootstrap::parse_components_header(&text);
+        if let Some(version) = version.filter(|v| *v != request.flux_version) {
+            return Err(Error::usage(
+                format!(
+                    "--components-file is Flux {version}, but Flux {} was asked for",
+                    request.flux_version
+                ),
+                format!(
+                    "pass --flux-version {version}, or a components file of {}",
+                    request.flux_version
+                ),
+            ));
+        }
+        return Ok(Some(text));
+    }
+    let Ok(flux) = which::which("flux") else {
+        return Ok(None);
+    };
+    let output = std::process::Command::new(flux)
+        .args([
+            "install",
+            "--export",
+            "--version",
+            &request.flux_version,
+            "--namespace",
+            &request.namespace,
+        ])
+        .arg(format!("--components={}", request.components.join(",")))
+        .output()
+        .map_err(|error| Error::io("running flux install --export", error))?;
+    if !output.status.success() {
+        return Err(Error::usage(
+            format!(
+                "flux install --export failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            "pass --components-file instead",
+        ));
+    }
+    Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+/// Asks a yes/no question on the terminal; `--yes` answers yes, no terminal answers no.
+fn confirm(question: &str, yes: bool) -> Result<bool> {
+    use std::io::IsTerminal;
+    crate::output::report::write_stderr(&format!("{question}\n"));
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::usage(
+            "this needs your confirmation and stdin is not a terminal",
+            "re-run with --yes to accept",
+        ));
+    }
+    crate::output::report::write_stderr("[y/N] ");
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|error| Error::io("reading the answer", error))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// The commit author: `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` or `kubectl-gitops`.
+pub fn author() -> Signature {
+    Signature {
+        name: std::env::var(crate::env::GIT_AUTHOR_NAME).unwrap_or_else(|_| "kubectl-gitops".to_string()),
+        email: std::env::var(crate::env::GIT_AUTHOR_EMAIL)
+            .unwrap_or_else(|_| "kubectl-gitops@users.noreply.local".to_string()),
+    }
+}
+
+/// Rejects absolute paths and paths that leave the repo; strips `./` and trailing `/`.
+pub fn normalize_path(path: &str) -> Result<String> {
+    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
+    let bad = trimmed.is_empty()
+        || Path::new(trimmed).is_absolute()
+        || trimmed
+            .split('/')
+            .any(|part| part == ".." || part == "." || part.is_empty());
+    if bad {
+        return Err(Error::usage(
+            format!("--path {path:?} must be a relative directory inside the repo"),
+            "use a path like clusters/dev (no leading /, no ..)",
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Lower-cases a kube context name into a DNS-1123 label: `arn:aws:eks:…/prod` → `prod`-like names.
+pub fn sanitize_name(context: &str) -> String {
+    let last = context.rsplit(['/', ':', '@']).next().unwrap_or(context);
+    let mut name: String = last
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    name = name
+        .trim_matches('-')
+        .chars()
+        .take(63)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_string();
+    if name.is_empty() { "default".to_string() } else { name }
+}
+
+/// Checks a DNS-1123 label.
+pub fn validate_name(name: &str, flag: &str) -> Result<String> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if valid {
+        Ok(name.to_string())
+    } else {
+        Err(Error::usage(
+            format!("{flag} {name:?} is not a valid name"),
+            "use lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,378 @@
+//! Where the config repo is, how we push to it, and how Flux pulls from it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::args::{InstallArgs, ProviderKind};
+use crate::deploy_key::{DeployKey, REDACTED};
+use crate::env;
+use crate::error::{Error, Result};
+use crate::git::{Auth, Remote};
+
+/// How Flux authenticates to the repo; stored in Secret `<namespace>/flux-system`.
+#[derive(Debug, Clone)]
+pub enum FluxAuth {
+    /// An SSH deploy key plus known_hosts.
+    Ssh(DeployKey),
+    /// HTTPS basic auth (token).
+    Basic {
+        /// User name.
+        username: String,
+        /// Password or token; never printed.
+        password: String,
+    },
+}
+
+/// The repo: the URL Flux pulls, the remote we push to, and the SSH host details.
+#[derive(Debug, Clone)]
+pub struct RepoSource {
+    /// Where the repo is hosted.
+    pub provider: ProviderKind,
+    /// The URL written into gotk-sync.yaml and the install record.
+    pub flux_url: String,
+    /// The remote (with our credentials) we clone and push with.
+    pub push_remote: Remote,
+    /// known_hosts lines for an SSH host (empty for HTTPS).
+    pub known_hosts: String,
+    /// The private key given with `--private-key-file`, if any.
+    pub private_key: Option<String>,
+}
+
+/// A parsed repository URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUrl {
+    /// `ssh`, `https` or `http`.
+    pub scheme: String,
+    /// Host name or address.
+    pub host: String,
+    /// Port, when not the scheme's default.
+    pub port: Option<u16>,
+    /// User, for SSH (`git` by default).
+    pub user: Option<String>,
+    /// The canonical URL (`git@host:path` becomes `ssh://git@host/path`).
+    pub canonical: String,
+}
+
+/// Parses `ssh://`, `https://`, `http://` and scp-like `user@host:path` URLs.
+pub fn parse_url(text: &str) -> Result<ParsedUrl> {
+    let unsupported = || {
+        Error::usage(
+            format!("unsupported repository URL {text:?}"),
+            "use ssh://user@host[:port]/path, user@host:path or https://host/path",
+        )
+    };
+    let canonical = if !text.contains("://") {
+        let (user_host, path) = text.split_once(':').ok_or_else(unsupported)?;
+        if !user_host.contains('@') || path.is_empty() {
+            return Err(unsupported());
+        }
+        format!("ssh://{user_host}/{}", path.trim_start_matches('/'))
+    } else {
+        text.to_string()
+    };
+    let parsed = url::Url::parse(&canonical).map_err(|_| unsupported())?;
+    if !matches!(parsed.scheme(), "ssh" | "https" | "http") || parsed.host_str().is_none() || parsed.path().len() <= 1 {
+        return Err(unsupported());
+    }
+    if !parsed.password().unwrap_or_default().is_empty() {
+        return Err(Error::usage(
+            "the repository URL contains a password",
+            format!("remove it from the URL and set {} instead", env::GITOPS_GIT_PASSWORD),
+        ));
+    }
+    Ok(ParsedUrl {
+        scheme: parsed.scheme().to_string(),
+        host: parsed.host_str().unwrap_or_default().to_string(),
+        port: parsed.port(),
+        user: Some(parsed.username()).filter(|u| !u.is_empty()).map(String::from),
+        canonical,
+    })
+}
+
+/// Resolves the repo for `--provider git` (`--url` or `--from-repo`).
+pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<RepoSource> {
+    if args.provider != ProviderKind::Git {
+        return Err(Error::NotImplemented {
+            command: "install --provider github|gitlab",
+        });
+    }
+    let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
+        Error::usage(
+            "--url is required with --provider git",
+            "pass --url ssh://git@host/path/repo.git (or https://…)",
+        )
+    })?;
+    let parsed = parse_url(url)?;
+    let private_key = match &args.private_key_file {
+        Some(path) => Some(read(path, "--private-key-file")?),
+        None => None,
+    };
+    if parsed.scheme == "ssh" {
+        let known_hosts = known_hosts(args, &parsed, confirm)?;
+        let push_key = match &private_key {
+            Some(key) => key.clone(),
+            None => default_ssh_key()?,
+        };
+        let auth = Auth::Ssh {
+            user: parsed.user.clone(),
+            private_key: push_key,
+            known_hosts: known_hosts.clone(),
+        };
+        Ok(RepoSource {
+            provider: ProviderKind::Git,
+            flux_url: parsed.canonical.clone(),
+            push_remote: Remote {
+                url: parsed.canonical,
+                auth,
+            },
+            known_hosts,
+            private_key,
+        })
+    } else {
+        let (username, password) = https_credentials()?;
+        let auth = Auth::Basic { username, password };
+        Ok(RepoSource {
+            provider: ProviderKind::Git,
+            flux_url: parsed.canonical.clone(),
+            push_remote: Remote {
+                url: parsed.canonical,
+                auth,
+            },
+            known_hosts: String::new(),
+            private_key: None,
+        })
+    }
+}
+
+/// HTTPS credentials from the environment.
+pub fn https_credentials() -> Result<(String, String)> {
+    let username = std::env::var(env::GITOPS_GIT_USERNAME).unwrap_or_else(|_| "git".to_string());
+    let password = std::env::var(env::GITOPS_GIT_PASSWORD).map_err(|_| {
+        Error::usage(
+            format!(
+                "pushing over HTTPS needs a password or token in {}",
+                env::GITOPS_GIT_PASSWORD
+            ),
+            format!(
+                "export {}=<token> (and {} if the user is not `git`)",
+                env::GITOPS_GIT_PASSWORD,
+                env::GITOPS_GIT_USERNAME
+            ),
+        )
+    })?;
+    Ok((username, password))
+}
+
+fn read(path: &Path, flag: &str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|error| {
+        Error::usage(
+            format!("cannot read {flag} {}: {error}", path.display()),
+            format!("check the path given to {flag}"),
+        )
+    })
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os(env::HOME).map(PathBuf::from)
+}
+
+/// The user's own SSH key for pushing: ~/.ssh/id_ed25519, id_ecdsa or id_rsa.
+fn default_ssh_key() -> Result<String> {
+    let candidates = ["id_ed25519", "id_ecdsa", "id_rsa"];
+    home()
+        .into_iter()
+        .flat_map(|home| candidates.map(|name| home.join(".ssh").join(name)))
+        .find_map(|path| std::fs::read_to_string(path).ok())
+        .ok_or_else(|| {
+            Error::usage(
+                "no SSH key to push with (looked for ~/.ssh/id_ed25519, id_ecdsa and id_rsa)",
+                "pass --private-key-file with a key that may push to the repository",
+            )
+        })
+}
+
+/// The `known_hosts` entry name for a host: `host`, or `[host]:port` off port 22.
+pub fn known_hosts_name(host: &str, port: Option<u16>) -> String {
+    match port {
+        Some(port) if port != 22 => format!("[{host}]:{port}"),
+        _ => host.to_string(),
+    }
+}
+
+/// known_hosts lines for the host: `--known-hosts-file`, else ~/.ssh/known_hosts, else a scan
+/// the user confirms (the fingerprints are shown; `--yes` accepts them).
+fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<String> {
+    let name = known_hosts_name(&url.host, url.port);
+    let matching = |text: &str| -> String {
+        text.lines()
+            .filter(|line| {
+                line.split_whitespace()
+                    .next()
+                    .is_some_and(|hosts| hosts.split(',').any(|h| h == name))
+            })
+            .map(|line| format!("{line}\n"))
+            .collect()
+    };
+    if let Some(path) = &args.known_hosts_file {
+        let found = matching(&read(path, "--known-hosts-file")?);
+        if found.is_empty() {
+            return Err(Error::usage(
+                format!("{} has no entry for {name}", path.display()),
+                format!(
+                    "add one with `ssh-keyscan -p {} {} >> {}`",
+                    url.port.unwrap_or(22),
+                    url.host,
+                    path.display()
+                ),
+            ));
+        }
+        return Ok(found);
+    }
+    if let Some(text) = home().and_then(|home| std::fs::read_to_string(home.join(".ssh/known_hosts")).ok()) {
+        let found = matching(&text);
+        if !found.is_empty() {
+            return Ok(found);
+        }
+    }
+    let scanned = scan(&url.host, url.port.unwrap_or(22))?;
+    let question = format!(
+        "the SSH host keys of {name} are not known. A scan found:\n{}Pin these for Flux?",
+        scanned
+            .lines()
+            .map(|line| format!("  {}\n", fingerprint_line(line)))
+            .collect::<String>()
+    );
+    if confirm(&question)? {
+        Ok(scanned)
+    } else {
+        Err(Error::usage(
+            "the host keys were not accepted",
+            "pass --known-hosts-file with the host's known_hosts lines",
+        ))
+    }
+}
+
+fn scan(host: &str, port: u16) -> Result<String> {
+    let output = Command::new("ssh-keyscan")
+        .args(["-T", "5", "-t", "ed25519,ecdsa,rsa", "-p", &port.to_string(), host])
+        .output()
+        .map_err(|error| {
+            Error::usage(
+                format!("cannot run ssh-keyscan: {error}"),
+                "pass --known-hosts-file instead",
+            )
+        })?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if text.trim().is_empty() {
+        return Err(Error::Git {
+            message: format!("cannot reach {host}:{port} to read its SSH host keys"),
+            hint: Some("check the URL, or pass --known-hosts-file".into()),
+        });
+    }
+    Ok(text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect())
+}
+
+fn fingerprint_line(line: &str) -> String {
+    let mut fields = line.split_whitespace();
+    let (host, key_type, key) = (
+        fields.next().unwrap_or_default(),
+        fields.next().unwrap_or_default(),
+        fields.next().unwrap_or_default(),
+    );
+    let fingerprint = ssh_key::PublicKey::from_openssh(&format!("{key_type} {key}"))
+        .map(|k| k.fingerprint(ssh_key::HashAlg::Sha256).to_string())
+        .unwrap_or_else(|_| "unreadable key".into());
+    format!("{host} {key_type} {fingerprint}")
+}
+
+impl FluxAuth {
+    /// The Secret Flux reads.
+    pub fn secret(&self, namespace: &str, name: &str) -> k8s_openapi::api::core::v1::Secret {
+        match self {
+            FluxAuth::Ssh(key) => key.secret(namespace, name),
+            FluxAuth::Basic { username, password } => {
+                let mut secret = DeployKey::secret_shell(namespace, name);
+                secret.string_data = Some(std::collections::BTreeMap::from([
+                    ("username".to_string(), username.clone()),
+                    ("password".to_string(), password.clone()),
+                ]));
+                secret
+            }
+        }
+    }
+
+    /// The Secret as dry-run shows it.
+    pub fn redacted_yaml(&self, namespace: &str, name: &str) -> Result<String> {
+        match self {
+            FluxAuth::Ssh(key) => key.redacted_secret_yaml(namespace, name),
+            FluxAuth::Basic { username, .. } => {
+                let shown = serde_json::json!({
+                    "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "stringData": {"username": username, "password": REDACTED},
+                });
+                crate::yaml::to_documents(&[shown])
+            }
+        }
+    }
+
+    /// Whether the existing Secret already holds this auth.
+    pub fn matches(&self, existing: &k8s_openapi::api::core::v1::Secret) -> bool {
+        let field = |key: &str| existing.data.as_ref().and_then(|d| d.get(key)).map(|v| v.0.clone());
+        match self {
+            FluxAuth::Ssh(key) => DeployKey::from_secret(existing).is_some_and(|found| {
+                found.public_openssh == key.public_openssh && found.known_hosts == key.known_hosts
+            }),
+            FluxAuth::Basic { username, password } => {
+                field("username") == Some(username.clone().into_bytes())
+                    && field("password") == Some(password.clone().into_bytes())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_parsed_and_scp_form_is_canonicalised() {
+        let url = parse_url("git@github.com:acme/fleet.git").unwrap();
+        assert_eq!(url.canonical, "ssh://git@github.com/acme/fleet.git");
+        assert_eq!(
+            (url.scheme.as_str(), url.host.as_str(), url.port),
+            ("ssh", "github.com", None)
+        );
+        let url = parse_url("ssh://root@127.0.0.1:2222/srv/fleet.git").unwrap();
+        assert_eq!((url.port, url.user.as_deref()), (Some(2222), Some("root")));
+        assert_eq!(
+            parse_url("https://gitlab.example.com/acme/fleet.git").unwrap().scheme,
+            "https"
+        );
+    }
+
+    #[test]
+    fn unsupported_urls_are_usage_errors() {
+        for bad in [
+            "ftp://host/repo",
+            "file:///srv/repo",
+            "just-a-name",
+            "https://host",
+            "https://u:p@host/r",
+        ] {
+            let error = parse_url(bad).unwrap_err();
+            assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
+        }
+    }
+
+    #[test]
+    fn known_hosts_names_use_brackets_off_port_22() {
+        assert_eq!(known_hosts_name("github.com", None), "github.com");
+        assert_eq!(known_hosts_name("github.com", Some(22)), "github.com");
+        assert_eq!(known_hosts_name("127.0.0.1", Some(2222)), "[127.0.0.1]:2222");
+    }
+}

@@ -1,0 +1,332 @@
+//! GitHub REST API (version 2022-11-28) calls behind [`super::Provider`].
+//!
+//! Endpoints, as documented at <https://docs.github.com/en/rest>:
+//! - repositories: `GET /repos/{owner}/{repo}`, `POST /user/repos`, `POST /orgs/{org}/repos`,
+//!   `GET /user` (repos/repos, users/users)
+//! - branches: `GET /repos/{owner}/{repo}/branches/{branch}` (branches/branches)
+//! - deploy keys: `GET|POST /repos/{owner}/{repo}/keys`, `DELETE …/keys/{key_id}`
+//!   (deploy-keys/deploy-keys)
+//! - references: `POST /repos/{owner}/{repo}/git/refs` (git/refs)
+//! - pull requests: `GET|POST /repos/{owner}/{repo}/pulls`, `PATCH …/pulls/{pull_number}`
+//!   (pulls/pulls)
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{DeployKey, Provider, ProviderError, PullRequest, RepoInfo, RepoRef, encode_segment};
+
+/// `/repos/{owner}/{repo}{suffix}`, each part encoded.
+pub(super) fn repo_path(repo: &RepoRef, suffix: &str) -> String {
+    format!(
+        "/repos/{}/{}{suffix}",
+        encode_segment(&repo.owner),
+        encode_segment(&repo.name)
+    )
+}
+
+#[derive(Deserialize)]
+struct Repository {
+    default_branch: Option<String>,
+    private: bool,
+    ssh_url: String,
+    clone_url: String,
+    html_url: String,
+}
+
+impl From<Repository> for RepoInfo {
+    fn from(repo: Repository) -> RepoInfo {
+        RepoInfo {
+            default_branch: repo.default_branch,
+            private: repo.private,
+            ssh_url: repo.ssh_url,
+            https_url: repo.clone_url,
+            web_url: repo.html_url,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct User {
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct Branch {
+    protected: bool,
+}
+
+#[derive(Deserialize)]
+struct Key {
+    id: u64,
+    title: String,
+    key: String,
+    read_only: bool,
+}
+
+#[derive(Deserialize)]
+struct Pull {
+    number: u64,
+    html_url: String,
+    title: String,
+}
+
+impl From<Pull> for PullRequest {
+    fn from(pull: Pull) -> PullRequest {
+        PullRequest {
+            number: pull.number,
+            url: pull.html_url,
+            title: pull.title,
+        }
+    }
+}
+
+pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
+    let what = format!("reading GitHub repository {repo}");
+    let reply = provider
+        .send(Method::GET, provider.url(&repo_path(repo, ""), &[])?, None)
+        .await?;
+    match reply.status {
+        200 => Ok(Some(provider.decode::<Repository>(&reply, &what)?.into())),
+        404 => Ok(None),
+        _ => Err(provider.failure(&reply, &what)),
+    }
+}
+
+pub(super) async fn create_repository(
+    provider: &Provider,
+    repo: &RepoRef,
+    private: bool,
+    personal: bool,
+) -> Result<RepoInfo, ProviderError> {
+    let path = if personal {
+        let what = "reading the token's GitHub user";
+        let reply = provider.send(Method::GET, provider.url("/user", &[])?, None).await?;
+        if !reply.is(&[200]) {
+            return Err(provider.failure(&reply, what));
+        }
+        let user: User = provider.decode(&reply, what)?;
+        if !user.login.eq_ignore_ascii_case(&repo.owner) {
+            return Err(ProviderError::OwnerMismatch {
+                repo: repo.path(),
+                requested: repo.owner.clone(),
+                authenticated: user.login,
+            });
+        }
+        "/user/repos".to_string()
+    } else {
+        format!("/orgs/{}/repos", encode_segment(&repo.owner))
+    };
+    let body = json!({ "name": repo.name, "private": private, "auto_init": false });
+    let what = format!("creating GitHub repository {repo}");
+    let reply = provider
+        .send(Method::POST, provider.url(&path, &[])?, Some(&body))
+        .await?;
+    match reply.status {
+        201 => Ok(provider.decode::<Repository>(&reply, &what)?.into()),
+        404 if !personal => Err(ProviderError::NotFound {
+            what: format!("GitHub organization {} (creating {repo})", repo.owner),
+            kind: provider.kind,
+        }),
+        422 => {
+            let error = provider.failure(&reply, &what);
+            if error.to_string().contains("already exists") {
+                Err(ProviderError::AlreadyExists {
+                    what: format!("GitHub repository {repo}"),
+                })
+            } else {
+                Err(error)
+            }
+        }
+        _ => match provider.failure(&reply, &what) {
+            ProviderError::Forbidden { message, .. } => Err(ProviderError::Forbidden {
+                message,
+                hint: Some(create_forbidden_hint(provider.host(), repo, personal)),
+            }),
+            other => Err(other),
+        },
+    }
+}
+
+fn create_forbidden_hint(host: &str, repo: &RepoRef, personal: bool) -> String {
+    if personal {
+        format!(
+            "the token may not create repositories on {host}: use a classic token with the `repo` scope or a fine-grained token with Administration read and write; or create {repo} yourself (empty, without README) and run again"
+        )
+    } else {
+        format!(
+            "ask an owner of the {host} organization {owner} (your IT or platform team) for the right to create repositories in {owner}, and use a token allowed to use it (fine-grained: Administration read and write on {owner}; classic: the `repo` scope, authorized for SSO if {owner} uses it); or ask them to create {repo} empty, without README, and run again",
+            owner = repo.owner
+        )
+    }
+}
+
+pub(super) async fn is_branch_protected(
+    provider: &Provider,
+    repo: &RepoRef,
+    branch: &str,
+) -> Result<bool, ProviderError> {
+    let what = format!("reading branch {branch} of GitHub repository {repo}");
+    let path = repo_path(repo, &format!("/branches/{}", encode_segment(branch)));
+    let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
+    match reply.status {
+        200 => Ok(provider.decode::<Branch>(&reply, &what)?.protected),
+        404 => Ok(false),
+        _ => Err(provider.failure(&reply, &what)),
+    }
+}
+
+pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Result<Vec<DeployKey>, ProviderError> {
+    let what = format!("listing deploy keys of GitHub repository {repo}");
+    let url = provider.url(&repo_path(repo, "/keys"), &[("per_page", "100")])?;
+    let keys: Vec<Key> = provider.get_all(url, &what).await?;
+    Ok(keys
+        .into_iter()
+        .map(|key| DeployKey {
+            id: key.id,
+            title: key.title,
+            key: key.key,
+            read_only: key.read_only,
+        })
+        .collect())
+}
+
+pub(super) async fn create_deploy_key(
+    provider: &Provider,
+    repo: &RepoRef,
+    title: &str,
+    public_key: &str,
+    read_only: bool,
+) -> Result<(), ProviderError> {
+    let what = format!("adding deploy key {title:?} to GitHub repository {repo}");
+    let body = json!({ "title": title, "key": public_key.trim(), "read_only": read_only });
+    let reply = provider
+        .send(Method::POST, provider.url(&repo_path(repo, "/keys"), &[])?, Some(&body))
+        .await?;
+    if reply.is(&[201]) {
+        return Ok(());
+    }
+    Err(match provider.failure(&reply, &what) {
+        ProviderError::Api { status: 422, message, .. } if message.contains("already in use") => ProviderError::Api {
+            status: 422,
+            message,
+            hint: Some(
+                "GitHub accepts a public key only once across all of GitHub (one repository's deploy key, or a user's key): generate a new key for this repository".to_string(),
+            ),
+        },
+        ProviderError::Forbidden { message, .. } => ProviderError::Forbidden {
+            message,
+            hint: Some(format!(
+                "adding deploy keys needs admin rights on {repo} (fine-grained token: Administration read and write), and the organization may have disabled deploy keys: ask its owners"
+            )),
+        },
+        other => other,
+    })
+}
+
+pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_id: u64) -> Result<(), ProviderError> {
+    let what = format!("deleting deploy key {key_id} of GitHub repository {repo}");
+    let path = repo_path(repo, &format!("/keys/{key_id}"));
+    let reply = provider.send(Method::DELETE, provider.url(&path, &[])?, None).await?;
+    if reply.is(&[204, 404]) {
+        Ok(())
+    } else {
+        Err(provider.failure(&reply, &what))
+    }
+}
+
+pub(super) async fn create_branch(
+    provider: &Provider,
+    repo: &RepoRef,
+    branch: &str,
+    from_sha: &str,
+) -> Result<(), ProviderError> {
+    let what = format!("creating branch {branch} in GitHub repository {repo}");
+    let body = json!({ "ref": format!("refs/heads/{branch}"), "sha": from_sha });
+    let reply = provider
+        .send(
+            Method::POST,
+            provider.url(&repo_path(repo, "/git/refs"), &[])?,
+            Some(&body),
+        )
+        .await?;
+    match reply.status {
+        201 => Ok(()),
+        _ => match provider.failure(&reply, &what) {
+            ProviderError::Api {
+                status: 422, message, ..
+            } if message.contains("already exists") => Err(ProviderError::AlreadyExists {
+                what: format!("branch {branch} in GitHub repository {repo}"),
+            }),
+            other => Err(other),
+        },
+    }
+}
+
+pub(super) async fn find_open_pull_request(
+    provider: &Provider,
+    repo: &RepoRef,
+    head_branch: &str,
+    base: &str,
+) -> Result<Option<PullRequest>, ProviderError> {
+    let what = format!("listing pull requests of GitHub repository {repo}");
+    let head = format!("{}:{head_branch}", repo.owner);
+    let url = provider.url(
+        &repo_path(repo, "/pulls"),
+        &[("state", "open"), ("head", &head), ("base", base)],
+    )?;
+    let reply = provider.send(Method::GET, url, None).await?;
+    if !reply.is(&[200]) {
+        return Err(provider.failure(&reply, &what));
+    }
+    let pulls: Vec<Pull> = provider.decode(&reply, &what)?;
+    Ok(pulls.into_iter().next().map(PullRequest::from))
+}
+
+pub(super) async fn create_pull_request(
+    provider: &Provider,
+    repo: &RepoRef,
+    head_branch: &str,
+    base: &str,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, ProviderError> {
+    let what = format!("opening a pull request from {head_branch} into {base} in GitHub repository {repo}");
+    let request = json!({ "title": title, "head": head_branch, "base": base, "body": body });
+    let reply = provider
+        .send(
+            Method::POST,
+            provider.url(&repo_path(repo, "/pulls"), &[])?,
+            Some(&request),
+        )
+        .await?;
+    if reply.is(&[201]) {
+        return Ok(provider.decode::<Pull>(&reply, &what)?.into());
+    }
+    Err(match provider.failure(&reply, &what) {
+        ProviderError::Api {
+            status: 422, message, ..
+        } if message.contains("already exists") => ProviderError::AlreadyExists { what: message },
+        other => other,
+    })
+}
+
+pub(super) async fn update_pull_request(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, ProviderError> {
+    let what = format!("updating pull request #{number} of GitHub repository {repo}");
+    let request = json!({ "title": title, "body": body });
+    let path = repo_path(repo, &format!("/pulls/{number}"));
+    let reply = provider
+        .send(Method::PATCH, provider.url(&path, &[])?, Some(&request))
+        .await?;
+    if reply.is(&[200]) {
+        Ok(provider.decode::<Pull>(&reply, &what)?.into())
+    } else {
+        Err(provider.failure(&reply, &what))
+    }
+}

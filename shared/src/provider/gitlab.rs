@@ -1,0 +1,347 @@
+//! GitLab REST API v4 calls behind [`super::Provider`].
+//!
+//! A project is addressed by its URL-encoded full path (`group%2Fsubgroup%2Fproject`, see
+//! "Namespaced paths" in <https://docs.gitlab.com/api/rest/>). Endpoints, as documented at
+//! <https://docs.gitlab.com/api/>:
+//! - projects: `GET /projects/:id`, `POST /projects`; `GET /namespaces/:id`; `GET /user`
+//! - branches: `GET /projects/:id/repository/branches/:branch`,
+//!   `POST /projects/:id/repository/branches`; `GET /projects/:id/protected_branches/:name`
+//! - deploy keys: `GET|POST /projects/:id/deploy_keys`, `DELETE …/deploy_keys/:key_id`
+//! - merge requests: `GET|POST /projects/:id/merge_requests`,
+//!   `PUT /projects/:id/merge_requests/:merge_request_iid`
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{DeployKey, Provider, ProviderError, PullRequest, RepoInfo, RepoRef, encode_segment};
+
+/// `/projects/{url-encoded owner/name}`.
+pub(super) fn project_path(repo: &RepoRef) -> String {
+    format!("/projects/{}", encode_segment(&repo.path()))
+}
+
+#[derive(Deserialize)]
+struct Project {
+    default_branch: Option<String>,
+    visibility: Option<String>,
+    ssh_url_to_repo: String,
+    http_url_to_repo: String,
+    web_url: String,
+}
+
+impl From<Project> for RepoInfo {
+    fn from(project: Project) -> RepoInfo {
+        RepoInfo {
+            default_branch: project.default_branch,
+            private: project.visibility.as_deref() != Some("public"),
+            ssh_url: project.ssh_url_to_repo,
+            https_url: project.http_url_to_repo,
+            web_url: project.web_url,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct User {
+    username: String,
+}
+
+#[derive(Deserialize)]
+struct Namespace {
+    id: u64,
+}
+
+#[derive(Deserialize)]
+struct Branch {
+    protected: bool,
+}
+
+#[derive(Deserialize)]
+struct Key {
+    id: u64,
+    title: String,
+    key: String,
+    #[serde(default)]
+    can_push: bool,
+}
+
+#[derive(Deserialize)]
+struct MergeRequest {
+    iid: u64,
+    web_url: String,
+    title: String,
+}
+
+impl From<MergeRequest> for PullRequest {
+    fn from(request: MergeRequest) -> PullRequest {
+        PullRequest {
+            number: request.iid,
+            url: request.web_url,
+            title: request.title,
+        }
+    }
+}
+
+pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
+    let what = format!("reading GitLab project {repo}");
+    let reply = provider
+        .send(Method::GET, provider.url(&project_path(repo), &[])?, None)
+        .await?;
+    match reply.status {
+        200 => Ok(Some(provider.decode::<Project>(&reply, &what)?.into())),
+        404 => Ok(None),
+        _ => Err(provider.failure(&reply, &what)),
+    }
+}
+
+pub(super) async fn create_repository(
+    provider: &Provider,
+    repo: &RepoRef,
+    private: bool,
+    personal: bool,
+) -> Result<RepoInfo, ProviderError> {
+    let mut body = json!({
+        "name": repo.name,
+        "path": repo.name,
+        "visibility": if private { "private" } else { "public" },
+        "initialize_with_readme": false,
+    });
+    if personal {
+        let what = "reading the token's GitLab user";
+        let reply = provider.send(Method::GET, provider.url("/user", &[])?, None).await?;
+        if !reply.is(&[200]) {
+            return Err(provider.failure(&reply, what));
+        }
+        let user: User = provider.decode(&reply, what)?;
+        if !user.username.eq_ignore_ascii_case(&repo.owner) {
+            return Err(ProviderError::OwnerMismatch {
+                repo: repo.path(),
+                requested: repo.owner.clone(),
+                authenticated: user.username,
+            });
+        }
+    } else {
+        let what = format!("looking up GitLab group {}", repo.owner);
+        let path = format!("/namespaces/{}", encode_segment(&repo.owner));
+        let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
+        match reply.status {
+            200 => {
+                let namespace: Namespace = provider.decode(&reply, &what)?;
+                body["namespace_id"] = json!(namespace.id);
+            }
+            404 => {
+                return Err(ProviderError::NotFound {
+                    what: format!("GitLab group {} (creating {repo})", repo.owner),
+                    kind: provider.kind,
+                });
+            }
+            _ => return Err(provider.failure(&reply, &what)),
+        }
+    }
+    let what = format!("creating GitLab project {repo}");
+    let reply = provider
+        .send(Method::POST, provider.url("/projects", &[])?, Some(&body))
+        .await?;
+    match reply.status {
+        201 => Ok(provider.decode::<Project>(&reply, &what)?.into()),
+        _ => match provider.failure(&reply, &what) {
+            ProviderError::Api {
+                status: 400, message, ..
+            } if message.contains("has already been taken") => Err(ProviderError::AlreadyExists {
+                what: format!("GitLab project {repo}"),
+            }),
+            ProviderError::Forbidden { message, .. } => Err(ProviderError::Forbidden {
+                message,
+                hint: Some(create_forbidden_hint(provider.host(), repo, personal)),
+            }),
+            other => Err(other),
+        },
+    }
+}
+
+fn create_forbidden_hint(host: &str, repo: &RepoRef, personal: bool) -> String {
+    if personal {
+        format!(
+            "your account may not create projects on {host} (its project limit may be 0): ask a GitLab administrator (your IT or platform team) to allow it, or create {repo} yourself (empty, without README) and run again"
+        )
+    } else {
+        format!(
+            "ask an owner of the GitLab group {owner} on {host} (your IT or platform team) for a role allowed to create projects in it (the group's \"Roles allowed to create projects\", usually Maintainer), and use a token with the `api` scope; or ask them to create {repo} empty, without README, and run again",
+            owner = repo.owner
+        )
+    }
+}
+
+pub(super) async fn is_branch_protected(
+    provider: &Provider,
+    repo: &RepoRef,
+    branch: &str,
+) -> Result<bool, ProviderError> {
+    let what = format!("reading branch {branch} of GitLab project {repo}");
+    let path = format!("{}/repository/branches/{}", project_path(repo), encode_segment(branch));
+    let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
+    match reply.status {
+        200 => return Ok(provider.decode::<Branch>(&reply, &what)?.protected),
+        404 => {}
+        _ => return Err(provider.failure(&reply, &what)),
+    }
+    // The branch does not exist yet: is there a rule for its name?
+    let what = format!("reading protection of branch {branch} of GitLab project {repo}");
+    let path = format!("{}/protected_branches/{}", project_path(repo), encode_segment(branch));
+    let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
+    match reply.status {
+        200 => Ok(true),
+        404 => Ok(false),
+        _ => Err(provider.failure(&reply, &what)),
+    }
+}
+
+pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Result<Vec<DeployKey>, ProviderError> {
+    let what = format!("listing deploy keys of GitLab project {repo}");
+    let path = format!("{}/deploy_keys", project_path(repo));
+    let url = provider.url(&path, &[("per_page", "100")])?;
+    let keys: Vec<Key> = provider.get_all(url, &what).await?;
+    Ok(keys
+        .into_iter()
+        .map(|key| DeployKey {
+            id: key.id,
+            title: key.title,
+            key: key.key,
+            read_only: !key.can_push,
+        })
+        .collect())
+}
+
+pub(super) async fn create_deploy_key(
+    provider: &Provider,
+    repo: &RepoRef,
+    title: &str,
+    public_key: &str,
+    read_only: bool,
+) -> Result<(), ProviderError> {
+    let what = format!("adding deploy key {title:?} to GitLab project {repo}");
+    let body = json!({ "title": title, "key": public_key.trim(), "can_push": !read_only });
+    let path = format!("{}/deploy_keys", project_path(repo));
+    let reply = provider
+        .send(Method::POST, provider.url(&path, &[])?, Some(&body))
+        .await?;
+    if reply.is(&[201]) {
+        return Ok(());
+    }
+    Err(match provider.failure(&reply, &what) {
+        ProviderError::Forbidden { message, .. } => ProviderError::Forbidden {
+            message,
+            hint: Some(format!(
+                "adding deploy keys needs the Maintainer role on {repo}: ask an owner of the project or its group"
+            )),
+        },
+        other => other,
+    })
+}
+
+pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_id: u64) -> Result<(), ProviderError> {
+    let what = format!("deleting deploy key {key_id} of GitLab project {repo}");
+    let path = format!("{}/deploy_keys/{key_id}", project_path(repo));
+    let reply = provider.send(Method::DELETE, provider.url(&path, &[])?, None).await?;
+    if reply.is(&[200, 204, 404]) {
+        Ok(())
+    } else {
+        Err(provider.failure(&reply, &what))
+    }
+}
+
+pub(super) async fn create_branch(
+    provider: &Provider,
+    repo: &RepoRef,
+    branch: &str,
+    from_sha: &str,
+) -> Result<(), ProviderError> {
+    let what = format!("creating branch {branch} in GitLab project {repo}");
+    let path = format!("{}/repository/branches", project_path(repo));
+    let url = provider.url(&path, &[("branch", branch), ("ref", from_sha)])?;
+    let reply = provider.send(Method::POST, url, None).await?;
+    match reply.status {
+        201 => Ok(()),
+        _ => match provider.failure(&reply, &what) {
+            ProviderError::Api {
+                status: 400, message, ..
+            } if message.contains("already exists") => Err(ProviderError::AlreadyExists {
+                what: format!("branch {branch} in GitLab project {repo}"),
+            }),
+            other => Err(other),
+        },
+    }
+}
+
+pub(super) async fn find_open_pull_request(
+    provider: &Provider,
+    repo: &RepoRef,
+    head_branch: &str,
+    base: &str,
+) -> Result<Option<PullRequest>, ProviderError> {
+    let what = format!("listing merge requests of GitLab project {repo}");
+    let path = format!("{}/merge_requests", project_path(repo));
+    let url = provider.url(
+        &path,
+        &[
+            ("state", "opened"),
+            ("source_branch", head_branch),
+            ("target_branch", base),
+        ],
+    )?;
+    let reply = provider.send(Method::GET, url, None).await?;
+    if !reply.is(&[200]) {
+        return Err(provider.failure(&reply, &what));
+    }
+    let requests: Vec<MergeRequest> = provider.decode(&reply, &what)?;
+    Ok(requests.into_iter().next().map(PullRequest::from))
+}
+
+pub(super) async fn create_pull_request(
+    provider: &Provider,
+    repo: &RepoRef,
+    head_branch: &str,
+    base: &str,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, ProviderError> {
+    let what = format!("opening a merge request from {head_branch} into {base} in GitLab project {repo}");
+    let request = json!({
+        "source_branch": head_branch,
+        "target_branch": base,
+        "title": title,
+        "description": body,
+    });
+    let path = format!("{}/merge_requests", project_path(repo));
+    let reply = provider
+        .send(Method::POST, provider.url(&path, &[])?, Some(&request))
+        .await?;
+    match reply.status {
+        201 => Ok(provider.decode::<MergeRequest>(&reply, &what)?.into()),
+        409 => Err(ProviderError::AlreadyExists {
+            what: format!("{what}: {}", provider.scrub(&super::server_message(&reply.body))),
+        }),
+        _ => Err(provider.failure(&reply, &what)),
+    }
+}
+
+pub(super) async fn update_pull_request(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, ProviderError> {
+    let what = format!("updating merge request !{number} of GitLab project {repo}");
+    let request = json!({ "title": title, "description": body });
+    let path = format!("{}/merge_requests/{number}", project_path(repo));
+    let reply = provider
+        .send(Method::PUT, provider.url(&path, &[])?, Some(&request))
+        .await?;
+    if reply.is(&[200]) {
+        Ok(provider.decode::<MergeRequest>(&reply, &what)?.into())
+    } else {
+        Err(provider.failure(&reply, &what))
+    }
+}

@@ -1,0 +1,1734 @@
+//! A local stand-in for the GitHub and GitLab REST APIs, for tests that must not reach the
+//! real services.
+//!
+//! [`StandIn::start`] runs a small HTTP/1.1 server on 127.0.0.1 (std only: one thread accepts,
+//! one thread per connection) that keeps an in-memory model of users, organizations or groups,
+//! repositories, branches and their protection, deploy keys and pull (merge) requests, and
+//! answers the documented request shapes with the documented response shapes and status codes:
+//!
+//! - GitHub (REST API 2022-11-28), served at the root like `https://api.github.com`:
+//!   `GET /user`, `GET /repos/{o}/{r}`, `POST /user/repos`, `POST /orgs/{org}/repos`,
+//!   `GET /repos/{o}/{r}/branches/{branch}`, `GET|POST /repos/{o}/{r}/keys`,
+//!   `DELETE /repos/{o}/{r}/keys/{id}`, `POST /repos/{o}/{r}/git/refs`,
+//!   `GET|POST /repos/{o}/{r}/pulls`, `PATCH /repos/{o}/{r}/pulls/{n}`.
+//! - GitLab (REST API v4), served under `/api/v4`: `GET /user`, `GET /namespaces/:id`,
+//!   `GET /projects/:id`, `POST /projects`, `GET|POST /projects/:id/repository/branches[/:b]`,
+//!   `GET /projects/:id/protected_branches/:name`, `GET|POST /projects/:id/deploy_keys`,
+//!   `DELETE /projects/:id/deploy_keys/:key_id`, `GET|POST /projects/:id/merge_requests`,
+//!   `PUT /projects/:id/merge_requests/:iid`. `:id` is the URL-encoded path (`a%2Fb%2Fc`) or
+//!   the numeric id.
+//!
+//! Every request is recorded ([`StandIn::requests`]): method, raw path, decoded query, headers
+//! with the token replaced by `***`, JSON body, and which user the token belonged to. Failures
+//! can be arranged: an unknown token gets 401, a user without the right to create repositories
+//! gets 403 ([`StandIn::set_token_can_create_repos`]), and [`StandIn::fail_next`] makes the next
+//! matching request fail with any status and body.
+//!
+//! It starts with one user, [`USER`] (token [`TOKEN`]), one organization or group, [`ORG`], and
+//! on GitLab one subgroup, [`SUBGROUP`]; seed the rest with [`StandIn::add_repo`] and friends.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+/// The token of the seeded user [`USER`].
+pub const TOKEN: &str = "standin-token-alice";
+/// The seeded user, who owns [`TOKEN`].
+pub const USER: &str = "alice";
+/// The seeded GitHub organization, or GitLab top-level group.
+pub const ORG: &str = "acme";
+/// The seeded GitLab subgroup of [`ORG`] (GitHub has no subgroups).
+pub const SUBGROUP: &str = "acme/platform";
+/// The commit every seeded branch points at unless told otherwise.
+pub const INITIAL_SHA: &str = "1111111111111111111111111111111111111111";
+
+/// Which provider the stand-in imitates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// GitHub REST API, paths at the root.
+    GitHub,
+    /// GitLab REST API v4, paths under `/api/v4`.
+    GitLab,
+}
+
+/// One request as the stand-in received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The path exactly as sent, still percent-encoded (`/api/v4/projects/acme%2Ffleet`).
+    pub path: String,
+    /// The query parameters, decoded, in order.
+    pub query: Vec<(String, String)>,
+    /// The headers, names lower-cased; `authorization` and `private-token` values have the
+    /// token replaced by `***` (`Bearer ***`).
+    pub headers: BTreeMap<String, String>,
+    /// The body parsed as JSON; a non-JSON body is kept as a JSON string; `None` when empty.
+    pub body: Option<Value>,
+    /// The user the token belonged to, `None` for a missing or unknown token.
+    pub user: Option<String>,
+}
+
+impl Recorded {
+    /// A header's value by (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(&name.to_ascii_lowercase()).map(String::as_str)
+    }
+
+    /// A query parameter's first value.
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// `METHOD /path`, for compact assertions.
+    pub fn line(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+
+    /// Whether the request changes something (not GET or HEAD).
+    pub fn is_write(&self) -> bool {
+        !matches!(self.method.as_str(), "GET" | "HEAD")
+    }
+}
+
+/// A deploy key as the stand-in holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySnapshot {
+    /// The id the API reports.
+    pub id: u64,
+    /// The title.
+    pub title: String,
+    /// The key as stored (GitHub drops the comment).
+    pub key: String,
+    /// Whether it is read-only.
+    pub read_only: bool,
+}
+
+/// A pull (merge) request as the stand-in holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullSnapshot {
+    /// GitHub `number`, GitLab `iid`.
+    pub number: u64,
+    /// The title.
+    pub title: String,
+    /// GitHub `body`, GitLab `description`.
+    pub body: String,
+    /// The source branch.
+    pub head: String,
+    /// The target branch.
+    pub base: String,
+    /// Whether it is open.
+    pub open: bool,
+}
+
+/// A running stand-in. Dropping it stops the server.
+pub struct StandIn {
+    /// The API base URL to configure clients with: `http://127.0.0.1:PORT` for GitHub,
+    /// `http://127.0.0.1:PORT/api/v4` for GitLab.
+    pub base_url: String,
+    kind: Kind,
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+}
+
+#[derive(Debug)]
+struct UserRecord {
+    id: u64,
+    login: String,
+    can_create_repos: bool,
+}
+
+#[derive(Debug)]
+struct Repo {
+    id: u64,
+    owner: String,
+    name: String,
+    private: bool,
+    default_branch: Option<String>,
+    branches: BTreeMap<String, String>,
+    protection_rules: BTreeSet<String>,
+    keys: Vec<KeySnapshot>,
+    pulls: Vec<PullRecord>,
+    next_number: u64,
+}
+
+#[derive(Debug)]
+struct PullRecord {
+    id: u64,
+    snapshot: PullSnapshot,
+}
+
+#[derive(Debug)]
+struct Injected {
+    method: String,
+    path: String,
+    status: u16,
+    body: Value,
+}
+
+#[derive(Debug)]
+struct State {
+    kind: Kind,
+    origin: String,
+    users: BTreeMap<String, UserRecord>,
+    groups: BTreeMap<String, u64>,
+    repos: Vec<Repo>,
+    next_id: u64,
+    requests: Vec<Recorded>,
+    injected: Vec<Injected>,
+    delay: Duration,
+    rate_limited: bool,
+    ssh_base: String,
+    https_base: String,
+}
+
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    content_type: &'static str,
+}
+
+fn respond(status: u16, body: &Value) -> Response {
+    Response {
+        status,
+        headers: Vec::new(),
+        body: body.to_string().into_bytes(),
+        content_type: "application/json; charset=utf-8",
+    }
+}
+
+fn no_content() -> Response {
+    Response {
+        status: 204,
+        headers: Vec::new(),
+        body: Vec::new(),
+        content_type: "application/json; charset=utf-8",
+    }
+}
+
+impl StandIn {
+    /// Starts a stand-in for `kind` on a free port of 127.0.0.1.
+    pub fn start(kind: Kind) -> StandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        let addr = listener.local_addr().expect("local address");
+        let origin = format!("http://{addr}");
+        let base_url = match kind {
+            Kind::GitHub => origin.clone(),
+            Kind::GitLab => format!("{origin}/api/v4"),
+        };
+        let (ssh_base, https_base) = match kind {
+            Kind::GitHub => ("git@github.com:", "https://github.com/"),
+            Kind::GitLab => ("git@gitlab.com:", "https://gitlab.com/"),
+        };
+        let mut state = State {
+            kind,
+            origin,
+            users: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            repos: Vec::new(),
+            next_id: 100,
+            requests: Vec::new(),
+            injected: Vec::new(),
+            delay: Duration::ZERO,
+            rate_limited: false,
+            ssh_base: ssh_base.to_string(),
+            https_base: https_base.to_string(),
+        };
+        state.add_user(TOKEN, USER, true);
+        state.add_group(ORG);
+        if kind == Kind::GitLab {
+            state.add_group(SUBGROUP);
+        }
+        let state = Arc::new(Mutex::new(state));
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let state = Arc::clone(&state);
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || {
+                for connection in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = connection {
+                        let state = Arc::clone(&state);
+                        thread::spawn(move || serve(stream, &state));
+                    }
+                }
+            });
+        }
+        StandIn {
+            base_url,
+            kind,
+            addr,
+            state,
+            stop,
+        }
+    }
+
+    /// Which provider this stand-in imitates.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every request received so far, oldest first.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state().requests.clone()
+    }
+
+    /// The requests that change something (everything but GET and HEAD).
+    pub fn writes(&self) -> Vec<Recorded> {
+        self.requests().into_iter().filter(Recorded::is_write).collect()
+    }
+
+    /// Forgets the recorded requests (seeding is not recorded anyway).
+    pub fn clear_requests(&self) {
+        self.state().requests.clear();
+    }
+
+    /// Adds a token for a user (created if new) who may or may not create repositories.
+    pub fn add_token(&self, token: &str, login: &str, can_create_repos: bool) {
+        self.state().add_user(token, login, can_create_repos);
+    }
+
+    /// Whether [`TOKEN`] may create repositories (`false`: creating answers 403).
+    pub fn set_token_can_create_repos(&self, allowed: bool) {
+        if let Some(user) = self.state().users.get_mut(TOKEN) {
+            user.can_create_repos = allowed;
+        }
+    }
+
+    /// Adds a GitHub organization or GitLab group (a path like `a/b` for a subgroup).
+    pub fn add_org(&self, path: &str) {
+        self.state().add_group(path);
+    }
+
+    /// Sets what clone and web URLs start with (defaults: `git@github.com:` and
+    /// `https://github.com/`, or the gitlab.com ones), e.g. to point at a local git server.
+    pub fn set_clone_bases(&self, ssh_base: &str, https_base: &str) {
+        let mut state = self.state();
+        state.ssh_base = ssh_base.to_string();
+        state.https_base = https_base.to_string();
+    }
+
+    /// Adds a private repository `owner/name` (owner may be `group/subgroup` on GitLab) with a
+    /// `main` branch at [`INITIAL_SHA`] as its default branch.
+    pub fn add_repo(&self, path: &str) {
+        let mut state = self.state();
+        let (owner, name) = split_path(path);
+        state.insert_repo(owner, name, true, Some("main"));
+    }
+
+    /// Adds an empty private repository: no branches; GitHub still reports `main` as the
+    /// default branch, GitLab reports none.
+    pub fn add_empty_repo(&self, path: &str) {
+        let mut state = self.state();
+        let (owner, name) = split_path(path);
+        let default = (state.kind == Kind::GitHub).then_some("main");
+        let repo = state.insert_repo(owner, name, true, None);
+        repo.default_branch = default.map(str::to_string);
+    }
+
+    /// Makes a repository public or private.
+    pub fn set_private(&self, path: &str, private: bool) {
+        self.with_repo(path, |repo| repo.private = private);
+    }
+
+    /// Adds or moves a branch.
+    pub fn add_branch(&self, path: &str, branch: &str, sha: &str) {
+        self.with_repo(path, |repo| {
+            repo.branches.insert(branch.to_string(), sha.to_string());
+        });
+    }
+
+    /// Adds a protection rule: a branch name, or a pattern with `*`.
+    pub fn protect_branch(&self, path: &str, pattern: &str) {
+        self.with_repo(path, |repo| {
+            repo.protection_rules.insert(pattern.to_string());
+        });
+    }
+
+    /// Adds a deploy key directly; returns its id.
+    pub fn add_deploy_key(&self, path: &str, title: &str, key: &str, read_only: bool) -> u64 {
+        let mut state = self.state();
+        let id = state.next_id();
+        let kind = state.kind;
+        let repo = state
+            .repo_mut(path)
+            .unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        repo.keys.push(KeySnapshot {
+            id,
+            title: title.to_string(),
+            key: stored_key(kind, key),
+            read_only,
+        });
+        id
+    }
+
+    /// Opens a pull (merge) request directly; returns its number.
+    pub fn add_pull_request(&self, path: &str, head: &str, base: &str, title: &str) -> u64 {
+        let mut state = self.state();
+        let id = state.next_id();
+        let repo = state
+            .repo_mut(path)
+            .unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        repo.open_pull(id, head, base, title, "")
+    }
+
+    /// The id of a GitHub organization or GitLab group (what GitLab's `namespace_id` takes).
+    pub fn group_id(&self, path: &str) -> Option<u64> {
+        self.state().groups.get(path).copied()
+    }
+
+    /// Whether the repository exists.
+    pub fn has_repo(&self, path: &str) -> bool {
+        self.state().repo(path).is_some()
+    }
+
+    /// Whether the repository is private (`None` when it does not exist).
+    pub fn is_private(&self, path: &str) -> Option<bool> {
+        self.state().repo(path).map(|repo| repo.private)
+    }
+
+    /// The repository's branches and their commits.
+    pub fn branches(&self, path: &str) -> BTreeMap<String, String> {
+        self.state()
+            .repo(path)
+            .map(|repo| repo.branches.clone())
+            .unwrap_or_default()
+    }
+
+    /// The repository's deploy keys.
+    pub fn deploy_keys(&self, path: &str) -> Vec<KeySnapshot> {
+        self.state()
+            .repo(path)
+            .map(|repo| repo.keys.clone())
+            .unwrap_or_default()
+    }
+
+    /// The repository's pull (merge) requests, open or not.
+    pub fn pull_requests(&self, path: &str) -> Vec<PullSnapshot> {
+        self.state()
+            .repo(path)
+            .map(|repo| repo.pulls.iter().map(|pull| pull.snapshot.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Makes the next request with this method and exact raw path (no query) fail with
+    /// `status` and `body`, after it is recorded and before anything else is checked.
+    pub fn fail_next(&self, method: &str, path: &str, status: u16, body: Value) {
+        self.state().injected.push(Injected {
+            method: method.to_string(),
+            path: path.to_string(),
+            status,
+            body,
+        });
+    }
+
+    /// Waits this long before answering each request (to test timeouts).
+    pub fn set_delay(&self, delay: Duration) {
+        self.state().delay = delay;
+    }
+
+    /// Answers every request as rate limited: GitHub 403 with `x-ratelimit-remaining: 0`,
+    /// GitLab 429 with `Retry-After`.
+    pub fn set_rate_limited(&self, limited: bool) {
+        self.state().rate_limited = limited;
+    }
+
+    fn with_repo(&self, path: &str, change: impl FnOnce(&mut Repo)) {
+        let mut state = self.state();
+        let repo = state
+            .repo_mut(path)
+            .unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        change(repo);
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+    }
+}
+
+fn split_path(path: &str) -> (&str, &str) {
+    path.rsplit_once('/')
+        .unwrap_or_else(|| panic!("repository {path:?} is not owner/name"))
+}
+
+/// GitHub stores a deploy key without its comment; GitLab as given.
+fn stored_key(kind: Kind, key: &str) -> String {
+    match kind {
+        Kind::GitHub => key.split_whitespace().take(2).collect::<Vec<_>>().join(" "),
+        Kind::GitLab => key.trim().to_string(),
+    }
+}
+
+fn key_material(key: &str) -> Option<(String, String)> {
+    let mut fields = key.split_whitespace();
+    let kind = fields.next()?;
+    let blob = fields.next()?;
+    (kind.starts_with("ssh-") || kind.starts_with("ecdsa-") || kind.starts_with("sk-"))
+        .then(|| (kind.to_string(), blob.to_string()))
+}
+
+/// `*` matches any run of characters, as branch protection patterns do.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((prefix, rest)) => {
+            let Some(remaining) = name.strip_prefix(prefix) else {
+                return false;
+            };
+            (0..=remaining.len())
+                .filter(|cut| remaining.is_char_boundary(*cut))
+                .any(|cut| glob_matches(rest, &remaining[cut..]))
+        }
+    }
+}
+
+fn now_rfc3339() -> String {
+    "2025-01-01T00:00:00Z".to_string()
+}
+
+impl Repo {
+    fn path(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    fn is_protected(&self, branch: &str) -> bool {
+        self.protection_rules.iter().any(|rule| glob_matches(rule, branch))
+    }
+
+    fn open_pull(&mut self, id: u64, head: &str, base: &str, title: &str, body: &str) -> u64 {
+        let number = self.next_number;
+        self.next_number += 1;
+        self.pulls.push(PullRecord {
+            id,
+            snapshot: PullSnapshot {
+                number,
+                title: title.to_string(),
+                body: body.to_string(),
+                head: head.to_string(),
+                base: base.to_string(),
+                open: true,
+            },
+        });
+        number
+    }
+}
+
+impl State {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn add_user(&mut self, token: &str, login: &str, can_create_repos: bool) {
+        let id = self.users.values().find(|user| user.login == login).map(|user| user.id);
+        let id = id.unwrap_or_else(|| self.next_id());
+        self.users.insert(
+            token.to_string(),
+            UserRecord {
+                id,
+                login: login.to_string(),
+                can_create_repos,
+            },
+        );
+    }
+
+    fn add_group(&mut self, path: &str) {
+        if !self.groups.contains_key(path) {
+            let id = self.next_id();
+            self.groups.insert(path.to_string(), id);
+        }
+    }
+
+    fn insert_repo(&mut self, owner: &str, name: &str, private: bool, main: Option<&str>) -> &mut Repo {
+        let id = self.next_id();
+        let mut branches = BTreeMap::new();
+        if let Some(main) = main {
+            branches.insert(main.to_string(), INITIAL_SHA.to_string());
+        }
+        self.repos.push(Repo {
+            id,
+            owner: owner.to_string(),
+            name: name.to_string(),
+            private,
+            default_branch: main.map(str::to_string),
+            branches,
+            protection_rules: BTreeSet::new(),
+            keys: Vec::new(),
+            pulls: Vec::new(),
+            next_number: 1,
+        });
+        let last = self.repos.len() - 1;
+        &mut self.repos[last]
+    }
+
+    fn repo(&self, path: &str) -> Option<&Repo> {
+        self.repos.iter().find(|repo| repo.path().eq_ignore_ascii_case(path))
+    }
+
+    fn repo_mut(&mut self, path: &str) -> Option<&mut Repo> {
+        self.repos
+            .iter_mut()
+            .find(|repo| repo.path().eq_ignore_ascii_case(path))
+    }
+
+    /// A GitLab `:id`: the numeric id or the decoded full path.
+    fn project_mut(&mut self, id: &str) -> Option<&mut Repo> {
+        match id.parse::<u64>() {
+            Ok(number) => self.repos.iter_mut().find(|repo| repo.id == number),
+            Err(_) => self.repo_mut(id),
+        }
+    }
+
+    fn ssh_url(&self, repo: &Repo) -> String {
+        format!("{}{}.git", self.ssh_base, repo.path())
+    }
+
+    fn web_url(&self, repo: &Repo) -> String {
+        format!("{}{}", self.https_base, repo.path())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+struct Incoming {
+    method: String,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+fn serve(stream: TcpStream, state: &Mutex<State>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(reader_stream) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(reader_stream);
+    let Some(incoming) = read_request(&mut reader) else {
+        return;
+    };
+    let (response, delay) = {
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let response = handle(&mut state, &incoming);
+        (response, state.delay)
+    };
+    if !delay.is_zero() {
+        thread::sleep(delay);
+    }
+    let _ = write_response(stream, &response);
+}
+
+fn read_request(reader: &mut impl BufRead) -> Option<Incoming> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?.to_string();
+    let mut headers = BTreeMap::new();
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).ok()? == 0 {
+            break;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let (path, query) = match target.split_once('?') {
+        Some((path, query)) => (path.to_string(), parse_query(query)),
+        None => (target, Vec::new()),
+    };
+    Some(Incoming {
+        method,
+        path,
+        query,
+        headers,
+        body,
+    })
+}
+
+fn write_response(mut stream: TcpStream, response: &Response) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        response.status,
+        reason(response.status),
+        response.content_type,
+        response.body.len()
+    );
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&response.body)?;
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        409 => "Conflict",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        _ => "Status",
+    }
+}
+
+fn hex_value(byte: u8) -> Option<u8> {
+    char::from(byte).to_digit(16).and_then(|digit| u8::try_from(digit).ok())
+}
+
+/// Decodes `%XX`; with `plus_is_space`, `+` too (form encoding, in queries).
+fn percent_decode(text: &str, plus_is_space: bool) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'%' if index + 2 < bytes.len() => match (hex_value(bytes[index + 1]), hex_value(bytes[index + 2])) {
+                (Some(high), Some(low)) => {
+                    out.push(high * 16 + low);
+                    index += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' if plus_is_space => out.push(b' '),
+            byte => out.push(byte),
+        }
+        index += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_query(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(key, true), percent_decode(value, true))
+        })
+        .collect()
+}
+
+fn redact(name: &str, value: &str) -> String {
+    match name {
+        "authorization" => match value.split_once(' ') {
+            Some((scheme, _)) => format!("{scheme} ***"),
+            None => "***".to_string(),
+        },
+        "private-token" => "***".to_string(),
+        _ => value.to_string(),
+    }
+}
+
+fn handle(state: &mut State, incoming: &Incoming) -> Response {
+    let token = match state.kind {
+        Kind::GitHub => incoming
+            .headers
+            .get("authorization")
+            .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("token ")))
+            .map(str::to_string),
+        Kind::GitLab => incoming.headers.get("private-token").cloned(),
+    };
+    let user = token
+        .as_deref()
+        .and_then(|token| state.users.get(token))
+        .map(|user| (user.login.clone(), user.id, user.can_create_repos));
+    let body = if incoming.body.is_empty() {
+        None
+    } else {
+        Some(
+            serde_json::from_slice(&incoming.body)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&incoming.body).into_owned())),
+        )
+    };
+    state.requests.push(Recorded {
+        method: incoming.method.clone(),
+        path: incoming.path.clone(),
+        query: incoming.query.clone(),
+        headers: incoming
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), redact(name, value)))
+            .collect(),
+        body: body.clone(),
+        user: user.as_ref().map(|(login, _, _)| login.clone()),
+    });
+
+    if let Some(position) = state
+        .injected
+        .iter()
+        .position(|fail| fail.method == incoming.method && fail.path == incoming.path)
+    {
+        let fail = state.injected.remove(position);
+        return respond(fail.status, &fail.body);
+    }
+    let Some((login, user_id, can_create)) = user else {
+        return match state.kind {
+            Kind::GitHub => respond(
+                401,
+                &json!({
+                    "message": if token.is_some() { "Bad credentials" } else { "Requires authentication" },
+                    "documentation_url": "https://docs.github.com/rest",
+                    "status": "401",
+                }),
+            ),
+            Kind::GitLab => respond(401, &json!({ "message": "401 Unauthorized" })),
+        };
+    };
+    if state.rate_limited {
+        let reset = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|now| now.as_secs() + 60)
+            .unwrap_or(60);
+        return match state.kind {
+            Kind::GitHub => {
+                let mut response = respond(
+                    403,
+                    &json!({
+                        "message": format!("API rate limit exceeded for user ID {user_id}."),
+                        "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+                        "status": "403",
+                    }),
+                );
+                response.headers = vec![
+                    ("x-ratelimit-limit".into(), "5000".into()),
+                    ("x-ratelimit-remaining".into(), "0".into()),
+                    ("x-ratelimit-reset".into(), reset.to_string()),
+                ];
+                response
+            }
+            Kind::GitLab => Response {
+                status: 429,
+                headers: vec![
+                    ("retry-after".into(), "60".into()),
+                    ("ratelimit-reset".into(), reset.to_string()),
+                ],
+                body: b"Retry later\n".to_vec(),
+                content_type: "text/plain",
+            },
+        };
+    }
+    let caller = Caller {
+        login,
+        id: user_id,
+        can_create,
+    };
+    let body = body.unwrap_or(Value::Null);
+    match state.kind {
+        Kind::GitHub => github(state, incoming, &caller, &body),
+        Kind::GitLab => match incoming.path.strip_prefix("/api/v4") {
+            Some(rest) => gitlab(state, incoming, rest, &caller, &body),
+            None => gitlab_not_found("404 Not Found"),
+        },
+    }
+}
+
+struct Caller {
+    login: String,
+    id: u64,
+    can_create: bool,
+}
+
+/// The decoded segments of a raw path (split on literal `/` first, so `%2F` stays inside one).
+fn segments(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| percent_decode(segment, false))
+        .collect()
+}
+
+fn str_field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
+    body.get(name).and_then(Value::as_str)
+}
+
+fn bool_field(body: &Value, name: &str) -> Option<bool> {
+    match body.get(name) {
+        Some(Value::Bool(value)) => Some(*value),
+        Some(Value::String(value)) => Some(value == "true"),
+        _ => None,
+    }
+}
+
+/// `page` and `per_page` of a list, and the `Link` header for the next and last pages.
+fn paginate<T: Clone>(
+    incoming: &Incoming,
+    origin: &str,
+    items: &[T],
+    default_per_page: usize,
+) -> (Vec<T>, Vec<(String, String)>) {
+    let param = |name: &str| {
+        incoming
+            .query
+            .iter()
+            .find(|(key, _)| key == name)
+            .and_then(|(_, value)| value.parse::<usize>().ok())
+    };
+    let per_page = param("per_page").unwrap_or(default_per_page).clamp(1, 100);
+    let page = param("page").unwrap_or(1).max(1);
+    let last = items.len().div_ceil(per_page).max(1);
+    let start = ((page - 1) * per_page).min(items.len());
+    let end = (start + per_page).min(items.len());
+    let mut headers = Vec::new();
+    let link = |number: usize, rel: &str| {
+        format!(
+            "<{origin}{}?per_page={per_page}&page={number}>; rel=\"{rel}\"",
+            incoming.path
+        )
+    };
+    let mut links = Vec::new();
+    if page < last {
+        links.push(link(page + 1, "next"));
+        links.push(link(last, "last"));
+    }
+    if page > 1 {
+        links.push(link(1, "first"));
+    }
+    if !links.is_empty() {
+        headers.push(("link".to_string(), links.join(", ")));
+    }
+    (items[start..end].to_vec(), headers)
+}
+
+// ---------------------------------------------------------------------------------------------
+// GitHub
+
+fn github_error(status: u16, message: &str, doc: &str) -> Response {
+    respond(
+        status,
+        &json!({
+            "message": message,
+            "documentation_url": format!("https://docs.github.com/rest/{doc}"),
+            "status": status.to_string(),
+        }),
+    )
+}
+
+fn github_validation(doc: &str, errors: &Value) -> Response {
+    respond(
+        422,
+        &json!({
+            "message": "Validation Failed",
+            "errors": errors,
+            "documentation_url": format!("https://docs.github.com/rest/{doc}"),
+            "status": "422",
+        }),
+    )
+}
+
+fn github_repo_json(state: &State, repo: &Repo) -> Value {
+    let web = state.web_url(repo);
+    json!({
+        "id": repo.id,
+        "name": repo.name,
+        "full_name": repo.path(),
+        "owner": { "login": repo.owner, "type": if state.groups.contains_key(&repo.owner) { "Organization" } else { "User" } },
+        "private": repo.private,
+        "visibility": if repo.private { "private" } else { "public" },
+        "html_url": web,
+        "url": format!("{}/repos/{}", state.origin, repo.path()),
+        "clone_url": format!("{web}.git"),
+        "ssh_url": state.ssh_url(repo),
+        "default_branch": repo.default_branch,
+        "size": 0,
+    })
+}
+
+fn github_key_json(state: &State, repo: &Repo, key: &KeySnapshot, login: &str) -> Value {
+    json!({
+        "id": key.id,
+        "key": key.key,
+        "url": format!("{}/repos/{}/keys/{}", state.origin, repo.path(), key.id),
+        "title": key.title,
+        "verified": true,
+        "created_at": now_rfc3339(),
+        "read_only": key.read_only,
+        "added_by": login,
+        "last_used": null,
+        "enabled": true,
+    })
+}
+
+fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
+    let snapshot = &pull.snapshot;
+    let sha = |branch: &str| repo.branches.get(branch).cloned();
+    json!({
+        "id": pull.id,
+        "number": snapshot.number,
+        "state": if snapshot.open { "open" } else { "closed" },
+        "title": snapshot.title,
+        "body": snapshot.body,
+        "draft": false,
+        "html_url": format!("{}/pull/{}", state.web_url(repo), snapshot.number),
+        "url": format!("{}/repos/{}/pulls/{}", state.origin, repo.path(), snapshot.number),
+        "head": { "ref": snapshot.head, "label": format!("{}:{}", repo.owner, snapshot.head), "sha": sha(&snapshot.head) },
+        "base": { "ref": snapshot.base, "label": format!("{}:{}", repo.owner, snapshot.base), "sha": sha(&snapshot.base) },
+    })
+}
+
+fn github(state: &mut State, incoming: &Incoming, caller: &Caller, body: &Value) -> Response {
+    let parts = segments(&incoming.path);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let method = incoming.method.as_str();
+    match (method, parts.as_slice()) {
+        ("GET", ["user"]) => respond(200, &json!({ "login": caller.login, "id": caller.id, "type": "User" })),
+        ("POST", ["user", "repos"]) => {
+            let login = caller.login.clone();
+            github_create_repo(state, caller, &login, body)
+        }
+        ("POST", ["orgs", org, "repos"]) => {
+            if !state.groups.contains_key(*org) {
+                return github_error(404, "Not Found", "repos/repos#create-an-organization-repository");
+            }
+            github_create_repo(state, caller, org, body)
+        }
+        (_, ["repos", owner, name, rest @ ..]) => {
+            let path = format!("{owner}/{name}");
+            if state.repo(&path).is_none() {
+                return github_error(404, "Not Found", "repos/repos#get-a-repository");
+            }
+            github_repo_route(state, incoming, caller, &path, rest, body)
+        }
+        _ => github_error(404, "Not Found", ""),
+    }
+}
+
+fn github_create_repo(state: &mut State, caller: &Caller, owner: &str, body: &Value) -> Response {
+    if !caller.can_create {
+        return github_error(
+            403,
+            "Resource not accessible by personal access token",
+            "repos/repos#create-an-organization-repository",
+        );
+    }
+    let Some(name) = str_field(body, "name") else {
+        return github_validation(
+            "repos/repos#create-a-repository-for-the-authenticated-user",
+            &json!([{ "resource": "Repository", "code": "missing_field", "field": "name" }]),
+        );
+    };
+    if state.repo(&format!("{owner}/{name}")).is_some() {
+        return respond(
+            422,
+            &json!({
+                "message": "Repository creation failed.",
+                "errors": [{ "resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account" }],
+                "documentation_url": "https://docs.github.com/rest/repos/repos#create-a-repository-for-the-authenticated-user",
+                "status": "422",
+            }),
+        );
+    }
+    let private = bool_field(body, "private").unwrap_or(false);
+    let auto_init = bool_field(body, "auto_init").unwrap_or(false);
+    let repo = state.insert_repo(owner, name, private, auto_init.then_some("main"));
+    repo.default_branch = Some("main".to_string());
+    let path = repo.path();
+    let Some(repo) = state.repo(&path) else {
+        return github_error(500, "Server Error", "");
+    };
+    respond(201, &github_repo_json(state, repo))
+}
+
+fn github_repo_route(
+    state: &mut State,
+    incoming: &Incoming,
+    caller: &Caller,
+    path: &str,
+    rest: &[&str],
+    body: &Value,
+) -> Response {
+    let method = incoming.method.as_str();
+    let origin = state.origin.clone();
+    let next_id = state.next_id();
+    let kind = state.kind;
+    // Deploy keys are unique across the whole of GitHub.
+    let key_in_use = |state: &State, material: &(String, String)| {
+        state.repos.iter().any(|repo| {
+            repo.keys
+                .iter()
+                .any(|key| key_material(&key.key).as_ref() == Some(material))
+        })
+    };
+    match (method, rest) {
+        ("GET", []) => match state.repo(path) {
+            Some(repo) => respond(200, &github_repo_json(state, repo)),
+            None => github_error(404, "Not Found", "repos/repos#get-a-repository"),
+        },
+        ("GET", ["branches", branch @ ..]) if !branch.is_empty() => {
+            let branch = branch.join("/");
+            let Some(repo) = state.repo(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            match repo.branches.get(&branch) {
+                Some(sha) => {
+                    let protected = repo.is_protected(&branch);
+                    respond(
+                        200,
+                        &json!({
+                            "name": branch,
+                            "commit": { "sha": sha, "url": format!("{origin}/repos/{path}/commits/{sha}") },
+                            "protected": protected,
+                            "protection": { "enabled": protected, "required_status_checks": { "enforcement_level": "off", "contexts": [], "checks": [] } },
+                            "protection_url": format!("{origin}/repos/{path}/branches/{branch}/protection"),
+                        }),
+                    )
+                }
+                None => github_error(404, "Branch not found", "branches/branches#get-a-branch"),
+            }
+        }
+        ("GET", ["keys"]) => {
+            let Some(repo) = state.repo(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            let keys: Vec<Value> = repo
+                .keys
+                .iter()
+                .map(|key| github_key_json(state, repo, key, &caller.login))
+                .collect();
+            let (page, headers) = paginate(incoming, &origin, &keys, 30);
+            let mut response = respond(200, &Value::Array(page));
+            response.headers = headers;
+            response
+        }
+        ("POST", ["keys"]) => {
+            let doc = "deploy-keys/deploy-keys#create-a-deploy-key";
+            let Some(material) = str_field(body, "key").and_then(key_material) else {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "PublicKey", "code": "custom", "field": "key", "message": "key is invalid. You must supply a key in OpenSSH public key format" }]),
+                );
+            };
+            if key_in_use(state, &material) {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "PublicKey", "code": "custom", "field": "key", "message": "key is already in use" }]),
+                );
+            }
+            let key = KeySnapshot {
+                id: next_id,
+                title: str_field(body, "title").unwrap_or("").to_string(),
+                key: stored_key(kind, str_field(body, "key").unwrap_or("")),
+                read_only: bool_field(body, "read_only").unwrap_or(false),
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            repo.keys.push(key.clone());
+            let Some(repo) = state.repo(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            respond(201, &github_key_json(state, repo, &key, &caller.login))
+        }
+        ("DELETE", ["keys", id]) => {
+            let Some(repo) = state.repo_mut(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            let before = repo.keys.len();
+            repo.keys.retain(|key| key.id.to_string() != *id);
+            if repo.keys.len() == before {
+                github_error(404, "Not Found", "deploy-keys/deploy-keys#delete-a-deploy-key")
+            } else {
+                no_content()
+            }
+        }
+        ("POST", ["git", "refs"]) => {
+            let doc = "git/refs#create-a-reference";
+            let (Some(reference), Some(sha)) = (str_field(body, "ref"), str_field(body, "sha")) else {
+                return github_validation(doc, &json!([{ "resource": "Reference", "code": "missing_field" }]));
+            };
+            let Some(branch) = reference.strip_prefix("refs/heads/").filter(|name| !name.is_empty()) else {
+                return github_error(422, "Reference name is invalid", doc);
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            if repo.branches.contains_key(branch) {
+                return github_error(422, "Reference already exists", doc);
+            }
+            if !repo.branches.values().any(|head| head == sha) {
+                return github_error(422, "Object does not exist", doc);
+            }
+            repo.branches.insert(branch.to_string(), sha.to_string());
+            respond(
+                201,
+                &json!({
+                    "ref": reference,
+                    "url": format!("{origin}/repos/{path}/git/{reference}"),
+                    "object": { "type": "commit", "sha": sha, "url": format!("{origin}/repos/{path}/git/commits/{sha}") },
+                }),
+            )
+        }
+        ("GET", ["pulls"]) => {
+            let Some(repo) = state.repo(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            let wanted_state = incoming
+                .query
+                .iter()
+                .find(|(key, _)| key == "state")
+                .map_or("open", |(_, value)| value.as_str());
+            let head = incoming
+                .query
+                .iter()
+                .find(|(key, _)| key == "head")
+                .map(|(_, value)| value.clone());
+            let base = incoming
+                .query
+                .iter()
+                .find(|(key, _)| key == "base")
+                .map(|(_, value)| value.clone());
+            let pulls: Vec<Value> = repo
+                .pulls
+                .iter()
+                .filter(|pull| match wanted_state {
+                    "all" => true,
+                    "closed" => !pull.snapshot.open,
+                    _ => pull.snapshot.open,
+                })
+                .filter(|pull| {
+                    head.as_deref().is_none_or(|head| {
+                        // `user:ref-name`; without the user GitHub ignores the filter.
+                        match head.split_once(':') {
+                            Some((user, branch)) => {
+                                user.eq_ignore_ascii_case(&repo.owner) && branch == pull.snapshot.head
+                            }
+                            None => true,
+                        }
+                    })
+                })
+                .filter(|pull| base.as_deref().is_none_or(|base| base == pull.snapshot.base))
+                .map(|pull| github_pull_json(state, repo, pull))
+                .collect();
+            let (page, headers) = paginate(incoming, &origin, &pulls, 30);
+            let mut response = respond(200, &Value::Array(page));
+            response.headers = headers;
+            response
+        }
+        ("POST", ["pulls"]) => {
+            let doc = "pulls/pulls#create-a-pull-request";
+            let (Some(head), Some(base), Some(title)) = (
+                str_field(body, "head"),
+                str_field(body, "base"),
+                str_field(body, "title"),
+            ) else {
+                return github_validation(doc, &json!([{ "resource": "PullRequest", "code": "missing_field" }]));
+            };
+            let head = head.split_once(':').map_or(head, |(_, branch)| branch);
+            let Some(repo) = state.repo_mut(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            if !repo.branches.contains_key(head) {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "PullRequest", "field": "head", "code": "invalid" }]),
+                );
+            }
+            if !repo.branches.contains_key(base) {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "PullRequest", "field": "base", "code": "invalid" }]),
+                );
+            }
+            if repo
+                .pulls
+                .iter()
+                .any(|pull| pull.snapshot.open && pull.snapshot.head == head && pull.snapshot.base == base)
+            {
+                let message = format!("A pull request already exists for {}:{head}.", repo.owner);
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "PullRequest", "code": "custom", "message": message }]),
+                );
+            }
+            let number = repo.open_pull(next_id, head, base, title, str_field(body, "body").unwrap_or(""));
+            let Some(repo) = state.repo(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
+                return github_error(500, "Server Error", "");
+            };
+            respond(201, &github_pull_json(state, repo, pull))
+        }
+        ("PATCH" | "GET", ["pulls", number]) => {
+            let Some(repo) = state.repo_mut(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            let Some(pull) = repo
+                .pulls
+                .iter_mut()
+                .find(|pull| pull.snapshot.number.to_string() == *number)
+            else {
+                return github_error(404, "Not Found", "pulls/pulls#update-a-pull-request");
+            };
+            if method == "PATCH" {
+                if let Some(title) = str_field(body, "title") {
+                    pull.snapshot.title = title.to_string();
+                }
+                if let Some(text) = str_field(body, "body") {
+                    pull.snapshot.body = text.to_string();
+                }
+                if let Some(wanted) = str_field(body, "state") {
+                    pull.snapshot.open = wanted == "open";
+                }
+            }
+            let number = pull.snapshot.number;
+            let Some(repo) = state.repo(path) else {
+                return github_error(404, "Not Found", "");
+            };
+            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
+                return github_error(500, "Server Error", "");
+            };
+            respond(200, &github_pull_json(state, repo, pull))
+        }
+        _ => github_error(404, "Not Found", ""),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GitLab
+
+fn gitlab_not_found(message: &str) -> Response {
+    respond(404, &json!({ "message": message }))
+}
+
+fn gitlab_project_json(state: &State, repo: &Repo) -> Value {
+    let web = state.web_url(repo);
+    let namespace_id = state.groups.get(&repo.owner).copied().unwrap_or(0);
+    json!({
+        "id": repo.id,
+        "name": repo.name,
+        "path": repo.name,
+        "path_with_namespace": repo.path(),
+        "name_with_namespace": repo.path().replace('/', " / "),
+        "namespace": {
+            "id": namespace_id,
+            "path": repo.owner.rsplit('/').next().unwrap_or(&repo.owner),
+            "full_path": repo.owner,
+            "kind": if state.groups.contains_key(&repo.owner) { "group" } else { "user" },
+        },
+        "visibility": if repo.private { "private" } else { "public" },
+        "default_branch": if repo.branches.is_empty() { None } else { repo.default_branch.clone() },
+        "empty_repo": repo.branches.is_empty(),
+        "ssh_url_to_repo": state.ssh_url(repo),
+        "http_url_to_repo": format!("{web}.git"),
+        "web_url": web,
+    })
+}
+
+fn gitlab_branch_json(state: &State, repo: &Repo, branch: &str, sha: &str) -> Value {
+    json!({
+        "name": branch,
+        "merged": false,
+        "protected": repo.is_protected(branch),
+        "default": repo.default_branch.as_deref() == Some(branch),
+        "developers_can_push": false,
+        "developers_can_merge": false,
+        "can_push": true,
+        "web_url": format!("{}/-/tree/{branch}", state.web_url(repo)),
+        "commit": { "id": sha, "short_id": &sha[..sha.len().min(8)], "title": "stand-in commit", "message": "stand-in commit" },
+    })
+}
+
+fn gitlab_key_json(key: &KeySnapshot) -> Value {
+    json!({
+        "id": key.id,
+        "title": key.title,
+        "key": key.key,
+        "created_at": now_rfc3339(),
+        "expires_at": null,
+        "can_push": !key.read_only,
+    })
+}
+
+fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
+    let snapshot = &pull.snapshot;
+    json!({
+        "id": pull.id,
+        "iid": snapshot.number,
+        "project_id": repo.id,
+        "title": snapshot.title,
+        "description": snapshot.body,
+        "state": if snapshot.open { "opened" } else { "closed" },
+        "source_branch": snapshot.head,
+        "target_branch": snapshot.base,
+        "draft": false,
+        "web_url": format!("{}/-/merge_requests/{}", state.web_url(repo), snapshot.number),
+    })
+}
+
+fn gitlab(state: &mut State, incoming: &Incoming, rest: &str, caller: &Caller, body: &Value) -> Response {
+    let parts = segments(rest);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let method = incoming.method.as_str();
+    match (method, parts.as_slice()) {
+        ("GET", ["user"]) => respond(
+            200,
+            &json!({ "id": caller.id, "username": caller.login, "name": caller.login, "state": "active" }),
+        ),
+        ("GET", ["namespaces", id]) => {
+            let group = match id.parse::<u64>() {
+                Ok(number) => state
+                    .groups
+                    .iter()
+                    .find(|(_, group_id)| **group_id == number)
+                    .map(|(path, group_id)| (path.clone(), *group_id)),
+                Err(_) => state.groups.get(*id).map(|group_id| ((*id).to_string(), *group_id)),
+            };
+            match group {
+                Some((path, group_id)) => respond(
+                    200,
+                    &json!({
+                        "id": group_id,
+                        "name": path.rsplit('/').next().unwrap_or(&path),
+                        "path": path.rsplit('/').next().unwrap_or(&path),
+                        "kind": "group",
+                        "full_path": path,
+                        "parent_id": path.rsplit_once('/').and_then(|(parent, _)| state.groups.get(parent)),
+                    }),
+                ),
+                None if id.eq_ignore_ascii_case(&caller.login) => respond(
+                    200,
+                    &json!({ "id": caller.id, "name": caller.login, "path": caller.login, "kind": "user", "full_path": caller.login, "parent_id": null }),
+                ),
+                None => gitlab_not_found("404 Namespace Not Found"),
+            }
+        }
+        ("POST", ["projects"]) => gitlab_create_project(state, caller, body),
+        (_, ["projects", id, rest @ ..]) => {
+            let Some(path) = state.project_mut(id).map(|repo| repo.path()) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            gitlab_project_route(state, incoming, &path, rest, body)
+        }
+        _ => gitlab_not_found("404 Not Found"),
+    }
+}
+
+fn gitlab_create_project(state: &mut State, caller: &Caller, body: &Value) -> Response {
+    let Some(name) = str_field(body, "name").or_else(|| str_field(body, "path")) else {
+        return respond(
+            400,
+            &json!({ "error": "name, path are missing, at least one parameter must be provided" }),
+        );
+    };
+    let path = str_field(body, "path").unwrap_or(name).to_string();
+    let owner = match body.get("namespace_id").and_then(Value::as_u64) {
+        Some(id) if id == caller.id => caller.login.clone(),
+        Some(id) => match state.groups.iter().find(|(_, group_id)| **group_id == id) {
+            Some((group, _)) => group.clone(),
+            None => return gitlab_not_found("404 Namespace Not Found"),
+        },
+        None => caller.login.clone(),
+    };
+    if !caller.can_create {
+        return respond(403, &json!({ "message": "403 Forbidden" }));
+    }
+    if state.repo(&format!("{owner}/{path}")).is_some() {
+        return respond(
+            400,
+            &json!({ "message": { "name": ["has already been taken"], "path": ["has already been taken"] } }),
+        );
+    }
+    let private = str_field(body, "visibility").is_none_or(|visibility| visibility != "public");
+    let readme = bool_field(body, "initialize_with_readme").unwrap_or(false);
+    let repo = state.insert_repo(&owner, &path, private, readme.then_some("main"));
+    let full = repo.path();
+    let Some(repo) = state.repo(&full) else {
+        return respond(500, &json!({ "message": "500 Internal Server Error" }));
+    };
+    respond(201, &gitlab_project_json(state, repo))
+}
+
+fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest: &[&str], body: &Value) -> Response {
+    let method = incoming.method.as_str();
+    let origin = state.origin.clone();
+    let next_id = state.next_id();
+    let kind = state.kind;
+    let query = |name: &str| {
+        incoming
+            .query
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+    };
+    match (method, rest) {
+        ("GET", []) => match state.repo(path) {
+            Some(repo) => respond(200, &gitlab_project_json(state, repo)),
+            None => gitlab_not_found("404 Project Not Found"),
+        },
+        ("GET", ["repository", "branches", branch]) => {
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            match repo.branches.get(*branch) {
+                Some(sha) => respond(200, &gitlab_branch_json(state, repo, branch, sha)),
+                None => gitlab_not_found("404 Branch Not Found"),
+            }
+        }
+        ("POST", ["repository", "branches"]) => {
+            let (Some(branch), Some(reference)) = (query("branch"), query("ref")) else {
+                return respond(400, &json!({ "error": "branch is missing, ref is missing" }));
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            if repo.branches.contains_key(&branch) {
+                return respond(400, &json!({ "message": "Branch already exists" }));
+            }
+            let sha = match repo.branches.get(&reference) {
+                Some(sha) => sha.clone(),
+                None if repo.branches.values().any(|head| *head == reference) => reference.clone(),
+                None => {
+                    return respond(
+                        400,
+                        &json!({ "message": format!("Invalid reference name: {reference}") }),
+                    );
+                }
+            };
+            repo.branches.insert(branch.clone(), sha.clone());
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            respond(201, &gitlab_branch_json(state, repo, &branch, &sha))
+        }
+        ("GET", ["protected_branches", name]) => {
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            if repo.protection_rules.contains(*name) {
+                respond(
+                    200,
+                    &json!({
+                        "id": next_id,
+                        "name": name,
+                        "push_access_levels": [{ "id": next_id + 1, "access_level": 40, "access_level_description": "Maintainers" }],
+                        "merge_access_levels": [{ "id": next_id + 2, "access_level": 40, "access_level_description": "Maintainers" }],
+                        "allow_force_push": false,
+                        "code_owner_approval_required": false,
+                    }),
+                )
+            } else {
+                gitlab_not_found("404 Not found")
+            }
+        }
+        ("GET", ["deploy_keys"]) => {
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            let keys: Vec<Value> = repo.keys.iter().map(gitlab_key_json).collect();
+            let (page, headers) = paginate(incoming, &origin, &keys, 20);
+            let mut response = respond(200, &Value::Array(page));
+            response.headers = headers;
+            response
+        }
+        ("POST", ["deploy_keys"]) => {
+            let (Some(title), Some(key)) = (str_field(body, "title"), str_field(body, "key")) else {
+                return respond(400, &json!({ "error": "title is missing, key is missing" }));
+            };
+            let Some(material) = key_material(key) else {
+                return respond(400, &json!({ "message": { "key": ["is invalid"] } }));
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            if repo
+                .keys
+                .iter()
+                .any(|existing| key_material(&existing.key).as_ref() == Some(&material))
+            {
+                return respond(
+                    400,
+                    &json!({ "message": { "deploy_key.fingerprint_sha256": ["has already been taken"] } }),
+                );
+            }
+            let snapshot = KeySnapshot {
+                id: next_id,
+                title: title.to_string(),
+                key: stored_key(kind, key),
+                read_only: !bool_field(body, "can_push").unwrap_or(false),
+            };
+            repo.keys.push(snapshot.clone());
+            respond(201, &gitlab_key_json(&snapshot))
+        }
+        ("DELETE", ["deploy_keys", id]) => {
+            let Some(repo) = state.repo_mut(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            let before = repo.keys.len();
+            repo.keys.retain(|key| key.id.to_string() != *id);
+            if repo.keys.len() == before {
+                gitlab_not_found("404 Deploy Key Not Found")
+            } else {
+                no_content()
+            }
+        }
+        ("GET", ["merge_requests"]) => {
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            let wanted_state = query("state").unwrap_or_else(|| "all".to_string());
+            let source = query("source_branch");
+            let target = query("target_branch");
+            let requests: Vec<Value> = repo
+                .pulls
+                .iter()
+                .filter(|pull| match wanted_state.as_str() {
+                    "opened" => pull.snapshot.open,
+                    "closed" => !pull.snapshot.open,
+                    _ => true,
+                })
+                .filter(|pull| source.as_deref().is_none_or(|source| source == pull.snapshot.head))
+                .filter(|pull| target.as_deref().is_none_or(|target| target == pull.snapshot.base))
+                .map(|pull| gitlab_mr_json(state, repo, pull))
+                .collect();
+            let (page, headers) = paginate(incoming, &origin, &requests, 20);
+            let mut response = respond(200, &Value::Array(page));
+            response.headers = headers;
+            response
+        }
+        ("POST", ["merge_requests"]) => {
+            let (Some(source), Some(target), Some(title)) = (
+                str_field(body, "source_branch"),
+                str_field(body, "target_branch"),
+                str_field(body, "title"),
+            ) else {
+                return respond(
+                    400,
+                    &json!({ "error": "source_branch is missing, target_branch is missing, title is missing" }),
+                );
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            if let Some(existing) = repo
+                .pulls
+                .iter()
+                .find(|pull| pull.snapshot.open && pull.snapshot.head == source && pull.snapshot.base == target)
+            {
+                let message = format!(
+                    "Another open merge request already exists for this source branch: !{}",
+                    existing.snapshot.number
+                );
+                return respond(409, &json!({ "message": [message] }));
+            }
+            let number = repo.open_pull(
+                next_id,
+                source,
+                target,
+                title,
+                str_field(body, "description").unwrap_or(""),
+            );
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
+                return respond(500, &json!({ "message": "500 Internal Server Error" }));
+            };
+            respond(201, &gitlab_mr_json(state, repo, pull))
+        }
+        ("PUT" | "GET", ["merge_requests", iid]) => {
+            let Some(repo) = state.repo_mut(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            let Some(pull) = repo
+                .pulls
+                .iter_mut()
+                .find(|pull| pull.snapshot.number.to_string() == *iid)
+            else {
+                return gitlab_not_found("404 Not found");
+            };
+            if method == "PUT" {
+                if let Some(title) = str_field(body, "title") {
+                    pull.snapshot.title = title.to_string();
+                }
+                if let Some(text) = str_field(body, "description") {
+                    pull.snapshot.body = text.to_string();
+                }
+                if let Some(event) = str_field(body, "state_event") {
+                    pull.snapshot.open = event == "reopen";
+                }
+            }
+            let number = pull.snapshot.number;
+            let Some(repo) = state.repo(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
+                return respond(500, &json!({ "message": "500 Internal Server Error" }));
+            };
+            respond(200, &gitlab_mr_json(state, repo, pull))
+        }
+        _ => gitlab_not_found("404 Not Found"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding_handles_paths_and_forms() {
+        assert_eq!(percent_decode("acme%2Fplatform%2Ffleet", false), "acme/platform/fleet");
+        assert_eq!(percent_decode("a+b%3Ac", true), "a b:c");
+        assert_eq!(percent_decode("a+b", false), "a+b");
+        assert_eq!(percent_decode("100%", false), "100%");
+        assert_eq!(percent_decode("%zz", false), "%zz");
+    }
+
+    #[test]
+    fn globs_match_like_protection_rules() {
+        assert!(glob_matches("main", "main"));
+        assert!(!glob_matches("main", "main2"));
+        assert!(glob_matches("release/*", "release/v1"));
+        assert!(glob_matches("*", "anything"));
+        assert!(!glob_matches("release/*", "main"));
+    }
+
+    #[test]
+    fn segments_split_before_decoding() {
+        assert_eq!(
+            segments("/projects/acme%2Ffleet/repository/branches/feature%2Fx"),
+            vec!["projects", "acme/fleet", "repository", "branches", "feature/x"]
+        );
+    }
+}
