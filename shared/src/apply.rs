@@ -54,19 +54,13 @@ pub fn object_ref(document: &serde_json::Value) -> ObjectRef {
 
 /// Whether a manifest must be applied (and ready) before the others: CRDs and Namespaces.
 pub fn is_foundation(document: &serde_json::Value) -> bool {
-    matches!(
-        document.get("kind").and_then(|k| k.as_str()),
-        Some("CustomResourceDefinition" | "Namespace")
-    )
+    matches!(document.get("kind").and_then(|k| k.as_str()), Some("CustomResourceDefinition" | "Namespace"))
 }
 
 impl<'a> Applier<'a> {
     /// An applier for a cluster.
     pub fn new(cluster: &'a Cluster) -> Applier<'a> {
-        Applier {
-            cluster,
-            resolved: HashMap::new(),
-        }
+        Applier { cluster, resolved: HashMap::new() }
     }
 
     /// Applies documents in two stages: CRDs and Namespaces, wait until the CRDs are
@@ -106,9 +100,7 @@ impl<'a> Applier<'a> {
             (Scope::Cluster, _) => Api::all_with(self.cluster.client.clone(), &resource),
         };
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(&object.name, &params, &Patch::Apply(document))
-            .await
-            .map_err(|error| self.failed(&object, error))?;
+        api.patch(&object.name, &params, &Patch::Apply(document)).await.map_err(|error| self.failed(&object, error))?;
         Ok(object)
     }
 
@@ -116,24 +108,20 @@ impl<'a> Applier<'a> {
         if let Some(found) = self.resolved.get(gvk) {
             return Ok(found.clone());
         }
-        let found = kube::discovery::pinned_kind(&self.cluster.client, gvk)
-            .await
-            .map_err(|error| match error {
-                kube::Error::Api(status) if status.code == 404 => Error::Negative {
-                    message: format!("the cluster does not serve {}/{} {}", gvk.group, gvk.version, gvk.kind),
-                    hint: Some("install the CRD that defines it first, or check the Flux version".into()),
-                },
-                other => self.cluster.error(other),
-            })?;
+        let found = kube::discovery::pinned_kind(&self.cluster.client, gvk).await.map_err(|error| match error {
+            kube::Error::Api(status) if status.code == 404 => Error::Negative {
+                message: format!("the cluster does not serve {}/{} {}", gvk.group, gvk.version, gvk.kind),
+                hint: Some("install the CRD that defines it first, or check the Flux version".into()),
+            },
+            other => self.cluster.error(other),
+        })?;
         self.resolved.insert(gvk.clone(), found.clone());
         Ok(found)
     }
 
     fn failed(&self, object: &ObjectRef, error: kube::Error) -> Error {
         match self.cluster.error(error) {
-            Error::Forbidden { message } => Error::Forbidden {
-                message: format!("cannot apply {object}: {message}"),
-            },
+            Error::Forbidden { message } => Error::Forbidden { message: format!("cannot apply {object}: {message}") },
             Error::Api(kube::Error::Api(status)) => Error::Negative {
                 message: format!("cannot apply {object}: {}", status.message),
                 hint: Some("the manifest is invalid for this cluster; check its apiVersion and fields".into()),
@@ -150,17 +138,11 @@ impl<'a> Applier<'a> {
             match tokio::time::timeout(timeout, established).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => {
-                    return Err(Error::Negative {
-                        message: format!("waiting for CRD {name}: {error}"),
-                        hint: None,
-                    });
+                    return Err(Error::Negative { message: format!("waiting for CRD {name}: {error}"), hint: None });
                 }
                 Err(_) => {
                     return Err(Error::Negative {
-                        message: format!(
-                            "CRD {name} is not Established after {}",
-                            crate::duration::format(timeout)
-                        ),
+                        message: format!("CRD {name} is not Established after {}", crate::duration::format(timeout)),
                         hint: Some(format!("kubectl describe crd {name}")),
                     });
                 }
@@ -173,9 +155,7 @@ impl<'a> Applier<'a> {
 /// The `Ready` condition of a Flux object: (status, reason, message).
 pub fn ready_condition(object: &DynamicObject) -> Option<(String, String, String)> {
     let conditions = object.data.pointer("/status/conditions")?.as_array()?;
-    let ready = conditions
-        .iter()
-        .find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))?;
+    let ready = conditions.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))?;
     let text = |key: &str| ready.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     Some((text("status"), text("reason"), text("message")))
 }
@@ -197,10 +177,7 @@ mod tests {
         let deployment = json!({"kind": "Deployment", "metadata": {"name": "x", "namespace": "flux-system"}});
         assert_eq!(object_ref(&deployment).to_string(), "Deployment/flux-system/x");
         let crd = json!({"kind": "CustomResourceDefinition", "metadata": {"name": "gitrepositories.source.toolkit.fluxcd.io"}});
-        assert_eq!(
-            object_ref(&crd).to_string(),
-            "CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io"
-        );
+        assert_eq!(object_ref(&crd).to_string(), "CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io");
     }
 
     #[test]
@@ -213,11 +190,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             ready_condition(&object),
-            Some((
-                "False".into(),
-                "BuildFailed".into(),
-                "kustomization path not found".into()
-            ))
+            Some(("False".into(), "BuildFailed".into(), "kustomization path not found".into()))
         );
     }
 }

@@ -20,24 +20,12 @@ pub struct GlobalArgs {
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use instead of the current one.
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        alias = "kube-context",
-        help_heading = "Cluster options"
-    )]
+    #[arg(long, global = true, value_name = "NAME", alias = "kube-context", help_heading = "Cluster options")]
     pub context: Option<String>,
 
     /// The namespace of the apps to act on. Defaults to the context's namespace; Flux's own
     /// objects default to flux-system.
-    #[arg(
-        short = 'n',
-        long,
-        global = true,
-        value_name = "NAMESPACE",
-        help_heading = "Cluster options"
-    )]
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = "Cluster options")]
     pub namespace: Option<String>,
 
     /// How long to wait for each API request before giving up: `5s`, `1m`, or `0` for no limit.
@@ -46,14 +34,7 @@ pub struct GlobalArgs {
     pub request_timeout: Option<Duration>,
 
     /// Output format.
-    #[arg(
-        short = 'o',
-        long,
-        global = true,
-        value_enum,
-        value_name = "FORMAT",
-        help_heading = "Output options"
-    )]
+    #[arg(short = 'o', long, global = true, value_enum, value_name = "FORMAT", help_heading = "Output options")]
     pub output: Option<OutputFormat>,
 
     /// Don't print column headers in table output.
@@ -127,17 +108,11 @@ mod tests {
     #[test]
     fn timeouts_parse_and_zero_means_none() {
         let probe = Probe::parse_from(["x", "--request-timeout", "2s"]);
-        assert_eq!(
-            probe.global.request_timeout_or(Duration::from_secs(5)),
-            Some(Duration::from_secs(2))
-        );
+        assert_eq!(probe.global.request_timeout_or(Duration::from_secs(5)), Some(Duration::from_secs(2)));
         let probe = Probe::parse_from(["x", "--request-timeout", "0"]);
         assert_eq!(probe.global.request_timeout_or(Duration::from_secs(5)), None);
         let probe = Probe::parse_from(["x"]);
-        assert_eq!(
-            probe.global.request_timeout_or(Duration::from_secs(5)),
-            Some(Duration::from_secs(5))
-        );
+        assert_eq!(probe.global.request_timeout_or(Duration::from_secs(5)), Some(Duration::from_secs(5)));
     }
 
     #[test]

@@ -38,13 +38,8 @@ impl Cluster {
         }
         .map_err(Error::Kubeconfig)?;
         let context = args.context.clone().or_else(|| kubeconfig.current_context.clone());
-        let options = KubeConfigOptions {
-            context: args.context.clone(),
-            ..Default::default()
-        };
-        let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
-            .await
-            .map_err(Error::Kubeconfig)?;
+        let options = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
+        let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(Error::Kubeconfig)?;
         let request_timeout = args.request_timeout_or(default_timeout);
         config.connect_timeout = request_timeout;
         config.read_timeout = request_timeout;
@@ -66,13 +61,7 @@ impl Cluster {
             context.as_deref().unwrap_or("none"),
             request_timeout.map_or("none".to_string(), crate::duration::format)
         ));
-        Ok(Cluster {
-            client,
-            server,
-            context,
-            namespace,
-            request_timeout,
-        })
+        Ok(Cluster { client, server, context, namespace, request_timeout })
     }
 
     /// Maps a kube error from this cluster to our typed error.
@@ -94,12 +83,8 @@ pub fn user_agent() -> String {
 /// Sorts a kube error into unreachable / unauthorized / forbidden / other.
 pub fn classify(server: &str, error: kube::Error) -> Error {
     match error {
-        kube::Error::Api(status) if status.code == 401 => Error::Unauthorized {
-            server: server.to_string(),
-        },
-        kube::Error::Api(status) if status.code == 403 => Error::Forbidden {
-            message: status.message.clone(),
-        },
+        kube::Error::Api(status) if status.code == 401 => Error::Unauthorized { server: server.to_string() },
+        kube::Error::Api(status) if status.code == 403 => Error::Forbidden { message: status.message.clone() },
         kube::Error::Api(status) => Error::Api(kube::Error::Api(status)),
         kube::Error::HyperError(_)
         | kube::Error::Service(_)
@@ -107,10 +92,7 @@ pub fn classify(server: &str, error: kube::Error) -> Error {
         | kube::Error::Auth(_)
         | kube::Error::TlsRequired => {
             let reason = chain_to_line(&error);
-            Error::Unreachable {
-                server: server.to_string(),
-                reason: tidy_transport_reason(&reason),
-            }
+            Error::Unreachable { server: server.to_string(), reason: tidy_transport_reason(&reason) }
         }
         other => Error::Api(other),
     }
@@ -130,11 +112,7 @@ pub fn is_forbidden(error: &kube::Error) -> bool {
 /// keep the most specific part, which is the last one.
 fn tidy_transport_reason(reason: &str) -> String {
     let last = reason.rsplit(": ").next().unwrap_or(reason).trim();
-    if last.is_empty() {
-        reason.to_string()
-    } else {
-        last.to_string()
-    }
+    if last.is_empty() { reason.to_string() } else { last.to_string() }
 }
 
 #[cfg(test)]

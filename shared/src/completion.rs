@@ -77,12 +77,7 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
     let mut found: Vec<Candidate> = current
         .get_subcommands()
         .filter(|sub| !sub.is_hide_set())
-        .map(|sub| {
-            (
-                sub.get_name().to_string(),
-                sub.get_about().map(|about| about.to_string()),
-            )
-        })
+        .map(|sub| (sub.get_name().to_string(), sub.get_about().map(|about| about.to_string())))
         .filter(|(name, _)| name.starts_with(partial))
         .collect();
     if let Some(positional) = current.get_positionals().nth(positionals_seen) {
@@ -121,9 +116,7 @@ pub fn flag_needing_next_word<'a>(command: &'a Command, word: &str) -> Option<&'
         if long.contains('=') {
             return None;
         }
-        command
-            .get_arguments()
-            .find(|a| a.get_long() == Some(long) || has_alias(a, long))
+        command.get_arguments().find(|a| a.get_long() == Some(long) || has_alias(a, long))
     } else {
         let shorts = word.strip_prefix('-')?;
         if shorts.chars().count() != 1 {
@@ -136,8 +129,7 @@ pub fn flag_needing_next_word<'a>(command: &'a Command, word: &str) -> Option<&'
 
 fn takes_value(arg: &clap::Arg) -> bool {
     // `num_args` is only filled in once the command is built; the action is always known.
-    arg.get_num_args()
-        .map_or_else(|| arg.get_action().takes_values(), |range| range.takes_values())
+    arg.get_num_args().map_or_else(|| arg.get_action().takes_values(), |range| range.takes_values())
 }
 
 fn has_alias(arg: &clap::Arg, name: &str) -> bool {
@@ -145,8 +137,7 @@ fn has_alias(arg: &clap::Arg, name: &str) -> bool {
 }
 
 fn help_of(arg: &clap::Arg) -> Option<String> {
-    arg.get_help()
-        .map(|help| help.to_string().lines().next().unwrap_or_default().to_string())
+    arg.get_help().map(|help| help.to_string().lines().next().unwrap_or_default().to_string())
 }
 
 /// A completion script for a shell, completing `program` through `program __complete`.
@@ -222,26 +213,9 @@ mod tests {
 
     fn command() -> Command {
         Command::new("kubectl-gitops-app")
-            .arg(
-                Arg::new("output")
-                    .short('o')
-                    .long("output")
-                    .global(true)
-                    .value_parser(["table", "json", "yaml"]),
-            )
-            .arg(
-                Arg::new("quiet")
-                    .short('q')
-                    .long("quiet")
-                    .global(true)
-                    .action(ArgAction::SetTrue),
-            )
-            .subcommand(
-                Command::new("add")
-                    .about("Add an app")
-                    .arg(Arg::new("name"))
-                    .arg(Arg::new("url").long("url")),
-            )
+            .arg(Arg::new("output").short('o').long("output").global(true).value_parser(["table", "json", "yaml"]))
+            .arg(Arg::new("quiet").short('q').long("quiet").global(true).action(ArgAction::SetTrue))
+            .subcommand(Command::new("add").about("Add an app").arg(Arg::new("name")).arg(Arg::new("url").long("url")))
             .subcommand(Command::new("list").about("List apps"))
     }
 

@@ -55,12 +55,8 @@ impl DeployKey {
     pub fn generate(algorithm: KeyAlgorithm, comment: &str, known_hosts: String) -> Result<DeployKey> {
         let algorithm = match algorithm {
             KeyAlgorithm::Ed25519 => Algorithm::Ed25519,
-            KeyAlgorithm::EcdsaP384 => Algorithm::Ecdsa {
-                curve: EcdsaCurve::NistP384,
-            },
-            KeyAlgorithm::Rsa => Algorithm::Rsa {
-                hash: Some(HashAlg::Sha512),
-            },
+            KeyAlgorithm::EcdsaP384 => Algorithm::Ecdsa { curve: EcdsaCurve::NistP384 },
+            KeyAlgorithm::Rsa => Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
         };
         let mut key = PrivateKey::random(&mut OsRng, algorithm)
             .map_err(|error| Error::Render(format!("cannot generate an SSH key: {error}")))?;
@@ -94,11 +90,7 @@ impl DeployKey {
             .public_key()
             .to_openssh()
             .map_err(|error| Error::Render(format!("cannot encode the SSH public key: {error}")))?;
-        Ok(DeployKey {
-            private_openssh,
-            public_openssh,
-            known_hosts,
-        })
+        Ok(DeployKey { private_openssh, public_openssh, known_hosts })
     }
 
     /// Reads the key back from the Flux Secret; `None` when the Secret has no usable identity.
@@ -127,23 +119,11 @@ impl DeployKey {
     /// The Secret Flux reads, in `namespace`, named `name`.
     pub fn secret(&self, namespace: &str, name: &str) -> Secret {
         let data = BTreeMap::from([
-            (
-                "identity".to_string(),
-                ByteString(self.private_openssh.clone().into_bytes()),
-            ),
-            (
-                "identity.pub".to_string(),
-                ByteString(format!("{}\n", self.public_openssh).into_bytes()),
-            ),
-            (
-                "known_hosts".to_string(),
-                ByteString(self.known_hosts.clone().into_bytes()),
-            ),
+            ("identity".to_string(), ByteString(self.private_openssh.clone().into_bytes())),
+            ("identity.pub".to_string(), ByteString(format!("{}\n", self.public_openssh).into_bytes())),
+            ("known_hosts".to_string(), ByteString(self.known_hosts.clone().into_bytes())),
         ]);
-        Secret {
-            data: Some(data),
-            ..DeployKey::secret_shell(namespace, name)
-        }
+        Secret { data: Some(data), ..DeployKey::secret_shell(namespace, name) }
     }
 
     /// A labelled, empty Opaque Secret, for any kind of Flux git credentials.
@@ -187,12 +167,8 @@ mod tests {
 
     #[test]
     fn generated_keys_round_trip_through_the_secret() {
-        let key = DeployKey::generate(
-            KeyAlgorithm::Ed25519,
-            "flux@dev",
-            "[127.0.0.1]:2222 ssh-ed25519 AAAA\n".into(),
-        )
-        .unwrap();
+        let key = DeployKey::generate(KeyAlgorithm::Ed25519, "flux@dev", "[127.0.0.1]:2222 ssh-ed25519 AAAA\n".into())
+            .unwrap();
         assert!(key.public_openssh.starts_with("ssh-ed25519 "));
         assert!(key.public_openssh.ends_with(" flux@dev"));
         assert!(key.fingerprint().starts_with("SHA256:"));
@@ -208,20 +184,13 @@ mod tests {
         let debug = format!("{key:?}");
         assert!(!debug.contains("PRIVATE KEY"), "{debug}");
         let yaml = key.redacted_secret_yaml("flux-system", "flux-system").unwrap();
-        assert!(
-            !yaml.contains("PRIVATE KEY") && yaml.contains("identity: <redacted>"),
-            "{yaml}"
-        );
+        assert!(!yaml.contains("PRIVATE KEY") && yaml.contains("identity: <redacted>"), "{yaml}");
     }
 
     #[test]
     fn ecdsa_keys_work_too() {
         let key = DeployKey::generate(KeyAlgorithm::EcdsaP384, "flux", String::new()).unwrap();
-        assert!(
-            key.public_openssh.starts_with("ecdsa-sha2-nistp384 "),
-            "{}",
-            key.public_openssh
-        );
+        assert!(key.public_openssh.starts_with("ecdsa-sha2-nistp384 "), "{}", key.public_openssh);
     }
 
     #[test]

@@ -142,10 +142,8 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
 
     let namespaces = Api::<Namespace>::all(client.clone());
     let flux_selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"));
-    let (discovery, flux_namespaces) = tokio::join!(
-        client.list_api_groups_aggregated(),
-        namespaces.list_metadata(&flux_selector)
-    );
+    let (discovery, flux_namespaces) =
+        tokio::join!(client.list_api_groups_aggregated(), namespaces.list_metadata(&flux_selector));
     let api_versions = ServedApis::from_discovery(&discovery.map_err(|error| cluster.error(error))?);
     let mut warnings = Vec::new();
 
@@ -154,11 +152,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
             .items
             .into_iter()
             .filter_map(|ns| {
-                let version = ns
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|labels| labels.get(VERSION_LABEL).cloned());
+                let version = ns.metadata.labels.as_ref().and_then(|labels| labels.get(VERSION_LABEL).cloned());
                 ns.metadata.name.map(|name| (name, version))
             })
             .collect(),
@@ -170,10 +164,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
     };
     if labelled.len() > 1 {
         let names: Vec<&str> = labelled.iter().map(|(name, _)| name.as_str()).collect();
-        warnings.push(format!(
-            "more than one Flux installation: namespaces {}",
-            names.join(", ")
-        ));
+        warnings.push(format!("more than one Flux installation: namespaces {}", names.join(", ")));
     }
     let flux_namespace = match labelled.into_iter().next() {
         Some(found) => Some(found),
@@ -253,9 +244,7 @@ fn flux_installation(namespace: String, label_version: Option<String>, controlle
 
 async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<Controller>> {
     let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), namespace);
-    let list = match deployments
-        .list(&ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}")))
-        .await
+    let list = match deployments.list(&ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"))).await
     {
         Ok(list) => list,
         Err(error) if is_forbidden(&error) => return Ok(Vec::new()),
@@ -268,24 +257,15 @@ async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<Cont
 
 fn controller_from_deployment(deployment: &Deployment) -> Option<Controller> {
     let labels = deployment.metadata.labels.as_ref();
-    let name = labels
-        .and_then(|labels| labels.get(COMPONENT_LABEL).cloned())
-        .or_else(|| deployment.metadata.name.clone())?;
+    let name =
+        labels.and_then(|labels| labels.get(COMPONENT_LABEL).cloned()).or_else(|| deployment.metadata.name.clone())?;
     let image = deployment.spec.template.spec.as_ref().and_then(|pod| {
-        pod.containers
-            .iter()
-            .find(|c| c.name == "manager")
-            .or(pod.containers.first())
-            .and_then(|c| c.image.clone())
+        pod.containers.iter().find(|c| c.name == "manager").or(pod.containers.first()).and_then(|c| c.image.clone())
     });
     let tag = image.as_deref().and_then(image_tag).map(String::from);
     let desired = deployment.spec.replicas.unwrap_or(1);
     let ready_replicas = deployment.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0);
-    Some(Controller {
-        name,
-        tag,
-        ready: desired > 0 && ready_replicas >= desired,
-    })
+    Some(Controller { name, tag, ready: desired > 0 && ready_replicas >= desired })
 }
 
 /// The tag of an image reference: `ghcr.io/fluxcd/source-controller:v1.9.3@sha256:…` → `v1.9.3`.

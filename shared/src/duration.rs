@@ -14,9 +14,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     let mut total = Duration::ZERO;
     let mut rest = text;
     while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         if digits == 0 {
             return Err(format!("invalid duration {text:?}: expected a number before {rest:?}"));
         }
@@ -24,9 +22,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             .parse()
             .map_err(|_| format!("invalid duration {text:?}: bad number {:?}", &rest[..digits]))?;
         rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let seconds_per_unit = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -38,9 +34,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
                 return Err(format!("invalid duration {text:?}: missing unit (use s, m or h)"));
             }
             unit => {
-                return Err(format!(
-                    "invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)"
-                ));
+                return Err(format!("invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)"));
             }
         };
         total += Duration::from_secs_f64(number * seconds_per_unit);

@@ -31,3 +31,7 @@ pub const GITOPS_GIT_USERNAME: &str = "GITOPS_GIT_USERNAME";
 pub const GITOPS_GIT_PASSWORD: &str = "GITOPS_GIT_PASSWORD";
 /// Home directory, for `~/.ssh` keys and known_hosts.
 pub const HOME: &str = "HOME";
+/// Overrides the GitHub API base URL (default https://api.github.com, or https://<--hostname>/api/v3).
+pub const KUBECTL_GITOPS_GITHUB_API_URL: &str = "KUBECTL_GITOPS_GITHUB_API_URL";
+/// Overrides the GitLab API base URL (default https://gitlab.com/api/v4, or https://<--hostname>/api/v4).
+pub const KUBECTL_GITOPS_GITLAB_API_URL: &str = "KUBECTL_GITOPS_GITLAB_API_URL";

@@ -130,18 +130,12 @@ pub enum Error {
 impl Error {
     /// A usage error with a hint.
     pub fn usage(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Error::Usage {
-            message: message.into(),
-            hint: Some(hint.into()),
-        }
+        Error::Usage { message: message.into(), hint: Some(hint.into()) }
     }
 
     /// Wraps an I/O error with what we were doing.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io {
-            context: context.into(),
-            source,
-        }
+        Error::Io { context: context.into(), source }
     }
 
     /// The exit code this error maps to.
@@ -195,17 +189,17 @@ impl From<crate::git::GitError> for Error {
         let hint = error.hint();
         match error {
             GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => {
-                Error::Usage {
-                    message: error.to_string(),
-                    hint,
-                }
+                Error::Usage { message: error.to_string(), hint }
             }
             GitError::Io { .. } => Error::Render(error.to_string()),
-            other => Error::Git {
-                message: other.to_string(),
-                hint,
-            },
+            other => Error::Git { message: other.to_string(), hint },
         }
+    }
+}
+
+impl From<crate::provider::ProviderError> for Error {
+    fn from(error: crate::provider::ProviderError) -> Self {
+        Error::Git { hint: error.hint(), message: error.to_string() }
     }
 }
 
@@ -254,14 +248,8 @@ mod tests {
         assert_eq!(ExitCode::Usage.code(), 2);
         assert_eq!(ExitCode::Cluster.code(), 3);
         assert_eq!(ExitCode::Git.code(), 4);
-        assert_eq!(
-            Error::NotImplemented { command: "upgrade" }.exit_code(),
-            ExitCode::Usage
-        );
-        let unreachable = Error::Unreachable {
-            server: "https://x".into(),
-            reason: "refused".into(),
-        };
+        assert_eq!(Error::NotImplemented { command: "upgrade" }.exit_code(), ExitCode::Usage);
+        let unreachable = Error::Unreachable { server: "https://x".into(), reason: "refused".into() };
         assert_eq!(unreachable.exit_code(), ExitCode::Cluster);
     }
 

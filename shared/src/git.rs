@@ -67,11 +67,9 @@ impl fmt::Debug for Auth {
                 .field("private_key", &"<redacted>")
                 .field("known_hosts", &format!("{} lines", known_hosts.lines().count()))
                 .finish(),
-            Auth::Basic { username, .. } => f
-                .debug_struct("Basic")
-                .field("username", username)
-                .field("password", &"<redacted>")
-                .finish(),
+            Auth::Basic { username, .. } => {
+                f.debug_struct("Basic").field("username", username).field("password", &"<redacted>").finish()
+            }
             Auth::Anonymous => f.write_str("Anonymous"),
         }
     }
@@ -88,10 +86,7 @@ pub struct Remote {
 
 impl fmt::Debug for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Remote")
-            .field("url", &redact_url(&self.url))
-            .field("auth", &self.auth)
-            .finish()
+        f.debug_struct("Remote").field("url", &redact_url(&self.url)).field("auth", &self.auth).finish()
     }
 }
 
@@ -368,10 +363,7 @@ impl Checkout {
         let dir = tempfile::Builder::new()
             .prefix("kubectl-gitops-")
             .tempdir()
-            .map_err(|source| GitError::Io {
-                context: "cannot create a temp dir for the checkout".into(),
-                source,
-            })?;
+            .map_err(|source| GitError::Io { context: "cannot create a temp dir for the checkout".into(), source })?;
         let repo = Repository::init(dir.path())?;
         repo.remote(ORIGIN, &remote.url)?;
         // Unborn until we know the remote has the branch.
@@ -412,10 +404,7 @@ impl Checkout {
         match std::fs::read(&full) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(GitError::Io {
-                context: format!("cannot read {path} in the checkout"),
-                source,
-            }),
+            Err(source) => Err(GitError::Io { context: format!("cannot read {path} in the checkout"), source }),
         }
     }
 
@@ -443,10 +432,7 @@ impl Checkout {
     pub fn write(&mut self, path: &str, contents: &[u8]) -> Result<(), GitError> {
         let full = self.checked_path(path)?;
         write_file(&full, path, contents)?;
-        self.pending.push(Change {
-            path: path.to_string(),
-            contents: Some(contents.to_vec()),
-        });
+        self.pending.push(Change { path: path.to_string(), contents: Some(contents.to_vec()) });
         Ok(())
     }
 
@@ -454,10 +440,7 @@ impl Checkout {
     pub fn remove(&mut self, path: &str) -> Result<(), GitError> {
         let full = self.checked_path(path)?;
         remove_path(&full, path)?;
-        self.pending.push(Change {
-            path: path.to_string(),
-            contents: None,
-        });
+        self.pending.push(Change { path: path.to_string(), contents: None });
         Ok(())
     }
 
@@ -476,16 +459,9 @@ impl Checkout {
                 git2::Delta::Deleted => ChangeKind::Deleted,
                 _ => ChangeKind::Modified,
             };
-            let file = if kind == ChangeKind::Deleted {
-                delta.old_file()
-            } else {
-                delta.new_file()
-            };
+            let file = if kind == ChangeKind::Deleted { delta.old_file() } else { delta.new_file() };
             if let Some(path) = file.path().and_then(Path::to_str) {
-                changes.push(FileChange {
-                    path: path.to_string(),
-                    kind,
-                });
+                changes.push(FileChange { path: path.to_string(), kind });
             }
         }
         Ok(changes)
@@ -539,9 +515,7 @@ impl Checkout {
         match result {
             // libgit2 checks fast-forward itself before sending anything.
             Err(error) if error.code() == ErrorCode::NotFastForward => {
-                return Err(GitError::NonFastForward {
-                    branch: self.branch.clone(),
-                });
+                return Err(GitError::NonFastForward { branch: self.branch.clone() });
             }
             Err(error) => return Err(session.finish(error)),
             Ok(()) => {}
@@ -549,22 +523,11 @@ impl Checkout {
         if let Some(reason) = refused.into_inner() {
             let lower = reason.to_ascii_lowercase();
             // A server that moved between our fetch and its ref update says one of these.
-            let moved = [
-                "non-fast-forward",
-                "fetch first",
-                "stale info",
-                "cannot lock ref",
-                "but expected",
-            ];
+            let moved = ["non-fast-forward", "fetch first", "stale info", "cannot lock ref", "but expected"];
             return Err(if moved.iter().any(|m| lower.contains(m)) {
-                GitError::NonFastForward {
-                    branch: self.branch.clone(),
-                }
+                GitError::NonFastForward { branch: self.branch.clone() }
             } else {
-                GitError::Rejected {
-                    branch: self.branch.clone(),
-                    reason: session.scrub(&reason),
-                }
+                GitError::Rejected { branch: self.branch.clone(), reason: session.scrub(&reason) }
             });
         }
         self.base = Some(head);
@@ -591,10 +554,7 @@ impl Checkout {
         let commits = std::mem::take(&mut self.unpushed);
         let pending = std::mem::take(&mut self.pending);
         let mut overwritten = Vec::new();
-        let touched = commits
-            .iter()
-            .flat_map(|commit| commit.changes.iter())
-            .chain(pending.iter());
+        let touched = commits.iter().flat_map(|commit| commit.changes.iter()).chain(pending.iter());
         for change in touched {
             overwritten.extend(theirs.iter().filter(|path| within(path, &change.path)).cloned());
         }
@@ -650,14 +610,10 @@ impl Checkout {
         }
         let session = Session::new(&self.remote, endpoint);
         let mut options = FetchOptions::new();
-        options
-            .remote_callbacks(session.callbacks())
-            .download_tags(AutotagOption::None);
+        options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None);
         let refspec = format!("+{}:{tracking}", branch_ref(&self.branch)?);
         let mut origin = self.repo.find_remote(ORIGIN)?;
-        origin
-            .fetch(&[refspec.as_str()], Some(&mut options), None)
-            .map_err(|error| session.finish(error))?;
+        origin.fetch(&[refspec.as_str()], Some(&mut options), None).map_err(|error| session.finish(error))?;
         drop(options);
         match self.repo.find_reference(&tracking) {
             Ok(reference) => Ok(reference.target()),
@@ -672,15 +628,10 @@ impl Checkout {
         let local_ref = branch_ref(&self.branch)?;
         match target {
             Some(oid) => {
-                self.repo
-                    .reference(&local_ref, oid, true, "kubectl-gitops: reset to remote")?;
+                self.repo.reference(&local_ref, oid, true, "kubectl-gitops: reset to remote")?;
                 self.repo.set_head(&local_ref)?;
-                self.repo.checkout_head(Some(
-                    CheckoutBuilder::new()
-                        .force()
-                        .remove_untracked(true)
-                        .remove_ignored(true),
-                ))?;
+                self.repo
+                    .checkout_head(Some(CheckoutBuilder::new().force().remove_untracked(true).remove_ignored(true)))?;
             }
             None => {
                 if let Ok(mut reference) = self.repo.find_reference(&local_ref) {
@@ -690,10 +641,8 @@ impl Checkout {
                 let mut index = self.repo.index()?;
                 index.clear()?;
                 index.write()?;
-                let entries = std::fs::read_dir(self.root()).map_err(|source| GitError::Io {
-                    context: "cannot list the checkout".into(),
-                    source,
-                })?;
+                let entries = std::fs::read_dir(self.root())
+                    .map_err(|source| GitError::Io { context: "cannot list the checkout".into(), source })?;
                 for entry in entries.flatten() {
                     if entry.file_name() != ".git" {
                         remove_path(&entry.path(), &entry.file_name().to_string_lossy())?;
@@ -741,9 +690,7 @@ impl Checkout {
         let tree = self.repo.find_tree(tree_id)?;
         let signature = git2::Signature::now(&author.name, &author.email)?;
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-        let oid = self
-            .repo
-            .commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)?;
+        let oid = self.repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)?;
         Ok(Some(oid))
     }
 
@@ -768,10 +715,7 @@ impl Checkout {
     /// leave it: absolute paths, `..`, `.git` and symbolic links (a cloned repo could hold a
     /// link to `/`).
     fn checked_path(&self, path: &str) -> Result<PathBuf, GitError> {
-        let invalid = |reason| GitError::InvalidPath {
-            path: path.to_string(),
-            reason,
-        };
+        let invalid = |reason| GitError::InvalidPath { path: path.to_string(), reason };
         if path.contains('\0') {
             return Err(invalid("it contains a NUL byte"));
         }
@@ -818,19 +762,14 @@ pub fn remote_head(remote: &Remote, branch: &str) -> Result<Option<String>, GitE
         .connect_auth(Direction::Fetch, Some(session.callbacks()), None)
         .map_err(|error| session.finish(error))?;
     let heads = connection.list().map_err(|error| session.finish(error))?;
-    Ok(heads
-        .iter()
-        .find(|head| head.name() == wanted)
-        .map(|head| head.oid().to_string()))
+    Ok(heads.iter().find(|head| head.name() == wanted).map(|head| head.oid().to_string()))
 }
 
 /// `refs/heads/<branch>`, after checking the name.
 fn branch_ref(branch: &str) -> Result<String, GitError> {
     let name = format!("refs/heads/{branch}");
     if branch.is_empty() || branch.starts_with('-') || !git2::Reference::is_valid_name(&name) {
-        return Err(GitError::InvalidBranch {
-            branch: branch.to_string(),
-        });
+        return Err(GitError::InvalidBranch { branch: branch.to_string() });
     }
     Ok(name)
 }
@@ -842,10 +781,7 @@ fn within(path: &str, prefix: &str) -> bool {
 }
 
 fn write_file(full: &Path, path: &str, contents: &[u8]) -> Result<(), GitError> {
-    let io = |source| GitError::Io {
-        context: format!("cannot write {path} in the checkout"),
-        source,
-    };
+    let io = |source| GitError::Io { context: format!("cannot write {path} in the checkout"), source };
     if let Some(parent) = full.parent() {
         std::fs::create_dir_all(parent).map_err(io)?;
     }
@@ -859,10 +795,7 @@ fn remove_path(full: &Path, path: &str) -> Result<(), GitError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(error) => Err(error),
     };
-    result.map_err(|source| GitError::Io {
-        context: format!("cannot remove {path} in the checkout"),
-        source,
-    })
+    result.map_err(|source| GitError::Io { context: format!("cannot remove {path} in the checkout"), source })
 }
 
 /// The URL with any password replaced, for messages.
@@ -886,10 +819,7 @@ enum Endpoint {
 
 impl Endpoint {
     fn parse(url: &str) -> Result<Endpoint, GitError> {
-        let invalid = |reason: &str| GitError::InvalidUrl {
-            url: redact_url(url),
-            reason: reason.to_string(),
-        };
+        let invalid = |reason: &str| GitError::InvalidUrl { url: redact_url(url), reason: reason.to_string() };
         if !url.contains("://") {
             // scp-like `[user@]host:path`; a `/` before the first `:` makes it a local path.
             return match url.split_once(':') {
@@ -898,10 +828,7 @@ impl Endpoint {
                     if host.is_empty() {
                         return Err(invalid("no host before `:`"));
                     }
-                    Ok(Endpoint::Ssh {
-                        host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
-                        port: 22,
-                    })
+                    Ok(Endpoint::Ssh { host: host.trim_start_matches('[').trim_end_matches(']').to_string(), port: 22 })
                 }
                 _ => Ok(Endpoint::Local),
             };
@@ -915,16 +842,11 @@ impl Endpoint {
                     Some(url::Host::Ipv6(ip)) => ip.to_string(),
                     None => return Err(invalid("no host")),
                 };
-                Ok(Endpoint::Ssh {
-                    host,
-                    port: parsed.port().unwrap_or(22),
-                })
+                Ok(Endpoint::Ssh { host, port: parsed.port().unwrap_or(22) })
             }
             "http" | "https" => Ok(Endpoint::Http),
             "file" => Ok(Endpoint::Local),
-            other => Err(invalid(&format!(
-                "the scheme {other}:// is not supported (use ssh, https, http or file)"
-            ))),
+            other => Err(invalid(&format!("the scheme {other}:// is not supported (use ssh, https, http or file)"))),
         }
     }
 }
@@ -985,12 +907,7 @@ impl<'a> Session<'a> {
     }
 
     fn credentials(&self, user_from_url: Option<&str>, allowed: CredentialType) -> Result<Cred, git2::Error> {
-        let refused = |reason: String| {
-            self.fail(GitError::AuthFailed {
-                url: self.url(),
-                reason,
-            })
-        };
+        let refused = |reason: String| self.fail(GitError::AuthFailed { url: self.url(), reason });
         let tried = |counter: &Cell<u32>| {
             counter.set(counter.get() + 1);
             counter.get() > MAX_CREDENTIAL_TRIES
@@ -1010,9 +927,7 @@ impl<'a> Session<'a> {
                 if tried(&self.key_tries) {
                     return Err(refused(format!(
                         "the server refused the SSH key{} for user {user:?}",
-                        public_key_fingerprint(private_key)
-                            .map(|f| format!(" {f}"))
-                            .unwrap_or_default()
+                        public_key_fingerprint(private_key).map(|f| format!(" {f}")).unwrap_or_default()
                     )));
                 }
                 Cred::ssh_key_from_memory(user, None, private_key, None)
@@ -1020,9 +935,7 @@ impl<'a> Session<'a> {
             Auth::Basic { username, password } => {
                 if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
                     if tried(&self.password_tries) {
-                        return Err(refused(format!(
-                            "the server refused the password or token of user {username:?}"
-                        )));
+                        return Err(refused(format!("the server refused the password or token of user {username:?}")));
                     }
                     return Cred::userpass_plaintext(username, password);
                 }

@@ -19,14 +19,8 @@ pub const COMMANDS: [(&str, &str); 6] = [
     ("app", "Add, list, remove, suspend and resume apps in the config repo"),
     ("status", "What runs where, at which commit, healthy or not, and why"),
     ("upgrade", "Move Flux and the repo layout to a new version through git"),
-    (
-        "detect",
-        "Report what the cluster holds: unreachable, unmodified, flux2 or gitops",
-    ),
-    (
-        "artifact",
-        "Push manifests as OCI artifacts, as `flux push artifact` does",
-    ),
+    ("detect", "Report what the cluster holds: unreachable, unmodified, flux2 or gitops"),
+    ("artifact", "Push manifests as OCI artifacts, as `flux push artifact` does"),
 ];
 
 /// Directories searched for command binaries, in order: `KUBECTL_GITOPS_PLUGIN_DIR`, the
@@ -52,19 +46,13 @@ pub fn search_dirs() -> Vec<PathBuf> {
 /// The binary for a command, if one is installed.
 pub fn find(command: &str) -> Option<PathBuf> {
     let file = format!("{BINARY_PREFIX}{command}{}", std::env::consts::EXE_SUFFIX);
-    search_dirs()
-        .into_iter()
-        .map(|dir| dir.join(&file))
-        .find(|path| is_executable(path))
+    search_dirs().into_iter().map(|dir| dir.join(&file)).find(|path| is_executable(path))
 }
 
 /// The dispatcher, `kubectl-gitops`, for helpers that hand work back to it.
 pub fn dispatcher() -> Option<PathBuf> {
     let file = format!("kubectl-gitops{}", std::env::consts::EXE_SUFFIX);
-    search_dirs()
-        .into_iter()
-        .map(|dir| dir.join(&file))
-        .find(|path| is_executable(path))
+    search_dirs().into_iter().map(|dir| dir.join(&file)).find(|path| is_executable(path))
 }
 
 /// The names of every installed command binary (`status`, `app`, …), sorted.
@@ -93,8 +81,7 @@ fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        path.metadata()
-            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
     }
     #[cfg(not(unix))]
     {
@@ -109,10 +96,7 @@ pub fn unknown_command(typed: &str, known: &[String]) -> Error {
         None => String::new(),
     };
     hint.push_str(&format!("installed commands: {}", QuotedList(known)));
-    Error::Usage {
-        message: format!("unknown command \"{typed}\""),
-        hint: Some(hint),
-    }
+    Error::Usage { message: format!("unknown command \"{typed}\""), hint: Some(hint) }
 }
 
 /// The known name closest to what was typed, if it is close enough to be a typo.
@@ -139,9 +123,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (table[i - 1][j] + 1)
-                .min(table[i][j - 1] + 1)
-                .min(table[i - 1][j - 1] + cost);
+            let mut best = (table[i - 1][j] + 1).min(table[i][j - 1] + 1).min(table[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 best = best.min(table[i - 2][j - 2] + 1);
             }
@@ -167,9 +149,7 @@ pub fn run(binary: &Path, args: &[OsString]) -> Result<i32> {
     }
     #[cfg(not(unix))]
     {
-        let status = command
-            .status()
-            .map_err(|error| Error::io(format!("cannot run {}", binary.display()), error))?;
+        let status = command.status().map_err(|error| Error::io(format!("cannot run {}", binary.display()), error))?;
         Ok(status.code().unwrap_or(crate::ExitCode::Internal.code()))
     }
 }
@@ -179,9 +159,7 @@ mod tests {
     use super::*;
 
     fn known() -> Vec<String> {
-        ["app", "artifact", "detect", "install", "status", "upgrade"]
-            .map(String::from)
-            .to_vec()
+        ["app", "artifact", "detect", "install", "status", "upgrade"].map(String::from).to_vec()
     }
 
     #[test]

@@ -47,11 +47,7 @@ impl InstallRecord {
             path: field("path")?,
             cluster_name: field("clusterName")?,
             flux_version: field("fluxVersion")?,
-            components: field("components")?
-                .split(',')
-                .map(str::trim)
-                .map(String::from)
-                .collect(),
+            components: field("components")?.split(',').map(str::trim).map(String::from).collect(),
         })
     }
 
@@ -82,10 +78,7 @@ mod tests {
             flux_version: "v2.9.3".into(),
             components: vec!["source-controller".into(), "kustomize-controller".into()],
         };
-        let configmap = ConfigMap {
-            data: Some(record.to_data()),
-            ..Default::default()
-        };
+        let configmap = ConfigMap { data: Some(record.to_data()), ..Default::default() };
         assert_eq!(InstallRecord::from_configmap(&configmap), Some(record));
         assert_eq!(InstallRecord::from_configmap(&ConfigMap::default()), None);
     }

@@ -71,19 +71,14 @@ impl CommandLine for PlannedCommand {
 /// The `main` of a command binary that is not built yet: `--help` works, everything else
 /// says `error: kubectl gitops <command> is not implemented yet` and exits 2.
 pub fn not_implemented(command: &'static str) -> std::process::ExitCode {
-    let about = crate::plugin::COMMANDS
-        .iter()
-        .find(|(name, _)| *name == command)
-        .map_or("", |(_, about)| *about);
+    let about = crate::plugin::COMMANDS.iter().find(|(name, _)| *name == command).map_or("", |(_, about)| *about);
     let display_name = format!("kubectl gitops {command}");
     let clap_command = PlannedCommand::command()
         .name(display_name.clone())
         .bin_name(display_name)
         .about(format!("{about} (not implemented yet)"))
         .version(crate::version::VERSION_LINE);
-    main_with(clap_command, |_: PlannedCommand| async move {
-        Err(Error::NotImplemented { command }.into())
-    })
+    main_with(clap_command, |_: PlannedCommand| async move { Err(Error::NotImplemented { command }.into()) })
 }
 
 /// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.

@@ -64,13 +64,10 @@ impl FakeApi {
         if let Ok(mut seen) = self.requests.lock() {
             seen.push(format!("{} {path_and_query}", request.method()));
         }
-        let matched = self.routes.iter().find(|(route, _, _)| {
-            if route.contains('?') {
-                route == path_and_query
-            } else {
-                route == uri.path()
-            }
-        });
+        let matched = self
+            .routes
+            .iter()
+            .find(|(route, _, _)| if route.contains('?') { route == path_and_query } else { route == uri.path() });
         let (status, body) = match matched {
             Some((_, status, body)) => (*status, body.clone()),
             None => (404, not_found(uri.path())),

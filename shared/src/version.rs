@@ -87,10 +87,7 @@ pub async fn report(args: &GlobalArgs) -> VersionReport {
             },
         },
     };
-    VersionReport {
-        client: client(),
-        server,
-    }
+    VersionReport { client: client(), server }
 }
 
 /// The human-readable form.

@@ -24,11 +24,7 @@ pub fn target_dir() -> PathBuf {
 /// The path of one built binary.
 pub fn path(name: &str) -> PathBuf {
     let path = target_dir().join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is not built; run `cargo build --workspace` first",
-        path.display()
-    );
+    assert!(path.exists(), "{} is not built; run `cargo build --workspace` first", path.display());
     path
 }
 

@@ -15,11 +15,7 @@ pub struct Run {
 impl Run {
     /// Runs the command to completion with colour off, whatever the test's environment.
     pub fn of(command: &mut Command) -> Run {
-        let output = command
-            .env("NO_COLOR", "1")
-            .env_remove("FORCE_COLOR")
-            .output()
-            .expect("run the command");
+        let output = command.env("NO_COLOR", "1").env_remove("FORCE_COLOR").output().expect("run the command");
         Run {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

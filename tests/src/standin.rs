@@ -48,14 +48,8 @@ pub const SUBGROUP: &str = "acme/platform";
 /// The commit every seeded branch points at unless told otherwise.
 pub const INITIAL_SHA: &str = "1111111111111111111111111111111111111111";
 
-/// Which provider the stand-in imitates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// GitHub REST API, paths at the root.
-    GitHub,
-    /// GitLab REST API v4, paths under `/api/v4`.
-    GitLab,
-}
+/// Which provider the stand-in imitates: GitHub (paths at the root) or GitLab (under `/api/v4`).
+pub use gitops_shared::provider::Kind;
 
 /// One request as the stand-in received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,10 +77,7 @@ impl Recorded {
 
     /// A query parameter's first value.
     pub fn query_param(&self, name: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+        self.query.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
     }
 
     /// `METHOD /path`, for compact assertions.
@@ -209,12 +200,7 @@ fn respond(status: u16, body: &Value) -> Response {
 }
 
 fn no_content() -> Response {
-    Response {
-        status: 204,
-        headers: Vec::new(),
-        body: Vec::new(),
-        content_type: "application/json; charset=utf-8",
-    }
+    Response { status: 204, headers: Vec::new(), body: Vec::new(), content_type: "application/json; charset=utf-8" }
 }
 
 impl StandIn {
@@ -267,13 +253,7 @@ impl StandIn {
                 }
             });
         }
-        StandIn {
-            base_url,
-            kind,
-            addr,
-            state,
-            stop,
-        }
+        StandIn { base_url, kind, addr, state, stop }
     }
 
     /// Which provider this stand-in imitates.
@@ -367,15 +347,8 @@ impl StandIn {
         let mut state = self.state();
         let id = state.next_id();
         let kind = state.kind;
-        let repo = state
-            .repo_mut(path)
-            .unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
-        repo.keys.push(KeySnapshot {
-            id,
-            title: title.to_string(),
-            key: stored_key(kind, key),
-            read_only,
-        });
+        let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        repo.keys.push(KeySnapshot { id, title: title.to_string(), key: stored_key(kind, key), read_only });
         id
     }
 
@@ -383,9 +356,7 @@ impl StandIn {
     pub fn add_pull_request(&self, path: &str, head: &str, base: &str, title: &str) -> u64 {
         let mut state = self.state();
         let id = state.next_id();
-        let repo = state
-            .repo_mut(path)
-            .unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
         repo.open_pull(id, head, base, title, "")
     }
 
@@ -406,18 +377,12 @@ impl StandIn {
 
     /// The repository's branches and their commits.
     pub fn branches(&self, path: &str) -> BTreeMap<String, String> {
-        self.state()
-            .repo(path)
-            .map(|repo| repo.branches.clone())
-            .unwrap_or_default()
+        self.state().repo(path).map(|repo| repo.branches.clone()).unwrap_or_default()
     }
 
     /// The repository's deploy keys.
     pub fn deploy_keys(&self, path: &str) -> Vec<KeySnapshot> {
-        self.state()
-            .repo(path)
-            .map(|repo| repo.keys.clone())
-            .unwrap_or_default()
+        self.state().repo(path).map(|repo| repo.keys.clone()).unwrap_or_default()
     }
 
     /// The repository's pull (merge) requests, open or not.
@@ -431,12 +396,7 @@ impl StandIn {
     /// Makes the next request with this method and exact raw path (no query) fail with
     /// `status` and `body`, after it is recorded and before anything else is checked.
     pub fn fail_next(&self, method: &str, path: &str, status: u16, body: Value) {
-        self.state().injected.push(Injected {
-            method: method.to_string(),
-            path: path.to_string(),
-            status,
-            body,
-        });
+        self.state().injected.push(Injected { method: method.to_string(), path: path.to_string(), status, body });
     }
 
     /// Waits this long before answering each request (to test timeouts).
@@ -452,9 +412,7 @@ impl StandIn {
 
     fn with_repo(&self, path: &str, change: impl FnOnce(&mut Repo)) {
         let mut state = self.state();
-        let repo = state
-            .repo_mut(path)
-            .unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
         change(repo);
     }
 }
@@ -468,8 +426,7 @@ impl Drop for StandIn {
 }
 
 fn split_path(path: &str) -> (&str, &str) {
-    path.rsplit_once('/')
-        .unwrap_or_else(|| panic!("repository {path:?} is not owner/name"))
+    path.rsplit_once('/').unwrap_or_else(|| panic!("repository {path:?} is not owner/name"))
 }
 
 /// GitHub stores a deploy key without its comment; GitLab as given.
@@ -543,14 +500,7 @@ impl State {
     fn add_user(&mut self, token: &str, login: &str, can_create_repos: bool) {
         let id = self.users.values().find(|user| user.login == login).map(|user| user.id);
         let id = id.unwrap_or_else(|| self.next_id());
-        self.users.insert(
-            token.to_string(),
-            UserRecord {
-                id,
-                login: login.to_string(),
-                can_create_repos,
-            },
-        );
+        self.users.insert(token.to_string(), UserRecord { id, login: login.to_string(), can_create_repos });
     }
 
     fn add_group(&mut self, path: &str) {
@@ -587,9 +537,7 @@ impl State {
     }
 
     fn repo_mut(&mut self, path: &str) -> Option<&mut Repo> {
-        self.repos
-            .iter_mut()
-            .find(|repo| repo.path().eq_ignore_ascii_case(path))
+        self.repos.iter_mut().find(|repo| repo.path().eq_ignore_ascii_case(path))
     }
 
     /// A GitLab `:id`: the numeric id or the decoded full path.
@@ -660,23 +608,14 @@ fn read_request(reader: &mut impl BufRead) -> Option<Incoming> {
             headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
         }
     }
-    let length: usize = headers
-        .get("content-length")
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(0);
+    let length: usize = headers.get("content-length").and_then(|value| value.parse().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
     let (path, query) = match target.split_once('?') {
         Some((path, query)) => (path.to_string(), parse_query(query)),
         None => (target, Vec::new()),
     };
-    Some(Incoming {
-        method,
-        path,
-        query,
-        headers,
-        body,
-    })
+    Some(Incoming { method, path, query, headers, body })
 }
 
 fn write_response(mut stream: TcpStream, response: &Response) -> std::io::Result<()> {
@@ -787,19 +726,13 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
         method: incoming.method.clone(),
         path: incoming.path.clone(),
         query: incoming.query.clone(),
-        headers: incoming
-            .headers
-            .iter()
-            .map(|(name, value)| (name.clone(), redact(name, value)))
-            .collect(),
+        headers: incoming.headers.iter().map(|(name, value)| (name.clone(), redact(name, value))).collect(),
         body: body.clone(),
         user: user.as_ref().map(|(login, _, _)| login.clone()),
     });
 
-    if let Some(position) = state
-        .injected
-        .iter()
-        .position(|fail| fail.method == incoming.method && fail.path == incoming.path)
+    if let Some(position) =
+        state.injected.iter().position(|fail| fail.method == incoming.method && fail.path == incoming.path)
     {
         let fail = state.injected.remove(position);
         return respond(fail.status, &fail.body);
@@ -818,10 +751,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
         };
     };
     if state.rate_limited {
-        let reset = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|now| now.as_secs() + 60)
-            .unwrap_or(60);
+        let reset = SystemTime::now().duration_since(UNIX_EPOCH).map(|now| now.as_secs() + 60).unwrap_or(60);
         return match state.kind {
             Kind::GitHub => {
                 let mut response = respond(
@@ -841,20 +771,13 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
             }
             Kind::GitLab => Response {
                 status: 429,
-                headers: vec![
-                    ("retry-after".into(), "60".into()),
-                    ("ratelimit-reset".into(), reset.to_string()),
-                ],
+                headers: vec![("retry-after".into(), "60".into()), ("ratelimit-reset".into(), reset.to_string())],
                 body: b"Retry later\n".to_vec(),
                 content_type: "text/plain",
             },
         };
     }
-    let caller = Caller {
-        login,
-        id: user_id,
-        can_create,
-    };
+    let caller = Caller { login, id: user_id, can_create };
     let body = body.unwrap_or(Value::Null);
     match state.kind {
         Kind::GitHub => github(state, incoming, &caller, &body),
@@ -873,10 +796,7 @@ struct Caller {
 
 /// The decoded segments of a raw path (split on literal `/` first, so `%2F` stays inside one).
 fn segments(path: &str) -> Vec<String> {
-    path.split('/')
-        .filter(|segment| !segment.is_empty())
-        .map(|segment| percent_decode(segment, false))
-        .collect()
+    path.split('/').filter(|segment| !segment.is_empty()).map(|segment| percent_decode(segment, false)).collect()
 }
 
 fn str_field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
@@ -899,11 +819,7 @@ fn paginate<T: Clone>(
     default_per_page: usize,
 ) -> (Vec<T>, Vec<(String, String)>) {
     let param = |name: &str| {
-        incoming
-            .query
-            .iter()
-            .find(|(key, _)| key == name)
-            .and_then(|(_, value)| value.parse::<usize>().ok())
+        incoming.query.iter().find(|(key, _)| key == name).and_then(|(_, value)| value.parse::<usize>().ok())
     };
     let per_page = param("per_page").unwrap_or(default_per_page).clamp(1, 100);
     let page = param("page").unwrap_or(1).max(1);
@@ -912,10 +828,7 @@ fn paginate<T: Clone>(
     let end = (start + per_page).min(items.len());
     let mut headers = Vec::new();
     let link = |number: usize, rel: &str| {
-        format!(
-            "<{origin}{}?per_page={per_page}&page={number}>; rel=\"{rel}\"",
-            incoming.path
-        )
+        format!("<{origin}{}?per_page={per_page}&page={number}>; rel=\"{rel}\"", incoming.path)
     };
     let mut links = Vec::new();
     if page < last {
@@ -1084,11 +997,7 @@ fn github_repo_route(
     let kind = state.kind;
     // Deploy keys are unique across the whole of GitHub.
     let key_in_use = |state: &State, material: &(String, String)| {
-        state.repos.iter().any(|repo| {
-            repo.keys
-                .iter()
-                .any(|key| key_material(&key.key).as_ref() == Some(material))
-        })
+        state.repos.iter().any(|repo| repo.keys.iter().any(|key| key_material(&key.key).as_ref() == Some(material)))
     };
     match (method, rest) {
         ("GET", []) => match state.repo(path) {
@@ -1121,11 +1030,8 @@ fn github_repo_route(
             let Some(repo) = state.repo(path) else {
                 return github_error(404, "Not Found", "");
             };
-            let keys: Vec<Value> = repo
-                .keys
-                .iter()
-                .map(|key| github_key_json(state, repo, key, &caller.login))
-                .collect();
+            let keys: Vec<Value> =
+                repo.keys.iter().map(|key| github_key_json(state, repo, key, &caller.login)).collect();
             let (page, headers) = paginate(incoming, &origin, &keys, 30);
             let mut response = respond(200, &Value::Array(page));
             response.headers = headers;
@@ -1203,21 +1109,10 @@ fn github_repo_route(
             let Some(repo) = state.repo(path) else {
                 return github_error(404, "Not Found", "");
             };
-            let wanted_state = incoming
-                .query
-                .iter()
-                .find(|(key, _)| key == "state")
-                .map_or("open", |(_, value)| value.as_str());
-            let head = incoming
-                .query
-                .iter()
-                .find(|(key, _)| key == "head")
-                .map(|(_, value)| value.clone());
-            let base = incoming
-                .query
-                .iter()
-                .find(|(key, _)| key == "base")
-                .map(|(_, value)| value.clone());
+            let wanted_state =
+                incoming.query.iter().find(|(key, _)| key == "state").map_or("open", |(_, value)| value.as_str());
+            let head = incoming.query.iter().find(|(key, _)| key == "head").map(|(_, value)| value.clone());
+            let base = incoming.query.iter().find(|(key, _)| key == "base").map(|(_, value)| value.clone());
             let pulls: Vec<Value> = repo
                 .pulls
                 .iter()
@@ -1247,11 +1142,9 @@ fn github_repo_route(
         }
         ("POST", ["pulls"]) => {
             let doc = "pulls/pulls#create-a-pull-request";
-            let (Some(head), Some(base), Some(title)) = (
-                str_field(body, "head"),
-                str_field(body, "base"),
-                str_field(body, "title"),
-            ) else {
+            let (Some(head), Some(base), Some(title)) =
+                (str_field(body, "head"), str_field(body, "base"), str_field(body, "title"))
+            else {
                 return github_validation(doc, &json!([{ "resource": "PullRequest", "code": "missing_field" }]));
             };
             let head = head.split_once(':').map_or(head, |(_, branch)| branch);
@@ -1294,11 +1187,7 @@ fn github_repo_route(
             let Some(repo) = state.repo_mut(path) else {
                 return github_error(404, "Not Found", "");
             };
-            let Some(pull) = repo
-                .pulls
-                .iter_mut()
-                .find(|pull| pull.snapshot.number.to_string() == *number)
-            else {
+            let Some(pull) = repo.pulls.iter_mut().find(|pull| pull.snapshot.number.to_string() == *number) else {
                 return github_error(404, "Not Found", "pulls/pulls#update-a-pull-request");
             };
             if method == "PATCH" {
@@ -1402,10 +1291,9 @@ fn gitlab(state: &mut State, incoming: &Incoming, rest: &str, caller: &Caller, b
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let method = incoming.method.as_str();
     match (method, parts.as_slice()) {
-        ("GET", ["user"]) => respond(
-            200,
-            &json!({ "id": caller.id, "username": caller.login, "name": caller.login, "state": "active" }),
-        ),
+        ("GET", ["user"]) => {
+            respond(200, &json!({ "id": caller.id, "username": caller.login, "name": caller.login, "state": "active" }))
+        }
         ("GET", ["namespaces", id]) => {
             let group = match id.parse::<u64>() {
                 Ok(number) => state
@@ -1447,10 +1335,7 @@ fn gitlab(state: &mut State, incoming: &Incoming, rest: &str, caller: &Caller, b
 
 fn gitlab_create_project(state: &mut State, caller: &Caller, body: &Value) -> Response {
     let Some(name) = str_field(body, "name").or_else(|| str_field(body, "path")) else {
-        return respond(
-            400,
-            &json!({ "error": "name, path are missing, at least one parameter must be provided" }),
-        );
+        return respond(400, &json!({ "error": "name, path are missing, at least one parameter must be provided" }));
     };
     let path = str_field(body, "path").unwrap_or(name).to_string();
     let owner = match body.get("namespace_id").and_then(Value::as_u64) {
@@ -1485,13 +1370,7 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
     let origin = state.origin.clone();
     let next_id = state.next_id();
     let kind = state.kind;
-    let query = |name: &str| {
-        incoming
-            .query
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.clone())
-    };
+    let query = |name: &str| incoming.query.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
     match (method, rest) {
         ("GET", []) => match state.repo(path) {
             Some(repo) => respond(200, &gitlab_project_json(state, repo)),
@@ -1520,10 +1399,7 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
                 Some(sha) => sha.clone(),
                 None if repo.branches.values().any(|head| *head == reference) => reference.clone(),
                 None => {
-                    return respond(
-                        400,
-                        &json!({ "message": format!("Invalid reference name: {reference}") }),
-                    );
+                    return respond(400, &json!({ "message": format!("Invalid reference name: {reference}") }));
                 }
             };
             repo.branches.insert(branch.clone(), sha.clone());
@@ -1572,11 +1448,7 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
             let Some(repo) = state.repo_mut(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            if repo
-                .keys
-                .iter()
-                .any(|existing| key_material(&existing.key).as_ref() == Some(&material))
-            {
+            if repo.keys.iter().any(|existing| key_material(&existing.key).as_ref() == Some(&material)) {
                 return respond(
                     400,
                     &json!({ "message": { "deploy_key.fingerprint_sha256": ["has already been taken"] } }),
@@ -1597,11 +1469,7 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
             };
             let before = repo.keys.len();
             repo.keys.retain(|key| key.id.to_string() != *id);
-            if repo.keys.len() == before {
-                gitlab_not_found("404 Deploy Key Not Found")
-            } else {
-                no_content()
-            }
+            if repo.keys.len() == before { gitlab_not_found("404 Deploy Key Not Found") } else { no_content() }
         }
         ("GET", ["merge_requests"]) => {
             let Some(repo) = state.repo(path) else {
@@ -1628,11 +1496,9 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
             response
         }
         ("POST", ["merge_requests"]) => {
-            let (Some(source), Some(target), Some(title)) = (
-                str_field(body, "source_branch"),
-                str_field(body, "target_branch"),
-                str_field(body, "title"),
-            ) else {
+            let (Some(source), Some(target), Some(title)) =
+                (str_field(body, "source_branch"), str_field(body, "target_branch"), str_field(body, "title"))
+            else {
                 return respond(
                     400,
                     &json!({ "error": "source_branch is missing, target_branch is missing, title is missing" }),
@@ -1652,13 +1518,7 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
                 );
                 return respond(409, &json!({ "message": [message] }));
             }
-            let number = repo.open_pull(
-                next_id,
-                source,
-                target,
-                title,
-                str_field(body, "description").unwrap_or(""),
-            );
+            let number = repo.open_pull(next_id, source, target, title, str_field(body, "description").unwrap_or(""));
             let Some(repo) = state.repo(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
@@ -1671,11 +1531,7 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
             let Some(repo) = state.repo_mut(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            let Some(pull) = repo
-                .pulls
-                .iter_mut()
-                .find(|pull| pull.snapshot.number.to_string() == *iid)
-            else {
+            let Some(pull) = repo.pulls.iter_mut().find(|pull| pull.snapshot.number.to_string() == *iid) else {
                 return gitlab_not_found("404 Not found");
             };
             if method == "PUT" {

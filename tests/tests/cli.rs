@@ -21,12 +21,7 @@ fn dispatcher_short_help() {
 fn dispatcher_without_a_command_prints_help_and_succeeds() {
     let run = run("kubectl-gitops", &[]);
     assert_eq!(run.code, Some(0));
-    assert!(
-        run.stdout
-            .starts_with("GitOps for any Kubernetes cluster, on top of Flux"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.starts_with("GitOps for any Kubernetes cluster, on top of Flux"), "{}", run.stdout);
     assert!(run.stdout.contains("Exit codes: 0 ok"), "{}", run.stdout);
 }
 
@@ -56,22 +51,14 @@ fn unknown_command_suggests_the_closest() {
 fn bad_global_flag_before_a_command_is_a_usage_error() {
     let run = run("kubectl-gitops", &["--color", "sometimes", "status"]);
     assert_eq!(run.code, Some(2));
-    assert!(
-        run.stderr
-            .starts_with("error: invalid value 'sometimes' for '--color <WHEN>'"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.starts_with("error: invalid value 'sometimes' for '--color <WHEN>'"), "{}", run.stderr);
 }
 
 #[test]
 fn version_never_fails_when_the_cluster_is_down() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
-    let run = run(
-        "kubectl-gitops",
-        &["version", "--kubeconfig", kubeconfig.to_str().unwrap()],
-    );
+    let run = run("kubectl-gitops", &["version", "--kubeconfig", kubeconfig.to_str().unwrap()]);
     insta::assert_snapshot!(run.render(), @r"
     exit_code: 0
     ----- stdout -----
@@ -87,21 +74,13 @@ fn version_never_fails_when_the_cluster_is_down() {
 fn version_as_json() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
-    let run = run(
-        "kubectl-gitops",
-        &["--kubeconfig", kubeconfig.to_str().unwrap(), "version", "-o", "json"],
-    );
+    let run = run("kubectl-gitops", &["--kubeconfig", kubeconfig.to_str().unwrap(), "version", "-o", "json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["client"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.3");
     assert_eq!(report["server"]["reachable"], false);
-    assert!(
-        report["server"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("Connection refused")
-    );
+    assert!(report["server"]["error"].as_str().unwrap().contains("Connection refused"));
 }
 
 #[test]
@@ -120,11 +99,7 @@ fn completion_scripts_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {
         let run = run("kubectl-gitops", &["completion", shell]);
         assert_eq!(run.code, Some(0), "{shell}: {}", run.stderr);
-        assert!(
-            run.stdout.contains("kubectl-gitops\" __complete"),
-            "{shell}: {}",
-            run.stdout
-        );
+        assert!(run.stdout.contains("kubectl-gitops\" __complete"), "{shell}: {}", run.stdout);
     }
     let bash = run("kubectl-gitops", &["completion", "bash"]).stdout;
     let checked = Command::new("bash").args(["-n", "-c", &bash]).status().unwrap();
@@ -180,11 +155,7 @@ fn detect_prints_unreachable_and_exits_3_within_the_timeout() {
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
     let started = Instant::now();
     let run = run("kubectl-gitops-detect", &["--kubeconfig", kubeconfig.to_str().unwrap()]);
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "detect took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(5), "detect took {:?}", started.elapsed());
     insta::assert_snapshot!(run.render(), @r"
     exit_code: 3
     ----- stdout -----
@@ -198,33 +169,18 @@ fn detect_prints_unreachable_and_exits_3_within_the_timeout() {
 #[test]
 fn detect_without_any_kubeconfig_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();
-    let run = run(
-        "kubectl-gitops-detect",
-        &["--kubeconfig", dir.path().join("missing").to_str().unwrap()],
-    );
+    let run = run("kubectl-gitops-detect", &["--kubeconfig", dir.path().join("missing").to_str().unwrap()]);
     assert_eq!(run.code, Some(3));
     assert_eq!(run.stdout, "unreachable\n");
-    assert!(
-        run.stderr.starts_with("error: cannot load kubeconfig: "),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr
-            .contains("hint: check --kubeconfig, KUBECONFIG and --context"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.starts_with("error: cannot load kubeconfig: "), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: check --kubeconfig, KUBECONFIG and --context"), "{}", run.stderr);
 }
 
 #[test]
 fn detect_json_when_unreachable() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
-    let run = run(
-        "kubectl-gitops-detect",
-        &["--kubeconfig", kubeconfig.to_str().unwrap(), "-o", "json"],
-    );
+    let run = run("kubectl-gitops-detect", &["--kubeconfig", kubeconfig.to_str().unwrap(), "-o", "json"]);
     assert_eq!(run.code, Some(3));
     let detection: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(detection["state"], "unreachable");
@@ -263,11 +219,8 @@ fn run_help(command: &str) -> Run {
 fn a_closed_stdout_pipe_exits_quietly() {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let output = Command::new(binaries::path("kubectl-gitops"))
-        .args(["completion", "bash"])
-        .stdout(writer)
-        .output()
-        .unwrap();
+    let output =
+        Command::new(binaries::path("kubectl-gitops")).args(["completion", "bash"]).stdout(writer).output().unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }
@@ -280,24 +233,12 @@ fn kubeconfig_lists_merge_like_kubectl_and_quiet_hides_warnings() {
     let first = dir.path().join("first.kubeconfig");
     std::fs::write(&first, "apiVersion: v1\nkind: Config\ncurrent-context: closed\n").unwrap();
     let list = format!("{}:{}", first.display(), full.display());
-    let run = Run::of(
-        Command::new(binaries::path("kubectl-gitops-detect"))
-            .arg("-v")
-            .env("KUBECONFIG", &list),
-    );
+    let run = Run::of(Command::new(binaries::path("kubectl-gitops-detect")).arg("-v").env("KUBECONFIG", &list));
     assert_eq!(run.code, Some(3));
     assert!(run.stderr.starts_with("cluster: https://127.0.0.1:"), "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("(context closed, namespace default, request timeout 5s)"),
-        "{}",
-        run.stderr
-    );
-    let quiet = Run::of(
-        Command::new(binaries::path("kubectl-gitops"))
-            .args(["-q", "version"])
-            .env("KUBECONFIG", &list),
-    );
+    assert!(run.stderr.contains("(context closed, namespace default, request timeout 5s)"), "{}", run.stderr);
+    let quiet =
+        Run::of(Command::new(binaries::path("kubectl-gitops")).args(["-q", "version"]).env("KUBECONFIG", &list));
     assert_eq!(quiet.code, Some(0));
     assert_eq!(quiet.stderr, "", "-q hides the unreachable warning");
 }
@@ -325,20 +266,12 @@ fn install_bad_input_is_a_usage_error_before_anything_happens() {
             "error: --cluster-name \"Dev_1\" is not a valid name\nhint: use lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit\n",
         ),
         (
-            &[
-                "--url",
-                "ssh://git@example.com/fleet.git",
-                "--components",
-                "source-controller,kustomize-controler",
-            ],
+            &["--url", "ssh://git@example.com/fleet.git", "--components", "source-controller,kustomize-controler"],
             "error: unknown Flux component \"kustomize-controler\"\nhint: known components: source-controller, kustomize-controller, helm-controller, notification-controller, image-reflector-controller, image-automation-controller\n",
         ),
     ];
     for (args, stderr) in cases {
-        let run = run(
-            "kubectl-gitops-install",
-            &[&["--kubeconfig", kubeconfig], args].concat(),
-        );
+        let run = run("kubectl-gitops-install", &[&["--kubeconfig", kubeconfig], args].concat());
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
         assert_eq!(run.stderr, stderr, "{args:?}");
         assert_eq!(run.stdout, "");
@@ -346,9 +279,7 @@ fn install_bad_input_is_a_usage_error_before_anything_happens() {
     let unknown_provider = run("kubectl-gitops-install", &["--provider", "bitbucket"]);
     assert_eq!(unknown_provider.code, Some(2));
     assert!(
-        unknown_provider
-            .stderr
-            .starts_with("error: invalid value 'bitbucket' for '--provider <PROVIDER>'"),
+        unknown_provider.stderr.starts_with("error: invalid value 'bitbucket' for '--provider <PROVIDER>'"),
         "{}",
         unknown_provider.stderr
     );

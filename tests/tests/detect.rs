@@ -11,12 +11,7 @@ use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::{Options, TestEnv};
 
 fn detect(env: &TestEnv, args: &[&str]) -> Run {
-    Run::of(
-        Command::new(binaries::path("kubectl-gitops-detect"))
-            .arg("--kubeconfig")
-            .arg(&env.kubeconfig)
-            .args(args),
-    )
+    Run::of(Command::new(binaries::path("kubectl-gitops-detect")).arg("--kubeconfig").arg(&env.kubeconfig).args(args))
 }
 
 /// The real Flux v2.9.3 install manifests, from the fixtures beside the checkout.
@@ -25,10 +20,7 @@ fn gotk_components() -> Option<String> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(_) => {
-            eprintln!(
-                "skipped: {} is absent (the ../shared fixtures are not beside this checkout)",
-                path.display()
-            );
+            eprintln!("skipped: {} is absent (the ../shared fixtures are not beside this checkout)", path.display());
             None
         }
     }
@@ -40,12 +32,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     eprintln!("testenv (no Flux) started in {:.1?}", env.startup);
 
     let run = detect(&env, &[]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (Some(0), "unmodified\n"),
-        "{}",
-        run.stderr
-    );
+    assert_eq!((run.code, run.stdout.as_str()), (Some(0), "unmodified\n"), "{}", run.stderr);
     let json: serde_json::Value = serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
@@ -54,12 +41,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         return;
     };
     env.apply_yaml(&components).unwrap();
-    for controller in [
-        "source-controller",
-        "kustomize-controller",
-        "helm-controller",
-        "notification-controller",
-    ] {
+    for controller in ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"] {
         env.wait_for_jsonpath(
             &["-n", "flux-system", "deployment", controller],
             "{.status.readyReplicas}",
@@ -80,22 +62,10 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap(),
-                c["tag"].as_str().unwrap(),
-                c["ready"].as_bool().unwrap(),
-            )
-        })
+        .map(|c| (c["name"].as_str().unwrap(), c["tag"].as_str().unwrap(), c["ready"].as_bool().unwrap()))
         .collect();
-    assert!(
-        controllers.contains(&("source-controller", "v1.9.3", true)),
-        "{controllers:?}"
-    );
-    assert!(
-        controllers.contains(&("helm-controller", "v1.6.3", true)),
-        "{controllers:?}"
-    );
+    assert!(controllers.contains(&("source-controller", "v1.9.3", true)), "{controllers:?}");
+    assert!(controllers.contains(&("helm-controller", "v1.6.3", true)), "{controllers:?}");
     assert_eq!(json["warnings"], serde_json::json!([]));
 
     // The record `install` commits and Flux applies; written here by hand until install exists.
@@ -106,24 +76,14 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     let run = detect(&env, &[]);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "gitops\n"), "{}", run.stderr);
     let yaml = detect(&env, &["-o", "yaml"]).stdout;
-    assert!(
-        yaml.contains("state: gitops\n") && yaml.contains("clusterName: dev\n"),
-        "{yaml}"
-    );
+    assert!(yaml.contains("state: gitops\n") && yaml.contains("clusterName: dev\n"), "{yaml}");
 }
 
 #[test]
 fn the_read_only_user_can_detect() {
     let env = TestEnv::start(Options { flux: false }).unwrap();
     let run = Run::of(
-        Command::new(binaries::path("kubectl-gitops-detect"))
-            .arg("--kubeconfig")
-            .arg(&env.readonly_kubeconfig),
+        Command::new(binaries::path("kubectl-gitops-detect")).arg("--kubeconfig").arg(&env.readonly_kubeconfig),
     );
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (Some(0), "unmodified\n"),
-        "{}",
-        run.stderr
-    );
+    assert_eq!((run.code, run.stdout.as_str()), (Some(0), "unmodified\n"), "{}", run.stderr);
 }

@@ -22,29 +22,19 @@ fn servers() -> &'static GitServer {
     static SERVERS: OnceLock<Servers> = OnceLock::new();
     &SERVERS
         .get_or_init(|| {
-            let dir = tempfile::Builder::new()
-                .prefix("gitops-git-test-")
-                .tempdir()
-                .unwrap()
-                .keep();
+            let dir = tempfile::Builder::new().prefix("gitops-git-test-").tempdir().unwrap().keep();
             let mut supervisor = Supervisor::new(&dir.join("logs")).unwrap();
             let ports = free_ports(2).unwrap();
             let git = GitServer::start(&dir.join("git"), &mut supervisor, ports[0], ports[1]).unwrap();
             git.wait_ready(&mut supervisor).unwrap();
             supervisor.watch(std::process::id(), Some(dir.as_path())).unwrap();
-            Servers {
-                git,
-                _supervisor: Mutex::new(supervisor),
-            }
+            Servers { git, _supervisor: Mutex::new(supervisor) }
         })
         .git
 }
 
 fn author() -> Signature {
-    Signature {
-        name: "kubectl-gitops e2e".into(),
-        email: "e2e@example.com".into(),
-    }
+    Signature { name: "kubectl-gitops e2e".into(), email: "e2e@example.com".into() }
 }
 
 fn client_key(git: &GitServer) -> String {
@@ -63,13 +53,7 @@ fn ssh_remote(git: &GitServer, repo: &str) -> Remote {
 }
 
 fn http_remote(git: &GitServer, repo: &str, password: &str) -> Remote {
-    Remote {
-        url: git.http_url(repo),
-        auth: Auth::Basic {
-            username: GIT_HTTP_USER.into(),
-            password: password.into(),
-        },
-    }
+    Remote { url: git.http_url(repo), auth: Auth::Basic { username: GIT_HTTP_USER.into(), password: password.into() } }
 }
 
 /// A fresh key pair (private key text, public key line) made by ssh-keygen; `args` choose
@@ -77,16 +61,8 @@ fn http_remote(git: &GitServer, repo: &str, password: &str) -> Remote {
 fn new_key(args: &[&str]) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("key");
-    run(Command::new("ssh-keygen")
-        .args(["-q", "-N", "", "-C", "e2e"])
-        .args(args)
-        .arg("-f")
-        .arg(&path))
-    .unwrap();
-    (
-        std::fs::read_to_string(&path).unwrap(),
-        std::fs::read_to_string(path.with_extension("pub")).unwrap(),
-    )
+    run(Command::new("ssh-keygen").args(["-q", "-N", "", "-C", "e2e"]).args(args).arg("-f").arg(&path)).unwrap();
+    (std::fs::read_to_string(&path).unwrap(), std::fs::read_to_string(path.with_extension("pub")).unwrap())
 }
 
 /// Fails the test when a call that should be refused at once takes long (libgit2 loops on
@@ -94,11 +70,7 @@ fn new_key(args: &[&str]) -> (String, String) {
 fn quickly<T>(what: &str, call: impl FnOnce() -> T) -> T {
     let started = Instant::now();
     let result = call();
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "{what} took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{what} took {:?}", started.elapsed());
     result
 }
 
@@ -111,9 +83,7 @@ fn server_head(git: &GitServer, repo: &str, branch: &str) -> Option<String> {
         .arg(format!("refs/heads/{branch}"))
         .output()
         .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 #[test]
@@ -125,9 +95,7 @@ fn ssh_clone_of_an_empty_repo_commit_push_and_read_back() {
 
     let mut checkout = Checkout::clone(&remote, "main").unwrap();
     assert_eq!(checkout.head(), None);
-    checkout
-        .write("clusters/dev/gitops.yaml", b"kind: ConfigMap\n")
-        .unwrap();
+    checkout.write("clusters/dev/gitops.yaml", b"kind: ConfigMap\n").unwrap();
     let commit = checkout.commit("Install kubectl-gitops", &author()).unwrap().unwrap();
     checkout.push().unwrap();
     assert_eq!(server_head(git, "ssh-roundtrip", "main"), Some(commit.clone()));
@@ -135,10 +103,7 @@ fn ssh_clone_of_an_empty_repo_commit_push_and_read_back() {
 
     let again = Checkout::clone(&remote, "main").unwrap();
     assert_eq!(again.head(), Some(commit.clone()));
-    assert_eq!(
-        again.read("clusters/dev/gitops.yaml").unwrap().as_deref(),
-        Some(&b"kind: ConfigMap\n"[..])
-    );
+    assert_eq!(again.read("clusters/dev/gitops.yaml").unwrap().as_deref(), Some(&b"kind: ConfigMap\n"[..]));
 
     // The git CLI agrees with what we wrote.
     let shown = run(Command::new("git")
@@ -200,10 +165,7 @@ fn ssh_wrong_host_key_is_a_mismatch_naming_both_fingerprints() {
     assert_eq!(found, &format!("ssh-ed25519 {}", fingerprint(&server_public)));
     assert!(error.hint().unwrap().contains("intercepting"));
     // Same through ls-remote.
-    assert!(matches!(
-        remote_head(&remote, "main"),
-        Err(GitError::HostKeyMismatch { .. })
-    ));
+    assert!(matches!(remote_head(&remote, "main"), Err(GitError::HostKeyMismatch { .. })));
 }
 
 #[test]
@@ -218,11 +180,7 @@ fn ssh_unknown_host_is_refused() {
         format!("127.0.0.1 {}\n", key_fields.join(" ")),
         format!("[example.com]:{} {}\n", git.ssh_port, key_fields.join(" ")),
     ] {
-        remote.auth = Auth::Ssh {
-            user: None,
-            private_key: client_key(git),
-            known_hosts,
-        };
+        remote.auth = Auth::Ssh { user: None, private_key: client_key(git), known_hosts };
         let error = quickly("an unknown host", || Checkout::clone(&remote, "main").unwrap_err());
         assert!(
             matches!(&error, GitError::UnknownHost { host, .. } if *host == format!("[127.0.0.1]:{}", git.ssh_port)),
@@ -238,16 +196,9 @@ fn ssh_unknown_host_is_refused() {
     run(Command::new("ssh-keygen").arg("-H").arg("-f").arg(&file)).unwrap();
     let hashed = std::fs::read_to_string(&file).unwrap();
     assert!(hashed.starts_with("|1|"), "{hashed}");
-    remote.auth = Auth::Ssh {
-        user: None,
-        private_key: client_key(git),
-        known_hosts: hashed,
-    };
+    remote.auth = Auth::Ssh { user: None, private_key: client_key(git), known_hosts: hashed };
     let error = Checkout::clone(&remote, "main").unwrap_err();
-    assert!(
-        matches!(&error, GitError::UnknownHost { note: Some(note), .. } if note.contains("hashed")),
-        "{error:?}"
-    );
+    assert!(matches!(&error, GitError::UnknownHost { note: Some(note), .. } if note.contains("hashed")), "{error:?}");
 }
 
 #[test]
@@ -256,11 +207,7 @@ fn ssh_wrong_key_fails_authentication_quickly() {
     git.create_repo("ssh-wrong-key").unwrap();
     let (other_private, _) = new_key(&["-t", "ed25519"]);
     let mut remote = ssh_remote(git, "ssh-wrong-key");
-    remote.auth = Auth::Ssh {
-        user: None,
-        private_key: other_private,
-        known_hosts: git.known_hosts_line.clone(),
-    };
+    remote.auth = Auth::Ssh { user: None, private_key: other_private, known_hosts: git.known_hosts_line.clone() };
     let error = quickly("a refused key", || Checkout::clone(&remote, "main").unwrap_err());
     assert!(matches!(error, GitError::AuthFailed { .. }), "{error:?}");
     let message = error.to_string();
@@ -336,28 +283,16 @@ fn http_with_the_right_password_pushes_and_the_wrong_one_fails() {
     assert_eq!(server_head(git, "http-roundtrip", "main"), Some(commit.clone()));
     assert_eq!(remote_head(&remote, "main").unwrap(), Some(commit.clone()));
     let again = Checkout::clone(&remote, "main").unwrap();
-    assert_eq!(
-        again.read("apps/podinfo/release.yaml").unwrap().as_deref(),
-        Some(&b"v1\n"[..])
-    );
+    assert_eq!(again.read("apps/podinfo/release.yaml").unwrap().as_deref(), Some(&b"v1\n"[..]));
 
     let wrong = http_remote(git, "http-roundtrip", "not-the-password");
     let error = quickly("a wrong password", || Checkout::clone(&wrong, "main").unwrap_err());
     assert!(matches!(error, GitError::AuthFailed { .. }), "{error:?}");
     assert!(!error.to_string().contains("not-the-password"), "{error}");
-    assert!(matches!(
-        quickly("a wrong password", || remote_head(&wrong, "main")),
-        Err(GitError::AuthFailed { .. })
-    ));
+    assert!(matches!(quickly("a wrong password", || remote_head(&wrong, "main")), Err(GitError::AuthFailed { .. })));
 
-    let anonymous = Remote {
-        url: git.http_url("http-roundtrip"),
-        auth: Auth::Anonymous,
-    };
-    assert!(matches!(
-        quickly("no password", || Checkout::clone(&anonymous, "main")),
-        Err(GitError::AuthFailed { .. })
-    ));
+    let anonymous = Remote { url: git.http_url("http-roundtrip"), auth: Auth::Anonymous };
+    assert!(matches!(quickly("no password", || Checkout::clone(&anonymous, "main")), Err(GitError::AuthFailed { .. })));
 }
 
 #[test]
@@ -371,16 +306,10 @@ fn http_missing_repo_is_not_found() {
 #[test]
 fn nothing_listening_is_unreachable() {
     let port = free_ports(1).unwrap()[0];
-    let remote = Remote {
-        url: format!("http://127.0.0.1:{port}/repo.git"),
-        auth: Auth::Anonymous,
-    };
+    let remote = Remote { url: format!("http://127.0.0.1:{port}/repo.git"), auth: Auth::Anonymous };
     let error = quickly("a closed port", || Checkout::clone(&remote, "main").unwrap_err());
     assert!(matches!(error, GitError::Unreachable { .. }), "{error:?}");
-    let remote = Remote {
-        url: format!("ssh://git@127.0.0.1:{port}/repo.git"),
-        auth: Auth::Anonymous,
-    };
+    let remote = Remote { url: format!("ssh://git@127.0.0.1:{port}/repo.git"), auth: Auth::Anonymous };
     let error = quickly("a closed port", || Checkout::clone(&remote, "main").unwrap_err());
     assert!(matches!(error, GitError::Unreachable { .. }), "{error:?}");
 }

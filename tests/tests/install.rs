@@ -17,10 +17,7 @@ fn components_file() -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        eprintln!(
-            "skipped: {} is absent (the ../shared fixtures are not beside this checkout)",
-            path.display()
-        );
+        eprintln!("skipped: {} is absent (the ../shared fixtures are not beside this checkout)", path.display());
         None
     }
 }
@@ -58,26 +55,10 @@ fn our_mutations(env: &TestEnv) -> Vec<String> {
     env.audit_events()
         .unwrap()
         .iter()
-        .filter(|e| {
-            e["userAgent"]
-                .as_str()
-                .unwrap_or_default()
-                .starts_with("kubectl-gitops/")
-        })
-        .filter(|e| {
-            matches!(
-                e["verb"].as_str(),
-                Some("create" | "update" | "patch" | "delete" | "deletecollection")
-            )
-        })
+        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
+        .filter(|e| matches!(e["verb"].as_str(), Some("create" | "update" | "patch" | "delete" | "deletecollection")))
         .filter(|e| e["objectRef"]["resource"] != "selfsubjectaccessreviews")
-        .map(|e| {
-            format!(
-                "{} {}",
-                e["verb"].as_str().unwrap_or_default(),
-                e["requestURI"].as_str().unwrap_or_default()
-            )
-        })
+        .map(|e| format!("{} {}", e["verb"].as_str().unwrap_or_default(), e["requestURI"].as_str().unwrap_or_default()))
         .collect()
 }
 
@@ -89,60 +70,24 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     let url = env.git.ssh_url("fleet");
-    let args = [
-        "--url",
-        &url,
-        "--path",
-        "clusters/dev",
-        "--cluster-name",
-        "dev",
-        "--components-file",
-        components,
-    ];
+    let args = ["--url", &url, "--path", "clusters/dev", "--cluster-name", "dev", "--components-file", components];
 
     // --dry-run: the plan, and no change anywhere.
     let dry = install(env, &env.kubeconfig, &[&args[..], &["--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}", dry.stderr);
-    assert!(
-        dry.stdout.starts_with("Steps:\n  1. commit 5 file(s) to main"),
-        "{}",
-        dry.stdout
-    );
-    assert!(
-        dry.stdout
-            .contains("  5. wait until Kustomization flux-system/flux-system is Ready"),
-        "{}",
-        dry.stdout
-    );
-    assert!(
-        dry.stdout
-            .contains("  add       clusters/dev/flux-system/gotk-sync.yaml\n"),
-        "{}",
-        dry.stdout
-    );
+    assert!(dry.stdout.starts_with("Steps:\n  1. commit 5 file(s) to main"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("  5. wait until Kustomization flux-system/flux-system is Ready"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("  add       clusters/dev/flux-system/gotk-sync.yaml\n"), "{}", dry.stdout);
     assert!(!dry.stdout.contains("PRIVATE KEY"));
-    assert_eq!(
-        our_mutations(env),
-        Vec::<String>::new(),
-        "--dry-run made no mutating request"
-    );
+    assert_eq!(our_mutations(env), Vec::<String>::new(), "--dry-run made no mutating request");
     assert_eq!(remote_head(env, "fleet"), "", "--dry-run pushed nothing");
     assert_eq!(detect(&env.kubeconfig), "unmodified\n");
 
     // The install: pushes, applies, and waits for Flux to run the pushed commit.
     let installed = install(env, &env.kubeconfig, &args);
-    assert_eq!(
-        installed.code,
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        installed.stdout,
-        installed.stderr
-    );
+    assert_eq!(installed.code, Some(0), "stdout: {}\nstderr: {}", installed.stdout, installed.stderr);
     let head = remote_head(env, "fleet");
-    assert_eq!(
-        installed.stdout,
-        format!("installed: {url} (branch main, path clusters/dev) at {}\n", &head[..12])
-    );
+    assert_eq!(installed.stdout, format!("installed: {url} (branch main, path clusters/dev) at {}\n", &head[..12]));
     let applied = env
         .kubectl_ok(&[
             "-n",
@@ -155,16 +100,8 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
         .unwrap();
     assert_eq!(applied, format!("main@sha1:{head}"));
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
-    let secret_keys = env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "secret",
-            "flux-system",
-            "-o=jsonpath={.data}",
-        ])
-        .unwrap();
+    let secret_keys =
+        env.kubectl_ok(&["-n", "flux-system", "get", "secret", "flux-system", "-o=jsonpath={.data}"]).unwrap();
     for key in ["identity", "identity.pub", "known_hosts"] {
         assert!(secret_keys.contains(&format!("\"{key}\"")), "{secret_keys}");
     }
@@ -178,37 +115,17 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert_eq!(our_mutations(env).len(), before, "no new write to the cluster");
 
     // A different path on the same cluster is refused, naming both.
-    let other = install(
-        env,
-        &env.kubeconfig,
-        &[
-            "--url",
-            &url,
-            "--path",
-            "clusters/prod",
-            "--components-file",
-            components,
-        ],
-    );
+    let other =
+        install(env, &env.kubeconfig, &["--url", &url, "--path", "clusters/prod", "--components-file", components]);
     assert_eq!(other.code, Some(2));
     assert!(other.stderr.contains("already installed from"), "{}", other.stderr);
-    assert!(
-        other.stderr.contains("(path clusters/dev), not from"),
-        "{}",
-        other.stderr
-    );
+    assert!(other.stderr.contains("(path clusters/dev), not from"), "{}", other.stderr);
 
     // A fresh cluster rebuilt from git alone converges to the same commit without a new one.
     let fresh = TestEnv::start(Options { flux: false }).unwrap().detach();
     fresh.run_flux_once_installed();
     let rebuilt = install(env, &fresh.kubeconfig, &["--from-repo", &url, "--path", "clusters/dev"]);
-    assert_eq!(
-        rebuilt.code,
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        rebuilt.stdout,
-        rebuilt.stderr
-    );
+    assert_eq!(rebuilt.code, Some(0), "stdout: {}\nstderr: {}", rebuilt.stdout, rebuilt.stderr);
     assert_eq!(remote_head(env, "fleet"), head, "reconstitution commits nothing");
     let applied = fresh
         .kubectl_ok(&[
@@ -235,21 +152,10 @@ fn install_over_an_existing_flux_reuses_it() {
     let run = install(
         env,
         &env.kubeconfig,
-        &[
-            "--url",
-            &url,
-            "--path",
-            "clusters/edge",
-            "--components-file",
-            components.to_str().unwrap(),
-        ],
+        &["--url", &url, "--path", "clusters/edge", "--components-file", components.to_str().unwrap()],
     );
     assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
-    assert!(
-        !run.stderr.contains("apply the Flux"),
-        "the existing Flux is reused: {}",
-        run.stderr
-    );
+    assert!(!run.stderr.contains("apply the Flux"), "the existing Flux is reused: {}", run.stderr);
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
 }
 
@@ -262,23 +168,10 @@ fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
     let run = install(
         env,
         &env.readonly_kubeconfig,
-        &[
-            "--url",
-            &url,
-            "--path",
-            "clusters/ro",
-            "--components-file",
-            components.to_str().unwrap(),
-            "--yes",
-        ],
+        &["--url", &url, "--path", "clusters/ro", "--components-file", components.to_str().unwrap(), "--yes"],
     );
     assert_eq!(run.code, Some(3), "{}", run.stderr);
-    assert!(
-        run.stderr
-            .starts_with("error: forbidden: you may not create customresourcedefinitions"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.starts_with("error: forbidden: you may not create customresourcedefinitions"), "{}", run.stderr);
     assert!(run.stderr.contains("nothing was pushed or applied"), "{}", run.stderr);
     assert_eq!(remote_head(env, "readonly"), "", "nothing pushed");
 }
@@ -291,17 +184,10 @@ fn git_failures_are_exit_4_and_name_the_problem() {
     // A host key that does not match: the pinned line for another key.
     let wrong = env.dir.join("wrong_known_hosts");
     let other_key = env.dir.join("other_host_key");
-    run(Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(&other_key))
-    .unwrap();
+    run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&other_key)).unwrap();
     let key_text = std::fs::read_to_string(other_key.with_extension("pub")).unwrap();
     let fields: Vec<&str> = key_text.split_whitespace().take(2).collect();
-    std::fs::write(
-        &wrong,
-        format!("[127.0.0.1]:{} {}\n", env.git.ssh_port, fields.join(" ")),
-    )
-    .unwrap();
+    std::fs::write(&wrong, format!("[127.0.0.1]:{} {}\n", env.git.ssh_port, fields.join(" "))).unwrap();
     env.git.create_repo("pinned").unwrap();
     let mismatch = Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
@@ -321,31 +207,15 @@ fn git_failures_are_exit_4_and_name_the_problem() {
             .env("KUBECONFIG", &env.kubeconfig),
     );
     assert_eq!(mismatch.code, Some(4), "{}", mismatch.stderr);
-    assert!(
-        mismatch.stderr.to_lowercase().contains("host key"),
-        "{}",
-        mismatch.stderr
-    );
+    assert!(mismatch.stderr.to_lowercase().contains("host key"), "{}", mismatch.stderr);
 
     // A git host nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let closed = format!("ssh://root@127.0.0.1:{port}/srv/none.git");
     std::fs::write(&wrong, format!("[127.0.0.1]:{port} {}\n", fields.join(" "))).unwrap();
     let unreachable = Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
-            .args([
-                "--url",
-                &closed,
-                "--path",
-                "clusters/x",
-                "--components-file",
-                components,
-                "--yes",
-            ])
+            .args(["--url", &closed, "--path", "clusters/x", "--components-file", components, "--yes"])
             .arg("--private-key-file")
             .arg(&env.git.client_key)
             .arg("--known-hosts-file")

@@ -9,10 +9,7 @@ use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 
 fn kubectl() -> Option<PathBuf> {
-    let found = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists());
+    let found = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"].into_iter().map(PathBuf::from).find(|p| p.exists());
     if found.is_none() {
         eprintln!("skipped: no kubectl on this machine");
     }
@@ -21,12 +18,7 @@ fn kubectl() -> Option<PathBuf> {
 
 fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
     let path = format!("{}:/usr/bin:/bin", plugin_dir.display());
-    Run::of(
-        Command::new(kubectl)
-            .args(args)
-            .env("PATH", path)
-            .env("KUBECONFIG", kubeconfig),
-    )
+    Run::of(Command::new(kubectl).args(args).env("PATH", path).env("KUBECONFIG", kubeconfig))
 }
 
 #[test]
@@ -39,33 +31,15 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
     let version = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "version"]);
     assert_eq!(version.code, Some(0), "{}", version.stderr);
     assert!(version.stdout.starts_with("Client Version: v"), "{}", version.stdout);
-    assert!(
-        version.stdout.contains("Server Version: unreachable"),
-        "{}",
-        version.stdout
-    );
+    assert!(version.stdout.contains("Server Version: unreachable"), "{}", version.stdout);
 
     let detect = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "detect"]);
-    assert_eq!(
-        detect.code,
-        Some(3),
-        "kubectl passes the plugin's exit code through: {}",
-        detect.stderr
-    );
+    assert_eq!(detect.code, Some(3), "kubectl passes the plugin's exit code through: {}", detect.stderr);
     assert_eq!(detect.stdout, "unreachable\n");
 
-    let list = kubectl_with_plugins(
-        &kubectl,
-        plugins.path(),
-        &kubeconfig,
-        &["plugin", "list", "--name-only"],
-    );
+    let list = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["plugin", "list", "--name-only"]);
     assert_eq!(list.code, Some(0), "kubectl plugin list warned: {}", list.stderr);
-    let listed: Vec<&str> = list
-        .stdout
-        .lines()
-        .filter(|line| line.starts_with("kubectl-gitops"))
-        .collect();
+    let listed: Vec<&str> = list.stdout.lines().filter(|line| line.starts_with("kubectl-gitops")).collect();
     assert_eq!(
         listed,
         [
@@ -89,10 +63,5 @@ fn kubectl_nested_lookup_reaches_the_command_binary_directly() {
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
     let run = kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "upgrade"]);
     assert_eq!(run.code, Some(2));
-    assert!(
-        run.stderr
-            .starts_with("error: kubectl gitops upgrade is not implemented yet"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.starts_with("error: kubectl gitops upgrade is not implemented yet"), "{}", run.stderr);
 }

@@ -16,10 +16,7 @@ const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFluxSystemKeyMaterialFor
 const OTHER_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAnOlderRotatedKeyMaterialForTests000000 flux@old";
 
 fn standin(kind: Kind) -> StandIn {
-    StandIn::start(match kind {
-        Kind::GitHub => standin::Kind::GitHub,
-        Kind::GitLab => standin::Kind::GitLab,
-    })
+    StandIn::start(kind)
 }
 
 fn client(standin: &StandIn, kind: Kind, token: &str) -> Provider {
@@ -42,22 +39,14 @@ fn lines(requests: &[Recorded]) -> Vec<String> {
 }
 
 fn query(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(key, value)| (key.to_string(), value.to_string()))
-        .collect()
+    pairs.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect()
 }
 
 fn assert_github_headers(request: &Recorded) {
     assert_eq!(request.header("accept"), Some("application/vnd.github+json"));
     assert_eq!(request.header("authorization"), Some("Bearer ***"));
     assert_eq!(request.header("x-github-api-version"), Some("2022-11-28"));
-    assert!(
-        request
-            .header("user-agent")
-            .is_some_and(|agent| agent.starts_with("kubectl-gitops/")),
-        "{request:?}"
-    );
+    assert!(request.header("user-agent").is_some_and(|agent| agent.starts_with("kubectl-gitops/")), "{request:?}");
     assert_eq!(request.header("private-token"), None);
     assert_eq!(request.user.as_deref(), Some(standin::USER));
 }
@@ -66,12 +55,7 @@ fn assert_gitlab_headers(request: &Recorded) {
     assert_eq!(request.header("private-token"), Some("***"));
     assert_eq!(request.header("authorization"), None);
     assert_eq!(request.header("accept"), Some("application/json"));
-    assert!(
-        request
-            .header("user-agent")
-            .is_some_and(|agent| agent.starts_with("kubectl-gitops/")),
-        "{request:?}"
-    );
+    assert!(request.header("user-agent").is_some_and(|agent| agent.starts_with("kubectl-gitops/")), "{request:?}");
     assert_eq!(request.user.as_deref(), Some(standin::USER));
 }
 
@@ -83,9 +67,7 @@ fn github_get_repository_existing_and_missing() {
     stand_in.add_repo("acme/fleet");
     let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
 
-    let info = run(github.get_repository(&RepoRef::new("acme", "fleet")))
-        .unwrap()
-        .unwrap();
+    let info = run(github.get_repository(&RepoRef::new("acme", "fleet"))).unwrap().unwrap();
     assert_eq!(info.default_branch.as_deref(), Some("main"));
     assert!(info.private);
     assert_eq!(info.ssh_url, "git@github.com:acme/fleet.git");
@@ -111,17 +93,13 @@ fn gitlab_get_repository_encodes_subgroup_paths() {
     stand_in.set_private("acme/empty", false);
     let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
 
-    let info = run(gitlab.get_repository(&RepoRef::parse("acme/platform/fleet").unwrap()))
-        .unwrap()
-        .unwrap();
+    let info = run(gitlab.get_repository(&RepoRef::parse("acme/platform/fleet").unwrap())).unwrap().unwrap();
     assert_eq!(info.default_branch.as_deref(), Some("main"));
     assert!(info.private);
     assert_eq!(info.ssh_url, "git@gitlab.com:acme/platform/fleet.git");
     assert_eq!(info.https_url, "https://gitlab.com/acme/platform/fleet.git");
 
-    let empty = run(gitlab.get_repository(&RepoRef::new("acme", "empty")))
-        .unwrap()
-        .unwrap();
+    let empty = run(gitlab.get_repository(&RepoRef::new("acme", "empty"))).unwrap().unwrap();
     assert_eq!(empty.default_branch, None);
     assert!(!empty.private);
 
@@ -154,18 +132,9 @@ fn github_create_repository_in_org_and_personal() {
     assert_eq!(personal.default_branch.as_deref(), Some("main"));
 
     let requests = stand_in.requests();
-    assert_eq!(
-        lines(&requests),
-        ["POST /orgs/acme/repos", "GET /user", "POST /user/repos"]
-    );
-    assert_eq!(
-        requests[0].body,
-        Some(json!({ "name": "fleet", "private": true, "auto_init": false }))
-    );
-    assert_eq!(
-        requests[2].body,
-        Some(json!({ "name": "lab", "private": false, "auto_init": false }))
-    );
+    assert_eq!(lines(&requests), ["POST /orgs/acme/repos", "GET /user", "POST /user/repos"]);
+    assert_eq!(requests[0].body, Some(json!({ "name": "fleet", "private": true, "auto_init": false })));
+    assert_eq!(requests[2].body, Some(json!({ "name": "lab", "private": false, "auto_init": false })));
     assert_eq!(requests[0].header("content-type"), Some("application/json"));
     for request in &requests {
         assert_github_headers(request);
@@ -231,10 +200,7 @@ fn gitlab_create_repository_in_group_and_personal() {
     assert!(matches!(again, ProviderError::AlreadyExists { .. }), "{again:?}");
 
     let missing_group = run(gitlab.create_repository(&RepoRef::new("nogroup", "fleet"), true, false)).unwrap_err();
-    assert!(
-        missing_group.to_string().contains("GitLab group nogroup"),
-        "{missing_group}"
-    );
+    assert!(missing_group.to_string().contains("GitLab group nogroup"), "{missing_group}");
 }
 
 #[test]
@@ -265,10 +231,7 @@ fn create_without_rights_is_forbidden_with_a_hint_for_it() {
         let hint = hint.as_deref().unwrap();
         assert!(hint.contains("ask an owner"), "{hint}");
         assert!(hint.contains("IT or platform team"), "{hint}");
-        assert!(
-            hint.contains("create projects in it") || hint.contains("create repositories in acme"),
-            "{hint}"
-        );
+        assert!(hint.contains("create projects in it") || hint.contains("create repositories in acme"), "{hint}");
         assert!(hint.contains("create acme/fleet empty"), "{hint}");
         assert_eq!(error.hint().as_deref(), Some(hint));
 
@@ -347,21 +310,9 @@ fn create_branch_on_both_and_existing_is_already_exists() {
     let again = run(github.create_branch(&repo, "gitops/install", INITIAL_SHA)).unwrap_err();
     assert!(matches!(again, ProviderError::AlreadyExists { .. }), "{again:?}");
     let requests = stand_in.requests();
-    assert_eq!(
-        lines(&requests),
-        ["POST /repos/acme/fleet/git/refs", "POST /repos/acme/fleet/git/refs"]
-    );
-    assert_eq!(
-        requests[0].body,
-        Some(json!({ "ref": "refs/heads/gitops/install", "sha": INITIAL_SHA }))
-    );
-    assert_eq!(
-        stand_in
-            .branches("acme/fleet")
-            .get("gitops/install")
-            .map(String::as_str),
-        Some(INITIAL_SHA)
-    );
+    assert_eq!(lines(&requests), ["POST /repos/acme/fleet/git/refs", "POST /repos/acme/fleet/git/refs"]);
+    assert_eq!(requests[0].body, Some(json!({ "ref": "refs/heads/gitops/install", "sha": INITIAL_SHA })));
+    assert_eq!(stand_in.branches("acme/fleet").get("gitops/install").map(String::as_str), Some(INITIAL_SHA));
 
     let stand_in = standin(Kind::GitLab);
     stand_in.add_repo("acme/fleet");
@@ -370,14 +321,8 @@ fn create_branch_on_both_and_existing_is_already_exists() {
     let again = run(gitlab.create_branch(&repo, "gitops/install", INITIAL_SHA)).unwrap_err();
     assert!(matches!(again, ProviderError::AlreadyExists { .. }), "{again:?}");
     let requests = stand_in.requests();
-    assert_eq!(
-        requests[0].line(),
-        "POST /api/v4/projects/acme%2Ffleet/repository/branches"
-    );
-    assert_eq!(
-        requests[0].query,
-        query(&[("branch", "gitops/install"), ("ref", INITIAL_SHA)])
-    );
+    assert_eq!(requests[0].line(), "POST /api/v4/projects/acme%2Ffleet/repository/branches");
+    assert_eq!(requests[0].query, query(&[("branch", "gitops/install"), ("ref", INITIAL_SHA)]));
     assert_eq!(requests[0].body, None);
     assert!(stand_in.branches("acme/fleet").contains_key("gitops/install"));
 }
@@ -399,17 +344,10 @@ fn github_deploy_key_is_created_once() {
     let requests = stand_in.requests();
     assert_eq!(
         lines(&requests),
-        [
-            "GET /repos/acme/fleet/keys",
-            "POST /repos/acme/fleet/keys",
-            "GET /repos/acme/fleet/keys",
-        ]
+        ["GET /repos/acme/fleet/keys", "POST /repos/acme/fleet/keys", "GET /repos/acme/fleet/keys",]
     );
     assert_eq!(requests[0].query, query(&[("per_page", "100")]));
-    assert_eq!(
-        requests[1].body,
-        Some(json!({ "title": "flux-system", "key": KEY, "read_only": false }))
-    );
+    assert_eq!(requests[1].body, Some(json!({ "title": "flux-system", "key": KEY, "read_only": false })));
     assert_eq!(stand_in.writes().len(), 1);
     for request in &requests {
         assert_github_headers(request);
@@ -432,10 +370,7 @@ fn gitlab_deploy_key_is_created_once() {
     let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
     let repo = RepoRef::parse("acme/platform/fleet").unwrap();
 
-    assert_eq!(
-        run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, true)).unwrap(),
-        DeployKeyOutcome::Created
-    );
+    assert_eq!(run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, true)).unwrap(), DeployKeyOutcome::Created);
     assert_eq!(
         run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, true)).unwrap(),
         DeployKeyOutcome::AlreadyPresent
@@ -450,10 +385,7 @@ fn gitlab_deploy_key_is_created_once() {
         ]
     );
     assert_eq!(requests[0].query, query(&[("per_page", "100")]));
-    assert_eq!(
-        requests[1].body,
-        Some(json!({ "title": "flux-system", "key": KEY, "can_push": false }))
-    );
+    assert_eq!(requests[1].body, Some(json!({ "title": "flux-system", "key": KEY, "can_push": false })));
     assert_eq!(stand_in.writes().len(), 1);
     for request in &requests {
         assert_gitlab_headers(request);
@@ -469,16 +401,10 @@ fn rotated_or_regranted_deploy_keys_are_replaced() {
     let old = stand_in.add_deploy_key("acme/fleet", "flux-system", OTHER_KEY, false);
     let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
     let repo = RepoRef::new("acme", "fleet");
-    assert_eq!(
-        run(github.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap(),
-        DeployKeyOutcome::Replaced
-    );
+    assert_eq!(run(github.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap(), DeployKeyOutcome::Replaced);
     assert_eq!(
         lines(&stand_in.writes()),
-        [
-            format!("DELETE /repos/acme/fleet/keys/{old}"),
-            "POST /repos/acme/fleet/keys".to_string(),
-        ]
+        [format!("DELETE /repos/acme/fleet/keys/{old}"), "POST /repos/acme/fleet/keys".to_string(),]
     );
     let keys = stand_in.deploy_keys("acme/fleet");
     assert_eq!(keys.len(), 1);
@@ -489,10 +415,7 @@ fn rotated_or_regranted_deploy_keys_are_replaced() {
     stand_in.add_repo("acme/fleet");
     let old = stand_in.add_deploy_key("acme/fleet", "someone else's title", KEY, true);
     let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
-    assert_eq!(
-        run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap(),
-        DeployKeyOutcome::Replaced
-    );
+    assert_eq!(run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap(), DeployKeyOutcome::Replaced);
     assert_eq!(
         lines(&stand_in.writes()),
         [
@@ -524,12 +447,7 @@ fn deploy_key_listing_follows_pages() {
     let stand_in = standin(Kind::GitHub);
     stand_in.add_repo("acme/fleet");
     for index in 0..150 {
-        stand_in.add_deploy_key(
-            "acme/fleet",
-            &format!("key-{index}"),
-            &format!("ssh-ed25519 AAAAKEY{index:04}"),
-            true,
-        );
+        stand_in.add_deploy_key("acme/fleet", &format!("key-{index}"), &format!("ssh-ed25519 AAAAKEY{index:04}"), true);
     }
     let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
     let keys = run(github.list_deploy_keys(&RepoRef::new("acme", "fleet"))).unwrap();
@@ -557,14 +475,9 @@ fn github_pull_request_is_created_then_found_and_updated() {
     assert_eq!(created.number, 1);
     assert_eq!(created.url, "https://github.com/acme/fleet/pull/1");
 
-    let found = run(github.find_open_pull_request(&repo, "gitops/install", "main"))
-        .unwrap()
-        .unwrap();
+    let found = run(github.find_open_pull_request(&repo, "gitops/install", "main")).unwrap().unwrap();
     assert_eq!(found, created);
-    assert_eq!(
-        run(github.find_open_pull_request(&repo, "other", "main")).unwrap(),
-        None
-    );
+    assert_eq!(run(github.find_open_pull_request(&repo, "other", "main")).unwrap(), None);
 
     // A re-run updates the same pull request instead of failing.
     let (updated, outcome) =
@@ -585,18 +498,12 @@ fn github_pull_request_is_created_then_found_and_updated() {
             "PATCH /repos/acme/fleet/pulls/1",
         ]
     );
-    assert_eq!(
-        requests[0].query,
-        query(&[("state", "open"), ("head", "acme:gitops/install"), ("base", "main")])
-    );
+    assert_eq!(requests[0].query, query(&[("state", "open"), ("head", "acme:gitops/install"), ("base", "main")]));
     assert_eq!(
         requests[1].body,
         Some(json!({ "title": "Install Flux", "head": "gitops/install", "base": "main", "body": "first body" }))
     );
-    assert_eq!(
-        requests[5].body,
-        Some(json!({ "title": "Install Flux v2", "body": "second body" }))
-    );
+    assert_eq!(requests[5].body, Some(json!({ "title": "Install Flux v2", "body": "second body" })));
     for request in &requests {
         assert_github_headers(request);
     }
@@ -606,14 +513,8 @@ fn github_pull_request_is_created_then_found_and_updated() {
 
     // Creating a second one directly is refused the way GitHub refuses it.
     let duplicate = run(github.create_pull_request(&repo, "gitops/install", "main", "t", "b")).unwrap_err();
-    assert!(
-        matches!(duplicate, ProviderError::AlreadyExists { .. }),
-        "{duplicate:?}"
-    );
-    assert!(
-        duplicate.to_string().contains("A pull request already exists"),
-        "{duplicate}"
-    );
+    assert!(matches!(duplicate, ProviderError::AlreadyExists { .. }), "{duplicate:?}");
+    assert!(duplicate.to_string().contains("A pull request already exists"), "{duplicate}");
 }
 
 #[test]
@@ -629,9 +530,7 @@ fn gitlab_merge_request_is_created_then_found_and_updated() {
     assert_eq!(outcome, PullRequestOutcome::Created);
     assert_eq!(created.number, 1);
     assert_eq!(created.url, "https://gitlab.com/acme/platform/fleet/-/merge_requests/1");
-    let found = run(gitlab.find_open_pull_request(&repo, "gitops/install", "main"))
-        .unwrap()
-        .unwrap();
+    let found = run(gitlab.find_open_pull_request(&repo, "gitops/install", "main")).unwrap().unwrap();
     assert_eq!(found, created);
 
     let (updated, outcome) =
@@ -653,11 +552,7 @@ fn gitlab_merge_request_is_created_then_found_and_updated() {
     );
     assert_eq!(
         requests[0].query,
-        query(&[
-            ("state", "opened"),
-            ("source_branch", "gitops/install"),
-            ("target_branch", "main"),
-        ])
+        query(&[("state", "opened"), ("source_branch", "gitops/install"), ("target_branch", "main"),])
     );
     assert_eq!(
         requests[1].body,
@@ -668,10 +563,7 @@ fn gitlab_merge_request_is_created_then_found_and_updated() {
             "description": "first body",
         }))
     );
-    assert_eq!(
-        requests[4].body,
-        Some(json!({ "title": "Install Flux v2", "description": "second body" }))
-    );
+    assert_eq!(requests[4].body, Some(json!({ "title": "Install Flux v2", "description": "second body" })));
     for request in &requests {
         assert_gitlab_headers(request);
     }
@@ -680,14 +572,8 @@ fn gitlab_merge_request_is_created_then_found_and_updated() {
     assert_eq!(requests_held[0].title, "Install Flux v2");
 
     let duplicate = run(gitlab.create_pull_request(&repo, "gitops/install", "main", "t", "b")).unwrap_err();
-    assert!(
-        matches!(duplicate, ProviderError::AlreadyExists { .. }),
-        "{duplicate:?}"
-    );
-    assert!(
-        duplicate.to_string().contains("Another open merge request"),
-        "{duplicate}"
-    );
+    assert!(matches!(duplicate, ProviderError::AlreadyExists { .. }), "{duplicate:?}");
+    assert!(duplicate.to_string().contains("Another open merge request"), "{duplicate}");
 }
 
 // --- failures -----------------------------------------------------------------------------

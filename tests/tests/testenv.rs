@@ -85,16 +85,8 @@ fn a_commit_pushed_over_ssh_is_applied_by_the_real_flux_controllers() {
         CONVERGE,
     )
     .unwrap();
-    let data = env
-        .kubectl_ok(&[
-            "-n",
-            "proof-git",
-            "get",
-            "configmap",
-            "from-git",
-            "-o=jsonpath={.data.hello}",
-        ])
-        .unwrap();
+    let data =
+        env.kubectl_ok(&["-n", "proof-git", "get", "configmap", "from-git", "-o=jsonpath={.data.hello}"]).unwrap();
     assert_eq!(data, "world");
 }
 
@@ -102,9 +94,7 @@ fn a_commit_pushed_over_ssh_is_applied_by_the_real_flux_controllers() {
 fn a_helm_release_from_the_local_chart_repository_installs() {
     let env = TestEnv::shared();
     namespace(env, "proof-helm");
-    env.helm
-        .publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello"))
-        .unwrap();
+    env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
     env.apply_yaml(&format!(
         "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: local\n  namespace: proof-helm\nspec:\n  interval: 1m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: proof-helm\nspec:\n  interval: 1m0s\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: local\n  values:\n    greeting: from-helm\n",
         url = env.helm.url
@@ -117,38 +107,15 @@ fn a_helm_release_from_the_local_chart_repository_installs() {
         CONVERGE,
     )
     .unwrap();
-    let secrets = env
-        .kubectl_ok(&[
-            "-n",
-            "proof-helm",
-            "get",
-            "secrets",
-            "-l",
-            "owner=helm,name=hello",
-            "-o=name",
-        ])
-        .unwrap();
+    let secrets =
+        env.kubectl_ok(&["-n", "proof-helm", "get", "secrets", "-l", "owner=helm,name=hello", "-o=name"]).unwrap();
     assert_eq!(secrets.trim(), "secret/sh.helm.release.v1.hello.v1");
     let greeting = env
-        .kubectl_ok(&[
-            "-n",
-            "proof-helm",
-            "get",
-            "configmap",
-            "hello-greeting",
-            "-o=jsonpath={.data.greeting}",
-        ])
+        .kubectl_ok(&["-n", "proof-helm", "get", "configmap", "hello-greeting", "-o=jsonpath={.data.greeting}"])
         .unwrap();
     assert_eq!(greeting, "from-helm");
     let available = env
-        .kubectl_ok(&[
-            "-n",
-            "proof-helm",
-            "get",
-            "deployment",
-            "hello",
-            "-o=jsonpath={.status.availableReplicas}",
-        ])
+        .kubectl_ok(&["-n", "proof-helm", "get", "deployment", "hello", "-o=jsonpath={.status.availableReplicas}"])
         .unwrap();
     assert_eq!(available, "1", "kwok makes the Deployment's pod Ready");
 }
@@ -165,12 +132,7 @@ fn an_oci_repository_pulls_an_artifact_from_the_local_registry() {
     .unwrap();
     let digest = env
         .registry
-        .push_artifact(
-            "proof/manifests",
-            "v1",
-            content.path(),
-            "v1@sha1:0000000000000000000000000000000000000000",
-        )
+        .push_artifact("proof/manifests", "v1", content.path(), "v1@sha1:0000000000000000000000000000000000000000")
         .unwrap();
     env.apply_yaml(&format!(
         "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: proof\n  namespace: proof-oci\nspec:\n  interval: 1m0s\n  url: oci://{registry}/proof/manifests\n  insecure: true\n  ref:\n    tag: v1\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: proof\n  namespace: proof-oci\nspec:\n  interval: 1m0s\n  path: ./\n  prune: true\n  sourceRef:\n    kind: OCIRepository\n    name: proof\n",
@@ -184,13 +146,7 @@ fn an_oci_repository_pulls_an_artifact_from_the_local_registry() {
         CONVERGE,
     )
     .unwrap();
-    env.wait_for_jsonpath(
-        &["-n", "proof-oci", "configmap/from-oci"],
-        "{.data.source}",
-        "oci",
-        CONVERGE,
-    )
-    .unwrap();
+    env.wait_for_jsonpath(&["-n", "proof-oci", "configmap/from-oci"], "{.data.source}", "oci", CONVERGE).unwrap();
 }
 
 #[test]
@@ -204,24 +160,16 @@ fn the_read_only_kubeconfig_is_forbidden_to_write() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("is forbidden: User \"viewer\" cannot create resource \"configmaps\""),
-        "{stderr}"
-    );
-    let read = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&env.readonly_kubeconfig)
-        .args(["get", "ns"])
-        .output()
-        .unwrap();
+    assert!(stderr.contains("is forbidden: User \"viewer\" cannot create resource \"configmaps\""), "{stderr}");
+    let read =
+        Command::new("kubectl").arg("--kubeconfig").arg(&env.readonly_kubeconfig).args(["get", "ns"]).output().unwrap();
     assert!(read.status.success(), "the read-only user can read");
 }
 
 #[test]
 fn the_audit_log_records_mutating_requests() {
     let env = TestEnv::shared();
-    env.kubectl_ok(&["create", "configmap", "audited", "-n", "default"])
-        .unwrap();
+    env.kubectl_ok(&["create", "configmap", "audited", "-n", "default"]).unwrap();
     let events = env.audit_events().unwrap();
     let created = events.iter().any(|event| {
         event["verb"] == "create"

@@ -8,9 +8,7 @@ const FLUX_DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/flux-system/deployments
 const RECORD: &str = "/api/v1/namespaces/flux-system/configmaps/kubectl-gitops";
 
 fn plain_cluster() -> FakeApi {
-    FakeApi::new()
-        .recorded("/version", "version.json")
-        .recorded("/apis", "discovery-plain.json")
+    FakeApi::new().recorded("/version", "version.json").recorded("/apis", "discovery-plain.json")
 }
 
 fn flux_cluster(namespaces: &str) -> FakeApi {
@@ -42,15 +40,7 @@ async fn labelled_flux_namespace_gives_flux2_with_version_and_controllers() {
     assert_eq!(flux.version_source, Some(VersionSource::NamespaceLabel));
     assert!(!flux.guessed);
     let names: Vec<&str> = detection.controllers.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "helm-controller",
-            "kustomize-controller",
-            "notification-controller",
-            "source-controller"
-        ]
-    );
+    assert_eq!(names, ["helm-controller", "kustomize-controller", "notification-controller", "source-controller"]);
     assert_eq!(detection.controllers[3].tag.as_deref(), Some("v1.9.3"));
     assert_eq!(detection.warnings, ["helm-controller is not ready"]);
     assert_eq!(detection.api_versions.versions(&crate::flux::api::HELM_RELEASE), ["v2"]);
@@ -86,10 +76,8 @@ async fn our_install_record_makes_it_gitops() {
 
 #[tokio::test]
 async fn without_a_version_label_the_version_is_guessed_from_the_image() {
-    let fake = flux_cluster("namespaces-none.json").recorded(
-        "/api/v1/namespaces/flux-system",
-        "namespace-flux-system-unlabelled.json",
-    );
+    let fake = flux_cluster("namespaces-none.json")
+        .recorded("/api/v1/namespaces/flux-system", "namespace-flux-system-unlabelled.json");
     let detection = detect(&fake.cluster()).await.unwrap();
     assert_eq!(detection.state, ClusterState::Flux2);
     let flux = detection.flux.unwrap();
@@ -119,10 +107,7 @@ async fn crds_without_controllers_are_a_warning() {
         .recorded(FLUX_DEPLOYMENTS, "deployments-none.json");
     let detection = detect(&fake.cluster()).await.unwrap();
     assert_eq!(detection.state, ClusterState::Flux2);
-    assert_eq!(
-        detection.warnings,
-        ["Flux CRDs are installed but no Flux controller Deployments were found"]
-    );
+    assert_eq!(detection.warnings, ["Flux CRDs are installed but no Flux controller Deployments were found"]);
 }
 
 #[tokio::test]
@@ -134,10 +119,7 @@ async fn forbidden_namespace_listing_falls_back_to_flux_system() {
     );
     let detection = detect(&fake.cluster()).await.unwrap();
     assert_eq!(detection.state, ClusterState::Unmodified);
-    assert_eq!(
-        detection.warnings,
-        ["not allowed to list namespaces; looked only in flux-system"]
-    );
+    assert_eq!(detection.warnings, ["not allowed to list namespaces; looked only in flux-system"]);
 }
 
 #[tokio::test]
@@ -154,9 +136,6 @@ async fn rejected_credentials_are_unreachable() {
 #[test]
 fn image_tags_ignore_registry_ports_and_digests() {
     assert_eq!(image_tag("ghcr.io/fluxcd/source-controller:v1.9.3"), Some("v1.9.3"));
-    assert_eq!(
-        image_tag("registry.local:5000/fluxcd/source-controller:v1.9.3@sha256:abc"),
-        Some("v1.9.3")
-    );
+    assert_eq!(image_tag("registry.local:5000/fluxcd/source-controller:v1.9.3@sha256:abc"), Some("v1.9.3"));
     assert_eq!(image_tag("registry.local:5000/fluxcd/source-controller"), None);
 }

@@ -24,75 +24,30 @@ const HELM: &str = "helm.toolkit.fluxcd.io";
 const NOTIFICATION: &str = "notification.toolkit.fluxcd.io";
 
 /// `GitRepository` (source v1).
-pub const GIT_REPOSITORY: FluxKind = FluxKind {
-    group: SOURCE,
-    kind: "GitRepository",
-    plural: "gitrepositories",
-    version: "v1",
-};
+pub const GIT_REPOSITORY: FluxKind =
+    FluxKind { group: SOURCE, kind: "GitRepository", plural: "gitrepositories", version: "v1" };
 /// `HelmRepository` (source v1).
-pub const HELM_REPOSITORY: FluxKind = FluxKind {
-    group: SOURCE,
-    kind: "HelmRepository",
-    plural: "helmrepositories",
-    version: "v1",
-};
+pub const HELM_REPOSITORY: FluxKind =
+    FluxKind { group: SOURCE, kind: "HelmRepository", plural: "helmrepositories", version: "v1" };
 /// `OCIRepository` (source v1 since Flux v2.6).
-pub const OCI_REPOSITORY: FluxKind = FluxKind {
-    group: SOURCE,
-    kind: "OCIRepository",
-    plural: "ocirepositories",
-    version: "v1",
-};
+pub const OCI_REPOSITORY: FluxKind =
+    FluxKind { group: SOURCE, kind: "OCIRepository", plural: "ocirepositories", version: "v1" };
 /// `HelmChart` (source v1), created by helm-controller; we only read its status.
-pub const HELM_CHART: FluxKind = FluxKind {
-    group: SOURCE,
-    kind: "HelmChart",
-    plural: "helmcharts",
-    version: "v1",
-};
+pub const HELM_CHART: FluxKind = FluxKind { group: SOURCE, kind: "HelmChart", plural: "helmcharts", version: "v1" };
 /// `Bucket` (source v1).
-pub const BUCKET: FluxKind = FluxKind {
-    group: SOURCE,
-    kind: "Bucket",
-    plural: "buckets",
-    version: "v1",
-};
+pub const BUCKET: FluxKind = FluxKind { group: SOURCE, kind: "Bucket", plural: "buckets", version: "v1" };
 /// `Kustomization` (kustomize v1).
-pub const KUSTOMIZATION: FluxKind = FluxKind {
-    group: KUSTOMIZE,
-    kind: "Kustomization",
-    plural: "kustomizations",
-    version: "v1",
-};
+pub const KUSTOMIZATION: FluxKind =
+    FluxKind { group: KUSTOMIZE, kind: "Kustomization", plural: "kustomizations", version: "v1" };
 /// `HelmRelease` (helm v2).
-pub const HELM_RELEASE: FluxKind = FluxKind {
-    group: HELM,
-    kind: "HelmRelease",
-    plural: "helmreleases",
-    version: "v2",
-};
+pub const HELM_RELEASE: FluxKind = FluxKind { group: HELM, kind: "HelmRelease", plural: "helmreleases", version: "v2" };
 /// `Alert` (notification v1beta3).
-pub const ALERT: FluxKind = FluxKind {
-    group: NOTIFICATION,
-    kind: "Alert",
-    plural: "alerts",
-    version: "v1beta3",
-};
+pub const ALERT: FluxKind = FluxKind { group: NOTIFICATION, kind: "Alert", plural: "alerts", version: "v1beta3" };
 /// `Provider` (notification v1beta3).
-pub const PROVIDER: FluxKind = FluxKind {
-    group: NOTIFICATION,
-    kind: "Provider",
-    plural: "providers",
-    version: "v1beta3",
-};
+pub const PROVIDER: FluxKind =
+    FluxKind { group: NOTIFICATION, kind: "Provider", plural: "providers", version: "v1beta3" };
 /// `Receiver` (notification v1).
-pub const RECEIVER: FluxKind = FluxKind {
-    group: NOTIFICATION,
-    kind: "Receiver",
-    plural: "receivers",
-    version: "v1",
-};
+pub const RECEIVER: FluxKind = FluxKind { group: NOTIFICATION, kind: "Receiver", plural: "receivers", version: "v1" };
 
 /// Every kind detect reports on.
 pub const ALL: [FluxKind; 10] = [
@@ -126,11 +81,7 @@ impl ServedApis {
     pub fn from_discovery(discovery: &APIGroupDiscoveryList) -> ServedApis {
         let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for group in &discovery.items {
-            let group_name = group
-                .metadata
-                .as_ref()
-                .and_then(|m| m.name.as_deref())
-                .unwrap_or_default();
+            let group_name = group.metadata.as_ref().and_then(|m| m.name.as_deref()).unwrap_or_default();
             if !is_flux_group(group_name) {
                 continue;
             }
@@ -172,11 +123,7 @@ impl ServedApis {
     /// cluster's preferred one; `None` when the kind is not served.
     pub fn version_for(&self, kind: &FluxKind) -> Option<&str> {
         let versions = self.versions(kind);
-        versions
-            .iter()
-            .find(|v| *v == kind.version)
-            .or_else(|| versions.first())
-            .map(String::as_str)
+        versions.iter().find(|v| *v == kind.version).or_else(|| versions.first()).map(String::as_str)
     }
 }
 
@@ -205,21 +152,14 @@ mod tests {
     fn reads_flux_kinds_in_preference_order() {
         let served = ServedApis::from_discovery(&discovery());
         assert_eq!(served.versions(&GIT_REPOSITORY), ["v1", "v1beta2"]);
-        assert_eq!(
-            served.version_for(&OCI_REPOSITORY),
-            Some("v1beta2"),
-            "an older Flux serves only v1beta2"
-        );
+        assert_eq!(served.version_for(&OCI_REPOSITORY), Some("v1beta2"), "an older Flux serves only v1beta2");
         assert_eq!(served.version_for(&HELM_RELEASE), None);
         assert!(!served.is_empty());
     }
 
     #[test]
     fn no_flux_groups_means_empty() {
-        let served = ServedApis::from_discovery(&APIGroupDiscoveryList {
-            metadata: None,
-            items: vec![],
-        });
+        let served = ServedApis::from_discovery(&APIGroupDiscoveryList { metadata: None, items: vec![] });
         assert!(served.is_empty());
     }
 }

@@ -58,10 +58,7 @@ pub fn gotk_sync(target: &SyncTarget) -> Result<String> {
             "sourceRef": {"kind": "GitRepository", "name": SYNC_NAME},
         }
     });
-    Ok(format!(
-        "{GENERATED_HEADER}\n{}",
-        yaml::to_documents(&[repository, kustomization])?
-    ))
+    Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
 }
 
 /// `<path>/flux-system/kustomization.yaml`.
@@ -93,18 +90,13 @@ pub fn record_manifest(record: &InstallRecord, namespace: &str) -> Result<String
 
 /// The header `flux install --export` puts on gotk-components.yaml.
 pub fn components_header(version: &str, components: &[String]) -> String {
-    format!(
-        "---\n{GENERATED_HEADER}\n# Flux Version: {version}\n# Components: {}\n",
-        components.join(",")
-    )
+    format!("---\n{GENERATED_HEADER}\n# Flux Version: {version}\n# Components: {}\n", components.join(","))
 }
 
 /// Reads `# Flux Version:` and `# Components:` back from a gotk-components.yaml header.
 pub fn parse_components_header(text: &str) -> (Option<String>, Option<Vec<String>>) {
     let header_value = |prefix: &str| {
-        text.lines()
-            .take(6)
-            .find_map(|line| line.strip_prefix(prefix).map(|value| value.trim().to_string()))
+        text.lines().take(6).find_map(|line| line.strip_prefix(prefix).map(|value| value.trim().to_string()))
     };
     let version = header_value("# Flux Version:");
     let components =
@@ -151,10 +143,7 @@ mod tests {
     fn components_header_round_trips_and_matches_flux() {
         let components = vec!["source-controller".to_string(), "kustomize-controller".to_string()];
         let header = components_header("v2.9.3", &components);
-        assert_eq!(
-            parse_components_header(&header),
-            (Some("v2.9.3".into()), Some(components))
-        );
+        assert_eq!(parse_components_header(&header), (Some("v2.9.3".into()), Some(components)));
         if let Some(golden) = fixture("gotk-components.yaml") {
             let (version, found) = parse_components_header(&golden);
             assert_eq!(version.as_deref(), Some("v2.9.3"));

@@ -8,12 +8,8 @@ pub mod bootstrap;
 pub const PINNED_VERSION: &str = "v2.9.3";
 
 /// The controllers of a default Flux installation, in the order `flux install` lists them.
-pub const DEFAULT_COMPONENTS: [&str; 4] = [
-    "source-controller",
-    "kustomize-controller",
-    "helm-controller",
-    "notification-controller",
-];
+pub const DEFAULT_COMPONENTS: [&str; 4] =
+    ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"];
 
 /// Extra controllers `--components-extra` may add.
 pub const EXTRA_COMPONENTS: [&str; 2] = ["image-reflector-controller", "image-automation-controller"];

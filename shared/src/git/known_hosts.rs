@@ -57,9 +57,8 @@ pub(super) fn verify(known_hosts: &str, host: &str, port: u16, offered: &[u8]) -
             unreadable += 1;
             continue;
         };
-        let Some(key) = PublicKey::from_openssh(&format!("{key_type} {base64}"))
-            .ok()
-            .and_then(|key| key.to_bytes().ok())
+        let Some(key) =
+            PublicKey::from_openssh(&format!("{key_type} {base64}")).ok().and_then(|key| key.to_bytes().ok())
         else {
             unreadable += 1;
             continue;
@@ -76,11 +75,7 @@ pub(super) fn verify(known_hosts: &str, host: &str, port: u16, offered: &[u8]) -
         expected.push(describe(&key));
     }
     if !expected.is_empty() {
-        return Err(GitError::HostKeyMismatch {
-            host: name,
-            expected,
-            found,
-        });
+        return Err(GitError::HostKeyMismatch { host: name, expected, found });
     }
     let mut notes = Vec::new();
     if hashed > 0 {
@@ -95,11 +90,7 @@ pub(super) fn verify(known_hosts: &str, host: &str, port: u16, offered: &[u8]) -
             if unreadable == 1 { "" } else { "s" }
         ));
     }
-    Err(GitError::UnknownHost {
-        host: name,
-        found,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-    })
+    Err(GitError::UnknownHost { host: name, found, note: (!notes.is_empty()).then(|| notes.join("; ")) })
 }
 
 /// The name OpenSSH looks up: `host` on port 22, `[host]:port` elsewhere.
@@ -153,11 +144,7 @@ fn fingerprint(key: &[u8]) -> String {
     let digest = Sha256::digest(key);
     let mut out = String::from("SHA256:");
     for chunk in digest.chunks(3) {
-        let bytes = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
+        let bytes = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
         let n = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]);
         for index in 0..=chunk.len() {
             out.push(char::from(ALPHABET[(n >> (18 - 6 * index)) as usize & 63]));
@@ -185,10 +172,7 @@ mod tests {
         assert_eq!(ours, key.fingerprint(ssh_key::HashAlg::Sha256).to_string());
         assert!(describe(&blob(KEY_A)).starts_with("ssh-ed25519 SHA256:"));
         // What `ssh-keygen -lf` printed for KEY_B.
-        assert_eq!(
-            describe(&blob(KEY_B)),
-            "ssh-ed25519 SHA256:HwbEYIu/+E6NqgMa0dPi8b/vknVHYRL4kMsAU6RcTrc"
-        );
+        assert_eq!(describe(&blob(KEY_B)), "ssh-ed25519 SHA256:HwbEYIu/+E6NqgMa0dPi8b/vknVHYRL4kMsAU6RcTrc");
     }
 
     #[test]
@@ -197,15 +181,7 @@ mod tests {
         assert!(verify(&format!("example.com {KEY_A}\n"), "example.com", 22, &a).is_ok());
         assert!(verify(&format!("Example.COM {KEY_A}"), "example.com", 22, &a).is_ok());
         assert!(verify(&format!("[127.0.0.1]:2222 {KEY_A} comment"), "127.0.0.1", 2222, &a).is_ok());
-        assert!(
-            verify(
-                &format!("other,[git.example.com]:2222,x {KEY_A}"),
-                "git.example.com",
-                2222,
-                &a
-            )
-            .is_ok()
-        );
+        assert!(verify(&format!("other,[git.example.com]:2222,x {KEY_A}"), "git.example.com", 2222, &a).is_ok());
         assert!(verify(&format!("*.example.com {KEY_A}"), "git.example.com", 22, &a).is_ok());
         assert!(verify(&format!("git.example.co? {KEY_A}"), "git.example.com", 22, &a).is_ok());
         // A non-standard port needs the bracketed form, as in OpenSSH.
@@ -215,12 +191,7 @@ mod tests {
         ));
         // A negation excludes the host from the whole line.
         assert!(matches!(
-            verify(
-                &format!("*.example.com,!git.example.com {KEY_A}"),
-                "git.example.com",
-                22,
-                &a
-            ),
+            verify(&format!("*.example.com,!git.example.com {KEY_A}"), "git.example.com", 22, &a),
             Err(GitError::UnknownHost { .. })
         ));
     }
@@ -264,10 +235,7 @@ mod tests {
         assert!(note.contains("hashed"), "{note}");
 
         let revoked = format!("@revoked * {KEY_A}\nexample.com {KEY_A}\n");
-        assert!(matches!(
-            verify(&revoked, "example.com", 22, &a),
-            Err(GitError::HostKeyRevoked { .. })
-        ));
+        assert!(matches!(verify(&revoked, "example.com", 22, &a), Err(GitError::HostKeyRevoked { .. })));
 
         let garbage = "example.com ssh-ed25519 not-base64\n@cert-authority * ssh-ed25519 AAAA\n";
         let error = verify(garbage, "example.com", 22, &a).unwrap_err();

@@ -4,28 +4,19 @@
 use super::*;
 
 fn author() -> Signature {
-    Signature {
-        name: "kubectl-gitops test".into(),
-        email: "test@example.com".into(),
-    }
+    Signature { name: "kubectl-gitops test".into(), email: "test@example.com".into() }
 }
 
 /// An empty bare repository; the TempDir keeps it alive.
 fn bare() -> (tempfile::TempDir, Remote) {
     let dir = tempfile::tempdir().unwrap();
     Repository::init_bare(dir.path()).unwrap();
-    let remote = Remote {
-        url: format!("file://{}", dir.path().display()),
-        auth: Auth::Anonymous,
-    };
+    let remote = Remote { url: format!("file://{}", dir.path().display()), auth: Auth::Anonymous };
     (dir, remote)
 }
 
 fn read_text(checkout: &Checkout, path: &str) -> Option<String> {
-    checkout
-        .read(path)
-        .unwrap()
-        .map(|bytes| String::from_utf8(bytes).unwrap())
+    checkout.read(path).unwrap().map(|bytes| String::from_utf8(bytes).unwrap())
 }
 
 #[test]
@@ -41,9 +32,7 @@ fn empty_repo_gives_an_unborn_branch_and_the_first_push_creates_it() {
     checkout.push().unwrap();
     assert_eq!(remote_head(&remote, "main").unwrap(), None);
 
-    checkout
-        .write("clusters/dev/gitops.yaml", b"kind: ConfigMap\n")
-        .unwrap();
+    checkout.write("clusters/dev/gitops.yaml", b"kind: ConfigMap\n").unwrap();
     checkout.write(".sops.yaml", b"creation_rules: []\n").unwrap();
     let commit = checkout.commit("Add dev", &author()).unwrap().unwrap();
     assert_eq!(checkout.head().as_deref(), Some(commit.as_str()));
@@ -52,15 +41,8 @@ fn empty_repo_gives_an_unborn_branch_and_the_first_push_creates_it() {
 
     let again = Checkout::clone(&remote, "main").unwrap();
     assert_eq!(again.head(), Some(commit));
-    assert_eq!(
-        read_text(&again, "clusters/dev/gitops.yaml").as_deref(),
-        Some("kind: ConfigMap\n")
-    );
-    assert_eq!(
-        read_text(&again, ".sops.yaml").as_deref(),
-        Some("creation_rules: []\n"),
-        "dot files are committed too"
-    );
+    assert_eq!(read_text(&again, "clusters/dev/gitops.yaml").as_deref(), Some("kind: ConfigMap\n"));
+    assert_eq!(read_text(&again, ".sops.yaml").as_deref(), Some("creation_rules: []\n"), "dot files are committed too");
     assert_eq!(again.read("missing.yaml").unwrap(), None);
     let commit = again.repo.find_commit(again.head_oid().unwrap()).unwrap();
     assert_eq!(commit.message().ok(), Some("Add dev"));
@@ -118,28 +100,13 @@ fn removals_are_committed_and_changes_listed() {
     assert_eq!(
         changes,
         vec![
-            FileChange {
-                path: "apps/a/release.yaml".into(),
-                kind: ChangeKind::Deleted
-            },
-            FileChange {
-                path: "keep.yaml".into(),
-                kind: ChangeKind::Modified
-            },
-            FileChange {
-                path: "new.yaml".into(),
-                kind: ChangeKind::Added
-            },
+            FileChange { path: "apps/a/release.yaml".into(), kind: ChangeKind::Deleted },
+            FileChange { path: "keep.yaml".into(), kind: ChangeKind::Modified },
+            FileChange { path: "new.yaml".into(), kind: ChangeKind::Added },
         ]
     );
-    assert_eq!(
-        checkout.read_committed("keep.yaml").unwrap().as_deref(),
-        Some(&b"keep"[..])
-    );
-    assert_eq!(
-        checkout.read_committed("./apps/b/release.yaml").unwrap().as_deref(),
-        Some(&b"b"[..])
-    );
+    assert_eq!(checkout.read_committed("keep.yaml").unwrap().as_deref(), Some(&b"keep"[..]));
+    assert_eq!(checkout.read_committed("./apps/b/release.yaml").unwrap().as_deref(), Some(&b"b"[..]));
     assert_eq!(checkout.read_committed("apps").unwrap(), None, "a directory is no file");
     assert_eq!(checkout.read_committed("new.yaml").unwrap(), None);
     checkout.commit("remove a", &author()).unwrap().unwrap();
@@ -189,15 +156,9 @@ fn paths_that_leave_the_work_tree_are_refused() {
 fn invalid_branch_names_and_urls_are_refused() {
     let (_dir, remote) = bare();
     for branch in ["", "a..b", "-x", "a b", "refs/heads/x~1", "x.lock"] {
-        assert!(
-            matches!(Checkout::clone(&remote, branch), Err(GitError::InvalidBranch { .. })),
-            "{branch:?}"
-        );
+        assert!(matches!(Checkout::clone(&remote, branch), Err(GitError::InvalidBranch { .. })), "{branch:?}");
     }
-    let bad = Remote {
-        url: "ftp://user:hunter2@example.com/repo.git".into(),
-        auth: Auth::Anonymous,
-    };
+    let bad = Remote { url: "ftp://user:hunter2@example.com/repo.git".into(), auth: Auth::Anonymous };
     let error = Checkout::clone(&bad, "main").unwrap_err();
     assert!(matches!(error, GitError::InvalidUrl { .. }), "{error:?}");
     assert!(!error.to_string().contains("hunter2"), "{error}");
@@ -206,10 +167,7 @@ fn invalid_branch_names_and_urls_are_refused() {
 #[test]
 fn a_missing_local_repository_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
-    let remote = Remote {
-        url: format!("file://{}/nothing.git", dir.path().display()),
-        auth: Auth::Anonymous,
-    };
+    let remote = Remote { url: format!("file://{}/nothing.git", dir.path().display()), auth: Auth::Anonymous };
     let error = Checkout::clone(&remote, "main").unwrap_err();
     assert!(matches!(error, GitError::NotFound { .. }), "{error:?}");
     assert!(matches!(remote_head(&remote, "main"), Err(GitError::NotFound { .. })));
@@ -235,10 +193,7 @@ fn a_concurrent_push_is_non_fast_forward_and_a_rebase_lands_both() {
     ours.commit("ours 2", &author()).unwrap().unwrap();
     ours.write("uncommitted.yaml", b"later").unwrap();
     let error = ours.push().unwrap_err();
-    assert!(
-        matches!(&error, GitError::NonFastForward { branch } if branch == "main"),
-        "{error:?}"
-    );
+    assert!(matches!(&error, GitError::NonFastForward { branch } if branch == "main"), "{error:?}");
     assert!(error.hint().is_some());
 
     let overwritten = ours.rebase_onto_remote().unwrap();
@@ -247,20 +202,14 @@ fn a_concurrent_push_is_non_fast_forward_and_a_rebase_lands_both() {
     assert_eq!(read_text(&ours, "uncommitted.yaml").as_deref(), Some("later"));
     assert_eq!(
         ours.changed_files().unwrap(),
-        vec![FileChange {
-            path: "uncommitted.yaml".into(),
-            kind: ChangeKind::Added
-        }]
+        vec![FileChange { path: "uncommitted.yaml".into(), kind: ChangeKind::Added }]
     );
     ours.push().unwrap();
 
     let check = Checkout::clone(&remote, "main").unwrap();
-    for (path, text) in [
-        ("README.md", "config\n"),
-        ("theirs.yaml", "theirs"),
-        ("ours.yaml", "ours"),
-        ("ours2.yaml", "ours2"),
-    ] {
+    for (path, text) in
+        [("README.md", "config\n"), ("theirs.yaml", "theirs"), ("ours.yaml", "ours"), ("ours2.yaml", "ours2")]
+    {
         assert_eq!(read_text(&check, path).as_deref(), Some(text), "{path}");
     }
     assert_eq!(check.read("uncommitted.yaml").unwrap(), None);
@@ -329,10 +278,7 @@ fn push_with_retries_gives_up_after_the_attempts() {
     theirs.push().unwrap();
     ours.write("o.yaml", b"o").unwrap();
     ours.commit("ours", &author()).unwrap().unwrap();
-    assert!(matches!(
-        ours.push_with_retries(1),
-        Err(GitError::NonFastForward { .. })
-    ));
+    assert!(matches!(ours.push_with_retries(1), Err(GitError::NonFastForward { .. })));
     assert_eq!(ours.push_with_retries(2).unwrap(), Vec::<String>::new());
 }
 
@@ -351,10 +297,7 @@ fn secrets_stay_out_of_debug_and_messages() {
     assert!(debug.contains("<redacted>"), "{debug}");
     let basic = Remote {
         url: "https://user:urlsecret@example.com/repo.git".into(),
-        auth: Auth::Basic {
-            username: "user".into(),
-            password: "tokensecret".into(),
-        },
+        auth: Auth::Basic { username: "user".into(), password: "tokensecret".into() },
     };
     let debug = format!("{basic:?}");
     assert!(!debug.contains("tokensecret"), "{debug}");
@@ -375,24 +318,15 @@ fn secrets_stay_out_of_debug_and_messages() {
 fn urls_are_sorted_by_transport() {
     assert_eq!(
         Endpoint::parse("git@github.com:org/repo.git").unwrap(),
-        Endpoint::Ssh {
-            host: "github.com".into(),
-            port: 22
-        }
+        Endpoint::Ssh { host: "github.com".into(), port: 22 }
     );
     assert_eq!(
         Endpoint::parse("ssh://root@127.0.0.1:2222/srv/repo.git").unwrap(),
-        Endpoint::Ssh {
-            host: "127.0.0.1".into(),
-            port: 2222
-        }
+        Endpoint::Ssh { host: "127.0.0.1".into(), port: 2222 }
     );
     assert_eq!(
         Endpoint::parse("ssh://git@[::1]:2222/repo.git").unwrap(),
-        Endpoint::Ssh {
-            host: "::1".into(),
-            port: 2222
-        }
+        Endpoint::Ssh { host: "::1".into(), port: 2222 }
     );
     assert_eq!(Endpoint::parse("https://github.com/org/repo").unwrap(), Endpoint::Http);
     assert_eq!(Endpoint::parse("file:///srv/repo.git").unwrap(), Endpoint::Local);
@@ -402,21 +336,12 @@ fn urls_are_sorted_by_transport() {
 
 #[test]
 fn error_kinds_are_sorted_from_libgit2_messages() {
-    let remote = Remote {
-        url: "https://example.com/repo.git".into(),
-        auth: Auth::Anonymous,
-    };
+    let remote = Remote { url: "https://example.com/repo.git".into(), auth: Auth::Anonymous };
     let endpoint = Endpoint::parse(&remote.url).unwrap();
     let session = Session::new(&remote, &endpoint);
     let http = |message: &str| session.classify(git2::Error::new(ErrorCode::GenericError, ErrorClass::Http, message));
-    assert!(matches!(
-        http("unexpected http status code: 404"),
-        GitError::NotFound { reason: None, .. }
-    ));
-    assert!(matches!(
-        http("unexpected http status code: 401"),
-        GitError::AuthFailed { .. }
-    ));
+    assert!(matches!(http("unexpected http status code: 404"), GitError::NotFound { reason: None, .. }));
+    assert!(matches!(http("unexpected http status code: 401"), GitError::AuthFailed { .. }));
     assert!(matches!(
         session.classify(git2::Error::new(
             ErrorCode::GenericError,
@@ -442,8 +367,5 @@ fn hints_tell_a_changed_key_from_a_missing_key_type() {
         found: "ecdsa-sha2-nistp256 SHA256:new".into(),
     };
     let hint = other_type.hint().unwrap();
-    assert!(
-        hint.contains("no ecdsa-sha2-nistp256 key") && hint.contains("ssh-keyscan -t ecdsa`"),
-        "{hint}"
-    );
+    assert!(hint.contains("no ecdsa-sha2-nistp256 key") && hint.contains("ssh-keyscan -t ecdsa`"), "{hint}");
 }

@@ -19,6 +19,17 @@ pub enum ProviderKind {
     Git,
 }
 
+impl InstallArgs {
+    /// The `--provider` value as typed.
+    pub fn provider_name(&self) -> &'static str {
+        match self.provider {
+            ProviderKind::Github => "github",
+            ProviderKind::Gitlab => "gitlab",
+            ProviderKind::Git => "git",
+        }
+    }
+}
+
 /// What `install` is asked to do.
 #[derive(Debug, Clone, Args)]
 pub struct InstallArgs {

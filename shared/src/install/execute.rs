@@ -12,6 +12,7 @@ use crate::apply::{Applier, FIELD_MANAGER, ready_condition};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
+use crate::git::Checkout;
 use crate::output::report;
 use crate::output::style::{Stream, Style};
 
@@ -38,17 +39,33 @@ pub async fn execute(
     // repo untouched too.
     preflight(cluster, plan).await?;
     let mut checkout = inspection.checkout;
-    let mut outcome = Outcome {
-        commit: checkout.head(),
-        committed: false,
-    };
+    let mut outcome = Outcome { commit: checkout.as_ref().and_then(Checkout::head), committed: false };
     let total = plan.steps.len();
     for (index, step) in plan.steps.iter().enumerate() {
         let description = step.describe(plan);
         report::write_stderr(&format!("{}{}/{total} {description}\n", style.glyph("►"), index + 1));
         let result = match step {
+            Step::UploadDeployKey => match (&inspection.hosted, &plan.auth) {
+                (Some(hosted), FluxAuth::Ssh(key)) => {
+                    let title = super::Hosted::deploy_key_title(
+                        &plan.request.namespace,
+                        &plan.request.branch,
+                        &plan.request.path,
+                    );
+                    hosted
+                        .provider
+                        .ensure_deploy_key(&hosted.repo, &title, &key.public_openssh, !plan.request.read_write_key)
+                        .await
+                        .map(drop)
+                        .map_err(Error::from)
+                }
+                _ => Ok(()),
+            },
             Step::ConfirmDeployKey => confirm_deploy_key(plan, yes),
             Step::CommitAndPush { message } => {
+                let Some(checkout) = checkout.as_mut() else {
+                    return Err(Error::Render("no clone of the repository to commit to".into()));
+                };
                 for file in plan.changed_files() {
                     checkout.write(&file.path, file.contents.as_bytes())?;
                 }
@@ -72,10 +89,7 @@ pub async fn execute(
                     }
                 })
             }
-            Step::ApplyComponents => Applier::new(cluster)
-                .apply_staged(&plan.components, timeout)
-                .await
-                .map(drop),
+            Step::ApplyComponents => Applier::new(cluster).apply_staged(&plan.components, timeout).await.map(drop),
             Step::ApplySecret => apply_secret(cluster, plan).await,
             Step::ApplySync => {
                 let mut applier = Applier::new(cluster);
@@ -113,35 +127,15 @@ async fn preflight(cluster: &Cluster, plan: &Plan) -> Result<()> {
     for step in &plan.steps {
         match step {
             Step::ApplyComponents => {
-                needed.push((
-                    "apiextensions.k8s.io",
-                    "customresourcedefinitions",
-                    None,
-                    "the Flux CRDs",
-                ));
+                needed.push(("apiextensions.k8s.io", "customresourcedefinitions", None, "the Flux CRDs"));
                 needed.push(("", "namespaces", None, "the Flux namespace"));
                 needed.push(("apps", "deployments", Some(namespace), "the Flux controllers"));
-                needed.push((
-                    "rbac.authorization.k8s.io",
-                    "clusterrolebindings",
-                    None,
-                    "the Flux controllers' RBAC",
-                ));
+                needed.push(("rbac.authorization.k8s.io", "clusterrolebindings", None, "the Flux controllers' RBAC"));
             }
             Step::ApplySecret => needed.push(("", "secrets", Some(namespace), "the deploy key Secret")),
             Step::ApplySync => {
-                needed.push((
-                    "source.toolkit.fluxcd.io",
-                    "gitrepositories",
-                    Some(namespace),
-                    "the GitRepository",
-                ));
-                needed.push((
-                    "kustomize.toolkit.fluxcd.io",
-                    "kustomizations",
-                    Some(namespace),
-                    "the Kustomization",
-                ));
+                needed.push(("source.toolkit.fluxcd.io", "gitrepositories", Some(namespace), "the GitRepository"));
+                needed.push(("kustomize.toolkit.fluxcd.io", "kustomizations", Some(namespace), "the Kustomization"));
                 needed.push(("", "configmaps", Some(namespace), "the install record"));
             }
             _ => {}
@@ -163,10 +157,7 @@ async fn preflight(cluster: &Cluster, plan: &Plan) -> Result<()> {
                 },
                 ..Default::default()
             };
-            let answer = reviews
-                .create(&Default::default(), &review)
-                .await
-                .map_err(|error| cluster.error(error))?;
+            let answer = reviews.create(&Default::default(), &review).await.map_err(|error| cluster.error(error))?;
             if !answer.status.is_some_and(|status| status.allowed) {
                 let place = namespace.map(|ns| format!(" in namespace {ns}")).unwrap_or_default();
                 return Err(Error::Forbidden {
@@ -201,9 +192,7 @@ fn confirm_deploy_key(plan: &Plan, yes: bool) -> Result<()> {
     }
     report::write_stderr("Press Enter once the key is added (Ctrl-C to stop): ");
     let mut line = String::new();
-    std::io::stdin()
-        .read_line(&mut line)
-        .map_err(|error| Error::io("reading the confirmation", error))?;
+    std::io::stdin().read_line(&mut line).map_err(|error| Error::io("reading the confirmation", error))?;
     Ok(())
 }
 
@@ -216,11 +205,7 @@ async fn apply_secret(cluster: &Cluster, plan: &Plan) -> Result<()> {
     body["apiVersion"] = "v1".into();
     body["kind"] = "Secret".into();
     secrets
-        .patch(
-            SYNC_NAME,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&body),
-        )
+        .patch(SYNC_NAME, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
         .await
         .map_err(|error| cluster.error(error))?;
     Ok(())
@@ -243,24 +228,14 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
     let repositories: Api<DynamicObject> = Api::namespaced_with(
         cluster.client.clone(),
         namespace,
-        &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
-            "source.toolkit.fluxcd.io",
-            "v1",
-            "GitRepository",
-        )),
+        &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository")),
     );
     let started = Instant::now();
     loop {
-        let kustomization = kustomizations
-            .get_opt(SYNC_NAME)
-            .await
-            .map_err(|error| cluster.error(error))?;
-        let applied = kustomization.as_ref().and_then(|k| {
-            k.data
-                .pointer("/status/lastAppliedRevision")
-                .and_then(|v| v.as_str())
-                .map(String::from)
-        });
+        let kustomization = kustomizations.get_opt(SYNC_NAME).await.map_err(|error| cluster.error(error))?;
+        let applied = kustomization
+            .as_ref()
+            .and_then(|k| k.data.pointer("/status/lastAppliedRevision").and_then(|v| v.as_str()).map(String::from));
         let ready = kustomization.as_ref().and_then(ready_condition);
         if applied.as_deref() == Some(revision.as_str())
             && ready.as_ref().is_some_and(|(status, _, _)| status == "True")
@@ -275,15 +250,13 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
         if started.elapsed() > timeout {
             let repository = repositories.get_opt(SYNC_NAME).await.ok().flatten();
             let (object, why) = match repository.as_ref().and_then(ready_condition) {
-                Some((status, reason, message)) if status != "True" => (
-                    format!("GitRepository {namespace}/{SYNC_NAME}"),
-                    format!("{reason}: {message}"),
-                ),
+                Some((status, reason, message)) if status != "True" => {
+                    (format!("GitRepository {namespace}/{SYNC_NAME}"), format!("{reason}: {message}"))
+                }
                 _ => match ready {
-                    Some((_, reason, message)) => (
-                        format!("Kustomization {namespace}/{SYNC_NAME}"),
-                        format!("{reason}: {message}"),
-                    ),
+                    Some((_, reason, message)) => {
+                        (format!("Kustomization {namespace}/{SYNC_NAME}"), format!("{reason}: {message}"))
+                    }
                     None => (
                         format!("Kustomization {namespace}/{SYNC_NAME}"),
                         "not reconciled yet (are the Flux controllers running?)".to_string(),

@@ -18,7 +18,7 @@ use kube::api::Api;
 
 pub use self::args::{InstallArgs, ProviderKind};
 pub use self::execute::execute;
-pub use self::source::{FluxAuth, RepoSource};
+pub use self::source::{FluxAuth, Hosted, RepoSource};
 use crate::cluster::Cluster;
 use crate::deploy_key::DeployKey;
 use crate::detect::{self, ClusterState, Detection};
@@ -34,10 +34,23 @@ pub struct Inspection {
     pub detection: Detection,
     /// The Flux Secret, when one exists (re-runs reuse its key).
     pub existing_secret: Option<Secret>,
-    /// A clone of the branch (empty when the branch does not exist yet).
-    pub checkout: Checkout,
+    /// A clone of the branch (an unborn branch when it does not exist yet); `None` when the
+    /// repository itself does not exist yet (created by the plan).
+    pub checkout: Option<Checkout>,
     /// Where the repo is and how to reach it.
     pub source: RepoSource,
+    /// The GitHub or GitLab repository, for `--provider github|gitlab`.
+    pub hosted: Option<Hosted>,
+}
+
+impl Inspection {
+    /// A file of the branch as it is now; `None` when absent (or the repo does not exist yet).
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        match &self.checkout {
+            Some(checkout) => Ok(checkout.read(path)?),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Validated inputs.
@@ -55,6 +68,12 @@ pub struct Request {
     pub flux_version: String,
     /// The controllers to install.
     pub components: Vec<String>,
+    /// Create a missing repository as private.
+    pub private: bool,
+    /// The owner is a user rather than an organisation or group.
+    pub personal: bool,
+    /// Give the deploy key write access.
+    pub read_write_key: bool,
 }
 
 /// A file the plan writes into the repo.
@@ -82,6 +101,8 @@ pub enum FileState {
 /// One thing `execute` does, in order.
 #[derive(Debug, Clone)]
 pub enum Step {
+    /// Add the deploy key to the repository through the provider's API.
+    UploadDeployKey,
     /// Ask the user to add the deploy key to the git server (generic git), unless `--yes`.
     ConfirmDeployKey,
     /// Commit the changed files and push (retrying on a concurrent push).
@@ -101,7 +122,16 @@ pub enum Step {
 
 impl Step {
     fn describe(&self, plan: &Plan) -> String {
+        let hosted = plan.hosted_repo.as_deref().unwrap_or_default();
         match self {
+            Step::UploadDeployKey => match &plan.auth {
+                FluxAuth::Ssh(key) => format!(
+                    "add deploy key {} ({}) to {hosted}",
+                    key.fingerprint(),
+                    if plan.request.read_write_key { "read-write" } else { "read-only" }
+                ),
+                FluxAuth::Basic { .. } => format!("let Flux pull {hosted} over HTTPS with the token"),
+            },
             Step::ConfirmDeployKey => match &plan.auth {
                 FluxAuth::Ssh(key) => format!("ask you to add the deploy key {} to {}", key.fingerprint(), plan.url),
                 FluxAuth::Basic { .. } => format!("ask you to confirm access to {}", plan.url),
@@ -124,10 +154,9 @@ impl Step {
                 record::CONFIGMAP_NAME,
                 ns = plan.request.namespace
             ),
-            Step::WaitReady => format!(
-                "wait until Kustomization {}/{SYNC_NAME} is Ready at the pushed commit",
-                plan.request.namespace
-            ),
+            Step::WaitReady => {
+                format!("wait until Kustomization {}/{SYNC_NAME} is Ready at the pushed commit", plan.request.namespace)
+            }
         }
     }
 }
@@ -149,6 +178,11 @@ pub struct Plan {
     pub auth: FluxAuth,
     /// The steps, in order.
     pub steps: Vec<Step>,
+    /// `owner/name` of a GitHub or GitLab repository.
+    pub hosted_repo: Option<String>,
+    /// The repository does not exist yet. Only a dry run plans in that state: a real run creates
+    /// it first ([`create_repository`]) and plans against the new repository's real URLs.
+    pub creates_repository: bool,
     /// Things the user should know (e.g. an existing Flux of another version).
     pub warnings: Vec<String>,
 }
@@ -187,16 +221,10 @@ impl Plan {
                 "run install with the same --url and --path to repair it, or use a cluster without our layout",
             ));
         }
-        let existing_flux = detection
-            .flux
-            .as_ref()
-            .filter(|_| detection.state != ClusterState::Unmodified);
+        let existing_flux = detection.flux.as_ref().filter(|_| detection.state != ClusterState::Unmodified);
         // A running Flux of another release line is kept until Flux itself applies the repo's pin.
         if let Some(flux) = existing_flux
-            && let Some(version) = flux
-                .version
-                .as_deref()
-                .filter(|v| !request.flux_version.starts_with(*v))
+            && let Some(version) = flux.version.as_deref().filter(|v| !request.flux_version.starts_with(*v))
         {
             warnings.push(format!(
                 "Flux {version} is running in {}; the repo pins {}, which Flux will roll out on its next sync \
@@ -209,29 +237,20 @@ impl Plan {
         let components_path = cluster_dir("flux-system/gotk-components.yaml");
         let components_text = match components_text {
             Some(text) => text,
-            None => inspection
-                .checkout
-                .read(&components_path)
-                .map_err(crate::error::Error::from)?
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .ok_or_else(|| {
+            None => {
+                inspection.read(&components_path)?.and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(|| {
                     Error::usage(
                         format!("no Flux {} component manifests to install", request.flux_version),
                         "pass --components-file with the output of `flux install --export` (or a gotk-components.yaml \
                          from an existing bootstrap), or put the flux CLI on PATH",
                     )
-                })?,
+                })?
+            }
         };
         let components = yaml::documents_from_str(&components_text).map_err(|error| {
-            Error::usage(
-                format!("the component manifests are not valid YAML: {error}"),
-                "check --components-file",
-            )
+            Error::usage(format!("the component manifests are not valid YAML: {error}"), "check --components-file")
         })?;
-        if !components
-            .iter()
-            .any(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition"))
-        {
+        if !components.iter().any(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition")) {
             return Err(Error::usage(
                 "the component manifests contain no CustomResourceDefinition",
                 "pass the full output of `flux install --export` as --components-file",
@@ -257,16 +276,13 @@ impl Plan {
         let wanted = [
             (components_path, components_text),
             (cluster_dir("flux-system/gotk-sync.yaml"), sync_text.clone()),
-            (
-                cluster_dir("flux-system/kustomization.yaml"),
-                bootstrap::flux_system_kustomization(),
-            ),
+            (cluster_dir("flux-system/kustomization.yaml"), bootstrap::flux_system_kustomization()),
             (cluster_dir(record::FILE_NAME), record_text.clone()),
             (cluster_dir("apps/kustomization.yaml"), bootstrap::apps_kustomization()),
         ];
         let mut files = Vec::new();
         for (path, contents) in wanted {
-            let current = inspection.checkout.read(&path).map_err(crate::error::Error::from)?;
+            let current = inspection.read(&path)?;
             let change = match current {
                 None => FileState::Added,
                 Some(bytes) if bytes == contents.as_bytes() => FileState::Unchanged,
@@ -281,40 +297,38 @@ impl Plan {
         sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Render)?);
 
         let mut steps = Vec::new();
+        let hosted = inspection.hosted.as_ref();
+        if let (Some(hosted), FluxAuth::Ssh(key)) = (hosted, &auth)
+            && !hosted.has_key(&key.public_openssh, !request.read_write_key)
+        {
+            steps.push(Step::UploadDeployKey);
+        }
         if confirm_key {
             steps.push(Step::ConfirmDeployKey);
         }
         if files.iter().any(|file| file.change != FileState::Unchanged) {
-            let message = if inspection.checkout.head().is_none() || detection.gitops.is_none() {
-                format!(
-                    "Install Flux {} and kubectl-gitops layout in {}",
-                    request.flux_version, request.path
-                )
-            } else {
-                format!("Update kubectl-gitops layout in {}", request.path)
-            };
+            let message =
+                if inspection.checkout.as_ref().and_then(Checkout::head).is_none() || detection.gitops.is_none() {
+                    format!("Install Flux {} and kubectl-gitops layout in {}", request.flux_version, request.path)
+                } else {
+                    format!("Update kubectl-gitops layout in {}", request.path)
+                };
             steps.push(Step::CommitAndPush { message });
         }
         if existing_flux.is_none() {
             steps.push(Step::ApplyComponents);
         }
-        if !inspection
-            .existing_secret
-            .as_ref()
-            .is_some_and(|secret| auth.matches(secret))
-        {
+        if !inspection.existing_secret.as_ref().is_some_and(|secret| auth.matches(secret)) {
             steps.push(Step::ApplySecret);
         }
         let in_sync = detection.gitops.as_ref().is_some_and(|installed| *installed == record);
-        if !in_sync
-            || steps
-                .iter()
-                .any(|s| matches!(s, Step::ApplyComponents | Step::ApplySecret))
-        {
+        if !in_sync || steps.iter().any(|s| matches!(s, Step::ApplyComponents | Step::ApplySecret)) {
             steps.push(Step::ApplySync);
         }
         steps.push(Step::WaitReady);
 
+        let hosted_repo = hosted.map(|hosted| hosted.repo.path());
+        let creates_repository = hosted.is_some_and(|hosted| hosted.info.is_none());
         Ok(Plan {
             request,
             url: source.flux_url.clone(),
@@ -323,6 +337,8 @@ impl Plan {
             sync_objects,
             auth,
             steps,
+            hosted_repo,
+            creates_repository,
             warnings,
         })
     }
@@ -337,8 +353,13 @@ impl Plan {
             ));
         }
         text.push_str("Steps:\n");
-        for (number, step) in self.steps.iter().enumerate() {
-            text.push_str(&format!("  {}. {}\n", number + 1, step.describe(self)));
+        let mut described: Vec<String> = Vec::new();
+        if self.creates_repository {
+            described.push(describe_creation(self.hosted_repo.as_deref().unwrap_or_default(), self.request.private));
+        }
+        described.extend(self.steps.iter().map(|step| step.describe(self)));
+        for (number, step) in described.iter().enumerate() {
+            text.push_str(&format!("  {}. {step}\n", number + 1));
         }
         text.push_str("\nFiles in the repo:\n");
         for file in &self.files {
@@ -365,11 +386,7 @@ impl Plan {
         }
         for file in self.changed_files() {
             if file.path.ends_with("gotk-components.yaml") {
-                text.push_str(&format!(
-                    "\n# {} ({} documents, not shown)\n",
-                    file.path,
-                    self.components.len()
-                ));
+                text.push_str(&format!("\n# {} ({} documents, not shown)\n", file.path, self.components.len()));
                 continue;
             }
             text.push_str(&format!("\n# {}\n{}", file.path, file.contents));
@@ -408,11 +425,8 @@ pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -
     };
     let mut components = args.components.clone();
     components.extend(args.components_extra.iter().cloned());
-    let known: Vec<&str> = crate::flux::DEFAULT_COMPONENTS
-        .iter()
-        .chain(crate::flux::EXTRA_COMPONENTS.iter())
-        .copied()
-        .collect();
+    let known: Vec<&str> =
+        crate::flux::DEFAULT_COMPONENTS.iter().chain(crate::flux::EXTRA_COMPONENTS.iter()).copied().collect();
     for component in &components {
         if !known.contains(&component.as_str()) {
             return Err(Error::usage(
@@ -423,10 +437,7 @@ pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -
     }
     for required in ["source-controller", "kustomize-controller"] {
         if !components.iter().any(|c| c == required) {
-            return Err(Error::usage(
-                format!("{required} is required"),
-                "add it to --components",
-            ));
+            return Err(Error::usage(format!("{required} is required"), "add it to --components"));
         }
     }
     Ok(Request {
@@ -434,11 +445,11 @@ pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -
         path,
         cluster_name,
         namespace: namespace.unwrap_or(crate::cluster::DEFAULT_FLUX_NAMESPACE).to_string(),
-        flux_version: args
-            .flux_version
-            .clone()
-            .unwrap_or_else(|| crate::flux::PINNED_VERSION.to_string()),
+        flux_version: args.flux_version.clone().unwrap_or_else(|| crate::flux::PINNED_VERSION.to_string()),
         components,
+        private: args.private,
+        personal: args.personal,
+        read_write_key: args.read_write_key,
     })
 }
 
@@ -447,19 +458,10 @@ pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -
 pub fn flux_auth(args: &InstallArgs, inspection: &Inspection, cluster_name: &str) -> Result<(FluxAuth, bool)> {
     let source = &inspection.source;
     if let crate::git::Auth::Basic { username, password } = &source.push_remote.auth {
-        return Ok((
-            FluxAuth::Basic {
-                username: username.clone(),
-                password: password.clone(),
-            },
-            false,
-        ));
+        return Ok((FluxAuth::Basic { username: username.clone(), password: password.clone() }, false));
     }
     if let Some(private_key) = &source.private_key {
-        return Ok((
-            FluxAuth::Ssh(DeployKey::from_openssh(private_key, source.known_hosts.clone())?),
-            false,
-        ));
+        return Ok((FluxAuth::Ssh(DeployKey::from_openssh(private_key, source.known_hosts.clone())?), false));
     }
     let reused = inspection.existing_secret.as_ref().and_then(DeployKey::from_secret);
     match reused {
@@ -476,7 +478,12 @@ pub fn flux_auth(args: &InstallArgs, inspection: &Inspection, cluster_name: &str
 }
 
 /// Reads the cluster and the repo; changes nothing.
-pub async fn inspect(cluster: &Cluster, request: &Request, source: RepoSource) -> Result<Inspection> {
+pub async fn inspect(
+    cluster: &Cluster,
+    request: &Request,
+    source: RepoSource,
+    hosted: Option<Hosted>,
+) -> Result<Inspection> {
     let detection = detect::detect(cluster).await?;
     if detection.state == ClusterState::Unreachable {
         return Err(Error::Unreachable {
@@ -490,17 +497,19 @@ pub async fn inspect(cluster: &Cluster, request: &Request, source: RepoSource) -
         Err(error) if crate::cluster::is_forbidden(&error) => None,
         Err(error) => return Err(cluster.error(error)),
     };
-    let branch = request.branch.clone();
+    let repository_exists = hosted.as_ref().is_none_or(|hosted| hosted.info.is_some());
+    let checkout = if repository_exists { Some(clone(&source, &request.branch).await?) } else { None };
+    Ok(Inspection { detection, existing_secret, checkout, source, hosted })
+}
+
+/// Clones the branch into a temp dir, off the async workers (libgit2 blocks).
+pub async fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
+    let branch = branch.to_string();
     let remote = source.push_remote.clone();
-    let checkout = tokio::task::spawn_blocking(move || Checkout::clone(&remote, &branch))
+    tokio::task::spawn_blocking(move || Checkout::clone(&remote, &branch))
         .await
-        .map_err(|error| Error::Render(format!("clone task failed: {error}")))??;
-    Ok(Inspection {
-        detection,
-        existing_secret,
-        checkout,
-        source,
-    })
+        .map_err(|error| Error::Render(format!("clone task failed: {error}")))?
+        .map_err(Error::from)
 }
 
 /// How long install waits for each API request unless `--request-timeout` says otherwise.
@@ -516,13 +525,19 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
         return export(args, &request, components_text);
     }
     let confirm = |question: &str| confirm(question, args.yes);
-    let source = source::generic(args, &confirm)?;
-    let inspection = inspect(&cluster, &request, source).await?;
-    let request = if args.from_repo.is_some() {
-        from_repo_request(args, request, &inspection)?
-    } else {
-        request
+    let (source, hosted) = match args.provider {
+        ProviderKind::Git => (source::generic(args, &confirm)?, None),
+        ProviderKind::Github | ProviderKind::Gitlab => {
+            let (mut source, mut hosted) = source::hosted(args, &confirm).await?;
+            if hosted.info.is_none() && !args.dry_run {
+                create_repository(&hosted, &request).await?;
+                (source, hosted) = source::hosted(args, &confirm).await?;
+            }
+            (source, Some(hosted))
+        }
     };
+    let inspection = inspect(&cluster, &request, source, hosted).await?;
+    let request = if args.from_repo.is_some() { from_repo_request(args, request, &inspection)? } else { request };
     let (auth, generated) = flux_auth(args, &inspection, &request.cluster_name)?;
     let confirm_key = generated && inspection.source.provider == ProviderKind::Git;
     let mut plan = Plan::build(request, &inspection, components_text, auth, confirm_key)?;
@@ -537,22 +552,30 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
     }
     let noop = plan.is_noop();
     let outcome = execute(&cluster, &plan, inspection, args.yes, args.timeout).await?;
-    let at = outcome
-        .commit
-        .as_deref()
-        .map(|sha| format!(" at {}", &sha[..sha.len().min(12)]))
-        .unwrap_or_default();
+    let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     Ok(if noop {
-        format!(
-            "already installed: {} (branch {}, path {}){at}\n",
-            plan.url, plan.request.branch, plan.request.path
-        )
+        format!("already installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)
     } else {
-        format!(
-            "installed: {} (branch {}, path {}){at}\n",
-            plan.url, plan.request.branch, plan.request.path
-        )
+        format!("installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)
     })
+}
+
+fn describe_creation(repo: &str, private: bool) -> String {
+    format!("create the {} repository {repo} through the provider's API", if private { "private" } else { "public" })
+}
+
+/// Creates the missing repository before planning, so that the plan uses the URLs the
+/// provider gives it. Nothing else has happened yet when this fails.
+pub async fn create_repository(hosted: &Hosted, request: &Request) -> Result<()> {
+    let description = describe_creation(&hosted.repo.path(), request.private);
+    let style = crate::output::style::Style::for_stream(crate::output::style::Stream::Stderr);
+    crate::output::report::write_stderr(&format!("{}{description}\n", style.glyph("►")));
+    hosted
+        .provider
+        .create_repository(&hosted.repo, request.private, request.personal)
+        .await
+        .map(drop)
+        .map_err(|error| Error::Step { number: 1, total: 1, step: description, source: Box::new(error.into()) })
 }
 
 /// `--from-repo`: the cluster's name, Flux version and components come from the install
@@ -568,18 +591,11 @@ fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Insp
             "check --path and --branch, or install with --url to create the layout",
         )
     };
-    let text = inspection
-        .checkout
-        .read(&path)?
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(missing)?;
+    let text = inspection.read(&path)?.and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(missing)?;
     let documents = yaml::documents_from_str(&text)
         .map_err(|error| Error::usage(format!("{path} is not valid YAML: {error}"), "fix the file in the repo"))?;
-    let configmap: k8s_openapi::api::core::v1::ConfigMap = documents
-        .into_iter()
-        .next()
-        .and_then(|document| serde_json::from_value(document).ok())
-        .ok_or_else(missing)?;
+    let configmap: k8s_openapi::api::core::v1::ConfigMap =
+        documents.into_iter().next().and_then(|document| serde_json::from_value(document).ok()).ok_or_else(missing)?;
     let recorded = InstallRecord::from_configmap(&configmap).ok_or_else(missing)?;
     if args.cluster_name.is_none() {
         request.cluster_name = recorded.cluster_name;
@@ -594,10 +610,7 @@ fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Insp
 /// `--export`: the manifests, without touching the cluster or the repo.
 fn export(args: &InstallArgs, request: &Request, components_text: Option<String>) -> Result<String> {
     let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
-        Error::usage(
-            "--export needs --url to write the sync manifests",
-            "pass --url ssh://git@host/path/repo.git",
-        )
+        Error::usage("--export needs --url to write the sync manifests", "pass --url ssh://git@host/path/repo.git")
     })?;
     let url = source::parse_url(url)?.canonical;
     let components = components_text.ok_or_else(|| {
@@ -634,22 +647,13 @@ fn export(args: &InstallArgs, request: &Request, components_text: Option<String>
 pub fn components_text(args: &InstallArgs, request: &Request) -> Result<Option<String>> {
     if let Some(path) = &args.components_file {
         let text = std::fs::read_to_string(path).map_err(|error| {
-            Error::usage(
-                format!("cannot read --components-file {}: {error}", path.display()),
-                "check the path",
-            )
+            Error::usage(format!("cannot read --components-file {}: {error}", path.display()), "check the path")
         })?;
         let (version, _) = bootstrap::parse_components_header(&text);
         if let Some(version) = version.filter(|v| *v != request.flux_version) {
             return Err(Error::usage(
-                format!(
-                    "--components-file is Flux {version}, but Flux {} was asked for",
-                    request.flux_version
-                ),
-                format!(
-                    "pass --flux-version {version}, or a components file of {}",
-                    request.flux_version
-                ),
+                format!("--components-file is Flux {version}, but Flux {} was asked for", request.flux_version),
+                format!("pass --flux-version {version}, or a components file of {}", request.flux_version),
             ));
         }
         return Ok(Some(text));
@@ -658,23 +662,13 @@ pub fn components_text(args: &InstallArgs, request: &Request) -> Result<Option<S
         return Ok(None);
     };
     let output = std::process::Command::new(flux)
-        .args([
-            "install",
-            "--export",
-            "--version",
-            &request.flux_version,
-            "--namespace",
-            &request.namespace,
-        ])
+        .args(["install", "--export", "--version", &request.flux_version, "--namespace", &request.namespace])
         .arg(format!("--components={}", request.components.join(",")))
         .output()
         .map_err(|error| Error::io("running flux install --export", error))?;
     if !output.status.success() {
         return Err(Error::usage(
-            format!(
-                "flux install --export failed: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
+            format!("flux install --export failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
             "pass --components-file instead",
         ));
     }
@@ -696,9 +690,7 @@ fn confirm(question: &str, yes: bool) -> Result<bool> {
     }
     crate::output::report::write_stderr("[y/N] ");
     let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|error| Error::io("reading the answer", error))?;
+    std::io::stdin().read_line(&mut answer).map_err(|error| Error::io("reading the answer", error))?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
@@ -716,9 +708,7 @@ pub fn normalize_path(path: &str) -> Result<String> {
     let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
     let bad = trimmed.is_empty()
         || Path::new(trimmed).is_absolute()
-        || trimmed
-            .split('/')
-            .any(|part| part == ".." || part == "." || part.is_empty());
+        || trimmed.split('/').any(|part| part == ".." || part == "." || part.is_empty());
     if bad {
         return Err(Error::usage(
             format!("--path {path:?} must be a relative directory inside the repo"),
@@ -731,18 +721,9 @@ pub fn normalize_path(path: &str) -> Result<String> {
 /// Lower-cases a kube context name into a DNS-1123 label: `arn:aws:eks:…/prod` → `prod`-like names.
 pub fn sanitize_name(context: &str) -> String {
     let last = context.rsplit(['/', ':', '@']).next().unwrap_or(context);
-    let mut name: String = last
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    name = name
-        .trim_matches('-')
-        .chars()
-        .take(63)
-        .collect::<String>()
-        .trim_end_matches('-')
-        .to_string();
+    let mut name: String =
+        last.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    name = name.trim_matches('-').chars().take(63).collect::<String>().trim_end_matches('-').to_string();
     if name.is_empty() { "default".to_string() } else { name }
 }
 
@@ -750,9 +731,7 @@ pub fn sanitize_name(context: &str) -> String {
 pub fn validate_name(name: &str, flag: &str) -> Result<String> {
     let valid = !name.is_empty()
         && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !name.starts_with('-')
         && !name.ends_with('-');
     if valid {

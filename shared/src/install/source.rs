@@ -8,6 +8,7 @@ use crate::deploy_key::{DeployKey, REDACTED};
 use crate::env;
 use crate::error::{Error, Result};
 use crate::git::{Auth, Remote};
+use crate::provider::{Kind, Provider, ProviderConfig, RepoInfo, RepoRef, Token};
 
 /// How Flux authenticates to the repo; stored in Secret `<namespace>/flux-system`.
 #[derive(Debug, Clone)]
@@ -89,18 +90,122 @@ pub fn parse_url(text: &str) -> Result<ParsedUrl> {
     })
 }
 
-/// Resolves the repo for `--provider git` (`--url` or `--from-repo`).
-pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<RepoSource> {
-    if args.provider != ProviderKind::Git {
-        return Err(Error::NotImplemented {
-            command: "install --provider github|gitlab",
+/// A repository on GitHub or GitLab, reached through the provider's API.
+#[derive(Debug, Clone)]
+pub struct Hosted {
+    /// The API client.
+    pub provider: Provider,
+    /// `owner/name`.
+    pub repo: RepoRef,
+    /// What the provider says about the repository; `None` when it does not exist yet.
+    pub info: Option<RepoInfo>,
+    /// The repository's deploy keys (empty when it does not exist yet).
+    pub deploy_keys: Vec<crate::provider::DeployKey>,
+}
+
+impl Hosted {
+    /// The deploy key title `flux bootstrap` uses, so both tools recognise each other's key.
+    pub fn deploy_key_title(namespace: &str, branch: &str, path: &str) -> String {
+        format!("{namespace}-{branch}-flux-system-./{path}")
+    }
+
+    /// Whether a deploy key with this key material and access is already there.
+    pub fn has_key(&self, public_key: &str, read_only: bool) -> bool {
+        let material = |key: &str| key.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+        self.deploy_keys.iter().any(|key| material(&key.key) == material(public_key) && key.read_only == read_only)
+    }
+}
+
+/// Resolves a GitHub or GitLab repository: checks the flags and the token, and asks the API
+/// about the repository, its branch protection and its deploy keys (read-only calls).
+pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<(RepoSource, Hosted)> {
+    let (kind, api_override) = match args.provider {
+        ProviderKind::Github => (Kind::GitHub, env::KUBECTL_GITOPS_GITHUB_API_URL),
+        ProviderKind::Gitlab => (Kind::GitLab, env::KUBECTL_GITOPS_GITLAB_API_URL),
+        ProviderKind::Git => {
+            return Err(Error::usage("--provider git has no API", "pass --url instead of --owner/--repository"));
+        }
+    };
+    let flag = |value: &Option<String>, name: &str| {
+        value.clone().filter(|v| !v.trim().is_empty()).ok_or_else(|| {
+            Error::usage(
+                format!("--{name} is required with --provider {}", args.provider_name()),
+                "pass --owner and --repository, e.g. --owner acme --repository fleet",
+            )
+        })
+    };
+    let (owner, name) = (flag(&args.owner, "owner")?, flag(&args.repository, "repository")?);
+    let token = Token::from_env(kind).ok_or_else(|| {
+        Error::usage(
+            format!("--provider {} needs an API token in {}", args.provider_name(), kind.token_env()),
+            format!("export {}=<token with repository rights>; it is never printed", kind.token_env()),
+        )
+    })?;
+    let config = ProviderConfig {
+        kind,
+        hostname: args.hostname.clone(),
+        api_base: std::env::var(api_override).ok().filter(|v| !v.is_empty()),
+        token: token.clone(),
+    };
+    let provider = Provider::new(config)?;
+    let repo = RepoRef::new(owner, name);
+    let info = provider.get_repository(&repo).await?;
+    let deploy_keys = match &info {
+        Some(_) => provider.list_deploy_keys(&repo).await?,
+        None => Vec::new(),
+    };
+    if info.is_some() && provider.is_branch_protected(&repo, &args.branch).await? {
+        return Err(Error::Git {
+            message: format!(
+                "branch {} of {} is protected, and install pushes to it directly",
+                args.branch,
+                repo.path()
+            ),
+            hint: Some(
+                "install into another --branch, or ask a repository admin to allow the push for the install".into(),
+            ),
         });
     }
+    let host = args.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
+    // Until the repository exists, its URLs are the provider's usual ones.
+    let ssh_url = info.as_ref().map_or_else(|| format!("ssh://git@{host}/{}.git", repo.path()), |i| i.ssh_url.clone());
+    let https_url =
+        info.as_ref().map_or_else(|| format!("https://{host}/{}.git", repo.path()), |i| i.https_url.clone());
+    let ssh = parse_url(&ssh_url)?;
+    let private_key = match &args.private_key_file {
+        Some(path) => Some(read(path, "--private-key-file")?),
+        None => None,
+    };
+    let token_user = match kind {
+        Kind::GitHub => "git",
+        Kind::GitLab => "oauth2",
+    };
+    let basic = Auth::Basic { username: token_user.to_string(), password: token.expose().to_string() };
+    let (flux_url, known_hosts) = if args.token_auth {
+        (parse_url(&https_url)?.canonical, String::new())
+    } else if info.is_none() {
+        // Only a dry run plans against a repository that does not exist yet; a real run creates
+        // it first and resolves again, with the host keys of the URL the provider gives.
+        (ssh.canonical.clone(), String::new())
+    } else {
+        (ssh.canonical.clone(), known_hosts(args, &ssh, confirm)?)
+    };
+    // We push with the user's SSH key when one is given, else over HTTPS with the token.
+    let push_remote = match &private_key {
+        Some(key) => Remote {
+            url: ssh.canonical.clone(),
+            auth: Auth::Ssh { user: ssh.user.clone(), private_key: key.clone(), known_hosts: known_hosts.clone() },
+        },
+        None => Remote { url: parse_url(&https_url)?.canonical, auth: basic },
+    };
+    let source = RepoSource { provider: args.provider, flux_url, push_remote, known_hosts, private_key };
+    Ok((source, Hosted { provider, repo, info, deploy_keys }))
+}
+
+/// Resolves the repo for `--provider git` (`--url` or `--from-repo`).
+pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<RepoSource> {
     let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
-        Error::usage(
-            "--url is required with --provider git",
-            "pass --url ssh://git@host/path/repo.git (or https://…)",
-        )
+        Error::usage("--url is required with --provider git", "pass --url ssh://git@host/path/repo.git (or https://…)")
     })?;
     let parsed = parse_url(url)?;
     let private_key = match &args.private_key_file {
@@ -113,18 +218,11 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
             Some(key) => key.clone(),
             None => default_ssh_key()?,
         };
-        let auth = Auth::Ssh {
-            user: parsed.user.clone(),
-            private_key: push_key,
-            known_hosts: known_hosts.clone(),
-        };
+        let auth = Auth::Ssh { user: parsed.user.clone(), private_key: push_key, known_hosts: known_hosts.clone() };
         Ok(RepoSource {
             provider: ProviderKind::Git,
             flux_url: parsed.canonical.clone(),
-            push_remote: Remote {
-                url: parsed.canonical,
-                auth,
-            },
+            push_remote: Remote { url: parsed.canonical, auth },
             known_hosts,
             private_key,
         })
@@ -134,10 +232,7 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
         Ok(RepoSource {
             provider: ProviderKind::Git,
             flux_url: parsed.canonical.clone(),
-            push_remote: Remote {
-                url: parsed.canonical,
-                auth,
-            },
+            push_remote: Remote { url: parsed.canonical, auth },
             known_hosts: String::new(),
             private_key: None,
         })
@@ -149,10 +244,7 @@ pub fn https_credentials() -> Result<(String, String)> {
     let username = std::env::var(env::GITOPS_GIT_USERNAME).unwrap_or_else(|_| "git".to_string());
     let password = std::env::var(env::GITOPS_GIT_PASSWORD).map_err(|_| {
         Error::usage(
-            format!(
-                "pushing over HTTPS needs a password or token in {}",
-                env::GITOPS_GIT_PASSWORD
-            ),
+            format!("pushing over HTTPS needs a password or token in {}", env::GITOPS_GIT_PASSWORD),
             format!(
                 "export {}=<token> (and {} if the user is not `git`)",
                 env::GITOPS_GIT_PASSWORD,
@@ -205,11 +297,7 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
     let name = known_hosts_name(&url.host, url.port);
     let matching = |text: &str| -> String {
         text.lines()
-            .filter(|line| {
-                line.split_whitespace()
-                    .next()
-                    .is_some_and(|hosts| hosts.split(',').any(|h| h == name))
-            })
+            .filter(|line| line.split_whitespace().next().is_some_and(|hosts| hosts.split(',').any(|h| h == name)))
             .map(|line| format!("{line}\n"))
             .collect()
     };
@@ -218,12 +306,7 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
         if found.is_empty() {
             return Err(Error::usage(
                 format!("{} has no entry for {name}", path.display()),
-                format!(
-                    "add one with `ssh-keyscan -p {} {} >> {}`",
-                    url.port.unwrap_or(22),
-                    url.host,
-                    path.display()
-                ),
+                format!("add one with `ssh-keyscan -p {} {} >> {}`", url.port.unwrap_or(22), url.host, path.display()),
             ));
         }
         return Ok(found);
@@ -237,10 +320,7 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
     let scanned = scan(&url.host, url.port.unwrap_or(22))?;
     let question = format!(
         "the SSH host keys of {name} are not known. A scan found:\n{}Pin these for Flux?",
-        scanned
-            .lines()
-            .map(|line| format!("  {}\n", fingerprint_line(line)))
-            .collect::<String>()
+        scanned.lines().map(|line| format!("  {}\n", fingerprint_line(line))).collect::<String>()
     );
     if confirm(&question)? {
         Ok(scanned)
@@ -256,12 +336,7 @@ fn scan(host: &str, port: u16) -> Result<String> {
     let output = Command::new("ssh-keyscan")
         .args(["-T", "5", "-t", "ed25519,ecdsa,rsa", "-p", &port.to_string(), host])
         .output()
-        .map_err(|error| {
-            Error::usage(
-                format!("cannot run ssh-keyscan: {error}"),
-                "pass --known-hosts-file instead",
-            )
-        })?;
+        .map_err(|error| Error::usage(format!("cannot run ssh-keyscan: {error}"), "pass --known-hosts-file instead"))?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     if text.trim().is_empty() {
         return Err(Error::Git {
@@ -269,20 +344,13 @@ fn scan(host: &str, port: u16) -> Result<String> {
             hint: Some("check the URL, or pass --known-hosts-file".into()),
         });
     }
-    Ok(text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| format!("{l}\n"))
-        .collect())
+    Ok(text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect())
 }
 
 fn fingerprint_line(line: &str) -> String {
     let mut fields = line.split_whitespace();
-    let (host, key_type, key) = (
-        fields.next().unwrap_or_default(),
-        fields.next().unwrap_or_default(),
-        fields.next().unwrap_or_default(),
-    );
+    let (host, key_type, key) =
+        (fields.next().unwrap_or_default(), fields.next().unwrap_or_default(), fields.next().unwrap_or_default());
     let fingerprint = ssh_key::PublicKey::from_openssh(&format!("{key_type} {key}"))
         .map(|k| k.fingerprint(ssh_key::HashAlg::Sha256).to_string())
         .unwrap_or_else(|_| "unreadable key".into());
@@ -343,27 +411,15 @@ mod tests {
     fn urls_are_parsed_and_scp_form_is_canonicalised() {
         let url = parse_url("git@github.com:acme/fleet.git").unwrap();
         assert_eq!(url.canonical, "ssh://git@github.com/acme/fleet.git");
-        assert_eq!(
-            (url.scheme.as_str(), url.host.as_str(), url.port),
-            ("ssh", "github.com", None)
-        );
+        assert_eq!((url.scheme.as_str(), url.host.as_str(), url.port), ("ssh", "github.com", None));
         let url = parse_url("ssh://root@127.0.0.1:2222/srv/fleet.git").unwrap();
         assert_eq!((url.port, url.user.as_deref()), (Some(2222), Some("root")));
-        assert_eq!(
-            parse_url("https://gitlab.example.com/acme/fleet.git").unwrap().scheme,
-            "https"
-        );
+        assert_eq!(parse_url("https://gitlab.example.com/acme/fleet.git").unwrap().scheme, "https");
     }
 
     #[test]
     fn unsupported_urls_are_usage_errors() {
-        for bad in [
-            "ftp://host/repo",
-            "file:///srv/repo",
-            "just-a-name",
-            "https://host",
-            "https://u:p@host/r",
-        ] {
+        for bad in ["ftp://host/repo", "file:///srv/repo", "just-a-name", "https://host", "https://u:p@host/r"] {
             let error = parse_url(bad).unwrap_err();
             assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
         }

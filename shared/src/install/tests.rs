@@ -35,6 +35,9 @@ fn request() -> Request {
         namespace: "flux-system".into(),
         flux_version: "v2.9.3".into(),
         components: vec!["source-controller".into(), "kustomize-controller".into()],
+        private: true,
+        personal: false,
+        read_write_key: false,
     }
 }
 
@@ -47,22 +50,17 @@ fn empty_repo() -> Repo {
     let dir = tempfile::tempdir().unwrap();
     let bare = dir.path().join("fleet.git");
     git2::Repository::init_bare(&bare).unwrap();
-    Repo {
-        url: format!("file://{}", bare.display()),
-        _dir: dir,
-    }
+    Repo { url: format!("file://{}", bare.display()), _dir: dir }
 }
 
 fn inspection(repo: &Repo, detection: Detection) -> Inspection {
-    let remote = Remote {
-        url: repo.url.clone(),
-        auth: Auth::Anonymous,
-    };
+    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
     let checkout = Checkout::clone(&remote, "main").unwrap();
     Inspection {
         detection,
         existing_secret: None,
-        checkout,
+        checkout: Some(checkout),
+        hosted: None,
         source: RepoSource {
             provider: ProviderKind::Git,
             flux_url: "ssh://git@git.example.com/fleet.git".into(),
@@ -90,6 +88,8 @@ fn step_names(plan: &Plan) -> Vec<&'static str> {
     plan.steps
         .iter()
         .map(|step| match step {
+            Step::CreateRepository => "create-repo",
+            Step::UploadDeployKey => "upload-key",
             Step::ConfirmDeployKey => "confirm-key",
             Step::CommitAndPush { .. } => "commit-push",
             Step::ApplyComponents => "apply-components",
@@ -107,14 +107,7 @@ fn a_blank_repo_and_a_cluster_without_flux_get_everything() {
     let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), true).unwrap();
     assert_eq!(
         step_names(&plan),
-        [
-            "confirm-key",
-            "commit-push",
-            "apply-components",
-            "apply-secret",
-            "apply-sync",
-            "wait"
-        ]
+        ["confirm-key", "commit-push", "apply-components", "apply-secret", "apply-sync", "wait"]
     );
     let files: Vec<(&str, FileState)> = plan.files.iter().map(|f| (f.path.as_str(), f.change)).collect();
     assert_eq!(
@@ -137,15 +130,9 @@ fn the_dry_run_text_numbers_steps_and_redacts_the_private_key() {
     let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap();
     let text = plan.render().unwrap();
     assert!(text.starts_with("Steps:\n  1. commit 5 file(s) to main"), "{text}");
-    assert!(
-        text.contains("  2. apply the Flux v2.9.3 components (2 objects, CRDs first)"),
-        "{text}"
-    );
+    assert!(text.contains("  2. apply the Flux v2.9.3 components (2 objects, CRDs first)"), "{text}");
     assert!(text.contains("  add       clusters/dev/gitops.yaml\n"), "{text}");
-    assert!(
-        text.contains("  CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io\n"),
-        "{text}"
-    );
+    assert!(text.contains("  CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io\n"), "{text}");
     assert!(text.contains("  Secret/flux-system/flux-system\n"), "{text}");
     assert!(text.contains("identity: <redacted>"), "{text}");
     assert!(!text.contains("PRIVATE KEY"), "{text}");
@@ -194,18 +181,8 @@ fn a_layout_from_another_repo_is_refused_naming_both() {
 fn manifests_without_crds_are_refused() {
     let repo = empty_repo();
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
-    let error = Plan::build(
-        request(),
-        &inspection,
-        Some("---\nkind: Namespace\n".into()),
-        key(),
-        false,
-    )
-    .unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "the component manifests contain no CustomResourceDefinition"
-    );
+    let error = Plan::build(request(), &inspection, Some("---\nkind: Namespace\n".into()), key(), false).unwrap_err();
+    assert_eq!(error.to_string(), "the component manifests contain no CustomResourceDefinition");
 }
 
 #[test]

@@ -39,12 +39,7 @@ impl Style {
             Stream::Stderr => std::io::stderr().is_terminal(),
         };
         let choice = CHOICE.get().copied().unwrap_or_default();
-        Style::decide(
-            choice,
-            is_terminal,
-            std::env::var_os(env::NO_COLOR),
-            std::env::var_os(env::FORCE_COLOR),
-        )
+        Style::decide(choice, is_terminal, std::env::var_os(env::NO_COLOR), std::env::var_os(env::FORCE_COLOR))
     }
 
     /// The decision itself, separated from the environment so it can be tested.
@@ -78,56 +73,32 @@ impl Style {
 
     /// Text for something healthy.
     pub fn good(self, text: &str) -> String {
-        if self.decorate {
-            text.green().to_string()
-        } else {
-            text.to_string()
-        }
+        if self.decorate { text.green().to_string() } else { text.to_string() }
     }
 
     /// Text for something failing.
     pub fn bad(self, text: &str) -> String {
-        if self.decorate {
-            text.red().bold().to_string()
-        } else {
-            text.to_string()
-        }
+        if self.decorate { text.red().bold().to_string() } else { text.to_string() }
     }
 
     /// Text for a warning.
     pub fn warn(self, text: &str) -> String {
-        if self.decorate {
-            text.yellow().bold().to_string()
-        } else {
-            text.to_string()
-        }
+        if self.decorate { text.yellow().bold().to_string() } else { text.to_string() }
     }
 
     /// Text that matters less.
     pub fn dim(self, text: &str) -> String {
-        if self.decorate {
-            text.dimmed().to_string()
-        } else {
-            text.to_string()
-        }
+        if self.decorate { text.dimmed().to_string() } else { text.to_string() }
     }
 
     /// Text to stand out.
     pub fn bold(self, text: &str) -> String {
-        if self.decorate {
-            text.bold().to_string()
-        } else {
-            text.to_string()
-        }
+        if self.decorate { text.bold().to_string() } else { text.to_string() }
     }
 
     /// A glyph followed by a space on a decorated stream, nothing otherwise.
     pub fn glyph(self, glyph: &str) -> String {
-        if self.decorate {
-            format!("{glyph} ")
-        } else {
-            String::new()
-        }
+        if self.decorate { format!("{glyph} ") } else { String::new() }
     }
 }
 
@@ -144,10 +115,7 @@ mod tests {
         assert!(decide(ColorChoice::Auto, true, None, None));
         assert!(!decide(ColorChoice::Auto, false, None, None));
         assert!(!decide(ColorChoice::Auto, true, Some("1"), None));
-        assert!(
-            decide(ColorChoice::Auto, true, Some(""), None),
-            "an empty NO_COLOR does not count"
-        );
+        assert!(decide(ColorChoice::Auto, true, Some(""), None), "an empty NO_COLOR does not count");
         assert!(decide(ColorChoice::Auto, false, None, Some("1")));
         assert!(!decide(ColorChoice::Auto, false, Some("1"), Some("1")));
         assert!(decide(ColorChoice::Always, false, Some("1"), None));

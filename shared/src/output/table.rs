@@ -12,10 +12,7 @@ pub struct Table {
 impl Table {
     /// A table with these column headers.
     pub fn new<S: Into<String>>(headers: impl IntoIterator<Item = S>) -> Table {
-        Table {
-            headers: headers.into_iter().map(Into::into).collect(),
-            rows: Vec::new(),
-        }
+        Table { headers: headers.into_iter().map(Into::into).collect(), rows: Vec::new() }
     }
 
     /// Adds a row; it must have one cell per header.
@@ -36,8 +33,7 @@ impl Table {
             return String::new();
         }
         let mut grid = Grid::new();
-        grid.load_style(presets::NOTHING)
-            .set_content_arrangement(ContentArrangement::Disabled);
+        grid.load_style(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
         if with_headers {
             grid.set_header(self.headers.iter().map(|h| h.to_uppercase()));
         }

@@ -18,11 +18,7 @@ use super::{DeployKey, Provider, ProviderError, PullRequest, RepoInfo, RepoRef, 
 
 /// `/repos/{owner}/{repo}{suffix}`, each part encoded.
 pub(super) fn repo_path(repo: &RepoRef, suffix: &str) -> String {
-    format!(
-        "/repos/{}/{}{suffix}",
-        encode_segment(&repo.owner),
-        encode_segment(&repo.name)
-    )
+    format!("/repos/{}/{}{suffix}", encode_segment(&repo.owner), encode_segment(&repo.name))
 }
 
 #[derive(Deserialize)]
@@ -73,19 +69,13 @@ struct Pull {
 
 impl From<Pull> for PullRequest {
     fn from(pull: Pull) -> PullRequest {
-        PullRequest {
-            number: pull.number,
-            url: pull.html_url,
-            title: pull.title,
-        }
+        PullRequest { number: pull.number, url: pull.html_url, title: pull.title }
     }
 }
 
 pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
     let what = format!("reading GitHub repository {repo}");
-    let reply = provider
-        .send(Method::GET, provider.url(&repo_path(repo, ""), &[])?, None)
-        .await?;
+    let reply = provider.send(Method::GET, provider.url(&repo_path(repo, ""), &[])?, None).await?;
     match reply.status {
         200 => Ok(Some(provider.decode::<Repository>(&reply, &what)?.into())),
         404 => Ok(None),
@@ -119,9 +109,7 @@ pub(super) async fn create_repository(
     };
     let body = json!({ "name": repo.name, "private": private, "auto_init": false });
     let what = format!("creating GitHub repository {repo}");
-    let reply = provider
-        .send(Method::POST, provider.url(&path, &[])?, Some(&body))
-        .await?;
+    let reply = provider.send(Method::POST, provider.url(&path, &[])?, Some(&body)).await?;
     match reply.status {
         201 => Ok(provider.decode::<Repository>(&reply, &what)?.into()),
         404 if !personal => Err(ProviderError::NotFound {
@@ -131,9 +119,7 @@ pub(super) async fn create_repository(
         422 => {
             let error = provider.failure(&reply, &what);
             if error.to_string().contains("already exists") {
-                Err(ProviderError::AlreadyExists {
-                    what: format!("GitHub repository {repo}"),
-                })
+                Err(ProviderError::AlreadyExists { what: format!("GitHub repository {repo}") })
             } else {
                 Err(error)
             }
@@ -182,12 +168,7 @@ pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Res
     let keys: Vec<Key> = provider.get_all(url, &what).await?;
     Ok(keys
         .into_iter()
-        .map(|key| DeployKey {
-            id: key.id,
-            title: key.title,
-            key: key.key,
-            read_only: key.read_only,
-        })
+        .map(|key| DeployKey { id: key.id, title: key.title, key: key.key, read_only: key.read_only })
         .collect())
 }
 
@@ -200,9 +181,7 @@ pub(super) async fn create_deploy_key(
 ) -> Result<(), ProviderError> {
     let what = format!("adding deploy key {title:?} to GitHub repository {repo}");
     let body = json!({ "title": title, "key": public_key.trim(), "read_only": read_only });
-    let reply = provider
-        .send(Method::POST, provider.url(&repo_path(repo, "/keys"), &[])?, Some(&body))
-        .await?;
+    let reply = provider.send(Method::POST, provider.url(&repo_path(repo, "/keys"), &[])?, Some(&body)).await?;
     if reply.is(&[201]) {
         return Ok(());
     }
@@ -228,11 +207,7 @@ pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_i
     let what = format!("deleting deploy key {key_id} of GitHub repository {repo}");
     let path = repo_path(repo, &format!("/keys/{key_id}"));
     let reply = provider.send(Method::DELETE, provider.url(&path, &[])?, None).await?;
-    if reply.is(&[204, 404]) {
-        Ok(())
-    } else {
-        Err(provider.failure(&reply, &what))
-    }
+    if reply.is(&[204, 404]) { Ok(()) } else { Err(provider.failure(&reply, &what)) }
 }
 
 pub(super) async fn create_branch(
@@ -243,21 +218,13 @@ pub(super) async fn create_branch(
 ) -> Result<(), ProviderError> {
     let what = format!("creating branch {branch} in GitHub repository {repo}");
     let body = json!({ "ref": format!("refs/heads/{branch}"), "sha": from_sha });
-    let reply = provider
-        .send(
-            Method::POST,
-            provider.url(&repo_path(repo, "/git/refs"), &[])?,
-            Some(&body),
-        )
-        .await?;
+    let reply = provider.send(Method::POST, provider.url(&repo_path(repo, "/git/refs"), &[])?, Some(&body)).await?;
     match reply.status {
         201 => Ok(()),
         _ => match provider.failure(&reply, &what) {
-            ProviderError::Api {
-                status: 422, message, ..
-            } if message.contains("already exists") => Err(ProviderError::AlreadyExists {
-                what: format!("branch {branch} in GitHub repository {repo}"),
-            }),
+            ProviderError::Api { status: 422, message, .. } if message.contains("already exists") => {
+                Err(ProviderError::AlreadyExists { what: format!("branch {branch} in GitHub repository {repo}") })
+            }
             other => Err(other),
         },
     }
@@ -271,10 +238,7 @@ pub(super) async fn find_open_pull_request(
 ) -> Result<Option<PullRequest>, ProviderError> {
     let what = format!("listing pull requests of GitHub repository {repo}");
     let head = format!("{}:{head_branch}", repo.owner);
-    let url = provider.url(
-        &repo_path(repo, "/pulls"),
-        &[("state", "open"), ("head", &head), ("base", base)],
-    )?;
+    let url = provider.url(&repo_path(repo, "/pulls"), &[("state", "open"), ("head", &head), ("base", base)])?;
     let reply = provider.send(Method::GET, url, None).await?;
     if !reply.is(&[200]) {
         return Err(provider.failure(&reply, &what));
@@ -293,20 +257,14 @@ pub(super) async fn create_pull_request(
 ) -> Result<PullRequest, ProviderError> {
     let what = format!("opening a pull request from {head_branch} into {base} in GitHub repository {repo}");
     let request = json!({ "title": title, "head": head_branch, "base": base, "body": body });
-    let reply = provider
-        .send(
-            Method::POST,
-            provider.url(&repo_path(repo, "/pulls"), &[])?,
-            Some(&request),
-        )
-        .await?;
+    let reply = provider.send(Method::POST, provider.url(&repo_path(repo, "/pulls"), &[])?, Some(&request)).await?;
     if reply.is(&[201]) {
         return Ok(provider.decode::<Pull>(&reply, &what)?.into());
     }
     Err(match provider.failure(&reply, &what) {
-        ProviderError::Api {
-            status: 422, message, ..
-        } if message.contains("already exists") => ProviderError::AlreadyExists { what: message },
+        ProviderError::Api { status: 422, message, .. } if message.contains("already exists") => {
+            ProviderError::AlreadyExists { what: message }
+        }
         other => other,
     })
 }
@@ -321,9 +279,7 @@ pub(super) async fn update_pull_request(
     let what = format!("updating pull request #{number} of GitHub repository {repo}");
     let request = json!({ "title": title, "body": body });
     let path = repo_path(repo, &format!("/pulls/{number}"));
-    let reply = provider
-        .send(Method::PATCH, provider.url(&path, &[])?, Some(&request))
-        .await?;
+    let reply = provider.send(Method::PATCH, provider.url(&path, &[])?, Some(&request)).await?;
     if reply.is(&[200]) {
         Ok(provider.decode::<Pull>(&reply, &what)?.into())
     } else {

@@ -75,19 +75,13 @@ struct MergeRequest {
 
 impl From<MergeRequest> for PullRequest {
     fn from(request: MergeRequest) -> PullRequest {
-        PullRequest {
-            number: request.iid,
-            url: request.web_url,
-            title: request.title,
-        }
+        PullRequest { number: request.iid, url: request.web_url, title: request.title }
     }
 }
 
 pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
     let what = format!("reading GitLab project {repo}");
-    let reply = provider
-        .send(Method::GET, provider.url(&project_path(repo), &[])?, None)
-        .await?;
+    let reply = provider.send(Method::GET, provider.url(&project_path(repo), &[])?, None).await?;
     match reply.status {
         200 => Ok(Some(provider.decode::<Project>(&reply, &what)?.into())),
         404 => Ok(None),
@@ -140,17 +134,13 @@ pub(super) async fn create_repository(
         }
     }
     let what = format!("creating GitLab project {repo}");
-    let reply = provider
-        .send(Method::POST, provider.url("/projects", &[])?, Some(&body))
-        .await?;
+    let reply = provider.send(Method::POST, provider.url("/projects", &[])?, Some(&body)).await?;
     match reply.status {
         201 => Ok(provider.decode::<Project>(&reply, &what)?.into()),
         _ => match provider.failure(&reply, &what) {
-            ProviderError::Api {
-                status: 400, message, ..
-            } if message.contains("has already been taken") => Err(ProviderError::AlreadyExists {
-                what: format!("GitLab project {repo}"),
-            }),
+            ProviderError::Api { status: 400, message, .. } if message.contains("has already been taken") => {
+                Err(ProviderError::AlreadyExists { what: format!("GitLab project {repo}") })
+            }
             ProviderError::Forbidden { message, .. } => Err(ProviderError::Forbidden {
                 message,
                 hint: Some(create_forbidden_hint(provider.host(), repo, personal)),
@@ -204,12 +194,7 @@ pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Res
     let keys: Vec<Key> = provider.get_all(url, &what).await?;
     Ok(keys
         .into_iter()
-        .map(|key| DeployKey {
-            id: key.id,
-            title: key.title,
-            key: key.key,
-            read_only: !key.can_push,
-        })
+        .map(|key| DeployKey { id: key.id, title: key.title, key: key.key, read_only: !key.can_push })
         .collect())
 }
 
@@ -223,9 +208,7 @@ pub(super) async fn create_deploy_key(
     let what = format!("adding deploy key {title:?} to GitLab project {repo}");
     let body = json!({ "title": title, "key": public_key.trim(), "can_push": !read_only });
     let path = format!("{}/deploy_keys", project_path(repo));
-    let reply = provider
-        .send(Method::POST, provider.url(&path, &[])?, Some(&body))
-        .await?;
+    let reply = provider.send(Method::POST, provider.url(&path, &[])?, Some(&body)).await?;
     if reply.is(&[201]) {
         return Ok(());
     }
@@ -244,11 +227,7 @@ pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_i
     let what = format!("deleting deploy key {key_id} of GitLab project {repo}");
     let path = format!("{}/deploy_keys/{key_id}", project_path(repo));
     let reply = provider.send(Method::DELETE, provider.url(&path, &[])?, None).await?;
-    if reply.is(&[200, 204, 404]) {
-        Ok(())
-    } else {
-        Err(provider.failure(&reply, &what))
-    }
+    if reply.is(&[200, 204, 404]) { Ok(()) } else { Err(provider.failure(&reply, &what)) }
 }
 
 pub(super) async fn create_branch(
@@ -264,11 +243,9 @@ pub(super) async fn create_branch(
     match reply.status {
         201 => Ok(()),
         _ => match provider.failure(&reply, &what) {
-            ProviderError::Api {
-                status: 400, message, ..
-            } if message.contains("already exists") => Err(ProviderError::AlreadyExists {
-                what: format!("branch {branch} in GitLab project {repo}"),
-            }),
+            ProviderError::Api { status: 400, message, .. } if message.contains("already exists") => {
+                Err(ProviderError::AlreadyExists { what: format!("branch {branch} in GitLab project {repo}") })
+            }
             other => Err(other),
         },
     }
@@ -282,14 +259,7 @@ pub(super) async fn find_open_pull_request(
 ) -> Result<Option<PullRequest>, ProviderError> {
     let what = format!("listing merge requests of GitLab project {repo}");
     let path = format!("{}/merge_requests", project_path(repo));
-    let url = provider.url(
-        &path,
-        &[
-            ("state", "opened"),
-            ("source_branch", head_branch),
-            ("target_branch", base),
-        ],
-    )?;
+    let url = provider.url(&path, &[("state", "opened"), ("source_branch", head_branch), ("target_branch", base)])?;
     let reply = provider.send(Method::GET, url, None).await?;
     if !reply.is(&[200]) {
         return Err(provider.failure(&reply, &what));
@@ -314,9 +284,7 @@ pub(super) async fn create_pull_request(
         "description": body,
     });
     let path = format!("{}/merge_requests", project_path(repo));
-    let reply = provider
-        .send(Method::POST, provider.url(&path, &[])?, Some(&request))
-        .await?;
+    let reply = provider.send(Method::POST, provider.url(&path, &[])?, Some(&request)).await?;
     match reply.status {
         201 => Ok(provider.decode::<MergeRequest>(&reply, &what)?.into()),
         409 => Err(ProviderError::AlreadyExists {
@@ -336,9 +304,7 @@ pub(super) async fn update_pull_request(
     let what = format!("updating merge request !{number} of GitLab project {repo}");
     let request = json!({ "title": title, "description": body });
     let path = format!("{}/merge_requests/{number}", project_path(repo));
-    let reply = provider
-        .send(Method::PUT, provider.url(&path, &[])?, Some(&request))
-        .await?;
+    let reply = provider.send(Method::PUT, provider.url(&path, &[])?, Some(&request)).await?;
     if reply.is(&[200]) {
         Ok(provider.decode::<MergeRequest>(&reply, &what)?.into())
     } else {

@@ -113,8 +113,8 @@ impl Token {
         (!token.0.is_empty()).then_some(token)
     }
 
-    /// The secret itself, for the authentication header only.
-    fn expose(&self) -> &str {
+    /// The secret itself, for authentication only: the API header, or git over HTTPS.
+    pub fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -143,12 +143,7 @@ pub struct ProviderConfig {
 impl ProviderConfig {
     /// A configuration for the public host (github.com, gitlab.com).
     pub fn new(kind: Kind, token: Token) -> ProviderConfig {
-        ProviderConfig {
-            kind,
-            hostname: None,
-            api_base: None,
-            token,
-        }
+        ProviderConfig { kind, hostname: None, api_base: None, token }
     }
 
     /// The host named in messages: the configured hostname, or the public one.
@@ -190,10 +185,7 @@ impl ProviderConfig {
 /// `https://host/` → `host`: tolerate a pasted URL where a hostname is expected.
 fn clean_hostname(hostname: &str) -> &str {
     let host = hostname.trim();
-    let host = host
-        .strip_prefix("https://")
-        .or_else(|| host.strip_prefix("http://"))
-        .unwrap_or(host);
+    let host = host.strip_prefix("https://").or_else(|| host.strip_prefix("http://")).unwrap_or(host);
     host.trim_end_matches('/')
 }
 
@@ -209,10 +201,7 @@ pub struct RepoRef {
 impl RepoRef {
     /// A repository reference from its parts.
     pub fn new(owner: impl Into<String>, name: impl Into<String>) -> RepoRef {
-        RepoRef {
-            owner: owner.into(),
-            name: name.into(),
-        }
+        RepoRef { owner: owner.into(), name: name.into() }
     }
 
     /// Splits `owner/name` (or `group/subgroup/name`) at its last `/`.
@@ -221,9 +210,7 @@ impl RepoRef {
         let path = path.strip_suffix(".git").unwrap_or(path);
         match path.rsplit_once('/') {
             Some((owner, name)) if !owner.is_empty() && !name.is_empty() => Ok(RepoRef::new(owner, name)),
-            _ => Err(ProviderError::InvalidConfig(format!(
-                "invalid repository {path:?}: expected owner/name"
-            ))),
+            _ => Err(ProviderError::InvalidConfig(format!("invalid repository {path:?}: expected owner/name"))),
         }
     }
 
@@ -384,11 +371,7 @@ pub enum ProviderError {
 }
 
 fn detail_suffix(detail: &str) -> String {
-    if detail.is_empty() {
-        String::new()
-    } else {
-        format!(": {detail}")
-    }
+    if detail.is_empty() { String::new() } else { format!(": {detail}") }
 }
 
 fn retry_suffix(retry_after_secs: Option<u64>) -> String {
@@ -488,25 +471,13 @@ impl Provider {
         let mut headers = HeaderMap::new();
         let (name, value) = match config.kind {
             Kind::GitHub => {
-                headers.insert(
-                    reqwest::header::ACCEPT,
-                    HeaderValue::from_static("application/vnd.github+json"),
-                );
-                headers.insert(
-                    HeaderName::from_static("x-github-api-version"),
-                    HeaderValue::from_static("2022-11-28"),
-                );
-                (
-                    reqwest::header::AUTHORIZATION,
-                    format!("Bearer {}", config.token.expose()),
-                )
+                headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/vnd.github+json"));
+                headers.insert(HeaderName::from_static("x-github-api-version"), HeaderValue::from_static("2022-11-28"));
+                (reqwest::header::AUTHORIZATION, format!("Bearer {}", config.token.expose()))
             }
             Kind::GitLab => {
                 headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
-                (
-                    HeaderName::from_static("private-token"),
-                    config.token.expose().to_string(),
-                )
+                (HeaderName::from_static("private-token"), config.token.expose().to_string())
             }
         };
         let mut secret = HeaderValue::from_str(&value).map_err(|_| {
@@ -530,14 +501,7 @@ impl Provider {
                     crate::error::chain_to_line(&error)
                 ))
             })?;
-        Ok(Provider {
-            kind: config.kind,
-            host,
-            base,
-            token: config.token,
-            client,
-            timeout,
-        })
+        Ok(Provider { kind: config.kind, host, base, token: config.token, client, timeout })
     }
 
     /// GitHub or GitLab.
@@ -640,17 +604,13 @@ impl Provider {
             )
         })?;
         let existing = self.list_deploy_keys(repo).await?;
-        let same_material: Vec<&DeployKey> = existing
-            .iter()
-            .filter(|key| key_material(&key.key) == Some(wanted))
-            .collect();
+        let same_material: Vec<&DeployKey> =
+            existing.iter().filter(|key| key_material(&key.key) == Some(wanted)).collect();
         if same_material.iter().any(|key| key.read_only == read_only) {
             return Ok(DeployKeyOutcome::AlreadyPresent);
         }
-        let stale: Vec<&DeployKey> = existing
-            .iter()
-            .filter(|key| key_material(&key.key) == Some(wanted) || key.title == title)
-            .collect();
+        let stale: Vec<&DeployKey> =
+            existing.iter().filter(|key| key_material(&key.key) == Some(wanted) || key.title == title).collect();
         for key in &stale {
             self.delete_deploy_key(repo, key.id).await?;
         }
@@ -658,11 +618,7 @@ impl Provider {
             Kind::GitHub => github::create_deploy_key(self, repo, title, public_key, read_only).await?,
             Kind::GitLab => gitlab::create_deploy_key(self, repo, title, public_key, read_only).await?,
         }
-        Ok(if stale.is_empty() {
-            DeployKeyOutcome::Created
-        } else {
-            DeployKeyOutcome::Replaced
-        })
+        Ok(if stale.is_empty() { DeployKeyOutcome::Created } else { DeployKeyOutcome::Replaced })
     }
 
     /// Deletes one deploy key by id; a key already gone (404) is fine.
@@ -866,43 +822,21 @@ impl Provider {
             _ => false,
         };
         if rate_limited {
-            return ProviderError::RateLimited {
-                host: self.host.clone(),
-                retry_after_secs: retry_after(reply),
-            };
+            return ProviderError::RateLimited { host: self.host.clone(), retry_after_secs: retry_after(reply) };
         }
-        let message = if detail.is_empty() {
-            what.to_string()
-        } else {
-            format!("{what}: {detail}")
-        };
+        let message = if detail.is_empty() { what.to_string() } else { format!("{what}: {detail}") };
         match reply.status {
-            401 => ProviderError::Unauthorized {
-                host: self.host.clone(),
-                kind: self.kind,
-                detail,
-            },
+            401 => ProviderError::Unauthorized { host: self.host.clone(), kind: self.kind, detail },
             403 => ProviderError::Forbidden { message, hint: None },
-            404 => ProviderError::NotFound {
-                what: what.to_string(),
-                kind: self.kind,
-            },
-            status => ProviderError::Api {
-                status,
-                message,
-                hint: None,
-            },
+            404 => ProviderError::NotFound { what: what.to_string(), kind: self.kind },
+            status => ProviderError::Api { status, message, hint: None },
         }
     }
 
     /// Removes the token from text that came from elsewhere, in case a server echoes it.
     fn scrub(&self, text: &str) -> String {
         let secret = self.token.expose();
-        if secret.len() >= 4 {
-            text.replace(secret, "***")
-        } else {
-            text.to_string()
-        }
+        if secret.len() >= 4 { text.replace(secret, "***") } else { text.to_string() }
     }
 }
 
@@ -912,16 +846,9 @@ fn retry_after(reply: &Reply) -> Option<u64> {
     if let Some(secs) = reply.header("retry-after").and_then(|value| value.trim().parse().ok()) {
         return Some(secs);
     }
-    let reset: u64 = reply
-        .header("x-ratelimit-reset")
-        .or_else(|| reply.header("ratelimit-reset"))?
-        .trim()
-        .parse()
-        .ok()?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
+    let reset: u64 =
+        reply.header("x-ratelimit-reset").or_else(|| reply.header("ratelimit-reset"))?.trim().parse().ok()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
     Some(reset.saturating_sub(now))
 }
 
@@ -1033,32 +960,21 @@ mod tests {
 
     #[test]
     fn github_api_base_is_api_github_com_or_ghe_api_v3() {
-        assert_eq!(
-            config(Kind::GitHub, None).api_base_url().unwrap(),
-            "https://api.github.com"
-        );
-        assert_eq!(
-            config(Kind::GitHub, Some("github.com")).api_base_url().unwrap(),
-            "https://api.github.com"
-        );
+        assert_eq!(config(Kind::GitHub, None).api_base_url().unwrap(), "https://api.github.com");
+        assert_eq!(config(Kind::GitHub, Some("github.com")).api_base_url().unwrap(), "https://api.github.com");
         assert_eq!(
             config(Kind::GitHub, Some("ghe.example.com")).api_base_url().unwrap(),
             "https://ghe.example.com/api/v3"
         );
         assert_eq!(
-            config(Kind::GitHub, Some("https://ghe.example.com:8443/"))
-                .api_base_url()
-                .unwrap(),
+            config(Kind::GitHub, Some("https://ghe.example.com:8443/")).api_base_url().unwrap(),
             "https://ghe.example.com:8443/api/v3"
         );
     }
 
     #[test]
     fn gitlab_api_base_is_api_v4_on_the_host() {
-        assert_eq!(
-            config(Kind::GitLab, None).api_base_url().unwrap(),
-            "https://gitlab.com/api/v4"
-        );
+        assert_eq!(config(Kind::GitLab, None).api_base_url().unwrap(), "https://gitlab.com/api/v4");
         assert_eq!(
             config(Kind::GitLab, Some("gitlab.example.com")).api_base_url().unwrap(),
             "https://gitlab.example.com/api/v4"
@@ -1082,14 +998,7 @@ mod tests {
         assert_eq!(repo.name, "fleet-infra");
         assert_eq!(gitlab::project_path(&repo), "/projects/acme%2Fplatform%2Ffleet-infra");
         let url = provider
-            .url(
-                &format!(
-                    "{}/repository/branches/{}",
-                    gitlab::project_path(&repo),
-                    encode_segment("release/v1")
-                ),
-                &[],
-            )
+            .url(&format!("{}/repository/branches/{}", gitlab::project_path(&repo), encode_segment("release/v1")), &[])
             .unwrap();
         assert_eq!(
             url.as_str(),
@@ -1102,10 +1011,7 @@ mod tests {
         let provider = Provider::new(config(Kind::GitHub, Some("ghe.example.com"))).unwrap();
         let repo = RepoRef::new("acme", "fleet");
         let url = provider
-            .url(
-                &github::repo_path(&repo, "/pulls"),
-                &[("state", "open"), ("head", "acme:gitops/install")],
-            )
+            .url(&github::repo_path(&repo, "/pulls"), &[("state", "open"), ("head", "acme:gitops/install")])
             .unwrap();
         assert_eq!(
             url.as_str(),
@@ -1151,15 +1057,9 @@ mod tests {
         let github = br#"{"message":"Validation Failed","errors":[{"resource":"PublicKey","code":"custom","field":"key","message":"key is already in use"}],"documentation_url":"https://docs.github.com/rest"}"#;
         assert_eq!(server_message(github), "Validation Failed; key is already in use");
         let gitlab_map = br#"{"message":{"name":["has already been taken"],"path":["has already been taken"]}}"#;
-        assert_eq!(
-            server_message(gitlab_map),
-            "name has already been taken; path has already been taken"
-        );
+        assert_eq!(server_message(gitlab_map), "name has already been taken; path has already been taken");
         let gitlab_list = br#"{"message":["Another open merge request already exists for this source branch: !1"]}"#;
-        assert_eq!(
-            server_message(gitlab_list),
-            "Another open merge request already exists for this source branch: !1"
-        );
+        assert_eq!(server_message(gitlab_list), "Another open merge request already exists for this source branch: !1");
         assert_eq!(
             server_message(br#"{"error":"invalid_token","error_description":"Token was revoked"}"#),
             "invalid_token; Token was revoked"
@@ -1170,24 +1070,15 @@ mod tests {
     #[test]
     fn link_header_next_is_found() {
         let header = r#"<https://api.github.com/repositories/1/keys?page=2>; rel="next", <https://api.github.com/repositories/1/keys?page=5>; rel="last""#;
-        assert_eq!(
-            next_link(header).as_deref(),
-            Some("https://api.github.com/repositories/1/keys?page=2")
-        );
+        assert_eq!(next_link(header).as_deref(), Some("https://api.github.com/repositories/1/keys?page=2"));
         let gitlab = r#"<https://gitlab.example.com/api/v4/projects/8/deploy_keys?page=1&per_page=100>; rel="first", <https://gitlab.example.com/api/v4/projects/8/deploy_keys?page=3&per_page=100>; rel="last""#;
         assert_eq!(next_link(gitlab), None);
     }
 
     #[test]
     fn key_material_ignores_comments() {
-        assert_eq!(
-            key_material("ssh-ed25519 AAAAC3Nza flux@cluster"),
-            key_material("ssh-ed25519   AAAAC3Nza")
-        );
-        assert_ne!(
-            key_material("ssh-ed25519 AAAAC3Nza"),
-            key_material("ssh-ed25519 AAAAC3Nzb")
-        );
+        assert_eq!(key_material("ssh-ed25519 AAAAC3Nza flux@cluster"), key_material("ssh-ed25519   AAAAC3Nza"));
+        assert_ne!(key_material("ssh-ed25519 AAAAC3Nza"), key_material("ssh-ed25519 AAAAC3Nzb"));
         assert_eq!(key_material("garbage"), None);
     }
 
@@ -1196,25 +1087,12 @@ mod tests {
         let provider = Provider::new(config(Kind::GitHub, None)).unwrap();
         let mut headers = HeaderMap::new();
         headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
-        let reply = Reply {
-            status: 403,
-            headers,
-            body: br#"{"message":"API rate limit exceeded"}"#.to_vec(),
-        };
-        assert!(matches!(
-            provider.failure(&reply, "listing keys"),
-            ProviderError::RateLimited { .. }
-        ));
-        let reply = Reply {
-            status: 401,
-            headers: HeaderMap::new(),
-            body: br#"{"message":"Bad credentials"}"#.to_vec(),
-        };
+        let reply = Reply { status: 403, headers, body: br#"{"message":"API rate limit exceeded"}"#.to_vec() };
+        assert!(matches!(provider.failure(&reply, "listing keys"), ProviderError::RateLimited { .. }));
+        let reply =
+            Reply { status: 401, headers: HeaderMap::new(), body: br#"{"message":"Bad credentials"}"#.to_vec() };
         let error = provider.failure(&reply, "listing keys");
-        assert_eq!(
-            error.to_string(),
-            "github.com rejected the API token (HTTP 401: Bad credentials)"
-        );
+        assert_eq!(error.to_string(), "github.com rejected the API token (HTTP 401: Bad credentials)");
         assert!(error.hint().unwrap().contains("GITHUB_TOKEN"));
     }
 }

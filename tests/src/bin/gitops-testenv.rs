@@ -11,9 +11,7 @@ use anyhow::{Context, Result, bail};
 use gitops_e2e::testenv::{Options, TestEnv};
 
 fn state_file() -> PathBuf {
-    let dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
     dir.join("kubectl-gitops-testenv.json")
 }
 
@@ -25,10 +23,7 @@ fn read_state() -> Option<serde_json::Value> {
 }
 
 fn process(state: &serde_json::Value) -> Option<rustix::process::Pid> {
-    state["pid"]
-        .as_i64()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .and_then(rustix::process::Pid::from_raw)
+    state["pid"].as_i64().and_then(|pid| i32::try_from(pid).ok()).and_then(rustix::process::Pid::from_raw)
 }
 
 fn up() -> Result<()> {
@@ -65,10 +60,7 @@ fn up() -> Result<()> {
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {
-            bail!(
-                "the environment failed to start ({status}):\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
+            bail!("the environment failed to start ({status}):\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         }
         if started.elapsed() > Duration::from_secs(180) {
             bail!("the environment did not start within 180s; see {}", log.display());

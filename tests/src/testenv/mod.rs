@@ -26,12 +26,8 @@ use self::servers::{GitServer, HelmRepository, Registry};
 /// Token of the read-only user (bound to the `view` ClusterRole).
 const VIEWER_TOKEN: &str = "testenv-viewer-token";
 /// The Flux controllers, in start order.
-pub const FLUX_CONTROLLERS: [&str; 4] = [
-    "source-controller",
-    "kustomize-controller",
-    "helm-controller",
-    "notification-controller",
-];
+pub const FLUX_CONTROLLERS: [&str; 4] =
+    ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"];
 
 /// What to start.
 #[derive(Debug, Clone, Copy)]
@@ -151,10 +147,7 @@ impl TestEnv {
             "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
         )?;
         let tokens = dir.join("pki/tokens.csv");
-        std::fs::write(
-            &tokens,
-            format!("{VIEWER_TOKEN},viewer,viewer-uid,\"testenv:viewers\"\n"),
-        )?;
+        std::fs::write(&tokens, format!("{VIEWER_TOKEN},viewer,viewer-uid,\"testenv:viewers\"\n"))?;
         let audit_log = dir.join("audit.log");
         supervisor.spawn(
             "kube-apiserver",
@@ -169,10 +162,7 @@ impl TestEnv {
                 format!("--token-auth-file={}", tokens.display()),
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
                 format!("--service-account-key-file={}", pki.service_account_pub.display()),
-                format!(
-                    "--service-account-signing-key-file={}",
-                    pki.service_account_key.display()
-                ),
+                format!("--service-account-signing-key-file={}", pki.service_account_key.display()),
                 "--service-cluster-ip-range=10.0.0.0/24".to_string(),
                 "--authorization-mode=Node,RBAC".to_string(),
                 "--allow-privileged=true".to_string(),
@@ -281,10 +271,7 @@ impl TestEnv {
         };
         let mut kcm = common(self.ports.controller_manager, "kcm-certs");
         kcm.extend([
-            format!(
-                "--service-account-private-key-file={}",
-                self.pki.service_account_key.display()
-            ),
+            format!("--service-account-private-key-file={}", self.pki.service_account_key.display()),
             format!("--root-ca-file={}", self.pki.ca_cert.display()),
             "--use-service-account-credentials=true".to_string(),
             format!("--cluster-signing-cert-file={}", self.pki.ca_cert.display()),
@@ -292,10 +279,8 @@ impl TestEnv {
             "--service-cluster-ip-range=10.0.0.0/24".to_string(),
             "--controllers=*".to_string(),
         ]);
-        self.supervisor().spawn(
-            "kube-controller-manager",
-            Command::new(bin.join("kube-controller-manager")).args(kcm),
-        )?;
+        self.supervisor()
+            .spawn("kube-controller-manager", Command::new(bin.join("kube-controller-manager")).args(kcm))?;
         self.supervisor().spawn(
             "kube-scheduler",
             Command::new(bin.join("kube-scheduler")).args(common(self.ports.scheduler, "scheduler-certs")),
@@ -423,10 +408,7 @@ impl TestEnv {
 
     /// Runs kubectl and returns stdout; fails on a non-zero exit.
     pub fn kubectl_ok(&self, args: &[&str]) -> Result<String> {
-        run(Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args))
+        run(Command::new("kubectl").arg("--kubeconfig").arg(&self.kubeconfig).args(args))
     }
 
     /// `kubectl apply --server-side -f -` of a YAML text.
@@ -440,11 +422,7 @@ impl TestEnv {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()?;
-        child
-            .stdin
-            .take()
-            .context("kubectl stdin")?
-            .write_all(yaml.as_bytes())?;
+        child.stdin.take().context("kubectl stdin")?.write_all(yaml.as_bytes())?;
         let output = child.wait_with_output()?;
         if !output.status.success() {
             bail!("kubectl apply failed: {}", String::from_utf8_lossy(&output.stderr));
@@ -466,10 +444,8 @@ impl TestEnv {
             let mut describe: Vec<&str> = vec!["get"];
             describe.extend(what);
             describe.push("-o=yaml");
-            let shown = self
-                .kubectl(&describe)
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
+            let shown =
+                self.kubectl(&describe).map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
             return result.with_context(|| format!("the object:\n{shown}"));
         }
         result
@@ -478,10 +454,7 @@ impl TestEnv {
     /// The API server's audit events (one JSON object per line).
     pub fn audit_events(&self) -> Result<Vec<serde_json::Value>> {
         let text = std::fs::read_to_string(&self.audit_log)?;
-        Ok(text
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect())
+        Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
     }
 
     /// The log of one process.
@@ -537,10 +510,7 @@ fn kwok_stages(cache: &Path) -> Result<Vec<String>> {
             .context("versions.env names no KWOK_VERSION")?;
         let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
         let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
-        ["node/fast", "node/heartbeat", "pod/fast"]
-            .iter()
-            .map(|dir| module.join(dir))
-            .collect()
+        ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect()
     };
     let mut files = Vec::new();
     for dir in dirs {

@@ -38,16 +38,7 @@ impl Pki {
             &[
                 &["req", "-x509"][..],
                 &ec,
-                &[
-                    "-days",
-                    "3650",
-                    "-subj",
-                    "/CN=testenv-ca",
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.crt",
-                ],
+                &["-days", "3650", "-subj", "/CN=testenv-ca", "-keyout", "ca.key", "-out", "ca.crt"],
             ]
             .concat(),
         )?;
@@ -55,14 +46,10 @@ impl Pki {
             path("server.ext"),
             "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n",
         )?;
-        std::fs::write(
-            path("client.ext"),
-            "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n",
-        )?;
-        for (name, subject, ext) in [
-            ("server", "/CN=kube-apiserver", "server.ext"),
-            ("admin", "/O=system:masters/CN=admin", "client.ext"),
-        ] {
+        std::fs::write(path("client.ext"), "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n")?;
+        for (name, subject, ext) in
+            [("server", "/CN=kube-apiserver", "server.ext"), ("admin", "/O=system:masters/CN=admin", "client.ext")]
+        {
             let key = format!("{name}.key");
             let csr = format!("{name}.csr");
             let crt = format!("{name}.crt");
@@ -85,15 +72,7 @@ impl Pki {
                 &crt,
             ])?;
         }
-        openssl(&[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "sa.key",
-        ])?;
+        openssl(&["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"])?;
         openssl(&["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"])?;
         Ok(Pki {
             ca_cert: path("ca.crt"),

@@ -19,11 +19,7 @@ impl Supervisor {
     /// A supervisor writing logs into `log_dir`.
     pub fn new(log_dir: &Path) -> Result<Supervisor> {
         std::fs::create_dir_all(log_dir)?;
-        Ok(Supervisor {
-            log_dir: log_dir.to_path_buf(),
-            group: None,
-            children: Vec::new(),
-        })
+        Ok(Supervisor { log_dir: log_dir.to_path_buf(), group: None, children: Vec::new() })
     }
 
     /// Starts a process; stdout and stderr go to `<log_dir>/<name>.log`.
@@ -35,9 +31,7 @@ impl Supervisor {
             use std::os::unix::process::CommandExt;
             command.process_group(self.group.unwrap_or(0) as i32);
         }
-        let child = command
-            .spawn()
-            .with_context(|| format!("cannot start {name} ({command:?})"))?;
+        let child = command.spawn().with_context(|| format!("cannot start {name} ({command:?})"))?;
         let pid = child.id();
         self.group.get_or_insert(pid);
         self.children.push((name.to_string(), child));
@@ -54,10 +48,7 @@ impl Supervisor {
         for (name, child) in &mut self.children {
             if let Some(status) = child.try_wait()? {
                 let log = std::fs::read_to_string(self.log_dir.join(format!("{name}.log"))).unwrap_or_default();
-                bail!(
-                    "{name} exited with {status}; last lines of its log:\n{}",
-                    tail(&log, 30)
-                );
+                bail!("{name} exited with {status}; last lines of its log:\n{}", tail(&log, 30));
             }
         }
         Ok(())
@@ -72,9 +63,7 @@ impl Supervisor {
             return Ok(());
         }
         let pids = pids.join(" ");
-        let remove = remove
-            .map(|dir| format!("rm -rf '{}'", dir.display()))
-            .unwrap_or_default();
+        let remove = remove.map(|dir| format!("rm -rf '{}'", dir.display())).unwrap_or_default();
         let script = format!(
             "while kill -0 {owner} 2>/dev/null; do sleep 0.3; done; kill -TERM {pids} 2>/dev/null; sleep 2; kill -KILL {pids} 2>/dev/null; {remove}"
         );
@@ -141,9 +130,8 @@ pub fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> Resu
 
 /// Free 127.0.0.1 TCP ports, all distinct.
 pub fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<std::net::TcpListener> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<_>>()?;
+    let listeners: Vec<std::net::TcpListener> =
+        (0..count).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>()?;
     listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
 

@@ -38,19 +38,14 @@ impl GitServer {
         std::fs::create_dir_all(&repos)?;
         std::fs::create_dir_all(&ssh)?;
         let keygen = |file: &Path, comment: &str| {
-            run(Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
-                .arg(file))
+            run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"]).arg(file))
         };
         let host_key = ssh.join("host_ed25519");
         let client_key = ssh.join("client_ed25519");
         keygen(&host_key, "testenv-host")?;
         keygen(&client_key, "testenv-client")?;
         let authorized_keys = ssh.join("authorized_keys");
-        std::fs::write(
-            &authorized_keys,
-            std::fs::read_to_string(client_key.with_extension("pub"))?,
-        )?;
+        std::fs::write(&authorized_keys, std::fs::read_to_string(client_key.with_extension("pub"))?)?;
         let host_pub = std::fs::read_to_string(host_key.with_extension("pub"))?;
         let key_fields: Vec<&str> = host_pub.split_whitespace().take(2).collect();
         let known_hosts_line = format!("[127.0.0.1]:{ssh_port} {}", key_fields.join(" "));
@@ -74,10 +69,8 @@ impl GitServer {
             "mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f '{}'",
             config.display()
         );
-        supervisor.spawn(
-            "sshd",
-            Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &sshd]),
-        )?;
+        supervisor
+            .spawn("sshd", Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &sshd]))?;
 
         let backend = Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/servers/git_http_backend.py");
         supervisor.spawn(
@@ -89,15 +82,7 @@ impl GitServer {
                 format!("{GIT_HTTP_USER}:{GIT_HTTP_PASSWORD}"),
             ]),
         )?;
-        Ok(GitServer {
-            repos,
-            ssh_port,
-            http_port,
-            known_hosts,
-            known_hosts_line,
-            client_key,
-            authorized_keys,
-        })
+        Ok(GitServer { repos, ssh_port, http_port, known_hosts, known_hosts_line, client_key, authorized_keys })
     }
 
     /// Waits until both servers accept connections.
@@ -111,22 +96,14 @@ impl GitServer {
     /// Creates an empty bare repository (default branch `main`) and returns its name.
     pub fn create_repo(&self, name: &str) -> Result<PathBuf> {
         let path = self.repos.join(format!("{name}.git"));
-        run(Command::new("git")
-            .args(["init", "-q", "--bare", "-b", "main"])
-            .arg(&path))?;
-        run(Command::new("git")
-            .args(["config", "http.receivepack", "true"])
-            .current_dir(&path))?;
+        run(Command::new("git").args(["init", "-q", "--bare", "-b", "main"]).arg(&path))?;
+        run(Command::new("git").args(["config", "http.receivepack", "true"]).current_dir(&path))?;
         Ok(path)
     }
 
     /// The SSH URL of a repository.
     pub fn ssh_url(&self, name: &str) -> String {
-        format!(
-            "ssh://root@127.0.0.1:{}{}/{name}.git",
-            self.ssh_port,
-            self.repos.display()
-        )
+        format!("ssh://root@127.0.0.1:{}{}/{name}.git", self.ssh_port, self.repos.display())
     }
 
     /// The HTTP URL of a repository (credentials are separate).
@@ -169,9 +146,7 @@ impl Registry {
             ),
         )?;
         supervisor.spawn("registry", Command::new("docker-registry").arg("serve").arg(&config))?;
-        Ok(Registry {
-            address: format!("127.0.0.1:{port}"),
-        })
+        Ok(Registry { address: format!("127.0.0.1:{port}") })
     }
 }
 
@@ -217,14 +192,7 @@ impl Registry {
                 format!("http://{}{location}", self.address)
             };
             run(Command::new("curl")
-                .args([
-                    "-sf",
-                    "-X",
-                    "PUT",
-                    "-H",
-                    "Content-Type: application/octet-stream",
-                    "--data-binary",
-                ])
+                .args(["-sf", "-X", "PUT", "-H", "Content-Type: application/octet-stream", "--data-binary"])
                 .arg(format!("@{}", blob.display()))
                 .arg(format!("{url}{separator}digest={digest}")))?;
             described.push((digest, size));
@@ -282,10 +250,7 @@ impl HelmRepository {
                 .arg(dir)
                 .arg(port.to_string()),
         )?;
-        Ok(HelmRepository {
-            dir: dir.to_path_buf(),
-            url: format!("http://127.0.0.1:{port}"),
-        })
+        Ok(HelmRepository { dir: dir.to_path_buf(), url: format!("http://127.0.0.1:{port}") })
     }
 
     /// Packages a chart directory (`Chart.yaml` with `name` and `version`) and adds it to the
@@ -295,28 +260,15 @@ impl HelmRepository {
         let field = |key: &str| {
             chart_yaml
                 .lines()
-                .find_map(|line| {
-                    line.strip_prefix(&format!("{key}:"))
-                        .map(|v| v.trim().trim_matches('"').to_string())
-                })
+                .find_map(|line| line.strip_prefix(&format!("{key}:")).map(|v| v.trim().trim_matches('"').to_string()))
                 .with_context(|| format!("Chart.yaml has no {key}"))
         };
         let (name, version) = (field("name")?, field("version")?);
         let archive = format!("{name}-{version}.tgz");
         let staging = tempfile::tempdir()?;
-        run(Command::new("cp")
-            .arg("-r")
-            .arg(chart_dir)
-            .arg(staging.path().join(&name)))?;
+        run(Command::new("cp").arg("-r").arg(chart_dir).arg(staging.path().join(&name)))?;
         run(Command::new("tar")
-            .args([
-                "--sort=name",
-                "--mtime=2024-01-01 00:00Z",
-                "--owner=0",
-                "--group=0",
-                "--numeric-owner",
-                "-czf",
-            ])
+            .args(["--sort=name", "--mtime=2024-01-01 00:00Z", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
             .arg(self.dir.join(&archive))
             .arg("-C")
             .arg(staging.path())
