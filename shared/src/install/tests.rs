@@ -88,7 +88,6 @@ fn step_names(plan: &Plan) -> Vec<&'static str> {
     plan.steps
         .iter()
         .map(|step| match step {
-            Step::CreateRepository => "create-repo",
             Step::UploadDeployKey => "upload-key",
             Step::ConfirmDeployKey => "confirm-key",
             Step::CommitAndPush { .. } => "commit-push",
