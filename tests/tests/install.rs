@@ -149,13 +149,23 @@ fn install_over_an_existing_flux_reuses_it() {
     assert_eq!(detect(&env.kubeconfig), "flux2\n");
     env.git.create_repo("existing").unwrap();
     let url = env.git.ssh_url("existing");
-    let run = install(
-        env,
-        &env.kubeconfig,
-        &["--url", &url, "--path", "clusters/edge", "--components-file", components.to_str().unwrap()],
-    );
+    // A component shipped as an OCI artifact, the way pipeline-controller ships.
+    let artifact = tempfile::tempdir().unwrap();
+    std::fs::write(
+        artifact.path().join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-oci-component\n  namespace: default\ndata:\n  shipped: as-oci\n",
+    )
+    .unwrap();
+    let revision = "v1@sha1:0000000000000000000000000000000000000000";
+    env.registry.push_artifact("components/hello", "v1", artifact.path(), revision).unwrap();
+    let component = format!("oci://{}/components/hello:v1?insecure=true", env.registry.address);
+    let components = components.to_str().unwrap();
+    let args = ["--url", &url, "--path", "clusters/edge", "--components-file", components, "--component", &component];
+    let run = install(env, &env.kubeconfig, &args);
     assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
     assert!(!run.stderr.contains("apply the Flux"), "the existing Flux is reused: {}", run.stderr);
+    let shipped = ["-n", "default", "configmap/from-oci-component"];
+    env.wait_for_jsonpath(&shipped, "{.data.shipped}", "as-oci", std::time::Duration::from_secs(120)).unwrap();
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
 }
 

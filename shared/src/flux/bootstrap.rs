@@ -88,6 +88,82 @@ pub fn record_manifest(record: &InstallRecord, namespace: &str) -> Result<String
     Ok(format!("{header}{}", yaml::to_documents(&[configmap])?))
 }
 
+/// A component distributed as an OCI artifact (`--component oci://…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciComponent {
+    /// Object name: the last segment of the repository path.
+    pub name: String,
+    /// `oci://registry/repository` without the tag.
+    pub url: String,
+    /// The tag to follow.
+    pub tag: String,
+    /// The directory inside the artifact to apply.
+    pub path: String,
+    /// Plain-HTTP registry (`?insecure=true`).
+    pub insecure: bool,
+}
+
+impl OciComponent {
+    /// Parses `oci://REGISTRY/REPO:TAG[?path=./dir][&insecure=true]`.
+    pub fn parse(text: &str) -> Result<OciComponent> {
+        let bad = |why: &str| {
+            crate::error::Error::usage(
+                format!("--component {text:?}: {why}"),
+                "use oci://REGISTRY/REPOSITORY:TAG, optionally ?path=./config/default",
+            )
+        };
+        let rest = text.strip_prefix("oci://").ok_or_else(|| bad("not an oci:// URL"))?;
+        let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (repository, tag) = location
+            .rsplit_once(':')
+            .filter(|(repo, tag)| repo.contains('/') && !tag.contains('/'))
+            .ok_or_else(|| bad("it needs a :TAG"))?;
+        let name = repository.rsplit('/').next().unwrap_or_default().to_lowercase().replace(['_', '.'], "-");
+        if name.is_empty() || tag.is_empty() {
+            return Err(bad("it needs a repository and a tag"));
+        }
+        let mut path = "./".to_string();
+        let mut insecure = false;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("path", value)) => path = value.to_string(),
+                Some(("insecure", value)) => insecure = value == "true",
+                _ => return Err(bad(&format!("unknown option {pair:?} (path, insecure)"))),
+            }
+        }
+        Ok(OciComponent { name, url: format!("oci://{repository}"), tag: tag.to_string(), path, insecure })
+    }
+
+    /// `<path>/components/<name>.yaml`: an OCIRepository and the Kustomization applying it,
+    /// at the OCIRepository version the cluster serves.
+    pub fn manifest(&self, namespace: &str, oci_version: &str) -> Result<String> {
+        let metadata = json!({"name": self.name, "namespace": namespace});
+        let mut source_spec =
+            json!({"interval": duration::format(SYNC_INTERVAL), "ref": {"tag": self.tag}, "url": self.url});
+        if self.insecure {
+            source_spec["insecure"] = true.into();
+        }
+        let source = json!({
+            "apiVersion": format!("source.toolkit.fluxcd.io/{oci_version}"),
+            "kind": "OCIRepository",
+            "metadata": metadata,
+            "spec": source_spec,
+        });
+        let kustomization = json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": metadata,
+            "spec": {
+                "interval": duration::format(SYNC_INTERVAL),
+                "path": self.path,
+                "prune": true,
+                "sourceRef": {"kind": "OCIRepository", "name": self.name},
+            }
+        });
+        yaml::to_documents(&[source, kustomization])
+    }
+}
+
 /// The header `flux install --export` puts on gotk-components.yaml.
 pub fn components_header(version: &str, components: &[String]) -> String {
     format!("---\n{GENERATED_HEADER}\n# Flux Version: {version}\n# Components: {}\n", components.join(","))
@@ -159,6 +235,53 @@ mod tests {
                     "image-automation-controller".into(),
                 ]
             )));
+        }
+    }
+
+    #[test]
+    fn oci_components_parse_and_render() {
+        let component =
+            OciComponent::parse("oci://ghcr.io/weaveworks/pipeline-controller:v0.9.0?path=./config/default").unwrap();
+        assert_eq!(component.name, "pipeline-controller");
+        assert_eq!(component.url, "oci://ghcr.io/weaveworks/pipeline-controller");
+        assert_eq!(
+            (component.tag.as_str(), component.path.as_str(), component.insecure),
+            ("v0.9.0", "./config/default", false)
+        );
+        let local = OciComponent::parse("oci://127.0.0.1:5000/components/hello:v1?insecure=true").unwrap();
+        assert_eq!(
+            (local.url.as_str(), local.tag.as_str(), local.insecure),
+            ("oci://127.0.0.1:5000/components/hello", "v1", true)
+        );
+        insta::assert_snapshot!(local.manifest("flux-system", "v1").unwrap(), @r"
+        ---
+        apiVersion: source.toolkit.fluxcd.io/v1
+        kind: OCIRepository
+        metadata:
+          name: hello
+          namespace: flux-system
+        spec:
+          insecure: true
+          interval: 10m0s
+          ref:
+            tag: v1
+          url: oci://127.0.0.1:5000/components/hello
+        ---
+        apiVersion: kustomize.toolkit.fluxcd.io/v1
+        kind: Kustomization
+        metadata:
+          name: hello
+          namespace: flux-system
+        spec:
+          interval: 10m0s
+          path: ./
+          prune: true
+          sourceRef:
+            kind: OCIRepository
+            name: hello
+        ");
+        for bad in ["https://ghcr.io/x:v1", "oci://ghcr.io/x", "oci://ghcr.io/x:v1?color=red"] {
+            assert!(OciComponent::parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -23,7 +23,7 @@ use crate::cluster::Cluster;
 use crate::deploy_key::DeployKey;
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
-use crate::flux::bootstrap::{self, SYNC_NAME, SyncTarget};
+use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::git::{Checkout, Signature};
 use crate::record::{self, InstallRecord};
 use crate::yaml;
@@ -74,6 +74,8 @@ pub struct Request {
     pub personal: bool,
     /// Give the deploy key write access.
     pub read_write_key: bool,
+    /// Components distributed as OCI artifacts.
+    pub oci_components: Vec<OciComponent>,
 }
 
 /// A file the plan writes into the repo.
@@ -280,6 +282,26 @@ impl Plan {
             (cluster_dir(record::FILE_NAME), record_text.clone()),
             (cluster_dir("apps/kustomization.yaml"), bootstrap::apps_kustomization()),
         ];
+        let mut wanted = wanted.to_vec();
+        // OCI components need OCIRepository. A cluster without Flux gets the pinned Flux, which
+        // serves it; an existing Flux must serve it already (checked the way Helm charts check
+        // `Capabilities.APIVersions.Has`).
+        let oci_version = match existing_flux {
+            None => Some(crate::flux::api::OCI_REPOSITORY.version.to_string()),
+            Some(_) => detection.api_versions.version_for(&crate::flux::api::OCI_REPOSITORY).map(String::from),
+        };
+        for component in &request.oci_components {
+            match &oci_version {
+                Some(version) => wanted.push((
+                    cluster_dir(&format!("components/{}.yaml", component.name)),
+                    component.manifest(&request.namespace, version)?,
+                )),
+                None => warnings.push(format!(
+                    "skipped component {}: this cluster's Flux does not serve OCIRepository (Flux v2.0 or later does; v2.6 or later serves source.toolkit.fluxcd.io/v1)",
+                    component.url
+                )),
+            }
+        }
         let mut files = Vec::new();
         for (path, contents) in wanted {
             let current = inspection.read(&path)?;
@@ -450,6 +472,7 @@ pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -
         private: args.private,
         personal: args.personal,
         read_write_key: args.read_write_key,
+        oci_components: args.oci_components.iter().map(|text| OciComponent::parse(text)).collect::<Result<_>>()?,
     })
 }
 

@@ -38,6 +38,7 @@ fn request() -> Request {
         private: true,
         personal: false,
         read_write_key: false,
+        oci_components: Vec::new(),
     }
 }
 
@@ -209,4 +210,37 @@ fn context_names_become_dns_labels() {
     assert_eq!(sanitize_name("---"), "default");
     assert!(validate_name("Dev", "--cluster-name").is_err());
     assert_eq!(validate_name("dev-1", "--cluster-name").unwrap(), "dev-1");
+}
+
+#[test]
+fn oci_components_need_an_oci_repository_the_cluster_serves() {
+    let repo = empty_repo();
+    let mut with_component = request();
+    with_component.oci_components = vec![
+        crate::flux::bootstrap::OciComponent::parse("oci://ghcr.io/acme/pipeline-controller:v1?path=./config/default")
+            .unwrap(),
+    ];
+
+    // An older Flux without OCIRepository: a warning naming the version needed, no file.
+    let older = inspection(&repo, detection(ClusterState::Flux2, Some("v2.9.3"), None));
+    let plan = Plan::build(with_component.clone(), &older, Some(COMPONENTS.into()), key(), false).unwrap();
+    assert!(!plan.files.iter().any(|f| f.path.contains("components/")));
+    assert!(
+        plan.warnings[0].starts_with("skipped component oci://ghcr.io/acme/pipeline-controller"),
+        "{:?}",
+        plan.warnings
+    );
+
+    // A Flux serving OCIRepository v1beta2 gets the component at that version.
+    let mut served = detection(ClusterState::Flux2, Some("v2.9.3"), None);
+    served.api_versions = ServedApis::from_pairs([("OCIRepository", "v1beta2")]);
+    let newer = inspection(&repo, served);
+    let plan = Plan::build(with_component, &newer, Some(COMPONENTS.into()), key(), false).unwrap();
+    let file = plan.files.iter().find(|f| f.path == "clusters/dev/components/pipeline-controller.yaml").unwrap();
+    assert!(
+        file.contents.contains("apiVersion: source.toolkit.fluxcd.io/v1beta2\nkind: OCIRepository"),
+        "{}",
+        file.contents
+    );
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
 }
