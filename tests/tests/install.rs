@@ -235,3 +235,25 @@ fn git_failures_are_exit_4_and_name_the_problem() {
     assert_eq!(unreachable.code, Some(4), "{}", unreachable.stderr);
     assert_eq!(our_mutations(env), Vec::<String>::new(), "the cluster was not touched");
 }
+
+#[test]
+fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
+    let Some(components) = components_file() else { return };
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet-http").unwrap();
+    let url = env.git.http_url("fleet-http");
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args(["--url", &url, "--path", "clusters/web", "--components-file", components.to_str().unwrap()])
+            .args(["--timeout", "3m"])
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("GITOPS_GIT_USERNAME", gitops_e2e::testenv::servers::GIT_HTTP_USER)
+            .env("GITOPS_GIT_PASSWORD", gitops_e2e::testenv::servers::GIT_HTTP_PASSWORD),
+    );
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains(gitops_e2e::testenv::servers::GIT_HTTP_PASSWORD), "the password is never printed");
+    let keys = env.kubectl_ok(&["-n", "flux-system", "get", "secret", "flux-system", "-o=jsonpath={.data}"]).unwrap();
+    assert!(keys.contains("\"username\"") && keys.contains("\"password\""), "{keys}");
+    assert_eq!(detect(&env.kubeconfig), "gitops\n");
+}

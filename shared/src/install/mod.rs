@@ -480,7 +480,7 @@ pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -
 /// with `--private-key-file`, else the key already in the Flux Secret, else a new one.
 pub fn flux_auth(args: &InstallArgs, inspection: &Inspection, cluster_name: &str) -> Result<(FluxAuth, bool)> {
     let source = &inspection.source;
-    if let crate::git::Auth::Basic { username, password } = &source.push_remote.auth {
+    if let Some((username, password)) = &source.flux_basic {
         return Ok((FluxAuth::Basic { username: username.clone(), password: password.clone() }, false));
     }
     if let Some(private_key) = &source.private_key {

@@ -37,6 +37,8 @@ pub struct RepoSource {
     pub known_hosts: String,
     /// The private key given with `--private-key-file`, if any.
     pub private_key: Option<String>,
+    /// HTTPS credentials Flux pulls with (an https URL, or `--token-auth`); `None` for SSH.
+    pub flux_basic: Option<(String, String)>,
 }
 
 /// A parsed repository URL.
@@ -198,7 +200,8 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
         },
         None => Remote { url: parse_url(&https_url)?.canonical, auth: basic },
     };
-    let source = RepoSource { provider: args.provider, flux_url, push_remote, known_hosts, private_key };
+    let flux_basic = args.token_auth.then(|| (token_user.to_string(), token.expose().to_string()));
+    let source = RepoSource { provider: args.provider, flux_url, push_remote, known_hosts, private_key, flux_basic };
     Ok((source, Hosted { provider, repo, info, deploy_keys }))
 }
 
@@ -213,6 +216,12 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
         None => None,
     };
     if parsed.scheme == "ssh" {
+        if args.token_auth {
+            return Err(Error::usage(
+                "--token-auth needs an https:// repository URL with --provider git",
+                "pass --url https://host/path/repo.git, or drop --token-auth to use an SSH deploy key",
+            ));
+        }
         let known_hosts = known_hosts(args, &parsed, confirm)?;
         let push_key = match &private_key {
             Some(key) => key.clone(),
@@ -225,9 +234,11 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
             push_remote: Remote { url: parsed.canonical, auth },
             known_hosts,
             private_key,
+            flux_basic: None,
         })
     } else {
         let (username, password) = https_credentials()?;
+        let flux_basic = Some((username.clone(), password.clone()));
         let auth = Auth::Basic { username, password };
         Ok(RepoSource {
             provider: ProviderKind::Git,
@@ -235,6 +246,7 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
             push_remote: Remote { url: parsed.canonical, auth },
             known_hosts: String::new(),
             private_key: None,
+            flux_basic,
         })
     }
 }

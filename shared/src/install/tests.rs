@@ -70,6 +70,7 @@ fn inspection(repo: &Repo, detection: Detection) -> Inspection {
                 "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
                     .into(),
             private_key: None,
+            flux_basic: None,
         },
     }
 }
