@@ -257,3 +257,34 @@ fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
     assert!(keys.contains("\"username\"") && keys.contains("\"password\""), "{keys}");
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
 }
+
+#[test]
+fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
+    let Some(components) = components_file() else { return };
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.git.create_repo("slow").unwrap();
+    let url = env.git.ssh_url("slow");
+    let components = components.to_str().unwrap();
+    // No Flux controllers run yet: the first install stops at its last step.
+    let first = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args(["--url", &url, "--path", "clusters/slow", "--components-file", components, "--timeout", "5s"])
+            .arg("--private-key-file")
+            .arg(&env.git.client_key)
+            .arg("--known-hosts-file")
+            .arg(&env.git.known_hosts)
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(first.code, Some(1), "{}", first.stderr);
+    assert!(first.stderr.contains("error: step 5/5 (wait until Kustomization flux-system/flux-system is Ready at the pushed commit) failed: Kustomization flux-system/flux-system is not Ready"), "{}", first.stderr);
+    assert!(first.stderr.contains("not reconciled yet (are the Flux controllers running?)"), "{}", first.stderr);
+    let head = remote_head(env, "slow");
+
+    env.start_flux_controllers().unwrap();
+    let second =
+        install(env, &env.kubeconfig, &["--url", &url, "--path", "clusters/slow", "--components-file", components]);
+    assert_eq!(second.code, Some(0), "stdout: {}\nstderr: {}", second.stdout, second.stderr);
+    assert!(second.stdout.starts_with("already installed: "), "{}", second.stdout);
+    assert_eq!(remote_head(env, "slow"), head, "the re-run commits nothing");
+    assert_eq!(detect(&env.kubeconfig), "gitops\n");
+}

@@ -303,8 +303,9 @@ pub fn known_hosts_name(host: &str, port: Option<u16>) -> String {
     }
 }
 
-/// known_hosts lines for the host: `--known-hosts-file`, else ~/.ssh/known_hosts, else a scan
-/// the user confirms (the fingerprints are shown; `--yes` accepts them).
+/// known_hosts lines for the host: `--known-hosts-file`, else the keys GitHub and GitLab publish
+/// for github.com and gitlab.com, else ~/.ssh/known_hosts, else a scan the user confirms (the
+/// fingerprints are shown; `--yes` accepts them).
 fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<String> {
     let name = known_hosts_name(&url.host, url.port);
     let matching = |text: &str| -> String {
@@ -322,6 +323,9 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
             ));
         }
         return Ok(found);
+    }
+    if let Some(published) = published_host_keys(&name) {
+        return Ok(published.to_string());
     }
     if let Some(text) = home().and_then(|home| std::fs::read_to_string(home.join(".ssh/known_hosts")).ok()) {
         let found = matching(&text);
@@ -341,6 +345,20 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
             "the host keys were not accepted",
             "pass --known-hosts-file with the host's known_hosts lines",
         ))
+    }
+}
+
+/// The SSH host keys GitHub and GitLab publish for their cloud services
+/// (docs.github.com "GitHub's SSH key fingerprints"; docs.gitlab.com "SSH host keys fingerprints").
+fn published_host_keys(name: &str) -> Option<&'static str> {
+    match name {
+        "github.com" => {
+            Some("github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
+        }
+        "gitlab.com" => {
+            Some("gitlab.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAfuCHKVTjquxvt6CM6tdG4SLp1Btn/nOeHHE5UOzRdf\n")
+        }
+        _ => None,
     }
 }
 
@@ -435,6 +453,17 @@ mod tests {
             let error = parse_url(bad).unwrap_err();
             assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
         }
+    }
+
+    #[test]
+    fn published_keys_cover_the_cloud_hosts_only() {
+        let github = published_host_keys("github.com").unwrap();
+        assert_eq!(
+            fingerprint_line(github.trim()),
+            "github.com ssh-ed25519 SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU"
+        );
+        assert!(published_host_keys("gitlab.com").is_some());
+        assert!(published_host_keys("git.example.com").is_none());
     }
 
     #[test]
