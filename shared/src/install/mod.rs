@@ -542,8 +542,12 @@ pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// manifests (`--export`) or execute it. Returns the line to print on stdout.
 pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<String> {
     let cluster = Cluster::connect(global, REQUEST_TIMEOUT).await?;
-    let request = request(args, global.namespace.as_deref(), &cluster)?;
+    let mut request = request(args, global.namespace.as_deref(), &cluster)?;
     let components_text = components_text(args, &request)?;
+    // The record lists what is really installed: the components named in the file's header.
+    if let Some(listed) = components_text.as_deref().and_then(|text| bootstrap::parse_components_header(text).1) {
+        request.components = listed;
+    }
     if args.export {
         return export(args, &request, components_text);
     }
