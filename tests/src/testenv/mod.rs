@@ -496,22 +496,15 @@ pub fn cache_dir() -> Result<PathBuf> {
     Ok(PathBuf::from(dir.trim()))
 }
 
-/// kwok's stage files (node ready, node heartbeat, pod ready/complete/delete): copied into
-/// the cache by build.sh, else read from the kwok module in the Go module cache.
+/// kwok's stage files (node ready, node heartbeat, pod ready/complete/delete), read from the
+/// kwok module that build.sh downloaded into the Go module cache.
 fn kwok_stages(cache: &Path) -> Result<Vec<String>> {
-    let copied = cache.join("kwok-stages");
-    let dirs: Vec<PathBuf> = if copied.is_dir() {
-        vec![copied]
-    } else {
-        let versions = std::fs::read_to_string(cache.join("versions.env")).unwrap_or_default();
-        let version = versions
-            .lines()
-            .find_map(|line| line.strip_prefix("KWOK_VERSION="))
-            .context("versions.env names no KWOK_VERSION")?;
-        let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
-        let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
-        ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect()
-    };
+    let versions = std::fs::read_to_string(cache.join("versions.env")).unwrap_or_default();
+    let version =
+        versions.lines().find_map(|line| line.strip_prefix("KWOK_VERSION=")).context("versions.env names no KWOK_VERSION")?;
+    let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
+    let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
+    let dirs: Vec<PathBuf> = ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect();
     let mut files = Vec::new();
     for dir in dirs {
         for entry in std::fs::read_dir(&dir).with_context(|| format!("kwok stages in {}", dir.display()))? {
