@@ -59,7 +59,7 @@ impl DeployKey {
             KeyAlgorithm::Rsa => Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
         };
         let mut key = PrivateKey::random(&mut OsRng, algorithm)
-            .map_err(|error| Error::Render(format!("cannot generate an SSH key: {error}")))?;
+            .map_err(|error| Error::Internal(format!("cannot generate an SSH key: {error}")))?;
         key.set_comment(comment);
         DeployKey::from_private(&key, known_hosts)
     }
@@ -84,12 +84,12 @@ impl DeployKey {
     fn from_private(key: &PrivateKey, known_hosts: String) -> Result<DeployKey> {
         let private_openssh = key
             .to_openssh(LineEnding::LF)
-            .map_err(|error| Error::Render(format!("cannot encode the SSH key: {error}")))?
+            .map_err(|error| Error::Internal(format!("cannot encode the SSH key: {error}")))?
             .to_string();
         let public_openssh = key
             .public_key()
             .to_openssh()
-            .map_err(|error| Error::Render(format!("cannot encode the SSH public key: {error}")))?;
+            .map_err(|error| Error::Internal(format!("cannot encode the SSH public key: {error}")))?;
         Ok(DeployKey { private_openssh, public_openssh, known_hosts })
     }
 

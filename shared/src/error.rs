@@ -125,6 +125,10 @@ pub enum Error {
     /// Serialising our own output failed; this is a bug.
     #[error("cannot render output: {0}")]
     Render(String),
+
+    /// Something that cannot happen did (a task panicked, a key could not be encoded).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -150,7 +154,7 @@ impl Error {
             Error::Negative { .. } => ExitCode::No,
             Error::Git { .. } => ExitCode::Git,
             Error::Step { source, .. } => source.exit_code(),
-            Error::Io { .. } | Error::Render(_) => ExitCode::Internal,
+            Error::Io { .. } | Error::Render(_) | Error::Internal(_) => ExitCode::Internal,
         }
     }
 
@@ -178,7 +182,7 @@ impl Error {
                 "see `kubectl gitops --help` for the commands available in this version".into(),
             ),
             Error::Io { .. } => None,
-            Error::Render(_) => Some("this is a bug in kubectl-gitops; please report it".into()),
+            Error::Render(_) | Error::Internal(_) => Some("this is a bug in kubectl-gitops; please report it".into()),
         }
     }
 }
@@ -191,7 +195,7 @@ impl From<crate::git::GitError> for Error {
             GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => {
                 Error::Usage { message: error.to_string(), hint }
             }
-            GitError::Io { .. } => Error::Render(error.to_string()),
+            GitError::Io { context, source } => Error::Io { context, source },
             other => Error::Git { message: other.to_string(), hint },
         }
     }

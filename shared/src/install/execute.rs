@@ -64,7 +64,7 @@ pub async fn execute(
             Step::ConfirmDeployKey => confirm_deploy_key(plan, yes),
             Step::CommitAndPush { message } => {
                 let Some(checkout) = checkout.as_mut() else {
-                    return Err(Error::Render("no clone of the repository to commit to".into()));
+                    return Err(Error::Internal("no clone of the repository to commit to".into()));
                 };
                 for file in plan.changed_files() {
                     checkout.write(&file.path, file.contents.as_bytes())?;
@@ -201,7 +201,7 @@ async fn apply_secret(cluster: &Cluster, plan: &Plan) -> Result<()> {
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
     let mut secret = plan.auth.secret(namespace, SYNC_NAME);
     // Server-side apply needs apiVersion and kind in the body.
-    let mut body = serde_json::to_value(&mut secret).map_err(|error| Error::Render(error.to_string()))?;
+    let mut body = serde_json::to_value(&mut secret).map_err(|error| Error::Internal(error.to_string()))?;
     body["apiVersion"] = "v1".into();
     body["kind"] = "Secret".into();
     secrets

@@ -315,8 +315,8 @@ impl Plan {
             files.push(PlannedFile { path, contents, change });
         }
 
-        let mut sync_objects = yaml::documents_from_str(&sync_text).map_err(Error::Render)?;
-        sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Render)?);
+        let mut sync_objects = yaml::documents_from_str(&sync_text).map_err(Error::Internal)?;
+        sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Internal)?);
 
         let mut steps = Vec::new();
         let hosted = inspection.hosted.as_ref();
@@ -531,7 +531,7 @@ pub async fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
     let remote = source.push_remote.clone();
     tokio::task::spawn_blocking(move || Checkout::clone(&remote, &branch))
         .await
-        .map_err(|error| Error::Render(format!("clone task failed: {error}")))?
+        .map_err(|error| Error::Internal(format!("clone task failed: {error}")))?
         .map_err(Error::from)
 }
 
