@@ -2,28 +2,15 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, fixtures};
 
 fn detect(env: &TestEnv, args: &[&str]) -> Run {
     Run::of(Command::new(binaries::path("kubectl-gitops-detect")).arg("--kubeconfig").arg(&env.kubeconfig).args(args))
-}
-
-/// The real Flux v2.9.3 install manifests, from the fixtures beside the checkout.
-fn gotk_components() -> Option<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/flux/gotk-components.yaml");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(_) => {
-            eprintln!("skipped: {} is absent (the ../shared fixtures are not beside this checkout)", path.display());
-            None
-        }
-    }
 }
 
 #[test]
@@ -37,10 +24,8 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
 
-    let Some(components) = gotk_components() else {
-        return;
-    };
-    env.apply_yaml(&components).unwrap();
+    let Some(components) = fixtures::flux_components() else { return };
+    env.apply_yaml(&std::fs::read_to_string(components).unwrap()).unwrap();
     for controller in ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"] {
         env.wait_for_jsonpath(
             &["-n", "flux-system", "deployment", controller],

@@ -3,24 +3,15 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, fixtures};
 
 /// The real Flux v2.9.3 component manifests from the fixtures beside the checkout.
-fn components_file() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/flux/gotk-components.yaml");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is absent (the ../shared fixtures are not beside this checkout)", path.display());
-        None
-    }
-}
 
 fn install(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Run {
     Run::of(
@@ -50,6 +41,12 @@ fn remote_head(env: &TestEnv, repo: &str) -> String {
     .to_string()
 }
 
+/// What the `flux-system` Kustomization last applied.
+fn applied_revision(env: &TestEnv) -> String {
+    let jsonpath = "-o=jsonpath={.status.lastAppliedRevision}";
+    env.kubectl_ok(&["-n", "flux-system", "get", "kustomization", "flux-system", jsonpath]).unwrap()
+}
+
 /// Mutating requests kubectl-gitops sent (its user agent), from the audit log.
 fn our_mutations(env: &TestEnv) -> Vec<String> {
     env.audit_events()
@@ -64,7 +61,7 @@ fn our_mutations(env: &TestEnv) -> Vec<String> {
 
 #[test]
 fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let components = components.to_str().unwrap();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
@@ -88,17 +85,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert_eq!(installed.code, Some(0), "stdout: {}\nstderr: {}", installed.stdout, installed.stderr);
     let head = remote_head(env, "fleet");
     assert_eq!(installed.stdout, format!("installed: {url} (branch main, path clusters/dev) at {}\n", &head[..12]));
-    let applied = env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "kustomization",
-            "flux-system",
-            "-o=jsonpath={.status.lastAppliedRevision}",
-        ])
-        .unwrap();
-    assert_eq!(applied, format!("main@sha1:{head}"));
+    assert_eq!(applied_revision(env), format!("main@sha1:{head}"));
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
     let secret_keys =
         env.kubectl_ok(&["-n", "flux-system", "get", "secret", "flux-system", "-o=jsonpath={.data}"]).unwrap();
@@ -127,23 +114,13 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     let rebuilt = install(env, &fresh.kubeconfig, &["--from-repo", &url, "--path", "clusters/dev"]);
     assert_eq!(rebuilt.code, Some(0), "stdout: {}\nstderr: {}", rebuilt.stdout, rebuilt.stderr);
     assert_eq!(remote_head(env, "fleet"), head, "reconstitution commits nothing");
-    let applied = fresh
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "kustomization",
-            "flux-system",
-            "-o=jsonpath={.status.lastAppliedRevision}",
-        ])
-        .unwrap();
-    assert_eq!(applied, format!("main@sha1:{head}"));
+    assert_eq!(applied_revision(fresh), format!("main@sha1:{head}"));
     assert_eq!(detect(&fresh.kubeconfig), "gitops\n");
 }
 
 #[test]
 fn install_over_an_existing_flux_reuses_it() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: true }).unwrap().detach();
     env.apply_yaml(&std::fs::read_to_string(&components).unwrap()).unwrap();
     assert_eq!(detect(&env.kubeconfig), "flux2\n");
@@ -171,7 +148,7 @@ fn install_over_an_existing_flux_reuses_it() {
 
 #[test]
 fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.git.create_repo("readonly").unwrap();
     let url = env.git.ssh_url("readonly");
@@ -188,7 +165,7 @@ fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
 
 #[test]
 fn git_failures_are_exit_4_and_name_the_problem() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let components = components.to_str().unwrap();
     // A host key that does not match: the pinned line for another key.
@@ -238,7 +215,7 @@ fn git_failures_are_exit_4_and_name_the_problem() {
 
 #[test]
 fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     env.git.create_repo("fleet-http").unwrap();
@@ -260,7 +237,7 @@ fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
 
 #[test]
 fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.git.create_repo("slow").unwrap();
     let url = env.git.ssh_url("slow");

@@ -3,25 +3,14 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::standin::{StandIn, TOKEN};
 use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, fixtures};
 use gitops_shared::provider::Kind;
-
-fn components_file() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/flux/gotk-components.yaml");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is absent (the ../shared fixtures are not beside this checkout)", path.display());
-        None
-    }
-}
 
 /// A stand-in whose clone URLs point at the test environment's git server.
 fn standin(env: &TestEnv, kind: Kind) -> StandIn {
@@ -57,7 +46,7 @@ fn write_lines(standin: &StandIn) -> Vec<String> {
 
 #[test]
 fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitHub);
@@ -104,7 +93,7 @@ fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
 
 #[test]
 fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_what_to_ask_for() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let standin = standin(env, Kind::GitHub);
     standin.set_token_can_create_repos(false);
@@ -124,7 +113,7 @@ fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_wha
 
 #[test]
 fn a_protected_branch_is_refused_before_any_write() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let standin = standin(env, Kind::GitLab);
     standin.add_repo("acme/fleet");
@@ -142,7 +131,7 @@ fn a_protected_branch_is_refused_before_any_write() {
 
 #[test]
 fn gitlab_existing_project_gets_a_deploy_key_without_push_rights() {
-    let Some(components) = components_file() else { return };
+    let Some(components) = fixtures::flux_components() else { return };
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitLab);

@@ -500,8 +500,10 @@ pub fn cache_dir() -> Result<PathBuf> {
 /// kwok module that build.sh downloaded into the Go module cache.
 fn kwok_stages(cache: &Path) -> Result<Vec<String>> {
     let versions = std::fs::read_to_string(cache.join("versions.env")).unwrap_or_default();
-    let version =
-        versions.lines().find_map(|line| line.strip_prefix("KWOK_VERSION=")).context("versions.env names no KWOK_VERSION")?;
+    let version = versions
+        .lines()
+        .find_map(|line| line.strip_prefix("KWOK_VERSION="))
+        .context("versions.env names no KWOK_VERSION")?;
     let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
     let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
     let dirs: Vec<PathBuf> = ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect();
