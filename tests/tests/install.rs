@@ -11,8 +11,6 @@ use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, fixtures};
 
-/// The real Flux v2.9.3 component manifests from the fixtures beside the checkout.
-
 fn install(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Run {
     Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
