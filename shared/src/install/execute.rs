@@ -231,6 +231,8 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
         &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository")),
     );
     let started = Instant::now();
+    let waiting = format!("waiting for Kustomization {namespace}/{SYNC_NAME}");
+    let mut spinner = crate::output::progress::Spinner::new(waiting);
     loop {
         let kustomization = kustomizations.get_opt(SYNC_NAME).await.map_err(|error| cluster.error(error))?;
         let applied = kustomization
@@ -240,6 +242,7 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
         if applied.as_deref() == Some(revision.as_str())
             && ready.as_ref().is_some_and(|(status, _, _)| status == "True")
         {
+            spinner.finish();
             let style = Style::for_stream(Stream::Stderr);
             report::write_stderr(&format!(
                 "{}Kustomization {namespace}/{SYNC_NAME} is Ready at {revision}\n",
@@ -248,6 +251,7 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
             return Ok(());
         }
         if started.elapsed() > timeout {
+            spinner.finish();
             let repository = repositories.get_opt(SYNC_NAME).await.ok().flatten();
             let (object, why) = match repository.as_ref().and_then(ready_condition) {
                 Some((status, reason, message)) if status != "True" => {
@@ -274,6 +278,8 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
                 )),
             });
         }
+        let detail = ready.as_ref().map(|(_, reason, message)| format!("{reason}: {message}")).unwrap_or_default();
+        spinner.tick(&detail);
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

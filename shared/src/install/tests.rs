@@ -245,3 +245,25 @@ fn oci_components_need_an_oci_repository_the_cluster_serves() {
     );
     assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
 }
+
+#[test]
+fn a_repo_with_other_content_keeps_it_and_only_our_paths_are_planned() {
+    let repo = empty_repo();
+    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
+    let mut seed = Checkout::clone(&remote, "main").unwrap();
+    seed.write("README.md", b"# fleet\n").unwrap();
+    seed.write("clusters/prod/flux-system/gotk-sync.yaml", b"# someone else's cluster\n").unwrap();
+    seed.write("clusters/dev/apps/kustomization.yaml", b"resources:\n- podinfo.yaml\n").unwrap();
+    let author = Signature { name: "someone".into(), email: "someone@example.invalid".into() };
+    seed.commit("existing content", &author).unwrap();
+    seed.push().unwrap();
+
+    let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
+    let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap();
+    assert!(plan.files.iter().all(|file| file.path.starts_with("clusters/dev/")), "{:?}", plan.files);
+    assert!(
+        !plan.files.iter().any(|file| file.path == "clusters/dev/apps/kustomization.yaml"),
+        "the app list that is already there is not overwritten"
+    );
+    assert_eq!(plan.changed_files().count(), 4);
+}

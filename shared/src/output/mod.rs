@@ -7,6 +7,7 @@
 //! Nothing in the workspace uses `println!`: a closed pipe (`| head`) must end the process
 //! quietly with exit 0, which needs the write errors that [`write_stdout`] returns.
 
+pub mod progress;
 pub mod report;
 pub mod style;
 pub mod table;

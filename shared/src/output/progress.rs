@@ -1,0 +1,43 @@
+//! A spinner for long waits: on a terminal one line redrawn in place; elsewhere nothing (the
+//! step line printed before the wait is the plain-text progress).
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use super::report::write_stderr;
+use super::style::{Stream, Style};
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// A spinner line on stderr.
+pub struct Spinner {
+    message: String,
+    started: Instant,
+    frame: usize,
+    live: bool,
+}
+
+impl Spinner {
+    /// A spinner for `message`; it draws only when stderr is a terminal and decorations are on.
+    pub fn new(message: impl Into<String>) -> Spinner {
+        let live = std::io::stderr().is_terminal() && Style::for_stream(Stream::Stderr).decorates();
+        Spinner { message: message.into(), started: Instant::now(), frame: 0, live }
+    }
+
+    /// Redraws the line with the elapsed time and what is being waited for now.
+    pub fn tick(&mut self, detail: &str) {
+        if !self.live {
+            return;
+        }
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let elapsed = self.started.elapsed().as_secs();
+        write_stderr(&format!("\r\x1b[2K{} {} ({elapsed}s) {detail}", FRAMES[self.frame], self.message));
+    }
+
+    /// Clears the line.
+    pub fn finish(&mut self) {
+        if self.live {
+            write_stderr("\r\x1b[2K");
+        }
+    }
+}
