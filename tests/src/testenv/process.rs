@@ -34,6 +34,11 @@ impl Supervisor {
         let child = command.spawn().with_context(|| format!("cannot start {name} ({command:?})"))?;
         let pid = child.id();
         self.group.get_or_insert(pid);
+        // The watchdog reads this file when it fires, so processes started after `watch`
+        // (the Flux controllers of `run_flux_once_installed`) are stopped too.
+        use std::io::Write;
+        let mut pids = std::fs::OpenOptions::new().create(true).append(true).open(self.pid_file())?;
+        writeln!(pids, "{pid}")?;
         self.children.push((name.to_string(), child));
         Ok(pid)
     }
@@ -54,15 +59,16 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Starts the watchdog: when `owner` exits, every process is terminated and `remove`
-    /// (the environment's temp dir) deleted. It signals each PID, never a negative number:
-    /// a misread `kill -<group>` would signal every process of the user.
+    /// The file listing every PID started, one per line.
+    fn pid_file(&self) -> PathBuf {
+        self.log_dir.join("pids")
+    }
+
+    /// Starts the watchdog: when `owner` exits, every process started (now or later) is
+    /// terminated and `remove` (the environment's temp dir) deleted. It signals each PID, never
+    /// a negative number: procps `kill -TERM -<pgid>` signals every process of the user.
     pub fn watch(&self, owner: u32, remove: Option<&Path>) -> Result<()> {
-        let pids: Vec<String> = self.children.iter().map(|(_, child)| child.id().to_string()).collect();
-        if pids.is_empty() {
-            return Ok(());
-        }
-        let pids = pids.join(" ");
+        let pids = format!("$(cat '{}' 2>/dev/null)", self.pid_file().display());
         let remove = remove.map(|dir| format!("rm -rf '{}'", dir.display())).unwrap_or_default();
         let script = format!(
             "while kill -0 {owner} 2>/dev/null; do sleep 0.3; done; kill -TERM {pids} 2>/dev/null; sleep 2; kill -KILL {pids} 2>/dev/null; {remove}"
