@@ -13,6 +13,8 @@ fn options() -> serde_saphyr::SerializerOptions {
         indent_step: 2,
         compact_list_indent: true,
         prefer_block_scalars: true,
+        // Go's YAML never folds a long line; only multi-line strings become `|` blocks.
+        folded_wrap_chars: usize::MAX,
     }
 }
 
@@ -66,6 +68,13 @@ mod tests {
           ref:
             branch: main
         ");
+    }
+
+    #[test]
+    fn long_lines_stay_on_one_line_and_multi_line_strings_are_literal_blocks() {
+        let long = "x,".repeat(80);
+        let text = to_string(&json!({"long": long, "multi": "a\nb\n"})).unwrap();
+        assert_eq!(text, format!("long: {long}\nmulti: |\n  a\n  b\n"));
     }
 
     #[test]

@@ -78,6 +78,27 @@ pub struct Request {
     pub oci_components: Vec<OciComponent>,
 }
 
+impl Request {
+    /// The record lists what the manifests really hold: the components of their header. A header
+    /// of another Flux version than the one asked for is refused.
+    pub fn take_components_header(&mut self, components_text: &str) -> Result<()> {
+        let (header_version, header_components) = bootstrap::parse_components_header(components_text);
+        if let Some(version) = header_version.filter(|version| *version != self.flux_version) {
+            return Err(Error::usage(
+                format!("the component manifests are Flux {version}, but Flux {} was asked for", self.flux_version),
+                format!(
+                    "pass --flux-version {version}, or --components-file with the manifests of {}",
+                    self.flux_version
+                ),
+            ));
+        }
+        if let Some(listed) = header_components {
+            self.components = listed;
+        }
+        Ok(())
+    }
+}
+
 /// A file the plan writes into the repo.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedFile {
@@ -202,7 +223,7 @@ impl Plan {
 
     /// Builds the plan from what was inspected.
     pub fn build(
-        request: Request,
+        mut request: Request,
         inspection: &Inspection,
         components_text: Option<String>,
         auth: FluxAuth,
@@ -235,8 +256,7 @@ impl Plan {
             ));
         }
 
-        let cluster_dir = |name: &str| format!("{}/{name}", request.path);
-        let components_path = cluster_dir("flux-system/gotk-components.yaml");
+        let components_path = format!("{}/flux-system/gotk-components.yaml", request.path);
         let components_text = match components_text {
             Some(text) => text,
             None => {
@@ -249,6 +269,8 @@ impl Plan {
                 })?
             }
         };
+        request.take_components_header(&components_text)?;
+        let cluster_dir = |name: &str| format!("{}/{name}", request.path);
         let components = yaml::documents_from_str(&components_text).map_err(|error| {
             Error::usage(format!("the component manifests are not valid YAML: {error}"), "check --components-file")
         })?;
@@ -419,27 +441,20 @@ impl Plan {
         }
         Ok(text)
     }
-
-    /// The `--export` text: the manifests only, as `flux install --export` plus the sync objects.
-    pub fn export(&self) -> Result<String> {
-        let mut text = String::new();
-        for file in &self.files {
-            if file.path.ends_with(".yaml") && !file.path.ends_with("kustomization.yaml") {
-                text.push_str(&file.contents);
-                if !file.contents.ends_with('\n') {
-                    text.push('\n');
-                }
-            }
-        }
-        Ok(text)
-    }
 }
 
 /// Validates the arguments that don't need the network.
-pub fn request(args: &InstallArgs, namespace: Option<&str>, cluster: &Cluster) -> Result<Request> {
-    let cluster_name = match &args.cluster_name {
-        Some(name) => validate_name(name, "--cluster-name")?,
-        None => sanitize_name(cluster.context.as_deref().unwrap_or("default")),
+/// `context` is the kube context the cluster name defaults to.
+pub fn request(args: &InstallArgs, namespace: Option<&str>, context: Option<&str>) -> Result<Request> {
+    let cluster_name = match (&args.cluster_name, context) {
+        (Some(name), _) => validate_name(name, "--cluster-name")?,
+        (None, Some(context)) => sanitize_name(context),
+        (None, None) => {
+            return Err(Error::usage(
+                "no kube context to name the cluster after",
+                "pass --cluster-name (and --path if it is not clusters/<cluster-name>)",
+            ));
+        }
     };
     let path = match &args.path {
         Some(path) => normalize_path(path)?,
@@ -541,16 +556,16 @@ pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// The whole command: validate, inspect, plan, then print the plan (`--dry-run`), the
 /// manifests (`--export`) or execute it. Returns the line to print on stdout.
 pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<String> {
-    let cluster = Cluster::connect(global, REQUEST_TIMEOUT).await?;
-    let mut request = request(args, global.namespace.as_deref(), &cluster)?;
-    let components_text = components_text(args, &request)?;
-    // The record lists what is really installed: the components named in the file's header.
-    if let Some(listed) = components_text.as_deref().and_then(|text| bootstrap::parse_components_header(text).1) {
-        request.components = listed;
-    }
     if args.export {
-        return export(args, &request, components_text);
+        // Export needs no cluster: only a kube context, when --cluster-name is not given.
+        let context = Cluster::connect(global, REQUEST_TIMEOUT).await.ok().and_then(|cluster| cluster.context);
+        let request = request(args, global.namespace.as_deref(), context.as_deref())?;
+        let components_text = components_text(args, &request)?;
+        return export(args, request, components_text);
     }
+    let cluster = Cluster::connect(global, REQUEST_TIMEOUT).await?;
+    let request = request(args, global.namespace.as_deref(), cluster.context.as_deref())?;
+    let components_text = components_text(args, &request)?;
     let confirm = |question: &str| confirm(question, args.yes);
     let (source, hosted) = match args.provider {
         ProviderKind::Git => (source::generic(args, &confirm)?, None),
@@ -635,7 +650,7 @@ fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Insp
 }
 
 /// `--export`: the manifests, without touching the cluster or the repo.
-fn export(args: &InstallArgs, request: &Request, components_text: Option<String>) -> Result<String> {
+fn export(args: &InstallArgs, mut request: Request, components_text: Option<String>) -> Result<String> {
     let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
         Error::usage("--export needs --url to write the sync manifests", "pass --url ssh://git@host/path/repo.git")
     })?;
@@ -646,6 +661,7 @@ fn export(args: &InstallArgs, request: &Request, components_text: Option<String>
             "pass --components-file, or put the flux CLI on PATH",
         )
     })?;
+    request.take_components_header(&components)?;
     let target = SyncTarget {
         url: url.clone(),
         branch: request.branch.clone(),
@@ -676,13 +692,6 @@ pub fn components_text(args: &InstallArgs, request: &Request) -> Result<Option<S
         let text = std::fs::read_to_string(path).map_err(|error| {
             Error::usage(format!("cannot read --components-file {}: {error}", path.display()), "check the path")
         })?;
-        let (version, _) = bootstrap::parse_components_header(&text);
-        if let Some(version) = version.filter(|v| *v != request.flux_version) {
-            return Err(Error::usage(
-                format!("--components-file is Flux {version}, but Flux {} was asked for", request.flux_version),
-                format!("pass --flux-version {version}, or a components file of {}", request.flux_version),
-            ));
-        }
         return Ok(Some(text));
     }
     let Ok(flux) = which::which("flux") else {

@@ -286,11 +286,12 @@ impl TestEnv {
             Command::new(bin.join("kube-scheduler")).args(common(self.ports.scheduler, "scheduler-certs")),
         )?;
         if bin.join("kwok").exists() {
-            let stages = kwok_stages(&self.cache)?;
+            // build.sh copies kwok's stages (node ready and heartbeat, pod ready/complete/delete).
+            let stages = self.cache.join("kwok/stages.yaml");
             self.supervisor().spawn(
                 "kwok",
                 Command::new(bin.join("kwok")).args([
-                    format!("--config={}", stages.join(",")),
+                    format!("--config={}", stages.display()),
                     format!("--kubeconfig={kubeconfig}"),
                     "--manage-all-nodes=false".to_string(),
                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
@@ -494,31 +495,6 @@ pub fn cache_dir() -> Result<PathBuf> {
         run(Command::new("bash").arg(script)).context("building the test environment (tests/testenv/build.sh)")?;
     let dir = out.lines().last().context("build.sh printed no cache dir")?;
     Ok(PathBuf::from(dir.trim()))
-}
-
-/// kwok's stage files (node ready, node heartbeat, pod ready/complete/delete), read from the
-/// kwok module that build.sh downloaded into the Go module cache.
-fn kwok_stages(cache: &Path) -> Result<Vec<String>> {
-    let versions = std::fs::read_to_string(cache.join("versions.env")).unwrap_or_default();
-    let version = versions
-        .lines()
-        .find_map(|line| line.strip_prefix("KWOK_VERSION="))
-        .context("versions.env names no KWOK_VERSION")?;
-    let modcache = run(Command::new("go").args(["env", "GOMODCACHE"]))?;
-    let module = PathBuf::from(modcache.trim()).join(format!("sigs.k8s.io/kwok@{version}/kustomize/stage"));
-    let dirs: Vec<PathBuf> = ["node/fast", "node/heartbeat", "pod/fast"].iter().map(|dir| module.join(dir)).collect();
-    let mut files = Vec::new();
-    for dir in dirs {
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("kwok stages in {}", dir.display()))? {
-            let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            if name.ends_with(".yaml") && name != "kustomization.yaml" {
-                files.push(path.display().to_string());
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
 }
 
 /// Prints the tail of every environment log; called when a test fails.

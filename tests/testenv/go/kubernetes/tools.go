@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools pins the upstream main packages built by tests/testenv/build.sh.
+// It is never compiled; it only makes `go mod tidy` keep the requirements.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
