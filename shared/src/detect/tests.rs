@@ -39,11 +39,33 @@ async fn labelled_flux_namespace_gives_flux2_with_version_and_controllers() {
     assert_eq!(flux.version.as_deref(), Some("v2.9.3"));
     assert_eq!(flux.version_source, Some(VersionSource::NamespaceLabel));
     assert!(!flux.guessed);
-    let names: Vec<&str> = detection.controllers.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["helm-controller", "kustomize-controller", "notification-controller", "source-controller"]);
-    assert_eq!(detection.controllers[3].tag.as_deref(), Some("v1.9.3"));
-    assert_eq!(detection.warnings, ["helm-controller is not ready"]);
+    let controllers: Vec<(&str, Option<&str>, bool)> =
+        detection.controllers.iter().map(|c| (c.name.as_str(), c.tag.as_deref(), c.ready)).collect();
+    assert_eq!(
+        controllers,
+        [
+            ("helm-controller", Some("v1.6.3"), true),
+            ("image-automation-controller", Some("v1.2.3"), true),
+            ("image-reflector-controller", Some("v1.2.3"), true),
+            ("kustomize-controller", Some("v1.9.4"), true),
+            ("notification-controller", Some("v1.9.2"), true),
+            ("source-controller", Some("v1.9.3"), true),
+        ]
+    );
+    assert!(detection.warnings.is_empty(), "{:?}", detection.warnings);
     assert_eq!(detection.api_versions.versions(&crate::flux::api::HELM_RELEASE), ["v2"]);
+}
+
+#[tokio::test]
+async fn a_controller_that_is_not_ready_is_a_warning() {
+    let fake = FakeApi::new()
+        .recorded("/version", "version.json")
+        .recorded("/apis", "discovery-flux.json")
+        .recorded(NAMESPACES, "namespaces-flux.json")
+        .recorded(FLUX_DEPLOYMENTS, "deployments-helm-not-ready.json");
+    let detection = detect(&fake.cluster()).await.unwrap();
+    assert_eq!(detection.state, ClusterState::Flux2);
+    assert_eq!(detection.warnings, ["helm-controller is not ready"]);
 }
 
 #[tokio::test]
