@@ -284,3 +284,60 @@ fn export_prints_the_manifests_without_a_cluster() {
     assert!(run.stdout.contains("  components: source-controller,kustomize-controller,helm-controller,notification-controller,image-reflector-controller,image-automation-controller\n"));
     assert_eq!(run.stderr, "");
 }
+
+#[test]
+fn a_generated_deploy_key_is_shown_never_its_private_half_and_reused_on_re_runs() {
+    let Some(components) = fixtures::flux_components() else { return };
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.run_flux_once_installed();
+    env.git.create_repo("keys").unwrap();
+    let url = env.git.ssh_url("keys");
+    // The user's own key pushes (~/.ssh/id_ed25519); no known_hosts anywhere, so the host key is
+    // scanned, shown and, with --yes, pinned.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::copy(&env.git.client_key, home.path().join(".ssh/id_ed25519")).unwrap();
+    let run_install = || {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-install"))
+                .args(["--url", &url, "--path", "clusters/keys", "--components-file", components.to_str().unwrap()])
+                .args(["--yes", "--no-wait"])
+                .env("HOME", home.path())
+                .env("KUBECONFIG", &env.kubeconfig),
+        )
+    };
+    let first = run_install();
+    assert_eq!(first.code, Some(0), "stdout: {}\nstderr: {}", first.stdout, first.stderr);
+    assert!(first.stderr.contains("the SSH host keys of [127.0.0.1]:"), "{}", first.stderr);
+    assert!(first.stderr.contains("ssh-ed25519 SHA256:"), "the scanned key's fingerprint is shown: {}", first.stderr);
+    assert!(!first.stderr.contains("PRIVATE KEY") && !first.stdout.contains("PRIVATE KEY"));
+    let public = first
+        .stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("ssh-ed25519 ") && line.ends_with(" flux-testenv"))
+        .unwrap_or_else(|| panic!("the deploy key is printed: {}", first.stderr))
+        .to_string();
+
+    // The user adds the key to the git server; Flux then pulls with it.
+    env.git.authorize_key(&public).unwrap();
+    let ready = ["-n", "flux-system", "kustomization", "flux-system"];
+    env.wait_for_jsonpath(
+        &ready,
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        "True",
+        std::time::Duration::from_secs(180),
+    )
+    .unwrap();
+
+    // A re-run reuses the key in the Secret: nothing to add, nothing to confirm.
+    let second = run_install();
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert!(!second.stderr.contains("Add this public key"), "{}", second.stderr);
+    let stored = run(Command::new("sh").arg("-c").arg(format!(
+        "kubectl --kubeconfig '{}' -n flux-system get secret flux-system -o jsonpath='{{.data.identity\\.pub}}' | base64 -d",
+        env.kubeconfig.display()
+    )))
+    .unwrap();
+    assert_eq!(stored.trim(), public, "the Secret holds the key that was shown");
+}
