@@ -18,9 +18,9 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     eprintln!("testenv (no Flux) started in {:.1?}", env.startup);
 
-    let run = detect(&env, &[]);
+    let run = detect(env, &[]);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "unmodified\n"), "{}", run.stderr);
-    let json: serde_json::Value = serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&detect(env, &["-o", "json"]).stdout).unwrap();
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
 
@@ -35,9 +35,9 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         )
         .unwrap();
     }
-    let run = detect(&env, &[]);
+    let run = detect(env, &[]);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "flux2\n"), "{}", run.stderr);
-    let json: serde_json::Value = serde_json::from_str(&detect(&env, &["-o", "json"]).stdout).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&detect(env, &["-o", "json"]).stdout).unwrap();
     assert_eq!(json["flux"]["namespace"], "flux-system");
     assert_eq!(json["flux"]["version"], "v2.9.3");
     assert_eq!(json["flux"]["versionSource"], "namespace-label");
@@ -58,9 +58,9 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\ndata:\n  url: ssh://root@127.0.0.1:2222/srv/fleet.git\n  branch: main\n  path: clusters/dev\n  clusterName: dev\n  fluxVersion: v2.9.3\n  components: source-controller,kustomize-controller,helm-controller,notification-controller\n",
     )
     .unwrap();
-    let run = detect(&env, &[]);
+    let run = detect(env, &[]);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "gitops\n"), "{}", run.stderr);
-    let yaml = detect(&env, &["-o", "yaml"]).stdout;
+    let yaml = detect(env, &["-o", "yaml"]).stdout;
     assert!(yaml.contains("state: gitops\n") && yaml.contains("clusterName: dev\n"), "{yaml}");
 }
 
