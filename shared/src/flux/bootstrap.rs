@@ -47,18 +47,23 @@ pub fn gotk_sync(target: &SyncTarget) -> Result<String> {
             "url": target.url,
         }
     });
-    let kustomization = json!({
+    let kustomization = kustomization(&metadata, &format!("./{}", target.path), "GitRepository", SYNC_NAME);
+    Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
+}
+
+/// A Flux Kustomization applying `path` of a source, re-applied every [`SYNC_INTERVAL`], pruning.
+fn kustomization(metadata: &serde_json::Value, path: &str, source_kind: &str, source_name: &str) -> serde_json::Value {
+    json!({
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
         "metadata": metadata,
         "spec": {
             "interval": duration::format(SYNC_INTERVAL),
-            "path": format!("./{}", target.path),
+            "path": path,
             "prune": true,
-            "sourceRef": {"kind": "GitRepository", "name": SYNC_NAME},
+            "sourceRef": {"kind": source_kind, "name": source_name},
         }
-    });
-    Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
+    })
 }
 
 /// `<path>/flux-system/kustomization.yaml`.
@@ -149,17 +154,7 @@ impl OciComponent {
             "metadata": metadata,
             "spec": source_spec,
         });
-        let kustomization = json!({
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": metadata,
-            "spec": {
-                "interval": duration::format(SYNC_INTERVAL),
-                "path": self.path,
-                "prune": true,
-                "sourceRef": {"kind": "OCIRepository", "name": self.name},
-            }
-        });
+        let kustomization = kustomization(&metadata, &self.path, "OCIRepository", &self.name);
         yaml::to_documents(&[source, kustomization])
     }
 }
