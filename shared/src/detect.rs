@@ -242,7 +242,8 @@ fn flux_installation(namespace: String, label_version: Option<String>, controlle
     }
 }
 
-async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<Controller>> {
+/// The Flux controller Deployments in a namespace (one LIST by label), sorted by name.
+pub async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<Controller>> {
     let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), namespace);
     let list = match deployments.list(&ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"))).await
     {

@@ -289,3 +289,13 @@ fn install_bad_input_is_a_usage_error_before_anything_happens() {
 fn install_help() {
     insta::assert_snapshot!(run("kubectl-gitops-install", &["-h"]).render());
 }
+
+#[test]
+fn every_command_binary_prints_its_version() {
+    for command in ["install", "app", "status", "upgrade", "detect", "artifact"] {
+        let run = run(&format!("kubectl-gitops-{command}"), &["--version"]);
+        assert_eq!(run.code, Some(0), "{command}");
+        let text = gitops_e2e::snapshot::redact(&run.stdout);
+        assert_eq!(text, format!("kubectl gitops {command} [VERSION] (commit [COMMIT])\n"), "{command}");
+    }
+}

@@ -239,9 +239,15 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
             .as_ref()
             .and_then(|k| k.data.pointer("/status/lastAppliedRevision").and_then(|v| v.as_str()).map(String::from));
         let ready = kustomization.as_ref().and_then(ready_condition);
-        if applied.as_deref() == Some(revision.as_str())
-            && ready.as_ref().is_some_and(|(status, _, _)| status == "True")
-        {
+        let synced = applied.as_deref() == Some(revision.as_str())
+            && ready.as_ref().is_some_and(|(status, _, _)| status == "True");
+        // The Flux Deployments must be ready too (a Flux running outside Deployments has none).
+        let unready_controller = if synced {
+            crate::detect::read_controllers(cluster, namespace).await?.into_iter().find(|c| !c.ready).map(|c| c.name)
+        } else {
+            None
+        };
+        if synced && unready_controller.is_none() {
             spinner.finish();
             let style = Style::for_stream(Stream::Stderr);
             report::write_stderr(&format!(
@@ -252,6 +258,15 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
         }
         if started.elapsed() > timeout {
             spinner.finish();
+            if let Some(controller) = &unready_controller {
+                return Err(Error::Negative {
+                    message: format!(
+                        "Deployment {namespace}/{controller} is not ready after {}",
+                        crate::duration::format(timeout)
+                    ),
+                    hint: Some(format!("kubectl -n {namespace} describe deployment {controller}")),
+                });
+            }
             let repository = repositories.get_opt(SYNC_NAME).await.ok().flatten();
             let (object, why) = match repository.as_ref().and_then(ready_condition) {
                 Some((status, reason, message)) if status != "True" => {
@@ -278,7 +293,10 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
                 )),
             });
         }
-        let detail = ready.as_ref().map(|(_, reason, message)| format!("{reason}: {message}")).unwrap_or_default();
+        let detail = match &unready_controller {
+            Some(controller) => format!("waiting for Deployment {controller}"),
+            None => ready.as_ref().map(|(_, reason, message)| format!("{reason}: {message}")).unwrap_or_default(),
+        };
         spinner.tick(&detail);
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
