@@ -77,6 +77,30 @@ pub fn format_age(age: Duration) -> String {
     }
 }
 
+/// Seconds since the Unix epoch, now.
+pub fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs())
+}
+
+/// Parses an RFC 3339 UTC timestamp as Kubernetes writes them (`2026-12-02T11:00:00Z`, optionally
+/// with a fraction) into seconds since the Unix epoch.
+pub fn parse_timestamp(time: &str) -> Option<u64> {
+    let time = time.strip_suffix('Z')?;
+    let (date, clock) = time.split_once('T')?;
+    let mut date_parts = date.split('-').map(|part| part.parse::<i64>().ok());
+    let (year, month, day) = (date_parts.next()??, date_parts.next()??, date_parts.next()??);
+    let mut clock_parts = clock.split('.').next()?.split(':').map(|part| part.parse::<i64>().ok());
+    let (hour, minute, second) = (clock_parts.next()??, clock_parts.next()??, clock_parts.next()??);
+    // Days since 1970-01-01 from the civil date (Howard Hinnant's days_from_civil).
+    let shifted_year = if month <= 2 { year - 1 } else { year };
+    let era = shifted_year.div_euclid(400);
+    let year_of_era = shifted_year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +132,14 @@ mod tests {
         assert_eq!(format(Duration::from_secs(5400)), "1h30m0s");
         assert_eq!(format(Duration::from_millis(500)), "500ms");
         assert_eq!(format(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn timestamps_parse_to_epoch_seconds() {
+        assert_eq!(parse_timestamp("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_timestamp("2026-12-02T11:13:51Z"), Some(1_796_210_031));
+        assert_eq!(parse_timestamp("2024-02-29T12:00:00.123Z"), Some(1_709_208_000));
+        assert_eq!(parse_timestamp("yesterday"), None);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod plugin;
 pub mod provider;
 pub mod record;
 pub mod runtime;
+pub mod status;
 pub mod version;
 pub mod yaml;
 

@@ -195,7 +195,7 @@ fn detect_help() {
 
 #[test]
 fn planned_commands_say_so_and_exit_2() {
-    for command in ["app", "status", "upgrade", "artifact"] {
+    for command in ["app", "upgrade", "artifact"] {
         let run = run(&format!("kubectl-gitops-{command}"), &["anything", "--flag"]);
         assert_eq!(run.code, Some(2), "{command}");
         assert_eq!(

@@ -1,5 +1,90 @@
-//! `kubectl gitops status`: planned; its issue replaces this placeholder.
+//! `kubectl gitops status`: what runs where, at which commit, healthy or not, and why.
+
+use std::time::Duration;
+
+use clap::Parser;
+use gitops_shared::cli::{GlobalArgs, OutputFormat};
+use gitops_shared::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use gitops_shared::output::style::{Stream, Style};
+use gitops_shared::output::{self, write_stdout};
+use gitops_shared::runtime::{self, CommandLine};
+use gitops_shared::status::{self, Scope};
+use gitops_shared::version::VERSION_LINE;
+
+/// What runs where, at which commit, healthy or not, and why.
+///
+/// A header for the Flux runtime (version, namespace, controllers, the config repo), then one
+/// row per Kustomization or HelmRelease: the apps kubectl-gitops manages, then the other Flux
+/// objects. MESSAGE is that of the first object in the app's chain (source, chart, app) that is
+/// not ready. Exits 0 when everything shown is ready or suspended, 1 otherwise, so it can gate CI.
+/// Reads the Flux namespace (flux-system) unless -n or -A is given.
+#[derive(Debug, Parser)]
+#[command(version = VERSION_LINE)]
+struct Cli {
+    /// Show every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+
+    /// Show only the Flux runtime header, no apps.
+    #[arg(long)]
+    cluster_only: bool,
+
+    /// Show only apps that are failing or not ready yet.
+    #[arg(long)]
+    failed_only: bool,
+
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+impl CommandLine for Cli {
+    fn global_args(&self) -> &GlobalArgs {
+        &self.global
+    }
+}
+
+/// How long status waits for each API request unless `--request-timeout` says otherwise.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn main() -> std::process::ExitCode {
-    gitops_shared::runtime::not_implemented("status")
+    runtime::main("kubectl gitops status", |cli: Cli| async move {
+        let format = cli.global.output_format();
+        output::ensure_supported(
+            format,
+            &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
+        )?;
+        let cluster = Cluster::connect(&cli.global, REQUEST_TIMEOUT).await?;
+        let scope = match (cli.all_namespaces, &cli.global.namespace) {
+            (true, _) => Scope::All,
+            (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
+            (false, None) => Scope::Namespace(DEFAULT_FLUX_NAMESPACE.to_string()),
+        };
+        let mut report = status::collect(&cluster, &scope).await?;
+        if cli.cluster_only {
+            report.apps.clear();
+            report.other_flux_objects.clear();
+            report.summary = status::summarize(std::iter::empty());
+        }
+        if cli.failed_only {
+            report = report.failed_only();
+        }
+        match format {
+            OutputFormat::Json | OutputFormat::Yaml => output::print_structured(&report, format)?,
+            _ => {
+                let style = Style::for_stream(Stream::Stdout);
+                let wide = format == OutputFormat::Wide;
+                let headers = !cli.global.no_headers;
+                let text = status::render_table(
+                    &report,
+                    cli.all_namespaces,
+                    wide,
+                    headers,
+                    style,
+                    gitops_shared::duration::now(),
+                );
+                write_stdout(&text)?;
+            }
+        }
+        Ok(status::exit_code(&report))
+    })
 }

@@ -1,0 +1,289 @@
+//! Reading the Flux objects: one paginated LIST per kind, concurrently, then joining rows.
+
+use std::collections::HashMap;
+
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::ApiResource;
+
+use super::{AppKind, AppState, AppStatus, ObjectStatus, Report, Runtime, summarize};
+use crate::cluster::{Cluster, is_forbidden};
+use crate::detect::{self, ClusterState};
+use crate::error::{Error, Result};
+use crate::flux::api::{
+    FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY, ServedApis,
+};
+use crate::record;
+
+/// Page size of each LIST.
+const PAGE: u32 = 500;
+
+/// Which namespaces to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One namespace.
+    Namespace(String),
+    /// Every namespace (`-A`).
+    All,
+}
+
+/// Objects by (kind, namespace, name).
+type Index = HashMap<(String, String, String), DynamicObject>;
+
+/// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
+pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
+    let detection = detect::detect(cluster).await?;
+    if detection.state == ClusterState::Unreachable {
+        return Err(Error::Unreachable {
+            server: cluster.server.clone(),
+            reason: detection.error.clone().unwrap_or_default(),
+        });
+    }
+    if detection.api_versions.version_for(&KUSTOMIZATION).is_none()
+        && detection.api_versions.version_for(&HELM_RELEASE).is_none()
+    {
+        return Err(Error::Negative {
+            message: "Flux is not installed: this cluster serves no Kustomization or HelmRelease API".into(),
+            hint: Some("install it with `kubectl gitops install`".into()),
+        });
+    }
+    let served = &detection.api_versions;
+    let (git, oci, helm_repositories, charts, kustomizations, releases) = tokio::join!(
+        list(cluster, served, &GIT_REPOSITORY, scope),
+        list(cluster, served, &OCI_REPOSITORY, scope),
+        list(cluster, served, &HELM_REPOSITORY, scope),
+        list(cluster, served, &HELM_CHART, scope),
+        list(cluster, served, &KUSTOMIZATION, scope),
+        list(cluster, served, &HELM_RELEASE, scope),
+    );
+    let mut forbidden = Vec::new();
+    let mut sources = Index::new();
+    for listed in [git, oci, helm_repositories, charts] {
+        for object in keep(listed, &mut forbidden)? {
+            sources.insert(key(&object), object);
+        }
+    }
+    let mut rows: Vec<(bool, AppStatus)> = Vec::new();
+    for object in keep(kustomizations, &mut forbidden)? {
+        rows.push((is_ours(&object), kustomization_row(&object, &sources)));
+    }
+    for object in keep(releases, &mut forbidden)? {
+        rows.push((is_ours(&object), helm_release_row(&object, &sources)));
+    }
+    rows.sort_by(|(_, a), (_, b)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let (ours, others): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(ours, _)| *ours);
+    let apps: Vec<AppStatus> = ours.into_iter().map(|(_, row)| row).collect();
+    let other_flux_objects: Vec<AppStatus> = others.into_iter().map(|(_, row)| row).collect();
+    let summary = summarize(apps.iter().chain(&other_flux_objects));
+    let flux = Runtime {
+        namespace: detection.flux.as_ref().map(|flux| flux.namespace.clone()),
+        version: detection.flux.as_ref().and_then(|flux| flux.version.clone()),
+        controllers: detection.controllers,
+        config: detection.gitops,
+    };
+    Ok(Report { flux, apps, other_flux_objects, forbidden, summary })
+}
+
+/// Every object of a kind in scope, page by page; `Ok(None)` when the kind is not served.
+async fn list(
+    cluster: &Cluster,
+    served: &ServedApis,
+    kind: &FluxKind,
+    scope: &Scope,
+) -> Result<Option<Vec<DynamicObject>>, (String, kube::Error)> {
+    let Some(version) = served.version_for(kind) else { return Ok(None) };
+    let resource =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural);
+    let api: Api<DynamicObject> = match scope {
+        Scope::All => Api::all_with(cluster.client.clone(), &resource),
+        Scope::Namespace(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
+    };
+    let mut items = Vec::new();
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let page = api.list(&params).await.map_err(|error| (kind.plural.to_string(), error))?;
+        items.extend(page.items.into_iter().map(|mut object| {
+            // Lists leave out apiVersion/kind on items; the index keys on the kind.
+            object.types =
+                Some(kube::core::TypeMeta { api_version: resource.api_version.clone(), kind: kind.kind.to_string() });
+            object
+        }));
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    Ok(Some(items))
+}
+
+/// The objects of one LIST; a forbidden LIST is noted and skipped, other errors fail.
+fn keep(
+    listed: Result<Option<Vec<DynamicObject>>, (String, kube::Error)>,
+    forbidden: &mut Vec<String>,
+) -> Result<Vec<DynamicObject>> {
+    match listed {
+        Ok(objects) => Ok(objects.unwrap_or_default()),
+        Err((plural, error)) if is_forbidden(&error) => {
+            let message = match &error {
+                kube::Error::Api(status) => status.message.clone(),
+                other => other.to_string(),
+            };
+            forbidden.push(format!("{plural}: {message}"));
+            Ok(Vec::new())
+        }
+        Err((_, error)) => Err(crate::cluster::classify("", error)),
+    }
+}
+
+fn key(object: &DynamicObject) -> (String, String, String) {
+    let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
+    (kind, object.metadata.namespace.clone().unwrap_or_default(), object.metadata.name.clone().unwrap_or_default())
+}
+
+fn is_ours(object: &DynamicObject) -> bool {
+    object.metadata.labels.as_ref().and_then(|labels| labels.get(record::MANAGED_BY_LABEL)).map(String::as_str)
+        == Some(record::MANAGED_BY_VALUE)
+}
+
+fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
+    object.data.pointer(pointer).and_then(|value| value.as_str()).map(String::from)
+}
+
+/// The Ready condition: (status, reason, message, lastTransitionTime); `Unknown` when absent.
+fn ready(object: &DynamicObject) -> (String, Option<String>, Option<String>, Option<String>) {
+    let conditions = object.data.pointer("/status/conditions").and_then(|c| c.as_array());
+    let found =
+        conditions.and_then(|list| list.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready")));
+    let field = |name: &str| found.and_then(|c| c.get(name)).and_then(|v| v.as_str()).map(String::from);
+    match found {
+        Some(_) => (
+            field("status").unwrap_or_else(|| "Unknown".into()),
+            field("reason"),
+            field("message"),
+            field("lastTransitionTime"),
+        ),
+        None => ("Unknown".into(), None, Some("waiting to be reconciled".into()), None),
+    }
+}
+
+fn object_status(object: &DynamicObject, revision: Option<String>) -> ObjectStatus {
+    let (kind, namespace, name) = key(object);
+    let (ready, reason, message, _) = ready(object);
+    let suspended = object.data.pointer("/spec/suspend").and_then(|v| v.as_bool()).unwrap_or(false);
+    ObjectStatus { kind, namespace, name, ready, reason, message, revision, suspended }
+}
+
+fn source_ref_text(source: &DynamicObject) -> Option<String> {
+    let reference = source.data.pointer("/spec/ref")?.as_object()?;
+    ["commit", "tag", "semver", "name", "branch", "digest"]
+        .iter()
+        .find_map(|field| reference.get(*field).and_then(|v| v.as_str()).map(|value| format!("{field} {value}")))
+}
+
+/// A source named by `sourceRef`/`chartRef` (`namespace` defaults to the referrer's).
+fn referenced<'a>(
+    sources: &'a Index,
+    reference: Option<&serde_json::Value>,
+    namespace: &str,
+) -> Option<&'a DynamicObject> {
+    let reference = reference?;
+    let kind = reference.get("kind")?.as_str()?.to_string();
+    let name = reference.get("name")?.as_str()?.to_string();
+    let namespace = reference.get("namespace").and_then(|n| n.as_str()).unwrap_or(namespace).to_string();
+    sources.get(&(kind, namespace, name))
+}
+
+fn kustomization_row(object: &DynamicObject, sources: &Index) -> AppStatus {
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let source = referenced(sources, object.data.pointer("/spec/sourceRef"), &namespace);
+    let oci = object.data.pointer("/spec/sourceRef/kind").and_then(|k| k.as_str()) == Some("OCIRepository");
+    let applied = text(object, "/status/lastAppliedRevision");
+    let (status, _, _, since) = ready(object);
+    let mut chain: Vec<ObjectStatus> =
+        source.iter().map(|s| object_status(s, text(s, "/status/artifact/revision"))).collect();
+    chain.push(object_status(object, applied.clone()));
+    row(
+        object,
+        if oci { AppKind::Oci } else { AppKind::Kustomize },
+        source,
+        applied,
+        (status == "True").then_some(since).flatten(),
+        chain,
+    )
+}
+
+fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppStatus {
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let mut chain = Vec::new();
+    let source = match object.data.pointer("/spec/chartRef") {
+        Some(chart_ref) => referenced(sources, Some(chart_ref), &namespace),
+        None => {
+            let source_ref = object.data.pointer("/spec/chart/spec/sourceRef");
+            let source = referenced(sources, source_ref, &namespace);
+            let source_namespace =
+                source_ref.and_then(|r| r.get("namespace")).and_then(|n| n.as_str()).unwrap_or(&namespace).to_string();
+            if let Some(source) = source {
+                chain.push(object_status(source, text(source, "/status/artifact/revision")));
+            }
+            // helm-controller names the HelmChart it creates `<namespace>-<name>`.
+            let chart_key = ("HelmChart".to_string(), source_namespace, format!("{namespace}-{name}"));
+            if let Some(chart) = sources.get(&chart_key) {
+                chain.push(object_status(chart, text(chart, "/status/artifact/revision")));
+            }
+            source
+        }
+    };
+    if object.data.pointer("/spec/chartRef").is_some()
+        && let Some(source) = source
+    {
+        chain.push(object_status(source, text(source, "/status/artifact/revision")));
+    }
+    let latest = object.data.pointer("/status/history/0");
+    let deployed = latest.filter(|entry| entry.get("status").and_then(|s| s.as_str()) == Some("deployed"));
+    let applied = deployed.and_then(|entry| entry.get("chartVersion")).and_then(|v| v.as_str()).map(String::from);
+    let last_deployed = deployed.and_then(|entry| entry.get("lastDeployed")).and_then(|v| v.as_str()).map(String::from);
+    chain.push(object_status(object, applied.clone()));
+    row(object, AppKind::Helm, source, applied, last_deployed, chain)
+}
+
+fn row(
+    object: &DynamicObject,
+    kind: AppKind,
+    source: Option<&DynamicObject>,
+    applied_revision: Option<String>,
+    last_deployed: Option<String>,
+    objects: Vec<ObjectStatus>,
+) -> AppStatus {
+    let last = objects.len().saturating_sub(1);
+    let suspended = objects.last().is_some_and(|app| app.suspended);
+    let blocking = objects.iter().position(|o| o.ready != "True");
+    let state = match (suspended, blocking.map(|index| objects[index].ready.as_str())) {
+        (true, _) => AppState::Suspended,
+        (false, None) => AppState::Ready,
+        (false, Some("False")) => AppState::Failing,
+        (false, Some(_)) => AppState::Progressing,
+    };
+    // The first object in the chain that is not ready explains the row; a source or chart is
+    // named, the app's own message is not.
+    let message = match blocking {
+        Some(index) if index < last => {
+            let blocker = &objects[index];
+            blocker.message.as_ref().map(|message| format!("{} {}: {message}", blocker.kind, blocker.name))
+        }
+        _ => objects.last().and_then(|app| app.message.clone()),
+    };
+    AppStatus {
+        namespace: object.metadata.namespace.clone().unwrap_or_default(),
+        name: object.metadata.name.clone().unwrap_or_default(),
+        kind,
+        state,
+        source_url: source.and_then(|s| text(s, "/spec/url")),
+        source_ref: source.and_then(source_ref_text).or_else(|| text(object, "/spec/chart/spec/version")),
+        source_revision: source.and_then(|s| text(s, "/status/artifact/revision")),
+        applied_revision,
+        last_deployed,
+        message,
+        objects,
+    }
+}

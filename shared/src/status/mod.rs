@@ -1,0 +1,189 @@
+//! `kubectl gitops status`: what runs where, at which commit, healthy or not, and why.
+//!
+//! One paginated LIST per Flux kind, the kinds listed concurrently, no per-object GET. Each
+//! Kustomization and HelmRelease becomes one row, joined in memory with its source (and, for
+//! Helm, its HelmChart), so the message shown is that of the first object in the chain that is
+//! not ready.
+
+mod collect;
+mod render;
+
+use serde::Serialize;
+
+pub use self::collect::{Scope, collect};
+pub use self::render::{exit_code, render_table};
+use crate::record::InstallRecord;
+
+/// How an app is deployed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppKind {
+    /// A Kustomization of a git (or bucket) source.
+    Kustomize,
+    /// A HelmRelease.
+    Helm,
+    /// A Kustomization of an OCIRepository.
+    Oci,
+}
+
+/// Where an app stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppState {
+    /// Ready at the latest revision.
+    Ready,
+    /// Something in its chain reports Ready=False.
+    Failing,
+    /// Not reconciled yet, or reconciling.
+    Progressing,
+    /// `spec.suspend: true`.
+    Suspended,
+}
+
+/// A Flux object in an app's chain, with its Ready condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStatus {
+    /// e.g. `GitRepository`.
+    pub kind: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `True`, `False` or `Unknown` (no Ready condition yet is `Unknown`).
+    pub ready: String,
+    /// The Ready condition's reason.
+    pub reason: Option<String>,
+    /// The Ready condition's message.
+    pub message: Option<String>,
+    /// What the object has: a source's artifact revision, a Kustomization's applied revision.
+    pub revision: Option<String>,
+    /// `spec.suspend`.
+    pub suspended: bool,
+}
+
+/// One row: a Kustomization or HelmRelease and what it depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStatus {
+    /// Namespace of the Kustomization or HelmRelease.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// kustomize, helm or oci.
+    pub kind: AppKind,
+    /// ready, failing, progressing or suspended.
+    pub state: AppState,
+    /// The source URL, when the source was found.
+    pub source_url: Option<String>,
+    /// The source's ref (branch, tag, semver, commit, chart version).
+    pub source_ref: Option<String>,
+    /// What the source fetched.
+    pub source_revision: Option<String>,
+    /// What is running: a Kustomization's `lastAppliedRevision`; a HelmRelease's deployed chart version.
+    pub applied_revision: Option<String>,
+    /// When it last deployed successfully, RFC 3339.
+    pub last_deployed: Option<String>,
+    /// The message of the first object in the chain that is not ready (else the app's own).
+    pub message: Option<String>,
+    /// The chain, source first.
+    pub objects: Vec<ObjectStatus>,
+}
+
+/// The Flux runtime the header describes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Runtime {
+    /// The Flux namespace.
+    pub namespace: Option<String>,
+    /// The Flux version.
+    pub version: Option<String>,
+    /// Each controller Deployment and whether it is ready.
+    pub controllers: Vec<crate::detect::Controller>,
+    /// Our install record: the config repo and branch.
+    pub config: Option<InstallRecord>,
+}
+
+/// Counts for the summary line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Rows shown.
+    pub apps: usize,
+    /// Ready.
+    pub ready: usize,
+    /// Failing.
+    pub failing: usize,
+    /// Progressing.
+    pub progressing: usize,
+    /// Suspended.
+    pub suspended: usize,
+}
+
+/// Everything `status` prints; `-o json|yaml` prints exactly this (docs/output.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// The Flux runtime.
+    pub flux: Runtime,
+    /// Apps kubectl-gitops manages (labelled `app.kubernetes.io/managed-by=kubectl-gitops`).
+    pub apps: Vec<AppStatus>,
+    /// Other Kustomizations and HelmReleases (the `flux-system` sync among them).
+    pub other_flux_objects: Vec<AppStatus>,
+    /// Namespaces we were not allowed to read.
+    pub forbidden: Vec<String>,
+    /// Counts over both lists.
+    pub summary: Summary,
+}
+
+impl Report {
+    /// Keeps only rows that are not ready (`--failed-only`), recounting the summary over what is shown.
+    pub fn failed_only(mut self) -> Report {
+        let keep = |app: &AppStatus| matches!(app.state, AppState::Failing | AppState::Progressing);
+        self.apps.retain(keep);
+        self.other_flux_objects.retain(keep);
+        self.summary = summarize(self.apps.iter().chain(&self.other_flux_objects));
+        self
+    }
+}
+
+/// Counts rows by state.
+pub fn summarize<'a>(rows: impl Iterator<Item = &'a AppStatus>) -> Summary {
+    let mut summary = Summary::default();
+    for row in rows {
+        summary.apps += 1;
+        match row.state {
+            AppState::Ready => summary.ready += 1,
+            AppState::Failing => summary.failing += 1,
+            AppState::Progressing => summary.progressing += 1,
+            AppState::Suspended => summary.suspended += 1,
+        }
+    }
+    summary
+}
+
+/// Shortens 40–128 character hex runs to 8, as `flux get` does: `main@sha1:696f056d`.
+pub fn shorten_revision(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if (40..=128).contains(&run.len()) {
+            out.push_str(&run[..8]);
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,117 @@
+//! The status screen: a header for the Flux runtime, a table per section, a summary line.
+
+use std::time::Duration;
+
+use super::{AppState, AppStatus, Report, shorten_revision};
+use crate::error::ExitCode;
+use crate::output::style::Style;
+use crate::output::table::Table;
+
+/// Exit 0 when every row shown is ready or suspended, 1 otherwise (a CI gate).
+pub fn exit_code(report: &Report) -> ExitCode {
+    let not_ready = report.summary.failing + report.summary.progressing;
+    if not_ready == 0 { ExitCode::Ok } else { ExitCode::No }
+}
+
+/// The human-readable screen. `now` (seconds since the epoch) makes ages testable.
+pub fn render_table(
+    report: &Report,
+    all_namespaces: bool,
+    wide: bool,
+    headers: bool,
+    style: Style,
+    now: u64,
+) -> String {
+    let mut text = String::new();
+    let flux = &report.flux;
+    let ready = flux.controllers.iter().filter(|c| c.ready).count();
+    let runtime = match (&flux.namespace, &flux.version) {
+        (Some(namespace), version) => format!(
+            "Flux {} in {namespace}: {ready}/{} controllers ready",
+            version.as_deref().unwrap_or("(version unknown)"),
+            flux.controllers.len()
+        ),
+        (None, _) => "Flux: no Flux namespace found".to_string(),
+    };
+    text.push_str(&format!("{}\n", style.bold(&runtime)));
+    match &flux.config {
+        Some(config) => text.push_str(&format!(
+            "Config repo: {} (branch {}, path {}, cluster {})\n",
+            config.url, config.branch, config.path, config.cluster_name
+        )),
+        None => text.push_str("Config repo: none (not installed by kubectl-gitops)\n"),
+    }
+    for (title, rows) in [("Apps", &report.apps), ("Other Flux objects", &report.other_flux_objects)] {
+        if rows.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("\n{}\n", style.bold(title)));
+        text.push_str(&table(rows, all_namespaces, wide, now).render(headers));
+    }
+    for forbidden in &report.forbidden {
+        text.push_str(&format!("\n{} {forbidden}\n", style.warn("forbidden, skipped:")));
+    }
+    let summary = report.summary;
+    let noun = if summary.apps == 1 { "app" } else { "apps" };
+    let line = format!(
+        "{} {noun}: {} ready, {} failing, {} progressing, {} suspended",
+        summary.apps, summary.ready, summary.failing, summary.progressing, summary.suspended
+    );
+    let line = if summary.failing > 0 { style.bad(&line) } else { style.good(&line) };
+    text.push_str(&format!("\n{line}\n"));
+    text
+}
+
+fn table(rows: &[AppStatus], all_namespaces: bool, wide: bool, now: u64) -> Table {
+    let mut headers: Vec<&str> = Vec::new();
+    if all_namespaces {
+        headers.push("namespace");
+    }
+    headers.extend(["app", "kind", "source revision", "applied revision", "ready", "suspended", "last deployed"]);
+    if wide {
+        headers.extend(["source", "ref"]);
+    }
+    headers.push("message");
+    let mut table = Table::new(headers);
+    for row in rows {
+        let revision = |value: &Option<String>| match value {
+            Some(text) if wide => text.clone(),
+            Some(text) => shorten_revision(text),
+            None => "-".to_string(),
+        };
+        let ready = match row.state {
+            AppState::Ready => "True",
+            AppState::Failing => "False",
+            AppState::Progressing => "Unknown",
+            AppState::Suspended => row.objects.last().map_or("Unknown", |app| app.ready.as_str()),
+        };
+        let mut cells: Vec<String> = Vec::new();
+        if all_namespaces {
+            cells.push(row.namespace.clone());
+        }
+        cells.extend([
+            row.name.clone(),
+            format!("{:?}", row.kind).to_lowercase(),
+            revision(&row.source_revision),
+            revision(&row.applied_revision),
+            ready.to_string(),
+            if row.state == AppState::Suspended { "True" } else { "False" }.to_string(),
+            row.last_deployed.as_deref().map_or("-".to_string(), |time| age(time, now)),
+        ]);
+        if wide {
+            cells.push(row.source_url.clone().unwrap_or_else(|| "-".into()));
+            cells.push(row.source_ref.clone().unwrap_or_else(|| "-".into()));
+        }
+        let message = row.message.clone().unwrap_or_default();
+        cells.push(if wide { message } else { shorten_revision(&message) });
+        table.push(cells);
+    }
+    table
+}
+
+fn age(time: &str, now: u64) -> String {
+    match crate::duration::parse_timestamp(time) {
+        Some(then) => crate::duration::format_age(Duration::from_secs(now.saturating_sub(then))),
+        None => "-".to_string(),
+    }
+}
