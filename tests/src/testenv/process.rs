@@ -135,10 +135,33 @@ pub fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> Resu
 }
 
 /// Free 127.0.0.1 TCP ports, all distinct.
+///
+/// They come from below the kernel's ephemeral range: a port the kernel hands out (`bind` to 0)
+/// can meanwhile become the source port of some outgoing connection, and a server started a few
+/// seconds later would find it taken. Below that range only another `bind` can take it.
 pub fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<std::net::TcpListener> =
-        (0..count).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>()?;
-    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+    use std::hash::{BuildHasher, Hasher};
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().and_then(|low| low.parse::<u16>().ok()))
+        .unwrap_or(32_768);
+    let (low, high) = (10_000u16, ephemeral_start.saturating_sub(1).max(10_001));
+    let mut held: Vec<std::net::TcpListener> = Vec::new();
+    let mut attempts = 0;
+    while held.len() < count {
+        attempts += 1;
+        if attempts > 10_000 {
+            bail!("no {count} free ports between {low} and {high}");
+        }
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(attempts);
+        let port = low + (hasher.finish() % u64::from(high - low)) as u16;
+        // Holding each listener until all are chosen keeps the ports distinct.
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            held.push(listener);
+        }
+    }
+    held.iter().map(|listener| Ok(listener.local_addr()?.port())).collect()
 }
 
 /// Whether something accepts TCP connections on a 127.0.0.1 port.
