@@ -40,5 +40,10 @@ testenv-down: ## Stop the environment `make testenv` started
 demo: build testenv-build ## Run the main job end to end (local environment, or DEMO_CLUSTER=current)
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" bash tests/demo.sh
 
+bench: testenv-build ## status -A -o json vs kubectl get -A -o json at N = 1,000 and 10,000 apps
+	$(CARGO) build -q --release -p kubectl-gitops-status
+	$(CARGO) build -q -p gitops-e2e --bin gitops-bench
+	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" target/debug/gitops-bench $(BENCH_SIZES)
+
 clean: ## Remove build output (the testenv cache stays)
 	$(CARGO) clean
