@@ -106,7 +106,7 @@ async fn list(
             // Lists leave out apiVersion/kind on items; the index keys on the kind.
             object.types =
                 Some(kube::core::TypeMeta { api_version: resource.api_version.clone(), kind: kind.kind.to_string() });
-            object
+            prune(object)
         }));
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
@@ -114,6 +114,47 @@ async fn list(
         }
     }
     Ok(Some(items))
+}
+
+/// Keeps only the fields a row reads, page by page, so that memory stays small with thousands
+/// of objects (managed fields, annotations and most of spec and status are dropped).
+fn prune(mut object: DynamicObject) -> DynamicObject {
+    let ours = is_ours(&object);
+    object.metadata = kube::core::ObjectMeta {
+        name: object.metadata.name.take(),
+        namespace: object.metadata.namespace.take(),
+        labels: ours.then(|| [(record::MANAGED_BY_LABEL.to_string(), record::MANAGED_BY_VALUE.to_string())].into()),
+        ..Default::default()
+    };
+    let field = |pointer: &str| object.data.pointer(pointer).cloned();
+    let mut spec = serde_json::Map::new();
+    for name in ["sourceRef", "chartRef", "suspend", "url", "ref"] {
+        if let Some(value) = field(&format!("/spec/{name}")) {
+            spec.insert(name.to_string(), value);
+        }
+    }
+    if let Some(chart) = field("/spec/chart/spec") {
+        let chart_spec = serde_json::json!({"sourceRef": chart.get("sourceRef"), "version": chart.get("version")});
+        spec.insert("chart".to_string(), serde_json::json!({"spec": chart_spec}));
+    }
+    let mut status = serde_json::Map::new();
+    if let Some(revision) = field("/status/artifact/revision") {
+        status.insert("artifact".to_string(), serde_json::json!({"revision": revision}));
+    }
+    if let Some(revision) = field("/status/lastAppliedRevision") {
+        status.insert("lastAppliedRevision".to_string(), revision);
+    }
+    if let Some(latest) = field("/status/history/0") {
+        status.insert("history".to_string(), serde_json::Value::Array(vec![latest]));
+    }
+    let conditions = object.data.pointer("/status/conditions").and_then(|c| c.as_array());
+    if let Some(ready) =
+        conditions.and_then(|c| c.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready")))
+    {
+        status.insert("conditions".to_string(), serde_json::Value::Array(vec![ready.clone()]));
+    }
+    object.data = serde_json::json!({"spec": spec, "status": status});
+    object
 }
 
 /// The objects of one LIST; a forbidden LIST is noted and skipped, other errors fail.
