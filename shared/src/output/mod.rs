@@ -41,8 +41,19 @@ pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Resul
 }
 
 /// Prints data as JSON or YAML on stdout.
+///
+/// JSON is streamed rather than built as one string first: `status -A` on thousands of apps
+/// would otherwise hold its output twice.
 pub fn print_structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<()> {
-    write_stdout(&render_structured(value, format)?)
+    if format == OutputFormat::Yaml {
+        return write_stdout(&render_structured(value, format)?);
+    }
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut stdout, value).map_err(|error| match error.io_error_kind() {
+        Some(kind) => Error::io("writing to stdout", std::io::Error::from(kind)),
+        None => Error::Render(error.to_string()),
+    })?;
+    stdout.write_all(b"\n").and_then(|()| stdout.flush()).map_err(|error| Error::io("writing to stdout", error))
 }
 
 /// Rejects an `-o` value a command does not support, naming the ones it does.
