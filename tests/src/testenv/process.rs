@@ -1,6 +1,7 @@
 //! Child processes of the environment: one process group, logs to files, and a watchdog
 //! that kills the group when the process that started it goes away, even after a panic.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -138,7 +139,9 @@ pub fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> Resu
 ///
 /// They come from below the kernel's ephemeral range: a port the kernel hands out (`bind` to 0)
 /// can meanwhile become the source port of some outgoing connection, and a server started a few
-/// seconds later would find it taken. Below that range only another `bind` can take it.
+/// seconds later would find it taken. Below that range only another `bind` can take it. Each port
+/// is handed out once per process: environments starting in parallel would otherwise pick the same
+/// port before either binds it.
 pub fn free_ports(count: usize) -> Result<Vec<u16>> {
     use std::hash::{BuildHasher, Hasher};
     let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
@@ -146,6 +149,8 @@ pub fn free_ports(count: usize) -> Result<Vec<u16>> {
         .and_then(|text| text.split_whitespace().next().and_then(|low| low.parse::<u16>().ok()))
         .unwrap_or(32_768);
     let (low, high) = (10_000u16, ephemeral_start.saturating_sub(1).max(10_001));
+    static ISSUED: std::sync::Mutex<BTreeSet<u16>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut issued = ISSUED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut held: Vec<std::net::TcpListener> = Vec::new();
     let mut attempts = 0;
     while held.len() < count {
@@ -156,8 +161,11 @@ pub fn free_ports(count: usize) -> Result<Vec<u16>> {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u32(attempts);
         let port = low + (hasher.finish() % u64::from(high - low)) as u16;
-        // Holding each listener until all are chosen keeps the ports distinct.
+        if issued.contains(&port) {
+            continue;
+        }
         if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            issued.insert(port);
             held.push(listener);
         }
     }
