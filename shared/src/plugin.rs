@@ -45,13 +45,17 @@ pub fn search_dirs() -> Vec<PathBuf> {
 
 /// The binary for a command, if one is installed.
 pub fn find(command: &str) -> Option<PathBuf> {
-    let file = format!("{BINARY_PREFIX}{command}{}", std::env::consts::EXE_SUFFIX);
-    search_dirs().into_iter().map(|dir| dir.join(&file)).find(|path| is_executable(path))
+    find_executable(&format!("{BINARY_PREFIX}{command}"))
 }
 
 /// The dispatcher, `kubectl-gitops`, for helpers that hand work back to it.
 pub fn dispatcher() -> Option<PathBuf> {
-    let file = format!("kubectl-gitops{}", std::env::consts::EXE_SUFFIX);
+    find_executable("kubectl-gitops")
+}
+
+/// The first executable named `name` (plus `.exe` on Windows) in [`search_dirs`].
+fn find_executable(name: &str) -> Option<PathBuf> {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     search_dirs().into_iter().map(|dir| dir.join(&file)).find(|path| is_executable(path))
 }
 

@@ -1,6 +1,5 @@
 //! Runs a [`Plan`]'s steps in order. Every error names its step.
 
-use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
@@ -91,17 +90,7 @@ pub async fn execute(
             }
             Step::ApplyComponents => Applier::new(cluster).apply_staged(&plan.components, timeout).await.map(drop),
             Step::ApplySecret => apply_secret(cluster, plan).await,
-            Step::ApplySync => {
-                let mut applier = Applier::new(cluster);
-                let mut result = Ok(());
-                for document in &plan.sync_objects {
-                    if let Err(error) = applier.apply(document).await {
-                        result = Err(error);
-                        break;
-                    }
-                }
-                result
-            }
+            Step::ApplySync => Applier::new(cluster).apply_staged(&plan.sync_objects, timeout).await.map(drop),
             Step::WaitReady => match &outcome.commit {
                 Some(sha) => wait_ready(cluster, plan, sha, timeout).await,
                 None => Ok(()),
@@ -177,23 +166,15 @@ fn short(sha: &str) -> &str {
 
 fn confirm_deploy_key(plan: &Plan, yes: bool) -> Result<()> {
     let FluxAuth::Ssh(key) = &plan.auth else { return Ok(()) };
-    report::write_stderr(&format!(
-        "Add this public key to {} as a read-only deploy key (Flux pulls with it):\n\n  {}\n\n",
+    let question = format!(
+        "Add this public key to {} as a read-only deploy key (Flux pulls with it):\n\n  {}\n\nIs it added?",
         plan.url, key.public_openssh
-    ));
-    if yes {
-        return Ok(());
+    );
+    if super::confirm(&question, yes)? {
+        Ok(())
+    } else {
+        Err(Error::usage("the deploy key was not added", "add the key shown above to the git server, then re-run"))
     }
-    if !std::io::stdin().is_terminal() {
-        return Err(Error::usage(
-            "the deploy key must be confirmed, and stdin is not a terminal",
-            "add the key shown above to the git server, then re-run with --yes",
-        ));
-    }
-    report::write_stderr("Press Enter once the key is added (Ctrl-C to stop): ");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).map_err(|error| Error::io("reading the confirmation", error))?;
-    Ok(())
 }
 
 async fn apply_secret(cluster: &Cluster, plan: &Plan) -> Result<()> {

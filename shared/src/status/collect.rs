@@ -59,15 +59,15 @@ pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
     let mut forbidden = Vec::new();
     let mut sources = Index::new();
     for listed in [git, oci, helm_repositories, charts] {
-        for object in keep(listed, &mut forbidden)? {
+        for object in keep(&cluster.server, listed, &mut forbidden)? {
             sources.insert(key(&object), object);
         }
     }
     let mut rows: Vec<(bool, AppStatus)> = Vec::new();
-    for object in keep(kustomizations, &mut forbidden)? {
+    for object in keep(&cluster.server, kustomizations, &mut forbidden)? {
         rows.push((is_ours(&object), kustomization_row(&object, &sources)));
     }
-    for object in keep(releases, &mut forbidden)? {
+    for object in keep(&cluster.server, releases, &mut forbidden)? {
         rows.push((is_ours(&object), helm_release_row(&object, &sources)));
     }
     rows.sort_by(|(_, a), (_, b)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -159,6 +159,7 @@ fn prune(mut object: DynamicObject) -> DynamicObject {
 
 /// The objects of one LIST; a forbidden LIST is noted and skipped, other errors fail.
 fn keep(
+    server: &str,
     listed: Result<Option<Vec<DynamicObject>>, (String, kube::Error)>,
     forbidden: &mut Vec<String>,
 ) -> Result<Vec<DynamicObject>> {
@@ -172,7 +173,7 @@ fn keep(
             forbidden.push(format!("{plural}: {message}"));
             Ok(Vec::new())
         }
-        Err((_, error)) => Err(crate::cluster::classify("", error)),
+        Err((_, error)) => Err(crate::cluster::classify(server, error)),
     }
 }
 
