@@ -28,7 +28,7 @@ lint: ## Format check and clippy with warnings denied
 testenv-build: ## Build (once, cached) kube-apiserver, etcd and the Flux controllers from Go modules
 	bash $(TESTENV_BUILD)
 
-test: lint testenv-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
+test: lint build testenv-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) test --workspace --all-targets
 
 testenv: testenv-build ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
