@@ -96,3 +96,14 @@ pub fn forbidden(message: &str) -> String {
     })
     .to_string()
 }
+
+/// A file of ../shared/fixtures/flux beside the checkout, or `None` (with a note on stderr) when
+/// the fixtures are absent, so that tests depending on them skip instead of failing.
+pub fn flux_fixture(relative: &str) -> Option<String> {
+    let path = format!("{}/../../shared/fixtures/flux/{relative}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).ok();
+    if text.is_none() {
+        eprintln!("skipped: {path} is absent (../shared fixtures not beside the checkout)");
+    }
+    text
+}

@@ -179,14 +179,7 @@ pub fn parse_components_header(text: &str) -> (Option<String>, Option<Vec<String
 mod tests {
     use super::*;
 
-    fn fixture(name: &str) -> Option<String> {
-        let path = format!("{}/../../shared/fixtures/flux/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).ok();
-        if text.is_none() {
-            eprintln!("skipped: {path} is absent (../shared fixtures not beside the checkout)");
-        }
-        text
-    }
+    use crate::testing::flux_fixture as fixture;
 
     #[test]
     fn gotk_sync_matches_what_flux_bootstrap_committed() {

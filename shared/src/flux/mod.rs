@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod bootstrap;
+pub mod objects;
 
 /// The Flux release kubectl-gitops installs and tests against by default.
 pub const PINNED_VERSION: &str = "v2.9.3";
