@@ -101,6 +101,24 @@ pub fn parse_timestamp(time: &str) -> Option<u64> {
     u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
 }
 
+/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp, `2026-12-02T11:00:00Z`, the
+/// form Kubernetes writes (the inverse of [`parse_timestamp`]).
+pub fn format_timestamp(seconds: i64) -> String {
+    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // The civil date from days since 1970-01-01 (Howard Hinnant's civil_from_days).
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let (hour, minute, second) = (second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +158,10 @@ mod tests {
         assert_eq!(parse_timestamp("2026-12-02T11:13:51Z"), Some(1_796_210_031));
         assert_eq!(parse_timestamp("2024-02-29T12:00:00.123Z"), Some(1_709_208_000));
         assert_eq!(parse_timestamp("yesterday"), None);
+        for time in ["1970-01-01T00:00:00Z", "2026-12-02T11:13:51Z", "2024-02-29T12:00:00Z", "2000-03-01T23:59:59Z"] {
+            let seconds = parse_timestamp(time).unwrap();
+            assert_eq!(format_timestamp(i64::try_from(seconds).unwrap()), time);
+        }
     }
 
     #[test]

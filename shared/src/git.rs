@@ -15,6 +15,7 @@
 //! (`ExitCode::Git`) and prints [`GitError::hint`].
 
 mod known_hosts;
+pub mod log;
 #[cfg(test)]
 mod tests;
 

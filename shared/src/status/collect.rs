@@ -27,8 +27,11 @@ pub enum Scope {
     All,
 }
 
+/// (kind, namespace, name) of an object.
+pub(super) type Key = (String, String, String);
+
 /// Objects by (kind, namespace, name).
-type Index = HashMap<(String, String, String), DynamicObject>;
+pub(super) type Index = HashMap<Key, DynamicObject>;
 
 /// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
 pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
@@ -42,10 +45,7 @@ pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
     if detection.api_versions.version_for(&KUSTOMIZATION).is_none()
         && detection.api_versions.version_for(&HELM_RELEASE).is_none()
     {
-        return Err(Error::Negative {
-            message: "Flux is not installed: this cluster serves no Kustomization or HelmRelease API".into(),
-            hint: Some("install it with `kubectl gitops install`".into()),
-        });
+        return Err(flux_not_installed());
     }
     let served = &detection.api_versions;
     let (git, oci, helm_repositories, charts, kustomizations, releases) = tokio::join!(
@@ -84,6 +84,14 @@ pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
     Ok(Report { flux, apps, other_flux_objects, forbidden, summary })
 }
 
+/// The error for a cluster without the Flux APIs status reads.
+pub(super) fn flux_not_installed() -> Error {
+    Error::Negative {
+        message: "Flux is not installed: this cluster serves no Kustomization or HelmRelease API".into(),
+        hint: Some("install it with `kubectl gitops install`".into()),
+    }
+}
+
 /// Every object of a kind in scope, page by page; `Ok(None)` when the kind is not served.
 async fn list(
     cluster: &Cluster,
@@ -91,9 +99,7 @@ async fn list(
     kind: &FluxKind,
     scope: &Scope,
 ) -> Result<Option<Vec<DynamicObject>>, (String, kube::Error)> {
-    let Some(version) = served.version_for(kind) else { return Ok(None) };
-    let resource =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural);
+    let Some(resource) = resource(served, kind) else { return Ok(None) };
     let api: Api<DynamicObject> = match scope {
         Scope::All => Api::all_with(cluster.client.clone(), &resource),
         Scope::Namespace(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
@@ -114,6 +120,13 @@ async fn list(
         }
     }
     Ok(Some(items))
+}
+
+/// The API resource of a Flux kind at the version the cluster serves (older Flux releases serve
+/// older versions: source v1beta2, helm v2beta1); `None` when the kind is not served.
+pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResource> {
+    let version = served.version_for(kind)?;
+    Some(ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural))
 }
 
 /// Keeps only the fields a row reads, page by page, so that memory stays small with thousands
@@ -144,8 +157,11 @@ fn prune(mut object: DynamicObject) -> DynamicObject {
     if let Some(revision) = field("/status/lastAppliedRevision") {
         status.insert("lastAppliedRevision".to_string(), revision);
     }
-    if let Some(latest) = field("/status/history/0") {
-        status.insert("history".to_string(), serde_json::Value::Array(vec![latest]));
+    if let Some(deployed) = object.data.pointer("/status/history").and_then(deployed_snapshot) {
+        status.insert("history".to_string(), serde_json::Value::Array(vec![deployed.clone()]));
+    }
+    if let Some(chart) = field("/status/helmChart") {
+        status.insert("helmChart".to_string(), chart);
     }
     let conditions = object.data.pointer("/status/conditions").and_then(|c| c.as_array());
     if let Some(ready) =
@@ -177,7 +193,7 @@ fn keep(
     }
 }
 
-fn key(object: &DynamicObject) -> (String, String, String) {
+pub(super) fn key(object: &DynamicObject) -> Key {
     let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
     (kind, object.metadata.namespace.clone().unwrap_or_default(), object.metadata.name.clone().unwrap_or_default())
 }
@@ -187,12 +203,12 @@ fn is_ours(object: &DynamicObject) -> bool {
         == Some(record::MANAGED_BY_VALUE)
 }
 
-fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
+pub(super) fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
     object.data.pointer(pointer).and_then(|value| value.as_str()).map(String::from)
 }
 
 /// The Ready condition: (status, reason, message, lastTransitionTime); `Unknown` when absent.
-fn ready(object: &DynamicObject) -> (String, Option<String>, Option<String>, Option<String>) {
+pub(super) fn ready(object: &DynamicObject) -> (String, Option<String>, Option<String>, Option<String>) {
     let conditions = object.data.pointer("/status/conditions").and_then(|c| c.as_array());
     let found =
         conditions.and_then(|list| list.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready")));
@@ -208,7 +224,7 @@ fn ready(object: &DynamicObject) -> (String, Option<String>, Option<String>, Opt
     }
 }
 
-fn object_status(object: &DynamicObject, revision: Option<String>) -> ObjectStatus {
+pub(super) fn object_status(object: &DynamicObject, revision: Option<String>) -> ObjectStatus {
     let (kind, namespace, name) = key(object);
     let (ready, reason, message, _) = ready(object);
     let suspended = object.data.pointer("/spec/suspend").and_then(|v| v.as_bool()).unwrap_or(false);
@@ -235,7 +251,7 @@ fn referenced<'a>(
     sources.get(&(kind, namespace, name))
 }
 
-fn kustomization_row(object: &DynamicObject, sources: &Index) -> AppStatus {
+pub(super) fn kustomization_row(object: &DynamicObject, sources: &Index) -> AppStatus {
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let source = referenced(sources, object.data.pointer("/spec/sourceRef"), &namespace);
     let oci = object.data.pointer("/spec/sourceRef/kind").and_then(|k| k.as_str()) == Some("OCIRepository");
@@ -254,9 +270,8 @@ fn kustomization_row(object: &DynamicObject, sources: &Index) -> AppStatus {
     )
 }
 
-fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppStatus {
+pub(super) fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppStatus {
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
-    let name = object.metadata.name.clone().unwrap_or_default();
     let mut chain = Vec::new();
     let source = match object.data.pointer("/spec/chartRef") {
         Some(chart_ref) => referenced(sources, Some(chart_ref), &namespace),
@@ -268,9 +283,7 @@ fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppStatus {
             if let Some(source) = source {
                 chain.push(object_status(source, text(source, "/status/artifact/revision")));
             }
-            // helm-controller names the HelmChart it creates `<namespace>-<name>`.
-            let chart_key = ("HelmChart".to_string(), source_namespace, format!("{namespace}-{name}"));
-            if let Some(chart) = sources.get(&chart_key) {
+            if let Some(chart) = sources.get(&chart_key(object, &source_namespace)) {
                 chain.push(object_status(chart, text(chart, "/status/artifact/revision")));
             }
             source
@@ -281,12 +294,35 @@ fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppStatus {
     {
         chain.push(object_status(source, text(source, "/status/artifact/revision")));
     }
-    let latest = object.data.pointer("/status/history/0");
-    let deployed = latest.filter(|entry| entry.get("status").and_then(|s| s.as_str()) == Some("deployed"));
-    let applied = deployed.and_then(|entry| entry.get("chartVersion")).and_then(|v| v.as_str()).map(String::from);
+    let deployed = object.data.pointer("/status/history").and_then(deployed_snapshot);
+    // helm v2beta1 (before Flux v2.2's history) records the chart version as lastAppliedRevision.
+    let applied = deployed
+        .and_then(|entry| entry.get("chartVersion"))
+        .and_then(|v| v.as_str())
+        .map(String::from)
+        .or_else(|| text(object, "/status/lastAppliedRevision"));
     let last_deployed = deployed.and_then(|entry| entry.get("lastDeployed")).and_then(|v| v.as_str()).map(String::from);
     chain.push(object_status(object, applied.clone()));
     row(object, AppKind::Helm, source, applied, last_deployed, chain)
+}
+
+/// The HelmChart of a HelmRelease's `spec.chart`: what `status.helmChart` names, else the name
+/// helm-controller gives it, `<namespace>-<name>` in the chart source's namespace.
+pub(super) fn chart_key(release: &DynamicObject, source_namespace: &str) -> Key {
+    let (namespace, name) = match text(release, "/status/helmChart").as_deref().and_then(|c| c.split_once('/')) {
+        Some((namespace, name)) => (namespace.to_string(), name.to_string()),
+        None => {
+            let (_, release_namespace, release_name) = key(release);
+            (source_namespace.to_string(), format!("{release_namespace}-{release_name}"))
+        }
+    };
+    ("HelmChart".to_string(), namespace, name)
+}
+
+/// The release running now: the newest snapshot in `status.history` that is `deployed` (after a
+/// failed upgrade the newest one is `failed` and the previous release still runs).
+pub(super) fn deployed_snapshot(history: &serde_json::Value) -> Option<&serde_json::Value> {
+    history.as_array()?.iter().find(|entry| entry.get("status").and_then(|s| s.as_str()) == Some("deployed"))
 }
 
 fn row(

@@ -7,11 +7,17 @@
 
 mod collect;
 mod render;
+mod tree;
+mod watch;
 
 use serde::Serialize;
 
 pub use self::collect::{Scope, collect};
 pub use self::render::{exit_code, render_table};
+pub use self::tree::{
+    AppReport, AppStatusArgs, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree,
+    run_app_status,
+};
 use crate::record::InstallRecord;
 
 /// How an app is deployed.
