@@ -495,6 +495,31 @@ impl Checkout {
         if Some(head) == self.base {
             return Ok(());
         }
+        let refspec = format!("{0}:{0}", branch_ref(&self.branch)?);
+        self.push_refspec(&refspec, &self.branch)?;
+        self.base = Some(head);
+        self.unpushed.clear();
+        Ok(())
+    }
+
+    /// Pushes the local branch to another branch of the remote, replacing whatever that branch
+    /// held (a pull request branch of ours, pushed again on a re-run). The checked-out branch
+    /// of the remote is not touched.
+    pub fn push_to_branch(&self, branch: &str) -> Result<(), GitError> {
+        if self.head_oid().is_none() {
+            return Ok(());
+        }
+        let refspec = format!("+{}:{}", branch_ref(&self.branch)?, branch_ref(branch)?);
+        self.push_refspec(&refspec, branch)
+    }
+
+    /// Deletes a branch of the remote (one we pushed and must not leave behind).
+    pub fn delete_remote_branch(&self, branch: &str) -> Result<(), GitError> {
+        self.push_refspec(&format!(":{}", branch_ref(branch)?), branch)
+    }
+
+    /// Runs one push and turns libgit2's ways of refusing into [`GitError`]s naming `branch`.
+    fn push_refspec(&self, refspec: &str, branch: &str) -> Result<(), GitError> {
         let endpoint = Endpoint::parse(&self.remote.url)?;
         let session = Session::new(&self.remote, &endpoint);
         // libgit2 reports per-ref rejections (hooks, a ref that moved) through this callback
@@ -509,30 +534,35 @@ impl Checkout {
         });
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
-        let refspec = format!("{0}:{0}", branch_ref(&self.branch)?);
         let mut origin = self.repo.find_remote(ORIGIN)?;
-        let result = origin.push(&[refspec.as_str()], Some(&mut options));
+        let result = origin.push(&[refspec], Some(&mut options));
         drop(options);
         match result {
             // libgit2 checks fast-forward itself before sending anything.
             Err(error) if error.code() == ErrorCode::NotFastForward => {
-                return Err(GitError::NonFastForward { branch: self.branch.clone() });
+                return Err(GitError::NonFastForward { branch: branch.to_string() });
             }
             Err(error) => return Err(session.finish(error)),
             Ok(()) => {}
         }
         if let Some(reason) = refused.into_inner() {
             let lower = reason.to_ascii_lowercase();
-            // A server that moved between our fetch and its ref update says one of these.
-            let moved = ["non-fast-forward", "fetch first", "stale info", "cannot lock ref", "but expected"];
+            // A server that moved between our fetch and its ref update says one of these
+            // ("failed to update ref": git receive-pack losing the ref lock to a concurrent push).
+            let moved = [
+                "non-fast-forward",
+                "fetch first",
+                "stale info",
+                "cannot lock ref",
+                "but expected",
+                "failed to update ref",
+            ];
             return Err(if moved.iter().any(|m| lower.contains(m)) {
-                GitError::NonFastForward { branch: self.branch.clone() }
+                GitError::NonFastForward { branch: branch.to_string() }
             } else {
-                GitError::Rejected { branch: self.branch.clone(), reason: session.scrub(&reason) }
+                GitError::Rejected { branch: branch.to_string(), reason: session.scrub(&reason) }
             });
         }
-        self.base = Some(head);
-        self.unpushed.clear();
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! Each binary parses its own arguments and calls into one module per concern here; see
 //! docs/ARCHITECTURE.md for how a command flows from arguments to API calls to output.
 
+pub mod app;
 pub mod apply;
 pub mod cli;
 pub mod cluster;

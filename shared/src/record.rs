@@ -34,6 +34,16 @@ pub struct InstallRecord {
     pub flux_version: String,
     /// The Flux controllers installed, comma separated in the ConfigMap.
     pub components: Vec<String>,
+    /// `github` or `gitlab` when the repo is reached through a provider's API (for pull
+    /// requests and branch protection); absent for any other git server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The provider's `owner/name` (GitLab: `group[/subgroup]/name`) of the repo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The host of GitHub Enterprise or self-managed GitLab, when not the public one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
 }
 
 impl InstallRecord {
@@ -48,19 +58,29 @@ impl InstallRecord {
             cluster_name: field("clusterName")?,
             flux_version: field("fluxVersion")?,
             components: field("components")?.split(',').map(str::trim).map(String::from).collect(),
+            provider: field("provider"),
+            repository: field("repository"),
+            hostname: field("hostname"),
         })
     }
 
     /// The ConfigMap data this record is stored as.
     pub fn to_data(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
+        let mut data = BTreeMap::from([
             ("url".to_string(), self.url.clone()),
             ("branch".to_string(), self.branch.clone()),
             ("path".to_string(), self.path.clone()),
             ("clusterName".to_string(), self.cluster_name.clone()),
             ("fluxVersion".to_string(), self.flux_version.clone()),
             ("components".to_string(), self.components.join(",")),
-        ])
+        ]);
+        let optional = [("provider", &self.provider), ("repository", &self.repository), ("hostname", &self.hostname)];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                data.insert(key.to_string(), value.clone());
+            }
+        }
+        data
     }
 }
 
@@ -77,6 +97,9 @@ mod tests {
             cluster_name: "dev".into(),
             flux_version: "v2.9.3".into(),
             components: vec!["source-controller".into(), "kustomize-controller".into()],
+            provider: Some("github".into()),
+            repository: Some("acme/fleet".into()),
+            hostname: None,
         };
         let configmap = ConfigMap { data: Some(record.to_data()), ..Default::default() };
         assert_eq!(InstallRecord::from_configmap(&configmap), Some(record));

@@ -1,5 +1,71 @@
-//! `kubectl gitops app`: planned; its issue replaces this placeholder.
+//! `kubectl gitops app`: add, list, remove, suspend and resume apps in the config repo.
+
+use clap::{Parser, Subcommand};
+use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
+use gitops_shared::cli::GlobalArgs;
+use gitops_shared::error::ExitCode;
+use gitops_shared::output::write_stdout;
+use gitops_shared::runtime::{self, CommandLine};
+use gitops_shared::status::{self, AppStatusArgs};
+use gitops_shared::version::VERSION_LINE;
+
+/// Add, list, remove, suspend and resume apps: Flux manifests in the config repo, committed
+/// directly or through a pull request, deployed by Flux.
+///
+/// An app is defined once under apps/<app>/ (its source and its Kustomization or HelmRelease)
+/// and listed per cluster under <cluster>/apps/, with per-cluster values there. The config repo
+/// is the one the current cluster was installed from (see `kubectl gitops detect -o yaml`).
+#[derive(Debug, Parser)]
+#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Add an app from git (kustomize or a Helm chart), a Helm repository or an OCI registry.
+    ///
+    /// Re-adding the same app changes nothing; a different definition needs --update.
+    ///
+    /// Examples:
+    ///   kubectl gitops app add podinfo --url https://github.com/stefanprodan/podinfo --path ./kustomize
+    ///   kubectl gitops app add db --url https://charts.bitnami.com/bitnami --chart postgresql --values db.yaml
+    ///   kubectl gitops app add mccp --url oci://ghcr.io/acme/charts --chart mccp --values uat.yaml --cluster uat
+    #[command(verbatim_doc_comment)]
+    Add(AddArgs),
+    /// List the apps: from the cluster, or from the config repo with --repo.
+    List(ListArgs),
+    /// Remove an app from the config repo; Flux prunes what it deployed.
+    Remove(RemoveArgs),
+    /// Stop Flux from reconciling an app (spec.suspend: true on its objects).
+    Suspend(SuspendArgs),
+    /// Let Flux reconcile a suspended app again.
+    Resume(SuspendArgs),
+    /// One app as a tree: source, Kustomization or HelmRelease, chart, workloads; why it is not ready.
+    Status(AppStatusArgs),
+}
+
+impl CommandLine for Cli {
+    fn global_args(&self) -> &GlobalArgs {
+        &self.global
+    }
+}
 
 fn main() -> std::process::ExitCode {
-    gitops_shared::runtime::not_implemented("app")
+    runtime::main("kubectl gitops app", |cli: Cli| async move {
+        let global = &cli.global;
+        let text = match &cli.command {
+            Command::Status(args) => return status::run_app_status(args, global).await,
+            Command::Add(args) => app::add(args, global).await?,
+            Command::List(args) => app::list(args, global).await?,
+            Command::Remove(args) => app::remove(args, global).await?,
+            Command::Suspend(args) => app::suspend(args, global, true).await?,
+            Command::Resume(args) => app::suspend(args, global, false).await?,
+        };
+        write_stdout(&text)?;
+        Ok(ExitCode::Ok)
+    })
 }

@@ -282,6 +282,9 @@ mod tests {
             cluster_name: "dev".into(),
             flux_version: "v2.9.3".into(),
             components: vec!["source-controller".into()],
+            provider: None,
+            repository: None,
+            hostname: None,
         };
         insta::assert_snapshot!(record_manifest(&record, "flux-system").unwrap(), @r"
         # Written by kubectl gitops install: what this cluster was installed with.

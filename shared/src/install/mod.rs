@@ -281,6 +281,7 @@ impl Plan {
             ));
         }
 
+        let hosted = inspection.hosted.as_ref();
         let record = InstallRecord {
             url: source.flux_url.clone(),
             branch: request.branch.clone(),
@@ -288,6 +289,11 @@ impl Plan {
             cluster_name: request.cluster_name.clone(),
             flux_version: request.flux_version.clone(),
             components: request.components.clone(),
+            provider: hosted.map(|hosted| hosted.provider.kind().id().to_string()),
+            repository: hosted.map(|hosted| hosted.repo.path()),
+            hostname: hosted
+                .map(|hosted| hosted.provider.host().to_string())
+                .filter(|host| hosted.is_some_and(|h| h.provider.kind().default_host() != host)),
         };
         let target = SyncTarget {
             url: source.flux_url.clone(),
@@ -341,7 +347,6 @@ impl Plan {
         sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Internal)?);
 
         let mut steps = Vec::new();
-        let hosted = inspection.hosted.as_ref();
         if let (Some(hosted), FluxAuth::Ssh(key)) = (hosted, &auth)
             && !hosted.has_key(&key.public_openssh, !request.read_write_key)
         {
@@ -668,6 +673,7 @@ fn export(args: &InstallArgs, mut request: Request, components_text: Option<Stri
         path: request.path.clone(),
         namespace: request.namespace.clone(),
     };
+    let hosted = args.provider != ProviderKind::Git;
     let record = InstallRecord {
         url,
         branch: request.branch.clone(),
@@ -675,6 +681,9 @@ fn export(args: &InstallArgs, mut request: Request, components_text: Option<Stri
         cluster_name: request.cluster_name.clone(),
         flux_version: request.flux_version.clone(),
         components: request.components.clone(),
+        provider: hosted.then(|| args.provider_name().to_string()),
+        repository: args.owner.as_ref().zip(args.repository.as_ref()).map(|(owner, name)| format!("{owner}/{name}")),
+        hostname: args.hostname.clone(),
     };
     let mut text = components;
     if !text.ends_with('\n') {

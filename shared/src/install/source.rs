@@ -190,7 +190,7 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
         // it first and resolves again, with the host keys of the URL the provider gives.
         (ssh.canonical.clone(), String::new())
     } else {
-        (ssh.canonical.clone(), known_hosts(args, &ssh, confirm)?)
+        (ssh.canonical.clone(), known_hosts(args.known_hosts_file.as_deref(), None, &ssh, confirm)?)
     };
     // We push with the user's SSH key when one is given, else over HTTPS with the token.
     let push_remote = match &private_key {
@@ -222,7 +222,7 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
                 "pass --url https://host/path/repo.git, or drop --token-auth to use an SSH deploy key",
             ));
         }
-        let known_hosts = known_hosts(args, &parsed, confirm)?;
+        let known_hosts = known_hosts(args.known_hosts_file.as_deref(), None, &parsed, confirm)?;
         let push_key = match &private_key {
             Some(key) => key.clone(),
             None => default_ssh_key()?,
@@ -267,7 +267,8 @@ pub fn https_credentials() -> Result<(String, String)> {
     Ok((username, password))
 }
 
-fn read(path: &Path, flag: &str) -> Result<String> {
+/// Reads a file named by a flag; a failure is a usage error naming the flag.
+pub fn read(path: &Path, flag: &str) -> Result<String> {
     std::fs::read_to_string(path).map_err(|error| {
         Error::usage(
             format!("cannot read {flag} {}: {error}", path.display()),
@@ -281,7 +282,7 @@ fn home() -> Option<PathBuf> {
 }
 
 /// The user's own SSH key for pushing: ~/.ssh/id_ed25519, id_ecdsa or id_rsa.
-fn default_ssh_key() -> Result<String> {
+pub fn default_ssh_key() -> Result<String> {
     let candidates = ["id_ed25519", "id_ecdsa", "id_rsa"];
     home()
         .into_iter()
@@ -303,10 +304,16 @@ pub fn known_hosts_name(host: &str, port: Option<u16>) -> String {
     }
 }
 
-/// known_hosts lines for the host: `--known-hosts-file`, else the keys GitHub and GitLab publish
-/// for github.com and gitlab.com, else ~/.ssh/known_hosts, else a scan the user confirms (the
-/// fingerprints are shown; `--yes` accepts them).
-fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<String> {
+/// known_hosts lines for the host: `file` (`--known-hosts-file`), else the lines already pinned
+/// for it (the cluster's Flux Secret), else the keys GitHub and GitLab publish for github.com and
+/// gitlab.com, else ~/.ssh/known_hosts, else a scan the user confirms (the fingerprints are
+/// shown; `--yes` accepts them).
+pub fn known_hosts(
+    file: Option<&Path>,
+    pinned: Option<&str>,
+    url: &ParsedUrl,
+    confirm: &dyn Fn(&str) -> Result<bool>,
+) -> Result<String> {
     let name = known_hosts_name(&url.host, url.port);
     let matching = |text: &str| -> String {
         text.lines()
@@ -314,7 +321,7 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
             .map(|line| format!("{line}\n"))
             .collect()
     };
-    if let Some(path) = &args.known_hosts_file {
+    if let Some(path) = file {
         let found = matching(&read(path, "--known-hosts-file")?);
         if found.is_empty() {
             return Err(Error::usage(
@@ -322,6 +329,9 @@ fn known_hosts(args: &InstallArgs, url: &ParsedUrl, confirm: &dyn Fn(&str) -> Re
                 format!("add one with `ssh-keyscan -p {} {} >> {}`", url.port.unwrap_or(22), url.host, path.display()),
             ));
         }
+        return Ok(found);
+    }
+    if let Some(found) = pinned.map(matching).filter(|found| !found.is_empty()) {
         return Ok(found);
     }
     if let Some(published) = published_host_keys(&name) {

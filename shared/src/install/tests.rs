@@ -169,6 +169,9 @@ fn a_layout_from_another_repo_is_refused_naming_both() {
         cluster_name: "prod".into(),
         flux_version: "v2.9.3".into(),
         components: vec![],
+        provider: None,
+        repository: None,
+        hostname: None,
     };
     let inspection = inspection(&repo, detection(ClusterState::Gitops, Some("v2.9.3"), Some(other)));
     let error = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap_err();

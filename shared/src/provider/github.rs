@@ -28,6 +28,13 @@ struct Repository {
     ssh_url: String,
     clone_url: String,
     html_url: String,
+    /// Present when the request is authenticated.
+    permissions: Option<Permissions>,
+}
+
+#[derive(Deserialize)]
+struct Permissions {
+    push: bool,
 }
 
 impl From<Repository> for RepoInfo {
@@ -38,6 +45,7 @@ impl From<Repository> for RepoInfo {
             ssh_url: repo.ssh_url,
             https_url: repo.clone_url,
             web_url: repo.html_url,
+            can_push: repo.permissions.map(|permissions| permissions.push),
         }
     }
 }

@@ -28,7 +28,23 @@ struct Project {
     ssh_url_to_repo: String,
     http_url_to_repo: String,
     web_url: String,
+    /// The token's access: on the project itself, or inherited from its group.
+    permissions: Option<Permissions>,
 }
+
+#[derive(Deserialize)]
+struct Permissions {
+    project_access: Option<Access>,
+    group_access: Option<Access>,
+}
+
+#[derive(Deserialize)]
+struct Access {
+    access_level: u32,
+}
+
+/// GitLab's Developer role, the least that may push to an unprotected branch.
+const DEVELOPER_ACCESS: u32 = 30;
 
 impl From<Project> for RepoInfo {
     fn from(project: Project) -> RepoInfo {
@@ -38,6 +54,10 @@ impl From<Project> for RepoInfo {
             ssh_url: project.ssh_url_to_repo,
             https_url: project.http_url_to_repo,
             web_url: project.web_url,
+            can_push: project.permissions.map(|permissions| {
+                let level = |access: Option<Access>| access.map_or(0, |access| access.access_level);
+                level(permissions.project_access).max(level(permissions.group_access)) >= DEVELOPER_ACCESS
+            }),
         }
     }
 }

@@ -61,6 +61,19 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The lower-case name used in flags and in the install record (`github`, `gitlab`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Kind::GitHub => "github",
+            Kind::GitLab => "gitlab",
+        }
+    }
+
+    /// The kind a lower-case name ([`Kind::id`]) stands for.
+    pub fn from_id(id: &str) -> Option<Kind> {
+        [Kind::GitHub, Kind::GitLab].into_iter().find(|kind| kind.id() == id)
+    }
+
     /// The environment variable holding this provider's API token.
     pub fn token_env(self) -> &'static str {
         match self {
@@ -239,6 +252,9 @@ pub struct RepoInfo {
     pub https_url: String,
     /// The repository's web page.
     pub web_url: String,
+    /// Whether the token may push, when the provider says: GitHub `permissions.push`, GitLab
+    /// Developer access (30) or more on the project or its group.
+    pub can_push: Option<bool>,
 }
 
 /// A deploy key of a repository.

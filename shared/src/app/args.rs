@@ -1,0 +1,208 @@
+//! `kubectl gitops app` flags, each documented where it is defined.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args};
+
+use crate::duration;
+
+/// How to reach the config repo. By default: the repo, branch and cluster directory recorded
+/// when this cluster was installed.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RepoArgs {
+    /// The config repo URL (default: the one the current cluster was installed from).
+    #[arg(long, value_name = "URL", help_heading = "Config repo")]
+    pub config_repo: Option<String>,
+
+    /// The config repo's branch (default: the one the current cluster follows, else main).
+    #[arg(long, value_name = "BRANCH", help_heading = "Config repo")]
+    pub config_branch: Option<String>,
+
+    /// The SSH private key to push with (default ~/.ssh/id_ed25519, id_ecdsa or id_rsa).
+    #[arg(long, value_name = "FILE", help_heading = "Config repo")]
+    pub private_key_file: Option<PathBuf>,
+
+    /// known_hosts for the git host (default: the host keys pinned in the cluster's Flux Secret,
+    /// else ~/.ssh/known_hosts).
+    #[arg(long, value_name = "FILE", help_heading = "Config repo")]
+    pub known_hosts_file: Option<PathBuf>,
+}
+
+/// How a change reaches the config repo, and what happens after.
+#[derive(Debug, Clone, Args)]
+pub struct DeliveryArgs {
+    /// Push the commit to the config branch (the default unless the provider says the branch is protected).
+    #[arg(long, help_heading = "Delivery")]
+    pub auto_merge: bool,
+
+    /// Push to a new branch and open a pull request (GitLab: merge request) instead.
+    #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]
+    pub pr: bool,
+
+    /// The commit message (default: what changed, e.g. "Add app podinfo (kustomize) to clusters/dev").
+    #[arg(long, short = 'm', value_name = "TEXT", help_heading = "Delivery")]
+    pub message: Option<String>,
+
+    /// The commit author as "Name <email>" (default: $GIT_AUTHOR_NAME <$GIT_AUTHOR_EMAIL>, else kubectl-gitops).
+    #[arg(long, value_name = "NAME <EMAIL>", help_heading = "Delivery")]
+    pub author: Option<String>,
+
+    /// Print the numbered plan and a unified diff of the repo; change nothing anywhere.
+    #[arg(long, help_heading = "Delivery")]
+    pub dry_run: bool,
+
+    /// After pushing, wait until Flux has applied the commit and the app is Ready (or gone).
+    #[arg(long, help_heading = "Delivery")]
+    pub wait: bool,
+
+    /// How long --wait waits.
+    #[arg(long, value_parser = duration::parse, default_value = "5m", help_heading = "Delivery")]
+    pub timeout: Duration,
+}
+
+/// `app add NAME --url URL`.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("git_ref").args(["branch", "tag", "semver", "commit"]).multiple(false)))]
+pub struct AddArgs {
+    /// The app's name: a DNS-1123 label, used for its directory and its Flux objects.
+    pub name: String,
+
+    /// Where the app comes from: a git URL (ssh://, https://), an https Helm repository (with
+    /// --chart), or oci:// (manifests, or a Helm chart with --chart).
+    #[arg(long, help_heading = "Source")]
+    pub url: String,
+
+    /// The git branch to follow (git sources; default main).
+    #[arg(long, help_heading = "Source")]
+    pub branch: Option<String>,
+
+    /// The git or OCI tag to follow (OCI default: latest).
+    #[arg(long, help_heading = "Source")]
+    pub tag: Option<String>,
+
+    /// A semver range of tags to follow, e.g. ">=1.0.0 <2.0.0".
+    #[arg(long, help_heading = "Source")]
+    pub semver: Option<String>,
+
+    /// A git commit to pin (with --branch to say which branch it is on).
+    #[arg(long, help_heading = "Source")]
+    pub commit: Option<String>,
+
+    /// The Secret (in the Flux namespace) with credentials for a private source.
+    #[arg(long, value_name = "NAME", help_heading = "Source")]
+    pub secret_ref: Option<String>,
+
+    /// The directory of kustomize manifests in the source (default ./).
+    #[arg(long, conflicts_with_all = ["chart", "chart_path"], help_heading = "Deploy")]
+    pub path: Option<String>,
+
+    /// The Helm chart's name in the Helm repository or OCI registry.
+    #[arg(long, conflicts_with = "chart_path", help_heading = "Deploy")]
+    pub chart: Option<String>,
+
+    /// The chart version or semver range (Helm repositories; default: the latest).
+    #[arg(long, value_name = "VERSION", requires = "chart", help_heading = "Deploy")]
+    pub chart_version: Option<String>,
+
+    /// The directory of a Helm chart in a git source.
+    #[arg(long, value_name = "PATH", help_heading = "Deploy")]
+    pub chart_path: Option<String>,
+
+    /// A Helm values file (repeatable): copied into the repo, shared by all clusters, or
+    /// only for the clusters given with --cluster.
+    #[arg(long = "values", value_name = "FILE", help_heading = "Deploy")]
+    pub values: Vec<PathBuf>,
+
+    /// The namespace the app's workloads go to.
+    #[arg(long, value_name = "NAMESPACE", default_value = "default", help_heading = "Deploy")]
+    pub target_namespace: String,
+
+    /// Create the target namespace when it does not exist.
+    #[arg(long, help_heading = "Deploy")]
+    pub create_namespace: bool,
+
+    /// How often Flux checks the source and re-applies the app.
+    #[arg(long, value_parser = duration::parse, default_value = "1m", help_heading = "Deploy")]
+    pub interval: Duration,
+
+    /// Delete what disappears from the source (kustomize apps).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL", help_heading = "Deploy")]
+    pub prune: bool,
+
+    /// An app (in the same namespace) that must be Ready first (repeatable).
+    #[arg(long, value_name = "APP", help_heading = "Deploy")]
+    pub depends_on: Vec<String>,
+
+    /// A cluster to deploy to, by its name in the repo (repeatable; default: the current cluster).
+    #[arg(long = "cluster", value_name = "NAME", help_heading = "Deploy")]
+    pub clusters: Vec<String>,
+
+    /// Replace the app's definition when it already exists with a different one.
+    #[arg(long, help_heading = "Deploy")]
+    pub update: bool,
+
+    /// Print the app's Flux YAML only; no cluster, no repo.
+    #[arg(long, conflicts_with = "dry_run", help_heading = "Delivery")]
+    pub export: bool,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+}
+
+/// `app remove NAME`.
+#[derive(Debug, Clone, Args)]
+pub struct RemoveArgs {
+    /// The app to remove.
+    pub name: String,
+
+    /// Remove it from these clusters only (repeatable; default: the current cluster). The app's
+    /// definition goes too once no cluster lists it.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+}
+
+/// `app suspend NAME` and `app resume NAME`.
+#[derive(Debug, Clone, Args)]
+pub struct SuspendArgs {
+    /// The app.
+    pub name: String,
+
+    /// Also write the change into the config repo, so that it survives a re-install.
+    #[arg(long)]
+    pub persist: bool,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+}
+
+/// `app list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// List the apps of every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Only the apps the config repo lists for this cluster (reads the repo, like --repo).
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
+
+    /// Read the config repo instead of the cluster: every app and the clusters that list it.
+    #[arg(long)]
+    pub repo: bool,
+
+    #[command(flatten)]
+    pub repo_access: RepoArgs,
+}

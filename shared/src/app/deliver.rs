@@ -1,0 +1,172 @@
+//! Carrying out a [`Plan`]: patch the cluster, then commit and push to the config branch (on a
+//! concurrent push: fetch, re-plan on the new head, retry), or push a branch and open or update
+//! a pull request. Nothing is left half-done: a pull request that cannot be opened takes its
+//! new branch away again.
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::plan::{Delivery, FileChange, Plan};
+use crate::apply::FIELD_MANAGER;
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::git::{Checkout, GitError, Remote, Signature};
+use crate::output::report;
+use crate::output::style::{Stream, Style};
+use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
+
+/// How many times a push to the config branch is tried when others push meanwhile.
+pub const PUSH_ATTEMPTS: u32 = 5;
+
+/// The config repo, and the provider API in front of it when there is one.
+#[derive(Debug, Clone)]
+pub struct ConfigRepo {
+    /// Where we clone and push, with our credentials.
+    pub remote: Remote,
+    /// The branch Flux follows.
+    pub branch: String,
+    /// GitHub or GitLab: for branch protection and pull requests.
+    pub hosted: Option<HostedRepo>,
+}
+
+/// A config repo on GitHub or GitLab.
+#[derive(Debug, Clone)]
+pub struct HostedRepo {
+    /// The API client.
+    pub provider: Provider,
+    /// `owner/name`.
+    pub repo: RepoRef,
+}
+
+/// What execution did.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// The commit pushed to the config branch (direct delivery).
+    pub commit: Option<String>,
+    /// The pull request opened or updated.
+    pub pull_request: Option<(PullRequest, PullRequestOutcome)>,
+}
+
+/// Runs the plan. `replan` recomputes the file changes on a fresh clone after a concurrent
+/// push, from the same request, so a retry never overwrites what the other push changed.
+pub async fn execute(
+    plan: &Plan,
+    checkout: Option<Checkout>,
+    repo: &ConfigRepo,
+    author: &Signature,
+    cluster: Option<&Cluster>,
+    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+) -> Result<Outcome> {
+    let steps = plan.steps();
+    let total = steps.len();
+    let fail = |number: usize, error: Error| Error::Step {
+        number,
+        total,
+        step: steps.get(number - 1).cloned().unwrap_or_default(),
+        source: Box::new(error),
+    };
+    let style = Style::for_stream(Stream::Stderr);
+    let mut number = 0;
+    for patch in &plan.patches {
+        number += 1;
+        let cluster = cluster.ok_or_else(|| fail(number, Error::Internal("no cluster to patch".into())))?;
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(patch.kind.group, &patch.version, patch.kind.kind));
+        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &patch.namespace, &resource);
+        let body = serde_json::json!({"spec": {"suspend": patch.suspend}});
+        api.patch(&patch.name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
+            .await
+            .map_err(|error| fail(number, cluster.error(error)))?;
+        report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+    }
+    let mut outcome = Outcome::default();
+    let Some(checkout) = checkout.filter(|_| !plan.files.is_empty()) else {
+        return Ok(outcome);
+    };
+    number += 1;
+    match &plan.delivery {
+        Delivery::Push => {
+            let commit =
+                push_with_replans(plan, checkout, repo, author, replan).map_err(|error| fail(number, error))?;
+            report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+            outcome.commit = commit;
+        }
+        Delivery::PullRequest { branch, .. } => {
+            let hosted = repo
+                .hosted
+                .as_ref()
+                .ok_or_else(|| fail(number, Error::Internal("a pull request needs a GitHub or GitLab repo".into())))?;
+            let mut checkout = checkout;
+            write(&mut checkout, &plan.files).map_err(|error| fail(number, error))?;
+            let commit = checkout.commit(&plan.message, author).map_err(|error| fail(number, error.into()))?;
+            let existed = crate::git::remote_head(&repo.remote, branch).map_err(|error| fail(number, error.into()))?;
+            checkout.push_to_branch(branch).map_err(|error| fail(number, error.into()))?;
+            report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+            number += 1;
+            let opened = hosted
+                .provider
+                .ensure_pull_request(&hosted.repo, branch, &repo.branch, &plan.message, &plan.pull_request_body())
+                .await;
+            match opened {
+                Ok(pull_request) => {
+                    report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+                    outcome.commit = commit;
+                    outcome.pull_request = Some(pull_request);
+                }
+                Err(error) => {
+                    // Leave nothing behind: a branch we created for a pull request that does
+                    // not exist would only confuse the next run and the repo's owners.
+                    if existed.is_none()
+                        && let Err(cleanup) = checkout.delete_remote_branch(branch)
+                    {
+                        report::warning(&format!("could not delete branch {branch} again: {cleanup}"));
+                    }
+                    return Err(fail(number, error.into()));
+                }
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Commits and pushes to the config branch; when someone else pushed meanwhile, clones the new
+/// head, re-plans and tries again.
+fn push_with_replans(
+    plan: &Plan,
+    mut checkout: Checkout,
+    repo: &ConfigRepo,
+    author: &Signature,
+    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+) -> Result<Option<String>> {
+    let mut files = plan.files.clone();
+    for attempt in 1..=PUSH_ATTEMPTS {
+        if files.is_empty() {
+            // The other push already made the change.
+            return Ok(None);
+        }
+        write(&mut checkout, &files)?;
+        let commit = checkout.commit(&plan.message, author)?;
+        match checkout.push() {
+            Ok(()) => return Ok(commit),
+            Err(GitError::NonFastForward { .. }) if attempt < PUSH_ATTEMPTS => {
+                report::detail(&format!("{} moved while we pushed; fetching and trying again", repo.branch));
+                checkout = Checkout::clone(&repo.remote, &repo.branch)?;
+                files = replan(&checkout)?;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(Error::Git {
+        message: format!("{} kept moving: {PUSH_ATTEMPTS} pushes were refused", repo.branch),
+        hint: Some("try again when fewer changes are being pushed".into()),
+    })
+}
+
+fn write(checkout: &mut Checkout, files: &[FileChange]) -> Result<()> {
+    for file in files {
+        match &file.after {
+            Some(contents) => checkout.write(&file.path, contents.as_bytes())?,
+            None => checkout.remove(&file.path)?,
+        }
+    }
+    Ok(())
+}

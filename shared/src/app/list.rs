@@ -1,0 +1,197 @@
+//! `app list`: the apps, from the cluster (our labelled objects, with their state) or from the
+//! config repo (`--repo`, `--cluster`: every app and the clusters that list it).
+
+use serde::Serialize;
+
+use super::args::ListArgs;
+use super::layout::{self, ClusterDir};
+use super::{clone, context, plan};
+use crate::cli::{GlobalArgs, OutputFormat};
+use crate::error::{Error, Result};
+use crate::output::table::Table;
+use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
+
+/// One app; `-o json|yaml` prints a list of these (docs/output.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRow {
+    /// The app's name.
+    pub name: String,
+    /// Namespace of its Flux objects.
+    pub namespace: String,
+    /// kustomize, helm or oci.
+    pub kind: String,
+    /// The source URL.
+    pub source: Option<String>,
+    /// The clusters that run it (from the cluster: the current one).
+    pub clusters: Vec<String>,
+    /// Ready, failing, progressing or suspended; `None` when not read from a cluster.
+    pub state: Option<String>,
+    /// `spec.suspend` in the cluster.
+    pub suspended: Option<bool>,
+    /// What is running.
+    pub revision: Option<String>,
+}
+
+/// `app list`: returns the text to print.
+pub async fn list(args: &ListArgs, global: &GlobalArgs) -> Result<String> {
+    let format = global.output_format();
+    crate::output::ensure_supported(
+        format,
+        &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name],
+    )?;
+    let context = context(global, &args.repo_access).await?;
+    let scope = match (args.all_namespaces, &global.namespace) {
+        (true, _) => Scope::All,
+        (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
+        (false, None) => Scope::Namespace(context.namespace.clone()),
+    };
+    let live = match &context.cluster {
+        Some(cluster) => status::collect(cluster, &scope).await?.apps,
+        None => Vec::new(),
+    };
+    let current = context.record.as_ref().map(|record| record.cluster_name.clone());
+    let rows = if args.repo || args.cluster.is_some() {
+        let checkout = clone(&context.repo)?;
+        let clusters = layout::clusters_in(&checkout)?;
+        if let Some(wanted) = &args.cluster
+            && !clusters.iter().any(|cluster| &cluster.name == wanted)
+        {
+            let known = clusters.iter().map(|cluster| cluster.name.as_str()).collect::<Vec<_>>().join(", ");
+            return Err(Error::usage(format!("unknown cluster {wanted:?}"), format!("clusters in the repo: {known}")));
+        }
+        repo_rows(&checkout, &clusters, &context.namespace, args.cluster.as_deref(), current.as_deref(), &live)?
+    } else {
+        live.iter().map(|app| live_row(app, current.as_deref())).collect()
+    };
+    render(&rows, format, !global.no_headers)
+}
+
+fn live_row(app: &AppStatus, cluster: Option<&str>) -> AppRow {
+    AppRow {
+        name: app.name.clone(),
+        namespace: app.namespace.clone(),
+        kind: kind_word(app),
+        source: app.source_url.clone(),
+        clusters: cluster.map(String::from).into_iter().collect(),
+        state: Some(state_word(app.state).to_string()),
+        suspended: Some(app.state == AppState::Suspended),
+        revision: app.applied_revision.clone(),
+    }
+}
+
+/// The apps defined under `apps/`, with the clusters listing each; the current cluster's live
+/// state is joined in when it runs the app.
+fn repo_rows(
+    checkout: &crate::git::Checkout,
+    clusters: &[ClusterDir],
+    namespace: &str,
+    only: Option<&str>,
+    current: Option<&str>,
+    live: &[AppStatus],
+) -> Result<Vec<AppRow>> {
+    let mut listed: Vec<(String, Vec<String>)> = Vec::new();
+    for cluster in clusters {
+        let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+        let apps = plan::read(checkout, &list_path)?.map(|text| layout::listed_apps(&text)).unwrap_or_default();
+        for app in apps {
+            match listed.iter_mut().find(|(name, _)| *name == app) {
+                Some((_, names)) => names.push(cluster.name.clone()),
+                None => listed.push((app, vec![cluster.name.clone()])),
+            }
+        }
+    }
+    let mut definitions: Vec<String> = plan::files_under(checkout, layout::APPS_DIR)?
+        .iter()
+        .filter_map(|path| {
+            path.strip_prefix("apps/").and_then(|rest| rest.split_once('/')).map(|(app, _)| app.to_string())
+        })
+        .collect();
+    definitions.dedup();
+    let mut rows = Vec::new();
+    for app in definitions {
+        let clusters = listed.iter().find(|(name, _)| *name == app).map(|(_, names)| names.clone()).unwrap_or_default();
+        if only.is_some_and(|only| !clusters.iter().any(|cluster| cluster == only)) {
+            continue;
+        }
+        let definition = |file: &str| -> Result<Option<serde_json::Value>> {
+            let text = plan::read(checkout, &format!("{}/{file}", layout::app_dir(&app)))?;
+            Ok(text
+                .and_then(|text| crate::yaml::documents_from_str(&text).ok())
+                .and_then(|docs| docs.into_iter().next()))
+        };
+        let (source, release) = (definition("source.yaml")?, definition("release.yaml")?);
+        let running =
+            live.iter().find(|row| row.name == app && current.is_some_and(|c| clusters.iter().any(|x| x == c)));
+        let kind =
+            match (release.as_ref().and_then(|r| r["kind"].as_str()), source.as_ref().and_then(|s| s["kind"].as_str()))
+            {
+                (Some("HelmRelease"), _) => "helm",
+                (_, Some("OCIRepository")) => "oci",
+                _ => "kustomize",
+            };
+        rows.push(AppRow {
+            name: app.clone(),
+            namespace: namespace.to_string(),
+            kind: kind.to_string(),
+            source: source.as_ref().and_then(|s| s["spec"]["url"].as_str()).map(String::from),
+            clusters,
+            state: running.map(|row| state_word(row.state).to_string()),
+            suspended: running.map(|row| row.state == AppState::Suspended),
+            revision: running.and_then(|row| row.applied_revision.clone()),
+        });
+    }
+    Ok(rows)
+}
+
+fn kind_word(app: &AppStatus) -> String {
+    match app.kind {
+        status::AppKind::Kustomize => "kustomize",
+        status::AppKind::Helm => "helm",
+        status::AppKind::Oci => "oci",
+    }
+    .to_string()
+}
+
+fn state_word(state: AppState) -> &'static str {
+    match state {
+        AppState::Ready => "ready",
+        AppState::Failing => "failing",
+        AppState::Progressing => "progressing",
+        AppState::Suspended => "suspended",
+    }
+}
+
+/// The rows as a table (`NAME KIND SOURCE CLUSTERS READY SUSPENDED REVISION`), names or data.
+pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool) -> Result<String> {
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&rows, format),
+        OutputFormat::Name => Ok(rows.iter().map(|row| format!("app/{}\n", row.name)).collect()),
+        _ => {
+            let wide = format == OutputFormat::Wide;
+            let mut table = Table::new(["NAME", "KIND", "SOURCE", "CLUSTERS", "READY", "SUSPENDED", "REVISION"]);
+            for row in rows {
+                let ready = match row.state.as_deref() {
+                    Some("ready") => "True",
+                    Some("suspended") | Some("progressing") => "Unknown",
+                    Some(_) => "False",
+                    None => "-",
+                };
+                let revision = row.revision.as_deref().unwrap_or("-");
+                table.push([
+                    row.name.clone(),
+                    row.kind.clone(),
+                    row.source.clone().unwrap_or_else(|| "-".into()),
+                    if row.clusters.is_empty() { "-".to_string() } else { row.clusters.join(",") },
+                    ready.to_string(),
+                    row.suspended.map_or("-".to_string(), |suspended| suspended.to_string()),
+                    if wide { revision.to_string() } else { shorten_revision(revision) },
+                ]);
+            }
+            if table.is_empty() {
+                crate::output::report::detail("no apps found");
+            }
+            Ok(table.render(headers))
+        }
+    }
+}

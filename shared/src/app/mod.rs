@@ -1,0 +1,621 @@
+//! `kubectl gitops app`: add, list, remove, suspend and resume apps in the config repo.
+//!
+//! Every changing subcommand runs the same way:
+//! 1. validate the flags ([`spec::AppSpec::from_args`]): bad input stops here;
+//! 2. resolve the context ([`context`]): the cluster, its install record, the config repo and
+//!    the provider in front of it; read-only checks (the repo exists, we may push);
+//! 3. clone the config branch into a temp dir and build a [`plan::Plan`];
+//! 4. `--dry-run` prints the plan; otherwise [`deliver::execute`] carries out the same plan.
+
+pub mod args;
+mod deliver;
+pub mod layout;
+mod list;
+pub mod plan;
+pub mod spec;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+
+pub use self::args::{AddArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
+pub use self::deliver::{ConfigRepo, HostedRepo};
+use self::layout::ClusterDir;
+pub use self::list::list;
+use self::plan::{Delivery, FileChange, Plan, SuspendPatch};
+use self::spec::{AppSpec, Versions};
+use crate::cli::GlobalArgs;
+use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::detect::{self, ClusterState};
+use crate::env;
+use crate::error::{Error, Result};
+use crate::flux::api;
+use crate::flux::bootstrap::SYNC_NAME;
+use crate::git::{Auth, Checkout, Remote, Signature};
+use crate::install::source::{self, parse_url};
+use crate::output::report;
+use crate::provider::{Kind, Provider, ProviderConfig, RepoRef, Token};
+use crate::record::InstallRecord;
+
+/// How long each API request may take unless `--request-timeout` says otherwise.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Everything an app command works against, resolved once.
+pub struct Context {
+    /// The current cluster; `None` when it is not needed and not reachable (`--config-repo`).
+    pub cluster: Option<Cluster>,
+    /// The Flux namespace, where the app's Flux objects live.
+    pub namespace: String,
+    /// The API versions to write.
+    pub versions: Versions,
+    /// The current cluster's install record.
+    pub record: Option<InstallRecord>,
+    /// The config repo.
+    pub repo: ConfigRepo,
+}
+
+impl Context {
+    /// The current cluster, for commands that act on it.
+    fn cluster(&self) -> Result<&Cluster> {
+        self.cluster.as_ref().ok_or_else(|| {
+            Error::usage("this needs the cluster, and none is reachable", "check --kubeconfig and --context")
+        })
+    }
+}
+
+/// Resolves the cluster, the config repo and how to reach it. Read-only.
+pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs) -> Result<Context> {
+    let connected = Cluster::connect(global, REQUEST_TIMEOUT).await;
+    let (cluster, detection) = match connected {
+        Ok(cluster) => {
+            let detection = detect::detect(&cluster).await?;
+            if detection.state == ClusterState::Unreachable && repo_args.config_repo.is_none() {
+                return Err(Error::Unreachable {
+                    server: cluster.server.clone(),
+                    reason: detection.error.clone().unwrap_or_default(),
+                });
+            }
+            let reachable = detection.state != ClusterState::Unreachable;
+            (reachable.then_some(cluster), reachable.then_some(detection))
+        }
+        Err(error) if repo_args.config_repo.is_none() => return Err(error),
+        Err(_) => (None, None),
+    };
+    let record = detection.as_ref().and_then(|detection| detection.gitops.clone());
+    let namespace = detection
+        .as_ref()
+        .and_then(|detection| detection.flux.as_ref().map(|flux| flux.namespace.clone()))
+        .or_else(|| global.namespace.clone())
+        .unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
+    let versions = match &detection {
+        Some(detection) if !detection.api_versions.is_empty() => Versions::served(detection.api_versions.clone()),
+        Some(_) if repo_args.config_repo.is_none() => {
+            return Err(Error::Negative {
+                message: "this cluster has no Flux (no Flux API is served)".into(),
+                hint: Some("run `kubectl gitops install` first".into()),
+            });
+        }
+        _ => Versions::pinned(),
+    };
+    let url = repo_args.config_repo.clone().or_else(|| record.as_ref().map(|r| r.url.clone())).ok_or_else(|| {
+        Error::usage(
+            "this cluster has no kubectl-gitops layout, so there is no config repo to write to",
+            "run `kubectl gitops install`, or pass --config-repo URL",
+        )
+    })?;
+    let branch = repo_args
+        .config_branch
+        .clone()
+        .or_else(|| record.as_ref().map(|r| r.branch.clone()))
+        .unwrap_or_else(|| "main".to_string());
+    let hosted = hosted_repo(record.as_ref())?;
+    let pinned_hosts = match &cluster {
+        Some(cluster) => flux_known_hosts(cluster, &namespace).await?,
+        None => None,
+    };
+    let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
+    let repo = ConfigRepo { remote, branch, hosted };
+    Ok(Context { cluster, namespace, versions, record, repo })
+}
+
+/// The provider in front of the config repo, from the install record.
+fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
+    let Some(record) = record else { return Ok(None) };
+    let (Some(kind), Some(repository)) = (record.provider.as_deref().and_then(Kind::from_id), &record.repository)
+    else {
+        return Ok(None);
+    };
+    let token = Token::from_env(kind).ok_or_else(|| {
+        Error::usage(
+            format!("the config repo is on {kind}, and {} is not set", kind.token_env()),
+            format!("export {}=<token that may push to {repository}>; it is never printed", kind.token_env()),
+        )
+    })?;
+    let api_override = match kind {
+        Kind::GitHub => env::KUBECTL_GITOPS_GITHUB_API_URL,
+        Kind::GitLab => env::KUBECTL_GITOPS_GITLAB_API_URL,
+    };
+    let config = ProviderConfig {
+        kind,
+        hostname: record.hostname.clone(),
+        api_base: std::env::var(api_override).ok().filter(|value| !value.is_empty()),
+        token,
+    };
+    Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)? }))
+}
+
+/// The host keys pinned in the cluster's Flux Secret at install: the ones we trust for pushing.
+async fn flux_known_hosts(cluster: &Cluster, namespace: &str) -> Result<Option<String>> {
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
+    match secrets.get_opt(SYNC_NAME).await {
+        Ok(secret) => Ok(secret
+            .and_then(|secret| secret.data)
+            .and_then(|data| data.get("known_hosts").map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned()))),
+        Err(error) if crate::cluster::is_forbidden(&error) => Ok(None),
+        Err(error) => Err(cluster.error(error)),
+    }
+}
+
+/// How we push: over SSH with the user's key (host keys checked, never trusted blindly), over
+/// HTTPS with the provider token or `GITOPS_GIT_PASSWORD`.
+fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: Option<&str>) -> Result<Remote> {
+    let parsed = parse_url(url)?;
+    if parsed.scheme == "ssh" {
+        let private_key = match &args.private_key_file {
+            Some(path) => source::read(path, "--private-key-file")?,
+            None => source::default_ssh_key()?,
+        };
+        let refuse_scan = |_: &str| -> Result<bool> {
+            Err(Error::usage(
+                format!("the SSH host keys of {} are not known", parsed.host),
+                "pass --known-hosts-file with the host's known_hosts lines (`ssh-keyscan HOST`)",
+            ))
+        };
+        let known_hosts = source::known_hosts(args.known_hosts_file.as_deref(), pinned, &parsed, &refuse_scan)?;
+        let auth = Auth::Ssh { user: parsed.user.clone(), private_key, known_hosts };
+        return Ok(Remote { url: parsed.canonical, auth });
+    }
+    let (username, password) = match hosted {
+        Some(hosted) => {
+            let user = match hosted.provider.kind() {
+                Kind::GitHub => "git",
+                Kind::GitLab => "oauth2",
+            };
+            let token = Token::from_env(hosted.provider.kind()).map(|token| token.expose().to_string());
+            (user.to_string(), token.unwrap_or_default())
+        }
+        None => source::https_credentials()?,
+    };
+    Ok(Remote { url: parsed.canonical, auth: Auth::Basic { username, password } })
+}
+
+/// Checks what the provider can tell before anything is written: the repo exists, and which
+/// delivery applies (`--pr`, `--auto-merge`, or a pull request when the branch is protected).
+async fn delivery(
+    repo: &ConfigRepo,
+    args: &DeliveryArgs,
+    verb: &str,
+    app: &str,
+    files: &[FileChange],
+) -> Result<Delivery> {
+    let Some(hosted) = &repo.hosted else {
+        if args.pr {
+            return Err(Error::usage(
+                "--pr needs a config repo on GitHub or GitLab",
+                "install with --provider github|gitlab to get pull requests, or push directly (--auto-merge)",
+            ));
+        }
+        return Ok(Delivery::Push);
+    };
+    let info = hosted.provider.get_repository(&hosted.repo).await?.ok_or_else(|| Error::Git {
+        message: format!("the config repo {} does not exist on {}", hosted.repo, hosted.provider.kind()),
+        hint: Some("check the install record (kubectl gitops detect -o yaml) and the token's access".into()),
+    })?;
+    if info.can_push == Some(false) {
+        return Err(Error::Git {
+            message: format!("the {} token may not push to {}", hosted.provider.kind(), hosted.repo),
+            hint: Some(format!("use a token with write access in {}", hosted.provider.kind().token_env())),
+        });
+    }
+    let pull_request = Delivery::PullRequest {
+        branch: format!("gitops/{verb}-{app}-{}", plan::change_hash(files)),
+        noun: hosted.provider.kind().pull_request_noun(),
+    };
+    if args.pr {
+        return Ok(pull_request);
+    }
+    if args.auto_merge {
+        return Ok(Delivery::Push);
+    }
+    if hosted.provider.is_branch_protected(&hosted.repo, &repo.branch).await? {
+        report::detail(&format!("{} is protected: opening a pull request", repo.branch));
+        return Ok(pull_request);
+    }
+    Ok(Delivery::Push)
+}
+
+/// Clones the config branch into a temp dir (deleted when dropped). A branch that does not
+/// exist is refused: apps go into a repo that `install` set up.
+fn clone(repo: &ConfigRepo) -> Result<Checkout> {
+    let checkout = Checkout::clone(&repo.remote, &repo.branch)?;
+    if checkout.head().is_none() {
+        return Err(Error::usage(
+            format!("branch {} of {} is empty or does not exist", repo.branch, repo.remote.url),
+            "run `kubectl gitops install` to set up the config repo, or pass --config-branch",
+        ));
+    }
+    Ok(checkout)
+}
+
+/// The clusters to change: those named with `--cluster`, else the current cluster.
+fn target_clusters(checkout: &Checkout, names: &[String], record: Option<&InstallRecord>) -> Result<Vec<ClusterDir>> {
+    let known = layout::clusters_in(checkout)?;
+    let known_names = || known.iter().map(|cluster| cluster.name.as_str()).collect::<Vec<_>>().join(", ");
+    let wanted: Vec<String> = if names.is_empty() {
+        let record = record.ok_or_else(|| {
+            Error::usage("no cluster given and the current cluster has no install record", "pass --cluster NAME")
+        })?;
+        vec![record.cluster_name.clone()]
+    } else {
+        names.to_vec()
+    };
+    wanted
+        .iter()
+        .map(|name| {
+            known.iter().find(|cluster| &cluster.name == name).cloned().ok_or_else(|| {
+                Error::usage(
+                    format!("unknown cluster {name:?}: the config repo has no install record for it"),
+                    if known.is_empty() {
+                        "install a cluster into this repo first (`kubectl gitops install`)".to_string()
+                    } else {
+                        format!("clusters in the repo: {}", known_names())
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
+/// The commit author: `--author "Name <email>"`, else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL`.
+fn author(args: &DeliveryArgs) -> Result<Signature> {
+    let Some(text) = &args.author else {
+        return Ok(crate::install::author());
+    };
+    let parsed = text.trim().strip_suffix('>').and_then(|rest| rest.split_once('<'));
+    match parsed {
+        Some((name, email)) if !name.trim().is_empty() && email.contains('@') => {
+            Ok(Signature { name: name.trim().to_string(), email: email.trim().to_string() })
+        }
+        _ => Err(Error::usage(
+            format!("--author {text:?} is not \"Name <email>\""),
+            "e.g. --author \"Jo Doe <jo@example.com>\"",
+        )),
+    }
+}
+
+/// `app add`.
+pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
+    let spec = AppSpec::from_args(args)?;
+    if args.export {
+        let namespace = global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
+        let source = spec.source_object(&namespace, &Versions::pinned())?;
+        let release = spec.release_object(&namespace, &Versions::pinned(), Vec::new())?;
+        return crate::yaml::to_documents(&[source, release]);
+    }
+    author(&args.delivery)?;
+    let context = context(global, &args.repo).await?;
+    let checkout = clone(&context.repo)?;
+    let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
+    let per_cluster_values = !args.clusters.is_empty();
+    let build = |checkout: &Checkout| {
+        add_changes(&spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
+    };
+    let files = build(&checkout)?;
+    let cluster_list = clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ");
+    let message = args.delivery.message.clone().unwrap_or_else(|| {
+        let verb =
+            if files.iter().any(|file| file.path.starts_with(&layout::app_dir(&spec.name)) && file.before.is_some()) {
+                "Update"
+            } else {
+                "Add"
+            };
+        format!("{verb} app {} ({}) to {cluster_list}", spec.name, spec.kind().word())
+    });
+    let objects = vec![
+        format!("{} {}/{}", spec.source_kind().kind, context.namespace, spec.name),
+        format!("{} {}/{}", spec.release_kind().kind, context.namespace, spec.name),
+    ];
+    let wait = args.delivery.wait.then(|| {
+        format!(
+            "wait until {} {}/{} is Ready at the pushed commit",
+            spec.release_kind().kind,
+            context.namespace,
+            spec.name
+        )
+    });
+    let plan = Plan {
+        delivery: if files.is_empty() {
+            Delivery::Push
+        } else {
+            delivery(&context.repo, &args.delivery, "add", &spec.name, &files).await?
+        },
+        message,
+        repo: context.repo.remote.url.clone(),
+        branch: context.repo.branch.clone(),
+        files,
+        patches: Vec::new(),
+        objects,
+        wait,
+        notes: Vec::new(),
+    };
+    if args.delivery.dry_run {
+        return Ok(plan.render());
+    }
+    if plan.is_noop() {
+        return Ok(format!("app {} is already in the config repo for {cluster_list}; nothing to change\n", spec.name));
+    }
+    let outcome =
+        deliver::execute(&plan, Some(checkout), &context.repo, &author(&args.delivery)?, None, &build).await?;
+    finish(&context, &plan, &outcome, &spec.name, "added", args.delivery.timeout, true).await
+}
+
+/// The file changes of an add: the shared definition, each cluster's overlay and app list.
+fn add_changes(
+    spec: &AppSpec,
+    clusters: &[ClusterDir],
+    per_cluster_values: bool,
+    namespace: &str,
+    versions: &Versions,
+    update: bool,
+    checkout: &Checkout,
+) -> Result<Vec<FileChange>> {
+    let shared = if per_cluster_values { AppSpec { values: Vec::new(), ..spec.clone() } } else { spec.clone() };
+    let definition_dir = layout::app_dir(&spec.name);
+    let mut wanted = layout::app_files(&shared, namespace, versions)?;
+    let mut dirs = vec![definition_dir.clone()];
+    let refuse_different = |what: &str, changes: &[FileChange]| {
+        let paths = changes.iter().map(|file| file.path.as_str()).collect::<Vec<_>>().join(", ");
+        Error::usage(
+            format!("app {} already exists in the config repo with a different {what} ({paths})", spec.name),
+            "pass --update to replace it, or use `kubectl gitops app remove` first",
+        )
+    };
+    let existing = !plan::files_under(checkout, &definition_dir)?.is_empty();
+    let definition_changes = plan::diff(checkout, &wanted, &dirs)?;
+    if existing && !definition_changes.is_empty() && !update {
+        return Err(refuse_different("definition", &definition_changes));
+    }
+    for cluster in clusters {
+        let values = if per_cluster_values { spec.values.as_slice() } else { &[] };
+        let overlay = layout::cluster_files(spec, cluster, namespace, values)?;
+        let overlay_dir = cluster.app_dir(&spec.name);
+        let overlay_changes = plan::diff(checkout, &overlay, std::slice::from_ref(&overlay_dir))?;
+        if !update && !overlay_changes.is_empty() && !plan::files_under(checkout, &overlay_dir)?.is_empty() {
+            return Err(refuse_different(&format!("setup in {}", cluster.path), &overlay_changes));
+        }
+        wanted.extend(overlay);
+        dirs.push(overlay_dir);
+        let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+        let list = layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &spec.name, true)?;
+        wanted.insert(list_path, list);
+    }
+    plan::diff(checkout, &wanted, &dirs)
+}
+
+/// `app remove`.
+pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
+    crate::install::validate_name(&args.name, "app name")?;
+    author(&args.delivery)?;
+    let context = context(global, &args.repo).await?;
+    let checkout = clone(&context.repo)?;
+    let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
+    let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
+    let files = build(&checkout)?;
+    let cluster_list = clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ");
+    if files.is_empty() {
+        return Err(Error::usage(
+            format!("app {} is not in the config repo for {cluster_list}", args.name),
+            "`kubectl gitops app list --repo` lists the apps and their clusters",
+        ));
+    }
+    let definition_goes =
+        files.iter().any(|file| file.after.is_none() && file.path.starts_with(&layout::app_dir(&args.name)));
+    let mut notes =
+        vec![format!("Flux prunes the app's objects and workloads from {cluster_list} once it applies the commit")];
+    if !definition_goes {
+        notes.push(format!(
+            "other clusters still list {}, so its definition stays in {}",
+            args.name,
+            layout::app_dir(&args.name)
+        ));
+    }
+    let plan = Plan {
+        delivery: delivery(&context.repo, &args.delivery, "remove", &args.name, &files).await?,
+        message: args
+            .delivery
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("Remove app {} from {cluster_list}", args.name)),
+        repo: context.repo.remote.url.clone(),
+        branch: context.repo.branch.clone(),
+        files,
+        patches: Vec::new(),
+        objects: vec![format!("everything labelled {}={}", spec::APP_LABEL, args.name)],
+        wait: args.delivery.wait.then(|| format!("wait until Flux has pruned {}", args.name)),
+        notes,
+    };
+    if args.delivery.dry_run {
+        return Ok(plan.render());
+    }
+    for note in &plan.notes {
+        report::detail(note);
+    }
+    let outcome =
+        deliver::execute(&plan, Some(checkout), &context.repo, &author(&args.delivery)?, None, &build).await?;
+    finish(&context, &plan, &outcome, &args.name, "removed", args.delivery.timeout, false).await
+}
+
+/// The file changes of a remove: each cluster's overlay and list entry, and the shared
+/// definition once no cluster in the repo lists the app.
+fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Result<Vec<FileChange>> {
+    let mut wanted = std::collections::BTreeMap::new();
+    let mut dirs = Vec::new();
+    for cluster in clusters {
+        let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+        if let Some(list) = plan::read(checkout, &list_path)? {
+            wanted.insert(list_path, layout::app_list(Some(&list), app, false)?);
+        }
+        dirs.push(cluster.app_dir(app));
+    }
+    let still_listed =
+        layout::clusters_in(checkout)?.iter().filter(|cluster| !clusters.contains(cluster)).any(|cluster| {
+            let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+            plan::read(checkout, &list_path)
+                .ok()
+                .flatten()
+                .is_some_and(|list| layout::listed_apps(&list).iter().any(|listed| listed == app))
+        });
+    if !still_listed {
+        dirs.push(layout::app_dir(app));
+    }
+    plan::diff(checkout, &wanted, &dirs)
+}
+
+/// `app suspend` (`suspend = true`) and `app resume`.
+pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> Result<String> {
+    crate::install::validate_name(&args.name, "app name")?;
+    let context = context(global, &args.repo).await?;
+    let cluster = context.cluster()?;
+    let patches = suspend_patches(cluster, &context, &args.name, suspend).await?;
+    let verb = if suspend { "suspend" } else { "resume" };
+    let (checkout, files) = if args.persist {
+        author(&args.delivery)?;
+        let checkout = clone(&context.repo)?;
+        let clusters = target_clusters(&checkout, &[], context.record.as_ref())?;
+        let files = persist_changes(&args.name, &clusters, suspend, &patches, &checkout)?;
+        (Some(checkout), files)
+    } else {
+        (None, Vec::new())
+    };
+    let plan = Plan {
+        delivery: if files.is_empty() {
+            Delivery::Push
+        } else {
+            delivery(&context.repo, &args.delivery, verb, &args.name, &files).await?
+        },
+        message: args.delivery.message.clone().unwrap_or_else(|| {
+            let cluster = context.record.as_ref().map_or("the cluster", |record| record.path.as_str());
+            format!("{} app {} in {cluster}", if suspend { "Suspend" } else { "Resume" }, args.name)
+        }),
+        repo: context.repo.remote.url.clone(),
+        branch: context.repo.branch.clone(),
+        files,
+        patches,
+        objects: Vec::new(),
+        wait: None,
+        notes: if args.persist {
+            Vec::new()
+        } else {
+            vec!["only the cluster changes; pass --persist to record it in the config repo too".to_string()]
+        },
+    };
+    if args.delivery.dry_run {
+        return Ok(plan.render());
+    }
+    let replan = |checkout: &Checkout| {
+        let clusters = target_clusters(checkout, &[], context.record.as_ref())?;
+        persist_changes(&args.name, &clusters, suspend, &plan.patches, checkout)
+    };
+    let outcome =
+        deliver::execute(&plan, checkout, &context.repo, &author(&args.delivery)?, Some(cluster), &replan).await?;
+    finish(&context, &plan, &outcome, &args.name, &format!("{verb}ed"), args.delivery.timeout, false).await
+}
+
+/// `spec.suspend` patches for the app's release and source, at the versions the cluster serves.
+async fn suspend_patches(cluster: &Cluster, context: &Context, app: &str, suspend: bool) -> Result<Vec<SuspendPatch>> {
+    let mut patches = Vec::new();
+    let kinds =
+        [&api::KUSTOMIZATION, &api::HELM_RELEASE, &api::GIT_REPOSITORY, &api::HELM_REPOSITORY, &api::OCI_REPOSITORY];
+    for kind in kinds {
+        let Some(version) = context.versions.lookup(kind) else { continue };
+        let resource =
+            kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(kind.group, version, kind.kind));
+        let objects: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(cluster.client.clone(), &context.namespace, &resource);
+        let found = objects.get_opt(app).await.map_err(|error| cluster.error(error))?;
+        if found.is_some() {
+            patches.push(SuspendPatch {
+                kind,
+                version: version.to_string(),
+                namespace: context.namespace.clone(),
+                name: app.to_string(),
+                suspend,
+            });
+        }
+    }
+    if !patches.iter().any(|patch| patch.kind.group != api::GIT_REPOSITORY.group) {
+        return Err(Error::usage(
+            format!("no app {app} in namespace {} (no Kustomization or HelmRelease of that name)", context.namespace),
+            "`kubectl gitops app list` lists the apps",
+        ));
+    }
+    Ok(patches)
+}
+
+/// `--persist`: the cluster overlay patches `spec.suspend` into the app's objects (or stops).
+fn persist_changes(
+    app: &str,
+    clusters: &[ClusterDir],
+    suspend: bool,
+    patches: &[SuspendPatch],
+    checkout: &Checkout,
+) -> Result<Vec<FileChange>> {
+    let mut wanted = std::collections::BTreeMap::new();
+    for cluster in clusters {
+        let path = format!("{}/{}", cluster.app_dir(app), layout::KUSTOMIZATION_FILE);
+        let existing = plan::read(checkout, &path)?.ok_or_else(|| {
+            Error::usage(
+                format!("app {app} is not in the config repo for {}", cluster.path),
+                "suspend it without --persist, or add it with `kubectl gitops app add`",
+            )
+        })?;
+        wanted.insert(path, layout::with_suspend_patches(&existing, patches, suspend)?);
+    }
+    plan::diff(checkout, &wanted, &[])
+}
+
+/// After execution: the lines to print, and `--wait`.
+async fn finish(
+    context: &Context,
+    plan: &Plan,
+    outcome: &deliver::Outcome,
+    app: &str,
+    done: &str,
+    timeout: Duration,
+    wants_ready: bool,
+) -> Result<String> {
+    if let Some((pull_request, state)) = &outcome.pull_request {
+        let noun = match &plan.delivery {
+            Delivery::PullRequest { noun, .. } => noun,
+            Delivery::Push => "pull request",
+        };
+        let verb = match state {
+            crate::provider::PullRequestOutcome::Created => "opened",
+            crate::provider::PullRequestOutcome::Updated => "updated",
+        };
+        if plan.wait.is_some() {
+            report::warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
+        }
+        return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
+    }
+    let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
+    if plan.wait.is_some()
+        && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
+    {
+        wait::after_push(cluster, context, app, commit, timeout, wants_ready).await?;
+    }
+    Ok(format!("app {app} {done}{at}\n"))
+}
+
+mod wait;

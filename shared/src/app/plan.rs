@@ -1,0 +1,238 @@
+//! The plan every changing `app` command builds first: the repo files to change, how the change
+//! is delivered, the objects patched in the cluster. `--dry-run` prints it; execution
+//! ([`super::deliver`]) consumes the same value, so the two cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use similar::TextDiff;
+
+use crate::error::Result;
+use crate::git::Checkout;
+
+/// One file the change writes or deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// Path from the repo root.
+    pub path: String,
+    /// The contents now; `None` when the file is new.
+    pub before: Option<String>,
+    /// The contents wanted; `None` deletes the file.
+    pub after: Option<String>,
+}
+
+impl FileChange {
+    /// `add`, `update` or `delete`.
+    pub fn verb(&self) -> &'static str {
+        match (&self.before, &self.after) {
+            (None, _) => "add",
+            (Some(_), Some(_)) => "update",
+            (Some(_), None) => "delete",
+        }
+    }
+}
+
+/// The files under `dirs` that `wanted` leaves out are deleted; files in `wanted` are written.
+/// Only files that really change are returned, sorted by path.
+pub fn diff(checkout: &Checkout, wanted: &BTreeMap<String, String>, dirs: &[String]) -> Result<Vec<FileChange>> {
+    let mut changes = Vec::new();
+    for (path, contents) in wanted {
+        let before = read(checkout, path)?;
+        if before.as_deref() != Some(contents.as_str()) {
+            changes.push(FileChange { path: path.clone(), before, after: Some(contents.clone()) });
+        }
+    }
+    for dir in dirs {
+        for path in files_under(checkout, dir)? {
+            if !wanted.contains_key(&path) {
+                let before = read(checkout, &path)?;
+                changes.push(FileChange { path, before, after: None });
+            }
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(changes)
+}
+
+/// A file of the checkout as text; `None` when absent.
+pub fn read(checkout: &Checkout, path: &str) -> Result<Option<String>> {
+    Ok(checkout.read(path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Every file under a directory of the checkout, as repo paths, sorted.
+pub fn files_under(checkout: &Checkout, dir: &str) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_string()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(checkout.root().join(&current)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = format!("{current}/{}", entry.file_name().to_string_lossy());
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => pending.push(path),
+                Ok(kind) if kind.is_file() => found.push(path),
+                _ => {}
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// How the commit reaches the config repo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// Push to the config branch.
+    Push,
+    /// Push to a new branch and open (or update) a pull request into the config branch.
+    PullRequest {
+        /// The branch, `gitops/<verb>-<app>-<short hash of the change>`: the same change gives
+        /// the same branch, so a re-run updates its pull request instead of failing.
+        branch: String,
+        /// `pull request` or `merge request`.
+        noun: &'static str,
+    },
+}
+
+/// A merge patch of `spec.suspend` on one object in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuspendPatch {
+    /// The Flux kind.
+    pub kind: &'static crate::flux::api::FluxKind,
+    /// The API version the cluster serves.
+    pub version: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The value written.
+    pub suspend: bool,
+}
+
+/// What a changing `app` command will do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The commit message (and pull request title).
+    pub message: String,
+    /// The config repo URL and branch.
+    pub repo: String,
+    /// The config branch.
+    pub branch: String,
+    /// The repo files that change (empty: nothing to commit).
+    pub files: Vec<FileChange>,
+    /// How the commit is delivered.
+    pub delivery: Delivery,
+    /// Objects patched in the cluster (suspend, resume).
+    pub patches: Vec<SuspendPatch>,
+    /// The Flux objects the change adds or removes, for the pull request body.
+    pub objects: Vec<String>,
+    /// What `--wait` waits for, when asked.
+    pub wait: Option<String>,
+    /// What the user should know (e.g. that Flux prunes a removed app).
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// Whether there is nothing to do.
+    pub fn is_noop(&self) -> bool {
+        self.files.is_empty() && self.patches.is_empty()
+    }
+
+    /// The steps in order, in words.
+    pub fn steps(&self) -> Vec<String> {
+        let mut steps: Vec<String> = self
+            .patches
+            .iter()
+            .map(|patch| {
+                format!(
+                    "patch {} {}/{}: spec.suspend = {}",
+                    patch.kind.kind, patch.namespace, patch.name, patch.suspend
+                )
+            })
+            .collect();
+        if !self.files.is_empty() {
+            let count = self.files.len();
+            match &self.delivery {
+                Delivery::Push => steps.push(format!(
+                    "commit {count} file change(s) ({:?}) and push to {} of {}",
+                    self.message, self.branch, self.repo
+                )),
+                Delivery::PullRequest { branch, noun } => {
+                    steps.push(format!("commit {count} file change(s) ({:?}) and push branch {branch}", self.message));
+                    steps.push(format!("open a {noun} from {branch} into {} (or update the open one)", self.branch));
+                }
+            }
+        }
+        if let Some(wait) = &self.wait {
+            steps.push(wait.clone());
+        }
+        steps
+    }
+
+    /// The `--dry-run` text: numbered steps, then a unified diff of the repo.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        if self.is_noop() {
+            text.push_str("Nothing to change: the config repo already holds this.\n");
+            return text;
+        }
+        text.push_str("Plan:\n");
+        for (number, step) in self.steps().iter().enumerate() {
+            text.push_str(&format!("  {}. {step}\n", number + 1));
+        }
+        for note in &self.notes {
+            text.push_str(&format!("Note: {note}\n"));
+        }
+        if !self.files.is_empty() {
+            text.push('\n');
+        }
+        for file in &self.files {
+            text.push_str(&unified_diff(file));
+        }
+        text
+    }
+
+    /// The pull request body: the files and objects the change touches.
+    pub fn pull_request_body(&self) -> String {
+        let mut body = String::from("Opened by `kubectl gitops`.\n\n### Files\n");
+        for file in &self.files {
+            body.push_str(&format!("- {} `{}`\n", file.verb(), file.path));
+        }
+        if !self.objects.is_empty() {
+            body.push_str("\n### Flux objects\n");
+            for object in &self.objects {
+                body.push_str(&format!("- {object}\n"));
+            }
+        }
+        body
+    }
+}
+
+/// `git diff`-style text of one file change.
+pub fn unified_diff(file: &FileChange) -> String {
+    let before = file.before.as_deref().unwrap_or_default();
+    let after = file.after.as_deref().unwrap_or_default();
+    let old_name = if file.before.is_some() { format!("a/{}", file.path) } else { "/dev/null".to_string() };
+    let new_name = if file.after.is_some() { format!("b/{}", file.path) } else { "/dev/null".to_string() };
+    let diff = TextDiff::from_lines(before, after);
+    let mut text = format!("diff --git a/{0} b/{0}\n", file.path);
+    text.push_str(&diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string());
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// The short hash naming a pull request branch: the git hash of the change's paths and contents.
+pub fn change_hash(files: &[FileChange]) -> String {
+    let mut material = String::new();
+    for file in files {
+        material.push_str(&file.path);
+        material.push('\0');
+        material.push_str(file.after.as_deref().unwrap_or("<deleted>"));
+        material.push('\0');
+    }
+    let oid = git2::Oid::hash_object(git2::ObjectType::Blob, material.as_bytes())
+        .map_or_else(|_| String::from("0000000"), |oid| oid.to_string());
+    oid[..7].to_string()
+}

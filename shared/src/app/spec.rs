@@ -1,0 +1,394 @@
+//! What an app is (validated from `app add`'s flags) and the Flux objects it becomes.
+//!
+//! Everything here is pure: no cluster, no repo, no network. Bad input is refused here, before
+//! anything is cloned or written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::args::AddArgs;
+use crate::error::{Error, Result};
+use crate::flux::api::{self, FluxKind, ServedApis};
+use crate::flux::objects::{
+    self, Chart, GitRef, HelmReleaseSpec, KustomizationSpec, Meta, OciRef, SourceRef, ValuesReference,
+};
+use crate::install::validate_name;
+use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+
+/// The label naming the app on every object `app add` generates; `app list` selects on it.
+pub const APP_LABEL: &str = "kubectl-gitops.io/app";
+
+/// How an app is deployed; the KIND column of `app list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppKind {
+    /// A Kustomization of a directory in a git repository.
+    Kustomize,
+    /// A HelmRelease of a chart (Helm repository, OCI registry or git).
+    Helm,
+    /// A Kustomization of an OCI artifact.
+    Oci,
+}
+
+impl AppKind {
+    /// The word used in messages and tables.
+    pub fn word(self) -> &'static str {
+        match self {
+            AppKind::Kustomize => "kustomize",
+            AppKind::Helm => "helm",
+            AppKind::Oci => "oci",
+        }
+    }
+}
+
+/// Where the app's source is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A git repository and the commits to follow.
+    Git {
+        /// Its URL.
+        url: String,
+        /// Branch, tag, semver range or commit.
+        git_ref: GitRef,
+    },
+    /// An https Helm repository, or an OCI registry holding Helm charts.
+    HelmRepository {
+        /// `https://…` or `oci://…`.
+        url: String,
+    },
+    /// An OCI artifact of manifests.
+    Oci {
+        /// `oci://…`.
+        url: String,
+        /// Tag, semver range or digest.
+        oci_ref: OciRef,
+    },
+}
+
+/// What deploys from the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deploy {
+    /// A Kustomization of a directory (`./…`).
+    Kustomize {
+        /// The directory in the source.
+        path: String,
+    },
+    /// A HelmRelease.
+    Helm {
+        /// The chart name, or its `./path` in a git source.
+        chart: String,
+        /// Version or range (Helm repositories only).
+        version: Option<String>,
+    },
+}
+
+/// A values file given with `--values`, read and checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValuesFile {
+    /// Its file name in the repo (the name it was given with).
+    pub name: String,
+    /// Its contents, unchanged.
+    pub contents: String,
+}
+
+/// A validated `app add`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppSpec {
+    /// The app's name.
+    pub name: String,
+    /// The source.
+    pub source: Source,
+    /// What deploys from it.
+    pub deploy: Deploy,
+    /// A Secret with the source's credentials.
+    pub secret_ref: Option<String>,
+    /// Where the workloads go.
+    pub target_namespace: String,
+    /// Create the target namespace.
+    pub create_namespace: bool,
+    /// Reconcile interval.
+    pub interval: Duration,
+    /// Prune (Kustomizations).
+    pub prune: bool,
+    /// Apps that must be Ready first.
+    pub depends_on: Vec<String>,
+    /// Values files: shared by every cluster without `--cluster`, else for those clusters.
+    pub values: Vec<ValuesFile>,
+}
+
+impl AppSpec {
+    /// Validates `app add`'s flags and reads the values files.
+    pub fn from_args(args: &AddArgs) -> Result<AppSpec> {
+        let name = validate_name(&args.name, "app name")?;
+        for dependency in &args.depends_on {
+            validate_name(dependency, "--depends-on")?;
+        }
+        let scheme = args.url.split_once("://").map(|(scheme, _)| scheme).unwrap_or_default();
+        let is_git = matches!(scheme, "ssh" | "http" | "https") || (scheme.is_empty() && args.url.contains('@'));
+        if !is_git && scheme != "oci" {
+            return Err(Error::usage(
+                format!("unsupported URL {:?}", args.url),
+                "use a git URL (ssh://, https://, user@host:path), an https:// Helm repository with --chart, or oci://",
+            ));
+        }
+        let refuse =
+            |flag: &str, why: &str| Err(Error::usage(format!("{flag} {why}"), "see `kubectl gitops app add --help`"));
+        let ref_given = args.branch.is_some() || args.commit.is_some() || args.tag.is_some() || args.semver.is_some();
+        if args.chart.is_some() && ref_given {
+            return refuse("--branch/--tag/--semver/--commit", "do not apply to a Helm chart; use --chart-version");
+        }
+        let (source, deploy) = match (scheme, &args.chart, &args.chart_path) {
+            ("oci", Some(chart), _) => {
+                let deploy = Deploy::Helm { chart: chart.clone(), version: args.chart_version.clone() };
+                (Source::HelmRepository { url: args.url.clone() }, deploy)
+            }
+            ("oci", None, Some(_)) => return refuse("--chart-path", "needs a git URL; for OCI charts use --chart"),
+            ("oci", None, None) => {
+                if args.branch.is_some() || args.commit.is_some() {
+                    return refuse("--branch/--commit", "do not apply to an OCI artifact; use --tag, --semver");
+                }
+                let oci_ref = match (&args.tag, &args.semver) {
+                    (_, Some(range)) => OciRef::Semver(range.clone()),
+                    (Some(tag), None) => OciRef::Tag(tag.clone()),
+                    (None, None) => OciRef::Tag("latest".into()),
+                };
+                let deploy = Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? };
+                (Source::Oci { url: args.url.clone(), oci_ref }, deploy)
+            }
+            (_, Some(chart), _) => {
+                if scheme != "https" && scheme != "http" {
+                    return refuse("--chart", "needs an https:// Helm repository or an oci:// registry URL");
+                }
+                let deploy = Deploy::Helm { chart: chart.clone(), version: args.chart_version.clone() };
+                (Source::HelmRepository { url: args.url.clone() }, deploy)
+            }
+            (_, None, chart_path) => {
+                let git_ref = match (&args.branch, &args.tag, &args.semver, &args.commit) {
+                    (branch, _, _, Some(commit)) => GitRef::Commit { commit: commit.clone(), branch: branch.clone() },
+                    (_, _, Some(range), None) => GitRef::Semver(range.clone()),
+                    (_, Some(tag), None, None) => GitRef::Tag(tag.clone()),
+                    (branch, None, None, None) => GitRef::Branch(branch.clone().unwrap_or_else(|| "main".into())),
+                };
+                let url = crate::install::source::parse_url(&args.url)?.canonical;
+                let deploy = match chart_path {
+                    Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
+                    None => Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? },
+                };
+                (Source::Git { url, git_ref }, deploy)
+            }
+        };
+        let helm = matches!(deploy, Deploy::Helm { .. });
+        if !args.values.is_empty() && !helm {
+            return refuse("--values", "applies to Helm charts only (--chart or --chart-path)");
+        }
+        let values = read_values(&args.values)?;
+        Ok(AppSpec {
+            name,
+            source,
+            deploy,
+            secret_ref: args.secret_ref.clone(),
+            target_namespace: validate_name(&args.target_namespace, "--target-namespace")?,
+            create_namespace: args.create_namespace,
+            interval: args.interval,
+            prune: args.prune,
+            depends_on: args.depends_on.clone(),
+            values,
+        })
+    }
+
+    /// kustomize, helm or oci.
+    pub fn kind(&self) -> AppKind {
+        match (&self.source, &self.deploy) {
+            (_, Deploy::Helm { .. }) => AppKind::Helm,
+            (Source::Oci { .. }, _) => AppKind::Oci,
+            _ => AppKind::Kustomize,
+        }
+    }
+
+    /// The labels every generated object carries.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string()),
+            (APP_LABEL.to_string(), self.name.clone()),
+        ])
+    }
+
+    /// The source object, at the API version the cluster serves.
+    pub fn source_object(&self, namespace: &str, served: &Versions) -> Result<Value> {
+        let meta = self.meta(namespace);
+        Ok(match &self.source {
+            Source::Git { url, git_ref } => {
+                let kind = &api::GIT_REPOSITORY;
+                objects::git_repository(
+                    kind,
+                    served.get(kind)?,
+                    &meta,
+                    url,
+                    git_ref,
+                    self.interval,
+                    self.secret_ref.as_deref(),
+                )
+            }
+            Source::HelmRepository { url } => {
+                let kind = &api::HELM_REPOSITORY;
+                objects::helm_repository(kind, served.get(kind)?, &meta, url, self.interval, self.secret_ref.as_deref())
+            }
+            Source::Oci { url, oci_ref } => {
+                let kind = &api::OCI_REPOSITORY;
+                objects::oci_repository(
+                    kind,
+                    served.get(kind)?,
+                    &meta,
+                    url,
+                    oci_ref,
+                    self.interval,
+                    self.secret_ref.as_deref(),
+                )
+            }
+        })
+    }
+
+    /// The Kustomization or HelmRelease. `values_from` lists the shared values files; a Helm
+    /// release always carries the list (maybe empty) so that cluster overlays can append theirs.
+    pub fn release_object(
+        &self,
+        namespace: &str,
+        served: &Versions,
+        values_from: Vec<ValuesReference>,
+    ) -> Result<Value> {
+        let meta = self.meta(namespace);
+        let source = SourceRef { kind: self.source_kind().kind.to_string(), name: self.name.clone() };
+        Ok(match &self.deploy {
+            Deploy::Kustomize { path } => {
+                let spec = KustomizationSpec {
+                    source,
+                    path: path.clone(),
+                    prune: self.prune,
+                    interval: self.interval,
+                    target_namespace: Some(self.target_namespace.clone()),
+                    depends_on: self.depends_on.clone(),
+                };
+                objects::kustomization(&api::KUSTOMIZATION, served.get(&api::KUSTOMIZATION)?, &meta, &spec)
+            }
+            Deploy::Helm { chart, version } => {
+                let spec = HelmReleaseSpec {
+                    chart: Chart::Template { chart: chart.clone(), version: version.clone(), source },
+                    interval: self.interval,
+                    target_namespace: Some(self.target_namespace.clone()),
+                    create_namespace: self.create_namespace,
+                    depends_on: self.depends_on.clone(),
+                    values_from,
+                };
+                let mut release =
+                    objects::helm_release(&api::HELM_RELEASE, served.get(&api::HELM_RELEASE)?, &meta, &spec);
+                if release["spec"].get("valuesFrom").is_none() {
+                    release["spec"]["valuesFrom"] = Value::Array(Vec::new());
+                }
+                release
+            }
+        })
+    }
+
+    /// The Flux kind of the source.
+    pub fn source_kind(&self) -> &'static FluxKind {
+        match self.source {
+            Source::Git { .. } => &api::GIT_REPOSITORY,
+            Source::HelmRepository { .. } => &api::HELM_REPOSITORY,
+            Source::Oci { .. } => &api::OCI_REPOSITORY,
+        }
+    }
+
+    /// The Flux kind of the release.
+    pub fn release_kind(&self) -> &'static FluxKind {
+        match self.deploy {
+            Deploy::Kustomize { .. } => &api::KUSTOMIZATION,
+            Deploy::Helm { .. } => &api::HELM_RELEASE,
+        }
+    }
+
+    fn meta(&self, namespace: &str) -> Meta {
+        Meta { name: self.name.clone(), namespace: namespace.to_string(), labels: self.labels() }
+    }
+}
+
+/// The API version to write for each Flux kind: what the cluster serves, or what Flux v2.9
+/// serves when there is no cluster to ask (`--export`).
+#[derive(Debug, Clone)]
+pub struct Versions(Option<ServedApis>);
+
+impl Versions {
+    /// The versions Flux v2.9 serves.
+    pub fn pinned() -> Versions {
+        Versions(None)
+    }
+
+    /// The versions a cluster serves.
+    pub fn served(served: ServedApis) -> Versions {
+        Versions(Some(served))
+    }
+
+    /// The version to write for a kind; `None` when the cluster does not serve it.
+    pub fn lookup(&self, kind: &FluxKind) -> Option<&str> {
+        match &self.0 {
+            None => Some(kind.version),
+            Some(served) => served.version_for(kind),
+        }
+    }
+
+    fn get(&self, kind: &FluxKind) -> Result<&str> {
+        self.lookup(kind).ok_or_else(|| {
+            Error::usage(
+                format!("this cluster's Flux does not serve {} ({})", kind.kind, kind.group),
+                "upgrade Flux (`kubectl gitops upgrade`), or pick a source this Flux supports",
+            )
+        })
+    }
+}
+
+/// A path inside a source, as Flux wants it: `./dir`, never leaving the source.
+fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
+    let Some(path) = path else {
+        return Ok("./".to_string());
+    };
+    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
+    if trimmed.is_empty() || trimmed == "." {
+        return Ok("./".to_string());
+    }
+    if Path::new(trimmed).is_absolute() || trimmed.split('/').any(|part| part == ".." || part.is_empty()) {
+        return Err(Error::usage(
+            format!("{flag} {path:?} leaves the source"),
+            format!("give {flag} relative to the repository root, without `..`, e.g. ./deploy"),
+        ));
+    }
+    Ok(format!("./{trimmed}"))
+}
+
+/// Reads and checks `--values` files: each must exist and be a YAML mapping.
+fn read_values(paths: &[std::path::PathBuf]) -> Result<Vec<ValuesFile>> {
+    let mut files: Vec<ValuesFile> = Vec::new();
+    for path in paths {
+        let contents = std::fs::read_to_string(path).map_err(|error| {
+            Error::usage(format!("cannot read --values {}: {error}", path.display()), "check the path")
+        })?;
+        let parsed: Value = crate::yaml::from_str(&contents).map_err(|error| {
+            Error::usage(format!("--values {} is not valid YAML: {error}", path.display()), "fix the file")
+        })?;
+        if !(parsed.is_object() || parsed.is_null()) {
+            return Err(Error::usage(
+                format!("--values {} is not a YAML mapping of chart values", path.display()),
+                "a values file maps keys to values, like the chart's own values.yaml",
+            ));
+        }
+        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        if files.iter().any(|file| file.name == name) {
+            return Err(Error::usage(
+                format!("two --values files are named {name}"),
+                "rename one: the files keep their names in the repo",
+            ));
+        }
+        files.push(ValuesFile { name, contents });
+    }
+    Ok(files)
+}

@@ -1,0 +1,343 @@
+//! `kubectl gitops app` end to end: the real binary, the real API server and Flux controllers,
+//! the local git server (SSH and HTTP) and Helm repository.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::Path;
+use std::process::Command;
+
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::process::run;
+use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
+use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, fixtures};
+
+/// The app binary with the test's kubeconfig and the git server's client key.
+fn app(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(args)
+            .arg("--private-key-file")
+            .arg(&env.git.client_key)
+            .env("KUBECONFIG", kubeconfig)
+            .env("HOME", home.path()),
+    )
+}
+
+/// A git CLI in `dir` that reaches the test git server.
+fn git(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
+    run(Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
+    .unwrap()
+}
+
+fn remote_head(env: &TestEnv, repo: &str) -> String {
+    let out = git(env, Path::new("/"), &["ls-remote", &env.git.ssh_url(repo), "refs/heads/main"]);
+    out.split_whitespace().next().unwrap_or_default().to_string()
+}
+
+/// Pushes a directory as the only content of `repo`'s main branch.
+fn push_dir(env: &TestEnv, repo: &str, source: &Path, target: &str) {
+    env.git.create_repo(repo).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["init", "-q", "-b", "main"]);
+    let to = work.path().join(target);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(source).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    git(env, work.path(), &["add", "."]);
+    git(env, work.path(), &["commit", "-q", "-m", "app"]);
+    git(env, work.path(), &["push", "-q", &env.git.ssh_url(repo), "main"]);
+}
+
+/// Installs the layout into `env`'s cluster from repo `fleet`, path clusters/dev.
+fn install(env: &TestEnv, components: &Path) {
+    let url = env.git.ssh_url("fleet");
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args(["--url", &url, "--path", "clusters/dev", "--cluster-name", "dev", "--timeout", "3m"])
+            .arg("--components-file")
+            .arg(components)
+            .arg("--private-key-file")
+            .arg(&env.git.client_key)
+            .arg("--known-hosts-file")
+            .arg(&env.git.known_hosts)
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(run.code, Some(0), "install: {}\n{}", run.stdout, run.stderr);
+}
+
+/// Mutating requests kubectl-gitops sent, from the audit log.
+fn our_mutations(env: &TestEnv) -> usize {
+    env.audit_events()
+        .unwrap()
+        .iter()
+        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
+        .filter(|e| matches!(e["verb"].as_str(), Some("create" | "update" | "patch" | "delete")))
+        .filter(|e| e["objectRef"]["resource"] != "selfsubjectaccessreviews")
+        .count()
+}
+
+fn list(env: &TestEnv) -> serde_json::Value {
+    let run = app(env, &env.kubeconfig, &["list", "-o", "json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
+    list.as_array().unwrap().iter().find(|row| row["name"] == name).cloned().unwrap_or_default()
+}
+
+#[test]
+fn kustomize_and_helm_apps_deploy_list_suspend_and_get_pruned() {
+    let (Some(components), Some(podinfo)) = (fixtures::flux_components(), fixtures::shared("apps/podinfo/kustomize"))
+    else {
+        return;
+    };
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet").unwrap();
+    install(env, &components);
+    push_dir(env, "podinfo", &podinfo, "kustomize");
+    env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
+    let podinfo_url = env.git.ssh_url("podinfo");
+    // Flux pulls the app's repo with the deploy key install put in the flux-system Secret.
+    let add_podinfo = ["add", "podinfo", "--url", &podinfo_url, "--path", "./kustomize", "--secret-ref", "flux-system"];
+
+    // --dry-run: the plan and the diff; nothing pushed, nothing written to the cluster.
+    let head = remote_head(env, "fleet");
+    let writes = our_mutations(env);
+    let dry = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--dry-run"]].concat());
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    assert!(
+        dry.stdout.starts_with(
+            "Plan:\n  1. commit 5 file change(s) (\"Add app podinfo (kustomize) to clusters/dev\") and push to main of "
+        ),
+        "{}",
+        dry.stdout
+    );
+    assert!(dry.stdout.contains("--- /dev/null\n+++ b/apps/podinfo/source.yaml\n"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("+  - podinfo\n") || dry.stdout.contains("+- podinfo\n"), "{}", dry.stdout);
+    assert_eq!(remote_head(env, "fleet"), head, "--dry-run pushed nothing");
+    assert_eq!(our_mutations(env), writes, "--dry-run wrote nothing to the cluster");
+
+    // The kustomize app reaches Ready at the pushed commit.
+    let added = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--wait", "--timeout", "3m"]].concat());
+    assert_eq!(added.code, Some(0), "stdout: {}\nstderr: {}", added.stdout, added.stderr);
+    let head = remote_head(env, "fleet");
+    assert_eq!(added.stdout, format!("app podinfo added at {}\n", &head[..12]));
+    env.kubectl_ok(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
+
+    // The same add again is a no-op; a different one needs --update.
+    let again = app(env, &env.kubeconfig, &add_podinfo);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert!(again.stdout.contains("already in the config repo"), "{}", again.stdout);
+    assert_eq!(remote_head(env, "fleet"), head, "no new commit");
+    let changed = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--interval", "2m"]].concat());
+    assert_eq!(changed.code, Some(2), "{}", changed.stderr);
+    assert!(
+        changed.stderr.contains("already exists in the config repo with a different definition"),
+        "{}",
+        changed.stderr
+    );
+    assert!(changed.stderr.contains("hint: pass --update"), "{}", changed.stderr);
+    assert_eq!(remote_head(env, "fleet"), head, "a refused add commits nothing");
+
+    // A Helm app from the chart repository, with values copied into the repo.
+    let values = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(values.path(), "greeting: hello from git\n").unwrap();
+    let hello = app(
+        env,
+        &env.kubeconfig,
+        &["add", "hello", "--url", &env.helm.url, "--chart", "hello", "--chart-version", "0.1.0"],
+    );
+    assert_eq!(hello.code, Some(0), "stdout: {}\nstderr: {}", hello.stdout, hello.stderr);
+    let helm = app(
+        env,
+        &env.kubeconfig,
+        &[
+            "add",
+            "greeter",
+            "--url",
+            &env.helm.url,
+            "--chart",
+            "hello",
+            "--values",
+            values.path().to_str().unwrap(),
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert_eq!(helm.code, Some(0), "stdout: {}\nstderr: {}", helm.stdout, helm.stderr);
+
+    let listed = list(env);
+    assert_eq!(row(&listed, "podinfo")["kind"], "kustomize");
+    assert_eq!(row(&listed, "podinfo")["state"], "ready");
+    assert_eq!(row(&listed, "podinfo")["clusters"], serde_json::json!(["dev"]));
+    assert_eq!(row(&listed, "greeter")["kind"], "helm");
+    assert_eq!(row(&listed, "greeter")["state"], "ready");
+    let table = app(env, &env.kubeconfig, &["list"]);
+    assert!(table.stdout.starts_with("NAME "), "{}", table.stdout);
+    assert!(table.stdout.contains("\ngreeter   helm "), "{}", table.stdout);
+
+    // Suspend is visible in the list; resume undoes it.
+    let suspended = app(env, &env.kubeconfig, &["suspend", "podinfo"]);
+    assert_eq!(suspended.code, Some(0), "{}", suspended.stderr);
+    assert_eq!(row(&list(env), "podinfo")["suspended"], true);
+    let resumed = app(env, &env.kubeconfig, &["resume", "podinfo"]);
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    assert_eq!(row(&list(env), "podinfo")["suspended"], false);
+
+    // Remove: Flux prunes the app and what it deployed.
+    for name in ["podinfo", "greeter", "hello"] {
+        let removed = app(env, &env.kubeconfig, &["remove", name, "--wait", "--timeout", "3m"]);
+        assert_eq!(removed.code, Some(0), "{name}: {}\n{}", removed.stdout, removed.stderr);
+    }
+    let gone = env.kubectl(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
+    assert!(!gone.status.success(), "Flux pruned the podinfo Deployment");
+    assert_eq!(list(env), serde_json::json!([]));
+}
+
+/// dev and UAT share one repo: one Helm app, defined once, with each cluster's values in the
+/// cluster's directory. Checked in the repo and by building each cluster's app list with kustomize.
+#[test]
+fn two_clusters_share_a_definition_and_keep_their_own_values() {
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.git.create_repo("fleet").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["init", "-q", "-b", "main"]);
+    for cluster in ["dev", "uat"] {
+        let dir = work.path().join(format!("clusters/{cluster}"));
+        std::fs::create_dir_all(dir.join("apps")).unwrap();
+        std::fs::write(
+            dir.join("apps/kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+        )
+        .unwrap();
+        // What install writes as the record of each cluster.
+        std::fs::write(
+            dir.join("gitops.yaml"),
+            format!("---\napiVersion: v1\ndata:\n  branch: main\n  clusterName: {cluster}\n  components: source-controller\n  fluxVersion: v2.9.3\n  path: clusters/{cluster}\n  url: {}\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n", env.git.http_url("fleet")),
+        )
+        .unwrap();
+    }
+    git(env, work.path(), &["add", "."]);
+    git(env, work.path(), &["commit", "-q", "-m", "two clusters"]);
+    git(env, work.path(), &["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+
+    let dev_values = work.path().join("dev.yaml");
+    std::fs::write(&dev_values, "database:\n  type: sqlite\n").unwrap();
+    let uat_values = work.path().join("uat.yaml");
+    std::fs::write(&uat_values, "database:\n  type: postgres\n  host: db.uat\n").unwrap();
+    // No cluster at all: the repo alone, over HTTP with a password.
+    let add = |cluster: &str, values: &Path| {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-app"))
+                .args(["add", "mccp", "--url", "https://charts.example.com/mccp", "--chart", "mccp"])
+                .args(["--cluster", cluster, "--config-repo", &env.git.http_url("fleet")])
+                .arg("--values")
+                .arg(values)
+                .env("KUBECONFIG", "/nonexistent")
+                .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
+                .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD),
+        )
+    };
+    let dev = add("dev", &dev_values);
+    assert_eq!(dev.code, Some(0), "{}\n{}", dev.stdout, dev.stderr);
+    let uat = add("uat", &uat_values);
+    assert_eq!(uat.code, Some(0), "{}\n{}", uat.stdout, uat.stderr);
+    let unknown = add("prod", &uat_values);
+    assert_eq!(unknown.code, Some(2));
+    assert!(unknown.stderr.contains("unknown cluster \"prod\""), "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("hint: clusters in the repo: dev, uat"), "{}", unknown.stderr);
+
+    git(env, work.path(), &["pull", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let read = |path: &str| std::fs::read_to_string(work.path().join(path)).unwrap();
+    assert_eq!(read("clusters/dev/apps/mccp/values/dev.yaml"), "database:\n  type: sqlite\n");
+    assert_eq!(read("clusters/uat/apps/mccp/values/uat.yaml"), "database:\n  type: postgres\n  host: db.uat\n");
+    assert!(!work.path().join("apps/mccp/values").exists(), "per-cluster values are not shared");
+    for cluster in ["dev", "uat"] {
+        assert!(read(&format!("clusters/{cluster}/apps/kustomization.yaml")).contains("- mccp\n"));
+    }
+
+    // What Flux would apply in each cluster: the shared HelmRelease reading its cluster's values.
+    let built = |cluster: &str| {
+        let out = Command::new("kubectl")
+            .args(["kustomize", &format!("clusters/{cluster}/apps")])
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        gitops_shared::yaml::documents_from_str(&String::from_utf8(out.stdout).unwrap()).unwrap()
+    };
+    for (cluster, database) in [("dev", "type: sqlite"), ("uat", "type: postgres")] {
+        let objects = built(cluster);
+        let of_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).cloned().unwrap();
+        assert_eq!(objects.len(), 3, "{cluster}: {objects:?}");
+        let configmap = of_kind("ConfigMap");
+        assert_eq!(configmap["metadata"]["name"], format!("mccp-{cluster}-values"));
+        assert_eq!(configmap["metadata"]["namespace"], "flux-system");
+        assert!(configmap["data"][format!("{cluster}.yaml")].as_str().unwrap().contains(database), "{configmap}");
+        assert_eq!(of_kind("HelmRepository")["spec"]["url"], "https://charts.example.com/mccp");
+        assert_eq!(
+            of_kind("HelmRelease")["spec"]["valuesFrom"],
+            serde_json::json!([{"kind": "ConfigMap", "name": format!("mccp-{cluster}-values"), "valuesKey": format!("{cluster}.yaml")}])
+        );
+    }
+}
+
+/// Two adds racing on one repo both land: the loser fetches, re-plans and pushes again.
+#[test]
+fn concurrent_adds_both_land() {
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.git.create_repo("fleet").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["init", "-q", "-b", "main"]);
+    let dir = work.path().join("clusters/dev");
+    std::fs::create_dir_all(dir.join("apps")).unwrap();
+    std::fs::write(
+        dir.join("apps/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("gitops.yaml"),
+        format!("apiVersion: v1\ndata:\n  branch: main\n  clusterName: dev\n  components: source-controller\n  fluxVersion: v2.9.3\n  path: clusters/dev\n  url: {}\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n", env.git.ssh_url("fleet")),
+    )
+    .unwrap();
+    git(env, work.path(), &["add", "."]);
+    git(env, work.path(), &["commit", "-q", "-m", "layout"]);
+    git(env, work.path(), &["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+
+    let spawn = |name: &str| {
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(["add", name, "--url", "https://github.com/acme/apps", "--path", &format!("./{name}")])
+            .args(["--cluster", "dev", "--config-repo", &env.git.ssh_url("fleet")])
+            .arg("--private-key-file")
+            .arg(&env.git.client_key)
+            .arg("--known-hosts-file")
+            .arg(&env.git.known_hosts)
+            .env("KUBECONFIG", "/nonexistent")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let racers: Vec<_> = ["one", "two", "three"].into_iter().map(spawn).collect();
+    for racer in racers {
+        let out = racer.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    git(env, work.path(), &["pull", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let list = std::fs::read_to_string(work.path().join("clusters/dev/apps/kustomization.yaml")).unwrap();
+    assert!(list.contains("- one\n- three\n- two\n"), "{list}");
+    let log = git(env, work.path(), &["log", "--format=%s"]);
+    assert_eq!(log.lines().filter(|line| line.starts_with("Add app ")).count(), 3, "{log}");
+}
