@@ -19,6 +19,12 @@ fn status(env: &TestEnv, args: &[&str]) -> Run {
     Run::of(Command::new(binaries::path("kubectl-gitops-status")).args(args).env("KUBECONFIG", &env.kubeconfig))
 }
 
+fn app_status(env: &TestEnv, args: &[&str]) -> Run {
+    Run::of(
+        Command::new(binaries::path("kubectl-gitops-app")).arg("status").args(args).env("KUBECONFIG", &env.kubeconfig),
+    )
+}
+
 fn push_app(env: &TestEnv) {
     env.git.create_repo("apps").unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -130,7 +136,7 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
         "{}",
         app("bad-source")
     );
-    assert_eq!(app("hello")["appliedRevision"], "0.1.0");
+    assert_eq!(app("hello")["appliedRevision"], "0.1.0", "{}", app("hello"));
     assert_eq!(app("hello")["kind"], "helm");
     assert!(app("ready-app")["appliedRevision"].as_str().unwrap().starts_with("main@sha1:"));
     assert!(app("ready-app")["lastDeployed"].as_str().unwrap().ends_with('Z'));
@@ -146,6 +152,104 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     let failed: serde_json::Value = serde_json::from_str(&failed.stdout).unwrap();
     let names: Vec<&str> = failed["apps"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["bad-source", "broken-values", "missing-path"]);
+
+    app_status_shows_the_same_apps_as_trees(env);
+}
+
+/// `app status NAME` on the apps the listing test settled (one environment for both: each start
+/// costs seconds).
+fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
+    let ready = app_status(env, &["ready-app"]);
+    assert_eq!(ready.code, Some(0), "{}\n{}", ready.stdout, ready.stderr);
+    assert!(
+        ready.stdout.starts_with(
+            "App flux-system/ready-app (kustomize): ready\nGitRepository/flux-system/apps  Ready  main@sha1:"
+        ),
+        "{}",
+        ready.stdout
+    );
+    assert!(ready.stdout.contains("\n└── Kustomization/flux-system/ready-app  Ready  main@sha1:"), "{}", ready.stdout);
+    assert!(ready.stdout.contains("    └── ConfigMap/default/status-app\n"), "{}", ready.stdout);
+    // The commit comes from the git server over HTTP with the GitRepository's Secret.
+    assert!(ready.stdout.contains(" app (t <t@example.invalid>, "), "{}\n{}", ready.stdout, ready.stderr);
+    assert_eq!(ready.stderr, "");
+
+    let json = app_status(env, &["ready-app", "-o", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(json["app"]["state"], "ready");
+    assert_eq!(json["commit"]["subject"], "app");
+    assert_eq!(json["commit"]["sha"].as_str().unwrap().len(), 40);
+    assert!(json["lastDeployed"]["revision"].as_str().unwrap().starts_with("main@sha1:"));
+    assert_eq!(json["inventory"][0]["name"], "status-app");
+
+    let helm = app_status(env, &["hello", "--no-git"]);
+    assert_eq!(helm.code, Some(0), "{}\n{}", helm.stdout, helm.stderr);
+    assert!(helm.stdout.contains("\n└── HelmChart/flux-system/flux-system-hello  Ready  0.1.0"), "{}", helm.stdout);
+    assert!(helm.stdout.contains("    └── HelmRelease/flux-system/hello  Ready  0.1.0"), "{}", helm.stdout);
+    assert!(helm.stdout.contains("        └── Deployment/flux-system/hello  "), "{}", helm.stdout);
+    assert!(helm.stdout.contains("/1 ready\n"), "{}", helm.stdout);
+
+    let missing = app_status(env, &["missing-path"]);
+    assert_eq!(missing.code, Some(1));
+    assert!(missing.stdout.contains("Last error:    Kustomization flux-system/missing-path: "), "{}", missing.stdout);
+    assert!(missing.stdout.contains("kustomization path not found"), "{}", missing.stdout);
+
+    let broken = app_status(env, &["broken-values", "-o", "json"]);
+    assert_eq!(broken.code, Some(1));
+    let broken: serde_json::Value = serde_json::from_str(&broken.stdout).unwrap();
+    assert_eq!(broken["lastError"]["kind"], "HelmRelease", "{broken}");
+    assert!(broken["lastError"]["message"].as_str().unwrap().contains("greeting is required"), "{broken}");
+
+    let paused = app_status(env, &["paused", "--no-git"]);
+    assert_eq!(paused.code, Some(0), "suspended counts as status counts it");
+    assert!(paused.stdout.starts_with("App flux-system/paused (kustomize): suspended\n"), "{}", paused.stdout);
+
+    let unfetchable = app_status(env, &["bad-source"]);
+    assert_eq!(unfetchable.code, Some(1));
+    assert!(
+        unfetchable.stdout.contains("Last error:    GitRepository flux-system/unreachable: "),
+        "{}",
+        unfetchable.stdout
+    );
+    assert!(
+        unfetchable.stdout.contains("Waiting on:    GitRepository flux-system/unreachable: "),
+        "{}",
+        unfetchable.stdout
+    );
+
+    let absent = app_status(env, &["absent"]);
+    assert_eq!(absent.code, Some(2));
+    assert!(
+        absent.stderr.starts_with("error: app \"absent\" not found: no Kustomization or HelmRelease \"absent\" in namespace flux-system\nhint: "),
+        "{}",
+        absent.stderr
+    );
+
+    let started = Instant::now();
+    let waited = app_status(env, &["ready-app", "--wait", "--timeout", "1m"]);
+    assert_eq!(waited.code, Some(0), "{}", waited.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20), "a ready app needs no waiting");
+
+    let started = Instant::now();
+    let broken = app_status(env, &["missing-path", "--wait", "--grace-period", "2s", "--no-git"]);
+    assert_eq!(broken.code, Some(1));
+    assert!(
+        broken.stderr.starts_with(
+            "error: app flux-system/missing-path failed (for 2s and more): Kustomization flux-system/missing-path: "
+        ),
+        "{}",
+        broken.stderr
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "a lasting failure ends the wait early");
+
+    let never =
+        app_status(env, &["ready-app", "--wait", "--timeout", "3s", "--revision", "0123456789abcdef", "--no-git"]);
+    assert_eq!(never.code, Some(1));
+    assert!(
+        never.stderr.starts_with("error: app flux-system/ready-app is not Ready at 0123456789abcdef after 3s: Kustomization flux-system/ready-app is at main@sha1:"),
+        "{}",
+        never.stderr
+    );
 }
 
 #[test]
