@@ -41,10 +41,9 @@ where
         let text = completion::respond(command, &args[2..]);
         return finish(write_stdout(&text).map(|()| ExitCode::Ok).map_err(anyhow::Error::from));
     }
-    let matches = command.get_matches_from(args);
-    let parsed = match C::from_arg_matches(&matches) {
+    let parsed = match command.try_get_matches_from(args).and_then(|matches| C::from_arg_matches(&matches)) {
         Ok(parsed) => parsed,
-        Err(error) => error.exit(),
+        Err(error) => return usage_error(error),
     };
     let global = parsed.global_args();
     style::set_choice(global.color);
@@ -92,6 +91,32 @@ pub fn block_on<T>(future: impl Future<Output = anyhow::Result<T>>) -> anyhow::R
         .build()
         .map_err(|error| Error::io("cannot start the async runtime", error))?;
     runtime.block_on(future)
+}
+
+/// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help and
+/// version requests print as clap prints them.
+fn usage_error(error: clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit()
+    }
+    let text = error.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
+    let message = lines.next().unwrap_or_default().trim_start_matches("error: ").to_string();
+    let mut hints: Vec<String> = Vec::new();
+    for line in lines {
+        if let Some(tip) = line.strip_prefix("tip: ") {
+            hints.push(tip.to_string());
+        } else if let Some(usage) = line.strip_prefix("Usage: ") {
+            hints.push(format!("usage: {usage} (see --help)"));
+        }
+    }
+    let hint = if hints.is_empty() { "see --help".to_string() } else { hints.join("; ") };
+    report::error(&message, Some(&hint));
+    std::process::ExitCode::from(ExitCode::Usage.code() as u8)
 }
 
 /// Prints the error, if any, and returns the process exit code.

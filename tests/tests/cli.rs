@@ -195,7 +195,7 @@ fn detect_help() {
 
 #[test]
 fn planned_commands_say_so_and_exit_2() {
-    for command in ["app", "upgrade", "artifact"] {
+    for command in ["upgrade", "artifact"] {
         let run = run(&format!("kubectl-gitops-{command}"), &["anything", "--flag"]);
         assert_eq!(run.code, Some(2), "{command}");
         assert_eq!(
@@ -298,4 +298,79 @@ fn every_command_binary_prints_its_version() {
         let text = gitops_e2e::snapshot::redact(&run.stdout);
         assert_eq!(text, format!("kubectl gitops {command} [VERSION] (commit [COMMIT])\n"), "{command}");
     }
+}
+
+#[test]
+fn app_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-app", &["-h"]).render());
+}
+
+#[test]
+fn app_add_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-app", &["add", "-h"]).render());
+}
+
+/// Every kind of bad input is refused before any cluster, repo or provider is contacted (there
+/// is no kubeconfig at all here): exit 2, `error:` naming the problem, `hint:` saying what to do.
+#[test]
+fn app_add_bad_input_is_a_usage_error_before_anything_happens() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(&broken, "replicas: 2\nimage:\n  tag: [1, 2\n").unwrap();
+    let list = dir.path().join("list.yaml");
+    std::fs::write(&list, "- a\n- b\n").unwrap();
+    let (broken, list) = (broken.to_str().unwrap(), list.to_str().unwrap());
+    let git = "https://github.com/acme/app";
+    let charts = "https://charts.example.com";
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["add", "Pod_Info", "--url", git],
+        vec!["add", "podinfo", "--url", "ftp://example.com/app"],
+        vec!["add", "podinfo", "--url", git, "--path", "../../etc"],
+        vec!["add", "podinfo", "--url", git, "--chart-path", "/charts/x"],
+        vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--values", "/nonexistent/values.yaml"],
+        vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--values", broken],
+        vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--values", list],
+        vec!["add", "podinfo", "--url", git, "--values", list],
+        vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--path", "./x"],
+        vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--branch", "main"],
+        vec!["add", "podinfo", "--url", "ssh://git@example.com/app.git", "--chart", "podinfo"],
+        vec!["add", "podinfo", "--url", git, "--tag", "v1", "--branch", "main"],
+        vec!["add", "podinfo", "--url", git, "--author", "nobody"],
+        vec!["add", "podinfo", "--url", git, "--depends-on", "Bad Name"],
+        vec!["add", "podinfo", "--url", git, "--pr", "--auto-merge"],
+        vec!["remove", "Pod_Info"],
+    ];
+    let mut text = String::new();
+    for args in cases {
+        let run = run("kubectl-gitops-app", &args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with("error: "), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        text.push_str(&format!(
+            "$ app {}\n{}\n",
+            args.join(" ").replace(dir.path().to_str().unwrap(), "[DIR]"),
+            run.stderr.replace(dir.path().to_str().unwrap(), "[DIR]")
+        ));
+    }
+    insta::assert_snapshot!(text);
+}
+
+/// `--export` needs no cluster and no repo: the Flux YAML only, as `flux create … --export` writes it.
+#[test]
+fn app_add_export_prints_the_flux_objects() {
+    let args =
+        ["add", "podinfo", "--url", "https://github.com/stefanprodan/podinfo", "--path", "./kustomize", "--export"];
+    insta::assert_snapshot!(run("kubectl-gitops-app", &args).render());
+    let helm = [
+        "add",
+        "db",
+        "--url",
+        "oci://ghcr.io/acme/charts",
+        "--chart",
+        "postgres",
+        "--chart-version",
+        "16.x",
+        "--export",
+    ];
+    insta::assert_snapshot!(run("kubectl-gitops-app", &helm).render());
 }

@@ -35,7 +35,7 @@ enum Command {
     ///   kubectl gitops app add db --url https://charts.bitnami.com/bitnami --chart postgresql --values db.yaml
     ///   kubectl gitops app add mccp --url oci://ghcr.io/acme/charts --chart mccp --values uat.yaml --cluster uat
     #[command(verbatim_doc_comment)]
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// List the apps: from the cluster, or from the config repo with --repo.
     List(ListArgs),
     /// Remove an app from the config repo; Flux prunes what it deployed.

@@ -20,7 +20,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::plan::SuspendPatch;
-use super::spec::{AppSpec, ValuesFile, Versions};
+use super::spec::{AppKind, AppSpec, ValuesFile, Versions};
 use crate::error::{Error, Result};
 use crate::flux::objects::ValuesReference;
 use crate::git::Checkout;
@@ -99,13 +99,18 @@ pub fn app_files(spec: &AppSpec, namespace: &str, versions: &Versions) -> Result
     let dir = app_dir(&spec.name);
     let shared_values = generated_values(&format!("{}-values", spec.name), &spec.values);
     let source = spec.source_object(namespace, versions)?;
-    let release =
+    let mut release =
         spec.release_object(namespace, versions, shared_values.as_ref().map(|v| v.1.clone()).unwrap_or_default())?;
+    // A HelmRelease in the repo always carries the list, maybe empty, so that every cluster
+    // overlay can append its values to it (a JSON patch cannot append to a missing list).
+    if spec.kind() == AppKind::Helm && release["spec"].get("valuesFrom").is_none() {
+        release["spec"]["valuesFrom"] = json!([]);
+    }
     let mut files = BTreeMap::new();
     let mut resources = vec!["source.yaml".to_string(), "release.yaml".to_string()];
     files.insert(format!("{dir}/source.yaml"), yaml::to_documents(&[source])?);
     files.insert(format!("{dir}/release.yaml"), yaml::to_documents(&[release])?);
-    if spec.create_namespace && spec.kind() != super::spec::AppKind::Helm {
+    if spec.create_namespace && spec.kind() != AppKind::Helm {
         // A Kustomization's targetNamespace must exist; a HelmRelease creates its own.
         let namespace_object = json!({
             "apiVersion": "v1",

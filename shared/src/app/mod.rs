@@ -278,7 +278,7 @@ fn target_clusters(checkout: &Checkout, names: &[String], record: Option<&Instal
 }
 
 /// The commit author: `--author "Name <email>"`, else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL`.
-fn author(args: &DeliveryArgs) -> Result<Signature> {
+fn author_of(args: &DeliveryArgs) -> Result<Signature> {
     let Some(text) = &args.author else {
         return Ok(crate::install::author());
     };
@@ -303,7 +303,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
         let release = spec.release_object(&namespace, &Versions::pinned(), Vec::new())?;
         return crate::yaml::to_documents(&[source, release]);
     }
-    author(&args.delivery)?;
+    author_of(&args.delivery)?;
     let context = context(global, &args.repo).await?;
     let checkout = clone(&context.repo)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
@@ -356,7 +356,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
         return Ok(format!("app {} is already in the config repo for {cluster_list}; nothing to change\n", spec.name));
     }
     let outcome =
-        deliver::execute(&plan, Some(checkout), &context.repo, &author(&args.delivery)?, None, &build).await?;
+        deliver::execute(&plan, Some(checkout), &context.repo, &author_of(&args.delivery)?, None, &build).await?;
     finish(&context, &plan, &outcome, &spec.name, "added", args.delivery.timeout, true).await
 }
 
@@ -406,7 +406,7 @@ fn add_changes(
 /// `app remove`.
 pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     crate::install::validate_name(&args.name, "app name")?;
-    author(&args.delivery)?;
+    author_of(&args.delivery)?;
     let context = context(global, &args.repo).await?;
     let checkout = clone(&context.repo)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
@@ -452,7 +452,7 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
         report::detail(note);
     }
     let outcome =
-        deliver::execute(&plan, Some(checkout), &context.repo, &author(&args.delivery)?, None, &build).await?;
+        deliver::execute(&plan, Some(checkout), &context.repo, &author_of(&args.delivery)?, None, &build).await?;
     finish(&context, &plan, &outcome, &args.name, "removed", args.delivery.timeout, false).await
 }
 
@@ -490,7 +490,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
     let patches = suspend_patches(cluster, &context, &args.name, suspend).await?;
     let verb = if suspend { "suspend" } else { "resume" };
     let (checkout, files) = if args.persist {
-        author(&args.delivery)?;
+        author_of(&args.delivery)?;
         let checkout = clone(&context.repo)?;
         let clusters = target_clusters(&checkout, &[], context.record.as_ref())?;
         let files = persist_changes(&args.name, &clusters, suspend, &patches, &checkout)?;
@@ -528,7 +528,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         persist_changes(&args.name, &clusters, suspend, &plan.patches, checkout)
     };
     let outcome =
-        deliver::execute(&plan, checkout, &context.repo, &author(&args.delivery)?, Some(cluster), &replan).await?;
+        deliver::execute(&plan, checkout, &context.repo, &author_of(&args.delivery)?, Some(cluster), &replan).await?;
     finish(&context, &plan, &outcome, &args.name, &format!("{verb}ed"), args.delivery.timeout, false).await
 }
 
@@ -619,3 +619,6 @@ async fn finish(
 }
 
 mod wait;
+
+#[cfg(test)]
+mod tests;

@@ -250,8 +250,7 @@ impl AppSpec {
         })
     }
 
-    /// The Kustomization or HelmRelease. `values_from` lists the shared values files; a Helm
-    /// release always carries the list (maybe empty) so that cluster overlays can append theirs.
+    /// The Kustomization or HelmRelease. `values_from` lists the shared values files.
     pub fn release_object(
         &self,
         namespace: &str,
@@ -281,12 +280,7 @@ impl AppSpec {
                     depends_on: self.depends_on.clone(),
                     values_from,
                 };
-                let mut release =
-                    objects::helm_release(&api::HELM_RELEASE, served.get(&api::HELM_RELEASE)?, &meta, &spec);
-                if release["spec"].get("valuesFrom").is_none() {
-                    release["spec"]["valuesFrom"] = Value::Array(Vec::new());
-                }
-                release
+                objects::helm_release(&api::HELM_RELEASE, served.get(&api::HELM_RELEASE)?, &meta, &spec)
             }
         })
     }
@@ -373,7 +367,9 @@ fn read_values(paths: &[std::path::PathBuf]) -> Result<Vec<ValuesFile>> {
             Error::usage(format!("cannot read --values {}: {error}", path.display()), "check the path")
         })?;
         let parsed: Value = crate::yaml::from_str(&contents).map_err(|error| {
-            Error::usage(format!("--values {} is not valid YAML: {error}", path.display()), "fix the file")
+            // The parser's first line names the line and column; the rest is a source excerpt.
+            let first = error.lines().next().unwrap_or_default().trim_start_matches("error: ");
+            Error::usage(format!("--values {} is not valid YAML: {first}", path.display()), "fix the file")
         })?;
         if !(parsed.is_object() || parsed.is_null()) {
             return Err(Error::usage(

@@ -1,0 +1,213 @@
+//! The app model without a cluster or a server: flags to objects, objects to repo files, plans
+//! to text. End-to-end behaviour is in tests/tests/app*.rs.
+
+use std::collections::BTreeMap;
+
+use clap::Parser;
+
+use super::layout::{self, ClusterDir};
+use super::plan::{self, Delivery, FileChange, Plan, SuspendPatch};
+use super::spec::{AppSpec, Versions};
+use super::*;
+use crate::flux::api::ServedApis;
+
+#[derive(Parser)]
+struct Add {
+    #[command(flatten)]
+    add: AddArgs,
+}
+
+fn spec(args: &[&str]) -> AppSpec {
+    let parsed = Add::try_parse_from(std::iter::once("add").chain(args.iter().copied())).unwrap();
+    AppSpec::from_args(&parsed.add).unwrap()
+}
+
+fn kinds(spec: &AppSpec, versions: &Versions) -> (String, String) {
+    let source = spec.source_object("flux-system", versions).unwrap();
+    let release = spec.release_object("flux-system", versions, Vec::new()).unwrap();
+    (
+        format!("{} {}", source["apiVersion"].as_str().unwrap(), source["kind"].as_str().unwrap()),
+        format!("{} {}", release["apiVersion"].as_str().unwrap(), release["kind"].as_str().unwrap()),
+    )
+}
+
+#[test]
+fn each_kind_of_url_gives_its_source_and_release() {
+    let pinned = Versions::pinned();
+    let cases = [
+        (
+            vec!["podinfo", "--url", "https://github.com/stefanprodan/podinfo", "--path", "kustomize"],
+            "kustomize",
+            ("source.toolkit.fluxcd.io/v1 GitRepository", "kustomize.toolkit.fluxcd.io/v1 Kustomization"),
+        ),
+        (
+            vec!["podinfo", "--url", "git@github.com:stefanprodan/podinfo.git", "--chart-path", "./charts/podinfo"],
+            "helm",
+            ("source.toolkit.fluxcd.io/v1 GitRepository", "helm.toolkit.fluxcd.io/v2 HelmRelease"),
+        ),
+        (
+            vec!["db", "--url", "https://charts.bitnami.com/bitnami", "--chart", "postgresql"],
+            "helm",
+            ("source.toolkit.fluxcd.io/v1 HelmRepository", "helm.toolkit.fluxcd.io/v2 HelmRelease"),
+        ),
+        (
+            vec!["db", "--url", "oci://registry-1.docker.io/bitnamicharts", "--chart", "postgresql"],
+            "helm",
+            ("source.toolkit.fluxcd.io/v1 HelmRepository", "helm.toolkit.fluxcd.io/v2 HelmRelease"),
+        ),
+        (
+            vec!["web", "--url", "oci://ghcr.io/acme/manifests/web", "--semver", ">=1.0.0"],
+            "oci",
+            ("source.toolkit.fluxcd.io/v1 OCIRepository", "kustomize.toolkit.fluxcd.io/v1 Kustomization"),
+        ),
+    ];
+    for (args, kind, (source, release)) in cases {
+        let spec = spec(&args);
+        assert_eq!(spec.kind().word(), kind, "{args:?}");
+        assert_eq!(kinds(&spec, &pinned), (source.to_string(), release.to_string()), "{args:?}");
+    }
+    let git = spec(&["podinfo", "--url", "git@github.com:stefanprodan/podinfo.git"]);
+    let source = git.source_object("flux-system", &pinned).unwrap();
+    assert_eq!(
+        source["spec"]["url"], "ssh://git@github.com/stefanprodan/podinfo.git",
+        "scp-like URLs as Flux takes them"
+    );
+    assert_eq!(source["spec"]["ref"], serde_json::json!({"branch": "main"}), "the default ref");
+    let oci = spec(&["web", "--url", "oci://ghcr.io/acme/web"]);
+    assert_eq!(oci.source_object("flux-system", &pinned).unwrap()["spec"]["ref"], serde_json::json!({"tag": "latest"}));
+}
+
+#[test]
+fn an_older_flux_gets_the_versions_it_serves_and_a_missing_kind_is_refused() {
+    let flux_2_3 = Versions::served(ServedApis::from_pairs([
+        ("GitRepository", "v1"),
+        ("HelmRepository", "v1beta2"),
+        ("Kustomization", "v1"),
+        ("HelmRelease", "v2beta2"),
+    ]));
+    let helm = spec(&["db", "--url", "https://charts.bitnami.com/bitnami", "--chart", "postgresql"]);
+    assert_eq!(
+        kinds(&helm, &flux_2_3),
+        (
+            "source.toolkit.fluxcd.io/v1beta2 HelmRepository".to_string(),
+            "helm.toolkit.fluxcd.io/v2beta2 HelmRelease".to_string()
+        )
+    );
+    let oci = spec(&["web", "--url", "oci://ghcr.io/acme/web"]);
+    let error = oci.source_object("flux-system", &flux_2_3).unwrap_err();
+    assert_eq!(error.to_string(), "this cluster's Flux does not serve OCIRepository (source.toolkit.fluxcd.io)");
+}
+
+fn render_files(files: &BTreeMap<String, String>) -> String {
+    files.iter().map(|(path, contents)| format!("# {path}\n{contents}")).collect()
+}
+
+#[test]
+fn a_helm_app_is_one_shared_definition_plus_a_cluster_overlay_with_its_values() {
+    let values = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(values.path(), "database:\n  type: sqlite\n").unwrap();
+    let mut app = spec(&["mccp", "--url", "https://charts.example.com", "--chart", "mccp", "--chart-version", "1.x"]);
+    let shared = layout::app_files(&app, "flux-system", &Versions::pinned()).unwrap();
+    app.values = vec![spec::ValuesFile { name: "dev.yaml".into(), contents: "database:\n  type: sqlite\n".into() }];
+    let dev = ClusterDir { name: "dev".into(), path: "clusters/eu/dev".into() };
+    let overlay = layout::cluster_files(&app, &dev, "flux-system", &app.values).unwrap();
+    insta::assert_snapshot!(render_files(&shared) + &render_files(&overlay));
+}
+
+#[test]
+fn the_app_list_keeps_other_entries_sorted_and_the_rest_of_the_file() {
+    let existing = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: apps\nresources:\n- zeta\n- ./alpha/\n";
+    let added = layout::app_list(Some(existing), "mid", true).unwrap();
+    assert_eq!(
+        added,
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: apps\nresources:\n- ./alpha/\n- mid\n- zeta\n"
+    );
+    assert_eq!(layout::listed_apps(&added), ["alpha", "mid", "zeta"]);
+    let removed = layout::app_list(Some(&added), "alpha", false).unwrap();
+    assert_eq!(layout::listed_apps(&removed), ["mid", "zeta"]);
+    assert_eq!(
+        layout::app_list(None, "one", true).unwrap(),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- one\n"
+    );
+    assert!(layout::app_list(Some("resources: [\n"), "x", true).is_err());
+}
+
+#[test]
+fn suspend_patches_come_and_go_leaving_other_patches() {
+    let overlay = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\npatches:\n- patch: |\n    - op: add\n      path: /spec/valuesFrom/-\n      value: {}\n  target:\n    kind: HelmRelease\n    name: web\nresources:\n- ../../../apps/web\n";
+    let patch = SuspendPatch {
+        kind: &crate::flux::api::HELM_RELEASE,
+        version: "v2".into(),
+        namespace: "flux-system".into(),
+        name: "web".into(),
+        suspend: true,
+    };
+    let suspended = layout::with_suspend_patches(overlay, std::slice::from_ref(&patch), true).unwrap();
+    assert_eq!(suspended.matches("path: /spec/suspend").count(), 1, "{suspended}");
+    assert!(suspended.contains("path: /spec/valuesFrom/-"), "{suspended}");
+    let again = layout::with_suspend_patches(&suspended, std::slice::from_ref(&patch), true).unwrap();
+    assert_eq!(again, suspended, "suspending twice changes nothing");
+    let resumed = layout::with_suspend_patches(&suspended, &[patch], false).unwrap();
+    assert!(!resumed.contains("/spec/suspend"), "{resumed}");
+    assert!(resumed.contains("path: /spec/valuesFrom/-"), "{resumed}");
+}
+
+fn plan(files: Vec<FileChange>, delivery: Delivery) -> Plan {
+    Plan {
+        message: "Add app web (kustomize) to clusters/dev".into(),
+        repo: "ssh://git@example.com/fleet.git".into(),
+        branch: "main".into(),
+        files,
+        delivery,
+        patches: Vec::new(),
+        objects: vec!["GitRepository flux-system/web".into()],
+        wait: Some("wait until Kustomization flux-system/web is Ready at the pushed commit".into()),
+        notes: Vec::new(),
+    }
+}
+
+#[test]
+fn dry_run_text_is_numbered_steps_and_a_unified_diff() {
+    let files = vec![
+        FileChange { path: "apps/web/source.yaml".into(), before: None, after: Some("kind: GitRepository\n".into()) },
+        FileChange {
+            path: "clusters/dev/apps/kustomization.yaml".into(),
+            before: Some("resources: []\n".into()),
+            after: Some("resources:\n- web\n".into()),
+        },
+        FileChange { path: "old.yaml".into(), before: Some("gone\n".into()), after: None },
+    ];
+    let pull =
+        Delivery::PullRequest { branch: format!("gitops/add-web-{}", plan::change_hash(&files)), noun: "pull request" };
+    insta::assert_snapshot!(plan(files.clone(), Delivery::Push).render());
+    let text = plan(files.clone(), pull).render();
+    assert!(text.contains("  2. open a pull request from gitops/add-web-"), "{text}");
+    let body = plan(files, Delivery::Push).pull_request_body();
+    assert!(
+        body.contains(
+            "- add `apps/web/source.yaml`\n- update `clusters/dev/apps/kustomization.yaml`\n- delete `old.yaml`\n"
+        ),
+        "{body}"
+    );
+    assert!(plan(Vec::new(), Delivery::Push).render().starts_with("Nothing to change"));
+}
+
+#[test]
+fn the_branch_hash_follows_the_change() {
+    let change = |contents: &str| vec![FileChange { path: "a".into(), before: None, after: Some(contents.into()) }];
+    assert_eq!(plan::change_hash(&change("x")), plan::change_hash(&change("x")), "a re-run finds its branch");
+    assert_ne!(plan::change_hash(&change("x")), plan::change_hash(&change("y")));
+    assert_eq!(plan::change_hash(&change("x")).len(), 7);
+}
+
+#[test]
+fn authors_are_name_and_email() {
+    let delivery = |author: &str| {
+        let parsed = Add::try_parse_from(["add", "web", "--url", "https://example.com/x", "--author", author]).unwrap();
+        author_of(&parsed.add.delivery)
+    };
+    let jo = delivery("Jo Doe <jo@example.com>").unwrap();
+    assert_eq!((jo.name.as_str(), jo.email.as_str()), ("Jo Doe", "jo@example.com"));
+    assert!(delivery("jo@example.com").is_err());
+    assert!(delivery("<jo@example.com>").is_err());
+}
