@@ -11,6 +11,8 @@ use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, fixtures};
+use gitops_shared::flux::bootstrap;
+use gitops_shared::record::InstallRecord;
 
 /// The app binary with the test's kubeconfig and the git server's client key.
 fn app(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Run {
@@ -205,32 +207,41 @@ fn kustomize_and_helm_apps_deploy_list_suspend_and_get_pruned() {
     assert_eq!(list(env), serde_json::json!([]));
 }
 
+/// Repo `fleet` with the layout `install` writes for each cluster (`clusters/<name>/gitops.yaml`
+/// and an empty app list), without a cluster behind it; returns a clone of it.
+fn seed_layout(env: &TestEnv, clusters: &[&str], url: &str) -> tempfile::TempDir {
+    env.git.create_repo("fleet").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["init", "-q", "-b", "main"]);
+    for cluster in clusters {
+        let dir = work.path().join(format!("clusters/{cluster}"));
+        std::fs::create_dir_all(dir.join("apps")).unwrap();
+        std::fs::write(dir.join("apps/kustomization.yaml"), bootstrap::apps_kustomization()).unwrap();
+        let record = InstallRecord {
+            url: url.to_string(),
+            branch: "main".into(),
+            path: format!("clusters/{cluster}"),
+            cluster_name: cluster.to_string(),
+            flux_version: "v2.9.3".into(),
+            components: vec!["source-controller".into()],
+            provider: None,
+            repository: None,
+            hostname: None,
+        };
+        std::fs::write(dir.join("gitops.yaml"), bootstrap::record_manifest(&record, "flux-system").unwrap()).unwrap();
+    }
+    git(env, work.path(), &["add", "."]);
+    git(env, work.path(), &["commit", "-q", "-m", "layout"]);
+    git(env, work.path(), &["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+    work
+}
+
 /// dev and UAT share one repo: one Helm app, defined once, with each cluster's values in the
 /// cluster's directory. Checked in the repo and by building each cluster's app list with kustomize.
 #[test]
 fn two_clusters_share_a_definition_and_keep_their_own_values() {
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
-    env.git.create_repo("fleet").unwrap();
-    let work = tempfile::tempdir().unwrap();
-    git(env, work.path(), &["init", "-q", "-b", "main"]);
-    for cluster in ["dev", "uat"] {
-        let dir = work.path().join(format!("clusters/{cluster}"));
-        std::fs::create_dir_all(dir.join("apps")).unwrap();
-        std::fs::write(
-            dir.join("apps/kustomization.yaml"),
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
-        )
-        .unwrap();
-        // What install writes as the record of each cluster.
-        std::fs::write(
-            dir.join("gitops.yaml"),
-            format!("---\napiVersion: v1\ndata:\n  branch: main\n  clusterName: {cluster}\n  components: source-controller\n  fluxVersion: v2.9.3\n  path: clusters/{cluster}\n  url: {}\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n", env.git.http_url("fleet")),
-        )
-        .unwrap();
-    }
-    git(env, work.path(), &["add", "."]);
-    git(env, work.path(), &["commit", "-q", "-m", "two clusters"]);
-    git(env, work.path(), &["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let work = seed_layout(env, &["dev", "uat"], &env.git.http_url("fleet"));
 
     let dev_values = work.path().join("dev.yaml");
     std::fs::write(&dev_values, "database:\n  type: sqlite\n").unwrap();
@@ -297,24 +308,7 @@ fn two_clusters_share_a_definition_and_keep_their_own_values() {
 #[test]
 fn concurrent_adds_both_land() {
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
-    env.git.create_repo("fleet").unwrap();
-    let work = tempfile::tempdir().unwrap();
-    git(env, work.path(), &["init", "-q", "-b", "main"]);
-    let dir = work.path().join("clusters/dev");
-    std::fs::create_dir_all(dir.join("apps")).unwrap();
-    std::fs::write(
-        dir.join("apps/kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("gitops.yaml"),
-        format!("apiVersion: v1\ndata:\n  branch: main\n  clusterName: dev\n  components: source-controller\n  fluxVersion: v2.9.3\n  path: clusters/dev\n  url: {}\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n", env.git.ssh_url("fleet")),
-    )
-    .unwrap();
-    git(env, work.path(), &["add", "."]);
-    git(env, work.path(), &["commit", "-q", "-m", "layout"]);
-    git(env, work.path(), &["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
 
     let spawn = |name: &str| {
         Command::new(binaries::path("kubectl-gitops-app"))
@@ -340,4 +334,35 @@ fn concurrent_adds_both_land() {
     assert!(list.contains("- one\n- three\n- two\n"), "{list}");
     let log = git(env, work.path(), &["log", "--format=%s"]);
     assert_eq!(log.lines().filter(|line| line.starts_with("Add app ")).count(), 3, "{log}");
+}
+
+/// A key the server refuses, and a file that is no key at all: a clear error, nothing pushed.
+#[test]
+fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let _work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
+    let head = remote_head(env, "fleet");
+    let keys = tempfile::tempdir().unwrap();
+    let stranger = keys.path().join("stranger");
+    run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&stranger)).unwrap();
+    let garbage = keys.path().join("garbage");
+    std::fs::write(&garbage, "not a key\n").unwrap();
+    for (key, code, message) in [(&stranger, 4, "authentication"), (&garbage, 2, "holds no private key")] {
+        let out = Run::of(
+            Command::new(binaries::path("kubectl-gitops-app"))
+                .args(["add", "web", "--url", "https://github.com/acme/web", "--cluster", "dev"])
+                .args(["--config-repo", &env.git.ssh_url("fleet")])
+                .arg("--private-key-file")
+                .arg(key)
+                .arg("--known-hosts-file")
+                .arg(&env.git.known_hosts)
+                .env("KUBECONFIG", "/nonexistent"),
+        );
+        assert_eq!(out.code, Some(code), "{}", out.stderr);
+        assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+        assert!(out.stderr.to_lowercase().contains(message), "{}", out.stderr);
+        assert!(out.stderr.contains("\nhint: "), "{}", out.stderr);
+        assert!(!out.stderr.contains("PRIVATE KEY"), "{}", out.stderr);
+    }
+    assert_eq!(remote_head(env, "fleet"), head, "nothing pushed");
 }

@@ -163,7 +163,7 @@ fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: 
     let parsed = parse_url(url)?;
     if parsed.scheme == "ssh" {
         let private_key = match &args.private_key_file {
-            Some(path) => source::read(path, "--private-key-file")?,
+            Some(path) => source::read_private_key(path)?,
             None => source::default_ssh_key()?,
         };
         let refuse_scan = |_: &str| -> Result<bool> {

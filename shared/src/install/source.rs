@@ -174,10 +174,7 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
     let https_url =
         info.as_ref().map_or_else(|| format!("https://{host}/{}.git", repo.path()), |i| i.https_url.clone());
     let ssh = parse_url(&ssh_url)?;
-    let private_key = match &args.private_key_file {
-        Some(path) => Some(read(path, "--private-key-file")?),
-        None => None,
-    };
+    let private_key = args.private_key_file.as_deref().map(read_private_key).transpose()?;
     let token_user = match kind {
         Kind::GitHub => "git",
         Kind::GitLab => "oauth2",
@@ -211,10 +208,7 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
         Error::usage("--url is required with --provider git", "pass --url ssh://git@host/path/repo.git (or https://…)")
     })?;
     let parsed = parse_url(url)?;
-    let private_key = match &args.private_key_file {
-        Some(path) => Some(read(path, "--private-key-file")?),
-        None => None,
-    };
+    let private_key = args.private_key_file.as_deref().map(read_private_key).transpose()?;
     if parsed.scheme == "ssh" {
         if args.token_auth {
             return Err(Error::usage(
@@ -265,6 +259,28 @@ pub fn https_credentials() -> Result<(String, String)> {
         )
     })?;
     Ok((username, password))
+}
+
+/// Reads `--private-key-file` and checks that it holds a private key libgit2 can use: PEM or
+/// OpenSSH, not protected by a passphrase (nothing could type it).
+pub fn read_private_key(path: &Path) -> Result<String> {
+    let text = read(path, "--private-key-file")?;
+    let shown = path.display();
+    if !(text.contains("-----BEGIN ") && text.contains("PRIVATE KEY-----")) {
+        return Err(Error::usage(
+            format!("--private-key-file {shown} holds no private key"),
+            "give the private half of an SSH key pair (OpenSSH or PEM), e.g. ~/.ssh/id_ed25519, not the .pub file",
+        ));
+    }
+    let encrypted = text.contains("ENCRYPTED")
+        || ssh_key::PrivateKey::from_openssh(&text).is_ok_and(|key| key.is_encrypted());
+    if encrypted {
+        return Err(Error::usage(
+            format!("--private-key-file {shown} is protected by a passphrase"),
+            "use a key without a passphrase (a deploy key), or `ssh-keygen -p -N '' -f KEY` on a copy",
+        ));
+    }
+    Ok(text)
 }
 
 /// Reads a file named by a flag; a failure is a usage error naming the flag.
