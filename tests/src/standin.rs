@@ -21,8 +21,15 @@
 //! Every request is recorded ([`StandIn::requests`]): method, raw path, decoded query, headers
 //! with the token replaced by `***`, JSON body, and which user the token belonged to. Failures
 //! can be arranged: an unknown token gets 401, a user without the right to create repositories
-//! gets 403 ([`StandIn::set_token_can_create_repos`]), and [`StandIn::fail_next`] makes the next
-//! matching request fail with any status and body.
+//! gets 403 ([`StandIn::set_token_can_create_repos`]), a token without push rights is reported
+//! as such in the repository's `permissions` and gets 403 on every repository write
+//! ([`StandIn::set_token_can_push`]), and [`StandIn::fail_next`] makes the next matching request
+//! fail with any status and body.
+//!
+//! Behind a real git server ([`StandIn::set_git_storage`]), the branches of every repository
+//! that exists in the server's storage are read from it before each request, so a branch pushed
+//! over git is known to the API (GitHub opens a pull request only from an existing branch), and
+//! one deleted over git is gone.
 //!
 //! It starts with one user, [`USER`] (token [`TOKEN`]), one organization or group, [`ORG`], and
 //! on GitLab one subgroup, [`SUBGROUP`]; seed the rest with [`StandIn::add_repo`] and friends.
@@ -30,6 +37,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -137,6 +146,7 @@ struct UserRecord {
     id: u64,
     login: String,
     can_create_repos: bool,
+    can_push: bool,
 }
 
 #[derive(Debug)]
@@ -181,6 +191,7 @@ struct State {
     rate_limited: bool,
     ssh_base: String,
     https_base: String,
+    git_storage: Option<PathBuf>,
 }
 
 struct Response {
@@ -230,6 +241,7 @@ impl StandIn {
             rate_limited: false,
             ssh_base: ssh_base.to_string(),
             https_base: https_base.to_string(),
+            git_storage: None,
         };
         state.add_user(TOKEN, USER, true);
         state.add_group(ORG);
@@ -290,6 +302,25 @@ impl StandIn {
         if let Some(user) = self.state().users.get_mut(TOKEN) {
             user.can_create_repos = allowed;
         }
+    }
+
+    /// Whether [`TOKEN`] may push to the repositories (default `true`). `false` makes the
+    /// repository JSON say so (GitHub `permissions.push: false`, GitLab Reporter access) and
+    /// every repository write (deploy keys, branches, pull requests) answer 403.
+    pub fn set_token_can_push(&self, allowed: bool) {
+        if let Some(user) = self.state().users.get_mut(TOKEN) {
+            user.can_push = allowed;
+        }
+    }
+
+    /// Puts the stand-in in front of a real git server whose bare repositories live at
+    /// `<dir>/<owner>/<name>.git`: before each request, the branches of every stand-in
+    /// repository that exists there are read from it (`git for-each-ref refs/heads`), replacing
+    /// the seeded ones. Repositories not on disk keep their seeded branches.
+    pub fn set_git_storage(&self, dir: &Path) {
+        let mut state = self.state();
+        state.git_storage = Some(dir.to_path_buf());
+        state.refresh_branches();
     }
 
     /// Adds a GitHub organization or GitLab group (a path like `a/b` for a subgroup).
@@ -425,6 +456,27 @@ impl Drop for StandIn {
     }
 }
 
+/// The branches of a bare repository and their commits; `None` when git cannot read it.
+fn read_branches(dir: &Path) -> Option<BTreeMap<String, String>> {
+    let output = Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"])
+        .env_remove("GIT_DIR")
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Some(
+        text.lines()
+            .filter_map(|line| line.split_once(' '))
+            .filter_map(|(name, sha)| Some((name.strip_prefix("refs/heads/")?.to_string(), sha.trim().to_string())))
+            .collect(),
+    )
+}
+
 fn split_path(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or_else(|| panic!("repository {path:?} is not owner/name"))
 }
@@ -500,7 +552,33 @@ impl State {
     fn add_user(&mut self, token: &str, login: &str, can_create_repos: bool) {
         let id = self.users.values().find(|user| user.login == login).map(|user| user.id);
         let id = id.unwrap_or_else(|| self.next_id());
-        self.users.insert(token.to_string(), UserRecord { id, login: login.to_string(), can_create_repos });
+        let user = UserRecord { id, login: login.to_string(), can_create_repos, can_push: true };
+        self.users.insert(token.to_string(), user);
+    }
+
+    /// Reads the branches of every repository that exists in the git storage from it.
+    fn refresh_branches(&mut self) {
+        let Some(storage) = self.git_storage.clone() else {
+            return;
+        };
+        for repo in &mut self.repos {
+            let dir = storage.join(&repo.owner).join(format!("{}.git", repo.name));
+            if !dir.is_dir() {
+                continue;
+            }
+            let Some(branches) = read_branches(&dir) else {
+                continue;
+            };
+            if repo.default_branch.is_none() && !branches.is_empty() {
+                // The first push sets the default branch: the one HEAD names, else any.
+                let head = std::fs::read_to_string(dir.join("HEAD")).ok();
+                let head = head.as_deref().and_then(|text| text.trim().strip_prefix("ref: refs/heads/"));
+                let default =
+                    head.filter(|name| branches.contains_key(*name)).or(branches.keys().next().map(String::as_str));
+                repo.default_branch = default.map(str::to_string);
+            }
+            repo.branches = branches;
+        }
     }
 
     fn add_group(&mut self, path: &str) {
@@ -579,6 +657,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     };
     let (response, delay) = {
         let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.refresh_branches();
         let response = handle(&mut state, &incoming);
         (response, state.delay)
     };
@@ -713,7 +792,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
     let user = token
         .as_deref()
         .and_then(|token| state.users.get(token))
-        .map(|user| (user.login.clone(), user.id, user.can_create_repos));
+        .map(|user| (user.login.clone(), user.id, user.can_create_repos, user.can_push));
     let body = if incoming.body.is_empty() {
         None
     } else {
@@ -728,7 +807,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
         query: incoming.query.clone(),
         headers: incoming.headers.iter().map(|(name, value)| (name.clone(), redact(name, value))).collect(),
         body: body.clone(),
-        user: user.as_ref().map(|(login, _, _)| login.clone()),
+        user: user.as_ref().map(|(login, _, _, _)| login.clone()),
     });
 
     if let Some(position) =
@@ -737,7 +816,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
         let fail = state.injected.remove(position);
         return respond(fail.status, &fail.body);
     }
-    let Some((login, user_id, can_create)) = user else {
+    let Some((login, user_id, can_create, can_push)) = user else {
         return match state.kind {
             Kind::GitHub => respond(
                 401,
@@ -777,7 +856,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
             },
         };
     }
-    let caller = Caller { login, id: user_id, can_create };
+    let caller = Caller { login, id: user_id, can_create, can_push };
     let body = body.unwrap_or(Value::Null);
     match state.kind {
         Kind::GitHub => github(state, incoming, &caller, &body),
@@ -792,6 +871,7 @@ struct Caller {
     login: String,
     id: u64,
     can_create: bool,
+    can_push: bool,
 }
 
 /// The decoded segments of a raw path (split on literal `/` first, so `%2F` stays inside one).
@@ -870,7 +950,9 @@ fn github_validation(doc: &str, errors: &Value) -> Response {
     )
 }
 
-fn github_repo_json(state: &State, repo: &Repo) -> Value {
+/// `can_push`: what the caller's token may do, reported as GitHub does for an authenticated
+/// request (`permissions`; a writer of our repositories is their admin).
+fn github_repo_json(state: &State, repo: &Repo, can_push: bool) -> Value {
     let web = state.web_url(repo);
     json!({
         "id": repo.id,
@@ -885,6 +967,7 @@ fn github_repo_json(state: &State, repo: &Repo) -> Value {
         "ssh_url": state.ssh_url(repo),
         "default_branch": repo.default_branch,
         "size": 0,
+        "permissions": { "admin": can_push, "maintain": can_push, "push": can_push, "triage": can_push, "pull": true },
     })
 }
 
@@ -980,7 +1063,7 @@ fn github_create_repo(state: &mut State, caller: &Caller, owner: &str, body: &Va
     let Some(repo) = state.repo(&path) else {
         return github_error(500, "Server Error", "");
     };
-    respond(201, &github_repo_json(state, repo))
+    respond(201, &github_repo_json(state, repo, true))
 }
 
 fn github_repo_route(
@@ -999,9 +1082,12 @@ fn github_repo_route(
     let key_in_use = |state: &State, material: &(String, String)| {
         state.repos.iter().any(|repo| repo.keys.iter().any(|key| key_material(&key.key).as_ref() == Some(material)))
     };
+    if method != "GET" && !caller.can_push {
+        return github_error(403, "Resource not accessible by personal access token", "repos/repos");
+    }
     match (method, rest) {
         ("GET", []) => match state.repo(path) {
-            Some(repo) => respond(200, &github_repo_json(state, repo)),
+            Some(repo) => respond(200, &github_repo_json(state, repo, caller.can_push)),
             None => github_error(404, "Not Found", "repos/repos#get-a-repository"),
         },
         ("GET", ["branches", branch @ ..]) if !branch.is_empty() => {
@@ -1221,7 +1307,8 @@ fn gitlab_not_found(message: &str) -> Response {
     respond(404, &json!({ "message": message }))
 }
 
-fn gitlab_project_json(state: &State, repo: &Repo) -> Value {
+/// `can_push`: the caller's access as GitLab reports it (Maintainer 40, else Reporter 20).
+fn gitlab_project_json(state: &State, repo: &Repo, can_push: bool) -> Value {
     let web = state.web_url(repo);
     let namespace_id = state.groups.get(&repo.owner).copied().unwrap_or(0);
     json!({
@@ -1242,6 +1329,10 @@ fn gitlab_project_json(state: &State, repo: &Repo) -> Value {
         "ssh_url_to_repo": state.ssh_url(repo),
         "http_url_to_repo": format!("{web}.git"),
         "web_url": web,
+        "permissions": {
+            "project_access": { "access_level": if can_push { 40 } else { 20 }, "notification_level": 3 },
+            "group_access": null,
+        },
     })
 }
 
@@ -1327,7 +1418,7 @@ fn gitlab(state: &mut State, incoming: &Incoming, rest: &str, caller: &Caller, b
             let Some(path) = state.project_mut(id).map(|repo| repo.path()) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            gitlab_project_route(state, incoming, &path, rest, body)
+            gitlab_project_route(state, incoming, caller, &path, rest, body)
         }
         _ => gitlab_not_found("404 Not Found"),
     }
@@ -1362,18 +1453,28 @@ fn gitlab_create_project(state: &mut State, caller: &Caller, body: &Value) -> Re
     let Some(repo) = state.repo(&full) else {
         return respond(500, &json!({ "message": "500 Internal Server Error" }));
     };
-    respond(201, &gitlab_project_json(state, repo))
+    respond(201, &gitlab_project_json(state, repo, true))
 }
 
-fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest: &[&str], body: &Value) -> Response {
+fn gitlab_project_route(
+    state: &mut State,
+    incoming: &Incoming,
+    caller: &Caller,
+    path: &str,
+    rest: &[&str],
+    body: &Value,
+) -> Response {
     let method = incoming.method.as_str();
+    if method != "GET" && !caller.can_push {
+        return respond(403, &json!({ "message": "403 Forbidden" }));
+    }
     let origin = state.origin.clone();
     let next_id = state.next_id();
     let kind = state.kind;
     let query = |name: &str| incoming.query.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
     match (method, rest) {
         ("GET", []) => match state.repo(path) {
-            Some(repo) => respond(200, &gitlab_project_json(state, repo)),
+            Some(repo) => respond(200, &gitlab_project_json(state, repo, caller.can_push)),
             None => gitlab_not_found("404 Project Not Found"),
         },
         ("GET", ["repository", "branches", branch]) => {
@@ -1507,6 +1608,12 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
             let Some(repo) = state.repo_mut(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
+            if !repo.branches.contains_key(source) {
+                return respond(422, &json!({ "message": [format!("Source branch \"{source}\" does not exist")] }));
+            }
+            if !repo.branches.contains_key(target) {
+                return respond(422, &json!({ "message": [format!("Target branch \"{target}\" does not exist")] }));
+            }
             if let Some(existing) = repo
                 .pulls
                 .iter()
@@ -1560,7 +1667,81 @@ fn gitlab_project_route(state: &mut State, incoming: &Incoming, path: &str, rest
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+    use gitops_shared::provider::{Provider, ProviderConfig, ProviderError, RepoRef, Token};
+
     use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    fn client(standin: &StandIn) -> Provider {
+        let config = ProviderConfig {
+            kind: standin.kind(),
+            hostname: None,
+            api_base: Some(standin.base_url.clone()),
+            token: Token::new(TOKEN),
+        };
+        Provider::new(config).unwrap()
+    }
+
+    fn run<T>(future: impl std::future::Future<Output = T>) -> T {
+        gitops_shared::runtime::block_on(async { Ok(future.await) }).unwrap()
+    }
+
+    #[test]
+    fn branches_follow_the_git_storage_and_permissions_follow_the_token() {
+        let temp = tempfile::tempdir().unwrap();
+        let work = temp.path().join("work");
+        let storage = temp.path().join("storage");
+        std::fs::create_dir_all(storage.join("acme")).unwrap();
+        git(temp.path(), &["init", "-q", "-b", "main", work.to_str().unwrap()]);
+        git(&work, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(&work, &["branch", "gitops/x"]);
+        let sha = git(&work, &["rev-parse", "HEAD"]);
+        let bare = storage.join("acme/fleet.git");
+        git(temp.path(), &["clone", "-q", "--bare", work.to_str().unwrap(), bare.to_str().unwrap()]);
+
+        for kind in [Kind::GitHub, Kind::GitLab] {
+            let standin = StandIn::start(kind);
+            standin.add_repo("acme/fleet");
+            standin.add_repo("acme/elsewhere");
+            standin.set_git_storage(&storage);
+            let expected = BTreeMap::from([("gitops/x".to_string(), sha.clone()), ("main".to_string(), sha.clone())]);
+            assert_eq!(standin.branches("acme/fleet"), expected);
+            assert_eq!(standin.branches("acme/elsewhere"), BTreeMap::from([("main".into(), INITIAL_SHA.into())]));
+
+            // A branch deleted over git is gone for the next request; the API opens a pull
+            // request only from a branch that exists.
+            git(&bare, &["branch", "-q", "-D", "gitops/x"]);
+            let provider = client(&standin);
+            let repo = RepoRef::new("acme", "fleet");
+            let info = run(provider.get_repository(&repo)).unwrap().unwrap();
+            assert_eq!(info.can_push, Some(true));
+            assert_eq!(standin.branches("acme/fleet").keys().collect::<Vec<_>>(), ["main"]);
+            let missing_head = run(provider.create_pull_request(&repo, "gitops/x", "main", "t", "b"));
+            assert!(matches!(missing_head, Err(ProviderError::Api { status: 422, .. })), "{missing_head:?}");
+            git(&bare, &["branch", "-q", "gitops/x", "main"]);
+            run(provider.create_pull_request(&repo, "gitops/x", "main", "t", "b")).unwrap();
+
+            standin.set_token_can_push(false);
+            let info = run(provider.get_repository(&repo)).unwrap().unwrap();
+            assert_eq!(info.can_push, Some(false), "{kind}");
+            let refused = run(provider.create_pull_request(&repo, "gitops/x", "main", "t2", "b"));
+            assert!(matches!(refused, Err(ProviderError::Forbidden { .. })), "{kind}: {refused:?}");
+            assert_eq!(standin.pull_requests("acme/fleet").len(), 1);
+        }
+    }
 
     #[test]
     fn percent_decoding_handles_paths_and_forms() {
