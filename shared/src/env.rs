@@ -35,3 +35,8 @@ pub const HOME: &str = "HOME";
 pub const KUBECTL_GITOPS_GITHUB_API_URL: &str = "KUBECTL_GITOPS_GITHUB_API_URL";
 /// Overrides the GitLab API base URL (default https://gitlab.com/api/v4, or https://<--hostname>/api/v4).
 pub const KUBECTL_GITOPS_GITLAB_API_URL: &str = "KUBECTL_GITOPS_GITLAB_API_URL";
+/// The config file holding provider tokens by host (default
+/// `$XDG_CONFIG_HOME/kubectl-gitops/config.yaml`, else `~/.config/kubectl-gitops/config.yaml`).
+pub const KUBECTL_GITOPS_CONFIG: &str = "KUBECTL_GITOPS_CONFIG";
+/// The base directory for user configuration (XDG Base Directory specification).
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";

@@ -173,11 +173,19 @@ fn missing_owner_or_token_are_usage_errors() {
         Command::new(binaries::path("kubectl-gitops-install"))
             .args(["--provider", "gitlab", "--owner", "acme", "--repository", "fleet"])
             .env("KUBECONFIG", &env.kubeconfig)
-            .env_remove("GITLAB_TOKEN"),
+            .env_remove("GITLAB_TOKEN")
+            .env("KUBECTL_GITOPS_CONFIG", "/nonexistent/config.yaml"),
     );
     assert_eq!(no_token.code, Some(2));
     assert!(
-        no_token.stderr.starts_with("error: --provider gitlab needs an API token in GITLAB_TOKEN"),
+        no_token.stderr.starts_with("error: --provider gitlab needs an API token for gitlab.com\n"),
+        "{}",
+        no_token.stderr
+    );
+    assert!(
+        no_token.stderr.contains(
+            "hint: export GITLAB_TOKEN=<token>, or put it under tokens.gitlab.com in /nonexistent/config.yaml"
+        ),
         "{}",
         no_token.stderr
     );

@@ -36,6 +36,8 @@ pub struct HostedRepo {
     pub provider: Provider,
     /// `owner/name`.
     pub repo: RepoRef,
+    /// The API token, also used to push over HTTPS.
+    pub token: crate::provider::Token,
 }
 
 /// What execution did.

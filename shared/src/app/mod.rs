@@ -126,10 +126,11 @@ fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
     else {
         return Ok(None);
     };
-    let token = Token::from_env(kind).ok_or_else(|| {
+    let host = record.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
+    let token = Token::find(kind, &host).ok_or_else(|| {
         Error::usage(
-            format!("the config repo is on {kind}, and {} is not set", kind.token_env()),
-            format!("export {}=<token that may push to {repository}>; it is never printed", kind.token_env()),
+            format!("the config repo {repository} is on {host}, and there is no token for it"),
+            Token::hint(kind, &host),
         )
     })?;
     let api_override = match kind {
@@ -140,9 +141,9 @@ fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
         kind,
         hostname: record.hostname.clone(),
         api_base: std::env::var(api_override).ok().filter(|value| !value.is_empty()),
-        token,
+        token: token.clone(),
     };
-    Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)? }))
+    Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)?, token }))
 }
 
 /// The host keys pinned in the cluster's Flux Secret at install: the ones we trust for pushing.
@@ -182,8 +183,7 @@ fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: 
                 Kind::GitHub => "git",
                 Kind::GitLab => "oauth2",
             };
-            let token = Token::from_env(hosted.provider.kind()).map(|token| token.expose().to_string());
-            (user.to_string(), token.unwrap_or_default())
+            (user.to_string(), hosted.token.expose().to_string())
         }
         None => source::https_credentials()?,
     };
@@ -215,7 +215,10 @@ async fn delivery(
     if info.can_push == Some(false) {
         return Err(Error::Git {
             message: format!("the {} token may not push to {}", hosted.provider.kind(), hosted.repo),
-            hint: Some(format!("use a token with write access in {}", hosted.provider.kind().token_env())),
+            hint: Some(format!(
+                "use a token with write access ({})",
+                Token::hint(hosted.provider.kind(), hosted.provider.host())
+            )),
         });
     }
     let pull_request = Delivery::PullRequest {

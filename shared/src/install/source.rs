@@ -137,10 +137,11 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
         })
     };
     let (owner, name) = (flag(&args.owner, "owner")?, flag(&args.repository, "repository")?);
-    let token = Token::from_env(kind).ok_or_else(|| {
+    let host = args.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
+    let token = Token::find(kind, &host).ok_or_else(|| {
         Error::usage(
-            format!("--provider {} needs an API token in {}", args.provider_name(), kind.token_env()),
-            format!("export {}=<token with repository rights>; it is never printed", kind.token_env()),
+            format!("--provider {} needs an API token for {host}", args.provider_name()),
+            Token::hint(kind, &host),
         )
     })?;
     let config = ProviderConfig {
@@ -168,7 +169,6 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
             ),
         });
     }
-    let host = args.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
     // Until the repository exists, its URLs are the provider's usual ones.
     let ssh_url = info.as_ref().map_or_else(|| format!("ssh://git@{host}/{}.git", repo.path()), |i| i.ssh_url.clone());
     let https_url =
@@ -272,8 +272,8 @@ pub fn read_private_key(path: &Path) -> Result<String> {
             "give the private half of an SSH key pair (OpenSSH or PEM), e.g. ~/.ssh/id_ed25519, not the .pub file",
         ));
     }
-    let encrypted = text.contains("ENCRYPTED")
-        || ssh_key::PrivateKey::from_openssh(&text).is_ok_and(|key| key.is_encrypted());
+    let encrypted =
+        text.contains("ENCRYPTED") || ssh_key::PrivateKey::from_openssh(&text).is_ok_and(|key| key.is_encrypted());
     if encrypted {
         return Err(Error::usage(
             format!("--private-key-file {shown} is protected by a passphrase"),
