@@ -631,9 +631,26 @@ impl Checkout {
         self.repo.head().ok().and_then(|head| head.target())
     }
 
-    /// Fetches the branch into `refs/remotes/origin/<branch>` and returns the remote head.
+    /// Fetches the checked-out branch into `refs/remotes/origin/<branch>`; returns the remote head.
     fn fetch(&self, endpoint: &Endpoint) -> Result<Option<Oid>, GitError> {
-        let tracking = format!("refs/remotes/{ORIGIN}/{}", self.branch);
+        self.fetch_branch(endpoint, &self.branch)
+    }
+
+    /// Whether `branch` of the remote already holds the local branch's last commit in content:
+    /// the same tree on the same parent. A re-run of the same change then pushes nothing (a new
+    /// commit would start CI again and can dismiss reviews).
+    pub fn remote_branch_holds_head(&self, branch: &str) -> Result<bool, GitError> {
+        let Some(head) = self.head_oid() else { return Ok(false) };
+        let Some(theirs) = self.fetch_branch(&Endpoint::parse(&self.remote.url)?, branch)? else {
+            return Ok(false);
+        };
+        let (ours, theirs) = (self.repo.find_commit(head)?, self.repo.find_commit(theirs)?);
+        Ok(ours.tree_id() == theirs.tree_id() && ours.parent_ids().eq(theirs.parent_ids()))
+    }
+
+    /// Fetches a branch of the remote into `refs/remotes/origin/<branch>`; returns its head.
+    fn fetch_branch(&self, endpoint: &Endpoint, branch: &str) -> Result<Option<Oid>, GitError> {
+        let tracking = format!("refs/remotes/{ORIGIN}/{branch}");
         // libgit2 neither fails nor prunes when the branch is missing remotely: clear the
         // tracking ref first so that its absence afterwards means "no such branch".
         if let Ok(mut reference) = self.repo.find_reference(&tracking) {
@@ -642,7 +659,7 @@ impl Checkout {
         let session = Session::new(&self.remote, endpoint);
         let mut options = FetchOptions::new();
         options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None);
-        let refspec = format!("+{}:{tracking}", branch_ref(&self.branch)?);
+        let refspec = format!("+{}:{tracking}", branch_ref(branch)?);
         let mut origin = self.repo.find_remote(ORIGIN)?;
         origin.fetch(&[refspec.as_str()], Some(&mut options), None).map_err(|error| session.finish(error))?;
         drop(options);

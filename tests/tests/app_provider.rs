@@ -233,6 +233,7 @@ fn github_pull_request_is_opened_and_updated_on_a_rerun() {
 
     // The identical command again: the same branch, the open pull request updated, no second one.
     let first_tree = fixture.git(&["rev-parse", &format!("refs/heads/{head}^{{tree}}")]);
+    let first_commit = fixture.git(&["rev-parse", &format!("refs/heads/{head}")]);
     fixture.standin.clear_requests();
     let again = fixture.app(&args);
     assert_eq!(again.code, Some(0), "stdout: {}\nstderr: {}", again.stdout, again.stderr);
@@ -248,6 +249,9 @@ fn github_pull_request_is_opened_and_updated_on_a_rerun() {
     fixture.assert_one_commit_with_the_app(head, &main_before);
     let tree = fixture.git(&["rev-parse", &format!("refs/heads/{head}^{{tree}}")]);
     assert_eq!(tree, first_tree, "the branch holds the same change");
+    let commit = fixture.git(&["rev-parse", &format!("refs/heads/{head}")]);
+    assert_eq!(commit, first_commit, "the same change is not pushed again (CI would rerun, reviews could go stale)");
+    assert!(again.stderr.contains(&format!("branch {head} already holds this change")), "{}", again.stderr);
 }
 
 #[test]

@@ -101,8 +101,14 @@ pub async fn execute(
             write(&mut checkout, &plan.files).map_err(|error| fail(number, error))?;
             let commit = checkout.commit(&plan.message, author).map_err(|error| fail(number, error.into()))?;
             let existed = crate::git::remote_head(&repo.remote, branch).map_err(|error| fail(number, error.into()))?;
-            checkout.push_to_branch(branch).map_err(|error| fail(number, error.into()))?;
-            report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+            let unchanged = existed.is_some()
+                && checkout.remote_branch_holds_head(branch).map_err(|error| fail(number, error.into()))?;
+            if unchanged {
+                report::write_stderr(&format!("{}branch {branch} already holds this change\n", style.glyph("✔ ")));
+            } else {
+                checkout.push_to_branch(branch).map_err(|error| fail(number, error.into()))?;
+                report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+            }
             number += 1;
             let opened = hosted
                 .provider

@@ -232,7 +232,8 @@ async fn delivery(
         return Ok(Delivery::Push);
     }
     if hosted.provider.is_branch_protected(&hosted.repo, &repo.branch).await? {
-        report::detail(&format!("{} is protected: opening a pull request", repo.branch));
+        let noun = hosted.provider.kind().pull_request_noun();
+        report::write_stderr(&format!("{} is protected: opening a {noun} instead of pushing to it\n", repo.branch));
         return Ok(pull_request);
     }
     Ok(Delivery::Push)
