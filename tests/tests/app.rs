@@ -97,7 +97,7 @@ fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
 }
 
 #[test]
-fn kustomize_and_helm_apps_deploy_list_suspend_and_get_pruned() {
+fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     let (Some(components), Some(podinfo)) = (fixtures::flux_components(), fixtures::shared("apps/podinfo/kustomize"))
     else {
         return;
@@ -179,7 +179,27 @@ fn kustomize_and_helm_apps_deploy_list_suspend_and_get_pruned() {
     );
     assert_eq!(helm.code, Some(0), "stdout: {}\nstderr: {}", helm.stdout, helm.stderr);
 
+    // An OCI artifact of manifests, from the plain-HTTP registry.
+    let artifact = tempfile::tempdir().unwrap();
+    std::fs::write(
+        artifact.path().join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-oci\ndata:\n  shipped: \"yes\"\n",
+    )
+    .unwrap();
+    env.registry
+        .push_artifact("manifests/web", "v1", artifact.path(), "v1@sha1:0000000000000000000000000000000000000001")
+        .unwrap();
+    let oci_url = format!("oci://{}/manifests/web", env.registry.address);
+    let oci = app(
+        env,
+        &env.kubeconfig,
+        &["add", "web", "--url", &oci_url, "--tag", "v1", "--insecure", "--wait", "--timeout", "3m"],
+    );
+    assert_eq!(oci.code, Some(0), "stdout: {}\nstderr: {}", oci.stdout, oci.stderr);
+    env.kubectl_ok(&["-n", "default", "get", "configmap", "from-oci"]).unwrap();
+
     let listed = list(env);
+    assert_eq!(row(&listed, "web")["kind"], "oci");
     assert_eq!(row(&listed, "podinfo")["kind"], "kustomize");
     assert_eq!(row(&listed, "podinfo")["state"], "ready");
     assert_eq!(row(&listed, "podinfo")["clusters"], serde_json::json!(["dev"]));
@@ -198,7 +218,7 @@ fn kustomize_and_helm_apps_deploy_list_suspend_and_get_pruned() {
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
 
     // Remove: Flux prunes the app and what it deployed.
-    for name in ["podinfo", "greeter", "hello"] {
+    for name in ["podinfo", "greeter", "hello", "web"] {
         let removed = app(env, &env.kubeconfig, &["remove", name, "--wait", "--timeout", "3m"]);
         assert_eq!(removed.code, Some(0), "{name}: {}\n{}", removed.stdout, removed.stderr);
     }

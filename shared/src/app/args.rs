@@ -89,6 +89,10 @@ pub struct AddArgs {
     #[arg(long, help_heading = "Source")]
     pub commit: Option<String>,
 
+    /// Reach the OCI registry over plain HTTP (oci:// sources only; `insecure: true`).
+    #[arg(long, help_heading = "Source")]
+    pub insecure: bool,
+
     /// The Secret (in the Flux namespace) with credentials for a private source.
     #[arg(long, value_name = "NAME", help_heading = "Source")]
     pub secret_ref: Option<String>,

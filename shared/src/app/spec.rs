@@ -104,6 +104,8 @@ pub struct AppSpec {
     pub deploy: Deploy,
     /// A Secret with the source's credentials.
     pub secret_ref: Option<String>,
+    /// Plain-HTTP OCI registry.
+    pub insecure: bool,
     /// Where the workloads go.
     pub target_namespace: String,
     /// Create the target namespace.
@@ -179,6 +181,9 @@ impl AppSpec {
                 (Source::Git { url, git_ref }, deploy)
             }
         };
+        if args.insecure && scheme != "oci" {
+            return refuse("--insecure", "applies to oci:// sources only");
+        }
         let helm = matches!(deploy, Deploy::Helm { .. });
         if !args.values.is_empty() && !helm {
             return refuse("--values", "applies to Helm charts only (--chart or --chart-path)");
@@ -189,6 +194,7 @@ impl AppSpec {
             source,
             deploy,
             secret_ref: args.secret_ref.clone(),
+            insecure: args.insecure,
             target_namespace: validate_name(&args.target_namespace, "--target-namespace")?,
             create_namespace: args.create_namespace,
             interval: args.interval,
@@ -218,7 +224,7 @@ impl AppSpec {
     /// The source object, at the API version the cluster serves.
     pub fn source_object(&self, namespace: &str, served: &Versions) -> Result<Value> {
         let meta = self.meta(namespace);
-        Ok(match &self.source {
+        let mut object = match &self.source {
             Source::Git { url, git_ref } => {
                 let kind = &api::GIT_REPOSITORY;
                 objects::git_repository(
@@ -247,7 +253,11 @@ impl AppSpec {
                     self.secret_ref.as_deref(),
                 )
             }
-        })
+        };
+        if self.insecure {
+            object["spec"]["insecure"] = Value::Bool(true);
+        }
+        Ok(object)
     }
 
     /// The Kustomization or HelmRelease. `values_from` lists the shared values files.
