@@ -49,12 +49,12 @@ pub struct Outcome {
     pub pull_request: Option<(PullRequest, PullRequestOutcome)>,
 }
 
-/// Runs the plan. `replan` recomputes the file changes on a fresh clone after a concurrent
+/// Runs the plan: the cluster patches, then the commit into `repo` (a clone of the config
+/// branch and where it comes from), when the plan changes files. `replan` recomputes the file changes on a fresh clone after a concurrent
 /// push, from the same request, so a retry never overwrites what the other push changed.
 pub async fn execute(
     plan: &Plan,
-    checkout: Option<Checkout>,
-    repo: &ConfigRepo,
+    repo: Option<(Checkout, &ConfigRepo)>,
     author: &Signature,
     cluster: Option<&Cluster>,
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
@@ -81,7 +81,7 @@ pub async fn execute(
         report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
     }
     let mut outcome = Outcome::default();
-    let Some(checkout) = checkout.filter(|_| !plan.files.is_empty()) else {
+    let Some((checkout, repo)) = repo.filter(|_| !plan.files.is_empty()) else {
         return Ok(outcome);
     };
     number += 1;

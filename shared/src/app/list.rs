@@ -40,7 +40,8 @@ pub async fn list(args: &ListArgs, global: &GlobalArgs) -> Result<String> {
         format,
         &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name],
     )?;
-    let context = context(global, &args.repo_access).await?;
+    let reads_repo = args.repo || args.cluster.is_some();
+    let context = context(global, &args.repo_access, reads_repo).await?;
     let scope = match (args.all_namespaces, &global.namespace) {
         (true, _) => Scope::All,
         (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
@@ -51,8 +52,8 @@ pub async fn list(args: &ListArgs, global: &GlobalArgs) -> Result<String> {
         None => Vec::new(),
     };
     let current = context.record.as_ref().map(|record| record.cluster_name.clone());
-    let rows = if args.repo || args.cluster.is_some() {
-        let checkout = clone(&context.repo)?;
+    let rows = if reads_repo {
+        let checkout = clone(context.repo()?)?;
         let clusters = layout::clusters_in(&checkout)?;
         if let Some(wanted) = &args.cluster
             && !clusters.iter().any(|cluster| &cluster.name == wanted)

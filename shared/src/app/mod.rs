@@ -51,8 +51,8 @@ pub struct Context {
     pub versions: Versions,
     /// The current cluster's install record.
     pub record: Option<InstallRecord>,
-    /// The config repo.
-    pub repo: ConfigRepo,
+    /// The config repo, with our credentials; resolved only for commands that read or write it.
+    pub repo: Option<ConfigRepo>,
 }
 
 impl Context {
@@ -62,10 +62,15 @@ impl Context {
             Error::usage("this needs the cluster, and none is reachable", "check --kubeconfig and --context")
         })
     }
+
+    /// The config repo, for commands that read or write it.
+    fn repo(&self) -> Result<&ConfigRepo> {
+        self.repo.as_ref().ok_or_else(|| Error::Internal("the config repo was not resolved".into()))
+    }
 }
 
-/// Resolves the cluster, the config repo and how to reach it. Read-only.
-pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs) -> Result<Context> {
+/// Resolves the cluster and, with `needs_repo`, the config repo and how to reach it. Read-only.
+pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool) -> Result<Context> {
     let connected = Cluster::connect(global, REQUEST_TIMEOUT).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {
@@ -98,6 +103,9 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs) -> Result<Contex
         }
         _ => Versions::pinned(),
     };
+    if !needs_repo {
+        return Ok(Context { cluster, namespace, versions, record, repo: None });
+    }
     let url = repo_args.config_repo.clone().or_else(|| record.as_ref().map(|r| r.url.clone())).ok_or_else(|| {
         Error::usage(
             "this cluster has no kubectl-gitops layout, so there is no config repo to write to",
@@ -116,7 +124,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs) -> Result<Contex
     };
     let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
     let repo = ConfigRepo { remote, branch, hosted };
-    Ok(Context { cluster, namespace, versions, record, repo })
+    Ok(Context { cluster, namespace, versions, record, repo: Some(repo) })
 }
 
 /// The provider in front of the config repo, from the install record.
@@ -308,8 +316,9 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
         return crate::yaml::to_documents(&[source, release]);
     }
     author_of(&args.delivery)?;
-    let context = context(global, &args.repo).await?;
-    let checkout = clone(&context.repo)?;
+    let context = context(global, &args.repo, true).await?;
+    let repo = context.repo()?;
+    let checkout = clone(repo)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
     let per_cluster_values = !args.clusters.is_empty();
     let build = |checkout: &Checkout| {
@@ -342,11 +351,11 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
         delivery: if files.is_empty() {
             Delivery::Push
         } else {
-            delivery(&context.repo, &args.delivery, "add", &spec.name, &files).await?
+            delivery(repo, &args.delivery, "add", &spec.name, &files).await?
         },
         message,
-        repo: context.repo.remote.url.clone(),
-        branch: context.repo.branch.clone(),
+        repo: repo.remote.url.clone(),
+        branch: repo.branch.clone(),
         files,
         patches: Vec::new(),
         objects,
@@ -359,8 +368,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
     if plan.is_noop() {
         return Ok(format!("app {} is already in the config repo for {cluster_list}; nothing to change\n", spec.name));
     }
-    let outcome =
-        deliver::execute(&plan, Some(checkout), &context.repo, &author_of(&args.delivery)?, None, &build).await?;
+    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author_of(&args.delivery)?, None, &build).await?;
     finish(&context, &plan, &outcome, &spec.name, "added", args.delivery.timeout, true).await
 }
 
@@ -411,8 +419,9 @@ fn add_changes(
 pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     crate::install::validate_name(&args.name, "app name")?;
     author_of(&args.delivery)?;
-    let context = context(global, &args.repo).await?;
-    let checkout = clone(&context.repo)?;
+    let context = context(global, &args.repo, true).await?;
+    let repo = context.repo()?;
+    let checkout = clone(repo)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
     let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
     let files = build(&checkout)?;
@@ -435,14 +444,14 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
         ));
     }
     let plan = Plan {
-        delivery: delivery(&context.repo, &args.delivery, "remove", &args.name, &files).await?,
+        delivery: delivery(repo, &args.delivery, "remove", &args.name, &files).await?,
         message: args
             .delivery
             .message
             .clone()
             .unwrap_or_else(|| format!("Remove app {} from {cluster_list}", args.name)),
-        repo: context.repo.remote.url.clone(),
-        branch: context.repo.branch.clone(),
+        repo: repo.remote.url.clone(),
+        branch: repo.branch.clone(),
         files,
         patches: Vec::new(),
         objects: vec![format!("everything labelled {}={}", spec::APP_LABEL, args.name)],
@@ -453,10 +462,9 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
         return Ok(plan.render());
     }
     for note in &plan.notes {
-        report::detail(note);
+        report::write_stderr(&format!("{note}\n"));
     }
-    let outcome =
-        deliver::execute(&plan, Some(checkout), &context.repo, &author_of(&args.delivery)?, None, &build).await?;
+    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author_of(&args.delivery)?, None, &build).await?;
     finish(&context, &plan, &outcome, &args.name, "removed", args.delivery.timeout, false).await
 }
 
@@ -489,13 +497,13 @@ fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Re
 /// `app suspend` (`suspend = true`) and `app resume`.
 pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> Result<String> {
     crate::install::validate_name(&args.name, "app name")?;
-    let context = context(global, &args.repo).await?;
+    let context = context(global, &args.repo, args.persist).await?;
     let cluster = context.cluster()?;
     let patches = suspend_patches(cluster, &context, &args.name, suspend).await?;
     let verb = if suspend { "suspend" } else { "resume" };
     let (checkout, files) = if args.persist {
         author_of(&args.delivery)?;
-        let checkout = clone(&context.repo)?;
+        let checkout = clone(context.repo()?)?;
         let clusters = target_clusters(&checkout, &[], context.record.as_ref())?;
         let files = persist_changes(&args.name, &clusters, suspend, &patches, &checkout)?;
         (Some(checkout), files)
@@ -506,14 +514,14 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         delivery: if files.is_empty() {
             Delivery::Push
         } else {
-            delivery(&context.repo, &args.delivery, verb, &args.name, &files).await?
+            delivery(context.repo()?, &args.delivery, verb, &args.name, &files).await?
         },
         message: args.delivery.message.clone().unwrap_or_else(|| {
             let cluster = context.record.as_ref().map_or("the cluster", |record| record.path.as_str());
             format!("{} app {} in {cluster}", if suspend { "Suspend" } else { "Resume" }, args.name)
         }),
-        repo: context.repo.remote.url.clone(),
-        branch: context.repo.branch.clone(),
+        repo: context.repo.as_ref().map(|repo| repo.remote.url.clone()).unwrap_or_default(),
+        branch: context.repo.as_ref().map(|repo| repo.branch.clone()).unwrap_or_default(),
         files,
         patches,
         objects: Vec::new(),
@@ -531,9 +539,21 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         let clusters = target_clusters(checkout, &[], context.record.as_ref())?;
         persist_changes(&args.name, &clusters, suspend, &plan.patches, checkout)
     };
-    let outcome =
-        deliver::execute(&plan, checkout, &context.repo, &author_of(&args.delivery)?, Some(cluster), &replan).await?;
-    finish(&context, &plan, &outcome, &args.name, &format!("{verb}ed"), args.delivery.timeout, false).await
+    let target = match checkout {
+        Some(checkout) => Some((checkout, context.repo()?)),
+        None => None,
+    };
+    let outcome = deliver::execute(&plan, target, &author_of(&args.delivery)?, Some(cluster), &replan).await?;
+    finish(
+        &context,
+        &plan,
+        &outcome,
+        &args.name,
+        if suspend { "suspended" } else { "resumed" },
+        args.delivery.timeout,
+        false,
+    )
+    .await
 }
 
 /// `spec.suspend` patches for the app's release and source, at the versions the cluster serves.
