@@ -150,6 +150,15 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     );
     assert!(changed.stderr.contains("hint: pass --update"), "{}", changed.stderr);
     assert_eq!(remote_head(env, "fleet"), head, "a refused add commits nothing");
+    let updated = app(
+        env,
+        &env.kubeconfig,
+        &[&add_podinfo[..], &["--interval", "2m", "--update", "--wait", "--timeout", "3m"]].concat(),
+    );
+    assert_eq!(updated.code, Some(0), "{}", updated.stderr);
+    assert_ne!(remote_head(env, "fleet"), head, "--update commits the new definition");
+    let interval = ["-n", "flux-system", "get", "kustomization", "podinfo", "-o=jsonpath={.spec.interval}"];
+    assert_eq!(env.kubectl_ok(&interval).unwrap(), "2m0s", "--wait returned once Flux applied the update");
 
     // A Helm app from the chart repository, with values copied into the repo.
     let values = tempfile::NamedTempFile::new().unwrap();
@@ -215,6 +224,23 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert_eq!(row(&list(env), "podinfo")["suspended"], true);
     let resumed = app(env, &env.kubeconfig, &["resume", "podinfo"]);
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    assert_eq!(row(&list(env), "podinfo")["suspended"], false);
+    // --persist records it in the cluster's overlay, through git.
+    let before = remote_head(env, "fleet");
+    let persisted = app(env, &env.kubeconfig, &["suspend", "podinfo", "--persist"]);
+    assert_eq!(persisted.code, Some(0), "{}", persisted.stderr);
+    assert!(persisted.stdout.starts_with("app podinfo suspended at "), "{}", persisted.stdout);
+    let after = remote_head(env, "fleet");
+    assert_ne!(after, before, "--persist commits");
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["clone", "-q", &env.git.ssh_url("fleet"), "."]);
+    let overlay = std::fs::read_to_string(work.path().join("clusters/dev/apps/podinfo/kustomization.yaml")).unwrap();
+    assert!(overlay.contains("path: /spec/suspend"), "{overlay}");
+    let resumed = app(env, &env.kubeconfig, &["resume", "podinfo", "--persist"]);
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    git(env, work.path(), &["pull", "-q"]);
+    let overlay = std::fs::read_to_string(work.path().join("clusters/dev/apps/podinfo/kustomization.yaml")).unwrap();
+    assert!(!overlay.contains("/spec/suspend"), "{overlay}");
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
 
     // Remove: Flux prunes the app and what it deployed.
