@@ -10,10 +10,13 @@ use std::fmt;
 use clap::ValueEnum;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
 use ssh_key::rand_core::OsRng;
 use ssh_key::{Algorithm, EcdsaCurve, HashAlg, LineEnding, PrivateKey};
 
+use crate::cluster::Cluster;
 use crate::error::{Error, Result};
+use crate::flux::bootstrap::SYNC_NAME;
 
 /// `--ssh-key-algorithm` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -158,6 +161,19 @@ impl DeployKey {
             }
         });
         crate::yaml::to_documents(&[shown])
+    }
+}
+
+/// The host keys pinned in the cluster's Flux Secret (`known_hosts`) at install: the ones we
+/// trust again for pushing and for re-runs. `None` when there is no Secret or we may not read it.
+pub async fn pinned_known_hosts(cluster: &Cluster, namespace: &str) -> Result<Option<String>> {
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
+    match secrets.get_opt(SYNC_NAME).await {
+        Ok(secret) => Ok(secret
+            .and_then(|secret| secret.data)
+            .and_then(|data| data.get("known_hosts").map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned()))),
+        Err(error) if crate::cluster::is_forbidden(&error) => Ok(None),
+        Err(error) => Err(cluster.error(error)),
     }
 }
 

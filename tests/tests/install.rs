@@ -99,6 +99,20 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert_eq!(remote_head(env, "fleet"), head, "no new commit");
     assert_eq!(our_mutations(env).len(), before, "no new write to the cluster");
 
+    // A re-run trusts the host keys the first run pinned in the Flux Secret: no known_hosts file,
+    // no scan, no question.
+    let home = tempfile::tempdir().unwrap();
+    let pinned = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args(&args)
+            .arg("--private-key-file")
+            .arg(&env.git.client_key)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("HOME", home.path()),
+    );
+    assert_eq!(pinned.code, Some(0), "{}", pinned.stderr);
+    assert!(pinned.stdout.starts_with("already installed: "), "{}", pinned.stdout);
+
     // A different path on the same cluster is refused, naming both.
     let other =
         install(env, &env.kubeconfig, &["--url", &url, "--path", "clusters/prod", "--components-file", components]);

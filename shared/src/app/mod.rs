@@ -16,7 +16,6 @@ pub mod spec;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 
 pub use self::args::{AddArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
@@ -31,7 +30,6 @@ use crate::detect::{self, ClusterState};
 use crate::env;
 use crate::error::{Error, Result};
 use crate::flux::api;
-use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::{Auth, Checkout, Remote, Signature};
 use crate::install::source::{self, parse_url};
 use crate::output::report;
@@ -119,7 +117,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
         .unwrap_or_else(|| "main".to_string());
     let hosted = hosted_repo(record.as_ref())?;
     let pinned_hosts = match &cluster {
-        Some(cluster) => flux_known_hosts(cluster, &namespace).await?,
+        Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &namespace).await?,
         None => None,
     };
     let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
@@ -152,18 +150,6 @@ fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
         token: token.clone(),
     };
     Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)?, token }))
-}
-
-/// The host keys pinned in the cluster's Flux Secret at install: the ones we trust for pushing.
-async fn flux_known_hosts(cluster: &Cluster, namespace: &str) -> Result<Option<String>> {
-    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
-    match secrets.get_opt(SYNC_NAME).await {
-        Ok(secret) => Ok(secret
-            .and_then(|secret| secret.data)
-            .and_then(|data| data.get("known_hosts").map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned()))),
-        Err(error) if crate::cluster::is_forbidden(&error) => Ok(None),
-        Err(error) => Err(cluster.error(error)),
-    }
 }
 
 /// How we push: over SSH with the user's key (host keys checked, never trusted blindly), over

@@ -572,13 +572,16 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
     let request = request(args, global.namespace.as_deref(), cluster.context.as_deref())?;
     let components_text = components_text(args, &request)?;
     let confirm = |question: &str| confirm(question, args.yes);
+    // A re-run trusts the host keys the first run pinned instead of scanning again.
+    let pinned = crate::deploy_key::pinned_known_hosts(&cluster, &request.namespace).await?;
+    let pinned = pinned.as_deref();
     let (source, hosted) = match args.provider {
-        ProviderKind::Git => (source::generic(args, &confirm)?, None),
+        ProviderKind::Git => (source::generic(args, pinned, &confirm)?, None),
         ProviderKind::Github | ProviderKind::Gitlab => {
-            let (mut source, mut hosted) = source::hosted(args, &confirm).await?;
+            let (mut source, mut hosted) = source::hosted(args, pinned, &confirm).await?;
             if hosted.info.is_none() && !args.dry_run {
                 create_repository(&hosted, &request).await?;
-                (source, hosted) = source::hosted(args, &confirm).await?;
+                (source, hosted) = source::hosted(args, pinned, &confirm).await?;
             }
             (source, Some(hosted))
         }

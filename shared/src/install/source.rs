@@ -120,7 +120,11 @@ impl Hosted {
 
 /// Resolves a GitHub or GitLab repository: checks the flags and the token, and asks the API
 /// about the repository, its branch protection and its deploy keys (read-only calls).
-pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<(RepoSource, Hosted)> {
+pub async fn hosted(
+    args: &InstallArgs,
+    pinned: Option<&str>,
+    confirm: &dyn Fn(&str) -> Result<bool>,
+) -> Result<(RepoSource, Hosted)> {
     let (kind, api_override) = match args.provider {
         ProviderKind::Github => (Kind::GitHub, env::KUBECTL_GITOPS_GITHUB_API_URL),
         ProviderKind::Gitlab => (Kind::GitLab, env::KUBECTL_GITOPS_GITLAB_API_URL),
@@ -187,7 +191,7 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
         // it first and resolves again, with the host keys of the URL the provider gives.
         (ssh.canonical.clone(), String::new())
     } else {
-        (ssh.canonical.clone(), known_hosts(args.known_hosts_file.as_deref(), None, &ssh, confirm)?)
+        (ssh.canonical.clone(), known_hosts(args.known_hosts_file.as_deref(), pinned, &ssh, confirm)?)
     };
     // We push with the user's SSH key when one is given, else over HTTPS with the token.
     let push_remote = match &private_key {
@@ -202,8 +206,9 @@ pub async fn hosted(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) 
     Ok((source, Hosted { provider, repo, info, deploy_keys }))
 }
 
-/// Resolves the repo for `--provider git` (`--url` or `--from-repo`).
-pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<RepoSource> {
+/// Resolves the repo for `--provider git` (`--url` or `--from-repo`). `pinned`: the host keys a
+/// previous install stored in the Flux Secret, trusted again on a re-run.
+pub fn generic(args: &InstallArgs, pinned: Option<&str>, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<RepoSource> {
     let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
         Error::usage("--url is required with --provider git", "pass --url ssh://git@host/path/repo.git (or https://…)")
     })?;
@@ -216,7 +221,7 @@ pub fn generic(args: &InstallArgs, confirm: &dyn Fn(&str) -> Result<bool>) -> Re
                 "pass --url https://host/path/repo.git, or drop --token-auth to use an SSH deploy key",
             ));
         }
-        let known_hosts = known_hosts(args.known_hosts_file.as_deref(), None, &parsed, confirm)?;
+        let known_hosts = known_hosts(args.known_hosts_file.as_deref(), pinned, &parsed, confirm)?;
         let push_key = match &private_key {
             Some(key) => key.clone(),
             None => default_ssh_key()?,
