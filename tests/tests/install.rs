@@ -104,7 +104,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     let home = tempfile::tempdir().unwrap();
     let pinned = Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
-            .args(&args)
+            .args(args)
             .arg("--private-key-file")
             .arg(&env.git.client_key)
             .env("KUBECONFIG", &env.kubeconfig)
