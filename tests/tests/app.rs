@@ -218,9 +218,29 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert!(table.stdout.starts_with("NAME "), "{}", table.stdout);
     assert!(table.stdout.contains("\ngreeter   helm "), "{}", table.stdout);
 
-    // Suspend is visible in the list; resume undoes it.
+    // Suspend is visible in the list, and to a watcher; resume undoes it.
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut watcher = Command::new(binaries::path("kubectl-gitops-app"))
+        .args(["status", "podinfo", "--watch", "--no-git"])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .stdout(out.reopen().unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let printed = |needle: &str| std::fs::read_to_string(out.path()).unwrap().contains(needle);
+    let started = std::time::Instant::now();
+    while !printed("App flux-system/podinfo (kustomize): ready") {
+        assert!(started.elapsed().as_secs() < 30, "the watcher printed the tree");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let suspended = app(env, &env.kubeconfig, &["suspend", "podinfo"]);
     assert_eq!(suspended.code, Some(0), "{}", suspended.stderr);
+    while !printed("App flux-system/podinfo (kustomize): suspended") {
+        assert!(started.elapsed().as_secs() < 60, "the watcher printed the change without being asked");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    watcher.kill().unwrap();
+    watcher.wait().unwrap();
     assert_eq!(row(&list(env), "podinfo")["suspended"], true);
     let resumed = app(env, &env.kubeconfig, &["resume", "podinfo"]);
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
