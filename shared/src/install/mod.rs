@@ -572,8 +572,9 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
     let request = request(args, global.namespace.as_deref(), cluster.context.as_deref())?;
     let components_text = components_text(args, &request)?;
     let confirm = |question: &str| confirm(question, args.yes);
-    // A re-run trusts the host keys the first run pinned instead of scanning again.
-    let pinned = crate::deploy_key::pinned_known_hosts(&cluster, &request.namespace).await?;
+    // A re-run trusts the host keys the first run pinned instead of scanning again. Best effort:
+    // an unreachable cluster is reported by `inspect`, after the flags below are checked.
+    let pinned = crate::deploy_key::pinned_known_hosts(&cluster, &request.namespace).await.ok().flatten();
     let pinned = pinned.as_deref();
     let (source, hosted) = match args.provider {
         ProviderKind::Git => (source::generic(args, pinned, &confirm)?, None),
