@@ -301,7 +301,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
         let release = spec.release_object(&namespace, &Versions::pinned(), Vec::new())?;
         return crate::yaml::to_documents(&[source, release]);
     }
-    author_of(&args.delivery)?;
+    let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, true).await?;
     let repo = context.repo()?;
     let checkout = clone(repo)?;
@@ -354,7 +354,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
     if plan.is_noop() {
         return Ok(format!("app {} is already in the config repo for {cluster_list}; nothing to change\n", spec.name));
     }
-    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author_of(&args.delivery)?, None, &build).await?;
+    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build).await?;
     finish(&context, &plan, &outcome, &spec.name, "added", args.delivery.timeout, true).await
 }
 
@@ -404,7 +404,7 @@ fn add_changes(
 /// `app remove`.
 pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     crate::install::validate_name(&args.name, "app name")?;
-    author_of(&args.delivery)?;
+    let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, true).await?;
     let repo = context.repo()?;
     let checkout = clone(repo)?;
@@ -450,7 +450,7 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     for note in &plan.notes {
         report::write_stderr(&format!("{note}\n"));
     }
-    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author_of(&args.delivery)?, None, &build).await?;
+    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build).await?;
     finish(&context, &plan, &outcome, &args.name, "removed", args.delivery.timeout, false).await
 }
 
@@ -483,12 +483,12 @@ fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Re
 /// `app suspend` (`suspend = true`) and `app resume`.
 pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> Result<String> {
     crate::install::validate_name(&args.name, "app name")?;
+    let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, args.persist).await?;
     let cluster = context.cluster()?;
     let patches = suspend_patches(cluster, &context, &args.name, suspend).await?;
     let verb = if suspend { "suspend" } else { "resume" };
     let (checkout, files) = if args.persist {
-        author_of(&args.delivery)?;
         let checkout = clone(context.repo()?)?;
         let clusters = target_clusters(&checkout, &[], context.record.as_ref())?;
         let files = persist_changes(&args.name, &clusters, suspend, &patches, &checkout)?;
@@ -529,7 +529,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         Some(checkout) => Some((checkout, context.repo()?)),
         None => None,
     };
-    let outcome = deliver::execute(&plan, target, &author_of(&args.delivery)?, Some(cluster), &replan).await?;
+    let outcome = deliver::execute(&plan, target, &author, Some(cluster), &replan).await?;
     finish(
         &context,
         &plan,
