@@ -25,27 +25,39 @@ fn app_status(env: &TestEnv, args: &[&str]) -> Run {
     )
 }
 
-fn push_app(env: &TestEnv) {
-    env.git.create_repo("apps").unwrap();
-    let work = tempfile::tempdir().unwrap();
+/// Commits `contents` at `path` in the work tree `work` (a new repository `repo` on the git server
+/// when `work` has none yet) and pushes it over SSH; returns the commit hash.
+fn commit_and_push(env: &TestEnv, work: &Path, repo: &str, path: &str, contents: &str) -> String {
     let git = |args: &[&str]| {
         run(Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
             .args(args)
-            .current_dir(work.path())
+            .current_dir(work)
             .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
         .unwrap()
     };
-    git(&["init", "-q", "-b", "main"]);
-    std::fs::create_dir_all(work.path().join("app")).unwrap();
-    std::fs::write(
-        work.path().join("app/configmap.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: status-app\n  namespace: default\ndata:\n  ok: \"yes\"\n",
-    )
-    .unwrap();
+    if !work.join(".git").exists() {
+        env.git.create_repo(repo).unwrap();
+        git(&["init", "-q", "-b", "main"]);
+    }
+    let file = work.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, contents).unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "app"]);
-    git(&["push", "-q", &env.git.ssh_url("apps"), "main"]);
+    git(&["push", "-q", &env.git.ssh_url(repo), "main"]);
+    git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+fn push_app(env: &TestEnv) {
+    let work = tempfile::tempdir().unwrap();
+    commit_and_push(
+        env,
+        work.path(),
+        "apps",
+        "app/configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: status-app\n  namespace: default\ndata:\n  ok: \"yes\"\n",
+    );
 }
 
 fn kustomization(name: &str, source: &str, path: &str, suspend: bool) -> String {
@@ -160,6 +172,7 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     assert_eq!(names, ["bad-source", "broken-values", "missing-path"]);
 
     app_status_shows_the_same_apps_as_trees(env);
+    status_waits_for_the_sync_and_the_apps_and_watches_them(env);
 }
 
 /// `app status NAME` on the apps the listing test settled (one environment for both: each start
@@ -267,4 +280,137 @@ fn status_without_flux_says_so_and_exits_1() {
         run.stderr,
         "error: Flux is not installed: this cluster serves no Kustomization or HelmRelease API\nhint: install it with `kubectl gitops install`\n"
     );
+}
+
+/// `status --wait` and `--watch` on the same environment: a config repo sync (`flux-system`, out
+/// of scope of `-n status-wait`) and a new app there are waited for, the branch head asked of the
+/// git server; `--watch` prints the row that changed; the failing apps of flux-system end a wait
+/// after the grace period, and a timeout names what blocks.
+fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
+    let fleet = tempfile::tempdir().unwrap();
+    let marker = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fleet-marker\n  namespace: flux-system\ndata:\n  commit: \"{value}\"\n"
+        )
+    };
+    let first = commit_and_push(env, fleet.path(), "fleet", "clusters/dev/marker.yaml", &marker("1"));
+    let mut objects = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: flux-system\n  namespace: flux-system\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n"
+    );
+    // As `install` writes the sync, with a long interval: the second commit is fetched on request.
+    objects.push_str(&format!(
+        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: flux-system\n",
+        env.git.http_url("fleet")
+    ));
+    objects.push_str("---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n");
+    objects.push_str(&format!(
+        "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: status-wait\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: status-wait\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n"
+    ));
+    objects.push_str(
+        &git_repository("apps", &env.git.http_url("apps")).replace("namespace: flux-system", "namespace: status-wait"),
+    );
+    let web = kustomization("web", "apps", "./app", false)
+        .replace("namespace: flux-system", "namespace: status-wait")
+        .replace("  prune: true\n", "  prune: true\n  targetNamespace: status-wait\n");
+    objects.push_str(&web);
+    env.apply_yaml(&objects).unwrap();
+
+    // Nothing is ready yet: the wait follows the watches until the sync is at the branch head
+    // and web is Ready.
+    let started = Instant::now();
+    let waited = status(env, &["-n", "status-wait", "--wait", "--timeout", "60s", "-v"]);
+    let took = started.elapsed();
+    assert_eq!(waited.code, Some(0), "{}\n{}", waited.stdout, waited.stderr);
+    assert!(waited.stderr.contains(&format!("the config repo's branch is at {first}")), "{}", waited.stderr);
+    assert!(waited.stdout.starts_with("Flux v2.9.3 in flux-system: "), "{}", waited.stdout);
+    assert!(waited.stdout.contains("\nweb "), "{}", waited.stdout);
+    assert!(waited.stdout.ends_with("1 app: 1 ready, 0 failing, 0 progressing, 0 suspended\n"), "{}", waited.stdout);
+    eprintln!("status --wait until a new sync and app were ready: {took:?}");
+
+    // --watch in a pipe: the screen, then one line per row that changed.
+    let mut watching = Command::new(binaries::path("kubectl-gitops-status"))
+        .args(["-n", "status-wait", "--watch"])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    let stdout = watching.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || received.recv_timeout(Duration::from_secs(30)).unwrap();
+    while !next().starts_with("1 app: 1 ready") {}
+    env.apply_yaml(&web.replace("  prune: true\n", "  prune: true\n  suspend: true\n")).unwrap();
+    // Only rows, no screen: web, until it shows SUSPENDED True.
+    let changed = loop {
+        let line = next();
+        assert!(line.starts_with("web "), "{line}");
+        if line.split_whitespace().nth(5) == Some("True") {
+            break line;
+        }
+    };
+    watching.kill().unwrap();
+    watching.wait().unwrap();
+    assert!(changed.contains("Applied revision"), "{changed}");
+
+    // A new commit: the branch head moved, Flux has not fetched it (10m interval), and the
+    // timeout says so, naming the GitRepository.
+    let second = commit_and_push(env, fleet.path(), "fleet", "clusters/dev/marker.yaml", &marker("2"));
+    let stale = status(env, &["-n", "status-wait", "--wait", "--timeout", "3s"]);
+    assert_eq!(stale.code, Some(1), "{}\n{}", stale.stdout, stale.stderr);
+    assert!(
+        stale.stderr.starts_with(&format!(
+            "error: not everything is ready (config repo at {}) after 3s; waiting on:\n  the config repo sync flux-system/flux-system: GitRepository flux-system/flux-system has main@sha1:{first}, not yet {second} ",
+            &second[..12]
+        )),
+        "{}",
+        stale.stderr
+    );
+    assert!(stale.stdout.contains("\nweb "), "the screen is printed at the end: {}", stale.stdout);
+
+    // Fetched on request: the wait ends once the sync applied the second commit.
+    let requested = format!("reconcile.fluxcd.io/requestedAt={}", second);
+    env.kubectl_ok(&["-n", "flux-system", "annotate", "--overwrite", "gitrepository/flux-system", &requested]).unwrap();
+    let started = Instant::now();
+    let synced = status(env, &["-n", "status-wait", "--wait", "--timeout", "60s", "-o", "json"]);
+    assert_eq!(synced.code, Some(0), "{}\n{}", synced.stdout, synced.stderr);
+    let json: serde_json::Value = serde_json::from_str(&synced.stdout).unwrap();
+    assert_eq!(json["apps"][0]["state"], "suspended", "suspended counts as done");
+    eprintln!("status --wait until the sync applied a new commit: {:?}", started.elapsed());
+    let pinned = status(env, &["-n", "status-wait", "--wait", "--timeout", "10s", "--revision", &second[..8]]);
+    assert_eq!(pinned.code, Some(0), "{}", pinned.stderr);
+
+    // The failing apps of flux-system: the wait ends after the grace period, not the timeout.
+    let started = Instant::now();
+    let failing = status(env, &["--wait", "--grace-period", "2s"]);
+    assert_eq!(failing.code, Some(1));
+    assert!(
+        failing.stderr.starts_with(
+            "error: app flux-system/bad-source failed (for 2s and more): GitRepository flux-system/unreachable: "
+        ),
+        "{}",
+        failing.stderr
+    );
+    assert!(failing.stdout.ends_with("7 apps: 3 ready, 3 failing, 0 progressing, 1 suspended\n"), "{}", failing.stdout);
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+
+    // A timeout shorter than the grace period names every object that blocks, with its message.
+    let blocked = status(env, &["--wait", "--timeout", "2s", "--grace-period", "1m"]);
+    assert_eq!(blocked.code, Some(1));
+    for line in [
+        "error: not everything is ready (config repo at ",
+        "\n  app flux-system/bad-source: GitRepository flux-system/unreachable: ",
+        "\n  app flux-system/broken-values: HelmRelease flux-system/broken-values: ",
+        "\n  app flux-system/missing-path: Kustomization flux-system/missing-path: ",
+        "kustomization path not found",
+    ] {
+        assert!(blocked.stderr.contains(line), "{line}\n{}", blocked.stderr);
+    }
 }

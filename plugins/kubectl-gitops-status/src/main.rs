@@ -5,10 +5,9 @@ use std::time::Duration;
 use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
-use gitops_shared::output::style::{Stream, Style};
 use gitops_shared::output::{self, write_stdout};
 use gitops_shared::runtime::{self, CommandLine};
-use gitops_shared::status::{self, Scope};
+use gitops_shared::status::{self, Scope, View};
 use gitops_shared::version::VERSION_LINE;
 
 /// What runs where, at which commit, healthy or not, and why.
@@ -17,7 +16,8 @@ use gitops_shared::version::VERSION_LINE;
 /// row per Kustomization or HelmRelease: the apps kubectl-gitops manages, then the other Flux
 /// objects. MESSAGE is that of the first object in the app's chain (source, chart, app) that is
 /// not ready. Exits 0 when everything shown is ready or suspended, 1 otherwise, so it can gate CI.
-/// Reads the Flux namespace (flux-system) unless -n or -A is given.
+/// Reads the Flux namespace (flux-system) unless -n or -A is given. --wait and --watch follow the
+/// Flux objects with watches.
 #[derive(Debug, Parser)]
 #[command(version = VERSION_LINE)]
 struct Cli {
@@ -32,6 +32,9 @@ struct Cli {
     /// Show only apps that are failing or not ready yet.
     #[arg(long)]
     failed_only: bool,
+
+    #[command(flatten)]
+    live: status::LiveArgs,
 
     #[command(flatten)]
     global: GlobalArgs,
@@ -59,31 +62,23 @@ fn main() -> std::process::ExitCode {
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
             (false, None) => Scope::Namespace(DEFAULT_FLUX_NAMESPACE.to_string()),
         };
-        let mut report = status::collect(&cluster, &scope).await?;
-        if cli.cluster_only {
-            report.apps.clear();
-            report.other_flux_objects.clear();
-            report.summary = status::summarize(std::iter::empty());
+        let view = View {
+            format,
+            all_namespaces: cli.all_namespaces,
+            headers: !cli.global.no_headers,
+            failed_only: cli.failed_only,
+            cluster_only: cli.cluster_only,
+        };
+        if cli.live.watch {
+            return Ok(status::watch_cluster(cluster, &scope, view).await?);
         }
-        if cli.failed_only {
-            report = report.failed_only();
+        if cli.live.wait {
+            return Ok(status::wait_cluster(cluster, &scope, view, &cli.live).await?);
         }
+        let report = view.shown(status::collect(&cluster, &scope).await?);
         match format {
             OutputFormat::Json | OutputFormat::Yaml => output::print_structured(&report, format)?,
-            _ => {
-                let style = Style::for_stream(Stream::Stdout);
-                let wide = format == OutputFormat::Wide;
-                let headers = !cli.global.no_headers;
-                let text = status::render_table(
-                    &report,
-                    cli.all_namespaces,
-                    wide,
-                    headers,
-                    style,
-                    gitops_shared::duration::now(),
-                );
-                write_stdout(&text)?;
-            }
+            _ => write_stdout(&view.render(&report)?)?,
         }
         Ok(status::exit_code(&report))
     })

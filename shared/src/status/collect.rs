@@ -35,18 +35,7 @@ pub(super) type Index = HashMap<Key, DynamicObject>;
 
 /// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
 pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
-    let detection = detect::detect(cluster).await?;
-    if detection.state == ClusterState::Unreachable {
-        return Err(Error::Unreachable {
-            server: cluster.server.clone(),
-            reason: detection.error.clone().unwrap_or_default(),
-        });
-    }
-    if detection.api_versions.version_for(&KUSTOMIZATION).is_none()
-        && detection.api_versions.version_for(&HELM_RELEASE).is_none()
-    {
-        return Err(flux_not_installed());
-    }
+    let detection = detect_flux(cluster).await?;
     let served = &detection.api_versions;
     let (git, oci, helm_repositories, charts, kustomizations, releases) = tokio::join!(
         list(cluster, served, &GIT_REPOSITORY, scope),
@@ -63,25 +52,73 @@ pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
             sources.insert(key(&object), object);
         }
     }
-    let mut rows: Vec<(bool, AppStatus)> = Vec::new();
-    for object in keep(&cluster.server, kustomizations, &mut forbidden)? {
-        rows.push((is_ours(&object), kustomization_row(&object, &sources)));
+    let mut apps = keep(&cluster.server, kustomizations, &mut forbidden)?;
+    apps.extend(keep(&cluster.server, releases, &mut forbidden)?);
+    Ok(assemble(runtime(detection), apps.iter(), &sources, forbidden))
+}
+
+/// Where objects are found by (kind, namespace, name): an [`Index`], or what watches delivered.
+pub(super) trait Lookup {
+    /// The object with this key, when there is one.
+    fn find(&self, key: &Key) -> Option<&DynamicObject>;
+}
+
+impl Lookup for Index {
+    fn find(&self, key: &Key) -> Option<&DynamicObject> {
+        self.get(key)
     }
-    for object in keep(&cluster.server, releases, &mut forbidden)? {
-        rows.push((is_ours(&object), helm_release_row(&object, &sources)));
+}
+
+/// Detects the cluster; an error when it is unreachable or serves no Flux API status reads.
+pub(super) async fn detect_flux(cluster: &Cluster) -> Result<detect::Detection> {
+    let detection = detect::detect(cluster).await?;
+    if detection.state == ClusterState::Unreachable {
+        return Err(Error::Unreachable {
+            server: cluster.server.clone(),
+            reason: detection.error.clone().unwrap_or_default(),
+        });
     }
+    if detection.api_versions.version_for(&KUSTOMIZATION).is_none()
+        && detection.api_versions.version_for(&HELM_RELEASE).is_none()
+    {
+        return Err(flux_not_installed());
+    }
+    Ok(detection)
+}
+
+/// The header's part of a detection.
+pub(super) fn runtime(detection: detect::Detection) -> Runtime {
+    Runtime {
+        namespace: detection.flux.as_ref().map(|flux| flux.namespace.clone()),
+        version: detection.flux.as_ref().and_then(|flux| flux.version.clone()),
+        controllers: detection.controllers,
+        config: detection.gitops,
+    }
+}
+
+/// The report of Kustomizations and HelmReleases (`apps`, any order) joined with their sources.
+pub(super) fn assemble<'a>(
+    flux: Runtime,
+    apps: impl Iterator<Item = &'a DynamicObject>,
+    sources: &impl Lookup,
+    forbidden: Vec<String>,
+) -> Report {
+    let mut rows: Vec<(bool, AppStatus)> = apps
+        .map(|object| {
+            let row = if key(object).0 == HELM_RELEASE.kind {
+                helm_release_row(object, sources)
+            } else {
+                kustomization_row(object, sources)
+            };
+            (is_ours(object), row)
+        })
+        .collect();
     rows.sort_by(|(_, a), (_, b)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let (ours, others): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(ours, _)| *ours);
     let apps: Vec<AppStatus> = ours.into_iter().map(|(_, row)| row).collect();
     let other_flux_objects: Vec<AppStatus> = others.into_iter().map(|(_, row)| row).collect();
     let summary = summarize(apps.iter().chain(&other_flux_objects));
-    let flux = Runtime {
-        namespace: detection.flux.as_ref().map(|flux| flux.namespace.clone()),
-        version: detection.flux.as_ref().and_then(|flux| flux.version.clone()),
-        controllers: detection.controllers,
-        config: detection.gitops,
-    };
-    Ok(Report { flux, apps, other_flux_objects, forbidden, summary })
+    Report { flux, apps, other_flux_objects, forbidden, summary }
 }
 
 /// The error for a cluster without the Flux APIs status reads.
@@ -129,19 +166,21 @@ pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResour
     Some(ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural))
 }
 
-/// Keeps only the fields a row reads, page by page, so that memory stays small with thousands
-/// of objects (managed fields, annotations and most of spec and status are dropped).
-fn prune(mut object: DynamicObject) -> DynamicObject {
+/// Keeps only the fields a row (and a wait's judgement of it) reads, page by page, so that memory
+/// stays small with thousands of objects (managed fields, annotations and most of spec and status
+/// are dropped).
+pub(super) fn prune(mut object: DynamicObject) -> DynamicObject {
     let ours = is_ours(&object);
     object.metadata = kube::core::ObjectMeta {
         name: object.metadata.name.take(),
         namespace: object.metadata.namespace.take(),
         labels: ours.then(|| [(record::MANAGED_BY_LABEL.to_string(), record::MANAGED_BY_VALUE.to_string())].into()),
+        generation: object.metadata.generation,
         ..Default::default()
     };
     let field = |pointer: &str| object.data.pointer(pointer).cloned();
     let mut spec = serde_json::Map::new();
-    for name in ["sourceRef", "chartRef", "suspend", "url", "ref"] {
+    for name in ["sourceRef", "chartRef", "suspend", "url", "ref", "secretRef"] {
         if let Some(value) = field(&format!("/spec/{name}")) {
             spec.insert(name.to_string(), value);
         }
@@ -154,8 +193,10 @@ fn prune(mut object: DynamicObject) -> DynamicObject {
     if let Some(revision) = field("/status/artifact/revision") {
         status.insert("artifact".to_string(), serde_json::json!({"revision": revision}));
     }
-    if let Some(revision) = field("/status/lastAppliedRevision") {
-        status.insert("lastAppliedRevision".to_string(), revision);
+    for name in ["lastAppliedRevision", "lastAttemptedRevision", "observedGeneration"] {
+        if let Some(value) = field(&format!("/status/{name}")) {
+            status.insert(name.to_string(), value);
+        }
     }
     if let Some(deployed) = object.data.pointer("/status/history").and_then(deployed_snapshot) {
         status.insert("history".to_string(), serde_json::Value::Array(vec![deployed.clone()]));
@@ -198,7 +239,7 @@ pub(super) fn key(object: &DynamicObject) -> Key {
     (kind, object.metadata.namespace.clone().unwrap_or_default(), object.metadata.name.clone().unwrap_or_default())
 }
 
-fn is_ours(object: &DynamicObject) -> bool {
+pub(super) fn is_ours(object: &DynamicObject) -> bool {
     object.metadata.labels.as_ref().and_then(|labels| labels.get(record::MANAGED_BY_LABEL)).map(String::as_str)
         == Some(record::MANAGED_BY_VALUE)
 }
@@ -240,7 +281,7 @@ fn source_ref_text(source: &DynamicObject) -> Option<String> {
 
 /// A source named by `sourceRef`/`chartRef` (`namespace` defaults to the referrer's).
 fn referenced<'a>(
-    sources: &'a Index,
+    sources: &'a impl Lookup,
     reference: Option<&serde_json::Value>,
     namespace: &str,
 ) -> Option<&'a DynamicObject> {
@@ -248,10 +289,10 @@ fn referenced<'a>(
     let kind = reference.get("kind")?.as_str()?.to_string();
     let name = reference.get("name")?.as_str()?.to_string();
     let namespace = reference.get("namespace").and_then(|n| n.as_str()).unwrap_or(namespace).to_string();
-    sources.get(&(kind, namespace, name))
+    sources.find(&(kind, namespace, name))
 }
 
-pub(super) fn kustomization_row(object: &DynamicObject, sources: &Index) -> AppStatus {
+pub(super) fn kustomization_row(object: &DynamicObject, sources: &impl Lookup) -> AppStatus {
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let source = referenced(sources, object.data.pointer("/spec/sourceRef"), &namespace);
     let oci = object.data.pointer("/spec/sourceRef/kind").and_then(|k| k.as_str()) == Some("OCIRepository");
@@ -270,7 +311,7 @@ pub(super) fn kustomization_row(object: &DynamicObject, sources: &Index) -> AppS
     )
 }
 
-pub(super) fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppStatus {
+pub(super) fn helm_release_row(object: &DynamicObject, sources: &impl Lookup) -> AppStatus {
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let mut chain = Vec::new();
     let source = match object.data.pointer("/spec/chartRef") {
@@ -283,7 +324,7 @@ pub(super) fn helm_release_row(object: &DynamicObject, sources: &Index) -> AppSt
             if let Some(source) = source {
                 chain.push(object_status(source, text(source, "/status/artifact/revision")));
             }
-            if let Some(chart) = sources.get(&chart_key(object, &source_namespace)) {
+            if let Some(chart) = sources.find(&chart_key(object, &source_namespace)) {
                 chain.push(object_status(chart, text(chart, "/status/artifact/revision")));
             }
             source

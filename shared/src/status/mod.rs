@@ -3,9 +3,11 @@
 //! One paginated LIST per Flux kind, the kinds listed concurrently, no per-object GET. Each
 //! Kustomization and HelmRelease becomes one row, joined in memory with its source (and, for
 //! Helm, its HelmChart), so the message shown is that of the first object in the chain that is
-//! not ready.
+//! not ready. `--wait` and `--watch` keep the same objects current with one watch per kind
+//! (live.rs), with the machinery `app status` waits and watches with (watch.rs).
 
 mod collect;
+mod live;
 mod render;
 mod tree;
 mod watch;
@@ -13,7 +15,8 @@ mod watch;
 use serde::Serialize;
 
 pub use self::collect::{Scope, collect};
-pub use self::render::{exit_code, render_table};
+pub use self::live::{LiveArgs, wait_cluster, watch_cluster};
+pub use self::render::{View, exit_code, render_table};
 pub use self::tree::{
     AppReport, AppStatusArgs, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree,
     run_app_status,

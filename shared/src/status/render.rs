@@ -3,9 +3,70 @@
 use std::time::Duration;
 
 use super::{AppState, AppStatus, Report, shorten_revision};
-use crate::error::ExitCode;
-use crate::output::style::Style;
+use crate::cli::OutputFormat;
+use crate::error::{ExitCode, Result};
+use crate::output::style::{Stream, Style};
 use crate::output::table::Table;
+
+/// What the flags of `status` select and how the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// table, wide, json or yaml.
+    pub format: OutputFormat,
+    /// `-A`: a NAMESPACE column.
+    pub all_namespaces: bool,
+    /// Column headers (`--no-headers` turns them off).
+    pub headers: bool,
+    /// `--failed-only`.
+    pub failed_only: bool,
+    /// `--cluster-only`.
+    pub cluster_only: bool,
+}
+
+impl View {
+    /// The report with the rows the flags select.
+    pub fn shown(&self, report: Report) -> Report {
+        let report = self.scoped(report);
+        if self.failed_only { report.failed_only() } else { report }
+    }
+
+    /// The report without rows under `--cluster-only` (what `--failed-only` drops is kept).
+    pub(super) fn scoped(&self, mut report: Report) -> Report {
+        if self.cluster_only {
+            report.apps.clear();
+            report.other_flux_objects.clear();
+            report.summary = super::summarize(std::iter::empty());
+        }
+        report
+    }
+
+    /// The screen (or JSON/YAML) of a report.
+    pub fn render(&self, report: &Report) -> Result<String> {
+        match self.format {
+            OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(report, self.format),
+            _ => Ok(render_table(
+                report,
+                self.all_namespaces,
+                self.format == OutputFormat::Wide,
+                self.headers,
+                Style::for_stream(Stream::Stdout),
+                crate::duration::now(),
+            )),
+        }
+    }
+
+    /// Rows on their own, as `status --watch` prints those that changed: table lines without
+    /// headers, or one JSON or YAML document per row.
+    pub(super) fn render_rows(&self, rows: &[AppStatus]) -> Result<String> {
+        match self.format {
+            OutputFormat::Json => rows.iter().map(|row| crate::output::render_structured(row, self.format)).collect(),
+            OutputFormat::Yaml => rows.iter().map(|row| Ok(format!("---\n{}", crate::yaml::to_string(row)?))).collect(),
+            _ if rows.is_empty() => Ok(String::new()),
+            _ => Ok(table(rows, self.all_namespaces, self.format == OutputFormat::Wide, crate::duration::now())
+                .render(false)),
+        }
+    }
+}
 
 /// Exit 0 when every row shown is ready or suspended, 1 otherwise (a CI gate).
 pub fn exit_code(report: &Report) -> ExitCode {

@@ -575,14 +575,21 @@ pub(super) fn applied_commit(gathered: &Gathered) -> Option<(&DynamicObject, Opt
     Some((source, reference, sha.to_string()))
 }
 
-/// Fetches one commit with the credentials of the GitRepository's Secret (Flux's keys:
-/// `identity` and `known_hosts` for SSH, `username` and `password` for HTTPS).
+/// Fetches one commit with the credentials of the GitRepository's Secret.
 async fn lookup_commit(
     cluster: &Cluster,
     source: &DynamicObject,
     reference: Option<&str>,
     sha: &str,
 ) -> std::result::Result<CommitInfo, String> {
+    let remote = git_remote(cluster, source).await?;
+    let (reference, sha) = (reference.map(String::from), sha.to_string());
+    run_git(move || show_commit(&remote, reference.as_deref(), &sha)).await
+}
+
+/// The URL of a GitRepository and the credentials of its Secret (Flux's keys: `identity` and
+/// `known_hosts` for SSH, `username` and `password` for HTTPS).
+pub(super) async fn git_remote(cluster: &Cluster, source: &DynamicObject) -> std::result::Result<Remote, String> {
     let url = text(source, "/spec/url").ok_or("the GitRepository has no URL")?;
     let (_, namespace, _) = key(source);
     let auth = match text(source, "/spec/secretRef/name") {
@@ -604,11 +611,15 @@ async fn lookup_commit(
             }
         }
     };
-    let remote = Remote { url, auth };
-    let (reference, sha) = (reference.map(String::from), sha.to_string());
-    let fetch = tokio::task::spawn_blocking(move || show_commit(&remote, reference.as_deref(), &sha));
-    match tokio::time::timeout(GIT_TIMEOUT, fetch).await {
-        Ok(Ok(Ok(info))) => Ok(info),
+    Ok(Remote { url, auth })
+}
+
+/// Runs a libgit2 call off the async threads, giving up after [`GIT_TIMEOUT`].
+pub(super) async fn run_git<T: Send + 'static>(
+    call: impl FnOnce() -> std::result::Result<T, crate::git::GitError> + Send + 'static,
+) -> std::result::Result<T, String> {
+    match tokio::time::timeout(GIT_TIMEOUT, tokio::task::spawn_blocking(call)).await {
+        Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(error))) => Err(error.to_string()),
         Ok(Err(error)) => Err(format!("the git task failed: {error}")),
         Err(_) => Err(format!("git did not answer within {}", duration::format(GIT_TIMEOUT))),

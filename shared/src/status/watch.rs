@@ -1,6 +1,10 @@
-//! `app status --wait` and `--watch`: the app is read again whenever one of its objects changes,
-//! as kube watches report it (no polling loop).
+//! Waiting and watching with kube watches (no polling loop), for `app status NAME` and for
+//! `status`: [`Triggers`] merges the watches and says when something changed, [`judge`] tells
+//! ready from failing from still on the way, and [`wait_until`] runs a wait with its timeout and
+//! grace period. The app's watches and wait are here; the listing's are in live.rs.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -12,13 +16,14 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 
-use super::AppState;
 use super::collect::{key, resource, text};
 use super::tree::{
     AppReport, AppStatusArgs, Gathered, Viewer, WAITING_REASONS, describe, flux_kind, print, references, render,
     workload_resource,
 };
+use super::{AppState, AppStatus, ObjectStatus};
 use crate::cli::OutputFormat;
+use crate::cluster::{Cluster, is_forbidden};
 use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{HELM_RELEASE, KUSTOMIZATION};
@@ -28,66 +33,132 @@ use crate::output::report;
 /// How long to let a burst of events settle before reading the app again (a reconcile changes
 /// several objects within moments).
 const SETTLE: Duration = Duration::from_millis(300);
+/// The longest a watch call lasts before the API server ends it and it is started again from
+/// where it was (kube's default); shorter when the request timeout is, so that an idle watch is
+/// ended by the server, not cut by the client's read timeout.
+const WATCH_CALL: Duration = Duration::from_secs(290);
 
-/// What one watch follows: objects of a resource in a namespace, by name or by label.
+/// What one watch follows: objects of a resource, in one namespace or all, all of them or by
+/// name or by label.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Followed {
-    resource: ApiResource,
-    namespace: String,
-    /// `metadata.name=…` or a label selector.
-    selector: Selector,
+pub(super) struct Followed {
+    pub(super) resource: ApiResource,
+    /// `None`: every namespace.
+    pub(super) namespace: Option<String>,
+    pub(super) selector: Selector,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Selector {
+pub(super) enum Selector {
+    Every,
     Name(String),
     Labels(String),
 }
 
-/// The watches of the objects an app is made of, merged into one stream of "something changed".
-#[derive(Default)]
-struct Triggers {
+/// One watch event and the index (in what [`Triggers::follow`] was given) of the watch it came from.
+pub(super) type Change = (usize, watcher::Result<Event<DynamicObject>>);
+
+/// Whether a watch error is a 403: that watch ends instead of retrying forever.
+pub(super) fn forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => is_forbidden(error),
+        watcher::Error::WatchError(status) => status.code == 403,
+        watcher::Error::NoResourceVersion => false,
+    }
+}
+
+/// Watches merged into one stream of changes.
+pub(super) struct Triggers {
+    client: kube::Client,
+    /// Seconds each watch call may last.
+    call: u32,
     following: Vec<Followed>,
-    events: SelectAll<BoxStream<'static, ()>>,
+    events: SelectAll<BoxStream<'static, Change>>,
+    /// Changes received by a [`Triggers::burst`] that was cancelled, for the next one.
+    pending: Vec<Change>,
 }
 
 impl Triggers {
+    pub(super) fn new(cluster: &Cluster) -> Triggers {
+        let call = match cluster.request_timeout {
+            Some(timeout) if timeout <= WATCH_CALL => timeout.saturating_sub(Duration::from_secs(5)),
+            _ => WATCH_CALL,
+        };
+        let call = u32::try_from(call.as_secs()).unwrap_or(u32::MAX).max(1);
+        Triggers {
+            client: cluster.client.clone(),
+            call,
+            following: Vec::new(),
+            events: SelectAll::new(),
+            pending: Vec::new(),
+        }
+    }
+
     /// Watches exactly `wanted`, restarting the watches when it differs from what is watched.
-    fn follow(&mut self, client: &kube::Client, wanted: Vec<Followed>) {
+    pub(super) fn follow(&mut self, wanted: Vec<Followed>) {
         if wanted == self.following {
             return;
         }
         self.events = SelectAll::new();
-        for followed in &wanted {
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &followed.namespace, &followed.resource);
+        for (index, followed) in wanted.iter().enumerate() {
+            let api: Api<DynamicObject> = match &followed.namespace {
+                Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &followed.resource),
+                None => Api::all_with(self.client.clone(), &followed.resource),
+            };
             let config = match &followed.selector {
+                Selector::Every => watcher::Config::default(),
                 Selector::Name(name) => watcher::Config::default().fields(&format!("metadata.name={name}")),
                 Selector::Labels(labels) => watcher::Config::default().labels(labels),
-            };
-            let changes = watcher::watcher(api, config).default_backoff().filter_map(|event| async move {
-                match event {
-                    // InitDone: the watch (re)started, and something may have changed meanwhile.
-                    Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone) => Some(()),
-                    Ok(Event::Init | Event::InitApply(_)) => None,
-                    Err(error) => {
-                        report::detail(&format!("watch: {error}"));
-                        None
-                    }
+            }
+            .timeout(self.call);
+            // A forbidden watch is passed on once and then ends: retrying cannot help.
+            let changes = watcher::watcher(api, config).default_backoff().scan(false, move |ended, event| {
+                if *ended {
+                    return futures::future::ready(None);
                 }
+                *ended = event.as_ref().err().is_some_and(forbidden);
+                futures::future::ready(Some((index, event)))
             });
             self.events.push(changes.boxed());
         }
         self.following = wanted;
     }
 
-    /// Waits for a change, then for the burst it belongs to to settle.
-    async fn changed(&mut self) {
-        if self.events.is_empty() {
-            return std::future::pending().await;
+    /// Waits for an event, then for the burst it belongs to to settle, and returns the burst.
+    /// Never returns when nothing is watched. Cancel-safe: what a cancelled call received is
+    /// returned by the next one.
+    pub(super) async fn burst(&mut self) -> Vec<Change> {
+        if self.pending.is_empty() {
+            match self.events.next().await {
+                Some(change) => self.pending.push(change),
+                None => return std::future::pending().await,
+            }
         }
-        self.events.next().await;
         tokio::time::sleep(SETTLE).await;
-        while let Some(Some(())) = self.events.next().now_or_never() {}
+        while let Some(Some(change)) = self.events.next().now_or_never() {
+            self.pending.push(change);
+        }
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Waits until something changed: an object was added, changed or deleted, or a watch
+    /// (re)started, after which anything may have changed.
+    pub(super) async fn changed(&mut self) {
+        loop {
+            let mut changed = false;
+            for (_, event) in self.burst().await {
+                match event {
+                    Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone) => changed = true,
+                    Ok(Event::Init | Event::InitApply(_)) => {}
+                    Err(error) => report::detail(&format!("watch: {error}")),
+                }
+            }
+            if changed {
+                return;
+            }
+        }
     }
 }
 
@@ -96,7 +167,7 @@ impl Triggers {
 fn followed(viewer: &Viewer, gathered: Option<&Gathered>, workloads: bool) -> Vec<Followed> {
     let by_name = |kind: &str, namespace: &str, name: &str| {
         let resource = flux_kind(kind).and_then(|kind| resource(&viewer.served, kind))?;
-        Some(Followed { resource, namespace: namespace.to_string(), selector: Selector::Name(name.to_string()) })
+        Some(Followed { resource, namespace: Some(namespace.to_string()), selector: Selector::Name(name.to_string()) })
     };
     let app = &viewer.app;
     let Some(gathered) = gathered else {
@@ -124,7 +195,7 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>, workloads: bool) -> Ve
             for workload_kind in ["Deployment", "StatefulSet", "DaemonSet"] {
                 wanted.push(Followed {
                     resource: workload_resource(workload_kind),
-                    namespace: workload_namespace.clone(),
+                    namespace: Some(workload_namespace.clone()),
                     selector: Selector::Labels(labels.clone()),
                 });
             }
@@ -133,11 +204,14 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>, workloads: bool) -> Ve
     wanted
 }
 
+/// Home, clear the screen: what `--watch` writes before redrawing on a terminal.
+pub(super) const REDRAW: &str = "\x1b[H\x1b[2J";
+
 /// `--watch`: shows the app again on every change until interrupted. On a terminal the screen is
 /// redrawn in place; otherwise the report is printed again only when it changed.
 pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<ExitCode> {
     let terminal = std::io::stdout().is_terminal();
-    let mut triggers = Triggers::default();
+    let mut triggers = Triggers::new(&viewer.cluster);
     let mut shown: Option<Option<AppReport>> = None;
     loop {
         let looked = viewer.look(true).await?;
@@ -148,15 +222,14 @@ pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<E
                 None => format!("{}\n", viewer.app.not_found()),
             };
             let text = match (terminal, &shown) {
-                // Home, clear the screen, draw.
-                (true, _) => format!("\x1b[H\x1b[2J{text}"),
+                (true, _) => format!("{REDRAW}{text}"),
                 (false, Some(_)) if format == OutputFormat::Table => format!("\n{text}"),
                 (false, _) => text,
             };
             crate::output::write_stdout(&text)?;
             shown = Some(report);
         }
-        triggers.follow(&viewer.cluster.client, followed(viewer, looked.as_ref().map(|(g, _)| g), true));
+        triggers.follow(followed(viewer, looked.as_ref().map(|(g, _)| g), true));
         triggers.changed().await;
     }
 }
@@ -182,24 +255,38 @@ pub(super) fn revision_matches(revision: &str, wanted: &str) -> bool {
         || (wanted.len() >= 7 && wanted.chars().all(|c| c.is_ascii_hexdigit()) && digest.starts_with(wanted))
 }
 
-/// Judges one look for `--wait`: ready at `wanted` (default: the revision its source offers now),
-/// failing at it, or still on the way.
+/// Judges one look at an app for `app status --wait`: ready at `wanted` (default: the revision
+/// its source offers now), failing at it, or still on the way.
 pub(super) fn judge(gathered: &Gathered, report: &AppReport, wanted: Option<&str>) -> Verdict {
-    let app = &report.app;
+    let explanation = report.waiting_on.first().or(report.last_error.as_ref());
+    judge_row(&gathered.app, &report.app, wanted, explanation)
+}
+
+/// Judges a Kustomization or HelmRelease (`object`) from its row: Ready, its spec observed, at
+/// `wanted` (default: the revision its source, or a HelmRelease's chart, offers now); failing at
+/// that revision (or its source failing); or still on the way, because of `explanation` when
+/// given, else the first object of its chain that is not ready.
+pub(super) fn judge_row(
+    object: &DynamicObject,
+    app: &AppStatus,
+    wanted: Option<&str>,
+    explanation: Option<&ObjectStatus>,
+) -> Verdict {
     let Some(own) = app.objects.last() else {
         return Verdict::Waiting { why: "no status yet".into(), healthy: false };
     };
+    let is_helm = key(object).0 == HELM_RELEASE.kind;
     // What the source offers: a Kustomization applies the source's artifact; a HelmRelease
     // installs its chart's (the object before it in the chain).
     let offered = app.objects.len().checked_sub(2).and_then(|index| app.objects[index].revision.as_deref());
     let at_target = |revision: &str| match (wanted, offered) {
         (Some(wanted), _) => revision_matches(revision, wanted),
-        (None, Some(offered)) if gathered.is_helm() => revision_matches(offered, revision),
+        (None, Some(offered)) if is_helm => revision_matches(offered, revision),
         (None, Some(offered)) => revision == offered,
         (None, None) => false,
     };
-    let observed = gathered.app.data.pointer("/status/observedGeneration").and_then(|g| g.as_i64());
-    let current = observed.is_some() && observed == gathered.app.metadata.generation;
+    let observed = object.data.pointer("/status/observedGeneration").and_then(|g| g.as_i64());
+    let current = observed.is_some() && observed == object.metadata.generation;
     let healthy = own.ready == "True";
     if healthy && current && app.applied_revision.as_deref().is_some_and(at_target) {
         return Verdict::Ready;
@@ -216,14 +303,14 @@ pub(super) fn judge(gathered: &Gathered, report: &AppReport, wanted: Option<&str
         let waiting = WAITING_REASONS.contains(&blocker.reason.as_deref().unwrap_or(""));
         // Without a recorded attempt (a build that failed before applying), it tried what its
         // source offers.
-        let attempt = text(&gathered.app, "/status/lastAttemptedRevision").or_else(|| offered.map(String::from));
+        let attempt = text(object, "/status/lastAttemptedRevision").or_else(|| offered.map(String::from));
         // The app failing at an older revision is not the answer: the new one may fix it.
         let at_wanted = attempt.as_deref().is_none_or(at_target);
         if !is_app || (!waiting && at_wanted) {
             return Verdict::Failing { attempt, why: describe(blocker) };
         }
     }
-    let why = match report.waiting_on.first().or(report.last_error.as_ref()) {
+    let why = match explanation {
         Some(blocking) => describe(blocking),
         None => match app.objects.iter().find(|object| object.ready != "True") {
             Some(blocking) => describe(blocking),
@@ -240,99 +327,176 @@ pub(super) fn judge(gathered: &Gathered, report: &AppReport, wanted: Option<&str
     Verdict::Waiting { why, healthy }
 }
 
-/// `--wait`: reads the app on every change until it is Ready at the wanted revision (exit 0),
-/// has failed for the grace period (exit 1), or the timeout passes (exit 1, naming what blocks).
-/// The last report is printed either way.
-pub(super) async fn wait(viewer: &mut Viewer, args: &AppStatusArgs, format: OutputFormat) -> Result<ExitCode> {
-    let started = Instant::now();
-    let deadline = started + args.timeout;
-    let app = viewer.app.clone();
-    let mut spinner = Spinner::new(format!("waiting for app {}/{}", app.namespace, app.name));
-    let mut triggers = Triggers::default();
-    let mut failing: Option<(Instant, Option<String>)> = None;
+/// Something a wait follows: one app, or the config sync and the rows of the listing. Each look
+/// judges its parts; the wait is over when every part is Ready.
+pub(super) trait Waited {
+    /// Names a part (an app, the sync).
+    type Part: Clone + Eq + Hash;
+    /// Reads (or rebuilds) what is waited for and judges each part.
+    async fn look(&mut self) -> Result<Vec<(Self::Part, Verdict)>>;
+    /// Returns once a watch reports a change.
+    async fn changed(&mut self);
+    /// Prints what is waited for, as it is at the end of the wait.
+    async fn finish(&mut self) -> Result<()>;
+    /// The error for a part that has failed for the grace period.
+    fn failed(&self, part: &Self::Part, why: &str, grace_period: Duration) -> Error;
+    /// The error at the timeout: the parts not ready and why.
+    fn timed_out(&self, waiting: &[(&Self::Part, &str)], timeout: Duration) -> Error;
+}
+
+/// How long a wait waits, and how long a failure must last to end it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) timeout: Duration,
+    pub(super) grace_period: Duration,
+}
+
+/// Looks again on every change until every part is Ready (exit 0), a part has failed for the
+/// grace period (exit 1), or the timeout passes (exit 1, naming what blocks). What is waited
+/// for is printed at the end either way. A failure that heals (the part becomes Ready or at
+/// least healthy) or is retried at another revision restarts its grace period.
+pub(super) async fn wait_until<W: Waited>(waited: &mut W, title: &str, limits: Limits) -> Result<ExitCode> {
+    let deadline = Instant::now() + limits.timeout;
+    let mut spinner = Spinner::new(title);
+    // Since when each part fails, and at which revision.
+    let mut failing: HashMap<W::Part, (Instant, Option<String>)> = HashMap::new();
     let mut last_why = String::new();
     loop {
-        let looked = viewer.look(false).await?;
-        triggers.follow(&viewer.cluster.client, followed(viewer, looked.as_ref().map(|(g, _)| g), false));
-        let verdict = match &looked {
-            Some((gathered, report)) => judge(gathered, report, args.revision.as_deref()),
-            None => Verdict::Waiting { why: app.not_found().to_string(), healthy: false },
-        };
+        let verdicts = waited.look().await?;
         let now = Instant::now();
-        let why = match verdict {
-            Verdict::Ready => {
-                spinner.finish();
-                finish(viewer, format).await?;
-                return Ok(ExitCode::Ok);
-            }
-            Verdict::Failing { attempt, why } => {
-                let since = match failing.take() {
-                    Some((since, seen)) if seen == attempt => since,
-                    _ => now,
-                };
-                failing = Some((since, attempt));
-                if now.duration_since(since) >= args.grace_period {
-                    spinner.finish();
-                    finish(viewer, format).await?;
-                    return Err(Error::Negative {
-                        message: format!(
-                            "app {}/{} failed (for {} and more): {why}",
-                            app.namespace,
-                            app.name,
-                            duration::format(args.grace_period)
-                        ),
-                        hint: Some(hint(&app.namespace)),
-                    });
+        let mut still_failing = HashMap::new();
+        let mut waiting: Vec<(&W::Part, &str)> = Vec::new();
+        let mut expired: Option<(&W::Part, &str)> = None;
+        let mut wake = deadline;
+        for (part, verdict) in &verdicts {
+            match verdict {
+                Verdict::Ready => {}
+                Verdict::Failing { attempt, why } => {
+                    let since = match failing.remove(part) {
+                        Some((since, seen)) if seen == *attempt => since,
+                        _ => now,
+                    };
+                    if now.duration_since(since) >= limits.grace_period {
+                        expired = expired.or(Some((part, why)));
+                    }
+                    wake = wake.min(since + limits.grace_period);
+                    still_failing.insert(part.clone(), (since, attempt.clone()));
+                    waiting.push((part, why));
                 }
-                why
-            }
-            Verdict::Waiting { why, healthy } => {
-                if healthy {
-                    failing = None;
+                Verdict::Waiting { why, healthy } => {
+                    // Waiting while unhealthy (a dependency, a retry) does not end a failure.
+                    if let Some(failure) = failing.remove(part).filter(|_| !healthy) {
+                        still_failing.insert(part.clone(), failure);
+                    }
+                    waiting.push((part, why));
                 }
-                why
             }
-        };
+        }
+        failing = still_failing;
+        if waiting.is_empty() {
+            spinner.finish();
+            waited.finish().await?;
+            return Ok(ExitCode::Ok);
+        }
+        if let Some((part, why)) = expired {
+            spinner.finish();
+            waited.finish().await?;
+            return Err(waited.failed(part, why, limits.grace_period));
+        }
         if now >= deadline {
             spinner.finish();
-            if looked.is_some() {
-                finish(viewer, format).await?;
-            }
-            let target = args.revision.as_deref().map(|r| format!(" at {r}")).unwrap_or_default();
-            return Err(Error::Negative {
-                message: format!(
-                    "app {}/{} is not Ready{target} after {}: {why}",
-                    app.namespace,
-                    app.name,
-                    duration::format(args.timeout)
-                ),
-                hint: Some(hint(&app.namespace)),
-            });
+            waited.finish().await?;
+            return Err(waited.timed_out(&waiting, limits.timeout));
         }
+        let why = match waiting.len() {
+            1 => waiting[0].1.to_string(),
+            more => format!("{} (and {} more)", waiting[0].1, more - 1),
+        };
         if why != last_why {
             report::detail(&format!("waiting: {why}"));
             last_why.clone_from(&why);
         }
         spinner.tick(&why);
-        let wake = match &failing {
-            Some((since, _)) => deadline.min(*since + args.grace_period),
-            None => deadline,
-        };
         tokio::select! {
-            () = triggers.changed() => {}
+            () = waited.changed() => {}
             () = tokio::time::sleep_until(wake) => {}
         }
     }
 }
 
-fn hint(namespace: &str) -> String {
-    format!("`kubectl -n {namespace} get events --sort-by=.lastTimestamp` shows what Flux reported")
+/// `app status NAME --wait`: the app, read again whenever one of its objects changes.
+struct AppWait<'a> {
+    viewer: &'a mut Viewer,
+    triggers: Triggers,
+    revision: Option<String>,
+    format: OutputFormat,
 }
 
-/// Prints the app as it is at the end of a wait, commit included.
-async fn finish(viewer: &mut Viewer, format: OutputFormat) -> Result<()> {
-    match viewer.look(true).await? {
-        Some((_, report)) => print(&report, format),
-        None => Ok(()),
+impl Waited for AppWait<'_> {
+    type Part = ();
+
+    async fn look(&mut self) -> Result<Vec<((), Verdict)>> {
+        let looked = self.viewer.look(false).await?;
+        self.triggers.follow(followed(self.viewer, looked.as_ref().map(|(g, _)| g), false));
+        let verdict = match &looked {
+            Some((gathered, report)) => judge(gathered, report, self.revision.as_deref()),
+            None => Verdict::Waiting { why: self.viewer.app.not_found().to_string(), healthy: false },
+        };
+        Ok(vec![((), verdict)])
     }
+
+    async fn changed(&mut self) {
+        self.triggers.changed().await;
+    }
+
+    /// Prints the app as it is at the end of a wait, commit included.
+    async fn finish(&mut self) -> Result<()> {
+        match self.viewer.look(true).await? {
+            Some((_, report)) => print(&report, self.format),
+            None => Ok(()),
+        }
+    }
+
+    fn failed(&self, (): &(), why: &str, grace_period: Duration) -> Error {
+        let app = &self.viewer.app;
+        Error::Negative {
+            message: format!(
+                "app {}/{} failed (for {} and more): {why}",
+                app.namespace,
+                app.name,
+                duration::format(grace_period)
+            ),
+            hint: Some(events_hint(&app.namespace)),
+        }
+    }
+
+    fn timed_out(&self, waiting: &[(&(), &str)], timeout: Duration) -> Error {
+        let app = &self.viewer.app;
+        let why = waiting.first().map_or("", |(_, why)| why);
+        let target = self.revision.as_deref().map(|r| format!(" at {r}")).unwrap_or_default();
+        Error::Negative {
+            message: format!(
+                "app {}/{} is not Ready{target} after {}: {why}",
+                app.namespace,
+                app.name,
+                duration::format(timeout)
+            ),
+            hint: Some(events_hint(&app.namespace)),
+        }
+    }
+}
+
+/// `app status NAME --wait`: until the app is Ready at the wanted revision (exit 0), has failed
+/// for the grace period (exit 1), or the timeout passes (exit 1, naming what blocks).
+pub(super) async fn wait(viewer: &mut Viewer, args: &AppStatusArgs, format: OutputFormat) -> Result<ExitCode> {
+    let title = format!("waiting for app {}/{}", viewer.app.namespace, viewer.app.name);
+    let triggers = Triggers::new(&viewer.cluster);
+    let mut waited = AppWait { viewer, triggers, revision: args.revision.clone(), format };
+    let limits = Limits { timeout: args.timeout, grace_period: args.grace_period };
+    wait_until(&mut waited, &title, limits).await
+}
+
+/// Where to look next when something in `namespace` does not become ready.
+pub(super) fn events_hint(namespace: &str) -> String {
+    format!("`kubectl -n {namespace} get events --sort-by=.lastTimestamp` shows what Flux reported")
 }

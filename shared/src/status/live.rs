@@ -1,0 +1,519 @@
+//! `status --wait` and `status --watch`: the listing kept current by one watch per Flux kind in
+//! scope (the watches' initial lists stand in for the LISTs of a plain `status`; their events keep
+//! the objects current), then judged on every change (`--wait`) or shown again (`--watch`).
+//!
+//! The config repo sync (the Kustomization `flux-system` of the Flux namespace, what `install`
+//! and `flux bootstrap` create) is waited for even outside the scope: `-n team-a` adds a watch of
+//! it and of the sources of the Flux namespace.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use kube::api::DynamicObject;
+use kube::runtime::watcher::{self, Event};
+
+use super::collect::{
+    Key, Lookup, Scope, assemble, detect_flux, key, kustomization_row, prune, resource, runtime, text,
+};
+use super::render::View;
+use super::tree::{git_remote, run_git};
+use super::watch::{
+    Change, Followed, Limits, REDRAW, Selector, Triggers, Verdict, Waited, events_hint, forbidden, judge_row,
+    revision_matches, wait_until,
+};
+use super::{AppKind, AppState, AppStatus, Report, Runtime};
+use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::duration;
+use crate::error::{Error, ExitCode, Result};
+use crate::flux::api::{
+    FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY,
+};
+use crate::flux::bootstrap::SYNC_NAME;
+use crate::output::report;
+
+/// How many blocking objects a timeout names before it only counts the rest.
+const NAMED_AT_TIMEOUT: usize = 10;
+
+/// `--wait` and `--watch` of `kubectl gitops status`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LiveArgs {
+    /// Wait until the config repo sync (Kustomization flux-system) is Ready at --revision (default: its branch's head, asked of the git server) and every app shown is Ready or suspended; exit 1 when one has failed for --grace-period or at --timeout, naming what blocks.
+    #[arg(long, conflicts_with = "watch")]
+    pub wait: bool,
+
+    /// How long --wait waits.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse)]
+    pub timeout: Duration,
+
+    /// The config repo revision --wait waits for: a commit hash or its start, or a Flux revision (main@sha1:…).
+    #[arg(long, value_name = "REVISION", requires = "wait")]
+    pub revision: Option<String>,
+
+    /// How long a failure must last before --wait gives up, so that a failure that heals by itself is not one.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
+    pub grace_period: Duration,
+
+    /// Keep showing the status, driven by watches: redrawn in place on a terminal, otherwise one line per row that changed.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+/// The objects of one watch: a Flux kind, in scope or (`extra`) the sync's namespace out of scope.
+struct Store {
+    kind: &'static FluxKind,
+    api_version: String,
+    /// Watches the Flux namespace outside the scope, for the sync: its rows are not shown.
+    extra: bool,
+    objects: BTreeMap<Key, DynamicObject>,
+    /// What a (re)started watch has listed so far; it replaces `objects` once complete.
+    building: Option<BTreeMap<Key, DynamicObject>>,
+    /// The first list completed (or was forbidden).
+    listed: bool,
+    /// Why the first list has not completed, when a watch call failed.
+    error: Option<String>,
+}
+
+impl Store {
+    /// Sets the kind (list items come without it) and keeps only what a row reads.
+    fn prepare(&self, mut object: DynamicObject) -> (Key, DynamicObject) {
+        object.types =
+            Some(kube::core::TypeMeta { api_version: self.api_version.clone(), kind: self.kind.kind.to_string() });
+        let object = prune(object);
+        (key(&object), object)
+    }
+
+    fn is_app_kind(&self) -> bool {
+        self.kind.kind == KUSTOMIZATION.kind || self.kind.kind == HELM_RELEASE.kind
+    }
+}
+
+/// The Flux objects in scope as the watches report them.
+struct Live {
+    cluster: Cluster,
+    runtime: Runtime,
+    flux_namespace: String,
+    stores: Vec<Store>,
+    triggers: Triggers,
+    forbidden: Vec<String>,
+}
+
+impl Lookup for Live {
+    fn find(&self, key: &Key) -> Option<&DynamicObject> {
+        self.stores.iter().filter(|store| store.kind.kind == key.0).find_map(|store| store.objects.get(key))
+    }
+}
+
+impl Live {
+    /// Detects Flux (as `status` does) and starts one watch per kind in scope.
+    async fn start(cluster: Cluster, scope: &Scope) -> Result<Live> {
+        let detection = detect_flux(&cluster).await?;
+        let served = detection.api_versions.clone();
+        let runtime = runtime(detection);
+        let flux_namespace = runtime.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
+        let in_scope = match scope {
+            Scope::All => None,
+            Scope::Namespace(namespace) => Some(namespace.clone()),
+        };
+        let mut wanted: Vec<(&FluxKind, Option<String>, Selector, bool)> = Vec::new();
+        for kind in [&GIT_REPOSITORY, &OCI_REPOSITORY, &HELM_REPOSITORY, &HELM_CHART, &KUSTOMIZATION, &HELM_RELEASE] {
+            wanted.push((kind, in_scope.clone(), Selector::Every, false));
+        }
+        if in_scope.as_ref().is_some_and(|namespace| *namespace != flux_namespace) {
+            let flux = Some(flux_namespace.clone());
+            wanted.push((&GIT_REPOSITORY, flux.clone(), Selector::Every, true));
+            wanted.push((&OCI_REPOSITORY, flux.clone(), Selector::Every, true));
+            wanted.push((&KUSTOMIZATION, flux, Selector::Name(SYNC_NAME.to_string()), true));
+        }
+        let mut stores = Vec::new();
+        let mut followed = Vec::new();
+        for (kind, namespace, selector, extra) in wanted {
+            let Some(resource) = resource(&served, kind) else { continue };
+            stores.push(Store {
+                kind,
+                api_version: resource.api_version.clone(),
+                extra,
+                objects: BTreeMap::new(),
+                building: None,
+                listed: false,
+                error: None,
+            });
+            followed.push(Followed { resource, namespace, selector });
+        }
+        let mut triggers = Triggers::new(&cluster);
+        triggers.follow(followed);
+        Ok(Live { cluster, runtime, flux_namespace, stores, triggers, forbidden: Vec::new() })
+    }
+
+    /// Waits for the watches to report a burst of changes and applies them.
+    async fn update(&mut self) {
+        for change in self.triggers.burst().await {
+            self.apply(change);
+        }
+    }
+
+    fn apply(&mut self, (index, event): Change) {
+        let Some(store) = self.stores.get_mut(index) else { return };
+        match event {
+            Ok(Event::Init) => store.building = Some(BTreeMap::new()),
+            Ok(Event::InitApply(object)) => {
+                let (key, object) = store.prepare(object);
+                store.building.get_or_insert_default().insert(key, object);
+            }
+            Ok(Event::InitDone) => {
+                store.objects = store.building.take().unwrap_or_default();
+                store.listed = true;
+                store.error = None;
+            }
+            Ok(Event::Apply(object)) => {
+                let (key, object) = store.prepare(object);
+                store.objects.insert(key, object);
+            }
+            Ok(Event::Delete(object)) => {
+                let (key, _) = store.prepare(object);
+                store.objects.remove(&key);
+            }
+            Err(error) if forbidden(&error) => {
+                store.objects.clear();
+                store.listed = true;
+                let message = api_message(&error);
+                if store.extra {
+                    report::warning(&format!(
+                        "cannot read the config repo sync in {}: {}: {message}",
+                        self.flux_namespace, store.kind.plural
+                    ));
+                } else {
+                    self.forbidden.push(format!("{}: {message}", store.kind.plural));
+                }
+            }
+            Err(error) => {
+                report::detail(&format!("watch {}: {error}", store.kind.plural));
+                if !store.listed {
+                    store.error = Some(error.to_string());
+                }
+            }
+        }
+    }
+
+    /// Whether every watch has listed its objects once.
+    fn listed(&self) -> bool {
+        self.stores.iter().all(|store| store.listed)
+    }
+
+    /// What is still being listed, and why it is not done.
+    fn listing(&self) -> String {
+        match self.stores.iter().find(|store| !store.listed) {
+            Some(Store { kind, error: Some(error), .. }) => format!("cannot list {} yet: {error}", kind.plural),
+            Some(Store { kind, .. }) => format!("listing {}", kind.plural),
+            None => "listed".to_string(),
+        }
+    }
+
+    /// The listing as `status` shows it, from what the watches reported.
+    fn report(&self) -> Report {
+        let apps =
+            self.stores.iter().filter(|store| !store.extra && store.is_app_kind()).flat_map(|s| s.objects.values());
+        assemble(self.runtime.clone(), apps, self, self.forbidden.clone())
+    }
+
+    /// The config repo sync: Kustomization `flux-system` in the Flux namespace.
+    fn sync_key(&self) -> Key {
+        (KUSTOMIZATION.kind.to_string(), self.flux_namespace.clone(), SYNC_NAME.to_string())
+    }
+}
+
+/// The message of the API server's answer, without kube's wrapping.
+fn api_message(error: &watcher::Error) -> String {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.message.clone(),
+        watcher::Error::WatchError(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A row's object: (Kustomization or HelmRelease, namespace, name).
+fn row_key(row: &AppStatus) -> Key {
+    let kind = if row.kind == AppKind::Helm { HELM_RELEASE.kind } else { KUSTOMIZATION.kind };
+    (kind.to_string(), row.namespace.clone(), row.name.clone())
+}
+
+/// What a cluster-wide wait judges.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Part {
+    /// The watches have not listed everything yet.
+    Listing,
+    /// The config repo sync.
+    Sync,
+    /// A row of the listing.
+    Row(Key),
+}
+
+/// Judges a row for the cluster-wide wait: suspended counts as done (as the listing's exit code
+/// counts it); otherwise Ready with its spec observed at what its source offers.
+pub(super) fn judge_listed(object: &DynamicObject, row: &AppStatus) -> Verdict {
+    if row.state == AppState::Suspended {
+        return Verdict::Ready;
+    }
+    judge_row(object, row, None, None)
+}
+
+/// Judges the config repo sync: Ready at `target` (a commit or revision; `None`: at what its
+/// source fetched). While its source has not fetched the target yet, that is what is waited for.
+pub(super) fn judge_sync(sync: &DynamicObject, row: &AppStatus, target: Option<&str>) -> Verdict {
+    match judge_row(sync, row, target, None) {
+        Verdict::Waiting { why, healthy } => {
+            let source = row.objects.len().checked_sub(2).map(|index| &row.objects[index]);
+            let why = match (source, target) {
+                (Some(source), Some(target))
+                    if source.ready == "True"
+                        && !source.revision.as_deref().is_some_and(|revision| revision_matches(revision, target)) =>
+                {
+                    format!(
+                        "{} {}/{} has {}, not yet {target} (it fetches at its interval; `flux reconcile source git {} -n {}` fetches now)",
+                        source.kind,
+                        source.namespace,
+                        source.name,
+                        source.revision.as_deref().unwrap_or("nothing"),
+                        source.name,
+                        source.namespace,
+                    )
+                }
+                _ => why,
+            };
+            Verdict::Waiting { why, healthy }
+        }
+        other => other,
+    }
+}
+
+/// `status --wait`.
+struct ClusterWait {
+    live: Live,
+    view: View,
+    /// `--revision`.
+    revision: Option<String>,
+    /// The head of the sync's branch, asked of the git server once: `None` until asked,
+    /// `Some(None)` when that failed (the GitRepository's artifact is waited for instead).
+    head: Option<Option<String>>,
+}
+
+impl ClusterWait {
+    /// The revision the sync must reach: `--revision`, else the head of its branch.
+    async fn target(&mut self, sync: &DynamicObject) -> Option<String> {
+        if let Some(revision) = &self.revision {
+            return Some(revision.clone());
+        }
+        if let Some(head) = &self.head {
+            return head.clone();
+        }
+        let head = match self.ask_head(sync).await {
+            Ok(head) => {
+                report::detail(&format!("the config repo's branch is at {head}"));
+                Some(head)
+            }
+            Err(why) => {
+                report::warning(&format!(
+                    "cannot ask the config repo for its branch head ({why}); waiting for the revision the GitRepository fetched"
+                ));
+                None
+            }
+        };
+        self.head = Some(head.clone());
+        head
+    }
+
+    /// `git ls-remote` of the sync's GitRepository branch, with the credentials of its Secret.
+    async fn ask_head(&self, sync: &DynamicObject) -> std::result::Result<String, String> {
+        let (_, sync_namespace, _) = key(sync);
+        let reference = sync.data.pointer("/spec/sourceRef").ok_or("the sync has no sourceRef")?;
+        let field = |name: &str| reference.get(name).and_then(|v| v.as_str()).map(String::from);
+        if field("kind").as_deref() != Some(GIT_REPOSITORY.kind) {
+            return Err("its source is not a GitRepository".into());
+        }
+        let name = field("name").ok_or("the sync's sourceRef has no name")?;
+        let namespace = field("namespace").unwrap_or(sync_namespace);
+        let source_key = (GIT_REPOSITORY.kind.to_string(), namespace.clone(), name.clone());
+        let source = self.live.find(&source_key).ok_or(format!("GitRepository {namespace}/{name} not found"))?;
+        let branch = text(source, "/spec/ref/branch").ok_or("the GitRepository follows no branch")?;
+        let remote = git_remote(&self.live.cluster, source).await?;
+        let asked = branch.clone();
+        match run_git(move || crate::git::remote_head(&remote, &asked)).await? {
+            Some(head) => Ok(head),
+            None => Err(format!("branch {branch} not found")),
+        }
+    }
+
+    fn label(&self, part: &Part) -> String {
+        match part {
+            Part::Listing => "the Flux objects".to_string(),
+            Part::Sync => format!("the config repo sync {}/{SYNC_NAME}", self.live.flux_namespace),
+            Part::Row((_, namespace, name)) => format!("app {namespace}/{name}"),
+        }
+    }
+}
+
+impl Waited for ClusterWait {
+    type Part = Part;
+
+    async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
+        if !self.live.listed() {
+            return Ok(vec![(Part::Listing, Verdict::Waiting { why: self.live.listing(), healthy: false })]);
+        }
+        let mut verdicts = Vec::new();
+        let sync_key = self.live.sync_key();
+        match self.live.find(&sync_key).cloned() {
+            Some(sync) => {
+                let row = kustomization_row(&sync, &self.live);
+                let target = self.target(&sync).await;
+                verdicts.push((Part::Sync, judge_sync(&sync, &row, target.as_deref())));
+            }
+            // Without our install record or --revision, a cluster without the sync has none to wait for.
+            None if self.live.runtime.config.is_some() || self.revision.is_some() => {
+                let why = format!("Kustomization {}/{SYNC_NAME} (the config repo sync) not found", sync_key.1);
+                verdicts.push((Part::Sync, Verdict::Waiting { why, healthy: false }));
+            }
+            None => {}
+        }
+        if !self.view.cluster_only {
+            let report = self.live.report();
+            for row in report.apps.iter().chain(&report.other_flux_objects) {
+                let key = row_key(row);
+                if key == sync_key {
+                    continue;
+                }
+                if let Some(object) = self.live.find(&key) {
+                    verdicts.push((Part::Row(key), judge_listed(object, row)));
+                }
+            }
+        }
+        Ok(verdicts)
+    }
+
+    async fn changed(&mut self) {
+        self.live.update().await;
+    }
+
+    /// Prints the screen once, with the header read again.
+    async fn finish(&mut self) -> Result<()> {
+        if !self.live.listed() {
+            return Ok(());
+        }
+        if let Ok(detection) = detect_flux(&self.live.cluster).await {
+            self.live.runtime = runtime(detection);
+        }
+        let report = self.view.shown(self.live.report());
+        crate::output::write_stdout(&self.view.render(&report)?)
+    }
+
+    fn failed(&self, part: &Part, why: &str, grace_period: Duration) -> Error {
+        let hint = match part {
+            Part::Row((_, namespace, name)) => {
+                format!("`kubectl gitops app status {name} -n {namespace}` explains it; {}", events_hint(namespace))
+            }
+            _ => events_hint(&self.live.flux_namespace),
+        };
+        Error::Negative {
+            message: format!("{} failed (for {} and more): {why}", self.label(part), duration::format(grace_period)),
+            hint: Some(hint),
+        }
+    }
+
+    fn timed_out(&self, waiting: &[(&Part, &str)], timeout: Duration) -> Error {
+        let target = match (&self.revision, &self.head) {
+            (Some(revision), _) => format!(" (config repo at {revision})"),
+            (None, Some(Some(head))) => format!(" (config repo at {})", &head[..head.len().min(12)]),
+            _ => String::new(),
+        };
+        let mut message = format!("not everything is ready{target} after {}; waiting on:", duration::format(timeout));
+        for (part, why) in waiting.iter().take(NAMED_AT_TIMEOUT) {
+            message.push_str(&format!("\n  {}: {why}", self.label(part)));
+        }
+        if waiting.len() > NAMED_AT_TIMEOUT {
+            message.push_str(&format!("\n  … and {} more", waiting.len() - NAMED_AT_TIMEOUT));
+        }
+        Error::Negative {
+            message,
+            hint: Some(
+                "`kubectl gitops app status NAME` explains one app; `kubectl gitops status --failed-only` lists what is not ready"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// `status --wait`: until the config repo sync is Ready at the wanted revision and every row in
+/// scope is Ready or suspended (exit 0), a row has failed for the grace period (exit 1), or the
+/// timeout passes (exit 1, naming what blocks). The screen is printed at the end either way.
+pub async fn wait_cluster(cluster: Cluster, scope: &Scope, view: View, args: &LiveArgs) -> Result<ExitCode> {
+    let live = Live::start(cluster, scope).await?;
+    let mut waited = ClusterWait { live, view, revision: args.revision.clone(), head: None };
+    let limits = Limits { timeout: args.timeout, grace_period: args.grace_period };
+    wait_until(&mut waited, "waiting for Flux to sync", limits).await
+}
+
+/// `status --watch`: the screen, then again on every change until interrupted. On a terminal the
+/// screen is redrawn in place; otherwise each row that changed is printed on its own (a table line,
+/// or a JSON or YAML document), as `kubectl get -w` does.
+pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View) -> Result<ExitCode> {
+    let mut live = Live::start(cluster, scope).await?;
+    let terminal = std::io::stdout().is_terminal();
+    let mut last: Option<Report> = None;
+    loop {
+        live.update().await;
+        if !live.listed() {
+            continue;
+        }
+        let report = view.scoped(live.report());
+        let text = match &last {
+            Some(old) if *old == report => String::new(),
+            Some(old) if !terminal => view.render_rows(&changed_rows(old, &report, view.failed_only))?,
+            _ => {
+                let screen = view.render(&view.shown(report.clone()))?;
+                if terminal { format!("{REDRAW}{screen}") } else { screen }
+            }
+        };
+        if !text.is_empty() {
+            crate::output::write_stdout(&text)?;
+        }
+        last = Some(report);
+    }
+}
+
+/// The rows that differ between two listings, in listing order; a row that is gone is shown as it
+/// was with the message `deleted`. With `failed_only`, only rows that are or were not ready.
+pub(super) fn changed_rows(old: &Report, new: &Report, failed_only: bool) -> Vec<AppStatus> {
+    let rows = |report: &Report| -> BTreeMap<(String, String, String), AppStatus> {
+        report
+            .apps
+            .iter()
+            .chain(&report.other_flux_objects)
+            .map(|row| {
+                let (kind, namespace, name) = row_key(row);
+                ((namespace, name, kind), row.clone())
+            })
+            .collect()
+    };
+    let (before, after) = (rows(old), rows(new));
+    let not_ready = |row: &AppStatus| matches!(row.state, AppState::Failing | AppState::Progressing);
+    let mut changed: BTreeMap<(String, String, String), AppStatus> = BTreeMap::new();
+    for (key, row) in &after {
+        let was = before.get(key);
+        if was == Some(row) {
+            continue;
+        }
+        if !failed_only || not_ready(row) || was.is_some_and(not_ready) {
+            changed.insert(key.clone(), row.clone());
+        }
+    }
+    for (key, was) in &before {
+        if !after.contains_key(key) && (!failed_only || not_ready(was)) {
+            changed.insert(key.clone(), AppStatus { message: Some("deleted".into()), ..was.clone() });
+        }
+    }
+    changed.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests;
