@@ -374,3 +374,8 @@ fn app_add_export_prints_the_flux_objects() {
     ];
     insta::assert_snapshot!(run("kubectl-gitops-app", &helm).render());
 }
+
+#[test]
+fn status_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-status", &["-h"]).render());
+}
