@@ -34,7 +34,11 @@ struct Cli {
     failed_only: bool,
 
     #[command(flatten)]
-    live: status::LiveArgs,
+    wait: status::WaitArgs,
+
+    /// Keep showing the status, driven by watches: redrawn in place on a terminal, otherwise one line per row that changed.
+    #[arg(long)]
+    watch: bool,
 
     #[command(flatten)]
     global: GlobalArgs,
@@ -69,11 +73,11 @@ fn main() -> std::process::ExitCode {
             failed_only: cli.failed_only,
             cluster_only: cli.cluster_only,
         };
-        if cli.live.watch {
+        if cli.watch {
             return Ok(status::watch_cluster(cluster, &scope, view).await?);
         }
-        if cli.live.wait {
-            return Ok(status::wait_cluster(cluster, &scope, view, &cli.live).await?);
+        if cli.wait.wait {
+            return Ok(status::wait_cluster(cluster, &scope, view, &cli.wait).await?);
         }
         let report = view.shown(status::collect(&cluster, &scope).await?);
         match format {

@@ -78,11 +78,7 @@ pub(super) async fn detect_flux(cluster: &Cluster) -> Result<detect::Detection> 
             reason: detection.error.clone().unwrap_or_default(),
         });
     }
-    if detection.api_versions.version_for(&KUSTOMIZATION).is_none()
-        && detection.api_versions.version_for(&HELM_RELEASE).is_none()
-    {
-        return Err(flux_not_installed());
-    }
+    require_flux(&detection.api_versions)?;
     Ok(detection)
 }
 
@@ -121,12 +117,15 @@ pub(super) fn assemble<'a>(
     Report { flux, apps, other_flux_objects, forbidden, summary }
 }
 
-/// The error for a cluster without the Flux APIs status reads.
-pub(super) fn flux_not_installed() -> Error {
-    Error::Negative {
-        message: "Flux is not installed: this cluster serves no Kustomization or HelmRelease API".into(),
-        hint: Some("install it with `kubectl gitops install`".into()),
+/// An error for a cluster without the Flux APIs status reads (no Kustomization, no HelmRelease).
+pub(super) fn require_flux(served: &ServedApis) -> Result<()> {
+    if served.version_for(&KUSTOMIZATION).is_none() && served.version_for(&HELM_RELEASE).is_none() {
+        return Err(Error::Negative {
+            message: "Flux is not installed: this cluster serves no Kustomization or HelmRelease API".into(),
+            hint: Some("install it with `kubectl gitops install`".into()),
+        });
     }
+    Ok(())
 }
 
 /// Every object of a kind in scope, page by page; `Ok(None)` when the kind is not served.
@@ -145,12 +144,7 @@ async fn list(
     let mut params = ListParams::default().limit(PAGE);
     loop {
         let page = api.list(&params).await.map_err(|error| (kind.plural.to_string(), error))?;
-        items.extend(page.items.into_iter().map(|mut object| {
-            // Lists leave out apiVersion/kind on items; the index keys on the kind.
-            object.types =
-                Some(kube::core::TypeMeta { api_version: resource.api_version.clone(), kind: kind.kind.to_string() });
-            prune(object)
-        }));
+        items.extend(page.items.into_iter().map(|object| typed_and_pruned(object, &resource.api_version, kind)));
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => break,
@@ -166,10 +160,17 @@ pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResour
     Some(ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural))
 }
 
+/// A listed (or watched) object with its kind set, which list items leave out and the index keys
+/// on, and [`prune`]d.
+pub(super) fn typed_and_pruned(mut object: DynamicObject, api_version: &str, kind: &FluxKind) -> DynamicObject {
+    object.types = Some(kube::core::TypeMeta { api_version: api_version.to_string(), kind: kind.kind.to_string() });
+    prune(object)
+}
+
 /// Keeps only the fields a row (and a wait's judgement of it) reads, page by page, so that memory
 /// stays small with thousands of objects (managed fields, annotations and most of spec and status
 /// are dropped).
-pub(super) fn prune(mut object: DynamicObject) -> DynamicObject {
+fn prune(mut object: DynamicObject) -> DynamicObject {
     let ours = is_ours(&object);
     object.metadata = kube::core::ObjectMeta {
         name: object.metadata.name.take(),
@@ -279,17 +280,29 @@ fn source_ref_text(source: &DynamicObject) -> Option<String> {
         .find_map(|field| reference.get(*field).and_then(|v| v.as_str()).map(|value| format!("{field} {value}")))
 }
 
+/// A `{kind, name, namespace}` reference, the namespace defaulting to the referrer's.
+pub(super) fn reference(value: Option<&serde_json::Value>, default_kind: &str, namespace: &str) -> Option<Key> {
+    let value = value?;
+    let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(String::from);
+    Some((
+        field("kind").unwrap_or_else(|| default_kind.to_string()),
+        field("namespace").unwrap_or_else(|| namespace.to_string()),
+        field("name")?,
+    ))
+}
+
 /// A source named by `sourceRef`/`chartRef` (`namespace` defaults to the referrer's).
 fn referenced<'a>(
     sources: &'a impl Lookup,
-    reference: Option<&serde_json::Value>,
+    value: Option<&serde_json::Value>,
     namespace: &str,
 ) -> Option<&'a DynamicObject> {
-    let reference = reference?;
-    let kind = reference.get("kind")?.as_str()?.to_string();
-    let name = reference.get("name")?.as_str()?.to_string();
-    let namespace = reference.get("namespace").and_then(|n| n.as_str()).unwrap_or(namespace).to_string();
-    sources.find(&(kind, namespace, name))
+    sources.find(&reference(value, "", namespace)?)
+}
+
+/// A source or chart as a link of the chain, with the revision of its artifact.
+fn artifact_status(source: &DynamicObject) -> ObjectStatus {
+    object_status(source, text(source, "/status/artifact/revision"))
 }
 
 pub(super) fn kustomization_row(object: &DynamicObject, sources: &impl Lookup) -> AppStatus {
@@ -298,8 +311,7 @@ pub(super) fn kustomization_row(object: &DynamicObject, sources: &impl Lookup) -
     let oci = object.data.pointer("/spec/sourceRef/kind").and_then(|k| k.as_str()) == Some("OCIRepository");
     let applied = text(object, "/status/lastAppliedRevision");
     let (status, _, _, since) = ready(object);
-    let mut chain: Vec<ObjectStatus> =
-        source.iter().map(|s| object_status(s, text(s, "/status/artifact/revision"))).collect();
+    let mut chain: Vec<ObjectStatus> = source.into_iter().map(artifact_status).collect();
     chain.push(object_status(object, applied.clone()));
     row(
         object,
@@ -315,26 +327,21 @@ pub(super) fn helm_release_row(object: &DynamicObject, sources: &impl Lookup) ->
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let mut chain = Vec::new();
     let source = match object.data.pointer("/spec/chartRef") {
-        Some(chart_ref) => referenced(sources, Some(chart_ref), &namespace),
+        Some(chart_ref) => {
+            let source = referenced(sources, Some(chart_ref), &namespace);
+            chain.extend(source.map(artifact_status));
+            source
+        }
         None => {
             let source_ref = object.data.pointer("/spec/chart/spec/sourceRef");
             let source = referenced(sources, source_ref, &namespace);
             let source_namespace =
                 source_ref.and_then(|r| r.get("namespace")).and_then(|n| n.as_str()).unwrap_or(&namespace).to_string();
-            if let Some(source) = source {
-                chain.push(object_status(source, text(source, "/status/artifact/revision")));
-            }
-            if let Some(chart) = sources.find(&chart_key(object, &source_namespace)) {
-                chain.push(object_status(chart, text(chart, "/status/artifact/revision")));
-            }
+            chain.extend(source.map(artifact_status));
+            chain.extend(sources.find(&chart_key(object, &source_namespace)).map(artifact_status));
             source
         }
     };
-    if object.data.pointer("/spec/chartRef").is_some()
-        && let Some(source) = source
-    {
-        chain.push(object_status(source, text(source, "/status/artifact/revision")));
-    }
     let deployed = object.data.pointer("/status/history").and_then(deployed_snapshot);
     // helm v2beta1 (before Flux v2.2's history) records the chart version as lastAppliedRevision.
     let applied = deployed

@@ -14,12 +14,13 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher::{self, Event};
 
 use super::collect::{
-    Key, Lookup, Scope, assemble, detect_flux, key, kustomization_row, prune, resource, runtime, text,
+    Key, Lookup, Scope, assemble, detect_flux, key, kustomization_row, reference, resource, runtime, text,
+    typed_and_pruned,
 };
 use super::render::View;
 use super::tree::{git_remote, run_git};
 use super::watch::{
-    Change, Followed, Limits, REDRAW, Selector, Triggers, Verdict, Waited, events_hint, forbidden, judge_row,
+    Change, Followed, REDRAW, Selector, Triggers, Verdict, WaitArgs, Waited, events_hint, forbidden, judge_row,
     revision_matches, wait_until,
 };
 use super::{AppKind, AppState, AppStatus, Report, Runtime};
@@ -34,30 +35,6 @@ use crate::output::report;
 
 /// How many blocking objects a timeout names before it only counts the rest.
 const NAMED_AT_TIMEOUT: usize = 10;
-
-/// `--wait` and `--watch` of `kubectl gitops status`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LiveArgs {
-    /// Wait until the config repo sync (Kustomization flux-system) is Ready at --revision (default: its branch's head, asked of the git server) and every app shown is Ready or suspended; exit 1 when one has failed for --grace-period or at --timeout, naming what blocks.
-    #[arg(long, conflicts_with = "watch")]
-    pub wait: bool,
-
-    /// How long --wait waits.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse)]
-    pub timeout: Duration,
-
-    /// The config repo revision --wait waits for: a commit hash or its start, or a Flux revision (main@sha1:…).
-    #[arg(long, value_name = "REVISION", requires = "wait")]
-    pub revision: Option<String>,
-
-    /// How long a failure must last before --wait gives up, so that a failure that heals by itself is not one.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
-    pub grace_period: Duration,
-
-    /// Keep showing the status, driven by watches: redrawn in place on a terminal, otherwise one line per row that changed.
-    #[arg(long)]
-    pub watch: bool,
-}
 
 /// The objects of one watch: a Flux kind, in scope or (`extra`) the sync's namespace out of scope.
 struct Store {
@@ -76,10 +53,8 @@ struct Store {
 
 impl Store {
     /// Sets the kind (list items come without it) and keeps only what a row reads.
-    fn prepare(&self, mut object: DynamicObject) -> (Key, DynamicObject) {
-        object.types =
-            Some(kube::core::TypeMeta { api_version: self.api_version.clone(), kind: self.kind.kind.to_string() });
-        let object = prune(object);
+    fn prepare(&self, object: DynamicObject) -> (Key, DynamicObject) {
+        let object = typed_and_pruned(object, &self.api_version, self.kind);
         (key(&object), object)
     }
 
@@ -327,14 +302,12 @@ impl ClusterWait {
     /// `git ls-remote` of the sync's GitRepository branch, with the credentials of its Secret.
     async fn ask_head(&self, sync: &DynamicObject) -> std::result::Result<String, String> {
         let (_, sync_namespace, _) = key(sync);
-        let reference = sync.data.pointer("/spec/sourceRef").ok_or("the sync has no sourceRef")?;
-        let field = |name: &str| reference.get(name).and_then(|v| v.as_str()).map(String::from);
-        if field("kind").as_deref() != Some(GIT_REPOSITORY.kind) {
+        let source_ref = sync.data.pointer("/spec/sourceRef").ok_or("the sync has no sourceRef")?;
+        if source_ref.get("kind").and_then(|kind| kind.as_str()) != Some(GIT_REPOSITORY.kind) {
             return Err("its source is not a GitRepository".into());
         }
-        let name = field("name").ok_or("the sync's sourceRef has no name")?;
-        let namespace = field("namespace").unwrap_or(sync_namespace);
-        let source_key = (GIT_REPOSITORY.kind.to_string(), namespace.clone(), name.clone());
+        let source_key = reference(Some(source_ref), "", &sync_namespace).ok_or("the sync's sourceRef has no name")?;
+        let (_, namespace, name) = &source_key;
         let source = self.live.find(&source_key).ok_or(format!("GitRepository {namespace}/{name} not found"))?;
         let branch = text(source, "/spec/ref/branch").ok_or("the GitRepository follows no branch")?;
         let remote = git_remote(&self.live.cluster, source).await?;
@@ -446,11 +419,10 @@ impl Waited for ClusterWait {
 /// `status --wait`: until the config repo sync is Ready at the wanted revision and every row in
 /// scope is Ready or suspended (exit 0), a row has failed for the grace period (exit 1), or the
 /// timeout passes (exit 1, naming what blocks). The screen is printed at the end either way.
-pub async fn wait_cluster(cluster: Cluster, scope: &Scope, view: View, args: &LiveArgs) -> Result<ExitCode> {
+pub async fn wait_cluster(cluster: Cluster, scope: &Scope, view: View, args: &WaitArgs) -> Result<ExitCode> {
     let live = Live::start(cluster, scope).await?;
     let mut waited = ClusterWait { live, view, revision: args.revision.clone(), head: None };
-    let limits = Limits { timeout: args.timeout, grace_period: args.grace_period };
-    wait_until(&mut waited, "waiting for Flux to sync", limits).await
+    wait_until(&mut waited, "waiting for Flux to sync", args.limits()).await
 }
 
 /// `status --watch`: the screen, then again on every change until interrupted. On a terminal the

@@ -15,12 +15,13 @@ mod watch;
 use serde::Serialize;
 
 pub use self::collect::{Scope, collect};
-pub use self::live::{LiveArgs, wait_cluster, watch_cluster};
+pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
 pub use self::tree::{
     AppReport, AppStatusArgs, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree,
     run_app_status,
 };
+pub use self::watch::WaitArgs;
 use crate::record::InstallRecord;
 
 /// How an app is deployed.

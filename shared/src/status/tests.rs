@@ -7,13 +7,18 @@ use crate::testing::FakeApi;
 
 const FLUX: &str = "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system";
 
-fn cluster() -> FakeApi {
+/// What detection reads of a Flux v2.9 cluster that kubectl-gitops installed (its record too).
+pub(super) fn detected() -> FakeApi {
     FakeApi::new()
         .recorded("/version", "version.json")
         .recorded("/apis", "discovery-flux.json")
         .recorded("/api/v1/namespaces", "namespaces-flux.json")
         .recorded("/apis/apps/v1/namespaces/flux-system/deployments", "deployments-flux.json")
         .recorded("/api/v1/namespaces/flux-system/configmaps/kubectl-gitops", "configmap-record.json")
+}
+
+fn cluster() -> FakeApi {
+    detected()
         .recorded(&format!("{FLUX}/gitrepositories"), "status/gitrepositories.json")
         .recorded(&format!("{FLUX}/ocirepositories"), "status/empty-ocirepositories.json")
         .recorded(&format!("{FLUX}/helmrepositories"), "status/helmrepositories.json")

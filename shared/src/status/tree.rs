@@ -13,8 +13,10 @@ use kube::discovery::ApiResource;
 use serde::Serialize;
 
 use super::collect::{
-    Index, Key, chart_key, flux_not_installed, helm_release_row, key, kustomization_row, object_status, resource, text,
+    Index, Key, chart_key, helm_release_row, key, kustomization_row, object_status, reference, require_flux, resource,
+    text,
 };
+use super::watch::WaitArgs;
 use super::{AppState, AppStatus, ObjectStatus, shorten_revision};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE, is_forbidden};
@@ -35,7 +37,7 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// without an artifact shows as the source's own failure, earlier in the chain.)
 pub(super) const WAITING_REASONS: [&str; 2] = ["DependencyNotReady", "Progressing"];
 /// The kinds whose replicas the tree shows.
-const WORKLOAD_KINDS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
+pub(super) const WORKLOAD_KINDS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
 
 /// `kubectl gitops app status NAME`: one app, how it is deployed, and why it is or is not ready.
 #[derive(Debug, Clone, clap::Args)]
@@ -47,21 +49,8 @@ pub struct AppStatusArgs {
     #[arg(long)]
     pub no_git: bool,
 
-    /// Wait until the app is Ready at --revision (default: its source's latest revision); exit 1 when it fails or the timeout passes.
-    #[arg(long, conflicts_with = "watch")]
-    pub wait: bool,
-
-    /// How long --wait waits.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse)]
-    pub timeout: Duration,
-
-    /// The revision --wait waits for: a commit hash or its start, a Flux revision (main@sha1:…) or a chart version.
-    #[arg(long, value_name = "REVISION", requires = "wait")]
-    pub revision: Option<String>,
-
-    /// How long a failure must last before --wait gives up, so that a failure that heals by itself is not one.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
-    pub grace_period: Duration,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 
     /// Keep showing the app: redrawn in place on a terminal, printed again on each change otherwise.
     #[arg(long)]
@@ -199,8 +188,8 @@ pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> anyhow
     if args.watch {
         return Ok(super::watch::watch(&mut viewer, format).await?);
     }
-    if args.wait {
-        return Ok(super::watch::wait(&mut viewer, args, format).await?);
+    if args.wait.wait {
+        return Ok(super::watch::wait(&mut viewer, &args.wait, format).await?);
     }
     let Some((_, report)) = viewer.look(true).await? else { return Err(viewer.app.not_found().into()) };
     print(&report, format)?;
@@ -243,12 +232,12 @@ impl Viewer {
         Viewer { cluster, served, app, git, commit: None }
     }
 
-    /// Reads the app and builds its report; `None` when it does not exist. `with_git` allows the
-    /// commit lookup (a wait skips it until the end).
-    pub(super) async fn look(&mut self, with_git: bool) -> Result<Option<(Gathered, AppReport)>> {
-        let Some(gathered) = gather(&self.cluster, &self.served, &self.app).await? else { return Ok(None) };
+    /// Reads the app and builds its report; `None` when it does not exist. `whole` reads its
+    /// workloads and the commit too; a wait judges without them and reads them at the end.
+    pub(super) async fn look(&mut self, whole: bool) -> Result<Option<(Gathered, AppReport)>> {
+        let Some(gathered) = gather(&self.cluster, &self.served, &self.app, whole).await? else { return Ok(None) };
         let mut report = build_report(&gathered);
-        if with_git && self.git {
+        if whole && self.git {
             report.commit = self.commit(&gathered).await;
         }
         Ok(Some((gathered, report)))
@@ -277,9 +266,7 @@ impl Viewer {
 pub(super) async fn served_apis(cluster: &Cluster) -> Result<ServedApis> {
     let discovery = cluster.client.list_api_groups_aggregated().await.map_err(|error| cluster.error(error))?;
     let served = ServedApis::from_discovery(&discovery);
-    if served.version_for(&KUSTOMIZATION).is_none() && served.version_for(&HELM_RELEASE).is_none() {
-        return Err(flux_not_installed());
-    }
+    require_flux(&served)?;
     Ok(served)
 }
 
@@ -309,17 +296,6 @@ async fn get_flux(
     name: &str,
 ) -> Result<Option<DynamicObject>> {
     get(cluster, flux_kind(kind).and_then(|kind| resource(served, kind)), namespace, name).await
-}
-
-/// A `{kind, name, namespace}` reference, the namespace defaulting to the referrer's.
-fn reference(value: Option<&serde_json::Value>, default_kind: &str, namespace: &str) -> Option<Key> {
-    let value = value?;
-    let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(String::from);
-    Some((
-        field("kind").unwrap_or_else(|| default_kind.to_string()),
-        field("namespace").unwrap_or_else(|| namespace.to_string()),
-        field("name")?,
-    ))
 }
 
 /// A placeholder for a referenced object that does not exist.
@@ -360,8 +336,14 @@ pub(super) fn references(app: &DynamicObject) -> (Vec<Key>, Vec<Key>) {
     (sources, dependencies)
 }
 
-/// Reads the app and what it refers to; `None` when no Kustomization or HelmRelease has its name.
-pub(super) async fn gather(cluster: &Cluster, served: &ServedApis, app: &AppRef) -> Result<Option<Gathered>> {
+/// Reads the app and what it refers to (`with_workloads`: its workloads too); `None` when no
+/// Kustomization or HelmRelease has its name.
+pub(super) async fn gather(
+    cluster: &Cluster,
+    served: &ServedApis,
+    app: &AppRef,
+    with_workloads: bool,
+) -> Result<Option<Gathered>> {
     let (kustomization, release) = tokio::join!(
         get(cluster, resource(served, &KUSTOMIZATION), &app.namespace, &app.name),
         get(cluster, resource(served, &HELM_RELEASE), &app.namespace, &app.name),
@@ -394,10 +376,13 @@ pub(super) async fn gather(cluster: &Cluster, served: &ServedApis, app: &AppRef)
         }
     }
     let mut inventory = inventory(&object);
-    if inventory.is_empty() && key(&object).0 == HELM_RELEASE.kind {
-        inventory = labelled_workloads(cluster, &object).await?;
+    let mut workloads = Vec::new();
+    if with_workloads {
+        if inventory.is_empty() && key(&object).0 == HELM_RELEASE.kind {
+            inventory = labelled_workloads(cluster, &object).await?;
+        }
+        workloads = read_workloads(cluster, &inventory).await?;
     }
-    let workloads = read_workloads(cluster, &inventory).await?;
     Ok(Some(Gathered { app: object, sources, missing: missing_objects, dependencies, inventory, workloads }))
 }
 
@@ -515,15 +500,18 @@ pub(super) fn build_report(gathered: &Gathered) -> AppReport {
     } else {
         kustomization_row(&gathered.app, &gathered.sources)
     };
+    // A missing object of the app's own kind is a dependency; any other, a source or chart.
+    let (missing_dependencies, missing_sources): (Vec<&ObjectStatus>, Vec<&ObjectStatus>) =
+        gathered.missing.iter().partition(|m| m.kind == key(&gathered.app).0);
     let dependencies: Vec<ObjectStatus> = gathered
         .dependencies
         .iter()
         .map(|dependency| object_status(dependency, text(dependency, "/status/lastAppliedRevision")))
-        .chain(gathered.missing.iter().filter(|m| m.kind == key(&gathered.app).0).cloned())
+        .chain(missing_dependencies.into_iter().cloned())
         .collect();
     let chain_before_app = &app.objects[..app.objects.len().saturating_sub(1)];
     let mut waiting_on: Vec<ObjectStatus> = dependencies.iter().filter(|d| d.ready != "True").cloned().collect();
-    waiting_on.extend(gathered.missing.iter().filter(|m| m.kind != key(&gathered.app).0).cloned());
+    waiting_on.extend(missing_sources.into_iter().cloned());
     waiting_on.extend(chain_before_app.iter().filter(|source| source.revision.is_none()).map(|source| ObjectStatus {
         message: Some(format!("no artifact yet: {}", source.message.as_deref().unwrap_or("not fetched"))),
         ..source.clone()

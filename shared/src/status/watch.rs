@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::collect::{key, resource, text};
 use super::tree::{
-    AppReport, AppStatusArgs, Gathered, Viewer, WAITING_REASONS, describe, flux_kind, print, references, render,
+    AppReport, Gathered, Viewer, WAITING_REASONS, WORKLOAD_KINDS, describe, flux_kind, print, references, render,
     workload_resource,
 };
 use super::{AppState, AppStatus, ObjectStatus};
@@ -163,8 +163,9 @@ impl Triggers {
 }
 
 /// What to watch for an app: the app itself (by name, as either kind while it does not exist),
-/// its source, chart and dependencies, and with `workloads` the workloads its controller labels.
-fn followed(viewer: &Viewer, gathered: Option<&Gathered>, workloads: bool) -> Vec<Followed> {
+/// its source, chart and dependencies, and the workloads its controller labels in the namespaces
+/// of the workloads read (a wait reads none).
+fn followed(viewer: &Viewer, gathered: Option<&Gathered>) -> Vec<Followed> {
     let by_name = |kind: &str, namespace: &str, name: &str| {
         let resource = flux_kind(kind).and_then(|kind| resource(&viewer.served, kind))?;
         Some(Followed { resource, namespace: Some(namespace.to_string()), selector: Selector::Name(name.to_string()) })
@@ -183,22 +184,20 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>, workloads: bool) -> Ve
         .chain(dependencies)
         .filter_map(|(kind, namespace, name)| by_name(&kind, &namespace, &name))
         .collect();
-    if workloads {
-        // kustomize-controller and helm-controller label what they apply with the owner's name.
-        let controller = if gathered.is_helm() { "helm" } else { "kustomize" };
-        let labels =
-            format!("{controller}.toolkit.fluxcd.io/name={name},{controller}.toolkit.fluxcd.io/namespace={namespace}");
-        let mut namespaces: Vec<&String> = gathered.workloads.iter().map(|w| &w.namespace).collect();
-        namespaces.sort();
-        namespaces.dedup();
-        for workload_namespace in namespaces {
-            for workload_kind in ["Deployment", "StatefulSet", "DaemonSet"] {
-                wanted.push(Followed {
-                    resource: workload_resource(workload_kind),
-                    namespace: Some(workload_namespace.clone()),
-                    selector: Selector::Labels(labels.clone()),
-                });
-            }
+    // kustomize-controller and helm-controller label what they apply with the owner's name.
+    let controller = if gathered.is_helm() { "helm" } else { "kustomize" };
+    let labels =
+        format!("{controller}.toolkit.fluxcd.io/name={name},{controller}.toolkit.fluxcd.io/namespace={namespace}");
+    let mut namespaces: Vec<&String> = gathered.workloads.iter().map(|w| &w.namespace).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    for workload_namespace in namespaces {
+        for workload_kind in WORKLOAD_KINDS {
+            wanted.push(Followed {
+                resource: workload_resource(workload_kind),
+                namespace: Some(workload_namespace.clone()),
+                selector: Selector::Labels(labels.clone()),
+            });
         }
     }
     wanted
@@ -229,7 +228,7 @@ pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<E
             crate::output::write_stdout(&text)?;
             shown = Some(report);
         }
-        triggers.follow(followed(viewer, looked.as_ref().map(|(g, _)| g), true));
+        triggers.follow(followed(viewer, looked.as_ref().map(|(g, _)| g)));
         triggers.changed().await;
     }
 }
@@ -344,6 +343,33 @@ pub(super) trait Waited {
     fn timed_out(&self, waiting: &[(&Self::Part, &str)], timeout: Duration) -> Error;
 }
 
+/// `--wait` and the flags that shape it, of `status` and of `app status NAME` (each flattens it
+/// next to its own `--watch`, which `--wait` conflicts with).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WaitArgs {
+    /// Wait until Ready: for `app status` the app, at --revision (default: what its source offers); for `status` the config repo sync (Kustomization flux-system) at --revision (default: its branch's head, asked of the git server) and every app shown, at what its source offers, or suspended. Exit 1 when a failure lasts --grace-period, or at --timeout, naming what blocks.
+    #[arg(long, conflicts_with = "watch")]
+    pub wait: bool,
+
+    /// How long --wait waits.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse)]
+    pub timeout: Duration,
+
+    /// The revision --wait waits for (`status`: the config repo's): a commit hash or its start, a Flux revision (main@sha1:…), or a chart version.
+    #[arg(long, value_name = "REVISION", requires = "wait")]
+    pub revision: Option<String>,
+
+    /// How long a failure must last before --wait gives up, so that a failure that heals by itself is not one.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
+    pub grace_period: Duration,
+}
+
+impl WaitArgs {
+    pub(super) fn limits(&self) -> Limits {
+        Limits { timeout: self.timeout, grace_period: self.grace_period }
+    }
+}
+
 /// How long a wait waits, and how long a failure must last to end it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
@@ -437,7 +463,7 @@ impl Waited for AppWait<'_> {
 
     async fn look(&mut self) -> Result<Vec<((), Verdict)>> {
         let looked = self.viewer.look(false).await?;
-        self.triggers.follow(followed(self.viewer, looked.as_ref().map(|(g, _)| g), false));
+        self.triggers.follow(followed(self.viewer, looked.as_ref().map(|(g, _)| g)));
         let verdict = match &looked {
             Some((gathered, report)) => judge(gathered, report, self.revision.as_deref()),
             None => Verdict::Waiting { why: self.viewer.app.not_found().to_string(), healthy: false },
@@ -488,12 +514,11 @@ impl Waited for AppWait<'_> {
 
 /// `app status NAME --wait`: until the app is Ready at the wanted revision (exit 0), has failed
 /// for the grace period (exit 1), or the timeout passes (exit 1, naming what blocks).
-pub(super) async fn wait(viewer: &mut Viewer, args: &AppStatusArgs, format: OutputFormat) -> Result<ExitCode> {
+pub(super) async fn wait(viewer: &mut Viewer, args: &WaitArgs, format: OutputFormat) -> Result<ExitCode> {
     let title = format!("waiting for app {}/{}", viewer.app.namespace, viewer.app.name);
     let triggers = Triggers::new(&viewer.cluster);
     let mut waited = AppWait { viewer, triggers, revision: args.revision.clone(), format };
-    let limits = Limits { timeout: args.timeout, grace_period: args.grace_period };
-    wait_until(&mut waited, &title, limits).await
+    wait_until(&mut waited, &title, args.limits()).await
 }
 
 /// Where to look next when something in `namespace` does not become ready.

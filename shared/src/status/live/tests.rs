@@ -8,7 +8,8 @@ use serde_json::json;
 use super::*;
 use crate::cli::OutputFormat;
 use crate::status::collect::Index;
-use crate::testing::FakeApi;
+use crate::status::tests::detected;
+use crate::status::watch::Limits;
 
 const OLD: &str = "main@sha1:1111111111111111111111111111111111111111";
 const NEW: &str = "main@sha1:2222222222222222222222222222222222222222";
@@ -161,15 +162,6 @@ fn rows_count_suspended_as_done_and_are_judged_at_what_their_source_offers() {
     assert_eq!(why, "Kustomization flux-system/fresh: waiting to be reconciled");
 }
 
-fn fake() -> FakeApi {
-    FakeApi::new()
-        .recorded("/version", "version.json")
-        .recorded("/apis", "discovery-flux.json")
-        .recorded("/api/v1/namespaces", "namespaces-flux.json")
-        .recorded("/apis/apps/v1/namespaces/flux-system/deployments", "deployments-flux.json")
-        .recorded("/api/v1/namespaces/flux-system/configmaps/kubectl-gitops", "configmap-record.json")
-}
-
 fn view() -> View {
     View { format: OutputFormat::Table, all_namespaces: false, headers: true, failed_only: false, cluster_only: false }
 }
@@ -210,7 +202,7 @@ fn parts(verdicts: &[(Part, Verdict)]) -> Vec<(String, &'static str)> {
 
 #[tokio::test]
 async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
-    let live = Live::start(fake().cluster(), &Scope::Namespace("flux-system".into())).await.unwrap();
+    let live = Live::start(detected().cluster(), &Scope::Namespace("flux-system".into())).await.unwrap();
     assert_eq!(live.stores.len(), 6, "one watch per kind, the sync is in scope");
     let mut wait = ClusterWait { live, view: view(), revision: Some(NEW_SHA.into()), head: None };
     let verdicts = wait.look().await.unwrap();
@@ -286,7 +278,7 @@ async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
 
 #[tokio::test]
 async fn a_missing_sync_is_waited_for_and_forbidden_kinds_are_reported() {
-    let mut live = Live::start(fake().cluster(), &Scope::Namespace("team-a".into())).await.unwrap();
+    let mut live = Live::start(detected().cluster(), &Scope::Namespace("team-a".into())).await.unwrap();
     assert_eq!(live.stores.iter().filter(|store| store.extra).count(), 3, "the sync is watched outside the scope");
     list(&mut live, &[]);
     let charts = store_of(&live, "HelmChart");

@@ -31,7 +31,7 @@ async fn look(fake: &FakeApi, name: &str) -> (Gathered, AppReport) {
     let cluster = fake.cluster();
     let served = served_apis(&cluster).await.unwrap();
     let app = AppRef { namespace: "flux-system".into(), name: name.into() };
-    let gathered = gather(&cluster, &served, &app).await.unwrap().unwrap();
+    let gathered = gather(&cluster, &served, &app, true).await.unwrap().unwrap();
     let report = build_report(&gathered);
     (gathered, report)
 }
@@ -177,7 +177,7 @@ async fn an_app_that_does_not_exist_names_the_namespace_searched() {
     let cluster = fake().cluster();
     let served = served_apis(&cluster).await.unwrap();
     let app = AppRef { namespace: "flux-system".into(), name: "nope".into() };
-    assert!(gather(&cluster, &served, &app).await.unwrap().is_none());
+    assert!(gather(&cluster, &served, &app, true).await.unwrap().is_none());
     let error = app.not_found();
     assert_eq!(
         error.to_string(),
