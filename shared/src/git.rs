@@ -606,6 +606,18 @@ impl Checkout {
         Ok(overwritten)
     }
 
+    /// Drops the local commits and changes and moves to the remote branch's current head: after
+    /// a refused push, for callers that build their change again on what others pushed (instead
+    /// of replaying it with [`Checkout::rebase_onto_remote`]).
+    pub fn reset_to_remote(&mut self) -> Result<(), GitError> {
+        let head = self.fetch(&Endpoint::parse(&self.remote.url)?)?;
+        self.reset_to(head)?;
+        self.base = head;
+        self.unpushed.clear();
+        self.pending.clear();
+        Ok(())
+    }
+
     /// Pushes; after a [`GitError::NonFastForward`] rebases onto the remote and pushes again,
     /// at most `attempts` pushes in all. Returns the paths our replays overwrote.
     pub fn push_with_retries(&mut self, attempts: u32) -> Result<Vec<String>, GitError> {
@@ -636,16 +648,17 @@ impl Checkout {
         self.fetch_branch(endpoint, &self.branch)
     }
 
-    /// Whether `branch` of the remote already holds the local branch's last commit in content:
-    /// the same tree on the same parent. A re-run of the same change then pushes nothing (a new
-    /// commit would start CI again and can dismiss reviews).
-    pub fn remote_branch_holds_head(&self, branch: &str) -> Result<bool, GitError> {
-        let Some(head) = self.head_oid() else { return Ok(false) };
+    /// What `branch` of the remote holds, compared with the local branch's last commit (one
+    /// fetch): `None` when the branch does not exist; `Some(true)` when it holds the same change
+    /// (the same tree on the same parent), so that a re-run of the same change pushes nothing (a
+    /// new commit would start CI again and can dismiss reviews); `Some(false)` otherwise.
+    pub fn remote_branch_holds_head(&self, branch: &str) -> Result<Option<bool>, GitError> {
         let Some(theirs) = self.fetch_branch(&Endpoint::parse(&self.remote.url)?, branch)? else {
-            return Ok(false);
+            return Ok(None);
         };
+        let Some(head) = self.head_oid() else { return Ok(Some(false)) };
         let (ours, theirs) = (self.repo.find_commit(head)?, self.repo.find_commit(theirs)?);
-        Ok(ours.tree_id() == theirs.tree_id() && ours.parent_ids().eq(theirs.parent_ids()))
+        Ok(Some(ours.tree_id() == theirs.tree_id() && ours.parent_ids().eq(theirs.parent_ids())))
     }
 
     /// Fetches a branch of the remote into `refs/remotes/origin/<branch>`; returns its head.

@@ -100,9 +100,8 @@ pub async fn execute(
             let mut checkout = checkout;
             write(&mut checkout, &plan.files).map_err(|error| fail(number, error))?;
             let commit = checkout.commit(&plan.message, author).map_err(|error| fail(number, error.into()))?;
-            let existed = crate::git::remote_head(&repo.remote, branch).map_err(|error| fail(number, error.into()))?;
-            let unchanged = existed.is_some()
-                && checkout.remote_branch_holds_head(branch).map_err(|error| fail(number, error.into()))?;
+            let existing = checkout.remote_branch_holds_head(branch).map_err(|error| fail(number, error.into()))?;
+            let unchanged = existing == Some(true);
             if unchanged {
                 report::write_stderr(&format!("{}branch {branch} already holds this change\n", style.glyph("✔ ")));
             } else {
@@ -123,7 +122,7 @@ pub async fn execute(
                 Err(error) => {
                     // Leave nothing behind: a branch we created for a pull request that does
                     // not exist would only confuse the next run and the repo's owners.
-                    if existed.is_none()
+                    if existing.is_none()
                         && let Err(cleanup) = checkout.delete_remote_branch(branch)
                     {
                         report::warning(&format!("could not delete branch {branch} again: {cleanup}"));
@@ -136,8 +135,8 @@ pub async fn execute(
     Ok(outcome)
 }
 
-/// Commits and pushes to the config branch; when someone else pushed meanwhile, clones the new
-/// head, re-plans and tries again.
+/// Commits and pushes to the config branch; when someone else pushed meanwhile, moves to the
+/// new head, re-plans and tries again.
 fn push_with_replans(
     plan: &Plan,
     mut checkout: Checkout,
@@ -157,7 +156,7 @@ fn push_with_replans(
             Ok(()) => return Ok(commit),
             Err(GitError::NonFastForward { .. }) if attempt < PUSH_ATTEMPTS => {
                 report::detail(&format!("{} moved while we pushed; fetching and trying again", repo.branch));
-                checkout = Checkout::clone(&repo.remote, &repo.branch)?;
+                checkout.reset_to_remote()?;
                 files = replan(&checkout)?;
             }
             Err(error) => return Err(error.into()),
