@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use gitops_shared::provider::{ProviderConfig, Token};
 use serde_json::{Value, json};
 
 /// The token of the seeded user [`USER`].
@@ -271,6 +272,16 @@ impl StandIn {
     /// Which provider this stand-in imitates.
     pub fn kind(&self) -> Kind {
         self.kind
+    }
+
+    /// A client configuration for this stand-in's API with `token` ([`TOKEN`] for [`USER`]).
+    pub fn provider_config(&self, token: &str) -> ProviderConfig {
+        ProviderConfig {
+            kind: self.kind,
+            hostname: None,
+            api_base: Some(self.base_url.clone()),
+            token: Token::new(token),
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -646,6 +657,13 @@ struct Incoming {
     body: Vec<u8>,
 }
 
+impl Incoming {
+    /// A query parameter's first value.
+    fn query(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+    }
+}
+
 fn serve(stream: TcpStream, state: &Mutex<State>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let Ok(reader_stream) = stream.try_clone() else {
@@ -789,10 +807,12 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
             .map(str::to_string),
         Kind::GitLab => incoming.headers.get("private-token").cloned(),
     };
-    let user = token
-        .as_deref()
-        .and_then(|token| state.users.get(token))
-        .map(|user| (user.login.clone(), user.id, user.can_create_repos, user.can_push));
+    let caller = token.as_deref().and_then(|token| state.users.get(token)).map(|user| Caller {
+        login: user.login.clone(),
+        id: user.id,
+        can_create: user.can_create_repos,
+        can_push: user.can_push,
+    });
     let body = if incoming.body.is_empty() {
         None
     } else {
@@ -807,7 +827,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
         query: incoming.query.clone(),
         headers: incoming.headers.iter().map(|(name, value)| (name.clone(), redact(name, value))).collect(),
         body: body.clone(),
-        user: user.as_ref().map(|(login, _, _, _)| login.clone()),
+        user: caller.as_ref().map(|caller| caller.login.clone()),
     });
 
     if let Some(position) =
@@ -816,7 +836,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
         let fail = state.injected.remove(position);
         return respond(fail.status, &fail.body);
     }
-    let Some((login, user_id, can_create, can_push)) = user else {
+    let Some(caller) = caller else {
         return match state.kind {
             Kind::GitHub => respond(
                 401,
@@ -836,7 +856,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
                 let mut response = respond(
                     403,
                     &json!({
-                        "message": format!("API rate limit exceeded for user ID {user_id}."),
+                        "message": format!("API rate limit exceeded for user ID {}.", caller.id),
                         "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
                         "status": "403",
                     }),
@@ -856,7 +876,6 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
             },
         };
     }
-    let caller = Caller { login, id: user_id, can_create, can_push };
     let body = body.unwrap_or(Value::Null);
     match state.kind {
         Kind::GitHub => github(state, incoming, &caller, &body),
@@ -891,16 +910,10 @@ fn bool_field(body: &Value, name: &str) -> Option<bool> {
     }
 }
 
-/// `page` and `per_page` of a list, and the `Link` header for the next and last pages.
-fn paginate<T: Clone>(
-    incoming: &Incoming,
-    origin: &str,
-    items: &[T],
-    default_per_page: usize,
-) -> (Vec<T>, Vec<(String, String)>) {
-    let param = |name: &str| {
-        incoming.query.iter().find(|(key, _)| key == name).and_then(|(_, value)| value.parse::<usize>().ok())
-    };
+/// A 200 answer with the page of a list that `page` and `per_page` ask for, and the `Link`
+/// header for the next and last pages.
+fn paginate(incoming: &Incoming, origin: &str, items: &[Value], default_per_page: usize) -> Response {
+    let param = |name: &str| incoming.query(name).and_then(|value| value.parse::<usize>().ok());
     let per_page = param("per_page").unwrap_or(default_per_page).clamp(1, 100);
     let page = param("page").unwrap_or(1).max(1);
     let last = items.len().div_ceil(per_page).max(1);
@@ -921,7 +934,9 @@ fn paginate<T: Clone>(
     if !links.is_empty() {
         headers.push(("link".to_string(), links.join(", ")));
     }
-    (items[start..end].to_vec(), headers)
+    let mut response = respond(200, &Value::Array(items[start..end].to_vec()));
+    response.headers = headers;
+    response
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1001,6 +1016,17 @@ fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "head": { "ref": snapshot.head, "label": format!("{}:{}", repo.owner, snapshot.head), "sha": sha(&snapshot.head) },
         "base": { "ref": snapshot.base, "label": format!("{}:{}", repo.owner, snapshot.base), "sha": sha(&snapshot.base) },
     })
+}
+
+/// Pull request `number` of the repository at `path`, answered with `status`.
+fn github_pull_response(state: &State, path: &str, number: u64, status: u16) -> Response {
+    let Some(repo) = state.repo(path) else {
+        return github_error(404, "Not Found", "");
+    };
+    let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
+        return github_error(500, "Server Error", "");
+    };
+    respond(status, &github_pull_json(state, repo, pull))
 }
 
 fn github(state: &mut State, incoming: &Incoming, caller: &Caller, body: &Value) -> Response {
@@ -1118,10 +1144,7 @@ fn github_repo_route(
             };
             let keys: Vec<Value> =
                 repo.keys.iter().map(|key| github_key_json(state, repo, key, &caller.login)).collect();
-            let (page, headers) = paginate(incoming, &origin, &keys, 30);
-            let mut response = respond(200, &Value::Array(page));
-            response.headers = headers;
-            response
+            paginate(incoming, &origin, &keys, 30)
         }
         ("POST", ["keys"]) => {
             let doc = "deploy-keys/deploy-keys#create-a-deploy-key";
@@ -1195,10 +1218,9 @@ fn github_repo_route(
             let Some(repo) = state.repo(path) else {
                 return github_error(404, "Not Found", "");
             };
-            let wanted_state =
-                incoming.query.iter().find(|(key, _)| key == "state").map_or("open", |(_, value)| value.as_str());
-            let head = incoming.query.iter().find(|(key, _)| key == "head").map(|(_, value)| value.clone());
-            let base = incoming.query.iter().find(|(key, _)| key == "base").map(|(_, value)| value.clone());
+            let wanted_state = incoming.query("state").unwrap_or("open");
+            let head = incoming.query("head");
+            let base = incoming.query("base");
             let pulls: Vec<Value> = repo
                 .pulls
                 .iter()
@@ -1208,7 +1230,7 @@ fn github_repo_route(
                     _ => pull.snapshot.open,
                 })
                 .filter(|pull| {
-                    head.as_deref().is_none_or(|head| {
+                    head.is_none_or(|head| {
                         // `user:ref-name`; without the user GitHub ignores the filter.
                         match head.split_once(':') {
                             Some((user, branch)) => {
@@ -1218,13 +1240,10 @@ fn github_repo_route(
                         }
                     })
                 })
-                .filter(|pull| base.as_deref().is_none_or(|base| base == pull.snapshot.base))
+                .filter(|pull| base.is_none_or(|base| base == pull.snapshot.base))
                 .map(|pull| github_pull_json(state, repo, pull))
                 .collect();
-            let (page, headers) = paginate(incoming, &origin, &pulls, 30);
-            let mut response = respond(200, &Value::Array(page));
-            response.headers = headers;
-            response
+            paginate(incoming, &origin, &pulls, 30)
         }
         ("POST", ["pulls"]) => {
             let doc = "pulls/pulls#create-a-pull-request";
@@ -1261,13 +1280,7 @@ fn github_repo_route(
                 );
             }
             let number = repo.open_pull(next_id, head, base, title, str_field(body, "body").unwrap_or(""));
-            let Some(repo) = state.repo(path) else {
-                return github_error(404, "Not Found", "");
-            };
-            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
-                return github_error(500, "Server Error", "");
-            };
-            respond(201, &github_pull_json(state, repo, pull))
+            github_pull_response(state, path, number, 201)
         }
         ("PATCH" | "GET", ["pulls", number]) => {
             let Some(repo) = state.repo_mut(path) else {
@@ -1288,13 +1301,7 @@ fn github_repo_route(
                 }
             }
             let number = pull.snapshot.number;
-            let Some(repo) = state.repo(path) else {
-                return github_error(404, "Not Found", "");
-            };
-            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
-                return github_error(500, "Server Error", "");
-            };
-            respond(200, &github_pull_json(state, repo, pull))
+            github_pull_response(state, path, number, 200)
         }
         _ => github_error(404, "Not Found", ""),
     }
@@ -1375,6 +1382,17 @@ fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "draft": false,
         "web_url": format!("{}/-/merge_requests/{}", state.web_url(repo), snapshot.number),
     })
+}
+
+/// Merge request `iid` of the project at `path`, answered with `status`.
+fn gitlab_mr_response(state: &State, path: &str, iid: u64, status: u16) -> Response {
+    let Some(repo) = state.repo(path) else {
+        return gitlab_not_found("404 Project Not Found");
+    };
+    let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == iid) else {
+        return respond(500, &json!({ "message": "500 Internal Server Error" }));
+    };
+    respond(status, &gitlab_mr_json(state, repo, pull))
 }
 
 fn gitlab(state: &mut State, incoming: &Incoming, rest: &str, caller: &Caller, body: &Value) -> Response {
@@ -1471,7 +1489,6 @@ fn gitlab_project_route(
     let origin = state.origin.clone();
     let next_id = state.next_id();
     let kind = state.kind;
-    let query = |name: &str| incoming.query.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
     match (method, rest) {
         ("GET", []) => match state.repo(path) {
             Some(repo) => respond(200, &gitlab_project_json(state, repo, caller.can_push)),
@@ -1487,27 +1504,27 @@ fn gitlab_project_route(
             }
         }
         ("POST", ["repository", "branches"]) => {
-            let (Some(branch), Some(reference)) = (query("branch"), query("ref")) else {
+            let (Some(branch), Some(reference)) = (incoming.query("branch"), incoming.query("ref")) else {
                 return respond(400, &json!({ "error": "branch is missing, ref is missing" }));
             };
             let Some(repo) = state.repo_mut(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            if repo.branches.contains_key(&branch) {
+            if repo.branches.contains_key(branch) {
                 return respond(400, &json!({ "message": "Branch already exists" }));
             }
-            let sha = match repo.branches.get(&reference) {
+            let sha = match repo.branches.get(reference) {
                 Some(sha) => sha.clone(),
-                None if repo.branches.values().any(|head| *head == reference) => reference.clone(),
+                None if repo.branches.values().any(|head| head == reference) => reference.to_string(),
                 None => {
                     return respond(400, &json!({ "message": format!("Invalid reference name: {reference}") }));
                 }
             };
-            repo.branches.insert(branch.clone(), sha.clone());
+            repo.branches.insert(branch.to_string(), sha.clone());
             let Some(repo) = state.repo(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            respond(201, &gitlab_branch_json(state, repo, &branch, &sha))
+            respond(201, &gitlab_branch_json(state, repo, branch, &sha))
         }
         ("GET", ["protected_branches", name]) => {
             let Some(repo) = state.repo(path) else {
@@ -1534,10 +1551,7 @@ fn gitlab_project_route(
                 return gitlab_not_found("404 Project Not Found");
             };
             let keys: Vec<Value> = repo.keys.iter().map(gitlab_key_json).collect();
-            let (page, headers) = paginate(incoming, &origin, &keys, 20);
-            let mut response = respond(200, &Value::Array(page));
-            response.headers = headers;
-            response
+            paginate(incoming, &origin, &keys, 20)
         }
         ("POST", ["deploy_keys"]) => {
             let (Some(title), Some(key)) = (str_field(body, "title"), str_field(body, "key")) else {
@@ -1576,25 +1590,22 @@ fn gitlab_project_route(
             let Some(repo) = state.repo(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            let wanted_state = query("state").unwrap_or_else(|| "all".to_string());
-            let source = query("source_branch");
-            let target = query("target_branch");
+            let wanted_state = incoming.query("state").unwrap_or("all");
+            let source = incoming.query("source_branch");
+            let target = incoming.query("target_branch");
             let requests: Vec<Value> = repo
                 .pulls
                 .iter()
-                .filter(|pull| match wanted_state.as_str() {
+                .filter(|pull| match wanted_state {
                     "opened" => pull.snapshot.open,
                     "closed" => !pull.snapshot.open,
                     _ => true,
                 })
-                .filter(|pull| source.as_deref().is_none_or(|source| source == pull.snapshot.head))
-                .filter(|pull| target.as_deref().is_none_or(|target| target == pull.snapshot.base))
+                .filter(|pull| source.is_none_or(|source| source == pull.snapshot.head))
+                .filter(|pull| target.is_none_or(|target| target == pull.snapshot.base))
                 .map(|pull| gitlab_mr_json(state, repo, pull))
                 .collect();
-            let (page, headers) = paginate(incoming, &origin, &requests, 20);
-            let mut response = respond(200, &Value::Array(page));
-            response.headers = headers;
-            response
+            paginate(incoming, &origin, &requests, 20)
         }
         ("POST", ["merge_requests"]) => {
             let (Some(source), Some(target), Some(title)) =
@@ -1626,13 +1637,7 @@ fn gitlab_project_route(
                 return respond(409, &json!({ "message": [message] }));
             }
             let number = repo.open_pull(next_id, source, target, title, str_field(body, "description").unwrap_or(""));
-            let Some(repo) = state.repo(path) else {
-                return gitlab_not_found("404 Project Not Found");
-            };
-            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
-                return respond(500, &json!({ "message": "500 Internal Server Error" }));
-            };
-            respond(201, &gitlab_mr_json(state, repo, pull))
+            gitlab_mr_response(state, path, number, 201)
         }
         ("PUT" | "GET", ["merge_requests", iid]) => {
             let Some(repo) = state.repo_mut(path) else {
@@ -1653,13 +1658,7 @@ fn gitlab_project_route(
                 }
             }
             let number = pull.snapshot.number;
-            let Some(repo) = state.repo(path) else {
-                return gitlab_not_found("404 Project Not Found");
-            };
-            let Some(pull) = repo.pulls.iter().find(|pull| pull.snapshot.number == number) else {
-                return respond(500, &json!({ "message": "500 Internal Server Error" }));
-            };
-            respond(200, &gitlab_mr_json(state, repo, pull))
+            gitlab_mr_response(state, path, number, 200)
         }
         _ => gitlab_not_found("404 Not Found"),
     }
@@ -1669,7 +1668,7 @@ fn gitlab_project_route(
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
-    use gitops_shared::provider::{Provider, ProviderConfig, ProviderError, RepoRef, Token};
+    use gitops_shared::provider::{Provider, ProviderError, RepoRef};
 
     use super::*;
 
@@ -1686,13 +1685,7 @@ mod tests {
     }
 
     fn client(standin: &StandIn) -> Provider {
-        let config = ProviderConfig {
-            kind: standin.kind(),
-            hostname: None,
-            api_base: Some(standin.base_url.clone()),
-            token: Token::new(TOKEN),
-        };
-        Provider::new(config).unwrap()
+        Provider::new(standin.provider_config(TOKEN)).unwrap()
     }
 
     fn run<T>(future: impl std::future::Future<Output = T>) -> T {

@@ -15,18 +15,17 @@ use serde_json::json;
 const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFluxSystemKeyMaterialForTests0000000000 flux@cluster";
 const OTHER_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAnOlderRotatedKeyMaterialForTests000000 flux@old";
 
-fn standin(kind: Kind) -> StandIn {
-    StandIn::start(kind)
+/// A client of `standin` with [`standin::TOKEN`].
+fn client(standin: &StandIn) -> Provider {
+    Provider::new(standin.provider_config(standin::TOKEN)).unwrap()
 }
 
-fn client(standin: &StandIn, kind: Kind, token: &str) -> Provider {
-    Provider::new(ProviderConfig {
-        kind,
-        hostname: None,
-        api_base: Some(standin.base_url.clone()),
-        token: Token::new(token),
-    })
-    .unwrap()
+/// A stand-in holding the repository `path`, a client of it, and the repository's reference.
+fn with_repo(kind: Kind, path: &str) -> (StandIn, Provider, RepoRef) {
+    let stand_in = StandIn::start(kind);
+    stand_in.add_repo(path);
+    let provider = client(&stand_in);
+    (stand_in, provider, RepoRef::parse(path).unwrap())
 }
 
 /// Runs one async block on a fresh runtime (which also installs the TLS provider).
@@ -63,11 +62,9 @@ fn assert_gitlab_headers(request: &Recorded) {
 
 #[test]
 fn github_get_repository_existing_and_missing() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
 
-    let info = run(github.get_repository(&RepoRef::new("acme", "fleet"))).unwrap().unwrap();
+    let info = run(github.get_repository(&repo)).unwrap().unwrap();
     assert_eq!(info.default_branch.as_deref(), Some("main"));
     assert!(info.private);
     assert_eq!(info.ssh_url, "git@github.com:acme/fleet.git");
@@ -87,13 +84,11 @@ fn github_get_repository_existing_and_missing() {
 
 #[test]
 fn gitlab_get_repository_encodes_subgroup_paths() {
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/platform/fleet");
+    let (stand_in, gitlab, repo) = with_repo(Kind::GitLab, "acme/platform/fleet");
     stand_in.add_empty_repo("acme/empty");
     stand_in.set_private("acme/empty", false);
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
 
-    let info = run(gitlab.get_repository(&RepoRef::parse("acme/platform/fleet").unwrap())).unwrap().unwrap();
+    let info = run(gitlab.get_repository(&repo)).unwrap().unwrap();
     assert_eq!(info.default_branch.as_deref(), Some("main"));
     assert!(info.private);
     assert_eq!(info.ssh_url, "git@gitlab.com:acme/platform/fleet.git");
@@ -121,8 +116,8 @@ fn gitlab_get_repository_encodes_subgroup_paths() {
 
 #[test]
 fn github_create_repository_in_org_and_personal() {
-    let stand_in = standin(Kind::GitHub);
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
+    let stand_in = StandIn::start(Kind::GitHub);
+    let github = client(&stand_in);
 
     let org = run(github.create_repository(&RepoRef::new("acme", "fleet"), true, false)).unwrap();
     assert!(org.private);
@@ -150,8 +145,8 @@ fn github_create_repository_in_org_and_personal() {
 
 #[test]
 fn gitlab_create_repository_in_group_and_personal() {
-    let stand_in = standin(Kind::GitLab);
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
+    let stand_in = StandIn::start(Kind::GitLab);
+    let gitlab = client(&stand_in);
 
     let group = run(gitlab.create_repository(&RepoRef::parse("acme/platform/fleet").unwrap(), true, false)).unwrap();
     assert!(group.private);
@@ -206,8 +201,8 @@ fn gitlab_create_repository_in_group_and_personal() {
 #[test]
 fn personal_repository_for_another_account_is_refused_before_creating() {
     for kind in [Kind::GitHub, Kind::GitLab] {
-        let stand_in = standin(kind);
-        let provider = client(&stand_in, kind, standin::TOKEN);
+        let stand_in = StandIn::start(kind);
+        let provider = client(&stand_in);
         let error = run(provider.create_repository(&RepoRef::new("bob", "fleet"), true, true)).unwrap_err();
         assert!(matches!(error, ProviderError::OwnerMismatch { .. }), "{error:?}");
         assert!(error.to_string().contains("belongs to alice, not bob"), "{error}");
@@ -218,9 +213,9 @@ fn personal_repository_for_another_account_is_refused_before_creating() {
 #[test]
 fn create_without_rights_is_forbidden_with_a_hint_for_it() {
     for kind in [Kind::GitHub, Kind::GitLab] {
-        let stand_in = standin(kind);
+        let stand_in = StandIn::start(kind);
         stand_in.set_token_can_create_repos(false);
-        let provider = client(&stand_in, kind, standin::TOKEN);
+        let provider = client(&stand_in);
 
         let error = run(provider.create_repository(&RepoRef::new("acme", "fleet"), true, false)).unwrap_err();
         let ProviderError::Forbidden { message, hint } = &error else {
@@ -248,12 +243,9 @@ fn create_without_rights_is_forbidden_with_a_hint_for_it() {
 
 #[test]
 fn github_branch_protection() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
     stand_in.add_branch("acme/fleet", "dev/x", INITIAL_SHA);
     stand_in.protect_branch("acme/fleet", "main");
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let repo = RepoRef::new("acme", "fleet");
 
     assert!(run(github.is_branch_protected(&repo, "main")).unwrap());
     assert!(!run(github.is_branch_protected(&repo, "dev/x")).unwrap());
@@ -270,15 +262,12 @@ fn github_branch_protection() {
 
 #[test]
 fn gitlab_branch_protection_covers_wildcards_and_unborn_branches() {
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, gitlab, repo) = with_repo(Kind::GitLab, "acme/fleet");
     stand_in.add_branch("acme/fleet", "release/v1", INITIAL_SHA);
     stand_in.add_branch("acme/fleet", "feature", INITIAL_SHA);
     stand_in.protect_branch("acme/fleet", "main");
     stand_in.protect_branch("acme/fleet", "release/*");
     stand_in.protect_branch("acme/fleet", "production");
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
-    let repo = RepoRef::new("acme", "fleet");
 
     assert!(run(gitlab.is_branch_protected(&repo, "main")).unwrap());
     assert!(run(gitlab.is_branch_protected(&repo, "release/v1")).unwrap());
@@ -302,10 +291,7 @@ fn gitlab_branch_protection_covers_wildcards_and_unborn_branches() {
 
 #[test]
 fn create_branch_on_both_and_existing_is_already_exists() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let repo = RepoRef::new("acme", "fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
     run(github.create_branch(&repo, "gitops/install", INITIAL_SHA)).unwrap();
     let again = run(github.create_branch(&repo, "gitops/install", INITIAL_SHA)).unwrap_err();
     assert!(matches!(again, ProviderError::AlreadyExists { .. }), "{again:?}");
@@ -314,9 +300,7 @@ fn create_branch_on_both_and_existing_is_already_exists() {
     assert_eq!(requests[0].body, Some(json!({ "ref": "refs/heads/gitops/install", "sha": INITIAL_SHA })));
     assert_eq!(stand_in.branches("acme/fleet").get("gitops/install").map(String::as_str), Some(INITIAL_SHA));
 
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/fleet");
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
+    let (stand_in, gitlab, _) = with_repo(Kind::GitLab, "acme/fleet");
     run(gitlab.create_branch(&repo, "gitops/install", INITIAL_SHA)).unwrap();
     let again = run(gitlab.create_branch(&repo, "gitops/install", INITIAL_SHA)).unwrap_err();
     assert!(matches!(again, ProviderError::AlreadyExists { .. }), "{again:?}");
@@ -331,10 +315,7 @@ fn create_branch_on_both_and_existing_is_already_exists() {
 
 #[test]
 fn github_deploy_key_is_created_once() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let repo = RepoRef::new("acme", "fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
 
     let first = run(github.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap();
     assert_eq!(first, DeployKeyOutcome::Created);
@@ -365,10 +346,7 @@ fn github_deploy_key_is_created_once() {
 
 #[test]
 fn gitlab_deploy_key_is_created_once() {
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/platform/fleet");
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
-    let repo = RepoRef::parse("acme/platform/fleet").unwrap();
+    let (stand_in, gitlab, repo) = with_repo(Kind::GitLab, "acme/platform/fleet");
 
     assert_eq!(run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, true)).unwrap(), DeployKeyOutcome::Created);
     assert_eq!(
@@ -396,11 +374,8 @@ fn gitlab_deploy_key_is_created_once() {
 #[test]
 fn rotated_or_regranted_deploy_keys_are_replaced() {
     // GitHub: same title, other material → delete the old key, add the new one.
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
     let old = stand_in.add_deploy_key("acme/fleet", "flux-system", OTHER_KEY, false);
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let repo = RepoRef::new("acme", "fleet");
     assert_eq!(run(github.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap(), DeployKeyOutcome::Replaced);
     assert_eq!(
         lines(&stand_in.writes()),
@@ -411,10 +386,8 @@ fn rotated_or_regranted_deploy_keys_are_replaced() {
     assert!(KEY.starts_with(&keys[0].key));
 
     // GitLab: same material but read-only where write is wanted → replaced with write access.
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, gitlab, _) = with_repo(Kind::GitLab, "acme/fleet");
     let old = stand_in.add_deploy_key("acme/fleet", "someone else's title", KEY, true);
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
     assert_eq!(run(gitlab.ensure_deploy_key(&repo, "flux-system", KEY, false)).unwrap(), DeployKeyOutcome::Replaced);
     assert_eq!(
         lines(&stand_in.writes()),
@@ -431,12 +404,10 @@ fn rotated_or_regranted_deploy_keys_are_replaced() {
 
 #[test]
 fn github_key_in_use_elsewhere_explains_why() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
     stand_in.add_repo("acme/other");
     stand_in.add_deploy_key("acme/other", "flux-system", KEY, true);
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let error = run(github.ensure_deploy_key(&RepoRef::new("acme", "fleet"), "flux-system", KEY, true)).unwrap_err();
+    let error = run(github.ensure_deploy_key(&repo, "flux-system", KEY, true)).unwrap_err();
     assert!(matches!(error, ProviderError::Api { status: 422, .. }), "{error:?}");
     assert!(error.to_string().contains("key is already in use"), "{error}");
     assert!(error.hint().unwrap().contains("generate a new key"));
@@ -444,13 +415,11 @@ fn github_key_in_use_elsewhere_explains_why() {
 
 #[test]
 fn deploy_key_listing_follows_pages() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
     for index in 0..150 {
         stand_in.add_deploy_key("acme/fleet", &format!("key-{index}"), &format!("ssh-ed25519 AAAAKEY{index:04}"), true);
     }
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let keys = run(github.list_deploy_keys(&RepoRef::new("acme", "fleet"))).unwrap();
+    let keys = run(github.list_deploy_keys(&repo)).unwrap();
     assert_eq!(keys.len(), 150);
     assert_eq!(keys[149].title, "key-149");
     let requests = stand_in.requests();
@@ -463,11 +432,8 @@ fn deploy_key_listing_follows_pages() {
 
 #[test]
 fn github_pull_request_is_created_then_found_and_updated() {
-    let stand_in = standin(Kind::GitHub);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, github, repo) = with_repo(Kind::GitHub, "acme/fleet");
     stand_in.add_branch("acme/fleet", "gitops/install", INITIAL_SHA);
-    let github = client(&stand_in, Kind::GitHub, standin::TOKEN);
-    let repo = RepoRef::new("acme", "fleet");
 
     let (created, outcome) =
         run(github.ensure_pull_request(&repo, "gitops/install", "main", "Install Flux", "first body")).unwrap();
@@ -519,11 +485,8 @@ fn github_pull_request_is_created_then_found_and_updated() {
 
 #[test]
 fn gitlab_merge_request_is_created_then_found_and_updated() {
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/platform/fleet");
+    let (stand_in, gitlab, repo) = with_repo(Kind::GitLab, "acme/platform/fleet");
     stand_in.add_branch("acme/platform/fleet", "gitops/install", INITIAL_SHA);
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
-    let repo = RepoRef::parse("acme/platform/fleet").unwrap();
 
     let (created, outcome) =
         run(gitlab.ensure_pull_request(&repo, "gitops/install", "main", "Install Flux", "first body")).unwrap();
@@ -582,9 +545,9 @@ fn gitlab_merge_request_is_created_then_found_and_updated() {
 fn bad_token_is_unauthorized_without_the_token_in_the_message() {
     let secret = "ghp_ThisIsNotARealTokenButMustNeverBePrinted";
     for kind in [Kind::GitHub, Kind::GitLab] {
-        let stand_in = standin(kind);
+        let stand_in = StandIn::start(kind);
         stand_in.add_repo("acme/fleet");
-        let provider = client(&stand_in, kind, secret);
+        let provider = Provider::new(stand_in.provider_config(secret)).unwrap();
         let error = run(provider.get_repository(&RepoRef::new("acme", "fleet"))).unwrap_err();
         assert!(matches!(error, ProviderError::Unauthorized { .. }), "{kind}: {error:?}");
         let message = error.to_string();
@@ -612,11 +575,9 @@ fn bad_token_is_unauthorized_without_the_token_in_the_message() {
 #[test]
 fn rate_limits_are_reported_with_the_reset_time() {
     for kind in [Kind::GitHub, Kind::GitLab] {
-        let stand_in = standin(kind);
-        stand_in.add_repo("acme/fleet");
+        let (stand_in, provider, repo) = with_repo(kind, "acme/fleet");
         stand_in.set_rate_limited(true);
-        let provider = client(&stand_in, kind, standin::TOKEN);
-        let error = run(provider.list_deploy_keys(&RepoRef::new("acme", "fleet"))).unwrap_err();
+        let error = run(provider.list_deploy_keys(&repo)).unwrap_err();
         let ProviderError::RateLimited { retry_after_secs, .. } = error else {
             panic!("{kind}: expected RateLimited, got {error:?}");
         };
@@ -627,16 +588,14 @@ fn rate_limits_are_reported_with_the_reset_time() {
 
 #[test]
 fn server_errors_carry_status_and_message() {
-    let stand_in = standin(Kind::GitLab);
-    stand_in.add_repo("acme/fleet");
+    let (stand_in, gitlab, repo) = with_repo(Kind::GitLab, "acme/fleet");
     stand_in.fail_next(
         "GET",
         "/api/v4/projects/acme%2Ffleet/deploy_keys",
         500,
         json!({ "message": "500 Internal Server Error" }),
     );
-    let gitlab = client(&stand_in, Kind::GitLab, standin::TOKEN);
-    let error = run(gitlab.list_deploy_keys(&RepoRef::new("acme", "fleet"))).unwrap_err();
+    let error = run(gitlab.list_deploy_keys(&repo)).unwrap_err();
     assert!(matches!(error, ProviderError::Api { status: 500, .. }), "{error:?}");
     assert_eq!(
         error.to_string(),
@@ -646,19 +605,10 @@ fn server_errors_carry_status_and_message() {
 
 #[test]
 fn slow_answers_time_out() {
-    let stand_in = standin(Kind::GitHub);
+    let stand_in = StandIn::start(Kind::GitHub);
     stand_in.add_repo("acme/fleet");
     stand_in.set_delay(Duration::from_secs(2));
-    let github = Provider::with_timeout(
-        ProviderConfig {
-            kind: Kind::GitHub,
-            hostname: None,
-            api_base: Some(stand_in.base_url.clone()),
-            token: Token::new(standin::TOKEN),
-        },
-        Duration::from_millis(300),
-    )
-    .unwrap();
+    let github = Provider::with_timeout(stand_in.provider_config(standin::TOKEN), Duration::from_millis(300)).unwrap();
     let error = run(github.get_repository(&RepoRef::new("acme", "fleet"))).unwrap_err();
     assert!(matches!(error, ProviderError::Transport(_)), "{error:?}");
     assert!(error.to_string().contains("did not answer within 0.3s"), "{error}");

@@ -83,12 +83,7 @@ impl From<Pull> for PullRequest {
 
 pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
     let what = format!("reading GitHub repository {repo}");
-    let reply = provider.send(Method::GET, provider.url(&repo_path(repo, ""), &[])?, None).await?;
-    match reply.status {
-        200 => Ok(Some(provider.decode::<Repository>(&reply, &what)?.into())),
-        404 => Ok(None),
-        _ => Err(provider.failure(&reply, &what)),
-    }
+    Ok(provider.get_if_found::<Repository>(&repo_path(repo, ""), &what).await?.map(RepoInfo::from))
 }
 
 pub(super) async fn create_repository(
@@ -98,26 +93,14 @@ pub(super) async fn create_repository(
     personal: bool,
 ) -> Result<RepoInfo, ProviderError> {
     let path = if personal {
-        let what = "reading the token's GitHub user";
-        let reply = provider.send(Method::GET, provider.url("/user", &[])?, None).await?;
-        if !reply.is(&[200]) {
-            return Err(provider.failure(&reply, what));
-        }
-        let user: User = provider.decode(&reply, what)?;
-        if !user.login.eq_ignore_ascii_case(&repo.owner) {
-            return Err(ProviderError::OwnerMismatch {
-                repo: repo.path(),
-                requested: repo.owner.clone(),
-                authenticated: user.login,
-            });
-        }
+        provider.check_personal_owner(repo, |user: User| user.login).await?;
         "/user/repos".to_string()
     } else {
         format!("/orgs/{}/repos", encode_segment(&repo.owner))
     };
     let body = json!({ "name": repo.name, "private": private, "auto_init": false });
     let what = format!("creating GitHub repository {repo}");
-    let reply = provider.send(Method::POST, provider.url(&path, &[])?, Some(&body)).await?;
+    let reply = provider.call(Method::POST, &path, &[], Some(&body)).await?;
     match reply.status {
         201 => Ok(provider.decode::<Repository>(&reply, &what)?.into()),
         404 if !personal => Err(ProviderError::NotFound {
@@ -132,13 +115,9 @@ pub(super) async fn create_repository(
                 Err(error)
             }
         }
-        _ => match provider.failure(&reply, &what) {
-            ProviderError::Forbidden { message, .. } => Err(ProviderError::Forbidden {
-                message,
-                hint: Some(create_forbidden_hint(provider.host(), repo, personal)),
-            }),
-            other => Err(other),
-        },
+        _ => Err(provider
+            .failure(&reply, &what)
+            .with_forbidden_hint(|| create_forbidden_hint(provider.host(), repo, personal))),
     }
 }
 
@@ -162,18 +141,12 @@ pub(super) async fn is_branch_protected(
 ) -> Result<bool, ProviderError> {
     let what = format!("reading branch {branch} of GitHub repository {repo}");
     let path = repo_path(repo, &format!("/branches/{}", encode_segment(branch)));
-    let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
-    match reply.status {
-        200 => Ok(provider.decode::<Branch>(&reply, &what)?.protected),
-        404 => Ok(false),
-        _ => Err(provider.failure(&reply, &what)),
-    }
+    Ok(provider.get_if_found::<Branch>(&path, &what).await?.is_some_and(|branch| branch.protected))
 }
 
 pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Result<Vec<DeployKey>, ProviderError> {
     let what = format!("listing deploy keys of GitHub repository {repo}");
-    let url = provider.url(&repo_path(repo, "/keys"), &[("per_page", "100")])?;
-    let keys: Vec<Key> = provider.get_all(url, &what).await?;
+    let keys: Vec<Key> = provider.get_all(&repo_path(repo, "/keys"), &what).await?;
     Ok(keys
         .into_iter()
         .map(|key| DeployKey { id: key.id, title: key.title, key: key.key, read_only: key.read_only })
@@ -189,11 +162,8 @@ pub(super) async fn create_deploy_key(
 ) -> Result<(), ProviderError> {
     let what = format!("adding deploy key {title:?} to GitHub repository {repo}");
     let body = json!({ "title": title, "key": public_key.trim(), "read_only": read_only });
-    let reply = provider.send(Method::POST, provider.url(&repo_path(repo, "/keys"), &[])?, Some(&body)).await?;
-    if reply.is(&[201]) {
-        return Ok(());
-    }
-    Err(match provider.failure(&reply, &what) {
+    let reply = provider.call(Method::POST, &repo_path(repo, "/keys"), &[], Some(&body)).await?;
+    provider.expect_status(&reply, &[201], &what).map_err(|error| match error {
         ProviderError::Api { status: 422, message, .. } if message.contains("already in use") => ProviderError::Api {
             status: 422,
             message,
@@ -201,21 +171,18 @@ pub(super) async fn create_deploy_key(
                 "GitHub accepts a public key only once across all of GitHub (one repository's deploy key, or a user's key): generate a new key for this repository".to_string(),
             ),
         },
-        ProviderError::Forbidden { message, .. } => ProviderError::Forbidden {
-            message,
-            hint: Some(format!(
+        other => other.with_forbidden_hint(|| {
+            format!(
                 "adding deploy keys needs admin rights on {repo} (fine-grained token: Administration read and write), and the organization may have disabled deploy keys: ask its owners"
-            )),
-        },
-        other => other,
+            )
+        }),
     })
 }
 
 pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_id: u64) -> Result<(), ProviderError> {
     let what = format!("deleting deploy key {key_id} of GitHub repository {repo}");
-    let path = repo_path(repo, &format!("/keys/{key_id}"));
-    let reply = provider.send(Method::DELETE, provider.url(&path, &[])?, None).await?;
-    if reply.is(&[204, 404]) { Ok(()) } else { Err(provider.failure(&reply, &what)) }
+    let reply = provider.call(Method::DELETE, &repo_path(repo, &format!("/keys/{key_id}")), &[], None).await?;
+    provider.expect_status(&reply, &[204, 404], &what)
 }
 
 pub(super) async fn create_branch(
@@ -226,16 +193,13 @@ pub(super) async fn create_branch(
 ) -> Result<(), ProviderError> {
     let what = format!("creating branch {branch} in GitHub repository {repo}");
     let body = json!({ "ref": format!("refs/heads/{branch}"), "sha": from_sha });
-    let reply = provider.send(Method::POST, provider.url(&repo_path(repo, "/git/refs"), &[])?, Some(&body)).await?;
-    match reply.status {
-        201 => Ok(()),
-        _ => match provider.failure(&reply, &what) {
-            ProviderError::Api { status: 422, message, .. } if message.contains("already exists") => {
-                Err(ProviderError::AlreadyExists { what: format!("branch {branch} in GitHub repository {repo}") })
-            }
-            other => Err(other),
-        },
-    }
+    let reply = provider.call(Method::POST, &repo_path(repo, "/git/refs"), &[], Some(&body)).await?;
+    provider.expect_status(&reply, &[201], &what).map_err(|error| match error {
+        ProviderError::Api { status: 422, message, .. } if message.contains("already exists") => {
+            ProviderError::AlreadyExists { what: format!("branch {branch} in GitHub repository {repo}") }
+        }
+        other => other,
+    })
 }
 
 pub(super) async fn find_open_pull_request(
@@ -246,12 +210,9 @@ pub(super) async fn find_open_pull_request(
 ) -> Result<Option<PullRequest>, ProviderError> {
     let what = format!("listing pull requests of GitHub repository {repo}");
     let head = format!("{}:{head_branch}", repo.owner);
-    let url = provider.url(&repo_path(repo, "/pulls"), &[("state", "open"), ("head", &head), ("base", base)])?;
-    let reply = provider.send(Method::GET, url, None).await?;
-    if !reply.is(&[200]) {
-        return Err(provider.failure(&reply, &what));
-    }
-    let pulls: Vec<Pull> = provider.decode(&reply, &what)?;
+    let query = [("state", "open"), ("head", head.as_str()), ("base", base)];
+    let reply = provider.call(Method::GET, &repo_path(repo, "/pulls"), &query, None).await?;
+    let pulls: Vec<Pull> = provider.expect(&reply, 200, &what)?;
     Ok(pulls.into_iter().next().map(PullRequest::from))
 }
 
@@ -265,16 +226,14 @@ pub(super) async fn create_pull_request(
 ) -> Result<PullRequest, ProviderError> {
     let what = format!("opening a pull request from {head_branch} into {base} in GitHub repository {repo}");
     let request = json!({ "title": title, "head": head_branch, "base": base, "body": body });
-    let reply = provider.send(Method::POST, provider.url(&repo_path(repo, "/pulls"), &[])?, Some(&request)).await?;
-    if reply.is(&[201]) {
-        return Ok(provider.decode::<Pull>(&reply, &what)?.into());
-    }
-    Err(match provider.failure(&reply, &what) {
-        ProviderError::Api { status: 422, message, .. } if message.contains("already exists") => {
-            ProviderError::AlreadyExists { what: message }
+    let reply = provider.call(Method::POST, &repo_path(repo, "/pulls"), &[], Some(&request)).await?;
+    match provider.expect::<Pull>(&reply, 201, &what) {
+        Ok(pull) => Ok(pull.into()),
+        Err(ProviderError::Api { status: 422, message, .. }) if message.contains("already exists") => {
+            Err(ProviderError::AlreadyExists { what: message })
         }
-        other => other,
-    })
+        Err(other) => Err(other),
+    }
 }
 
 pub(super) async fn update_pull_request(
@@ -286,11 +245,7 @@ pub(super) async fn update_pull_request(
 ) -> Result<PullRequest, ProviderError> {
     let what = format!("updating pull request #{number} of GitHub repository {repo}");
     let request = json!({ "title": title, "body": body });
-    let path = repo_path(repo, &format!("/pulls/{number}"));
-    let reply = provider.send(Method::PATCH, provider.url(&path, &[])?, Some(&request)).await?;
-    if reply.is(&[200]) {
-        Ok(provider.decode::<Pull>(&reply, &what)?.into())
-    } else {
-        Err(provider.failure(&reply, &what))
-    }
+    let reply =
+        provider.call(Method::PATCH, &repo_path(repo, &format!("/pulls/{number}")), &[], Some(&request)).await?;
+    Ok(provider.expect::<Pull>(&reply, 200, &what)?.into())
 }

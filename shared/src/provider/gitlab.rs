@@ -101,12 +101,7 @@ impl From<MergeRequest> for PullRequest {
 
 pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
     let what = format!("reading GitLab project {repo}");
-    let reply = provider.send(Method::GET, provider.url(&project_path(repo), &[])?, None).await?;
-    match reply.status {
-        200 => Ok(Some(provider.decode::<Project>(&reply, &what)?.into())),
-        404 => Ok(None),
-        _ => Err(provider.failure(&reply, &what)),
-    }
+    Ok(provider.get_if_found::<Project>(&project_path(repo), &what).await?.map(RepoInfo::from))
 }
 
 pub(super) async fn create_repository(
@@ -122,51 +117,26 @@ pub(super) async fn create_repository(
         "initialize_with_readme": false,
     });
     if personal {
-        let what = "reading the token's GitLab user";
-        let reply = provider.send(Method::GET, provider.url("/user", &[])?, None).await?;
-        if !reply.is(&[200]) {
-            return Err(provider.failure(&reply, what));
-        }
-        let user: User = provider.decode(&reply, what)?;
-        if !user.username.eq_ignore_ascii_case(&repo.owner) {
-            return Err(ProviderError::OwnerMismatch {
-                repo: repo.path(),
-                requested: repo.owner.clone(),
-                authenticated: user.username,
-            });
-        }
+        provider.check_personal_owner(repo, |user: User| user.username).await?;
     } else {
         let what = format!("looking up GitLab group {}", repo.owner);
         let path = format!("/namespaces/{}", encode_segment(&repo.owner));
-        let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
-        match reply.status {
-            200 => {
-                let namespace: Namespace = provider.decode(&reply, &what)?;
-                body["namespace_id"] = json!(namespace.id);
-            }
-            404 => {
-                return Err(ProviderError::NotFound {
-                    what: format!("GitLab group {} (creating {repo})", repo.owner),
-                    kind: provider.kind,
-                });
-            }
-            _ => return Err(provider.failure(&reply, &what)),
-        }
+        let Some(namespace) = provider.get_if_found::<Namespace>(&path, &what).await? else {
+            return Err(ProviderError::NotFound {
+                what: format!("GitLab group {} (creating {repo})", repo.owner),
+                kind: provider.kind,
+            });
+        };
+        body["namespace_id"] = json!(namespace.id);
     }
     let what = format!("creating GitLab project {repo}");
-    let reply = provider.send(Method::POST, provider.url("/projects", &[])?, Some(&body)).await?;
-    match reply.status {
-        201 => Ok(provider.decode::<Project>(&reply, &what)?.into()),
-        _ => match provider.failure(&reply, &what) {
-            ProviderError::Api { status: 400, message, .. } if message.contains("has already been taken") => {
-                Err(ProviderError::AlreadyExists { what: format!("GitLab project {repo}") })
-            }
-            ProviderError::Forbidden { message, .. } => Err(ProviderError::Forbidden {
-                message,
-                hint: Some(create_forbidden_hint(provider.host(), repo, personal)),
-            }),
-            other => Err(other),
-        },
+    let reply = provider.call(Method::POST, "/projects", &[], Some(&body)).await?;
+    match provider.expect::<Project>(&reply, 201, &what) {
+        Ok(project) => Ok(project.into()),
+        Err(ProviderError::Api { status: 400, message, .. }) if message.contains("has already been taken") => {
+            Err(ProviderError::AlreadyExists { what: format!("GitLab project {repo}") })
+        }
+        Err(other) => Err(other.with_forbidden_hint(|| create_forbidden_hint(provider.host(), repo, personal))),
     }
 }
 
@@ -190,16 +160,13 @@ pub(super) async fn is_branch_protected(
 ) -> Result<bool, ProviderError> {
     let what = format!("reading branch {branch} of GitLab project {repo}");
     let path = format!("{}/repository/branches/{}", project_path(repo), encode_segment(branch));
-    let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
-    match reply.status {
-        200 => return Ok(provider.decode::<Branch>(&reply, &what)?.protected),
-        404 => {}
-        _ => return Err(provider.failure(&reply, &what)),
+    if let Some(found) = provider.get_if_found::<Branch>(&path, &what).await? {
+        return Ok(found.protected);
     }
     // The branch does not exist yet: is there a rule for its name?
     let what = format!("reading protection of branch {branch} of GitLab project {repo}");
     let path = format!("{}/protected_branches/{}", project_path(repo), encode_segment(branch));
-    let reply = provider.send(Method::GET, provider.url(&path, &[])?, None).await?;
+    let reply = provider.call(Method::GET, &path, &[], None).await?;
     match reply.status {
         200 => Ok(true),
         404 => Ok(false),
@@ -209,9 +176,7 @@ pub(super) async fn is_branch_protected(
 
 pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Result<Vec<DeployKey>, ProviderError> {
     let what = format!("listing deploy keys of GitLab project {repo}");
-    let path = format!("{}/deploy_keys", project_path(repo));
-    let url = provider.url(&path, &[("per_page", "100")])?;
-    let keys: Vec<Key> = provider.get_all(url, &what).await?;
+    let keys: Vec<Key> = provider.get_all(&format!("{}/deploy_keys", project_path(repo)), &what).await?;
     Ok(keys
         .into_iter()
         .map(|key| DeployKey { id: key.id, title: key.title, key: key.key, read_only: !key.can_push })
@@ -228,26 +193,19 @@ pub(super) async fn create_deploy_key(
     let what = format!("adding deploy key {title:?} to GitLab project {repo}");
     let body = json!({ "title": title, "key": public_key.trim(), "can_push": !read_only });
     let path = format!("{}/deploy_keys", project_path(repo));
-    let reply = provider.send(Method::POST, provider.url(&path, &[])?, Some(&body)).await?;
-    if reply.is(&[201]) {
-        return Ok(());
-    }
-    Err(match provider.failure(&reply, &what) {
-        ProviderError::Forbidden { message, .. } => ProviderError::Forbidden {
-            message,
-            hint: Some(format!(
-                "adding deploy keys needs the Maintainer role on {repo}: ask an owner of the project or its group"
-            )),
-        },
-        other => other,
+    let reply = provider.call(Method::POST, &path, &[], Some(&body)).await?;
+    provider.expect_status(&reply, &[201], &what).map_err(|error| {
+        error.with_forbidden_hint(|| {
+            format!("adding deploy keys needs the Maintainer role on {repo}: ask an owner of the project or its group")
+        })
     })
 }
 
 pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_id: u64) -> Result<(), ProviderError> {
     let what = format!("deleting deploy key {key_id} of GitLab project {repo}");
     let path = format!("{}/deploy_keys/{key_id}", project_path(repo));
-    let reply = provider.send(Method::DELETE, provider.url(&path, &[])?, None).await?;
-    if reply.is(&[200, 204, 404]) { Ok(()) } else { Err(provider.failure(&reply, &what)) }
+    let reply = provider.call(Method::DELETE, &path, &[], None).await?;
+    provider.expect_status(&reply, &[200, 204, 404], &what)
 }
 
 pub(super) async fn create_branch(
@@ -258,17 +216,13 @@ pub(super) async fn create_branch(
 ) -> Result<(), ProviderError> {
     let what = format!("creating branch {branch} in GitLab project {repo}");
     let path = format!("{}/repository/branches", project_path(repo));
-    let url = provider.url(&path, &[("branch", branch), ("ref", from_sha)])?;
-    let reply = provider.send(Method::POST, url, None).await?;
-    match reply.status {
-        201 => Ok(()),
-        _ => match provider.failure(&reply, &what) {
-            ProviderError::Api { status: 400, message, .. } if message.contains("already exists") => {
-                Err(ProviderError::AlreadyExists { what: format!("branch {branch} in GitLab project {repo}") })
-            }
-            other => Err(other),
-        },
-    }
+    let reply = provider.call(Method::POST, &path, &[("branch", branch), ("ref", from_sha)], None).await?;
+    provider.expect_status(&reply, &[201], &what).map_err(|error| match error {
+        ProviderError::Api { status: 400, message, .. } if message.contains("already exists") => {
+            ProviderError::AlreadyExists { what: format!("branch {branch} in GitLab project {repo}") }
+        }
+        other => other,
+    })
 }
 
 pub(super) async fn find_open_pull_request(
@@ -279,12 +233,9 @@ pub(super) async fn find_open_pull_request(
 ) -> Result<Option<PullRequest>, ProviderError> {
     let what = format!("listing merge requests of GitLab project {repo}");
     let path = format!("{}/merge_requests", project_path(repo));
-    let url = provider.url(&path, &[("state", "opened"), ("source_branch", head_branch), ("target_branch", base)])?;
-    let reply = provider.send(Method::GET, url, None).await?;
-    if !reply.is(&[200]) {
-        return Err(provider.failure(&reply, &what));
-    }
-    let requests: Vec<MergeRequest> = provider.decode(&reply, &what)?;
+    let query = [("state", "opened"), ("source_branch", head_branch), ("target_branch", base)];
+    let reply = provider.call(Method::GET, &path, &query, None).await?;
+    let requests: Vec<MergeRequest> = provider.expect(&reply, 200, &what)?;
     Ok(requests.into_iter().next().map(PullRequest::from))
 }
 
@@ -304,13 +255,12 @@ pub(super) async fn create_pull_request(
         "description": body,
     });
     let path = format!("{}/merge_requests", project_path(repo));
-    let reply = provider.send(Method::POST, provider.url(&path, &[])?, Some(&request)).await?;
+    let reply = provider.call(Method::POST, &path, &[], Some(&request)).await?;
     match reply.status {
-        201 => Ok(provider.decode::<MergeRequest>(&reply, &what)?.into()),
         409 => Err(ProviderError::AlreadyExists {
             what: format!("{what}: {}", provider.scrub(&super::server_message(&reply.body))),
         }),
-        _ => Err(provider.failure(&reply, &what)),
+        _ => Ok(provider.expect::<MergeRequest>(&reply, 201, &what)?.into()),
     }
 }
 
@@ -324,10 +274,6 @@ pub(super) async fn update_pull_request(
     let what = format!("updating merge request !{number} of GitLab project {repo}");
     let request = json!({ "title": title, "description": body });
     let path = format!("{}/merge_requests/{number}", project_path(repo));
-    let reply = provider.send(Method::PUT, provider.url(&path, &[])?, Some(&request)).await?;
-    if reply.is(&[200]) {
-        Ok(provider.decode::<MergeRequest>(&reply, &what)?.into())
-    } else {
-        Err(provider.failure(&reply, &what))
-    }
+    let reply = provider.call(Method::PUT, &path, &[], Some(&request)).await?;
+    Ok(provider.expect::<MergeRequest>(&reply, 200, &what)?.into())
 }

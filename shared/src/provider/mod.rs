@@ -419,6 +419,15 @@ fn retry_suffix(retry_after_secs: Option<u64>) -> String {
 }
 
 impl ProviderError {
+    /// A [`ProviderError::Forbidden`] with `hint` (made only then) in place of its own; any other
+    /// error as it is.
+    fn with_forbidden_hint(self, hint: impl FnOnce() -> String) -> ProviderError {
+        match self {
+            ProviderError::Forbidden { message, .. } => ProviderError::Forbidden { message, hint: Some(hint()) },
+            other => other,
+        }
+    }
+
     /// A line telling the user what to try next, when we know one.
     pub fn hint(&self) -> Option<String> {
         match self {
@@ -482,6 +491,17 @@ impl Reply {
     fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }
+}
+
+/// `github::f(self, args…)` or `gitlab::f(self, args…)`, by the provider's kind, awaited: the
+/// public methods of [`Provider`] hand each operation to the module of its provider.
+macro_rules! by_kind {
+    ($provider:ident . $function:ident($($arg:expr),* $(,)?)) => {
+        match $provider.kind {
+            Kind::GitHub => github::$function($provider, $($arg),*).await,
+            Kind::GitLab => gitlab::$function($provider, $($arg),*).await,
+        }
+    };
 }
 
 impl Provider {
@@ -563,10 +583,7 @@ impl Provider {
     /// token). GitHub `GET /repos/{owner}/{repo}`; GitLab `GET /projects/:id`.
     pub async fn get_repository(&self, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::get_repository(self, repo).await,
-            Kind::GitLab => gitlab::get_repository(self, repo).await,
-        }
+        by_kind!(self.get_repository(repo))
     }
 
     /// Creates an empty repository (no README, no first commit).
@@ -584,10 +601,7 @@ impl Provider {
         personal: bool,
     ) -> Result<RepoInfo, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::create_repository(self, repo, private, personal).await,
-            Kind::GitLab => gitlab::create_repository(self, repo, private, personal).await,
-        }
+        by_kind!(self.create_repository(repo, private, personal))
     }
 
     /// Whether pushes to `branch` are restricted, so changes must go through a pull request.
@@ -599,20 +613,14 @@ impl Provider {
     /// finds a rule for the name (404: not protected).
     pub async fn is_branch_protected(&self, repo: &RepoRef, branch: &str) -> Result<bool, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::is_branch_protected(self, repo, branch).await,
-            Kind::GitLab => gitlab::is_branch_protected(self, repo, branch).await,
-        }
+        by_kind!(self.is_branch_protected(repo, branch))
     }
 
     /// The repository's deploy keys (all pages). GitHub `GET /repos/{owner}/{repo}/keys`;
     /// GitLab `GET /projects/:id/deploy_keys`.
     pub async fn list_deploy_keys(&self, repo: &RepoRef) -> Result<Vec<DeployKey>, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::list_deploy_keys(self, repo).await,
-            Kind::GitLab => gitlab::list_deploy_keys(self, repo).await,
-        }
+        by_kind!(self.list_deploy_keys(repo))
     }
 
     /// Makes sure `public_key` is a deploy key of the repository with the wanted access; safe to
@@ -654,20 +662,14 @@ impl Provider {
         for key in &stale {
             self.delete_deploy_key(repo, key.id).await?;
         }
-        match self.kind {
-            Kind::GitHub => github::create_deploy_key(self, repo, title, public_key, read_only).await?,
-            Kind::GitLab => gitlab::create_deploy_key(self, repo, title, public_key, read_only).await?,
-        }
+        by_kind!(self.create_deploy_key(repo, title, public_key, read_only))?;
         Ok(if stale.is_empty() { DeployKeyOutcome::Created } else { DeployKeyOutcome::Replaced })
     }
 
     /// Deletes one deploy key by id; a key already gone (404) is fine.
     pub async fn delete_deploy_key(&self, repo: &RepoRef, key_id: u64) -> Result<(), ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::delete_deploy_key(self, repo, key_id).await,
-            Kind::GitLab => gitlab::delete_deploy_key(self, repo, key_id).await,
-        }
+        by_kind!(self.delete_deploy_key(repo, key_id))
     }
 
     /// Creates `branch` at commit `from_sha`. An existing branch is
@@ -677,10 +679,7 @@ impl Provider {
     /// `POST /projects/:id/repository/branches?branch=…&ref=…`.
     pub async fn create_branch(&self, repo: &RepoRef, branch: &str, from_sha: &str) -> Result<(), ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::create_branch(self, repo, branch, from_sha).await,
-            Kind::GitLab => gitlab::create_branch(self, repo, branch, from_sha).await,
-        }
+        by_kind!(self.create_branch(repo, branch, from_sha))
     }
 
     /// The open pull request from `head_branch` (in the same repository) into `base`, if any.
@@ -694,10 +693,7 @@ impl Provider {
         base: &str,
     ) -> Result<Option<PullRequest>, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::find_open_pull_request(self, repo, head_branch, base).await,
-            Kind::GitLab => gitlab::find_open_pull_request(self, repo, head_branch, base).await,
-        }
+        by_kind!(self.find_open_pull_request(repo, head_branch, base))
     }
 
     /// Opens a pull request from `head_branch` into `base`.
@@ -715,10 +711,7 @@ impl Provider {
         body: &str,
     ) -> Result<PullRequest, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::create_pull_request(self, repo, head_branch, base, title, body).await,
-            Kind::GitLab => gitlab::create_pull_request(self, repo, head_branch, base, title, body).await,
-        }
+        by_kind!(self.create_pull_request(repo, head_branch, base, title, body))
     }
 
     /// Sets the title and body of pull request `number`.
@@ -733,10 +726,7 @@ impl Provider {
         body: &str,
     ) -> Result<PullRequest, ProviderError> {
         self.check(repo)?;
-        match self.kind {
-            Kind::GitHub => github::update_pull_request(self, repo, number, title, body).await,
-            Kind::GitLab => gitlab::update_pull_request(self, repo, number, title, body).await,
-        }
+        by_kind!(self.update_pull_request(repo, number, title, body))
     }
 
     /// Opens a pull request from `head_branch` into `base`, or, when one is open already (a
@@ -789,6 +779,55 @@ impl Provider {
         Ok(url)
     }
 
+    /// Sends one request to `path` (with `query`, see [`Provider::url`]) and reads the whole
+    /// answer. Only transport failures are errors here.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<Reply, ProviderError> {
+        self.send(method, self.url(path, query)?, body).await
+    }
+
+    /// A GET of `path` answered 200, decoded; 404 is `None`; anything else is its failure.
+    async fn get_if_found<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<Option<T>, ProviderError> {
+        let reply = self.call(Method::GET, path, &[], None).await?;
+        match reply.status {
+            200 => self.decode(&reply, what).map(Some),
+            404 => Ok(None),
+            _ => Err(self.failure(&reply, what)),
+        }
+    }
+
+    /// The answer decoded when its status is `ok`, else the failure it is.
+    fn expect<T: DeserializeOwned>(&self, reply: &Reply, ok: u16, what: &str) -> Result<T, ProviderError> {
+        if reply.status == ok { self.decode(reply, what) } else { Err(self.failure(reply, what)) }
+    }
+
+    /// `Ok` when the answer's status is one of `ok`, else the failure it is; the body is not read.
+    fn expect_status(&self, reply: &Reply, ok: &[u16], what: &str) -> Result<(), ProviderError> {
+        if reply.is(ok) { Ok(()) } else { Err(self.failure(reply, what)) }
+    }
+
+    /// Fails with [`ProviderError::OwnerMismatch`] unless the token's own account (`GET /user`,
+    /// read as `U` and named by `login`) is `repo.owner`: the check before creating a personal
+    /// repository.
+    async fn check_personal_owner<U: DeserializeOwned>(
+        &self,
+        repo: &RepoRef,
+        login: impl FnOnce(U) -> String,
+    ) -> Result<(), ProviderError> {
+        let what = format!("reading the token's {} user", self.kind);
+        let reply = self.call(Method::GET, "/user", &[], None).await?;
+        let authenticated = login(self.expect(&reply, 200, &what)?);
+        if authenticated.eq_ignore_ascii_case(&repo.owner) {
+            return Ok(());
+        }
+        Err(ProviderError::OwnerMismatch { repo: repo.path(), requested: repo.owner.clone(), authenticated })
+    }
+
     /// Sends one request and reads the whole answer. Only transport failures are errors here.
     async fn send(&self, method: Method, url: Url, body: Option<&serde_json::Value>) -> Result<Reply, ProviderError> {
         let mut request = self.client.request(method, url);
@@ -802,20 +841,17 @@ impl Provider {
         Ok(Reply { status, headers, body })
     }
 
-    /// A GET of every page of a list, following `Link: <…>; rel="next"` on the same host.
-    async fn get_all<T: DeserializeOwned>(&self, url: Url, what: &str) -> Result<Vec<T>, ProviderError> {
+    /// A GET of every page of the list at `path`, 100 items a page, following
+    /// `Link: <…>; rel="next"` on the same host.
+    async fn get_all<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<Vec<T>, ProviderError> {
         let mut items = Vec::new();
-        let mut next = Some(url);
+        let mut next = Some(self.url(path, &[("per_page", "100")])?);
         let mut pages = 0;
         while let Some(url) = next.take() {
             pages += 1;
             let origin = url.origin();
             let reply = self.send(Method::GET, url, None).await?;
-            if !reply.is(&[200]) {
-                return Err(self.failure(&reply, what));
-            }
-            let page: Vec<T> = self.decode(&reply, what)?;
-            items.extend(page);
+            items.extend(self.expect::<Vec<T>>(&reply, 200, what)?);
             if pages >= MAX_PAGES {
                 break;
             }
