@@ -47,11 +47,11 @@ pub async fn list(args: &ListArgs, global: &GlobalArgs) -> Result<String> {
         (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
         (false, None) => Scope::Namespace(context.namespace.clone()),
     };
-    let live = match &context.cluster {
-        Some(cluster) => status::collect(cluster, &scope).await?.apps,
-        None => Vec::new(),
+    let live = match (&context.cluster, &context.detection) {
+        (Some(cluster), Some(detection)) => status::collect_detected(cluster, &scope, detection.clone()).await?.apps,
+        _ => Vec::new(),
     };
-    let current = context.record.as_ref().map(|record| record.cluster_name.clone());
+    let current = context.record().map(|record| record.cluster_name.clone());
     let rows = if reads_repo {
         let checkout = clone(context.repo()?)?;
         let clusters = layout::clusters_in(&checkout)?;

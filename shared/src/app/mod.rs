@@ -26,7 +26,7 @@ use self::plan::{Delivery, FileChange, Plan, SuspendPatch};
 use self::spec::{AppSpec, Versions};
 use crate::cli::GlobalArgs;
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
-use crate::detect::{self, ClusterState};
+use crate::detect::{self, ClusterState, Detection};
 use crate::env;
 use crate::error::{Error, Result};
 use crate::flux::api;
@@ -47,8 +47,8 @@ pub struct Context {
     pub namespace: String,
     /// The API versions to write.
     pub versions: Versions,
-    /// The current cluster's install record.
-    pub record: Option<InstallRecord>,
+    /// What the current cluster holds (its install record among it); `None` without a cluster.
+    pub detection: Option<Detection>,
     /// The config repo, with our credentials; resolved only for commands that read or write it.
     pub repo: Option<ConfigRepo>,
 }
@@ -59,6 +59,11 @@ impl Context {
         self.cluster.as_ref().ok_or_else(|| {
             Error::usage("this needs the cluster, and none is reachable", "check --kubeconfig and --context")
         })
+    }
+
+    /// The current cluster's install record.
+    fn record(&self) -> Option<&InstallRecord> {
+        self.detection.as_ref()?.gitops.as_ref()
     }
 
     /// The config repo, for commands that read or write it.
@@ -102,7 +107,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
         _ => Versions::pinned(),
     };
     if !needs_repo {
-        return Ok(Context { cluster, namespace, versions, record, repo: None });
+        return Ok(Context { cluster, namespace, versions, detection, repo: None });
     }
     let url = repo_args.config_repo.clone().or_else(|| record.as_ref().map(|r| r.url.clone())).ok_or_else(|| {
         Error::usage(
@@ -122,7 +127,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
     };
     let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
     let repo = ConfigRepo { remote, branch, hosted };
-    Ok(Context { cluster, namespace, versions, record, repo: Some(repo) })
+    Ok(Context { cluster, namespace, versions, detection, repo: Some(repo) })
 }
 
 /// The provider in front of the config repo, from the install record.
@@ -305,7 +310,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
     let context = context(global, &args.repo, true).await?;
     let repo = context.repo()?;
     let checkout = clone(repo)?;
-    let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
+    let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let per_cluster_values = !args.clusters.is_empty();
     let build = |checkout: &Checkout| {
         add_changes(&spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
@@ -408,7 +413,7 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     let context = context(global, &args.repo, true).await?;
     let repo = context.repo()?;
     let checkout = clone(repo)?;
-    let clusters = target_clusters(&checkout, &args.clusters, context.record.as_ref())?;
+    let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
     let files = build(&checkout)?;
     let cluster_list = clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ");
@@ -490,7 +495,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
     let verb = if suspend { "suspend" } else { "resume" };
     let (checkout, files) = if args.persist {
         let checkout = clone(context.repo()?)?;
-        let clusters = target_clusters(&checkout, &[], context.record.as_ref())?;
+        let clusters = target_clusters(&checkout, &[], context.record())?;
         let files = persist_changes(&args.name, &clusters, suspend, &patches, &checkout)?;
         (Some(checkout), files)
     } else {
@@ -503,7 +508,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
             delivery(context.repo()?, &args.delivery, verb, &args.name, &files).await?
         },
         message: args.delivery.message.clone().unwrap_or_else(|| {
-            let cluster = context.record.as_ref().map_or("the cluster", |record| record.path.as_str());
+            let cluster = context.record().map_or("the cluster", |record| record.path.as_str());
             format!("{} app {} in {cluster}", if suspend { "Suspend" } else { "Resume" }, args.name)
         }),
         repo: context.repo.as_ref().map(|repo| repo.remote.url.clone()).unwrap_or_default(),
@@ -522,7 +527,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         return Ok(plan.render());
     }
     let replan = |checkout: &Checkout| {
-        let clusters = target_clusters(checkout, &[], context.record.as_ref())?;
+        let clusters = target_clusters(checkout, &[], context.record())?;
         persist_changes(&args.name, &clusters, suspend, &plan.patches, checkout)
     };
     let target = match checkout {

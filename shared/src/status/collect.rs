@@ -35,7 +35,12 @@ pub(super) type Index = HashMap<Key, DynamicObject>;
 
 /// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
 pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
-    let detection = detect_flux(cluster).await?;
+    collect_detected(cluster, scope, detect_flux(cluster).await?).await
+}
+
+/// [`collect`] for a caller that has detected the cluster already (detection is five requests).
+pub async fn collect_detected(cluster: &Cluster, scope: &Scope, detection: detect::Detection) -> Result<Report> {
+    require_flux(&detection.api_versions)?;
     let served = &detection.api_versions;
     let (git, oci, helm_repositories, charts, kustomizations, releases) = tokio::join!(
         list(cluster, served, &GIT_REPOSITORY, scope),

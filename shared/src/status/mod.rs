@@ -14,7 +14,7 @@ mod watch;
 
 use serde::Serialize;
 
-pub use self::collect::{Scope, collect};
+pub use self::collect::{Scope, collect, collect_detected};
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
 pub use self::tree::{
