@@ -98,6 +98,50 @@ pub fn classify(server: &str, error: kube::Error) -> Error {
     }
 }
 
+/// A kube error as one sentence for the user. An API error is the API server's own message with
+/// its code and reason (`the server could not find the requested resource (404 NotFound)`):
+/// kube's `Display` appends a debug dump of the whole Status, which no user should read.
+pub fn describe(error: &kube::Error) -> String {
+    let kube::Error::Api(status) = error else {
+        return format!("the request to the Kubernetes API failed: {}", chain_to_line(error));
+    };
+    let mut answer = Vec::new();
+    if status.code != 0 {
+        answer.push(status.code.to_string());
+    }
+    if !status.reason.is_empty() {
+        answer.push(status.reason.clone());
+    }
+    let answer = answer.join(" ");
+    match (status.message.trim(), answer.as_str()) {
+        ("", "") => "the Kubernetes API server answered with an error and no message".to_string(),
+        ("", answer) => format!("the Kubernetes API server answered with an error ({answer})"),
+        (message, "") => message.to_string(),
+        (message, answer) => format!("{message} ({answer})"),
+    }
+}
+
+/// What to try after an API error that is not a 401 or 403 (those have their own variants).
+pub fn api_hint(error: &kube::Error) -> &'static str {
+    let kube::Error::Api(status) = error else {
+        return "if kubectl works with the same kubeconfig and context, this is a bug in kubectl-gitops; please report it";
+    };
+    match status.code {
+        404 => {
+            "check the name and namespace, and that Flux is installed and serves this kind (`kubectl gitops detect -o yaml`)"
+        }
+        409 => "something else changed the same object meanwhile; run the command again",
+        410 => "the API server's listing expired while it was read; run the command again",
+        400 | 422 => {
+            "the API server refused the request as invalid; `kubectl gitops detect -o yaml` shows the Flux API versions it serves"
+        }
+        429 | 500..=599 => {
+            "the API server is overloaded or failing; try again shortly (`kubectl get --raw '/readyz?verbose'` shows its health)"
+        }
+        _ => "`kubectl get --raw '/readyz?verbose'` shows the API server's health",
+    }
+}
+
 /// Whether a kube error is an API 404.
 pub fn is_not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
@@ -137,5 +181,53 @@ mod tests {
         assert!(matches!(classify("https://x", status(500)), Error::Api(_)));
         assert!(is_not_found(&status(404)));
         assert!(is_forbidden(&status(403)));
+    }
+
+    /// What the user reads for an error, as `runtime::finish` prints it.
+    fn printed(error: &Error) -> (String, Option<String>) {
+        (chain_to_line(error), error.hint())
+    }
+
+    fn assert_no_debug_dump(text: &str) {
+        for dump in ["ApiError", "Status {", "Some(", "Failure"] {
+            assert!(!text.contains(dump), "{dump:?} in {text:?}");
+        }
+    }
+
+    /// A real 404 answer, through kube's client and our conversion, reads as a sentence with a hint.
+    #[tokio::test]
+    async fn an_api_error_reads_as_the_servers_sentence_with_a_hint() {
+        let fake = crate::testing::FakeApi::new();
+        let cluster = fake.cluster();
+        let releases: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(cluster.client.clone(), "flux-system");
+        let error = cluster.error(releases.get("web").await.unwrap_err());
+        let (line, hint) = printed(&error);
+        assert_eq!(line, "\"web\" not found (404 NotFound)");
+        assert_no_debug_dump(&line);
+        assert!(hint.is_some_and(|hint| hint.contains("check the name and namespace")));
+        let step = Error::Step { number: 2, total: 3, step: "read the app".into(), source: Box::new(error) };
+        let (line, hint) = printed(&step);
+        assert_eq!(line, "step 2/3 (read the app) failed: \"web\" not found (404 NotFound)");
+        assert!(hint.is_some());
+    }
+
+    #[test]
+    fn api_errors_without_a_message_or_from_the_client_still_read_as_sentences() {
+        let bare = kube::core::Status { code: 500, reason: "InternalError".into(), ..Default::default() };
+        let error = classify("https://x", kube::Error::Api(Box::new(bare)));
+        let (line, hint) = printed(&error);
+        assert_eq!(line, "the Kubernetes API server answered with an error (500 InternalError)");
+        assert!(hint.is_some_and(|hint| hint.contains("try again")));
+        let missing_route = kube::core::Status::failure("the server could not find the requested resource", "NotFound")
+            .with_code(404)
+            .boxed();
+        let (line, _) = printed(&classify("https://x", kube::Error::Api(missing_route)));
+        assert_eq!(line, "the server could not find the requested resource (404 NotFound)");
+        let garbled = serde_json::from_str::<u8>("x").unwrap_err();
+        let (line, hint) = printed(&classify("https://x", kube::Error::SerdeError(garbled)));
+        assert!(line.starts_with("the request to the Kubernetes API failed: Error deserializing response: "), "{line}");
+        assert_no_debug_dump(&line);
+        assert!(hint.is_some());
     }
 }

@@ -69,9 +69,11 @@ pub enum Error {
         message: String,
     },
 
-    /// Any other API error.
-    #[error("kubernetes API error: {0}")]
-    Api(#[source] kube::Error),
+    /// Any other API error. Displayed as a sentence from the API server's own message, code and
+    /// reason ([`crate::cluster::describe`]); kube's `Display` would add a debug dump of the
+    /// Status, so the kube error is deliberately not a `#[source]` (the chain stays readable).
+    #[error("{}", crate::cluster::describe(.0))]
+    Api(kube::Error),
 
     /// The operation ran and the answer is "no" (not ready, failing, timed out).
     #[error("{message}")]
@@ -177,7 +179,7 @@ impl Error {
             Error::Forbidden { .. } => Some(
                 "ask a cluster admin for the RBAC rights named above, or use a --context that has them".into(),
             ),
-            Error::Api(_) => None,
+            Error::Api(error) => Some(crate::cluster::api_hint(error).into()),
             Error::NotImplemented { .. } => Some(
                 "see `kubectl gitops --help` for the commands available in this version".into(),
             ),
