@@ -370,16 +370,12 @@ fn two_clusters_share_a_definition_and_keep_their_own_values() {
     }
 }
 
-/// Two adds racing on one repo both land: the loser fetches, re-plans and pushes again.
-#[test]
-fn concurrent_adds_both_land() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
-    let work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
-
-    let spawn = |name: &str| {
+/// Runs `app add` for each name at once against `fleet`; their outputs, in the order given.
+fn race(env: &TestEnv, names: &[&str]) -> Vec<std::process::Output> {
+    let spawn = |name: &&str| {
         Command::new(binaries::path("kubectl-gitops-app"))
             .args(["add", name, "--url", "https://github.com/acme/apps", "--path", &format!("./{name}")])
-            .args(["--cluster", "dev", "--config-repo", &env.git.ssh_url("fleet")])
+            .args(["--cluster", "dev", "--config-repo", &env.git.ssh_url("fleet"), "--timeout", "4m"])
             .arg("--private-key-file")
             .arg(&env.git.client_key)
             .arg("--known-hosts-file")
@@ -390,16 +386,47 @@ fn concurrent_adds_both_land() {
             .spawn()
             .unwrap()
     };
-    let racers: Vec<_> = ["one", "two", "three"].into_iter().map(spawn).collect();
-    for racer in racers {
-        let out = racer.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let racers: Vec<_> = names.iter().map(spawn).collect();
+    racers.into_iter().map(|racer| racer.wait_with_output().unwrap()).collect()
+}
+
+/// 16 adds of different apps racing on one repo all land: each loser waits a jittered backoff,
+/// moves to the new head, re-plans and pushes again until its --timeout. Then 16 adds of one
+/// and the same app land exactly once; the other 15 answer "nothing to change".
+#[test]
+fn sixteen_concurrent_adds_all_land_and_sixteen_of_one_app_land_once() {
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
+
+    let names: Vec<String> = (1..=16).map(|n| format!("app-{n:02}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (name, out) in names.iter().zip(race(env, &names)) {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.starts_with(&format!("app {name} added at ")), "{name}: {stdout}");
     }
     git(env, work.path(), &["pull", "-q", &env.git.ssh_url("fleet"), "main"]);
     let list = std::fs::read_to_string(work.path().join("clusters/dev/apps/kustomization.yaml")).unwrap();
-    assert!(list.contains("- one\n- three\n- two\n"), "{list}");
+    let expected: String = names.iter().map(|name| format!("- {name}\n")).collect();
+    assert!(list.contains(&expected), "{list}");
     let log = git(env, work.path(), &["log", "--format=%s"]);
-    assert_eq!(log.lines().filter(|line| line.starts_with("Add app ")).count(), 3, "{log}");
+    assert_eq!(log.lines().filter(|line| line.starts_with("Add app ")).count(), 16, "{log}");
+
+    let outs = race(env, &["same"; 16]);
+    let mut added = 0;
+    for out in &outs {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        if stdout.starts_with("app same added at ") {
+            added += 1;
+        } else {
+            assert!(stdout.contains("nothing to change"), "{stdout}");
+        }
+    }
+    assert_eq!(added, 1, "exactly one of the 16 commits the app");
+    git(env, work.path(), &["pull", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let log = git(env, work.path(), &["log", "--format=%s"]);
+    assert_eq!(log.lines().filter(|line| line.starts_with("Add app same ")).count(), 1, "{log}");
 }
 
 /// A key the server refuses, and a file that is no key at all: a clear error, nothing pushed.

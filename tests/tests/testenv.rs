@@ -178,3 +178,35 @@ fn the_audit_log_records_mutating_requests() {
     });
     assert!(created, "the create is in the audit log");
 }
+
+/// A kubelet restarts a crashed container; the environment restarts a Flux controller that exits,
+/// and it serves again. (A controller that started before discovery served its kinds used to
+/// exit and stay down: "no matches for kind".)
+#[test]
+fn a_flux_controller_that_dies_is_restarted_and_ready_again() {
+    let env = TestEnv::shared();
+    // notification-controller: the other tests of this binary do not need it meanwhile.
+    let (restarts, pid) = env.restarts("notification-controller").expect("started as a restarted process");
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::KILL)
+        .unwrap();
+    gitops_e2e::testenv::process::wait_until("the restart", Duration::from_secs(30), || {
+        Ok(env.restarts("notification-controller").is_some_and(|(now, _)| now == restarts + 1))
+    })
+    .unwrap();
+    let (_, new_pid) = env.restarts("notification-controller").unwrap();
+    assert_ne!(new_pid, pid);
+    assert!(env.log("notification-controller").contains("testenv: notification-controller exited with signal: 9"));
+    // It reconciles again: a Receiver becomes Ready.
+    namespace(env, "proof-restart");
+    env.apply_yaml(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: webhook-token\n  namespace: proof-restart\nstringData:\n  token: not-secret\n---\napiVersion: notification.toolkit.fluxcd.io/v1\nkind: Receiver\nmetadata:\n  name: restarted\n  namespace: proof-restart\nspec:\n  type: generic\n  secretRef:\n    name: webhook-token\n  resources:\n  - kind: GitRepository\n    name: any\n",
+    )
+    .unwrap();
+    env.wait_for_jsonpath(
+        &["receiver", "restarted", "-n", "proof-restart"],
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        "True",
+        CONVERGE,
+    )
+    .unwrap();
+}

@@ -56,7 +56,7 @@ pub struct DeliveryArgs {
     #[arg(long, help_heading = "Delivery")]
     pub wait: bool,
 
-    /// How long --wait waits.
+    /// How long --wait waits, and how long a push refused because others pushed first is retried.
     #[arg(long, value_parser = duration::parse, default_value = "5m", help_heading = "Delivery")]
     pub timeout: Duration,
 }

@@ -3,6 +3,8 @@
 //! a pull request. Nothing is left half-done: a pull request that cannot be opened takes its
 //! new branch away again.
 
+use std::time::{Duration, Instant};
+
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
@@ -15,8 +17,10 @@ use crate::output::report;
 use crate::output::style::{Stream, Style};
 use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
 
-/// How many times a push to the config branch is tried when others push meanwhile.
-pub const PUSH_ATTEMPTS: u32 = 5;
+/// The pause after the first refused push; it doubles after each further one, up to
+/// [`MAX_PUSH_BACKOFF`], jittered so that writers refused together do not retry together.
+const FIRST_PUSH_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_PUSH_BACKOFF: Duration = Duration::from_secs(5);
 
 /// The config repo, and the provider API in front of it when there is one.
 #[derive(Debug, Clone)]
@@ -47,17 +51,22 @@ pub struct Outcome {
     pub commit: Option<String>,
     /// The pull request opened or updated.
     pub pull_request: Option<(PullRequest, PullRequestOutcome)>,
+    /// A concurrent push made the same change first: re-planned on its head, nothing was left
+    /// to commit.
+    pub made_meanwhile: bool,
 }
 
 /// Runs the plan: the cluster patches, then the commit into `repo` (a clone of the config
-/// branch and where it comes from), when the plan changes files. `replan` recomputes the file changes on a fresh clone after a concurrent
-/// push, from the same request, so a retry never overwrites what the other push changed.
+/// branch and where it comes from), when the plan changes files. `replan` recomputes the file
+/// changes on the new head after a concurrent push, from the same request, so a retry never
+/// overwrites what the other push changed; refused pushes are retried until `timeout` passes.
 pub async fn execute(
     plan: &Plan,
     repo: Option<(Checkout, &ConfigRepo)>,
     author: &Signature,
     cluster: Option<&Cluster>,
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+    timeout: Duration,
 ) -> Result<Outcome> {
     let steps = plan.steps();
     let total = steps.len();
@@ -86,12 +95,14 @@ pub async fn execute(
     };
     number += 1;
     match &plan.delivery {
-        Delivery::Push => {
-            let commit =
-                push_with_replans(plan, checkout, repo, author, replan).map_err(|error| fail(number, error))?;
-            report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
-            outcome.commit = commit;
-        }
+        Delivery::Push => match push_with_replans(plan, checkout, repo, author, replan, timeout).await {
+            Ok(Pushed::Commit(commit)) => {
+                report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+                outcome.commit = commit;
+            }
+            Ok(Pushed::MadeMeanwhile) => outcome.made_meanwhile = true,
+            Err(error) => return Err(fail(number, error)),
+        },
         Delivery::PullRequest { branch, .. } => {
             let hosted = repo
                 .hosted
@@ -135,37 +146,58 @@ pub async fn execute(
     Ok(outcome)
 }
 
-/// Commits and pushes to the config branch; when someone else pushed meanwhile, moves to the
-/// new head, re-plans and tries again.
-fn push_with_replans(
+/// What a push to the config branch came to.
+enum Pushed {
+    /// Our commit is on the branch (`None`: the checkout had nothing new to push).
+    Commit(Option<String>),
+    /// Someone else's push made the same change first.
+    MadeMeanwhile,
+}
+
+/// Commits and pushes to the config branch; when someone else pushed meanwhile, waits a
+/// jittered, doubling backoff, moves to the new head, re-plans and tries again, until `timeout`.
+async fn push_with_replans(
     plan: &Plan,
     mut checkout: Checkout,
     repo: &ConfigRepo,
     author: &Signature,
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
-) -> Result<Option<String>> {
+    timeout: Duration,
+) -> Result<Pushed> {
+    let deadline = Instant::now() + timeout;
     let mut files = plan.files.clone();
-    for attempt in 1..=PUSH_ATTEMPTS {
+    let mut backoff = FIRST_PUSH_BACKOFF;
+    let mut refused = 0;
+    loop {
         if files.is_empty() {
-            // The other push already made the change.
-            return Ok(None);
+            return Ok(Pushed::MadeMeanwhile);
         }
         write(&mut checkout, &files)?;
         let commit = checkout.commit(&plan.message, author)?;
         match checkout.push() {
-            Ok(()) => return Ok(commit),
-            Err(GitError::NonFastForward { .. }) if attempt < PUSH_ATTEMPTS => {
-                report::detail(&format!("{} moved while we pushed; fetching and trying again", repo.branch));
+            Ok(()) => return Ok(Pushed::Commit(commit)),
+            Err(GitError::NonFastForward { .. }) => {
+                refused += 1;
+                let pause = crate::duration::jittered(backoff);
+                if Instant::now() + pause >= deadline {
+                    return Err(Error::Git {
+                        message: format!(
+                            "{} kept moving: {refused} pushes were refused within {}",
+                            repo.branch,
+                            crate::duration::format(timeout)
+                        ),
+                        hint: Some("raise --timeout, or try again when fewer changes are being pushed".into()),
+                    });
+                }
+                report::detail(&format!("{} moved while we pushed; trying again on its new head", repo.branch));
+                tokio::time::sleep(pause).await;
+                backoff = (backoff * 2).min(MAX_PUSH_BACKOFF);
                 checkout.reset_to_remote()?;
                 files = replan(&checkout)?;
             }
             Err(error) => return Err(error.into()),
         }
     }
-    Err(Error::Git {
-        message: format!("{} kept moving: {PUSH_ATTEMPTS} pushes were refused", repo.branch),
-        hint: Some("try again when fewer changes are being pushed".into()),
-    })
 }
 
 fn write(checkout: &mut Checkout, files: &[FileChange]) -> Result<()> {

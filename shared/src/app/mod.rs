@@ -359,7 +359,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
     if plan.is_noop() {
         return Ok(format!("app {} is already in the config repo for {cluster_list}; nothing to change\n", spec.name));
     }
-    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build).await?;
+    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build, args.delivery.timeout).await?;
     finish(&context, &plan, &outcome, &spec.name, "added", args.delivery.timeout, true).await
 }
 
@@ -455,7 +455,7 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     for note in &plan.notes {
         report::write_stderr(&format!("{note}\n"));
     }
-    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build).await?;
+    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build, args.delivery.timeout).await?;
     finish(&context, &plan, &outcome, &args.name, "removed", args.delivery.timeout, false).await
 }
 
@@ -534,7 +534,7 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         Some(checkout) => Some((checkout, context.repo()?)),
         None => None,
     };
-    let outcome = deliver::execute(&plan, target, &author, Some(cluster), &replan).await?;
+    let outcome = deliver::execute(&plan, target, &author, Some(cluster), &replan, args.delivery.timeout).await?;
     finish(
         &context,
         &plan,
@@ -623,6 +623,9 @@ async fn finish(
             report::warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
         }
         return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
+    }
+    if outcome.made_meanwhile {
+        return Ok(format!("app {app} was {done} meanwhile by another push; nothing to change\n"));
     }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     if plan.wait.is_some()

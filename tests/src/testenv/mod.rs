@@ -279,18 +279,19 @@ impl TestEnv {
             "--service-cluster-ip-range=10.0.0.0/24".to_string(),
             "--controllers=*".to_string(),
         ]);
-        self.supervisor()
-            .spawn("kube-controller-manager", Command::new(bin.join("kube-controller-manager")).args(kcm))?;
-        self.supervisor().spawn(
+        self.spawn_restarting("kube-controller-manager", bin.join("kube-controller-manager"), kcm)?;
+        self.spawn_restarting(
             "kube-scheduler",
-            Command::new(bin.join("kube-scheduler")).args(common(self.ports.scheduler, "scheduler-certs")),
+            bin.join("kube-scheduler"),
+            common(self.ports.scheduler, "scheduler-certs"),
         )?;
         if bin.join("kwok").exists() {
             // build.sh copies kwok's stages (node ready and heartbeat, pod ready/complete/delete).
             let stages = self.cache.join("kwok/stages.yaml");
-            self.supervisor().spawn(
+            self.spawn_restarting(
                 "kwok",
-                Command::new(bin.join("kwok")).args([
+                bin.join("kwok"),
+                vec![
                     format!("--config={}", stages.display()),
                     format!("--kubeconfig={kubeconfig}"),
                     "--manage-all-nodes=false".to_string(),
@@ -298,7 +299,7 @@ impl TestEnv {
                     "--cidr=10.0.1.0/24".to_string(),
                     "--node-ip=127.0.0.1".to_string(),
                     format!("--server-address=127.0.0.1:{}", self.ports.kwok),
-                ]),
+                ],
             )?;
             // No taint: every pod may land on the fake node, as on a one-node cluster.
             self.apply_yaml(
@@ -325,13 +326,16 @@ impl TestEnv {
         Ok(())
     }
 
-    /// Starts the four Flux controllers as local processes (the CRDs must exist).
+    /// Starts the four Flux controllers as local processes, each once discovery serves every kind
+    /// it watches (a controller that starts earlier exits: "no matches for kind"), and restarted
+    /// with a backoff when it exits, as a kubelet restarts a crashed container.
     pub fn start_flux_controllers(&self) -> Result<()> {
         let bin = self.cache.join("bin");
         let events = format!("http://127.0.0.1:{}", self.ports.events);
         let free = free_ports(FLUX_CONTROLLERS.len() * 2 + 1)?;
         std::fs::create_dir_all(self.dir.join("storage"))?;
         for (index, controller) in FLUX_CONTROLLERS.iter().enumerate() {
+            self.wait_until_served(controller)?;
             // The Flux controllers read the kubeconfig from KUBECONFIG; they have no flag for it.
             let mut args = vec![
                 "--enable-leader-election=false".to_string(),
@@ -352,18 +356,16 @@ impl TestEnv {
                 ]),
                 _ => args.push(format!("--events-addr={events}")),
             }
-            self.supervisor().spawn(
-                controller,
-                Command::new(bin.join(controller))
-                    .args(args)
-                    .env("KUBECONFIG", &self.kubeconfig)
-                    .env("RUNTIME_NAMESPACE", "flux-system"),
-            )?;
+            let (program, kubeconfig) = (bin.join(controller), self.kubeconfig.clone());
+            self.supervisor().spawn_restarting(controller, move || {
+                let mut command = Command::new(&program);
+                command.args(&args).env("KUBECONFIG", &kubeconfig).env("RUNTIME_NAMESPACE", "flux-system");
+                command
+            })?;
         }
         let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len()).map(|index| free[index * 2 + 1]).collect();
-        let mut supervisor = self.supervisor();
-        wait_until("the Flux controllers' /readyz", Duration::from_secs(60), || {
-            supervisor.check_alive()?;
+        wait_until("the Flux controllers' /readyz", Duration::from_secs(120), || {
+            self.supervisor().check_alive()?;
             Ok(health_ports.iter().all(|port| {
                 Command::new("curl")
                     .args(["-sf", "-o", "/dev/null", &format!("http://127.0.0.1:{port}/readyz")])
@@ -371,6 +373,41 @@ impl TestEnv {
                     .is_ok_and(|s| s.success())
             }))
         })
+    }
+
+    /// Waits until API discovery serves every kind `controller` watches: the served versions of
+    /// its own CRDs and of source-controller's (the sources every other controller reads).
+    fn wait_until_served(&self, controller: &str) -> Result<()> {
+        let mut wanted = crd_resources(&self.cache.join("crds").join(controller))?;
+        if controller != "source-controller" {
+            wanted.extend(crd_resources(&self.cache.join("crds/source-controller"))?);
+        }
+        let mut missing: Vec<String> = Vec::new();
+        let waited =
+            wait_until(&format!("discovery to serve the kinds {controller} watches"), Duration::from_secs(120), || {
+                let mut still = Vec::new();
+                let mut by_version: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+                for (group_version, plural) in &wanted {
+                    by_version.entry(group_version).or_default().push(plural);
+                }
+                for (group_version, plurals) in by_version {
+                    let output = self.kubectl(&["get", "--raw", &format!("/apis/{group_version}")])?;
+                    let served: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+                    let names: Vec<&str> = served["resources"]
+                        .as_array()
+                        .map(|resources| resources.iter().filter_map(|r| r["name"].as_str()).collect())
+                        .unwrap_or_default();
+                    still.extend(
+                        plurals
+                            .into_iter()
+                            .filter(|plural| !names.contains(plural))
+                            .map(|plural| format!("{group_version}/{plural}")),
+                    );
+                }
+                missing = still;
+                Ok(missing.is_empty())
+            });
+        waited.with_context(|| format!("not served yet: {}", missing.join(", ")))
     }
 
     /// Plays the kubelet for Flux: once something (for example `kubectl gitops install`) has
@@ -391,6 +428,21 @@ impl TestEnv {
                 eprintln!("testenv: the Flux controllers did not start: {error:#}");
             }
         });
+    }
+
+    /// Starts a control-plane process that is restarted when it exits, as a kubelet would.
+    fn spawn_restarting(&self, name: &str, program: PathBuf, args: Vec<String>) -> Result<u32> {
+        self.supervisor().spawn_restarting(name, move || {
+            let mut command = Command::new(&program);
+            command.args(&args);
+            command
+        })
+    }
+
+    /// How often a process of the environment was restarted after it exited, and its PID now
+    /// (`None` for a process that is not restarted).
+    pub fn restarts(&self, name: &str) -> Option<(u32, u32)> {
+        self.supervisor().restarts(name)
     }
 
     fn supervisor(&self) -> MutexGuard<'_, Supervisor> {
@@ -462,6 +514,28 @@ impl TestEnv {
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.supervisor().log_path(name)).unwrap_or_default()
     }
+}
+
+/// The `(group/version, plural)` pairs that the CRD files in `dir` serve.
+fn crd_resources(dir: &Path) -> Result<Vec<(String, String)>> {
+    let mut resources = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("the CRDs in {}", dir.display()))? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)?;
+        let documents: Vec<serde_json::Value> =
+            serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {}", path.display()))?;
+        for crd in documents.iter().filter(|document| document["kind"] == "CustomResourceDefinition") {
+            let spec = &crd["spec"];
+            let (group, plural) =
+                (spec["group"].as_str().unwrap_or_default(), spec["names"]["plural"].as_str().unwrap_or_default());
+            for version in spec["versions"].as_array().into_iter().flatten().filter(|version| version["served"] == true)
+            {
+                resources
+                    .push((format!("{group}/{}", version["name"].as_str().unwrap_or_default()), plural.to_string()));
+            }
+        }
+    }
+    Ok(resources)
 }
 
 fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>) -> Result<()> {

@@ -5,43 +5,145 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+
+/// How a process started with [`Supervisor::spawn_restarting`] is restarted.
+#[derive(Debug, Clone, Copy)]
+pub struct RestartPolicy {
+    /// The pause before the first restart; it doubles with each further one (jittered, at most 10 s).
+    pub first_backoff: Duration,
+    /// How often a process that keeps exiting is started again before it is given up on.
+    pub max_restarts: u32,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> RestartPolicy {
+        RestartPolicy { first_backoff: Duration::from_millis(500), max_restarts: 6 }
+    }
+}
 
 /// Starts processes into one process group and remembers their logs.
 pub struct Supervisor {
     log_dir: PathBuf,
     group: Option<u32>,
     children: Vec<(String, Child)>,
+    restarting: Vec<(String, Arc<Mutex<RestartState>>)>,
+    /// How processes started with [`Supervisor::spawn_restarting`] from now on are restarted.
+    pub restart_policy: RestartPolicy,
+    /// Set by `stop`; held while a restart spawns, so nothing starts after the group is stopped.
+    stopping: Arc<Mutex<bool>>,
+}
+
+/// What a kubelet would show for a restarted container: how often it restarted, and whether it
+/// was given up on (with its last log lines).
+#[derive(Debug, Default)]
+struct RestartState {
+    pid: u32,
+    restarts: u32,
+    gave_up: Option<String>,
 }
 
 impl Supervisor {
     /// A supervisor writing logs into `log_dir`.
     pub fn new(log_dir: &Path) -> Result<Supervisor> {
         std::fs::create_dir_all(log_dir)?;
-        Ok(Supervisor { log_dir: log_dir.to_path_buf(), group: None, children: Vec::new() })
+        Ok(Supervisor {
+            log_dir: log_dir.to_path_buf(),
+            group: None,
+            children: Vec::new(),
+            restarting: Vec::new(),
+            restart_policy: RestartPolicy::default(),
+            stopping: Arc::new(Mutex::new(false)),
+        })
     }
 
     /// Starts a process; stdout and stderr go to `<log_dir>/<name>.log`.
     pub fn spawn(&mut self, name: &str, command: &mut Command) -> Result<u32> {
         let log = File::create(self.log_path(name))?;
-        command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            command.process_group(self.group.unwrap_or(0) as i32);
-        }
-        let child = command.spawn().with_context(|| format!("cannot start {name} ({command:?})"))?;
+        let child = start(name, command, log, self.group, &self.pid_file())?;
         let pid = child.id();
         self.group.get_or_insert(pid);
-        // The watchdog reads this file when it fires, so processes started after `watch`
-        // (the Flux controllers of `run_flux_once_installed`) are stopped too.
-        use std::io::Write;
-        let mut pids = std::fs::OpenOptions::new().create(true).append(true).open(self.pid_file())?;
-        writeln!(pids, "{pid}")?;
         self.children.push((name.to_string(), child));
         Ok(pid)
+    }
+
+    /// Starts a process the way a kubelet runs a container: when it exits it is started again
+    /// after a backoff (by default 500 ms, doubling, jittered), each restart logged to stderr and
+    /// to its log, which it appends to. After `max_restarts` restarts it is given up on, and
+    /// [`Supervisor::check_alive`] fails with its last log lines. `command` builds the command
+    /// anew for each start.
+    pub fn spawn_restarting(&mut self, name: &str, command: impl Fn() -> Command + Send + 'static) -> Result<u32> {
+        let log_path = self.log_path(name);
+        let log = File::create(&log_path)?;
+        let group = self.group;
+        let pid_file = self.pid_file();
+        let mut child = start(name, &mut command(), log, group, &pid_file)?;
+        let pid = child.id();
+        self.group.get_or_insert(pid);
+        let group = self.group;
+        let state = Arc::new(Mutex::new(RestartState { pid, ..RestartState::default() }));
+        let policy = self.restart_policy;
+        self.restarting.push((name.to_string(), Arc::clone(&state)));
+        let stopping = Arc::clone(&self.stopping);
+        let name = name.to_string();
+        std::thread::spawn(move || {
+            let mut backoff = policy.first_backoff;
+            loop {
+                let status = child.wait();
+                if *lock(&stopping) {
+                    return;
+                }
+                let restarts = lock(&state).restarts;
+                let status = status.map_or_else(|error| error.to_string(), |status| status.to_string());
+                if restarts >= policy.max_restarts {
+                    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                    lock(&state).gave_up = Some(format!(
+                        "{name} exited {} times, last with {status}; the last lines of its log:\n{}",
+                        restarts + 1,
+                        tail(&log, 30)
+                    ));
+                    return;
+                }
+                let pause = gitops_shared::duration::jittered(backoff);
+                let note = format!("testenv: {name} exited with {status}; restart {} in {pause:.1?}", restarts + 1);
+                eprintln!("{note}");
+                append_line(&log_path, &note);
+                std::thread::sleep(pause);
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                let stopping = lock(&stopping);
+                if *stopping {
+                    return;
+                }
+                let restarted = File::options()
+                    .append(true)
+                    .open(&log_path)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|log| start(&name, &mut command(), log, group, &pid_file));
+                match restarted {
+                    Ok(next) => child = next,
+                    Err(error) => {
+                        lock(&state).gave_up = Some(format!("{name} could not be started again: {error:#}"));
+                        return;
+                    }
+                }
+                drop(stopping);
+                let mut state = lock(&state);
+                state.restarts += 1;
+                state.pid = child.id();
+            }
+        });
+        Ok(pid)
+    }
+
+    /// How often a process started with [`Supervisor::spawn_restarting`] was restarted, and the
+    /// PID it runs as now.
+    pub fn restarts(&self, name: &str) -> Option<(u32, u32)> {
+        let (_, state) = self.restarting.iter().find(|(known, _)| known == name)?;
+        let state = lock(state);
+        Some((state.restarts, state.pid))
     }
 
     /// The log file of a process.
@@ -50,11 +152,18 @@ impl Supervisor {
     }
 
     /// Fails when a process has already exited, naming it and showing its log's tail.
+    /// A process started with [`Supervisor::spawn_restarting`] fails this only once it has been
+    /// given up on.
     pub fn check_alive(&mut self) -> Result<()> {
         for (name, child) in &mut self.children {
             if let Some(status) = child.try_wait()? {
                 let log = std::fs::read_to_string(self.log_dir.join(format!("{name}.log"))).unwrap_or_default();
                 bail!("{name} exited with {status}; last lines of its log:\n{}", tail(&log, 30));
+            }
+        }
+        for (_, state) in &self.restarting {
+            if let Some(reason) = &lock(state).gave_up {
+                bail!("{reason}");
             }
         }
         Ok(())
@@ -86,6 +195,7 @@ impl Supervisor {
 
     /// Stops every process now: SIGTERM to the group, SIGKILL to what is left after 5 s.
     pub fn stop(&mut self) {
+        *lock(&self.stopping) = true;
         let Some(group) = self.group.take() else {
             return;
         };
@@ -112,6 +222,34 @@ impl Supervisor {
 impl Drop for Supervisor {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Starts `command` with its output appended to `log`, in process group `group` (a new one when
+/// `None`), and records its PID in `pid_file`: the watchdog reads that file when it fires, so
+/// processes started after `watch` (controllers started late, restarts) are stopped too.
+fn start(name: &str, command: &mut Command, log: File, group: Option<u32>, pid_file: &Path) -> Result<Child> {
+    command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(group.unwrap_or(0) as i32);
+    }
+    let child = command.spawn().with_context(|| format!("cannot start {name} ({command:?})"))?;
+    use std::io::Write;
+    let mut pids = std::fs::OpenOptions::new().create(true).append(true).open(pid_file)?;
+    writeln!(pids, "{}", child.id())?;
+    Ok(child)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn append_line(path: &Path, line: &str) {
+    use std::io::Write;
+    if let Ok(mut file) = File::options().append(true).open(path) {
+        let _ = writeln!(file, "{line}");
     }
 }
 
@@ -189,4 +327,75 @@ pub fn run(command: &mut Command) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+    use super::*;
+
+    /// A supervisor with quick restarts, whose process group is led by a process that stays (as
+    /// etcd leads the environment's): a group whose last member is gone takes no new members.
+    fn fast(log_dir: &Path) -> Supervisor {
+        let mut supervisor = Supervisor::new(log_dir).unwrap();
+        supervisor.restart_policy = RestartPolicy { first_backoff: Duration::from_millis(10), max_restarts: 3 };
+        supervisor.spawn("leader", Command::new("sleep").arg("30")).unwrap();
+        supervisor
+    }
+
+    #[test]
+    fn a_process_that_exits_once_is_restarted_and_counts_as_alive() {
+        let temp = tempfile::tempdir().unwrap();
+        let marker = temp.path().join("started-before");
+        let mut supervisor = fast(&temp.path().join("logs"));
+        let script = format!(
+            "if [ -e '{0}' ]; then exec sleep 30; else touch '{0}'; echo first start fails; exit 3; fi",
+            marker.display()
+        );
+        let first = supervisor
+            .spawn_restarting("flaky", move || {
+                let mut command = Command::new("sh");
+                command.args(["-c", &script]);
+                command
+            })
+            .unwrap();
+        wait_until("the restart", Duration::from_secs(10), || {
+            Ok(supervisor.restarts("flaky").is_some_and(|(n, _)| n == 1))
+        })
+        .unwrap();
+        let (_, pid) = supervisor.restarts("flaky").unwrap();
+        assert_ne!(pid, first);
+        std::thread::sleep(Duration::from_millis(200));
+        supervisor.check_alive().unwrap();
+        let log = std::fs::read_to_string(supervisor.log_path("flaky")).unwrap();
+        assert!(log.contains("first start fails\ntestenv: flaky exited with exit status: 3; restart 1 in"), "{log}");
+        supervisor.stop();
+        assert_eq!(supervisor.restarts("flaky").unwrap().0, 1, "nothing restarts after stop");
+    }
+
+    #[test]
+    fn a_process_that_keeps_exiting_is_given_up_on_with_its_last_log_lines() {
+        let temp = tempfile::tempdir().unwrap();
+        let mut supervisor = fast(&temp.path().join("logs"));
+        supervisor
+            .spawn_restarting("crashing", || {
+                let mut command = Command::new("sh");
+                command.args(["-c", "echo 'no matches for kind HelmRelease'; exit 1"]);
+                command
+            })
+            .unwrap();
+        let error = loop {
+            if let Err(error) = supervisor.check_alive() {
+                break error.to_string();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            error.starts_with("crashing exited 4 times, last with exit status: 1; the last lines of its log:\n"),
+            "{error}"
+        );
+        assert!(error.contains("no matches for kind HelmRelease"), "{error}");
+        assert_eq!(supervisor.restarts("crashing").unwrap().0, 3);
+    }
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `make test`'s test run: every test target runs even when one fails (--no-fail-fast), the whole
+# output is kept in a log file, and a summary of each test binary's result closes the run.
+#
+# Usage: tests/run-tests.sh [cargo test args...]
+#   TEST_LOG   the log file (default target/test.log)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+log=${TEST_LOG:-target/test.log}
+mkdir -p "$(dirname "$log")"
+started=$(date +%s)
+${CARGO:-cargo} test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+elapsed=$(($(date +%s) - started))
+
+# `Running <source> (<binary>)` opens a binary's output and `test result: …` closes it; a binary
+# that died before its result line is reported as such.
+awk -v elapsed="$elapsed" -v log="$log" -v status="$status" '
+  function close_binary() {
+    if (name != "" && !closed) { printf "  %-34s %-8s %s\n", name, "NO RESULT", "(crashed or killed; see the log)"; crashed++ }
+    closed = 1
+  }
+  /^ *Running / {
+    close_binary()
+    binary = $0; sub(/.*\(/, "", binary); sub(/\).*/, "", binary); sub(/.*\//, "", binary); sub(/-[0-9a-f]+$/, "", binary)
+    source = $2
+    name = binary " (" source ")"
+    closed = 0
+    if (!header++) print "\ntest binaries:"
+    next
+  }
+  /^test result: / {
+    if (name == "" || closed) next
+    line = $0
+    match(line, /[0-9]+ passed/); p = substr(line, RSTART, RLENGTH) + 0
+    match(line, /[0-9]+ failed/); f = substr(line, RSTART, RLENGTH) + 0
+    match(line, /[0-9]+ ignored/); i = substr(line, RSTART, RLENGTH) + 0
+    match(line, /finished in [0-9.]+s/); t = substr(line, RSTART + 12, RLENGTH - 12)
+    printf "  %-34s %-8s %4d passed %3d failed %3d ignored  %8s\n", name, (f ? "FAILED" : "ok"), p, f, i, t
+    passed += p; failed += f; ignored += i; closed = 1
+  }
+  END {
+    close_binary()
+    printf "\nfull log: %s (%d s)\n", log, elapsed
+    if (crashed) printf "%d test binaries ended without a result\n", crashed
+    if (status != 0 && failed == 0 && crashed == 0) print "cargo test failed before any test ran (a build error?); see the log"
+    printf "summary: %d passed, %d failed, %d skipped\n", passed, failed + crashed, ignored
+  }
+' "$log"
+exit "$status"
