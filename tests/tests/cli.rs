@@ -322,6 +322,7 @@ fn app_add_bad_input_is_a_usage_error_before_anything_happens() {
     let (broken, list) = (broken.to_str().unwrap(), list.to_str().unwrap());
     let git = "https://github.com/acme/app";
     let charts = "https://charts.example.com";
+    let fleet = "ssh://git@example.com/fleet.git";
     let cases: Vec<Vec<&str>> = vec![
         vec!["add", "Pod_Info", "--url", git],
         vec!["add", "podinfo", "--url", "ftp://example.com/app"],
@@ -338,6 +339,13 @@ fn app_add_bad_input_is_a_usage_error_before_anything_happens() {
         vec!["add", "podinfo", "--url", git, "--author", "nobody"],
         vec!["add", "podinfo", "--url", git, "--depends-on", "Bad Name"],
         vec!["add", "podinfo", "--url", git, "--pr", "--auto-merge"],
+        // Unchecked before, these two got past the flags and failed on the missing SSH key.
+        vec!["add", "podinfo", "--url", "ssh://git@example.com/app.git", "--semver", "~~x", "--config-repo", fleet],
+        vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--chart-version", ">>1", "--config-repo", fleet],
+        // Names Kubernetes or git would refuse, so Flux never could use them.
+        vec!["add", "podinfo", "--url", git, "--cluster", "Dev"],
+        vec!["add", "podinfo", "--url", git, "--secret-ref", "Git_Creds"],
+        vec!["add", "podinfo", "--url", git, "--branch", "a..b"],
         vec!["remove", "Pod_Info"],
     ];
     let mut text = String::new();

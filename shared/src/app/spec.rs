@@ -18,6 +18,8 @@ use crate::flux::objects::{
 use crate::install::validate_name;
 use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
+mod constraint;
+
 /// The label naming the app on every object `app add` generates; `app list` selects on it.
 pub const APP_LABEL: &str = "kubectl-gitops.io/app";
 
@@ -127,6 +129,30 @@ impl AppSpec {
         for dependency in &args.depends_on {
             validate_name(dependency, "--depends-on")?;
         }
+        // Cluster names are the labels `install --cluster-name` accepts.
+        for cluster in &args.clusters {
+            validate_name(cluster, "--cluster")?;
+        }
+        let target_namespace = validate_name(&args.target_namespace, "--target-namespace")?;
+        if let Some(secret) = &args.secret_ref {
+            validate_subdomain(secret, "--secret-ref")?;
+        }
+        if let Some(range) = &args.semver {
+            constraint::check(range).map_err(|why| {
+                Error::usage(
+                    format!("--semver {range:?} is not a semver range: {why}"),
+                    format!("give a range {RANGE_EXAMPLES}"),
+                )
+            })?;
+        }
+        if let Some(version) = &args.chart_version {
+            constraint::check(version).map_err(|why| {
+                Error::usage(
+                    format!("--chart-version {version:?} is not a chart version or semver range: {why}"),
+                    format!("give a version (1.2.3) or a range {RANGE_EXAMPLES}"),
+                )
+            })?;
+        }
         let scheme = args.url.split_once("://").map(|(scheme, _)| scheme).unwrap_or_default();
         let is_git = matches!(scheme, "ssh" | "http" | "https") || (scheme.is_empty() && args.url.contains('@'));
         if !is_git && scheme != "oci" {
@@ -151,6 +177,9 @@ impl AppSpec {
                 if args.branch.is_some() || args.commit.is_some() {
                     return refuse("--branch/--commit", "do not apply to an OCI artifact; use --tag, --semver");
                 }
+                if let Some(tag) = &args.tag {
+                    validate_oci_tag(tag)?;
+                }
                 let oci_ref = match (&args.tag, &args.semver) {
                     (_, Some(range)) => OciRef::Semver(range.clone()),
                     (Some(tag), None) => OciRef::Tag(tag.clone()),
@@ -167,6 +196,12 @@ impl AppSpec {
                 (Source::HelmRepository { url: args.url.clone() }, deploy)
             }
             (_, None, chart_path) => {
+                if let Some(branch) = &args.branch {
+                    validate_git_ref(branch, "--branch", "heads")?;
+                }
+                if let Some(tag) = &args.tag {
+                    validate_git_ref(tag, "--tag", "tags")?;
+                }
                 let git_ref = match (&args.branch, &args.tag, &args.semver, &args.commit) {
                     (branch, _, _, Some(commit)) => GitRef::Commit { commit: commit.clone(), branch: branch.clone() },
                     (_, _, Some(range), None) => GitRef::Semver(range.clone()),
@@ -195,7 +230,7 @@ impl AppSpec {
             deploy,
             secret_ref: args.secret_ref.clone(),
             insecure: args.insecure,
-            target_namespace: validate_name(&args.target_namespace, "--target-namespace")?,
+            target_namespace,
             create_namespace: args.create_namespace,
             interval: args.interval,
             prune: args.prune,
@@ -349,6 +384,47 @@ impl Versions {
             )
         })
     }
+}
+
+/// Ranges Flux takes, for the hint of a refused `--semver` or `--chart-version`.
+const RANGE_EXAMPLES: &str = r#"as Flux reads it, e.g. ">=1.0.0 <2.0.0", "~1.2", "^1", "1.x" or "1.2.3 || 2.x""#;
+
+/// A DNS-1123 subdomain (a Secret's name): labels joined by dots, at most 253 characters.
+fn validate_subdomain(name: &str, flag: &str) -> Result<()> {
+    if name.len() <= 253 && name.split('.').all(|label| validate_name(label, flag).is_ok()) {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!("{flag} {name:?} is not a valid name"),
+        "use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit",
+    ))
+}
+
+/// A branch or tag name git accepts (`refs/heads/<branch>`, `refs/tags/<tag>`); Flux could
+/// never check out another.
+fn validate_git_ref(name: &str, flag: &str, namespace: &str) -> Result<()> {
+    if !name.starts_with('-') && git2::Reference::is_valid_name(&format!("refs/{namespace}/{name}")) {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!("{flag} {name:?} is not a valid git {} name", if namespace == "tags" { "tag" } else { "branch" }),
+        "git names have no spaces, `..`, `~`, `^`, `:`, `?`, `*`, `[` or `\\`, and do not start with '-'",
+    ))
+}
+
+/// An OCI tag, by the distribution spec: `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
+fn validate_oci_tag(tag: &str) -> Result<()> {
+    let mut chars = tag.chars();
+    let valid = tag.len() <= 128
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if valid {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!("--tag {tag:?} is not a valid OCI tag"),
+        "an OCI tag is letters, digits, '_', '.' and '-', at most 128 characters, not starting with '.' or '-'",
+    ))
 }
 
 /// A path inside a source, as Flux wants it: `./dir`, never leaving the source.

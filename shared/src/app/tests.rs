@@ -211,3 +211,50 @@ fn authors_are_name_and_email() {
     assert!(delivery("jo@example.com").is_err());
     assert!(delivery("<jo@example.com>").is_err());
 }
+
+fn refused(args: &[&str]) -> crate::error::Error {
+    let parsed = Add::try_parse_from(std::iter::once("add").chain(args.iter().copied())).unwrap();
+    AppSpec::from_args(&parsed.add).unwrap_err()
+}
+
+#[test]
+fn semver_ranges_and_chart_versions_are_checked_with_the_flags() {
+    let git = "https://github.com/acme/app";
+    let charts = "https://charts.example.com";
+    for range in [">=1.0.0 <2.0.0", "1.2.3 || 2.x", "~1.2", "^1", "v1.x", "1.0 - 2.0"] {
+        spec(&["web", "--url", git, "--semver", range]);
+        spec(&["web", "--url", "oci://ghcr.io/acme/web", "--semver", range]);
+        spec(&["web", "--url", charts, "--chart", "web", "--chart-version", range]);
+    }
+    let error = refused(&["web", "--url", git, "--semver", "~~x"]);
+    assert_eq!(
+        error.to_string(),
+        r#"--semver "~~x" is not a semver range: "~" must be followed by a version, not "~x""#
+    );
+    assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
+    assert!(error.hint().is_some_and(|hint| hint.contains(">=1.0.0 <2.0.0")));
+    let error = refused(&["web", "--url", charts, "--chart", "web", "--chart-version", ">>1"]);
+    assert_eq!(
+        error.to_string(),
+        r#"--chart-version ">>1" is not a chart version or semver range: ">" must be followed by a version, not ">1""#
+    );
+    assert!(refused(&["web", "--url", "oci://ghcr.io/acme/web", "--semver", "latest"]).to_string().contains("latest"));
+}
+
+#[test]
+fn names_and_refs_are_checked_with_the_flags() {
+    let git = "https://github.com/acme/app";
+    spec(&["web", "--url", git, "--secret-ref", "git.credentials", "--cluster", "dev", "--branch", "release/1.x"]);
+    spec(&["web", "--url", "oci://ghcr.io/acme/web", "--tag", "v1.2.3_build-5"]);
+    let cases: [(&[&str], &str); 5] = [
+        (&["--url", git, "--cluster", "Dev"], r#"--cluster "Dev" is not a valid name"#),
+        (&["--url", git, "--secret-ref", "Git_Creds"], r#"--secret-ref "Git_Creds" is not a valid name"#),
+        (&["--url", git, "--branch", "a..b"], r#"--branch "a..b" is not a valid git branch name"#),
+        (&["--url", git, "--tag", "v1 beta"], r#"--tag "v1 beta" is not a valid git tag name"#),
+        (&["--url", "oci://ghcr.io/acme/web", "--tag", ".hidden"], r#"--tag ".hidden" is not a valid OCI tag"#),
+    ];
+    for (flags, message) in cases {
+        let args = [&["web"][..], flags].concat();
+        assert_eq!(refused(&args).to_string(), message, "{flags:?}");
+    }
+}
