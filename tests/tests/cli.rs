@@ -383,6 +383,31 @@ fn app_add_export_prints_the_flux_objects() {
     insta::assert_snapshot!(run("kubectl-gitops-app", &helm).render());
 }
 
+/// The `--values` files are part of what `--export` prints: merged into the HelmRelease's
+/// `spec.values` (later files win), as `flux create helmrelease --values … --export` prints them.
+#[test]
+fn app_add_export_includes_the_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.yaml");
+    std::fs::write(&base, "replicaCount: 1\nimage:\n  tag: \"6.5\"\nui:\n  message: hello\n").unwrap();
+    let prod = dir.path().join("prod.yaml");
+    std::fs::write(&prod, "replicaCount: 3\nui:\n  color: blue\n").unwrap();
+    let args = [
+        "add",
+        "podinfo",
+        "--url",
+        "https://stefanprodan.github.io/podinfo",
+        "--chart",
+        "podinfo",
+        "--values",
+        base.to_str().unwrap(),
+        "--values",
+        prod.to_str().unwrap(),
+        "--export",
+    ];
+    insta::assert_snapshot!(run("kubectl-gitops-app", &args).render());
+}
+
 #[test]
 fn status_help() {
     insta::assert_snapshot!(run("kubectl-gitops-status", &["-h"]).render());

@@ -302,9 +302,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
     let spec = AppSpec::from_args(args)?;
     if args.export {
         let namespace = global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
-        let source = spec.source_object(&namespace, &Versions::pinned())?;
-        let release = spec.release_object(&namespace, &Versions::pinned(), Vec::new())?;
-        return crate::yaml::to_documents(&[source, release]);
+        return spec.export(&namespace);
     }
     let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, true).await?;

@@ -91,8 +91,10 @@ pub enum Deploy {
 pub struct ValuesFile {
     /// Its file name in the repo (the name it was given with).
     pub name: String,
-    /// Its contents, unchanged.
+    /// Its contents, unchanged: the repo keeps the user's file, comments and all.
     pub contents: String,
+    /// Its values (a mapping, or null for an empty file), for `--export`'s inline `values`.
+    pub parsed: Value,
 }
 
 /// A validated `app add`.
@@ -302,6 +304,44 @@ impl AppSpec {
         served: &Versions,
         values_from: Vec<ValuesReference>,
     ) -> Result<Value> {
+        self.release(namespace, served, values_from, None)
+    }
+
+    /// `--export`: the source and the release as one YAML stream, at the versions Flux v2.9
+    /// serves, as `flux create … --export` prints them. The `--values` files are merged into
+    /// the HelmRelease's `spec.values`, as `flux create helmrelease --values` writes them: the
+    /// repo holds them as ConfigMaps in `valuesFrom` instead (docs/layout.md), which gives Helm
+    /// the same values. With `--cluster`, the files are what those clusters get; values already
+    /// in the repo are not read (`--export` reads nothing but its flags and files).
+    pub fn export(&self, namespace: &str) -> Result<String> {
+        let versions = Versions::pinned();
+        let source = self.source_object(namespace, &versions)?;
+        let release = self.release(namespace, &versions, Vec::new(), self.merged_values())?;
+        crate::yaml::to_documents(&[source, release])
+    }
+
+    /// The `--values` files merged in order, as `flux create helmrelease --values` merges them
+    /// (fluxcd/pkg `transform.MergeMaps`, as helm-controller merges `valuesFrom`): mappings
+    /// merge key by key, anything else (lists too) is replaced by the later file. `None`
+    /// without files; empty files give an empty mapping, as flux prints `values: {}`.
+    fn merged_values(&self) -> Option<Value> {
+        if self.values.is_empty() {
+            return None;
+        }
+        let mut merged = Value::Object(serde_json::Map::new());
+        for file in &self.values {
+            merge_values(&mut merged, &file.parsed);
+        }
+        Some(merged)
+    }
+
+    fn release(
+        &self,
+        namespace: &str,
+        served: &Versions,
+        values_from: Vec<ValuesReference>,
+        values: Option<Value>,
+    ) -> Result<Value> {
         let meta = self.meta(namespace);
         let source = SourceRef { kind: self.source_kind().kind.to_string(), name: self.name.clone() };
         Ok(match &self.deploy {
@@ -324,6 +364,7 @@ impl AppSpec {
                     create_namespace: self.create_namespace,
                     depends_on: self.depends_on.clone(),
                     values_from,
+                    values,
                 };
                 objects::helm_release(&api::HELM_RELEASE, served.get(&api::HELM_RELEASE)?, &meta, &spec)
             }
@@ -388,6 +429,25 @@ impl Versions {
 
 /// Ranges Flux takes, for the hint of a refused `--semver` or `--chart-version`.
 const RANGE_EXAMPLES: &str = r#"as Flux reads it, e.g. ">=1.0.0 <2.0.0", "~1.2", "^1", "1.x" or "1.2.3 || 2.x""#;
+
+/// `later` merged into `merged`: mappings key by key, anything else replaced.
+fn merge_values(merged: &mut Value, later: &Value) {
+    match (merged, later) {
+        (Value::Object(merged), Value::Object(later)) => {
+            for (key, value) in later {
+                match merged.get_mut(key) {
+                    Some(existing) if existing.is_object() && value.is_object() => merge_values(existing, value),
+                    _ => {
+                        merged.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        // An empty file adds nothing (flux unmarshals its `null` into the map: a no-op).
+        (_, Value::Null) => {}
+        (merged, later) => *merged = later.clone(),
+    }
+}
 
 /// A DNS-1123 subdomain (a Secret's name): labels joined by dots, at most 253 characters.
 fn validate_subdomain(name: &str, flag: &str) -> Result<()> {
@@ -470,7 +530,7 @@ fn read_values(paths: &[std::path::PathBuf]) -> Result<Vec<ValuesFile>> {
                 "rename one: the files keep their names in the repo",
             ));
         }
-        files.push(ValuesFile { name, contents });
+        files.push(ValuesFile { name, contents, parsed });
     }
     Ok(files)
 }

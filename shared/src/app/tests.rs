@@ -108,7 +108,11 @@ fn a_helm_app_is_one_shared_definition_plus_a_cluster_overlay_with_its_values() 
     std::fs::write(values.path(), "database:\n  type: sqlite\n").unwrap();
     let mut app = spec(&["mccp", "--url", "https://charts.example.com", "--chart", "mccp", "--chart-version", "1.x"]);
     let shared = layout::app_files(&app, "flux-system", &Versions::pinned()).unwrap();
-    app.values = vec![spec::ValuesFile { name: "dev.yaml".into(), contents: "database:\n  type: sqlite\n".into() }];
+    app.values = vec![spec::ValuesFile {
+        name: "dev.yaml".into(),
+        contents: "database:\n  type: sqlite\n".into(),
+        parsed: serde_json::json!({"database": {"type": "sqlite"}}),
+    }];
     let dev = ClusterDir { name: "dev".into(), path: "clusters/eu/dev".into() };
     let overlay = layout::cluster_files(&app, &dev, "flux-system", &app.values).unwrap();
     insta::assert_snapshot!(render_files(&shared) + &render_files(&overlay));
@@ -210,6 +214,75 @@ fn authors_are_name_and_email() {
     assert_eq!((jo.name.as_str(), jo.email.as_str()), ("Jo Doe", "jo@example.com"));
     assert!(delivery("jo@example.com").is_err());
     assert!(delivery("<jo@example.com>").is_err());
+}
+
+/// `flux create helmrelease podinfo --source=HelmRepository/podinfo --chart=podinfo
+/// --values=./a.yaml --values=./empty.yaml --values=./b.yaml --target-namespace=default
+/// --label app.kubernetes.io/managed-by=kubectl-gitops --label kubectl-gitops.io/app=podinfo
+/// --export`, as flux v2.9.4 printed it for these files (the fixtures hold no golden with
+/// values): later files win, mappings merge key by key, lists are replaced, an empty file adds
+/// nothing, a null stays.
+const FLUX_HELMRELEASE_WITH_VALUES: &str = r#"---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  labels:
+    app.kubernetes.io/managed-by: kubectl-gitops
+    kubectl-gitops.io/app: podinfo
+  name: podinfo
+  namespace: flux-system
+spec:
+  chart:
+    spec:
+      chart: podinfo
+      reconcileStrategy: ChartVersion
+      sourceRef:
+        kind: HelmRepository
+        name: podinfo
+  interval: 1m0s
+  storageNamespace: default
+  targetNamespace: default
+  values:
+    image:
+      repository: ghcr.io/stefanprodan/podinfo
+      tag: "6.7"
+    ingress:
+      enabled: true
+      hosts:
+      - podinfo.example.com
+    replicaCount: 2
+    resources: null
+    ui:
+      message: "true"
+"#;
+
+#[test]
+fn export_merges_the_values_files_into_the_release_as_flux_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let a = file(
+        "a.yaml",
+        "replicaCount: 2\nimage:\n  repository: ghcr.io/stefanprodan/podinfo\n  tag: \"6.5\"\ningress:\n  enabled: true\n  hosts:\n  - podinfo.local\nui:\n  message: \"true\"\n",
+    );
+    let empty = file("empty.yaml", "");
+    let b = file("b.yaml", "image:\n  tag: \"6.7\"\ningress:\n  hosts:\n  - podinfo.example.com\nresources: null\n");
+    let url = "https://stefanprodan.github.io/podinfo";
+    let args = ["podinfo", "--url", url, "--chart", "podinfo", "--values", &a, "--values", &empty, "--values", &b];
+    let exported = spec(&args).export("flux-system").unwrap();
+    let release = exported.split_inclusive("---\n").skip(2).collect::<String>();
+    assert_eq!(format!("---\n{release}"), FLUX_HELMRELEASE_WITH_VALUES);
+    assert!(exported.starts_with("---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\n"), "{exported}");
+    // With --cluster the files are that cluster's values: the export shows what it gets.
+    let per_cluster = spec(&[&args[..], &["--cluster", "dev"]].concat()).export("flux-system").unwrap();
+    assert_eq!(per_cluster, exported);
+    let only_empty = spec(&["podinfo", "--url", url, "--chart", "podinfo", "--values", &empty]);
+    assert!(only_empty.export("flux-system").unwrap().ends_with("  values: {}\n"), "flux prints an empty mapping");
+    let none = spec(&["podinfo", "--url", url, "--chart", "podinfo"]).export("flux-system").unwrap();
+    assert!(!none.contains("values"), "{none}");
 }
 
 fn refused(args: &[&str]) -> crate::error::Error {

@@ -207,6 +207,8 @@ pub struct HelmReleaseSpec {
     pub depends_on: Vec<String>,
     /// Values files, merged in order after the chart's defaults.
     pub values_from: Vec<ValuesReference>,
+    /// `spec.values`, merged over `valuesFrom` (`flux create helmrelease --values`).
+    pub values: Option<Value>,
 }
 
 /// `flux create helmrelease NAME --source … --chart … | --chart-ref …`.
@@ -241,6 +243,9 @@ pub fn helm_release(kind: &FluxKind, api_version: &str, meta: &Meta, spec: &Helm
             .map(|values| json!({"kind": "ConfigMap", "name": values.config_map, "valuesKey": values.key}))
             .collect();
         body["valuesFrom"] = Value::Array(entries);
+    }
+    if let Some(values) = &spec.values {
+        body["values"] = values.clone();
     }
     object(kind, api_version, meta, body)
 }
