@@ -137,8 +137,11 @@ impl<'a> Applier<'a> {
             let established = await_condition(crds.clone(), name, conditions::is_crd_established());
             match tokio::time::timeout(timeout, established).await {
                 Ok(Ok(_)) => {}
-                Ok(Err(error)) => {
-                    return Err(Error::Negative { message: format!("waiting for CRD {name}: {error}"), hint: None });
+                Ok(Err(kube::runtime::wait::Error::ProbeFailed(error))) => {
+                    return Err(Error::Negative {
+                        message: format!("waiting for CRD {name}: {}", crate::cluster::describe_watch(&error)),
+                        hint: Some(format!("kubectl describe crd {name}")),
+                    });
                 }
                 Err(_) => {
                     return Err(Error::Negative {

@@ -121,6 +121,19 @@ pub fn describe(error: &kube::Error) -> String {
     }
 }
 
+/// A watch's failure as one sentence, the API server's part as [`describe`] words it (kube's
+/// `Display` of a watch error ends in the same debug dump of the Status).
+pub fn describe_watch(error: &kube::runtime::watcher::Error) -> String {
+    use kube::runtime::watcher::Error as Watch;
+    match error {
+        Watch::InitialListFailed(error) => format!("the list failed: {}", describe(error)),
+        Watch::WatchStartFailed(error) => format!("the watch could not start: {}", describe(error)),
+        Watch::WatchFailed(error) => format!("the watch failed: {}", describe(error)),
+        Watch::WatchError(status) => format!("the watch failed: {}", describe(&kube::Error::Api(status.clone()))),
+        Watch::NoResourceVersion => "the API server's list has no resourceVersion to watch from".to_string(),
+    }
+}
+
 /// What to try after an API error that is not a 401 or 403 (those have their own variants).
 pub fn api_hint(error: &kube::Error) -> &'static str {
     let kube::Error::Api(status) = error else {
@@ -229,5 +242,20 @@ mod tests {
         assert!(line.starts_with("the request to the Kubernetes API failed: Error deserializing response: "), "{line}");
         assert_no_debug_dump(&line);
         assert!(hint.is_some());
+    }
+
+    #[test]
+    fn watch_errors_read_as_sentences() {
+        use kube::runtime::watcher::Error as Watch;
+        let gone = || kube::core::Status::failure("too old resource version: 1 (5)", "Expired").with_code(410).boxed();
+        let cases = [
+            (Watch::InitialListFailed(kube::Error::Api(gone())), "the list failed: "),
+            (Watch::WatchStartFailed(kube::Error::Api(gone())), "the watch could not start: "),
+            (Watch::WatchFailed(kube::Error::Api(gone())), "the watch failed: "),
+            (Watch::WatchError(gone()), "the watch failed: "),
+        ];
+        for (error, start) in cases {
+            assert_eq!(describe_watch(&error), format!("{start}too old resource version: 1 (5) (410 Expired)"));
+        }
     }
 }
