@@ -166,12 +166,12 @@ fn options_flux_leaves_out_by_default_appear_only_when_set() {
 }
 
 /// `flux create helmrelease podinfo --source=HelmRepository/podinfo --chart=podinfo
-/// --values=./values.yaml --export`. The fixtures hold no golden with values, so this one is
-/// written from flux's code (cmd/flux/create_helmrelease.go; ../shared/reference/flux.md §1.3):
-/// the file goes YAML → JSON → `spec.values`, and sigs.k8s.io/yaml prints it with sorted keys,
-/// list items level with their key, and only the strings that would read as another type quoted.
-/// Left out: strings our YAML writer quotes where flux's does not (`tag: 6.5.0`), or quotes
-/// with `"` where flux uses `'` (`'#34577c'`); the values are the same, the bytes are not.
+/// --values=./values.yaml --export`, as flux v2.9.4 printed it for this file (the fixtures hold
+/// no golden with values): the file goes YAML → JSON → `spec.values`, and sigs.k8s.io/yaml
+/// prints it with sorted keys, list items level with their key, and only the strings that would
+/// read as another type quoted. Left out: strings our YAML writer quotes where flux's does not
+/// (`tag: 6.5.0`), or quotes with `"` where flux uses `'` (`'#34577c'`), and `1.0`, which flux
+/// prints as `1`; the values Helm gets are the same, the bytes are not.
 #[test]
 fn helm_release_values_match_flux_create_helmrelease_values() {
     let values: Value = yaml::from_str(
