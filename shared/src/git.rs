@@ -16,6 +16,7 @@
 
 mod known_hosts;
 pub mod log;
+
 #[cfg(test)]
 mod tests;
 
@@ -1007,7 +1008,8 @@ impl<'a> Session<'a> {
                     return Cred::username(username);
                 }
                 Err(refused(format!(
-                    "the server wants credentials of a kind a username and password cannot give ({allowed:?})"
+                    "the server wants credentials of a kind a username and password cannot give ({})",
+                    credential_kinds(allowed)
                 )))
             }
             Auth::Anonymous => Err(refused("the server asks for credentials, and none were given".into())),
@@ -1098,4 +1100,19 @@ impl<'a> Session<'a> {
 fn public_key_fingerprint(private_key: &str) -> Option<String> {
     let key = ssh_key::PrivateKey::from_openssh(private_key).ok()?;
     Some(key.public_key().fingerprint(ssh_key::HashAlg::Sha256).to_string())
+}
+
+/// The credential kinds a server asks for, in words (`ssh key, username`), never `CredentialType(…)`.
+fn credential_kinds(allowed: CredentialType) -> String {
+    let names = [
+        (CredentialType::USER_PASS_PLAINTEXT, "username and password"),
+        (CredentialType::SSH_KEY, "ssh key"),
+        (CredentialType::SSH_MEMORY, "ssh key in memory"),
+        (CredentialType::SSH_CUSTOM, "custom ssh signature"),
+        (CredentialType::DEFAULT, "Negotiate/NTLM"),
+        (CredentialType::SSH_INTERACTIVE, "keyboard-interactive ssh"),
+        (CredentialType::USERNAME, "username"),
+    ];
+    let kinds: Vec<&str> = names.iter().filter(|(kind, _)| allowed.contains(*kind)).map(|(_, name)| *name).collect();
+    if kinds.is_empty() { "none named".to_string() } else { kinds.join(", ") }
 }

@@ -369,3 +369,9 @@ fn hints_tell_a_changed_key_from_a_missing_key_type() {
     let hint = other_type.hint().unwrap();
     assert!(hint.contains("no ecdsa-sha2-nistp256 key") && hint.contains("ssh-keyscan -t ecdsa`"), "{hint}");
 }
+
+#[test]
+fn credential_kinds_read_as_words() {
+    assert_eq!(credential_kinds(CredentialType::SSH_KEY | CredentialType::USERNAME), "ssh key, username");
+    assert_eq!(credential_kinds(CredentialType::empty()), "none named");
+}
