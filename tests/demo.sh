@@ -4,11 +4,23 @@
 # Against the local environment (started here, stopped at the end), or against your own cluster
 # when KUBECONFIG is set and DEMO_CLUSTER=current (then pass DEMO_REPO_URL, and the flags your git
 # server needs in DEMO_INSTALL_FLAGS; the app comes from DEMO_APP_URL, default the public podinfo).
-set -euo pipefail
+#
+# Everything it prints also goes to a log file; a failure ends with one line naming the step that
+# failed and that file.
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
 export PATH="$PWD/target/debug:$PATH"
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
+log=${DEMO_LOG:-$PWD/target/demo.log}
+mkdir -p "$(dirname "$log")"
+exec > >(tee "$log") 2> >(tee -a "$log" >&2)
+current_step="setting up"
+step() {
+  current_step="$*"
+  if [[ -t 2 && -z ${NO_COLOR:-} ]]; then printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; else printf '\n$ %s\n' "$*" >&2; fi
+}
+failed() { echo "demo: error: \`$current_step\` failed (exit $1); full log: $log" >&2; }
+trap 'failed $?' ERR
 components=../shared/fixtures/flux/gotk-components.yaml
 
 if [[ ${DEMO_CLUSTER:-} == current && -n ${KUBECONFIG:-} ]]; then
@@ -19,10 +31,11 @@ if [[ ${DEMO_CLUSTER:-} == current && -n ${KUBECONFIG:-} ]]; then
   app_flags=()
 else
   cargo build -q -p gitops-e2e --bin gitops-testenv
-  eval "$(target/debug/gitops-testenv up)"
+  current_step="start the local environment (gitops-testenv up)"
+  environment=$(target/debug/gitops-testenv up)
+  eval "$environment"
   trap 'target/debug/gitops-testenv down' EXIT
-  state=$(target/debug/gitops-testenv status)
-  field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])" <<<"$state"; }
+  field() { target/debug/gitops-testenv status "$1"; }
   repos=$(field gitRepos)
   git init -q --bare -b main "$repos/demo-fleet.git"
   repo_url="ssh://root@127.0.0.1:$(field sshPort)$repos/demo-fleet.git"

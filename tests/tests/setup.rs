@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// The commands the script checks, each linked from the machine when it has it, except `absent`.
+/// The commands the script checks, each linked from the machine when it has it, except `absent`:
+/// the directory stands for the machine's PATH in the script's probe (`GITOPS_DEPS_PATH`).
 fn machine_without(dir: &Path, absent: &[&str]) {
     std::fs::create_dir_all(dir).unwrap();
     let path = format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap());
@@ -60,7 +61,7 @@ fn deps_script() -> PathBuf {
 fn run_deps(mode: &str, bin: &Path, extra: &[(&str, &Path)]) -> (Output, Duration) {
     let started = Instant::now();
     let mut command = Command::new("bash");
-    command.arg(deps_script()).arg(mode).env("GITOPS_DEPS_PATH", bin).env("PATH", bin);
+    command.arg(deps_script()).arg(mode).env("GITOPS_DEPS_PATH", bin);
     for (name, value) in extra {
         command.env(name, value);
     }
@@ -149,4 +150,34 @@ fn elsewhere_make_deps_names_what_is_missing_and_installs_nothing() {
 fn this_machine_has_everything() {
     let output = Command::new("bash").arg(deps_script()).arg("check").output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// `make testenv` and `make demo` on a machine without docker-registry: one line within seconds,
+/// naming what is missing, `make deps` and the log file; no backtrace, nothing built first.
+#[test]
+fn the_environment_on_a_machine_without_docker_registry_fails_at_once_in_one_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let bin = temp.path().join("bin");
+    machine_without(&bin, &["docker-registry"]);
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_gitops-testenv"))
+        .arg("up")
+        .env("GITOPS_DEPS_PATH", &bin)
+        .env("XDG_RUNTIME_DIR", temp.path())
+        .env("TMPDIR", temp.path())
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(took < Duration::from_secs(20), "it took {took:?}: {text}");
+    let errors: Vec<&str> = text.lines().filter(|line| line.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    let error = errors[0];
+    assert!(error.starts_with("testenv: error: the environment did not start"), "{error}");
+    assert!(error.contains("missing docker-registry") && error.contains("run `make deps`"), "{error}");
+    let log = temp.path().join("kubectl-gitops-testenv.log");
+    assert!(error.ends_with(&format!("full log: {}", log.display())), "{error}");
+    assert!(!text.contains("backtrace") && !text.contains("Traceback"), "{text}");
 }

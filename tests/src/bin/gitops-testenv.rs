@@ -1,4 +1,5 @@
-//! `gitops-testenv up|down|status`: the local environment for people (`make testenv`, `make demo`).
+//! `gitops-testenv up|down|status [FIELD]`: the local environment for people (`make testenv`,
+//! `make demo`). A failure is one line on stderr, `testenv: error: …`, naming the log file.
 //!
 //! `up` starts a background server process that owns the environment and prints
 //! `export KUBECONFIG=…`; `down` stops it, which also stops every process and removes the temp dir.
@@ -60,7 +61,11 @@ fn up() -> Result<()> {
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {
-            bail!("the environment failed to start ({status}):\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+            // The log ends with the reason (`serve` prints it last); the rest stays in the file.
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let reason = text.lines().rev().find(|line| line.starts_with("testenv: error: ")).unwrap_or("");
+            let reason = reason.trim_start_matches("testenv: error: ");
+            bail!("the environment did not start ({status}): {reason}; full log: {}", log.display());
         }
         if started.elapsed() > Duration::from_secs(180) {
             bail!("the environment did not start within 180s; see {}", log.display());
@@ -105,18 +110,35 @@ fn down() -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
-    match std::env::args().nth(1).as_deref() {
+/// `status`: the state as JSON, or one field of it (`status sshPort`) for scripts.
+fn status(field: Option<&str>) -> Result<()> {
+    let state = read_state().context("the environment is not running; start it with `make testenv`")?;
+    match field {
+        None => println!("{}", serde_json::to_string_pretty(&state)?),
+        Some(field) => match &state[field] {
+            serde_json::Value::String(text) => println!("{text}"),
+            serde_json::Value::Null => bail!("the state has no field {field}"),
+            other => println!("{other}"),
+        },
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
         Some("up") => up(),
         Some("serve") => serve(),
         Some("down") => down(),
-        Some("status") => {
-            match read_state() {
-                Some(state) => println!("{}", serde_json::to_string_pretty(&state)?),
-                None => println!("not running"),
-            }
-            Ok(())
+        Some("status") => status(args.get(1).map(String::as_str)),
+        _ => Err(anyhow::anyhow!("usage: gitops-testenv up|down|status [FIELD]")),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // One line, the causes joined; never a backtrace.
+            eprintln!("testenv: error: {error:#}");
+            std::process::ExitCode::FAILURE
         }
-        _ => bail!("usage: gitops-testenv up|down|status"),
     }
 }

@@ -94,6 +94,7 @@ impl TestEnv {
     /// Starts a new environment.
     pub fn start(options: Options) -> Result<TestEnv> {
         let started = Instant::now();
+        check_prerequisites()?;
         let cache = cache_dir()?;
         let temp = tempfile::Builder::new().prefix("gitops-testenv-").tempdir()?;
         let dir = temp.path().to_path_buf();
@@ -556,6 +557,24 @@ fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>) -
         ),
     )?;
     Ok(())
+}
+
+/// Fails at once, in one line, when the machine lacks a command the environment runs
+/// (tests/deps.sh, what `make deps` installs), instead of failing later on the first process
+/// that cannot start.
+fn check_prerequisites() -> Result<()> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deps.sh");
+    let output = Command::new("bash").arg(&script).arg("check").output().context("cannot run tests/deps.sh")?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&output.stderr);
+    let missing: Vec<&str> = said
+        .lines()
+        .filter_map(|line| line.strip_prefix("deps: "))
+        .filter(|line| !line.starts_with("hint: "))
+        .collect();
+    bail!("this machine lacks what the test environment needs ({}); run `make deps`", missing.join("; "))
 }
 
 /// The cache dir with the built binaries: `GITOPS_TESTENV_DIR`, else what build.sh prints
