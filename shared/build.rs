@@ -1,4 +1,7 @@
-//! Records the git commit the binaries are built from, for `--version` and `version`.
+//! Records the git commit the binaries are built from, for `--version` and `version`; and sets
+//! `cfg(shared_fixtures_absent)` when ../shared/fixtures is not beside the checkout and `CI` is
+//! unset, so that unit tests needing those fixtures are ignored (under CI they run, and fail
+//! naming the missing file).
 
 use std::process::Command;
 
@@ -15,5 +18,12 @@ fn main() {
     println!("cargo:rustc-env=GITOPS_GIT_COMMIT={commit}");
     for path in ["../.git/HEAD", "../.git/refs/heads"] {
         println!("cargo:rerun-if-changed={path}");
+    }
+    println!("cargo::rustc-check-cfg=cfg(shared_fixtures_absent)");
+    println!("cargo::rerun-if-env-changed=CI");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    println!("cargo::rerun-if-changed={}", fixtures.display());
+    if !fixtures.is_dir() && std::env::var_os("CI").is_none() {
+        println!("cargo::rustc-cfg=shared_fixtures_absent");
     }
 }

@@ -97,13 +97,10 @@ pub fn forbidden(message: &str) -> String {
     .to_string()
 }
 
-/// A file of ../shared/fixtures/flux beside the checkout, or `None` (with a note on stderr) when
-/// the fixtures are absent, so that tests depending on them skip instead of failing.
-pub fn flux_fixture(relative: &str) -> Option<String> {
+/// A file of ../shared/fixtures/flux beside the checkout; panics, naming it, when it is absent.
+/// Tests that call this carry `#[cfg_attr(shared_fixtures_absent, ignore = "…")]` (see build.rs).
+pub fn flux_fixture(relative: &str) -> String {
     let path = format!("{}/../../shared/fixtures/flux/{relative}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).ok();
-    if text.is_none() {
-        eprintln!("skipped: {path} is absent (../shared fixtures not beside the checkout)");
-    }
-    text
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("the fixture {path} is absent ({error}): ../shared must be beside the checkout"))
 }

@@ -97,11 +97,9 @@ fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
-    let (Some(components), Some(podinfo)) = (fixtures::flux_components(), fixtures::shared("apps/podinfo/kustomize"))
-    else {
-        return;
-    };
+    let (components, podinfo) = (fixtures::flux_components(), fixtures::shared("apps/podinfo/kustomize"));
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();

@@ -35,9 +35,9 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// `None` (the test skips) when the Flux component fixtures are absent.
-    fn install(kind: Kind) -> Option<Fixture> {
-        let components = fixtures::flux_components()?;
+    /// Needs the Flux component fixtures.
+    fn install(kind: Kind) -> Fixture {
+        let components = fixtures::flux_components();
         let env = TestEnv::start(Options { flux: false }).unwrap().detach();
         let standin = StandIn::start(kind);
         let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
@@ -69,7 +69,7 @@ impl Fixture {
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
         );
         fixture.standin.clear_requests();
-        Some(fixture)
+        fixture
     }
 
     /// A binary of ours with the provider, cluster and git server wired in, and no real HOME.
@@ -194,8 +194,9 @@ fn pr_body_lists_the_files(body: &str) {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn github_pull_request_is_opened_and_updated_on_a_rerun() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
     let args = [&ADD[..], &["--pr"]].concat();
 
@@ -255,8 +256,9 @@ fn github_pull_request_is_opened_and_updated_on_a_rerun() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_merge_request_is_opened_and_updated_on_a_rerun() {
-    let Some(fixture) = Fixture::install(Kind::GitLab) else { return };
+    let fixture = Fixture::install(Kind::GitLab);
     let main_before = fixture.main_head();
     let args = [&ADD[..], &["--pr"]].concat();
 
@@ -287,8 +289,9 @@ fn gitlab_merge_request_is_opened_and_updated_on_a_rerun() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_protected_branch_gets_a_pull_request_by_default() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     fixture.standin.protect_branch(REPO, "main");
     let main_before = fixture.main_head();
 
@@ -304,8 +307,9 @@ fn a_protected_branch_gets_a_pull_request_by_default() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_protected_branch_gets_a_merge_request_by_default() {
-    let Some(fixture) = Fixture::install(Kind::GitLab) else { return };
+    let fixture = Fixture::install(Kind::GitLab);
     fixture.standin.protect_branch(REPO, "main");
     let main_before = fixture.main_head();
 
@@ -322,8 +326,9 @@ fn gitlab_protected_branch_gets_a_merge_request_by_default() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn auto_merge_on_an_unprotected_branch_pushes_to_main_without_api_writes() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
 
     let run = fixture.app(&[&ADD[..], &["--auto-merge"]].concat());
@@ -337,8 +342,9 @@ fn auto_merge_on_an_unprotected_branch_pushes_to_main_without_api_writes() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn dry_run_prints_the_plan_and_a_diff_and_changes_nothing() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
 
     let run = fixture.app(&[&ADD[..], &["--pr", "--dry-run"]].concat());
@@ -371,8 +377,9 @@ fn dry_run_prints_the_plan_and_a_diff_and_changes_nothing() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_token_without_push_rights_is_refused_before_any_branch_or_write() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     fixture.standin.set_token_can_push(false);
     let main_before = fixture.main_head();
 
@@ -390,8 +397,9 @@ fn a_token_without_push_rights_is_refused_before_any_branch_or_write() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_reporter_access_is_refused_before_any_branch_or_write() {
-    let Some(fixture) = Fixture::install(Kind::GitLab) else { return };
+    let fixture = Fixture::install(Kind::GitLab);
     fixture.standin.set_token_can_push(false);
     let main_before = fixture.main_head();
     let run = fixture.app(&[&ADD[..], &["--pr"]].concat());
@@ -403,8 +411,9 @@ fn gitlab_reporter_access_is_refused_before_any_branch_or_write() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_repository_that_does_not_exist_is_a_clear_error_and_nothing_is_written() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     fixture
         .env
         .kubectl_ok(&[
@@ -431,8 +440,9 @@ fn a_repository_that_does_not_exist_is_a_clear_error_and_nothing_is_written() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_pull_request_that_fails_to_open_takes_its_branch_away_again() {
-    let Some(fixture) = Fixture::install(Kind::GitHub) else { return };
+    let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
     let refusal = json!({
         "message": "Validation Failed",

@@ -14,6 +14,7 @@ fn detect(env: &TestEnv, args: &[&str]) -> Run {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_record() {
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     eprintln!("testenv (no Flux) started in {:.1?}", env.startup);
@@ -24,7 +25,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
 
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     env.apply_yaml(&std::fs::read_to_string(components).unwrap()).unwrap();
     for controller in ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"] {
         env.wait_for_jsonpath(

@@ -58,8 +58,9 @@ fn our_mutations(env: &TestEnv) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let components = components.to_str().unwrap();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
@@ -131,8 +132,9 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn install_over_an_existing_flux_reuses_it() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: true }).unwrap().detach();
     env.apply_yaml(&std::fs::read_to_string(&components).unwrap()).unwrap();
     assert_eq!(detect(&env.kubeconfig), "flux2\n");
@@ -159,8 +161,9 @@ fn install_over_an_existing_flux_reuses_it() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.git.create_repo("readonly").unwrap();
     let url = env.git.ssh_url("readonly");
@@ -176,8 +179,9 @@ fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn git_failures_are_exit_4_and_name_the_problem() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let components = components.to_str().unwrap();
     // A host key that does not match: the pinned line for another key.
@@ -226,8 +230,9 @@ fn git_failures_are_exit_4_and_name_the_problem() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     env.git.create_repo("fleet-http").unwrap();
@@ -248,8 +253,9 @@ fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.git.create_repo("slow").unwrap();
     let url = env.git.ssh_url("slow");
@@ -279,8 +285,9 @@ fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn export_prints_the_manifests_without_a_cluster() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let run = Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
             .args(["--url", "ssh://git@git.example.com/fleet.git", "--path", "clusters/dev", "--cluster-name", "dev"])
@@ -300,8 +307,9 @@ fn export_prints_the_manifests_without_a_cluster() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_generated_deploy_key_is_shown_never_its_private_half_and_reused_on_re_runs() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     env.git.create_repo("keys").unwrap();

@@ -45,8 +45,9 @@ fn write_lines(standin: &StandIn) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitHub);
@@ -92,8 +93,9 @@ fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_what_to_ask_for() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let standin = standin(env, Kind::GitHub);
     standin.set_token_can_create_repos(false);
@@ -112,8 +114,9 @@ fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_wha
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_protected_branch_is_refused_before_any_write() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let standin = standin(env, Kind::GitLab);
     standin.add_repo("acme/fleet");
@@ -130,8 +133,9 @@ fn a_protected_branch_is_refused_before_any_write() {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_existing_project_gets_a_deploy_key_without_push_rights() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitLab);

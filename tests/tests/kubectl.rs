@@ -8,12 +8,13 @@ use std::process::Command;
 use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 
-fn kubectl() -> Option<PathBuf> {
-    let found = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"].into_iter().map(PathBuf::from).find(|p| p.exists());
-    if found.is_none() {
-        eprintln!("skipped: no kubectl on this machine");
-    }
-    found
+/// The machine's kubectl (a prerequisite: `make deps` checks for it).
+fn kubectl() -> PathBuf {
+    ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("no kubectl in /usr/bin or /usr/local/bin; `make deps` says how to get it")
 }
 
 fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
@@ -23,7 +24,7 @@ fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, ar
 
 #[test]
 fn kubectl_runs_version_detect_and_lists_our_plugins() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let plugins = binaries::plugin_dir();
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
@@ -57,7 +58,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
 
 #[test]
 fn kubectl_nested_lookup_reaches_the_command_binary_directly() {
-    let Some(kubectl) = kubectl() else { return };
+    let kubectl = kubectl();
     let plugins = binaries::plugin_dir();
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());

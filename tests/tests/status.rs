@@ -80,8 +80,9 @@ fn helm_release(name: &str, values: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
-    let Some(components) = fixtures::flux_components() else { return };
+    let components = fixtures::flux_components();
     let env = TestEnv::start(Options { flux: true }).unwrap().detach();
     env.apply_yaml(&std::fs::read_to_string(components).unwrap()).unwrap();
     push_app(env);
