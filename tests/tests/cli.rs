@@ -346,6 +346,8 @@ fn app_add_bad_input_is_a_usage_error_before_anything_happens() {
         vec!["add", "podinfo", "--url", git, "--cluster", "Dev"],
         vec!["add", "podinfo", "--url", git, "--secret-ref", "Git_Creds"],
         vec!["add", "podinfo", "--url", git, "--branch", "a..b"],
+        vec!["add", "podinfo", "--url", git, "--commit", "c88a2f4", "--config-repo", fleet],
+        vec!["add", "podinfo", "--url", git, "--config-repo", fleet, "--config-branch", "a b"],
         vec!["remove", "Pod_Info"],
     ];
     let mut text = String::new();

@@ -74,6 +74,10 @@ impl Context {
 
 /// Resolves the cluster and, with `needs_repo`, the config repo and how to reach it. Read-only.
 pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool) -> Result<Context> {
+    // Bad input is refused before the cluster or the git server is asked anything.
+    if let Some(branch) = &repo_args.config_branch {
+        spec::validate_git_ref(branch, "--config-branch", "heads")?;
+    }
     let connected = Cluster::connect(global, REQUEST_TIMEOUT).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {

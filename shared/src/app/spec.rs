@@ -204,6 +204,9 @@ impl AppSpec {
                 if let Some(tag) = &args.tag {
                     validate_git_ref(tag, "--tag", "tags")?;
                 }
+                if let Some(commit) = &args.commit {
+                    validate_commit(commit)?;
+                }
                 let git_ref = match (&args.branch, &args.tag, &args.semver, &args.commit) {
                     (branch, _, _, Some(commit)) => GitRef::Commit { commit: commit.clone(), branch: branch.clone() },
                     (_, _, Some(range), None) => GitRef::Semver(range.clone()),
@@ -462,13 +465,25 @@ fn validate_subdomain(name: &str, flag: &str) -> Result<()> {
 
 /// A branch or tag name git accepts (`refs/heads/<branch>`, `refs/tags/<tag>`); Flux could
 /// never check out another.
-fn validate_git_ref(name: &str, flag: &str, namespace: &str) -> Result<()> {
+pub(crate) fn validate_git_ref(name: &str, flag: &str, namespace: &str) -> Result<()> {
     if !name.starts_with('-') && git2::Reference::is_valid_name(&format!("refs/{namespace}/{name}")) {
         return Ok(());
     }
     Err(Error::usage(
         format!("{flag} {name:?} is not a valid git {} name", if namespace == "tags" { "tag" } else { "branch" }),
         "git names have no spaces, `..`, `~`, `^`, `:`, `?`, `*`, `[` or `\\`, and do not start with '-'",
+    ))
+}
+
+/// A full commit id, SHA-1 or SHA-256: Flux checks out `spec.ref.commit` as given, and an
+/// abbreviated one never resolves there.
+fn validate_commit(commit: &str) -> Result<()> {
+    if matches!(commit.len(), 40 | 64) && commit.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!("--commit {commit:?} is not a full commit id"),
+        "give all 40 (SHA-1) or 64 (SHA-256) hex digits, as `git rev-parse HEAD` prints them",
     ))
 }
 
