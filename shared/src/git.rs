@@ -29,6 +29,17 @@ use git2::{
     IndexAddOption, Oid, PushOptions, RemoteCallbacks, Repository, build::CheckoutBuilder,
 };
 
+/// What a push of the checked-out branch did to the remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    /// The remote branch moved to our head.
+    Updated,
+    /// The remote branch already was at our head: someone pushed the very same commit first.
+    AlreadyThere,
+    /// There was no commit to push.
+    Nothing,
+}
+
 /// The remote name inside our checkouts.
 const ORIGIN: &str = "origin";
 /// How often libgit2 may ask for the same kind of credential in one operation. It asks again
@@ -489,18 +500,22 @@ impl Checkout {
     ///
     /// Fails with [`GitError::NonFastForward`] when the remote branch moved meanwhile; then
     /// [`Checkout::rebase_onto_remote`] and push again, or use [`Checkout::push_with_retries`].
-    pub fn push(&mut self) -> Result<(), GitError> {
+    ///
+    /// Two writers that make the same change on the same head at the same second make the very
+    /// same commit (same tree, parent, author, time and message); the second push then moves
+    /// nothing, and says so with [`Pushed::AlreadyThere`].
+    pub fn push(&mut self) -> Result<Pushed, GitError> {
         let Some(head) = self.head_oid() else {
-            return Ok(());
+            return Ok(Pushed::Nothing);
         };
         if Some(head) == self.base {
-            return Ok(());
+            return Ok(Pushed::Nothing);
         }
         let refspec = format!("{0}:{0}", branch_ref(&self.branch)?);
-        self.push_refspec(&refspec, &self.branch)?;
+        let pushed = self.push_refspec(&refspec, &self.branch)?;
         self.base = Some(head);
         self.unpushed.clear();
-        Ok(())
+        Ok(pushed)
     }
 
     /// Pushes the local branch to another branch of the remote, replacing whatever that branch
@@ -511,16 +526,16 @@ impl Checkout {
             return Ok(());
         }
         let refspec = format!("+{}:{}", branch_ref(&self.branch)?, branch_ref(branch)?);
-        self.push_refspec(&refspec, branch)
+        self.push_refspec(&refspec, branch).map(drop)
     }
 
     /// Deletes a branch of the remote (one we pushed and must not leave behind).
     pub fn delete_remote_branch(&self, branch: &str) -> Result<(), GitError> {
-        self.push_refspec(&format!(":{}", branch_ref(branch)?), branch)
+        self.push_refspec(&format!(":{}", branch_ref(branch)?), branch).map(drop)
     }
 
     /// Runs one push and turns libgit2's ways of refusing into [`GitError`]s naming `branch`.
-    fn push_refspec(&self, refspec: &str, branch: &str) -> Result<(), GitError> {
+    fn push_refspec(&self, refspec: &str, branch: &str) -> Result<Pushed, GitError> {
         let endpoint = Endpoint::parse(&self.remote.url)?;
         let session = Session::new(&self.remote, &endpoint);
         // libgit2 reports per-ref rejections (hooks, a ref that moved) through this callback
@@ -531,6 +546,12 @@ impl Checkout {
             if let Some(status) = status {
                 *refused.borrow_mut() = Some(status.to_string());
             }
+            Ok(())
+        });
+        // The remote's value of each ref before the push: when it already is ours, nothing moved.
+        let already_there = Cell::new(false);
+        callbacks.push_negotiation(|updates| {
+            already_there.set(!updates.is_empty() && updates.iter().all(|update| update.src() == update.dst()));
             Ok(())
         });
         let mut options = PushOptions::new();
@@ -564,7 +585,7 @@ impl Checkout {
                 GitError::Rejected { branch: branch.to_string(), reason: session.scrub(&reason) }
             });
         }
-        Ok(())
+        Ok(if already_there.get() { Pushed::AlreadyThere } else { Pushed::Updated })
     }
 
     /// Fetches the remote branch and replays our unpushed commits and uncommitted changes on
@@ -631,7 +652,7 @@ impl Checkout {
                     attempt += 1;
                 }
                 Err(error) => return Err(error),
-                Ok(()) => {
+                Ok(_) => {
                     overwritten.sort();
                     overwritten.dedup();
                     return Ok(overwritten);

@@ -411,17 +411,20 @@ fn sixteen_concurrent_adds_all_land_and_sixteen_of_one_app_land_once() {
     assert_eq!(log.lines().filter(|line| line.starts_with("Add app ")).count(), 16, "{log}");
 
     let outs = race(env, &["same"; 16]);
+    let said: Vec<String> = outs
+        .iter()
+        .map(|out| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        .collect();
     let mut added = 0;
-    for out in &outs {
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        if stdout.starts_with("app same added at ") {
+    for (out, said) in outs.iter().zip(&said) {
+        assert!(out.status.success(), "{said}");
+        if said.starts_with("app same added at ") {
             added += 1;
         } else {
-            assert!(stdout.contains("nothing to change"), "{stdout}");
+            assert!(said.contains("nothing to change"), "{said}");
         }
     }
-    assert_eq!(added, 1, "exactly one of the 16 commits the app");
+    assert_eq!(added, 1, "exactly one of the 16 commits the app:\n{}", said.join("\n----\n"));
     git(env, work.path(), &["pull", "-q", &env.git.ssh_url("fleet"), "main"]);
     let log = git(env, work.path(), &["log", "--format=%s"]);
     assert_eq!(log.lines().filter(|line| line.starts_with("Add app same ")).count(), 1, "{log}");

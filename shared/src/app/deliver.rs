@@ -12,7 +12,7 @@ use super::plan::{Delivery, FileChange, Plan};
 use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::git::{Checkout, GitError, Remote, Signature};
+use crate::git::{self, Checkout, GitError, Remote, Signature};
 use crate::output::report;
 use crate::output::style::{Stream, Style};
 use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
@@ -175,7 +175,8 @@ async fn push_with_replans(
         write(&mut checkout, &files)?;
         let commit = checkout.commit(&plan.message, author)?;
         match checkout.push() {
-            Ok(()) => return Ok(Pushed::Commit(commit)),
+            Ok(git::Pushed::AlreadyThere) => return Ok(Pushed::MadeMeanwhile),
+            Ok(git::Pushed::Updated | git::Pushed::Nothing) => return Ok(Pushed::Commit(commit)),
             Err(GitError::NonFastForward { .. }) => {
                 refused += 1;
                 let pause = crate::duration::jittered(backoff);

@@ -375,3 +375,32 @@ fn credential_kinds_read_as_words() {
     assert_eq!(credential_kinds(CredentialType::SSH_KEY | CredentialType::USERNAME), "ssh key, username");
     assert_eq!(credential_kinds(CredentialType::empty()), "none named");
 }
+
+/// Two writers making the same change on the same head within one second make one and the same
+/// commit; the second push moves nothing and says so.
+#[test]
+fn pushing_the_very_commit_the_remote_already_has_is_already_there() {
+    let (_dir, remote) = bare();
+    let mut seed = Checkout::clone(&remote, "main").unwrap();
+    seed.write("seed.txt", b"seed").unwrap();
+    seed.commit("seed", &author()).unwrap();
+    assert_eq!(seed.push().unwrap(), Pushed::Updated);
+    // Commit times have one-second resolution: try again in the rare case a second ticked over.
+    for attempt in 0.. {
+        let (mut first, mut second) =
+            (Checkout::clone(&remote, "main").unwrap(), Checkout::clone(&remote, "main").unwrap());
+        let change = format!("change {attempt}");
+        for checkout in [&mut first, &mut second] {
+            checkout.write("same.txt", change.as_bytes()).unwrap();
+        }
+        let (one, two) = (first.commit("same", &author()).unwrap(), second.commit("same", &author()).unwrap());
+        if one != two {
+            assert!(attempt < 5, "never the same commit");
+            continue;
+        }
+        assert_eq!(first.push().unwrap(), Pushed::Updated);
+        assert_eq!(second.push().unwrap(), Pushed::AlreadyThere);
+        assert_eq!(second.push().unwrap(), Pushed::Nothing);
+        break;
+    }
+}
