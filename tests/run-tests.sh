@@ -16,9 +16,9 @@ elapsed=$(($(date +%s) - started))
 
 # `Running <source> (<binary>)` opens a binary's output and `test result: …` closes it; a binary
 # that died before its result line is reported as such.
-awk -v elapsed="$elapsed" -v log="$log" -v status="$status" '
+awk -v elapsed="$elapsed" -v logfile="$log" -v status="$status" '
   function close_binary() {
-    if (name != "" && !closed) { printf "  %-34s %-8s %s\n", name, "NO RESULT", "(crashed or killed; see the log)"; crashed++ }
+    if (name != "" && !closed) { printf "  %-46s %-8s %s\n", name, "NO RESULT", "(crashed or killed; see the log)"; crashed++ }
     closed = 1
   }
   /^ *Running / {
@@ -37,12 +37,12 @@ awk -v elapsed="$elapsed" -v log="$log" -v status="$status" '
     match(line, /[0-9]+ failed/); f = substr(line, RSTART, RLENGTH) + 0
     match(line, /[0-9]+ ignored/); i = substr(line, RSTART, RLENGTH) + 0
     match(line, /finished in [0-9.]+s/); t = substr(line, RSTART + 12, RLENGTH - 12)
-    printf "  %-34s %-8s %4d passed %3d failed %3d ignored  %8s\n", name, (f ? "FAILED" : "ok"), p, f, i, t
+    printf "  %-46s %-8s %4d passed %3d failed %3d ignored  %8s\n", name, (f ? "FAILED" : "ok"), p, f, i, t
     passed += p; failed += f; ignored += i; closed = 1
   }
   END {
     close_binary()
-    printf "\nfull log: %s (%d s)\n", log, elapsed
+    printf "\nfull log: %s (%d s)\n", logfile, elapsed
     if (crashed) printf "%d test binaries ended without a result\n", crashed
     if (status != 0 && failed == 0 && crashed == 0) print "cargo test failed before any test ran (a build error?); see the log"
     printf "summary: %d passed, %d failed, %d skipped\n", passed, failed + crashed, ignored
