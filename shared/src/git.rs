@@ -112,26 +112,6 @@ pub struct Signature {
     pub email: String,
 }
 
-/// What a file change in the working tree is, relative to the last commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
-    /// A new file.
-    Added,
-    /// A changed file.
-    Modified,
-    /// A removed file.
-    Deleted,
-}
-
-/// One changed file, for dry-run listings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    /// Path relative to the repository root, `/`-separated.
-    pub path: String,
-    /// Added, modified or deleted.
-    pub kind: ChangeKind,
-}
-
 /// A failed git operation. Secrets never appear in the message.
 ///
 /// Every variant maps to exit code 4 (`ExitCode::Git`) except [`GitError::InvalidPath`],
@@ -421,25 +401,6 @@ impl Checkout {
         }
     }
 
-    /// A file as of the last commit, for showing diffs; `None` when it is not there.
-    pub fn read_committed(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
-        let full = self.checked_path(path)?;
-        // The tree lookup wants the normalised form (`./a/b.yaml` is `a/b.yaml`).
-        let (Some(head), Ok(relative)) = (self.head_oid(), full.strip_prefix(self.root())) else {
-            return Ok(None);
-        };
-        let tree = self.repo.find_commit(head)?.tree()?;
-        let entry = match tree.get_path(relative) {
-            Ok(entry) => entry,
-            Err(error) if error.code() == ErrorCode::NotFound => return Ok(None),
-            Err(error) => return Err(error.into()),
-        };
-        match entry.to_object(&self.repo)?.into_blob() {
-            Ok(blob) => Ok(Some(blob.content().to_vec())),
-            Err(_) => Ok(None),
-        }
-    }
-
     /// Writes a file, creating its directories. The path is relative to the root, `/`-separated;
     /// absolute paths, `..`, `.git` and paths through symbolic links are refused.
     pub fn write(&mut self, path: &str, contents: &[u8]) -> Result<(), GitError> {
@@ -455,29 +416,6 @@ impl Checkout {
         remove_path(&full, path)?;
         self.pending.push(Change { path: path.to_string(), contents: None });
         Ok(())
-    }
-
-    /// Files that differ from the last commit (what [`Checkout::commit`] would record).
-    pub fn changed_files(&self) -> Result<Vec<FileChange>, GitError> {
-        let index = self.stage()?;
-        let head_tree = match self.head_oid() {
-            Some(oid) => Some(self.repo.find_commit(oid)?.tree()?),
-            None => None,
-        };
-        let diff = self.repo.diff_tree_to_index(head_tree.as_ref(), Some(&index), None)?;
-        let mut changes = Vec::new();
-        for delta in diff.deltas() {
-            let kind = match delta.status() {
-                git2::Delta::Added => ChangeKind::Added,
-                git2::Delta::Deleted => ChangeKind::Deleted,
-                _ => ChangeKind::Modified,
-            };
-            let file = if kind == ChangeKind::Deleted { delta.old_file() } else { delta.new_file() };
-            if let Some(path) = file.path().and_then(Path::to_str) {
-                changes.push(FileChange { path: path.to_string(), kind });
-            }
-        }
-        Ok(changes)
     }
 
     /// Stages every change (new, modified and removed files) and commits it on the branch.

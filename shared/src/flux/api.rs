@@ -100,7 +100,8 @@ impl ServedApis {
         ServedApis { by_kind }
     }
 
-    /// Builds the table from explicit pairs (legacy discovery, tests).
+    /// Builds the table from explicit pairs: an older Flux in unit tests.
+    #[cfg(test)]
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> ServedApis {
         let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (kind, version) in pairs {

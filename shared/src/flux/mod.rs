@@ -1,5 +1,6 @@
-//! The Flux object model: which kinds exist, in which API groups, and which versions a
-//! cluster serves. Later issues add the typed objects and their `--export` YAML here.
+//! The Flux object model: which kinds exist, in which API groups, and which versions a cluster
+//! serves (`api`); the bootstrap layout (`bootstrap`); and the objects we write, shaped the way
+//! `flux create … --export` writes them (`objects`).
 
 pub mod api;
 pub mod bootstrap;

@@ -574,11 +574,6 @@ impl Provider {
         &self.host
     }
 
-    /// The API base URL requests go to.
-    pub fn api_base(&self) -> &str {
-        &self.base
-    }
-
     /// The repository, or `None` when the provider answers 404 (missing, or invisible to the
     /// token). GitHub `GET /repos/{owner}/{repo}`; GitLab `GET /projects/:id`.
     pub async fn get_repository(&self, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
