@@ -5,6 +5,8 @@
 
 use std::process::Command;
 
+include!("fixtures_cfg.rs");
+
 fn main() {
     let commit = Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
@@ -19,11 +21,5 @@ fn main() {
     for path in ["../.git/HEAD", "../.git/refs/heads"] {
         println!("cargo:rerun-if-changed={path}");
     }
-    println!("cargo::rustc-check-cfg=cfg(shared_fixtures_absent)");
-    println!("cargo::rerun-if-env-changed=CI");
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
-    println!("cargo::rerun-if-changed={}", fixtures.display());
-    if !fixtures.is_dir() && std::env::var_os("CI").is_none() {
-        println!("cargo::rustc-cfg=shared_fixtures_absent");
-    }
+    set_shared_fixtures_cfg();
 }
