@@ -5,7 +5,9 @@
 fn set_shared_fixtures_cfg() {
     println!("cargo::rustc-check-cfg=cfg(shared_fixtures_absent)");
     println!("cargo::rerun-if-env-changed=CI");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // Read at run time: cargo may reuse a build script compiled for a checkout elsewhere.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let root = std::path::Path::new(&manifest_dir).join("..");
     let fixtures = root.join("../shared/fixtures");
     println!("cargo::rerun-if-changed={}", fixtures.display());
     if !fixtures.is_dir() && std::env::var_os("CI").is_none() {

@@ -139,7 +139,7 @@ impl<'a> Applier<'a> {
                 Ok(Ok(_)) => {}
                 Ok(Err(kube::runtime::wait::Error::ProbeFailed(error))) => {
                     return Err(Error::Negative {
-                        message: format!("waiting for CRD {name}: {}", crate::cluster::describe_watch(&error)),
+                        message: format!("waiting for CRD {name}: {}", crate::diagnostic::describe_watch(&error)),
                         hint: Some(format!("kubectl describe crd {name}")),
                     });
                 }

@@ -4,8 +4,6 @@
 //! ([`crate::runtime`]), which downcasts back to [`Error`] to pick the exit code and the hint.
 //! The codes are a contract with shell scripts and are documented in docs/exit-codes.md.
 
-use std::fmt;
-
 /// The process exit codes kubectl-gitops documents (docs/exit-codes.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCode {
@@ -70,9 +68,9 @@ pub enum Error {
     },
 
     /// Any other API error. Displayed as a sentence from the API server's own message, code and
-    /// reason ([`crate::cluster::describe`]); kube's `Display` would add a debug dump of the
+    /// reason ([`crate::diagnostic::describe`]); kube's `Display` would add a debug dump of the
     /// Status, so the kube error is deliberately not a `#[source]` (the chain stays readable).
-    #[error("{}", crate::cluster::describe(.0))]
+    #[error("{}", crate::diagnostic::describe(.0))]
     Api(kube::Error),
 
     /// The operation ran and the answer is "no" (not ready, failing, timed out).
@@ -84,10 +82,19 @@ pub enum Error {
         hint: Option<String>,
     },
 
-    /// A git server or git provider failed or refused us.
+    /// A git operation failed (the server refused us, a push was rejected, a path was bad).
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+
+    /// GitHub or GitLab failed or refused us.
+    #[error(transparent)]
+    Provider(#[from] crate::provider::ProviderError),
+
+    /// The git server or provider answered, and the answer stops us: the repository is missing,
+    /// the token may not push, the branch is protected.
     #[error("{message}")]
-    Git {
-        /// What failed, naming the repository or host.
+    Remote {
+        /// What the answer was, naming the repository or host.
         message: String,
         /// What to do about it.
         hint: Option<String>,
@@ -154,7 +161,8 @@ impl Error {
             | Error::Forbidden { .. }
             | Error::Api(_) => ExitCode::Cluster,
             Error::Negative { .. } => ExitCode::No,
-            Error::Git { .. } => ExitCode::Git,
+            Error::Git(error) => git_exit_code(error),
+            Error::Provider(_) | Error::Remote { .. } => ExitCode::Git,
             Error::Step { source, .. } => source.exit_code(),
             Error::Io { .. } | Error::Render(_) | Error::Internal(_) => ExitCode::Internal,
         }
@@ -163,7 +171,9 @@ impl Error {
     /// A line telling the user what to try next, when we know one.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::Usage { hint, .. } | Error::Negative { hint, .. } | Error::Git { hint, .. } => hint.clone(),
+            Error::Usage { hint, .. } | Error::Negative { hint, .. } | Error::Remote { hint, .. } => hint.clone(),
+            Error::Git(error) => error.hint(),
+            Error::Provider(error) => error.hint(),
             Error::Step { source, .. } => source.hint(),
             Error::Kubeconfig(_) => Some(
                 "check --kubeconfig, KUBECONFIG and --context; `kubectl config get-contexts` lists contexts"
@@ -179,7 +189,7 @@ impl Error {
             Error::Forbidden { .. } => Some(
                 "ask a cluster admin for the RBAC rights named above, or use a --context that has them".into(),
             ),
-            Error::Api(error) => Some(crate::cluster::api_hint(error).into()),
+            Error::Api(error) => Some(crate::diagnostic::api_hint(error).into()),
             Error::NotImplemented { .. } => Some(
                 "see `kubectl gitops --help` for the commands available in this version".into(),
             ),
@@ -189,59 +199,19 @@ impl Error {
     }
 }
 
-impl From<crate::git::GitError> for Error {
-    fn from(error: crate::git::GitError) -> Self {
-        use crate::git::GitError;
-        let hint = error.hint();
-        match error {
-            GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => {
-                Error::Usage { message: error.to_string(), hint }
-            }
-            GitError::Io { context, source } => Error::Io { context, source },
-            other => Error::Git { message: other.to_string(), hint },
-        }
-    }
-}
-
-impl From<crate::provider::ProviderError> for Error {
-    fn from(error: crate::provider::ProviderError) -> Self {
-        Error::Git { hint: error.hint(), message: error.to_string() }
+/// Bad input for a path, branch or URL we were given; a local failure for local I/O; a git
+/// failure otherwise.
+fn git_exit_code(error: &crate::git::GitError) -> ExitCode {
+    use crate::git::GitError;
+    match error {
+        GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => ExitCode::Usage,
+        GitError::Io { .. } => ExitCode::Internal,
+        _ => ExitCode::Git,
     }
 }
 
 /// Result with the shared [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Flattens an error and its sources into one line: `a: b: c`.
-pub fn chain_to_line(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        source = cause.source();
-    }
-    line
-}
-
-/// Formats a list of names as `"a", "b" and "c"` for messages.
-pub struct QuotedList<'a>(pub &'a [String]);
-
-impl fmt::Display for QuotedList<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, item) in self.0.iter().enumerate() {
-            if index > 0 {
-                let separator = if index + 1 == self.0.len() { " and " } else { ", " };
-                f.write_str(separator)?;
-            }
-            write!(f, "\"{item}\"")?;
-        }
-        Ok(())
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -257,12 +227,5 @@ mod tests {
         assert_eq!(Error::NotImplemented { command: "upgrade" }.exit_code(), ExitCode::Usage);
         let unreachable = Error::Unreachable { server: "https://x".into(), reason: "refused".into() };
         assert_eq!(unreachable.exit_code(), ExitCode::Cluster);
-    }
-
-    #[test]
-    fn quoted_list_reads_like_english() {
-        let names = vec!["app".to_string(), "status".to_string(), "detect".to_string()];
-        assert_eq!(QuotedList(&names).to_string(), r#""app", "status" and "detect""#);
-        assert_eq!(QuotedList(&names[..1]).to_string(), r#""app""#);
     }
 }

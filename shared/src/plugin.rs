@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::QuotedList;
 use crate::env;
-use crate::error::{Error, QuotedList, Result};
+use crate::error::{Error, Result};
 
 /// Prefix of every command binary.
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";

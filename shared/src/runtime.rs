@@ -126,7 +126,7 @@ pub fn finish(outcome: anyhow::Result<ExitCode>) -> std::process::ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::Ok,
         Err(error) => {
             let (message, hint, code) = match error.downcast_ref::<Error>() {
-                Some(typed) => (crate::error::chain_to_line(typed), typed.hint(), typed.exit_code()),
+                Some(typed) => (crate::diagnostic::chain_to_line(typed), typed.hint(), typed.exit_code()),
                 None => (format!("{error:#}"), None, ExitCode::Internal),
             };
             report::error(&message, hint.as_deref());

@@ -181,7 +181,7 @@ async fn push_with_replans(
                 refused += 1;
                 let pause = crate::duration::jittered(backoff);
                 if Instant::now() + pause >= deadline {
-                    return Err(Error::Git {
+                    return Err(Error::Remote {
                         message: format!(
                             "{} kept moving: {refused} pushes were refused within {}",
                             repo.branch,

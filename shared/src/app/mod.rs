@@ -33,7 +33,7 @@ use crate::flux::api;
 use crate::git::{Auth, Checkout, Remote, Signature};
 use crate::install::source::{self, parse_url};
 use crate::output::report;
-use crate::provider::{Kind, Provider, ProviderConfig, RepoRef, Token};
+use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::InstallRecord;
 
 /// How long each API request may take unless `--request-timeout` says otherwise.
@@ -142,10 +142,10 @@ fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
         return Ok(None);
     };
     let host = record.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
-    let token = Token::find(kind, &host).ok_or_else(|| {
+    let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
         Error::usage(
             format!("the config repo {repository} is on {host}, and there is no token for it"),
-            Token::hint(kind, &host),
+            crate::config::token_hint(kind, &host),
         )
     })?;
     let api_override = match kind {
@@ -211,16 +211,16 @@ async fn delivery(
         }
         return Ok(Delivery::Push);
     };
-    let info = hosted.provider.get_repository(&hosted.repo).await?.ok_or_else(|| Error::Git {
+    let info = hosted.provider.get_repository(&hosted.repo).await?.ok_or_else(|| Error::Remote {
         message: format!("the config repo {} does not exist on {}", hosted.repo, hosted.provider.kind()),
         hint: Some("check the install record (kubectl gitops detect -o yaml) and the token's access".into()),
     })?;
     if info.can_push == Some(false) {
-        return Err(Error::Git {
+        return Err(Error::Remote {
             message: format!("the {} token may not push to {}", hosted.provider.kind(), hosted.repo),
             hint: Some(format!(
                 "use a token with write access ({})",
-                Token::hint(hosted.provider.kind(), hosted.provider.host())
+                crate::config::token_hint(hosted.provider.kind(), hosted.provider.host())
             )),
         });
     }

@@ -48,7 +48,7 @@ pub async fn after_push(
         "reconcile.fluxcd.io/requestedAt": crate::duration::now().to_string()}}});
     for api in [&sources, &syncs] {
         if let Err(error) = api.patch(SYNC_NAME, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&requested)).await {
-            report::warning(&format!("could not ask Flux to reconcile now: {}", crate::cluster::describe(&error)));
+            report::warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
         }
     }
     let namespace = &context.namespace;

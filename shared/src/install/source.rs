@@ -8,7 +8,7 @@ use crate::deploy_key::{DeployKey, REDACTED};
 use crate::env;
 use crate::error::{Error, Result};
 use crate::git::{Auth, Remote};
-use crate::provider::{Kind, Provider, ProviderConfig, RepoInfo, RepoRef, Token};
+use crate::provider::{Kind, Provider, ProviderConfig, RepoInfo, RepoRef};
 
 /// How Flux authenticates to the repo; stored in Secret `<namespace>/flux-system`.
 #[derive(Debug, Clone)]
@@ -142,10 +142,10 @@ pub async fn hosted(
     };
     let (owner, name) = (flag(&args.owner, "owner")?, flag(&args.repository, "repository")?);
     let host = args.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
-    let token = Token::find(kind, &host).ok_or_else(|| {
+    let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
         Error::usage(
             format!("--provider {} needs an API token for {host}", args.provider_name()),
-            Token::hint(kind, &host),
+            crate::config::token_hint(kind, &host),
         )
     })?;
     let config = ProviderConfig {
@@ -162,7 +162,7 @@ pub async fn hosted(
         None => Vec::new(),
     };
     if info.is_some() && provider.is_branch_protected(&repo, &args.branch).await? {
-        return Err(Error::Git {
+        return Err(Error::Remote {
             message: format!(
                 "branch {} of {} is protected, and install pushes to it directly",
                 args.branch,
@@ -400,7 +400,7 @@ fn scan(host: &str, port: u16) -> Result<String> {
         .map_err(|error| Error::usage(format!("cannot run ssh-keyscan: {error}"), "pass --known-hosts-file instead"))?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     if text.trim().is_empty() {
-        return Err(Error::Git {
+        return Err(Error::Remote {
             message: format!("cannot reach {host}:{port} to read its SSH host keys"),
             hint: Some("check the URL, or pass --known-hosts-file".into()),
         });

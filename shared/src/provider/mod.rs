@@ -108,16 +108,6 @@ impl fmt::Display for Kind {
     }
 }
 
-/// The config file tokens may be kept in (mode 0600 is wise): `$KUBECTL_GITOPS_CONFIG`, else
-/// `$XDG_CONFIG_HOME/kubectl-gitops/config.yaml`, else `~/.config/kubectl-gitops/config.yaml`.
-/// Its shape: `tokens: {github.com: <token>, gitlab.example.com: <token>}`, keyed by host.
-pub fn config_file() -> Option<std::path::PathBuf> {
-    let set = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(std::path::PathBuf::from);
-    set(env::KUBECTL_GITOPS_CONFIG)
-        .or_else(|| set(env::XDG_CONFIG_HOME).map(|dir| dir.join("kubectl-gitops/config.yaml")))
-        .or_else(|| set(env::HOME).map(|home| home.join(".config/kubectl-gitops/config.yaml")))
-}
-
 /// An API token. It prints as `***` and is only ever sent in the authentication header.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(String);
@@ -127,27 +117,6 @@ impl Token {
     pub fn new(token: impl Into<String>) -> Token {
         let token: String = token.into();
         Token(token.trim().to_string())
-    }
-
-    /// The token for `host`: `GITHUB_TOKEN` or `GITLAB_TOKEN`, else the config file's
-    /// `tokens.<host>` ([`config_file`]); `None` when neither has one.
-    pub fn find(kind: Kind, host: &str) -> Option<Token> {
-        let from_env = std::env::var(kind.token_env()).ok().map(Token::new);
-        from_env.filter(|token| !token.0.is_empty()).or_else(|| Token::from_config(&config_file()?, host))
-    }
-
-    /// `tokens.<host>` of a config file; `None` when the file or the entry is missing.
-    fn from_config(path: &std::path::Path, host: &str) -> Option<Token> {
-        let text = std::fs::read_to_string(path).ok()?;
-        let config: serde_json::Value = crate::yaml::from_str(&text).ok()?;
-        let token = Token::new(config.get("tokens")?.get(host)?.as_str()?);
-        (!token.0.is_empty()).then_some(token)
-    }
-
-    /// Where to put a token instead of the environment, for hints.
-    pub fn hint(kind: Kind, host: &str) -> String {
-        let file = config_file().map_or_else(|| "the config file".to_string(), |path| path.display().to_string());
-        format!("export {}=<token>, or put it under tokens.{host} in {file}; it is never printed", kind.token_env())
     }
 
     /// The secret itself, for authentication only: the API header, or git over HTTPS.
@@ -558,7 +527,7 @@ impl Provider {
             .map_err(|error| {
                 ProviderError::Transport(format!(
                     "cannot build an HTTP client: {}",
-                    crate::error::chain_to_line(&error)
+                    crate::diagnostic::chain_to_line(&error)
                 ))
             })?;
         Ok(Provider { kind: config.kind, host, base, token: config.token, client, timeout })
@@ -876,7 +845,7 @@ impl Provider {
                 self.timeout.as_secs_f64()
             ));
         }
-        let line = crate::error::chain_to_line(error);
+        let line = crate::diagnostic::chain_to_line(error);
         ProviderError::Transport(self.scrub(&format!("cannot reach {}: {line}", self.host)))
     }
 
@@ -1019,18 +988,6 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
     use super::*;
-
-    #[test]
-    fn tokens_come_from_the_config_file_by_host() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.yaml");
-        std::fs::write(&path, "tokens:\n  github.com: \" ghp_one\\n\"\n  gitlab.example.com: glpat-two\n").unwrap();
-        assert_eq!(Token::from_config(&path, "github.com").map(|t| t.expose().to_string()).as_deref(), Some("ghp_one"));
-        assert_eq!(Token::from_config(&path, "gitlab.example.com").unwrap().expose(), "glpat-two");
-        assert!(Token::from_config(&path, "gitlab.com").is_none());
-        assert!(Token::from_config(&dir.path().join("absent.yaml"), "github.com").is_none());
-        assert_eq!(format!("{:?}", Token::from_config(&path, "github.com").unwrap()), "***");
-    }
 
     fn config(kind: Kind, hostname: Option<&str>) -> ProviderConfig {
         ProviderConfig {
