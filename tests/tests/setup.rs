@@ -61,7 +61,9 @@ fn deps_script() -> PathBuf {
 fn run_deps(mode: &str, bin: &Path, extra: &[(&str, &Path)]) -> (Output, Duration) {
     let started = Instant::now();
     let mut command = Command::new("bash");
-    command.arg(deps_script()).arg(mode).env("GITOPS_DEPS_PATH", bin);
+    // A failed install keeps its log in TMPDIR: keep it inside the test's directory.
+    let tmp = bin.parent().unwrap();
+    command.arg(deps_script()).arg(mode).env("GITOPS_DEPS_PATH", bin).env("TMPDIR", tmp);
     for (name, value) in extra {
         command.env(name, value);
     }
