@@ -133,6 +133,21 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     let head = remote_head(env, "fleet");
     assert_eq!(added.stdout, format!("app podinfo added at {}\n", &head[..12]));
     env.kubectl_ok(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
+    // --wait watches (the engine of `status --wait`) instead of reading the objects every second.
+    let watched: Vec<String> = env
+        .audit_events()
+        .unwrap()
+        .iter()
+        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
+        .filter(|e| e["verb"] == "watch" && e["objectRef"]["resource"] == "kustomizations")
+        .filter_map(|e| e["requestURI"].as_str().map(String::from))
+        .collect();
+    for name in ["flux-system", "podinfo"] {
+        assert!(
+            watched.iter().any(|uri| uri.contains(&format!("fieldSelector=metadata.name%3D{name}"))),
+            "no watch of Kustomization {name}: {watched:?}"
+        );
+    }
 
     // The same add again is a no-op; a different one needs --update.
     let again = app(env, &env.kubeconfig, &add_podinfo);

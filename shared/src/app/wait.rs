@@ -1,7 +1,9 @@
-//! `--wait` after a push: ask Flux to fetch now, then wait until the cluster's sync has applied
-//! the pushed commit and the app is Ready (add) or gone (remove).
+//! `--wait` after a push: ask Flux to fetch now, then wait, on the watch engine `status --wait`
+//! uses (`status::watch`: watches, no polling), until the cluster's sync has applied the pushed
+//! commit and the app is Ready (add) or gone (remove). A failure that lasts the grace period ends
+//! the wait as it ends `status --wait`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -12,20 +14,179 @@ use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::SYNC_NAME;
-use crate::output::progress::Spinner;
 use crate::output::report;
+use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
-/// How often the objects are read again while waiting.
-const POLL: Duration = Duration::from_secs(1);
+/// How long a failure of the sync or the app must last before the wait gives up on it, as
+/// `status --wait` waits by default: a failure that heals by itself (a retry) is not one.
+const GRACE_PERIOD: Duration = Duration::from_secs(30);
 
-fn objects(cluster: &Cluster, context: &Context, kind: &FluxKind) -> Option<Api<DynamicObject>> {
-    let version = context.versions.lookup(kind)?;
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(kind.group, version, kind.kind));
-    Some(Api::namespaced_with(cluster.client.clone(), &context.namespace, &resource))
+/// What the wait after a push follows.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Part {
+    /// The config repo's sync, Kustomization `flux-system`: it must apply the pushed commit.
+    Sync,
+    /// The app's Kustomization or HelmRelease: Ready at its spec (add), or gone (remove).
+    App,
 }
 
-fn text<'a>(object: &'a DynamicObject, pointer: &str) -> Option<&'a str> {
-    object.data.pointer(pointer).and_then(|value| value.as_str())
+/// One Flux kind in the Flux namespace, at the version the cluster serves.
+struct Kind {
+    kind: &'static FluxKind,
+    resource: ApiResource,
+    api: Api<DynamicObject>,
+}
+
+impl Kind {
+    fn new(cluster: &Cluster, context: &Context, kind: &'static FluxKind) -> Option<Kind> {
+        let version = context.versions.lookup(kind)?;
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(kind.group, version, kind.kind));
+        let api = Api::namespaced_with(cluster.client.clone(), &context.namespace, &resource);
+        Some(Kind { kind, resource, api })
+    }
+
+    fn followed(&self, namespace: &str, name: &str) -> Followed {
+        Followed {
+            resource: self.resource.clone(),
+            namespace: Some(namespace.to_string()),
+            selector: Selector::Name(name.to_string()),
+        }
+    }
+}
+
+struct AfterPush<'a> {
+    cluster: &'a Cluster,
+    namespace: &'a str,
+    app: &'a str,
+    commit: &'a str,
+    wants_ready: bool,
+    syncs: Kind,
+    /// The kinds the app may be: Kustomization and, when served, HelmRelease.
+    releases: Vec<Kind>,
+    triggers: Triggers,
+}
+
+impl AfterPush<'_> {
+    fn name(&self, kind: &FluxKind, name: &str) -> String {
+        format!("{} {}/{name}", kind.kind, self.namespace)
+    }
+
+    async fn judge_sync(&self) -> Result<Verdict> {
+        let sync = self.syncs.api.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
+        let text = |object: &DynamicObject, pointer: &str| {
+            object.data.pointer(pointer).and_then(|value| value.as_str()).unwrap_or_default().to_string()
+        };
+        let Some(sync) = sync else {
+            let why = format!("{} does not exist", self.name(&api::KUSTOMIZATION, SYNC_NAME));
+            return Ok(Verdict::Waiting { why, healthy: false });
+        };
+        let applied = text(&sync, "/status/lastAppliedRevision");
+        if applied.ends_with(self.commit) {
+            return Ok(Verdict::Ready);
+        }
+        let attempted = text(&sync, "/status/lastAttemptedRevision");
+        let name = self.name(&api::KUSTOMIZATION, SYNC_NAME);
+        Ok(match ready_condition(&sync) {
+            Some((status, reason, message))
+                if status == "False"
+                    && attempted.ends_with(self.commit)
+                    && !WAITING_REASONS.contains(&reason.as_str()) =>
+            {
+                Verdict::Failing { attempt: Some(attempted), why: format!("{name}: {reason}: {message}") }
+            }
+            _ => {
+                let applied = if applied.is_empty() { "nothing yet".to_string() } else { applied };
+                Verdict::Waiting {
+                    why: format!("{name} applied {applied}, waiting for {}", short(self.commit)),
+                    healthy: false,
+                }
+            }
+        })
+    }
+
+    async fn judge_app(&self) -> Result<Verdict> {
+        let mut found = None;
+        for release in &self.releases {
+            if let Some(object) = release.api.get_opt(self.app).await.map_err(|error| self.cluster.error(error))? {
+                found = Some((release.kind, object));
+            }
+        }
+        Ok(match (found, self.wants_ready) {
+            (None, false) => Verdict::Ready,
+            (Some((kind, _)), false) => {
+                Verdict::Waiting { why: format!("{} is still there", self.name(kind, self.app)), healthy: false }
+            }
+            (None, true) => Verdict::Waiting { why: format!("app {} is not created yet", self.app), healthy: false },
+            (Some((kind, object)), true) => {
+                let observed = object.data.pointer("/status/observedGeneration").and_then(|value| value.as_i64());
+                let current = observed.is_some() && observed == object.metadata.generation;
+                let name = self.name(kind, self.app);
+                match ready_condition(&object) {
+                    Some((status, _, _)) if current && status == "True" => Verdict::Ready,
+                    Some((status, reason, message))
+                        if current && status == "False" && !WAITING_REASONS.contains(&reason.as_str()) =>
+                    {
+                        let attempt = object
+                            .data
+                            .pointer("/status/lastAttemptedRevision")
+                            .and_then(|value| value.as_str())
+                            .map(String::from);
+                        Verdict::Failing { attempt, why: format!("{name}: {reason}: {message}") }
+                    }
+                    Some((_, reason, message)) => {
+                        Verdict::Waiting { why: format!("{name}: {reason}: {message}"), healthy: false }
+                    }
+                    None => Verdict::Waiting { why: format!("{name} is not reconciled yet"), healthy: false },
+                }
+            }
+        })
+    }
+}
+
+impl Waited for AfterPush<'_> {
+    type Part = Part;
+
+    async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
+        let sync = self.judge_sync().await?;
+        // The app is judged once the sync has applied the commit: before, what the cluster holds
+        // is the app as it was.
+        let app = match sync {
+            Verdict::Ready => self.judge_app().await?,
+            _ => Verdict::Waiting { why: "the sync has not applied the commit yet".into(), healthy: false },
+        };
+        Ok(vec![(Part::Sync, sync), (Part::App, app)])
+    }
+
+    async fn changed(&mut self) {
+        self.triggers.changed().await;
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn failed(&self, _part: &Part, why: &str, grace_period: Duration) -> Error {
+        Error::Negative {
+            message: format!("{why} (failing for {} and more)", crate::duration::format(grace_period)),
+            hint: Some(hint()),
+        }
+    }
+
+    fn timed_out(&self, waiting: &[(&Part, &str)], timeout: Duration) -> Error {
+        let why = waiting.iter().map(|(_, why)| *why).find(|why| !why.starts_with("the sync has not"));
+        Error::Negative {
+            message: format!(
+                "not there yet after {}: {}",
+                crate::duration::format(timeout),
+                why.or(waiting.first().map(|(_, why)| *why)).unwrap_or("not reconciled yet")
+            ),
+            hint: Some(hint()),
+        }
+    }
+}
+
+fn hint() -> String {
+    "`kubectl gitops app status NAME` shows why; raise --timeout to wait longer".into()
 }
 
 /// Waits for the sync to apply `commit`, then for the app to be Ready (`wants_ready`) or gone.
@@ -37,105 +198,42 @@ pub async fn after_push(
     timeout: Duration,
     wants_ready: bool,
 ) -> Result<()> {
-    let started = Instant::now();
     let (Some(sources), Some(syncs)) =
-        (objects(cluster, context, &api::GIT_REPOSITORY), objects(cluster, context, &api::KUSTOMIZATION))
+        (Kind::new(cluster, context, &api::GIT_REPOSITORY), Kind::new(cluster, context, &api::KUSTOMIZATION))
     else {
         return Err(Error::Internal("the cluster serves no GitRepository or Kustomization".into()));
     };
     // Ask for a fetch now instead of at the next interval, the way `flux reconcile` asks.
     let requested = serde_json::json!({"metadata": {"annotations": {
         "reconcile.fluxcd.io/requestedAt": crate::duration::now().to_string()}}});
-    for api in [&sources, &syncs] {
+    for api in [&sources.api, &syncs.api] {
         if let Err(error) = api.patch(SYNC_NAME, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&requested)).await {
             report::warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
         }
     }
-    let namespace = &context.namespace;
-    let mut spinner =
-        Spinner::new(format!("waiting for Kustomization {namespace}/{SYNC_NAME} to apply {}", short(commit)));
-    loop {
-        let sync = syncs.get_opt(SYNC_NAME).await.map_err(|error| cluster.error(error))?;
-        let applied = sync.as_ref().and_then(|sync| text(sync, "/status/lastAppliedRevision")).unwrap_or_default();
-        if applied.ends_with(commit) {
-            break;
-        }
-        let why = sync.as_ref().and_then(ready_condition).map(|(_, reason, message)| format!("{reason}: {message}"));
-        check_timeout(started, timeout, &format!("Kustomization {namespace}/{SYNC_NAME}"), why, &mut spinner)?;
-        spinner.tick(&format!("applied: {}", if applied.is_empty() { "nothing yet" } else { applied }));
-        tokio::time::sleep(POLL).await;
-    }
-    spinner.finish();
-    let releases: Vec<(&FluxKind, Api<DynamicObject>)> = [&api::KUSTOMIZATION, &api::HELM_RELEASE]
+    let namespace = context.namespace.as_str();
+    let releases: Vec<Kind> = [&api::KUSTOMIZATION, &api::HELM_RELEASE]
         .into_iter()
-        .filter_map(|kind| objects(cluster, context, kind).map(|api| (kind, api)))
+        .filter_map(|kind| Kind::new(cluster, context, kind))
         .collect();
-    let mut spinner = Spinner::new(if wants_ready {
-        format!("waiting for app {app} to be Ready")
+    let mut triggers = Triggers::new(cluster);
+    let mut followed = vec![syncs.followed(namespace, SYNC_NAME)];
+    followed.extend(releases.iter().map(|release| release.followed(namespace, app)));
+    triggers.follow(followed);
+    let title = if wants_ready {
+        format!(
+            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and app {app} to be Ready",
+            short(commit)
+        )
     } else {
-        format!("waiting for Flux to prune app {app}")
-    });
-    loop {
-        let mut found = None;
-        for (kind, api) in &releases {
-            if let Some(object) = api.get_opt(app).await.map_err(|error| cluster.error(error))? {
-                found = Some((*kind, object));
-            }
-        }
-        match (&found, wants_ready) {
-            (None, false) => break,
-            (Some((kind, object)), true) => {
-                let ready = ready_condition(object);
-                let generation_seen = object.metadata.generation
-                    == object.data.pointer("/status/observedGeneration").and_then(|value| value.as_i64());
-                if generation_seen && ready.as_ref().is_some_and(|(status, _, _)| status == "True") {
-                    break;
-                }
-                let why = ready.map(|(_, reason, message)| format!("{reason}: {message}"));
-                check_timeout(
-                    started,
-                    timeout,
-                    &format!("{} {namespace}/{app}", kind.kind),
-                    why.clone(),
-                    &mut spinner,
-                )?;
-                spinner.tick(why.as_deref().unwrap_or("not reconciled yet"));
-            }
-            (None, true) => {
-                check_timeout(started, timeout, &format!("app {app}"), Some("not created yet".into()), &mut spinner)?;
-                spinner.tick("not created yet");
-            }
-            (Some((kind, _)), false) => {
-                let what = format!("{} {namespace}/{app}", kind.kind);
-                check_timeout(started, timeout, &what, Some("still there".into()), &mut spinner)?;
-                spinner.tick("still there");
-            }
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    spinner.finish();
-    Ok(())
-}
-
-fn check_timeout(
-    started: Instant,
-    timeout: Duration,
-    object: &str,
-    why: Option<String>,
-    spinner: &mut Spinner,
-) -> Result<()> {
-    if started.elapsed() < timeout {
-        return Ok(());
-    }
-    spinner.finish();
-    Err(Error::Negative {
-        message: format!(
-            "{object} is not there yet after {}: {}",
-            crate::duration::format(timeout),
-            why.unwrap_or_else(|| "not reconciled yet".into())
-        ),
-        hint: Some("`kubectl gitops app status NAME` shows why; raise --timeout to wait longer".into()),
-    })
+        format!(
+            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and Flux to prune app {app}",
+            short(commit)
+        )
+    };
+    let mut waited = AfterPush { cluster, namespace, app, commit, wants_ready, syncs, releases, triggers };
+    // It ends Ok only when every part is Ready; a failure or the timeout is an error.
+    wait_until(&mut waited, &title, Limits { timeout, grace_period: GRACE_PERIOD }).await.map(drop)
 }
 
 fn short(commit: &str) -> &str {

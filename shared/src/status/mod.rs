@@ -10,7 +10,7 @@ mod collect;
 mod live;
 mod render;
 mod tree;
-mod watch;
+pub(crate) mod watch;
 
 use serde::Serialize;
 

@@ -35,7 +35,7 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Ready=False reasons that mean "waiting for something else", not a failure of the app itself.
 /// (kustomize-controller's `ArtifactFailed` is not one: it also means "path not found"; a source
 /// without an artifact shows as the source's own failure, earlier in the chain.)
-pub(super) const WAITING_REASONS: [&str; 2] = ["DependencyNotReady", "Progressing"];
+pub(crate) const WAITING_REASONS: [&str; 2] = ["DependencyNotReady", "Progressing"];
 /// The kinds whose replicas the tree shows.
 pub(super) const WORKLOAD_KINDS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
 

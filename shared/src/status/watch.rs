@@ -17,9 +17,9 @@ use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 
 use super::collect::{key, resource, text};
+pub(crate) use super::tree::WAITING_REASONS;
 use super::tree::{
-    AppReport, Gathered, Viewer, WAITING_REASONS, WORKLOAD_KINDS, describe, flux_kind, print, references, render,
-    workload_resource,
+    AppReport, Gathered, Viewer, WORKLOAD_KINDS, describe, flux_kind, print, references, render, workload_resource,
 };
 use super::{AppState, AppStatus, ObjectStatus};
 use crate::cli::OutputFormat;
@@ -41,15 +41,15 @@ const WATCH_CALL: Duration = Duration::from_secs(290);
 /// What one watch follows: objects of a resource, in one namespace or all, all of them or by
 /// name or by label.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Followed {
-    pub(super) resource: ApiResource,
+pub(crate) struct Followed {
+    pub(crate) resource: ApiResource,
     /// `None`: every namespace.
-    pub(super) namespace: Option<String>,
-    pub(super) selector: Selector,
+    pub(crate) namespace: Option<String>,
+    pub(crate) selector: Selector,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Selector {
+pub(crate) enum Selector {
     Every,
     Name(String),
     Labels(String),
@@ -70,7 +70,7 @@ pub(super) fn forbidden(error: &watcher::Error) -> bool {
 }
 
 /// Watches merged into one stream of changes.
-pub(super) struct Triggers {
+pub(crate) struct Triggers {
     client: kube::Client,
     /// Seconds each watch call may last.
     call: u32,
@@ -81,7 +81,7 @@ pub(super) struct Triggers {
 }
 
 impl Triggers {
-    pub(super) fn new(cluster: &Cluster) -> Triggers {
+    pub(crate) fn new(cluster: &Cluster) -> Triggers {
         let call = match cluster.request_timeout {
             Some(timeout) if timeout <= WATCH_CALL => timeout.saturating_sub(Duration::from_secs(5)),
             _ => WATCH_CALL,
@@ -97,7 +97,7 @@ impl Triggers {
     }
 
     /// Watches exactly `wanted`, restarting the watches when it differs from what is watched.
-    pub(super) fn follow(&mut self, wanted: Vec<Followed>) {
+    pub(crate) fn follow(&mut self, wanted: Vec<Followed>) {
         if wanted == self.following {
             return;
         }
@@ -145,7 +145,7 @@ impl Triggers {
 
     /// Waits until something changed: an object was added, changed or deleted, or a watch
     /// (re)started, after which anything may have changed.
-    pub(super) async fn changed(&mut self) {
+    pub(crate) async fn changed(&mut self) {
         loop {
             let mut changed = false;
             for (_, event) in self.burst().await {
@@ -235,7 +235,7 @@ pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<E
 
 /// Where a wait stands after one look.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// Ready at the wanted revision.
     Ready,
     /// Failed at the wanted revision; `attempt` is the revision that failed (a new attempt
@@ -328,7 +328,7 @@ pub(super) fn judge_row(
 
 /// Something a wait follows: one app, or the config sync and the rows of the listing. Each look
 /// judges its parts; the wait is over when every part is Ready.
-pub(super) trait Waited {
+pub(crate) trait Waited {
     /// Names a part (an app, the sync).
     type Part: Clone + Eq + Hash;
     /// Reads (or rebuilds) what is waited for and judges each part.
@@ -372,16 +372,16 @@ impl WaitArgs {
 
 /// How long a wait waits, and how long a failure must last to end it.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
-    pub(super) timeout: Duration,
-    pub(super) grace_period: Duration,
+pub(crate) struct Limits {
+    pub(crate) timeout: Duration,
+    pub(crate) grace_period: Duration,
 }
 
 /// Looks again on every change until every part is Ready (exit 0), a part has failed for the
 /// grace period (exit 1), or the timeout passes (exit 1, naming what blocks). What is waited
 /// for is printed at the end either way. A failure that heals (the part becomes Ready or at
 /// least healthy) or is retried at another revision restarts its grace period.
-pub(super) async fn wait_until<W: Waited>(waited: &mut W, title: &str, limits: Limits) -> Result<ExitCode> {
+pub(crate) async fn wait_until<W: Waited>(waited: &mut W, title: &str, limits: Limits) -> Result<ExitCode> {
     let deadline = Instant::now() + limits.timeout;
     let mut spinner = Spinner::new(title);
     // Since when each part fails, and at which revision.
