@@ -1,7 +1,5 @@
 //! `kubectl gitops version`: what we are, and what the cluster runs.
 
-use std::time::Duration;
-
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
@@ -11,9 +9,6 @@ use crate::flux;
 
 /// The plugin version and the commit it was built from, as `--version` prints it.
 pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GITOPS_GIT_COMMIT"), ")");
-
-/// How long `version` waits for the cluster unless `--request-timeout` says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The plugin's own build.
 #[derive(Debug, Clone, Serialize)]
@@ -71,7 +66,7 @@ pub async fn report(args: &GlobalArgs) -> VersionReport {
         flux_namespace: None,
         error: Some(error),
     };
-    let server = match Cluster::connect(args, DEFAULT_TIMEOUT).await {
+    let server = match Cluster::connect(args, crate::cluster::PROBE_TIMEOUT).await {
         Err(error) => unreachable(error.to_string()),
         Ok(cluster) => match detect::detect(&cluster).await {
             Err(error) => unreachable(error.to_string()),

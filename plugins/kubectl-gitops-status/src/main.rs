@@ -1,7 +1,5 @@
 //! `kubectl gitops status`: what runs where, at which commit, healthy or not, and why.
 
-use std::time::Duration;
-
 use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
@@ -50,9 +48,6 @@ impl CommandLine for Cli {
     }
 }
 
-/// How long status waits for each API request unless `--request-timeout` says otherwise.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops status", |cli: Cli| async move {
         let format = cli.global.output_format();
@@ -60,7 +55,7 @@ fn main() -> std::process::ExitCode {
             format,
             &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
         )?;
-        let cluster = Cluster::connect(&cli.global, REQUEST_TIMEOUT).await?;
+        let cluster = Cluster::connect(&cli.global, gitops_shared::cluster::REQUEST_TIMEOUT).await?;
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
             (true, _) => Scope::All,
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),

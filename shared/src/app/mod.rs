@@ -36,9 +36,6 @@ use crate::output::report;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::InstallRecord;
 
-/// How long each API request may take unless `--request-timeout` says otherwise.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Everything an app command works against, resolved once.
 pub struct Context {
     /// The current cluster; `None` when it is not needed and not reachable (`--config-repo`).
@@ -78,7 +75,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
     if let Some(branch) = &repo_args.config_branch {
         spec::validate_git_ref(branch, "--config-branch", "heads")?;
     }
-    let connected = Cluster::connect(global, REQUEST_TIMEOUT).await;
+    let connected = Cluster::connect(global, crate::cluster::REQUEST_TIMEOUT).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {
             let detection = detect::detect(&cluster).await?;

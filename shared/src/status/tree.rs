@@ -28,8 +28,6 @@ use crate::git::{Auth, Remote};
 use crate::output::report;
 use crate::output::style::{Stream, Style};
 
-/// How long each API request may take unless `--request-timeout` says otherwise.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the commit lookup may take before it is given up with a warning.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Ready=False reasons that mean "waiting for something else", not a failure of the app itself.
@@ -178,7 +176,7 @@ impl Gathered {
 pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let format = global.output_format();
     crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    let cluster = Cluster::connect(global, REQUEST_TIMEOUT).await?;
+    let cluster = Cluster::connect(global, crate::cluster::REQUEST_TIMEOUT).await?;
     let app = AppRef {
         namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
         name: args.name.clone(),
