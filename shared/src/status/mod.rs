@@ -6,6 +6,7 @@
 //! not ready. `--wait` and `--watch` keep the same objects current with one watch per kind
 //! (live.rs), with the machinery `app status` waits and watches with (watch.rs).
 
+mod app_command;
 mod collect;
 mod live;
 mod render;
@@ -17,10 +18,8 @@ use serde::Serialize;
 pub use self::collect::{Scope, collect, collect_detected};
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
-pub use self::tree::{
-    AppReport, AppStatusArgs, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree,
-    run_app_status,
-};
+pub use self::app_command::{AppStatusArgs, run_app_status};
+pub use self::tree::{AppReport, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree};
 pub use self::watch::WaitArgs;
 use crate::record::InstallRecord;
 

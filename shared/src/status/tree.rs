@@ -16,10 +16,9 @@ use super::collect::{
     Index, Key, chart_key, helm_release_row, key, kustomization_row, object_status, reference, require_flux, resource,
     text,
 };
-use super::watch::WaitArgs;
 use super::{AppState, AppStatus, ObjectStatus, shorten_revision};
-use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE, is_forbidden};
+use crate::cli::OutputFormat;
+use crate::cluster::{Cluster, is_forbidden};
 use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{self as flux_api, FluxKind, HELM_RELEASE, KUSTOMIZATION, ServedApis};
@@ -36,24 +35,6 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const WAITING_REASONS: [&str; 2] = ["DependencyNotReady", "Progressing"];
 /// The kinds whose replicas the tree shows.
 pub(super) const WORKLOAD_KINDS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
-
-/// `kubectl gitops app status NAME`: one app, how it is deployed, and why it is or is not ready.
-#[derive(Debug, Clone, clap::Args)]
-pub struct AppStatusArgs {
-    /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
-    pub name: String,
-
-    /// Don't fetch the applied commit from git to show its author, time and subject.
-    #[arg(long)]
-    pub no_git: bool,
-
-    #[command(flatten)]
-    pub wait: WaitArgs,
-
-    /// Keep showing the app: redrawn in place on a terminal, printed again on each change otherwise.
-    #[arg(long)]
-    pub watch: bool,
-}
 
 /// One object the app applied, from its inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -168,30 +149,6 @@ impl Gathered {
     pub(super) fn is_helm(&self) -> bool {
         key(&self.app).0 == HELM_RELEASE.kind
     }
-}
-
-/// Runs `kubectl gitops app status NAME`: prints the tree (or JSON/YAML) on stdout and returns
-/// 0 when the app is ready (or suspended, as `status` counts it), 1 otherwise. `--wait` and
-/// `--watch` are handled here too.
-pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
-    let format = global.output_format();
-    crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    let cluster = Cluster::connect(global, crate::cluster::REQUEST_TIMEOUT).await?;
-    let app = AppRef {
-        namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
-        name: args.name.clone(),
-    };
-    let served = served_apis(&cluster).await?;
-    let mut viewer = Viewer::new(cluster, served, app, !args.no_git);
-    if args.watch {
-        return Ok(super::watch::watch(&mut viewer, format).await?);
-    }
-    if args.wait.wait {
-        return Ok(super::watch::wait(&mut viewer, &args.wait, format).await?);
-    }
-    let Some((_, report)) = viewer.look(true).await? else { return Err(viewer.app.not_found().into()) };
-    print(&report, format)?;
-    Ok(exit_code(&report))
 }
 
 /// 0 when the app is ready or suspended, 1 otherwise.
