@@ -15,10 +15,10 @@ pub(crate) mod watch;
 
 use serde::Serialize;
 
+pub use self::app_command::{AppStatusArgs, run_app_status};
 pub use self::collect::{Scope, collect, collect_detected};
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
-pub use self::app_command::{AppStatusArgs, run_app_status};
 pub use self::tree::{AppReport, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree};
 pub use self::watch::WaitArgs;
 use crate::record::InstallRecord;
