@@ -632,3 +632,151 @@ fn unreachable_host_is_a_transport_error() {
     assert!(error.to_string().starts_with("cannot reach 127.0.0.1"), "{error}");
     assert!(!error.to_string().contains(standin::TOKEN));
 }
+
+// --- the stand-in against the providers' published examples --------------------------------
+//
+// For each endpoint, every JSON key path our client reads that the provider's published
+// example has (tests/fixtures/providers, see PROVENANCE.md) must be in the stand-in's answer
+// with the same JSON type.
+
+macro_rules! published {
+    ($file:literal) => {
+        serde_json::from_str::<serde_json::Value>(include_str!(concat!("../fixtures/providers/", $file))).unwrap()
+    };
+}
+
+/// One raw HTTP/1.1 request to the stand-in, authenticated as [`standin::USER`]: (status, JSON body).
+fn raw(stand_in: &StandIn, method: &str, path: &str, body: Option<&serde_json::Value>) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+
+    let base = stand_in.provider_config(standin::TOKEN).api_base.unwrap();
+    let rest = base.strip_prefix("http://").unwrap();
+    let (host, prefix) =
+        rest.split_once('/').map_or((rest, String::new()), |(host, prefix)| (host, format!("/{prefix}")));
+    let auth = match stand_in.kind() {
+        Kind::GitHub => format!("Authorization: Bearer {}", standin::TOKEN),
+        Kind::GitLab => format!("PRIVATE-TOKEN: {}", standin::TOKEN),
+    };
+    let payload = body.map(serde_json::Value::to_string).unwrap_or_default();
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "{method} {prefix}{path} HTTP/1.1\r\nHost: {host}\r\n{auth}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+}
+
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+/// Each of `pointers` present in `example` is in `answer` with the same JSON type.
+fn assert_same_shape(what: &str, example: &serde_json::Value, answer: &serde_json::Value, pointers: &[&str]) {
+    let mut checked = 0;
+    for pointer in pointers {
+        let Some(published) = example.pointer(pointer) else { continue };
+        let ours = answer.pointer(pointer);
+        assert_eq!(
+            ours.map(json_type),
+            Some(json_type(published)),
+            "{what}: {pointer} is {published} in the published example, {ours:?} in the stand-in's answer {answer}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "{what}: none of {pointers:?} is in the published example");
+}
+
+const GITHUB_REPO_PATHS: &[&str] =
+    &["/default_branch", "/private", "/ssh_url", "/clone_url", "/html_url", "/permissions", "/permissions/push"];
+const GITHUB_KEY_PATHS: &[&str] = &["/id", "/title", "/key", "/read_only"];
+const GITLAB_KEY_PATHS: &[&str] = &["/id", "/title", "/key", "/can_push"];
+
+#[test]
+fn github_stand_in_answers_in_the_published_shapes() {
+    let (stand_in, _github, _repo) = with_repo(Kind::GitHub, "acme/fleet");
+    stand_in.protect_branch("acme/fleet", "main");
+    stand_in.add_deploy_key("acme/fleet", "flux", KEY, true);
+    stand_in.add_branch("acme/fleet", "flux/update", INITIAL_SHA);
+    stand_in.add_pull_request("acme/fleet", "flux/update", "main", "Update");
+
+    let repository = published!("github/create-org-repository.json");
+    let (status, got) = raw(&stand_in, "GET", "/repos/acme/fleet", None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET /repos/{owner}/{repo}", &repository, &got, GITHUB_REPO_PATHS);
+    let body = json!({ "name": "made", "private": true, "auto_init": false });
+    let (status, got) = raw(&stand_in, "POST", "/orgs/acme/repos", Some(&body));
+    assert_eq!(status, 201);
+    assert_same_shape("POST /orgs/{org}/repos", &repository, &got, GITHUB_REPO_PATHS);
+    let body = json!({ "name": "lab", "private": false, "auto_init": false });
+    let (status, got) = raw(&stand_in, "POST", "/user/repos", Some(&body));
+    assert_eq!(status, 201);
+    assert_same_shape("POST /user/repos", &repository, &got, GITHUB_REPO_PATHS);
+
+    let (status, got) = raw(&stand_in, "GET", "/user", None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET /user", &published!("github/authenticated-user.json"), &got, &["/login"]);
+
+    let (status, got) = raw(&stand_in, "GET", "/repos/acme/fleet/branches/main", None);
+    assert_eq!(status, 200);
+    assert_eq!(got["protected"], json!(true));
+    assert_same_shape("GET …/branches/{branch}", &published!("github/list-branches.json")[0], &got, &["/protected"]);
+
+    let (status, got) = raw(&stand_in, "GET", "/repos/acme/fleet/keys", None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET …/keys", &published!("github/list-deploy-keys.json")[0], &got[0], GITHUB_KEY_PATHS);
+    let body = json!({ "title": "other", "key": OTHER_KEY, "read_only": false });
+    let (status, got) = raw(&stand_in, "POST", "/repos/acme/fleet/keys", Some(&body));
+    assert_eq!(status, 201);
+    assert_same_shape("POST …/keys", &published!("github/create-deploy-key.json"), &got, GITHUB_KEY_PATHS);
+
+    let (status, got) = raw(&stand_in, "GET", "/repos/acme/fleet/pulls?state=open", None);
+    assert_eq!(status, 200);
+    let pulls = published!("github/list-pull-requests.json");
+    assert_same_shape("GET …/pulls", &pulls[0], &got[0], &["/number", "/html_url", "/title"]);
+}
+
+#[test]
+fn gitlab_stand_in_answers_in_the_published_shapes() {
+    let (stand_in, _gitlab, _repo) = with_repo(Kind::GitLab, "acme/platform/fleet");
+    stand_in.protect_branch("acme/platform/fleet", "main");
+    stand_in.add_deploy_key("acme/platform/fleet", "flux", KEY, true);
+    stand_in.add_branch("acme/platform/fleet", "flux/update", INITIAL_SHA);
+    stand_in.add_pull_request("acme/platform/fleet", "flux/update", "main", "Update");
+    let project = "/projects/acme%2Fplatform%2Ffleet";
+
+    let (status, got) = raw(&stand_in, "GET", &format!("{project}/repository/branches/main"), None);
+    assert_eq!(status, 200);
+    assert_eq!(got["protected"], json!(true));
+    assert_same_shape(
+        "GET …/repository/branches/:branch",
+        &published!("gitlab/get-branch.json"),
+        &got,
+        &["/protected"],
+    );
+
+    let (status, got) = raw(&stand_in, "GET", &format!("{project}/deploy_keys"), None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET …/deploy_keys", &published!("gitlab/list-deploy-keys.json")[0], &got[0], GITLAB_KEY_PATHS);
+    let body = json!({ "title": "other", "key": OTHER_KEY, "can_push": true });
+    let (status, got) = raw(&stand_in, "POST", &format!("{project}/deploy_keys"), Some(&body));
+    assert_eq!(status, 201);
+    assert_same_shape("POST …/deploy_keys", &published!("gitlab/add-deploy-key.json"), &got, GITLAB_KEY_PATHS);
+
+    let (status, got) = raw(&stand_in, "GET", &format!("{project}/merge_requests?state=opened"), None);
+    assert_eq!(status, 200);
+    let requests = published!("gitlab/list-project-merge-requests.json");
+    assert_same_shape("GET …/merge_requests", &requests[0], &got[0], &["/iid", "/web_url", "/title"]);
+}

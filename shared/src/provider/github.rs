@@ -249,3 +249,64 @@ pub(super) async fn update_pull_request(
         provider.call(Method::PATCH, &repo_path(repo, &format!("/pulls/{number}")), &[], Some(&request)).await?;
     Ok(provider.expect::<Pull>(&reply, 200, &what)?.into())
 }
+
+/// The structs above parse the GitHub docs' published response examples
+/// (`tests/fixtures/providers/github`, provenance in `tests/fixtures/providers/PROVENANCE.md`).
+#[cfg(test)]
+mod published_examples {
+    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+    use super::*;
+
+    macro_rules! example {
+        ($file:literal) => {
+            include_str!(concat!("../../../tests/fixtures/providers/github/", $file))
+        };
+    }
+
+    #[test]
+    fn full_repository_reads_urls_default_branch_and_push_permission() {
+        let repo: Repository = serde_json::from_str(example!("create-org-repository.json")).unwrap();
+        let info = RepoInfo::from(repo);
+        assert_eq!(info.default_branch.as_deref(), Some("master"));
+        assert!(!info.private);
+        assert_eq!(info.ssh_url, "git@github.com:octocat/Hello-World.git");
+        assert_eq!(info.https_url, "https://github.com/octocat/Hello-World.git");
+        assert_eq!(info.web_url, "https://github.com/octocat/Hello-World");
+        assert_eq!(info.can_push, Some(false));
+    }
+
+    #[test]
+    fn authenticated_user_reads_login() {
+        let user: User = serde_json::from_str(example!("authenticated-user.json")).unwrap();
+        assert_eq!(user.login, "octocat");
+    }
+
+    #[test]
+    fn deploy_keys_read_id_title_key_and_read_only() {
+        let keys: Vec<Key> = serde_json::from_str(example!("list-deploy-keys.json")).unwrap();
+        assert_eq!(keys.len(), 1);
+        let created: Key = serde_json::from_str(example!("create-deploy-key.json")).unwrap();
+        for key in [&keys[0], &created] {
+            assert_eq!(key.id, 1);
+            assert_eq!(key.title, "octocat@octomac");
+            assert_eq!(key.key, "ssh-rsa AAA...");
+            assert!(key.read_only);
+        }
+    }
+
+    #[test]
+    fn branch_reads_protected() {
+        let branches: Vec<Branch> = serde_json::from_str(example!("list-branches.json")).unwrap();
+        assert!(branches[0].protected);
+    }
+
+    #[test]
+    fn pull_requests_read_number_url_and_title() {
+        let pulls: Vec<Pull> = serde_json::from_str(example!("list-pull-requests.json")).unwrap();
+        let pull = PullRequest::from(pulls.into_iter().next().unwrap());
+        assert_eq!(pull.number, 1347);
+        assert_eq!(pull.url, "https://github.com/octocat/Hello-World/pull/1347");
+        assert_eq!(pull.title, "Amazing new feature");
+    }
+}

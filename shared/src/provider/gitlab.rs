@@ -277,3 +277,49 @@ pub(super) async fn update_pull_request(
     let reply = provider.call(Method::PUT, &path, &[], Some(&request)).await?;
     Ok(provider.expect::<MergeRequest>(&reply, 200, &what)?.into())
 }
+
+/// The structs above parse the GitLab docs' published response examples
+/// (`tests/fixtures/providers/gitlab`, provenance in `tests/fixtures/providers/PROVENANCE.md`).
+#[cfg(test)]
+mod published_examples {
+    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+    use super::*;
+
+    macro_rules! example {
+        ($file:literal) => {
+            include_str!(concat!("../../../tests/fixtures/providers/gitlab/", $file))
+        };
+    }
+
+    #[test]
+    fn deploy_keys_read_id_title_key_and_can_push() {
+        let keys: Vec<Key> = serde_json::from_str(example!("list-deploy-keys.json")).unwrap();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].id, 1);
+        assert_eq!(keys[0].title, "Public key");
+        assert!(keys[0].key.starts_with("ssh-rsa AAAAB3NzaC1yc2E"));
+        assert!(!keys[0].can_push);
+
+        let added: Key = serde_json::from_str(example!("add-deploy-key.json")).unwrap();
+        assert_eq!(added.id, 12);
+        assert_eq!(added.title, "My deploy key");
+        assert_eq!(added.key, "ssh-rsa AAAA...");
+        assert!(added.can_push);
+    }
+
+    #[test]
+    fn branch_reads_protected() {
+        let branch: Branch = serde_json::from_str(example!("get-branch.json")).unwrap();
+        assert!(branch.protected);
+    }
+
+    #[test]
+    fn merge_requests_read_iid_web_url_and_title() {
+        let requests: Vec<MergeRequest> = serde_json::from_str(example!("list-project-merge-requests.json")).unwrap();
+        let request = PullRequest::from(requests.into_iter().next().unwrap());
+        assert_eq!(request.number, 1);
+        assert_eq!(request.url, "http://gitlab.example.com/my-group/my-project/merge_requests/1");
+        assert_eq!(request.title, "test1");
+    }
+}
