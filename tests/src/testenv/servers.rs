@@ -58,10 +58,14 @@ impl GitServer {
                 "Port {ssh_port}\nListenAddress 127.0.0.1\nHostKey {host}\nPidFile {pid}\nAuthorizedKeysFile {keys}\n\
                  PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
                  PermitRootLogin prohibit-password\nAllowUsers root\nUsePAM no\nStrictModes no\n\
-                 AllowTcpForwarding no\nX11Forwarding no\nLogLevel VERBOSE\n",
+                 AllowTcpForwarding no\nX11Forwarding no\nLogLevel VERBOSE\n\
+                 # Tests open dozens of connections at once (16 concurrent writers); sshd's default\n\
+                 # MaxStartups 10:30:100 drops some of them mid-handshake (\"Failed getting banner\").\n\
+                 MaxStartups 256\n{penalties}",
                 host = host_key.display(),
                 pid = ssh.join("sshd.pid").display(),
                 keys = authorized_keys.display(),
+                penalties = per_source_penalties_off()?,
             ),
         )?;
         // sshd insists on /run/sshd; a private mount namespace gives it one without touching the host.
@@ -285,5 +289,36 @@ impl HelmRepository {
         ));
         std::fs::write(index, text)?;
         Ok(())
+    }
+}
+
+/// OpenSSH 9.8 and later penalise a source address whose connections fail authentication or
+/// never authenticate (PerSourcePenalties); every test connects from 127.0.0.1 and some fail on
+/// purpose, so the penalty would refuse the tests that follow. Older sshd rejects the keyword.
+fn per_source_penalties_off() -> Result<&'static str> {
+    let output = Command::new("/usr/sbin/sshd").arg("-V").output().context("cannot run /usr/sbin/sshd -V")?;
+    let banner = String::from_utf8_lossy(&output.stderr);
+    Ok(if openssh_has_penalties(&banner) { "PerSourcePenalties no\n" } else { "" })
+}
+
+/// `OpenSSH_9.2, OpenSSL …` → false; `OpenSSH_9.8p1 …` or `OpenSSH_10.0p2 …` → true.
+fn openssh_has_penalties(banner: &str) -> bool {
+    let version = banner.trim_start().strip_prefix("OpenSSH_").unwrap_or("");
+    let mut numbers = version.split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+    (major, minor) >= (9, 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::openssh_has_penalties;
+
+    #[test]
+    fn per_source_penalties_exist_from_openssh_9_8() {
+        assert!(!openssh_has_penalties("OpenSSH_9.2, OpenSSL 3.0.22 25 Aug 2026"));
+        assert!(!openssh_has_penalties("OpenSSH_9.7p1 Debian"));
+        assert!(openssh_has_penalties("OpenSSH_9.8p1, OpenSSL 3.3"));
+        assert!(openssh_has_penalties("OpenSSH_10.0p2 Debian-7, OpenSSL 3.5.1"));
+        assert!(!openssh_has_penalties("something else"));
     }
 }
