@@ -155,14 +155,6 @@ impl<'a> Applier<'a> {
     }
 }
 
-/// The `Ready` condition of a Flux object: (status, reason, message).
-pub fn ready_condition(object: &DynamicObject) -> Option<(String, String, String)> {
-    let conditions = object.data.pointer("/status/conditions")?.as_array()?;
-    let ready = conditions.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))?;
-    let text = |key: &str| ready.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    Some((text("status"), text("reason"), text("message")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,19 +173,5 @@ mod tests {
         assert_eq!(object_ref(&deployment).to_string(), "Deployment/flux-system/x");
         let crd = json!({"kind": "CustomResourceDefinition", "metadata": {"name": "gitrepositories.source.toolkit.fluxcd.io"}});
         assert_eq!(object_ref(&crd).to_string(), "CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io");
-    }
-
-    #[test]
-    fn ready_condition_is_read_from_status() {
-        let object: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": "x"},
-            "status": {"conditions": [{"type": "Reconciling", "status": "True"},
-                                      {"type": "Ready", "status": "False", "reason": "BuildFailed", "message": "kustomization path not found"}]}
-        }))
-        .unwrap();
-        assert_eq!(
-            ready_condition(&object),
-            Some(("False".into(), "BuildFailed".into(), "kustomization path not found".into()))
-        );
     }
 }

@@ -9,11 +9,12 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
 use super::Context;
-use crate::apply::{FIELD_MANAGER, ready_condition};
+use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux::status::FluxObject;
 use crate::output::report;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
@@ -73,29 +74,29 @@ impl AfterPush<'_> {
 
     async fn judge_sync(&self) -> Result<Verdict> {
         let sync = self.syncs.api.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
-        let text = |object: &DynamicObject, pointer: &str| {
-            object.data.pointer(pointer).and_then(|value| value.as_str()).unwrap_or_default().to_string()
-        };
         let Some(sync) = sync else {
             let why = format!("{} does not exist", self.name(&api::KUSTOMIZATION, SYNC_NAME));
             return Ok(Verdict::Waiting { why, healthy: false });
         };
-        let applied = text(&sync, "/status/lastAppliedRevision");
+        let applied = sync.last_applied_revision().unwrap_or_default();
         if applied.ends_with(self.commit) {
             return Ok(Verdict::Ready);
         }
-        let attempted = text(&sync, "/status/lastAttemptedRevision");
+        let attempted = sync.last_attempted_revision().unwrap_or_default();
         let name = self.name(&api::KUSTOMIZATION, SYNC_NAME);
-        Ok(match ready_condition(&sync) {
-            Some((status, reason, message))
-                if status == "False"
+        Ok(match sync.ready_condition() {
+            Some(ready)
+                if ready.is_false()
                     && attempted.ends_with(self.commit)
-                    && !WAITING_REASONS.contains(&reason.as_str()) =>
+                    && !WAITING_REASONS.contains(&ready.reason()) =>
             {
-                Verdict::Failing { attempt: Some(attempted), why: format!("{name}: {reason}: {message}") }
+                Verdict::Failing {
+                    attempt: Some(attempted.to_string()),
+                    why: format!("{name}: {}: {}", ready.reason(), ready.message()),
+                }
             }
             _ => {
-                let applied = if applied.is_empty() { "nothing yet".to_string() } else { applied };
+                let applied = if applied.is_empty() { "nothing yet" } else { applied };
                 Verdict::Waiting {
                     why: format!("{name} applied {applied}, waiting for {}", short(self.commit)),
                     healthy: false,
@@ -118,24 +119,20 @@ impl AfterPush<'_> {
             }
             (None, true) => Verdict::Waiting { why: format!("app {} is not created yet", self.app), healthy: false },
             (Some((kind, object)), true) => {
-                let observed = object.data.pointer("/status/observedGeneration").and_then(|value| value.as_i64());
-                let current = observed.is_some() && observed == object.metadata.generation;
+                let current = object.is_current();
                 let name = self.name(kind, self.app);
-                match ready_condition(&object) {
-                    Some((status, _, _)) if current && status == "True" => Verdict::Ready,
-                    Some((status, reason, message))
-                        if current && status == "False" && !WAITING_REASONS.contains(&reason.as_str()) =>
-                    {
-                        let attempt = object
-                            .data
-                            .pointer("/status/lastAttemptedRevision")
-                            .and_then(|value| value.as_str())
-                            .map(String::from);
-                        Verdict::Failing { attempt, why: format!("{name}: {reason}: {message}") }
+                match object.ready_condition() {
+                    Some(ready) if current && ready.is_true() => Verdict::Ready,
+                    Some(ready) if current && ready.is_false() && !WAITING_REASONS.contains(&ready.reason()) => {
+                        Verdict::Failing {
+                            attempt: object.last_attempted_revision().map(String::from),
+                            why: format!("{name}: {}: {}", ready.reason(), ready.message()),
+                        }
                     }
-                    Some((_, reason, message)) => {
-                        Verdict::Waiting { why: format!("{name}: {reason}: {message}"), healthy: false }
-                    }
+                    Some(ready) => Verdict::Waiting {
+                        why: format!("{name}: {}: {}", ready.reason(), ready.message()),
+                        healthy: false,
+                    },
                     None => Verdict::Waiting { why: format!("{name} is not reconciled yet"), healthy: false },
                 }
             }

@@ -1,10 +1,11 @@
 //! The Flux object model: which kinds exist, in which API groups, and which versions a cluster
 //! serves (`api`); the bootstrap layout (`bootstrap`); and the objects we write, shaped the way
-//! `flux create … --export` writes them (`objects`).
+//! `flux create … --export` writes them (`objects`); and the typed view of their status (`status`).
 
 pub mod api;
 pub mod bootstrap;
 pub mod objects;
+pub mod status;
 
 /// The Flux release kubectl-gitops installs and tests against by default.
 pub const PINNED_VERSION: &str = "v2.9.3";

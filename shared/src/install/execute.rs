@@ -7,10 +7,11 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
 
 use super::{FluxAuth, Inspection, Plan, Step};
-use crate::apply::{Applier, FIELD_MANAGER, ready_condition};
+use crate::apply::{Applier, FIELD_MANAGER};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux::status::FluxObject;
 use crate::git::Checkout;
 use crate::output::report;
 use crate::output::style::{Stream, Style};
@@ -216,12 +217,9 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
     let mut spinner = crate::output::progress::Spinner::new(waiting);
     loop {
         let kustomization = kustomizations.get_opt(SYNC_NAME).await.map_err(|error| cluster.error(error))?;
-        let applied = kustomization
-            .as_ref()
-            .and_then(|k| k.data.pointer("/status/lastAppliedRevision").and_then(|v| v.as_str()).map(String::from));
-        let ready = kustomization.as_ref().and_then(ready_condition);
-        let synced = applied.as_deref() == Some(revision.as_str())
-            && ready.as_ref().is_some_and(|(status, _, _)| status == "True");
+        let applied = kustomization.as_ref().and_then(|k| k.last_applied_revision());
+        let ready = kustomization.as_ref().and_then(|k| k.ready_condition());
+        let synced = applied == Some(revision.as_str()) && ready.as_ref().is_some_and(|ready| ready.is_true());
         // The Flux Deployments must be ready too (a Flux running outside Deployments has none).
         let unready_controller = if synced {
             crate::detect::read_controllers(cluster, namespace).await?.into_iter().find(|c| !c.ready).map(|c| c.name)
@@ -249,14 +247,16 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
                 });
             }
             let repository = repositories.get_opt(SYNC_NAME).await.ok().flatten();
-            let (object, why) = match repository.as_ref().and_then(ready_condition) {
-                Some((status, reason, message)) if status != "True" => {
-                    (format!("GitRepository {namespace}/{SYNC_NAME}"), format!("{reason}: {message}"))
-                }
+            let (object, why) = match repository.as_ref().and_then(|r| r.ready_condition()) {
+                Some(unready) if !unready.is_true() => (
+                    format!("GitRepository {namespace}/{SYNC_NAME}"),
+                    format!("{}: {}", unready.reason(), unready.message()),
+                ),
                 _ => match ready {
-                    Some((_, reason, message)) => {
-                        (format!("Kustomization {namespace}/{SYNC_NAME}"), format!("{reason}: {message}"))
-                    }
+                    Some(ready) => (
+                        format!("Kustomization {namespace}/{SYNC_NAME}"),
+                        format!("{}: {}", ready.reason(), ready.message()),
+                    ),
                     None => (
                         format!("Kustomization {namespace}/{SYNC_NAME}"),
                         "not reconciled yet (are the Flux controllers running?)".to_string(),
@@ -267,7 +267,7 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
                 message: format!(
                     "{object} is not Ready at {revision} after {}: {why} (last applied: {})",
                     crate::duration::format(timeout),
-                    applied.as_deref().unwrap_or("nothing")
+                    applied.unwrap_or("nothing")
                 ),
                 hint: Some(format!(
                     "kubectl -n {namespace} describe kustomization {SYNC_NAME}; re-run install to resume"
@@ -276,7 +276,7 @@ async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration
         }
         let detail = match &unready_controller {
             Some(controller) => format!("waiting for Deployment {controller}"),
-            None => ready.as_ref().map(|(_, reason, message)| format!("{reason}: {message}")).unwrap_or_default(),
+            None => ready.as_ref().map(|ready| format!("{}: {}", ready.reason(), ready.message())).unwrap_or_default(),
         };
         spinner.tick(&detail);
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::Resource;
+use kube::api::{DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 
@@ -13,6 +14,8 @@ use crate::error::{Error, Result};
 use crate::flux::api::{
     FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY, ServedApis,
 };
+pub(super) use crate::flux::status::Key;
+use crate::flux::status::{FluxObject, Listed, Page, Reference, deployed_snapshot};
 use crate::record;
 
 /// Page size of each LIST.
@@ -27,21 +30,39 @@ pub enum Scope {
     All,
 }
 
-/// (kind, namespace, name) of an object.
-pub(super) type Key = (String, String, String);
-
 /// Objects by (kind, namespace, name).
 pub(super) type Index = HashMap<Key, DynamicObject>;
 
 /// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
+///
+/// The LISTs need only the versions discovery serves, so they start after one discovery request
+/// while the rest of detection (four more round trips, one after another) goes on; detection's
+/// verdict (unreachable, no Flux) still comes first.
 pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
-    collect_detected(cluster, scope, detect_flux(cluster).await?).await
+    let lists = async {
+        let discovery = cluster.client.list_api_groups_aggregated().await.map_err(|error| cluster.error(error))?;
+        let served = ServedApis::from_discovery(&discovery);
+        Ok::<_, Error>(list_all(cluster, &served, scope).await)
+    };
+    let (detection, listed) = tokio::join!(detect_flux(cluster), lists);
+    let detection = detection?;
+    join(cluster, runtime(detection), listed?)
 }
 
 /// [`collect`] for a caller that has detected the cluster already (detection is five requests).
 pub async fn collect_detected(cluster: &Cluster, scope: &Scope, detection: detect::Detection) -> Result<Report> {
     require_flux(&detection.api_versions)?;
-    let served = &detection.api_versions;
+    let listed = list_all(cluster, &detection.api_versions, scope).await;
+    join(cluster, runtime(detection), listed)
+}
+
+/// What one LIST gave: the objects, `None` when the kind is not served, or the error and the
+/// kind's plural.
+type ListOutcome = Result<Option<Vec<Listed>>, (String, kube::Error)>;
+
+/// The LISTs of the six kinds, concurrently: sources (git, OCI, Helm repositories, charts), then
+/// apps (Kustomizations, HelmReleases).
+async fn list_all(cluster: &Cluster, served: &ServedApis, scope: &Scope) -> [ListOutcome; 6] {
     let (git, oci, helm_repositories, charts, kustomizations, releases) = tokio::join!(
         list(cluster, served, &GIT_REPOSITORY, scope),
         list(cluster, served, &OCI_REPOSITORY, scope),
@@ -50,25 +71,48 @@ pub async fn collect_detected(cluster: &Cluster, scope: &Scope, detection: detec
         list(cluster, served, &KUSTOMIZATION, scope),
         list(cluster, served, &HELM_RELEASE, scope),
     );
+    [git, oci, helm_repositories, charts, kustomizations, releases]
+}
+
+/// The report of what the LISTs gave: apps joined with their sources.
+fn join(cluster: &Cluster, runtime: Runtime, listed: [ListOutcome; 6]) -> Result<Report> {
+    let [git, oci, helm_repositories, charts, kustomizations, releases] = listed;
     let mut forbidden = Vec::new();
-    let mut sources = Index::new();
+    let mut sources = Listing::new();
     for listed in [git, oci, helm_repositories, charts] {
         for object in keep(&cluster.server, listed, &mut forbidden)? {
-            sources.insert(key(&object), object);
+            sources.insert(object.key(), object);
         }
     }
     let mut apps = keep(&cluster.server, kustomizations, &mut forbidden)?;
     apps.extend(keep(&cluster.server, releases, &mut forbidden)?);
-    Ok(assemble(runtime(detection), apps.iter(), &sources, forbidden))
+    Ok(assemble(runtime, apps.iter(), &sources, forbidden))
 }
 
-/// Where objects are found by (kind, namespace, name): an [`Index`], or what watches delivered.
+/// Where objects are found by (kind, namespace, name): a [`Listing`], an [`Index`], or what
+/// watches delivered.
 pub(super) trait Lookup {
+    /// What it holds.
+    type Object: FluxObject;
+
     /// The object with this key, when there is one.
-    fn find(&self, key: &Key) -> Option<&DynamicObject>;
+    fn find(&self, key: &Key) -> Option<&Self::Object>;
+}
+
+/// Listed objects by (kind, namespace, name).
+pub(super) type Listing = HashMap<Key, Listed>;
+
+impl Lookup for Listing {
+    type Object = Listed;
+
+    fn find(&self, key: &Key) -> Option<&Listed> {
+        self.get(key)
+    }
 }
 
 impl Lookup for Index {
+    type Object = DynamicObject;
+
     fn find(&self, key: &Key) -> Option<&DynamicObject> {
         self.get(key)
     }
@@ -98,20 +142,20 @@ pub(super) fn runtime(detection: detect::Detection) -> Runtime {
 }
 
 /// The report of Kustomizations and HelmReleases (`apps`, any order) joined with their sources.
-pub(super) fn assemble<'a>(
+pub(super) fn assemble<'a, O: FluxObject + 'a>(
     flux: Runtime,
-    apps: impl Iterator<Item = &'a DynamicObject>,
-    sources: &impl Lookup,
+    apps: impl Iterator<Item = &'a O>,
+    sources: &impl Lookup<Object = O>,
     forbidden: Vec<String>,
 ) -> Report {
     let mut rows: Vec<(bool, AppStatus)> = apps
         .map(|object| {
-            let row = if key(object).0 == HELM_RELEASE.kind {
+            let row = if object.kind() == HELM_RELEASE.kind {
                 helm_release_row(object, sources)
             } else {
                 kustomization_row(object, sources)
             };
-            (is_ours(object), row)
+            (object.is_ours(), row)
         })
         .collect();
     rows.sort_by(|(_, a), (_, b)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -134,23 +178,26 @@ pub(super) fn require_flux(served: &ServedApis) -> Result<()> {
 }
 
 /// Every object of a kind in scope, page by page; `Ok(None)` when the kind is not served.
-async fn list(
-    cluster: &Cluster,
-    served: &ServedApis,
-    kind: &FluxKind,
-    scope: &Scope,
-) -> Result<Option<Vec<DynamicObject>>, (String, kube::Error)> {
+///
+/// Each page is parsed straight into [`Listed`] objects, so inventories, histories and managed
+/// fields are skipped by the parser instead of being built and dropped.
+async fn list(cluster: &Cluster, served: &ServedApis, kind: &'static FluxKind, scope: &Scope) -> ListOutcome {
     let Some(resource) = resource(served, kind) else { return Ok(None) };
-    let api: Api<DynamicObject> = match scope {
-        Scope::All => Api::all_with(cluster.client.clone(), &resource),
-        Scope::Namespace(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
+    let failed = |error| (kind.plural.to_string(), error);
+    let namespace = match scope {
+        Scope::All => None,
+        Scope::Namespace(namespace) => Some(namespace.as_str()),
     };
+    let request = kube::core::Request::new(DynamicObject::url_path(&resource, namespace));
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = api.list(&params).await.map_err(|error| (kind.plural.to_string(), error))?;
-        items.extend(page.items.into_iter().map(|object| typed_and_pruned(object, &resource.api_version, kind)));
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+        let mut http = request.list(&params).map_err(|error| failed(kube::Error::BuildRequest(error)))?;
+        http.extensions_mut().insert("list");
+        let page: Page = cluster.client.request(http).await.map_err(failed)?;
+        let next = page.next().map(str::to_string);
+        items.extend(page.items.into_iter().map(|object| object.of_kind(kind.kind)));
+        match next {
             Some(token) => params = params.continue_token(&token),
             None => break,
         }
@@ -172,11 +219,10 @@ pub(super) fn typed_and_pruned(mut object: DynamicObject, api_version: &str, kin
     prune(object)
 }
 
-/// Keeps only the fields a row (and a wait's judgement of it) reads, page by page, so that memory
-/// stays small with thousands of objects (managed fields, annotations and most of spec and status
-/// are dropped).
+/// Keeps only the fields a row (and a wait's judgement of it) reads, so that the watches' objects
+/// stay small (managed fields, annotations and most of spec and status are dropped).
 fn prune(mut object: DynamicObject) -> DynamicObject {
-    let ours = is_ours(&object);
+    let ours = object.is_ours();
     object.metadata = kube::core::ObjectMeta {
         name: object.metadata.name.take(),
         namespace: object.metadata.namespace.take(),
@@ -221,11 +267,7 @@ fn prune(mut object: DynamicObject) -> DynamicObject {
 }
 
 /// The objects of one LIST; a forbidden LIST is noted and skipped, other errors fail.
-fn keep(
-    server: &str,
-    listed: Result<Option<Vec<DynamicObject>>, (String, kube::Error)>,
-    forbidden: &mut Vec<String>,
-) -> Result<Vec<DynamicObject>> {
+fn keep(server: &str, listed: ListOutcome, forbidden: &mut Vec<String>) -> Result<Vec<Listed>> {
     match listed {
         Ok(objects) => Ok(objects.unwrap_or_default()),
         Err((plural, error)) if is_forbidden(&error) => {
@@ -241,13 +283,7 @@ fn keep(
 }
 
 pub(super) fn key(object: &DynamicObject) -> Key {
-    let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
-    (kind, object.metadata.namespace.clone().unwrap_or_default(), object.metadata.name.clone().unwrap_or_default())
-}
-
-pub(super) fn is_ours(object: &DynamicObject) -> bool {
-    object.metadata.labels.as_ref().and_then(|labels| labels.get(record::MANAGED_BY_LABEL)).map(String::as_str)
-        == Some(record::MANAGED_BY_VALUE)
+    object.key()
 }
 
 pub(super) fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
@@ -255,66 +291,45 @@ pub(super) fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
 }
 
 /// The Ready condition: (status, reason, message, lastTransitionTime); `Unknown` when absent.
-pub(super) fn ready(object: &DynamicObject) -> (String, Option<String>, Option<String>, Option<String>) {
-    let conditions = object.data.pointer("/status/conditions").and_then(|c| c.as_array());
-    let found =
-        conditions.and_then(|list| list.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready")));
-    let field = |name: &str| found.and_then(|c| c.get(name)).and_then(|v| v.as_str()).map(String::from);
-    match found {
-        Some(_) => (
-            field("status").unwrap_or_else(|| "Unknown".into()),
-            field("reason"),
-            field("message"),
-            field("lastTransitionTime"),
+fn ready(object: &impl FluxObject) -> (String, Option<String>, Option<String>, Option<String>) {
+    let owned = |field: Option<&str>| field.map(String::from);
+    match object.ready_condition() {
+        Some(found) => (
+            found.status.unwrap_or("Unknown").to_string(),
+            owned(found.reason),
+            owned(found.message),
+            owned(found.last_transition_time),
         ),
         None => ("Unknown".into(), None, Some("waiting to be reconciled".into()), None),
     }
 }
 
-pub(super) fn object_status(object: &DynamicObject, revision: Option<String>) -> ObjectStatus {
-    let (kind, namespace, name) = key(object);
+pub(super) fn object_status(object: &impl FluxObject, revision: Option<String>) -> ObjectStatus {
+    let (kind, namespace, name) = object.key();
     let (ready, reason, message, _) = ready(object);
-    let suspended = object.data.pointer("/spec/suspend").and_then(|v| v.as_bool()).unwrap_or(false);
-    ObjectStatus { kind, namespace, name, ready, reason, message, revision, suspended }
-}
-
-fn source_ref_text(source: &DynamicObject) -> Option<String> {
-    let reference = source.data.pointer("/spec/ref")?.as_object()?;
-    ["commit", "tag", "semver", "name", "branch", "digest"]
-        .iter()
-        .find_map(|field| reference.get(*field).and_then(|v| v.as_str()).map(|value| format!("{field} {value}")))
+    ObjectStatus { kind, namespace, name, ready, reason, message, revision, suspended: object.suspended() }
 }
 
 /// A `{kind, name, namespace}` reference, the namespace defaulting to the referrer's.
 pub(super) fn reference(value: Option<&serde_json::Value>, default_kind: &str, namespace: &str) -> Option<Key> {
-    let value = value?;
-    let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(String::from);
-    Some((
-        field("kind").unwrap_or_else(|| default_kind.to_string()),
-        field("namespace").unwrap_or_else(|| namespace.to_string()),
-        field("name")?,
-    ))
+    Reference::of_value(value?).key(default_kind, namespace)
 }
 
 /// A source named by `sourceRef`/`chartRef` (`namespace` defaults to the referrer's).
-fn referenced<'a>(
-    sources: &'a impl Lookup,
-    value: Option<&serde_json::Value>,
-    namespace: &str,
-) -> Option<&'a DynamicObject> {
-    sources.find(&reference(value, "", namespace)?)
+fn referenced<'a, L: Lookup>(sources: &'a L, value: Option<Reference<'_>>, namespace: &str) -> Option<&'a L::Object> {
+    sources.find(&value?.key("", namespace)?)
 }
 
 /// A source or chart as a link of the chain, with the revision of its artifact.
-fn artifact_status(source: &DynamicObject) -> ObjectStatus {
-    object_status(source, text(source, "/status/artifact/revision"))
+fn artifact_status(source: &impl FluxObject) -> ObjectStatus {
+    object_status(source, source.artifact_revision().map(String::from))
 }
 
-pub(super) fn kustomization_row(object: &DynamicObject, sources: &impl Lookup) -> AppStatus {
-    let namespace = object.metadata.namespace.clone().unwrap_or_default();
-    let source = referenced(sources, object.data.pointer("/spec/sourceRef"), &namespace);
-    let oci = object.data.pointer("/spec/sourceRef/kind").and_then(|k| k.as_str()) == Some("OCIRepository");
-    let applied = text(object, "/status/lastAppliedRevision");
+pub(super) fn kustomization_row<O: FluxObject>(object: &O, sources: &impl Lookup<Object = O>) -> AppStatus {
+    let namespace = object.namespace();
+    let source = referenced(sources, object.source_ref(), namespace);
+    let oci = object.source_ref().and_then(|reference| reference.kind) == Some("OCIRepository");
+    let applied = object.last_applied_revision().map(String::from);
     let (status, _, _, since) = ready(object);
     let mut chain: Vec<ObjectStatus> = source.into_iter().map(artifact_status).collect();
     chain.push(object_status(object, applied.clone()));
@@ -328,60 +343,49 @@ pub(super) fn kustomization_row(object: &DynamicObject, sources: &impl Lookup) -
     )
 }
 
-pub(super) fn helm_release_row(object: &DynamicObject, sources: &impl Lookup) -> AppStatus {
-    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+pub(super) fn helm_release_row<O: FluxObject>(object: &O, sources: &impl Lookup<Object = O>) -> AppStatus {
+    let namespace = object.namespace();
     let mut chain = Vec::new();
-    let source = match object.data.pointer("/spec/chartRef") {
+    let source = match object.chart_ref() {
         Some(chart_ref) => {
-            let source = referenced(sources, Some(chart_ref), &namespace);
+            let source = referenced(sources, Some(chart_ref), namespace);
             chain.extend(source.map(artifact_status));
             source
         }
         None => {
-            let source_ref = object.data.pointer("/spec/chart/spec/sourceRef");
-            let source = referenced(sources, source_ref, &namespace);
-            let source_namespace =
-                source_ref.and_then(|r| r.get("namespace")).and_then(|n| n.as_str()).unwrap_or(&namespace).to_string();
+            let source_ref = object.chart_source_ref();
+            let source = referenced(sources, source_ref, namespace);
+            let source_namespace = source_ref.and_then(|r| r.namespace).unwrap_or(namespace);
             chain.extend(source.map(artifact_status));
-            chain.extend(sources.find(&chart_key(object, &source_namespace)).map(artifact_status));
+            chain.extend(sources.find(&chart_key(object, source_namespace)).map(artifact_status));
             source
         }
     };
-    let deployed = object.data.pointer("/status/history").and_then(deployed_snapshot);
+    let deployed = object.deployed();
     // helm v2beta1 (before Flux v2.2's history) records the chart version as lastAppliedRevision.
     let applied = deployed
-        .and_then(|entry| entry.get("chartVersion"))
-        .and_then(|v| v.as_str())
-        .map(String::from)
-        .or_else(|| text(object, "/status/lastAppliedRevision"));
-    let last_deployed = deployed.and_then(|entry| entry.get("lastDeployed")).and_then(|v| v.as_str()).map(String::from);
+        .and_then(|snapshot| snapshot.chart_version)
+        .or_else(|| object.last_applied_revision())
+        .map(String::from);
+    let last_deployed = deployed.and_then(|snapshot| snapshot.last_deployed).map(String::from);
     chain.push(object_status(object, applied.clone()));
     row(object, AppKind::Helm, source, applied, last_deployed, chain)
 }
 
 /// The HelmChart of a HelmRelease's `spec.chart`: what `status.helmChart` names, else the name
 /// helm-controller gives it, `<namespace>-<name>` in the chart source's namespace.
-pub(super) fn chart_key(release: &DynamicObject, source_namespace: &str) -> Key {
-    let (namespace, name) = match text(release, "/status/helmChart").as_deref().and_then(|c| c.split_once('/')) {
+pub(super) fn chart_key(release: &impl FluxObject, source_namespace: &str) -> Key {
+    let (namespace, name) = match release.helm_chart().and_then(|c| c.split_once('/')) {
         Some((namespace, name)) => (namespace.to_string(), name.to_string()),
-        None => {
-            let (_, release_namespace, release_name) = key(release);
-            (source_namespace.to_string(), format!("{release_namespace}-{release_name}"))
-        }
+        None => (source_namespace.to_string(), format!("{}-{}", release.namespace(), release.name())),
     };
     ("HelmChart".to_string(), namespace, name)
 }
 
-/// The release running now: the newest snapshot in `status.history` that is `deployed` (after a
-/// failed upgrade the newest one is `failed` and the previous release still runs).
-pub(super) fn deployed_snapshot(history: &serde_json::Value) -> Option<&serde_json::Value> {
-    history.as_array()?.iter().find(|entry| entry.get("status").and_then(|s| s.as_str()) == Some("deployed"))
-}
-
-fn row(
-    object: &DynamicObject,
+fn row<O: FluxObject>(
+    object: &O,
     kind: AppKind,
-    source: Option<&DynamicObject>,
+    source: Option<&O>,
     applied_revision: Option<String>,
     last_deployed: Option<String>,
     objects: Vec<ObjectStatus>,
@@ -405,13 +409,13 @@ fn row(
         _ => objects.last().and_then(|app| app.message.clone()),
     };
     AppStatus {
-        namespace: object.metadata.namespace.clone().unwrap_or_default(),
-        name: object.metadata.name.clone().unwrap_or_default(),
+        namespace: object.namespace().to_string(),
+        name: object.name().to_string(),
         kind,
         state,
-        source_url: source.and_then(|s| text(s, "/spec/url")),
-        source_ref: source.and_then(source_ref_text).or_else(|| text(object, "/spec/chart/spec/version")),
-        source_revision: source.and_then(|s| text(s, "/status/artifact/revision")),
+        source_url: source.and_then(FluxObject::url).map(String::from),
+        source_ref: source.and_then(FluxObject::source_ref_text).or_else(|| object.chart_version().map(String::from)),
+        source_revision: source.and_then(FluxObject::artifact_revision).map(String::from),
         applied_revision,
         last_deployed,
         message,

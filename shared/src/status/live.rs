@@ -74,6 +74,8 @@ struct Live {
 }
 
 impl Lookup for Live {
+    type Object = DynamicObject;
+
     fn find(&self, key: &Key) -> Option<&DynamicObject> {
         self.stores.iter().filter(|store| store.kind.kind == key.0).find_map(|store| store.objects.get(key))
     }
@@ -162,9 +164,10 @@ impl Live {
                 }
             }
             Err(error) => {
-                report::detail(&format!("watch {}: {error}", store.kind.plural));
+                let described = crate::diagnostic::describe_watch(&error);
+                report::detail(&format!("watch {}: {described}", store.kind.plural));
                 if !store.listed {
-                    store.error = Some(error.to_string());
+                    store.error = Some(described);
                 }
             }
         }
@@ -204,7 +207,7 @@ fn api_message(error: &watcher::Error) -> String {
         | watcher::Error::WatchStartFailed(kube::Error::Api(status))
         | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.message.clone(),
         watcher::Error::WatchError(status) => status.message.clone(),
-        other => other.to_string(),
+        other => crate::diagnostic::describe_watch(other),
     }
 }
 

@@ -22,6 +22,7 @@ use crate::cluster::{Cluster, is_forbidden};
 use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{self as flux_api, FluxKind, HELM_RELEASE, KUSTOMIZATION, ServedApis};
+use crate::flux::status::FluxObject;
 use crate::git::log::{CommitInfo, show_commit};
 use crate::git::{Auth, Remote};
 use crate::output::report;
@@ -272,13 +273,13 @@ fn missing((kind, namespace, name): Key) -> ObjectStatus {
 pub(super) fn references(app: &DynamicObject) -> (Vec<Key>, Vec<Key>) {
     let (kind, namespace, _) = key(app);
     let mut sources = Vec::new();
-    if let Some(source) = reference(app.data.pointer("/spec/sourceRef"), "", &namespace) {
+    if let Some(source) = app.source_ref().and_then(|reference| reference.key("", &namespace)) {
         sources.push(source);
     }
-    if let Some(chart) = reference(app.data.pointer("/spec/chartRef"), "", &namespace) {
+    if let Some(chart) = app.chart_ref().and_then(|reference| reference.key("", &namespace)) {
         sources.push(chart);
     }
-    if let Some(source) = reference(app.data.pointer("/spec/chart/spec/sourceRef"), "", &namespace) {
+    if let Some(source) = app.chart_source_ref().and_then(|reference| reference.key("", &namespace)) {
         sources.push(chart_key(app, &source.1));
         sources.push(source);
     }
@@ -476,11 +477,11 @@ pub(super) fn build_report(gathered: &Gathered) -> AppReport {
         .iter()
         .find(|object| object.ready == "False" && !WAITING_REASONS.contains(&object.reason.as_deref().unwrap_or("")))
         .cloned();
-    let deployed = gathered.app.data.pointer("/status/history").and_then(super::collect::deployed_snapshot);
+    let app_version = gathered.app.deployed().and_then(|deployed| deployed.app_version).map(String::from);
     let last_deployed = app.applied_revision.clone().map(|revision| LastDeployed {
         time: app.last_deployed.clone(),
         revision,
-        app_version: deployed.and_then(|d| d.get("appVersion")).and_then(|v| v.as_str()).map(String::from),
+        app_version,
     });
     AppReport {
         app,
@@ -503,7 +504,7 @@ pub(super) fn applied_commit(gathered: &Gathered) -> Option<(&DynamicObject, Opt
         let chart = gathered.sources.values().find(|object| key(object).0 == "HelmChart")?;
         text(chart, "/status/observedSourceArtifactRevision")?
     } else {
-        text(&gathered.app, "/status/lastAppliedRevision")?
+        gathered.app.last_applied_revision()?.to_string()
     };
     let (name, sha) = match revision.split_once("@sha1:") {
         Some((name, sha)) => (Some(name), sha),

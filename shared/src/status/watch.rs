@@ -27,6 +27,7 @@ use crate::cluster::{Cluster, is_forbidden};
 use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{HELM_RELEASE, KUSTOMIZATION};
+use crate::flux::status::FluxObject;
 use crate::output::progress::Spinner;
 use crate::output::report;
 
@@ -152,7 +153,7 @@ impl Triggers {
                 match event {
                     Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone) => changed = true,
                     Ok(Event::Init | Event::InitApply(_)) => {}
-                    Err(error) => report::detail(&format!("watch: {error}")),
+                    Err(error) => report::detail(&format!("watch: {}", crate::diagnostic::describe_watch(&error))),
                 }
             }
             if changed {
@@ -284,8 +285,7 @@ pub(super) fn judge_row(
         (None, Some(offered)) => revision == offered,
         (None, None) => false,
     };
-    let observed = object.data.pointer("/status/observedGeneration").and_then(|g| g.as_i64());
-    let current = observed.is_some() && observed == object.metadata.generation;
+    let current = object.is_current();
     let healthy = own.ready == "True";
     if healthy && current && app.applied_revision.as_deref().is_some_and(at_target) {
         return Verdict::Ready;

@@ -1,50 +1,182 @@
-//! `make bench`: `kubectl gitops status -A -o json` against `kubectl get <the Flux kinds> -A -o json`
-//! on the same API server in the same run, for N apps (a GitRepository and a Kustomization each).
+//! `make bench`: `kubectl gitops status -A` (table and `-o json`) against `kubectl get`, the raw LIST
+//! floor and the real `flux get kustomizations -A`, on the same API server in the same run, for N apps
+//! (a GitRepository and a Kustomization each) whose status looks like what Flux writes: conditions,
+//! an artifact, applied revisions, a 20-entry inventory and 5 history snapshots.
 //!
-//! Prints the median wall time of several runs of each, the ratio, and each side's peak RSS.
-//! The Flux CRDs are installed but no controller runs, so the objects stay as created.
+//! Prints each row's median wall time and peak RSS, the size of the LIST responses, and the ratios
+//! the targets in docs/performance.md are about, each with PASS or FAIL. The Flux CRDs are installed
+//! but no controller runs, so the objects stay as seeded. The rows run round-robin, one warm-up
+//! round and `RUNS` measured ones.
+//!
+//! Arguments: the sizes (default 1000 10000). Environment: `FLUX_CLI` (a flux binary) or
+//! `FLUX_CLI_BUILD` (the script that builds it; make bench passes tests/testenv/build-flux-cli.sh);
+//! `BENCH_BASELINE` (another kubectl-gitops-status build, measured alongside: before and after in
+//! one run); `BENCH_HOLD` (keep the environment up afterwards, for profiling).
 
-use std::path::Path;
-use std::process::Command;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use gitops_e2e::testenv::{Options, TestEnv};
 
 const RUNS: usize = 5;
+const NAMESPACES: usize = 10;
 const KINDS: &str = "gitrepositories,helmrepositories,ocirepositories,kustomizations,helmreleases";
+/// The LISTs of the floor: the kinds `kubectl get` above reads, as (group/version, plural).
+const LISTS: [(&str, &str); 5] = [
+    ("source.toolkit.fluxcd.io/v1", "gitrepositories"),
+    ("source.toolkit.fluxcd.io/v1", "helmrepositories"),
+    ("source.toolkit.fluxcd.io/v1", "ocirepositories"),
+    ("kustomize.toolkit.fluxcd.io/v1", "kustomizations"),
+    ("helm.toolkit.fluxcd.io/v2", "helmreleases"),
+];
+/// Page size of the floor's LISTs, the same as status's.
+const PAGE: usize = 500;
+/// Requests in flight while seeding.
+const SEED_PARALLEL: usize = 16;
+/// Inventory entries and history snapshots of each seeded Kustomization.
+const INVENTORY: usize = 20;
+const HISTORY: usize = 5;
 
 fn main() -> Result<()> {
     let sizes: Vec<usize> = std::env::args().skip(1).map(|n| n.parse()).collect::<Result<_, _>>()?;
     let sizes = if sizes.is_empty() { vec![1_000, 10_000] } else { sizes };
+    // The flux CLI takes minutes to build cold: build it while the environment starts and is seeded.
+    let flux_build = std::thread::spawn(flux_cli);
     let env = TestEnv::start(Options { flux: false })?.detach();
     env.install_flux_crds()?;
     eprintln!("bench: environment ready in {:.1?}", env.startup);
+    let api = Api::new(env);
+    for namespace in 0..NAMESPACES {
+        let _ = env.kubectl(&["create", "namespace", &format!("bench-{namespace}")]);
+    }
+    let mut flux_build = Some(flux_build);
+    let mut flux: Result<PathBuf, String> = Err("not built".into());
     let mut created = 0;
-    println!(
-        "{:>7}  {:>12}  {:>12}  {:>6}  {:>14}  {:>14}",
-        "N", "gitops (ms)", "kubectl (ms)", "ratio", "gitops RSS MB", "kubectl RSS MB"
-    );
     for size in sizes {
-        create(env, created, size)?;
+        let seeded = Instant::now();
+        seed(&api, created, size)?;
+        let seeding = seeded.elapsed();
         created = size;
-        // status shows one row per Kustomization; kubectl lists the GitRepositories too.
-        let gitops = measure(&env.kubeconfig, &binaries_path("kubectl-gitops-status"), &["-A", "-o", "json"], size)?;
-        let kubectl = measure(&env.kubeconfig, Path::new("kubectl"), &["get", KINDS, "-A", "-o", "json"], 2 * size)?;
-        println!(
-            "{size:>7}  {:>12}  {:>12}  {:>6.2}  {:>14.1}  {:>14.1}",
-            gitops.0.as_millis(),
-            kubectl.0.as_millis(),
-            kubectl.0.as_secs_f64() / gitops.0.as_secs_f64(),
-            gitops.1,
-            kubectl.1
-        );
+        // Nothing is measured while the build runs: it would compete for the two cores.
+        if let Some(build) = flux_build.take() {
+            flux = build.join().unwrap_or_else(|_| Err("the flux CLI build thread panicked".into()));
+        }
+        report(env, &api, size, seeding, &flux)?;
+    }
+    if std::env::var_os("BENCH_HOLD").is_some() {
+        // For profiling against the seeded objects (docs/performance.md).
+        eprintln!("bench: holding the environment until interrupted: export KUBECONFIG={}", env.kubeconfig.display());
+        loop {
+            std::thread::park();
+        }
     }
     Ok(())
 }
 
+/// One size: every row, then the ratios against their targets.
+fn report(env: &TestEnv, api: &Api, size: usize, seeding: Duration, flux: &Result<PathBuf, String>) -> Result<()> {
+    let status = binaries_path("kubectl-gitops-status");
+    // BENCH_BASELINE: another build of kubectl-gitops-status (say, of an older commit), measured
+    // in the same rounds against the same objects.
+    let baseline = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
+    let command = |name: &str, program: &Path, args: &[&str], expect: Expect| Row {
+        name: name.to_string(),
+        probe: Probe::Command {
+            program: program.to_path_buf(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            expect,
+        },
+        times: Vec::new(),
+        peak_kb: None,
+        bytes: 0,
+    };
+    // status shows one row per Kustomization; kubectl lists the GitRepositories too.
+    let mut rows = vec![
+        command("kubectl gitops status -A -o json", &status, &["-A", "-o", "json"], Expect::JsonItems(size)),
+        command("kubectl gitops status -A (table)", &status, &["-A"], Expect::Lines(size)),
+        command(
+            "kubectl get <5 Flux kinds> -A -o json",
+            Path::new("kubectl"),
+            &["get", KINDS, "-A", "-o", "json"],
+            Expect::JsonItems(2 * size),
+        ),
+        Row {
+            name: format!("raw paginated LIST floor (curl, limit={PAGE})"),
+            probe: Probe::Floor { expected: 2 * size },
+            times: Vec::new(),
+            peak_kb: None,
+            bytes: 0,
+        },
+    ];
+    if let Some(baseline) = &baseline {
+        rows.push(command("baseline: status -A -o json", baseline, &["-A", "-o", "json"], Expect::JsonItems(size)));
+        rows.push(command("baseline: status -A (table)", baseline, &["-A"], Expect::Lines(size)));
+    }
+    match flux {
+        Ok(flux) => rows.push(command(
+            "flux get kustomizations -A (flux v2.9.4)",
+            flux,
+            &["get", "kustomizations", "-A"],
+            Expect::Lines(size),
+        )),
+        Err(error) => println!("\nflux get kustomizations -A: not measured, the flux CLI was not built:\n{error}"),
+    }
+    // Round-robin, so that a slower spell of the machine (or of the API server) weighs on every
+    // row alike; the first round is the warm-up that checks every object was listed.
+    for round in 0..=RUNS {
+        for row in &mut rows {
+            api.touch()?;
+            row.run(&env.kubeconfig, api, round == 0)?;
+        }
+    }
+
+    let bytes = rows.iter().map(|row| row.bytes).max().unwrap_or(0);
+    println!();
+    println!(
+        "N = {size} apps ({} objects; LIST responses {:.1} MB; seeded in {:.1} s)",
+        2 * size,
+        bytes as f64 / 1e6,
+        seeding.as_secs_f64()
+    );
+    println!("  {:<46} {:>10}  {:>9}", "row", "median ms", "peak RSS");
+    for row in &rows {
+        let rss = row.peak_kb.map_or("-".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0));
+        println!("  {:<46} {:>10}  {rss:>9}", row.name, row.median().as_millis());
+    }
+
+    let find = |prefix: &str| rows.iter().find(|row| row.name.starts_with(prefix));
+    let (kubectl, floor, flux_get) = (&rows[2], &rows[3], find("flux get"));
+    targets("targets", (&rows[0], &rows[1]), kubectl, floor, flux_get);
+    if let (Some(json), Some(table)) = (find("baseline: status -A -o json"), find("baseline: status -A (table)")) {
+        targets("targets, baseline", (json, table), kubectl, floor, flux_get);
+    }
+    Ok(())
+}
+
+/// The ratios the targets are about, for one build's JSON and table rows, each with PASS or FAIL.
+fn targets(title: &str, (json, table): (&Row, &Row), kubectl: &Row, floor: &Row, flux_get: Option<&Row>) {
+    println!("  {title:<46} {:>10}", "measured");
+    let check = |name: &str, value: f64, limit: f64| {
+        let verdict = if value <= limit { "PASS" } else { "FAIL" };
+        println!("  {:<46} {:>10}  {verdict}", format!("{name} <= {limit}"), format!("{value:.2}"));
+    };
+    let ratio = |a: &Row, b: &Row| a.median().as_secs_f64() / b.median().as_secs_f64();
+    let ours = if json.median() > table.median() { json } else { table };
+    check("table / JSON", ratio(table, json), 1.2);
+    check("JSON / LIST floor", ratio(json, floor), 1.5);
+    if let Some(flux_get) = flux_get {
+        check("slower of table and JSON / flux get", ratio(ours, flux_get), 1.0);
+    }
+    check("slower of table and JSON / kubectl get", ratio(ours, kubectl), 1.0);
+    let peak = json.peak_kb.max(table.peak_kb).unwrap_or(0);
+    check("peak RSS of table and JSON (MB)", peak as f64 / 1024.0, 100.0);
+}
+
 /// The release build of a binary (`make bench` builds it), else the debug one.
-fn binaries_path(name: &str) -> std::path::PathBuf {
+fn binaries_path(name: &str) -> PathBuf {
     // This binary lives in target/<profile>/.
     let profile_dir =
         std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)).unwrap_or_default();
@@ -52,64 +184,586 @@ fn binaries_path(name: &str) -> std::path::PathBuf {
     if release.exists() { release } else { profile_dir.join(name) }
 }
 
-/// Creates apps `from..to`: a GitRepository and a Kustomization each, in 10 namespaces.
-fn create(env: &TestEnv, from: usize, to: usize) -> Result<()> {
+/// The real flux CLI: `FLUX_CLI` when set, else what `FLUX_CLI_BUILD` (make bench:
+/// tests/testenv/build-flux-cli.sh, cached) builds. The error is the build's own last lines, for the report.
+fn flux_cli() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("FLUX_CLI") {
+        return Ok(PathBuf::from(path));
+    }
+    let script = std::env::var_os("FLUX_CLI_BUILD")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/build-flux-cli.sh"), PathBuf::from);
     let started = Instant::now();
-    for namespace in 0..10 {
-        let _ = env.kubectl(&["create", "namespace", &format!("bench-{namespace}")]);
-    }
-    let mut text = String::new();
-    for index in from..to {
-        let namespace = format!("bench-{}", index % 10);
-        text.push_str(&format!(
-            "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: app-{index}\n  namespace: {namespace}\n  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\nspec:\n  interval: 1m0s\n  url: https://git.example.com/app-{index}.git\n  ref:\n    branch: main\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app-{index}\n  namespace: {namespace}\n  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\nspec:\n  interval: 10m0s\n  path: ./deploy\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: app-{index}\n"
-        ));
-    }
-    let file = env.dir.join("bench-objects.yaml");
-    std::fs::write(&file, text)?;
-    let output = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&env.kubeconfig)
-        .args(["create", "-f"])
-        .arg(&file)
-        .output()
-        .context("kubectl create")?;
+    let output = Command::new("bash").arg(&script).stdin(Stdio::null()).output().map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        bail!("creating objects failed: {}", String::from_utf8_lossy(&output.stderr));
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        return Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
     }
-    eprintln!("bench: created apps {from}..{to} in {:.1?}", started.elapsed());
+    let dir = String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or_default().to_string();
+    eprintln!("bench: flux CLI ready in {:.1?} ({dir})", started.elapsed());
+    Ok(Path::new(&dir).join("bin/flux"))
+}
+
+/// The API server as curl reaches it, with the admin client certificate.
+struct Api {
+    server: String,
+    tls: [String; 6],
+    dir: PathBuf,
+    /// Touches so far, the value of the next.
+    touched: std::sync::atomic::AtomicUsize,
+}
+
+impl Api {
+    fn new(env: &TestEnv) -> Api {
+        let pki = |name: &str| env.dir.join("pki").join(name).display().to_string();
+        Api {
+            server: env.server.clone(),
+            tls: [
+                "--cacert".into(),
+                pki("ca.crt"),
+                "--cert".into(),
+                pki("admin.crt"),
+                "--key".into(),
+                pki("admin.key"),
+            ],
+            dir: env.dir.clone(),
+            touched: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// One GET, the body in memory.
+    fn get(&self, path: &str) -> Result<Vec<u8>> {
+        // The API server pretty-prints JSON for curl's own user agent, as for no client.
+        let output = Command::new("curl")
+            .args(["-sS", "--fail-with-body", "--user-agent", "kubectl-gitops-bench"])
+            .args(&self.tls)
+            .arg(format!("{}{path}", self.server))
+            .output()
+            .context("running curl")?;
+        if !output.status.success() {
+            bail!("GET {path}: {}{}", String::from_utf8_lossy(&output.stderr), String::from_utf8_lossy(&output.stdout));
+        }
+        Ok(output.stdout)
+    }
+
+    /// Changes an annotation of one GitRepository and one Kustomization, as controllers change
+    /// objects all the time on a real cluster. An idle API server's watch cache drops its
+    /// snapshots at the next etcd compaction (every 5 minutes), and from then on it reads every
+    /// continuation page of a paginated LIST from etcd: 3 times slower here, for the paginated
+    /// clients (status, kubectl, the floor) but not for flux's single LIST, depending on when a
+    /// row happens to run. A fresh change gives the cache a snapshot again.
+    fn touch(&self) -> Result<()> {
+        let count = self.touched.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let body = serde_json::json!({ "metadata": { "annotations": { "bench.kubectl-gitops.io/touched": count.to_string() } } });
+        let requests: Vec<Request> =
+            [("source.toolkit.fluxcd.io/v1", "gitrepositories"), ("kustomize.toolkit.fluxcd.io/v1", "kustomizations")]
+                .iter()
+                .map(|(group_version, plural)| Request {
+                    method: "PATCH",
+                    path: format!("{}/app-0", App::new(0).path(group_version, plural)),
+                    content_type: "application/merge-patch+json",
+                    agent: "kubectl-gitops-bench",
+                    body: body.to_string(),
+                })
+                .collect();
+        self.send_all("touching objects", &requests, 200)
+    }
+
+    /// Sends every request with one curl (`--parallel`, HTTP/2 to the API server), and fails unless
+    /// each one answered `expected`.
+    fn send_all(&self, what: &str, requests: &[Request], expected: u16) -> Result<()> {
+        let mut config = String::new();
+        let quote = |text: &str| text.replace('\\', "\\\\").replace('"', "\\\"");
+        for (index, request) in requests.iter().enumerate() {
+            if index > 0 {
+                config.push_str("next\n");
+            }
+            let _ = write!(
+                config,
+                "url = \"{}{}\"\nrequest = \"{}\"\nheader = \"Content-Type: {}\"\nuser-agent = \"{}\"\ndata-binary = \"{}\"\noutput = \"/dev/null\"\nwrite-out = \"%{{http_code}}\\n\"\n",
+                self.server,
+                request.path,
+                request.method,
+                request.content_type,
+                request.agent,
+                quote(&request.body)
+            );
+            for pair in self.tls.chunks(2) {
+                let _ = writeln!(config, "{} = \"{}\"", pair[0].trim_start_matches('-'), quote(&pair[1]));
+            }
+        }
+        let file = self.dir.join("bench-requests.curlrc");
+        std::fs::write(&file, config)?;
+        let output = Command::new("curl")
+            .args(["-sS", "--parallel", "--parallel-max", &SEED_PARALLEL.to_string(), "-K"])
+            .arg(&file)
+            .output()
+            .context("running curl")?;
+        let codes = String::from_utf8_lossy(&output.stdout);
+        let wrong = codes.lines().filter(|code| code.trim() != expected.to_string()).count();
+        let answered = codes.lines().count();
+        if !output.status.success() || wrong > 0 || answered != requests.len() {
+            bail!(
+                "{what}: {answered} of {} requests answered, {wrong} not {expected}: {}",
+                requests.len(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+}
+
+struct Request {
+    method: &'static str,
+    path: String,
+    content_type: &'static str,
+    agent: &'static str,
+    body: String,
+}
+
+/// Creates apps `from..to` (a GitRepository and a Kustomization each, in 10 namespaces), then writes
+/// their status through the status subresource, as the controllers do.
+fn seed(api: &Api, from: usize, to: usize) -> Result<()> {
+    let started = Instant::now();
+    let mut creates = Vec::new();
+    let mut statuses = Vec::new();
+    for index in from..to {
+        let app = App::new(index);
+        for (path, object, status, agent) in [
+            (
+                app.path("source.toolkit.fluxcd.io/v1", "gitrepositories"),
+                app.git_repository(),
+                app.git_status(),
+                "source-controller",
+            ),
+            (
+                app.path("kustomize.toolkit.fluxcd.io/v1", "kustomizations"),
+                app.kustomization(),
+                app.kustomization_status(),
+                "kustomize-controller",
+            ),
+        ] {
+            statuses.push(Request {
+                method: "PATCH",
+                path: format!("{path}/{}/status", app.name),
+                content_type: "application/merge-patch+json",
+                agent,
+                body: serde_json::json!({ "status": status }).to_string(),
+            });
+            creates.push(Request {
+                method: "POST",
+                path,
+                content_type: "application/json",
+                agent: "kubectl-gitops-bench",
+                body: object.to_string(),
+            });
+        }
+    }
+    api.send_all("creating objects", &creates, 201)?;
+    let created = started.elapsed();
+    api.send_all("writing status", &statuses, 200)?;
+    eprintln!(
+        "bench: seeded apps {from}..{to} in {:.1?} ({:.1?} creating, {:.1?} writing status)",
+        started.elapsed(),
+        created,
+        started.elapsed() - created
+    );
     Ok(())
 }
 
-/// Median wall time of `RUNS` runs (after one warm-up) and the largest peak RSS in MB.
-fn measure(kubeconfig: &Path, program: &Path, args: &[&str], expected: usize) -> Result<(Duration, f64)> {
-    let mut times = Vec::new();
-    let mut peak_kb = 0u64;
-    for run in 0..=RUNS {
-        let started = Instant::now();
-        let output = Command::new("/usr/bin/time")
-            .args(["-f", "%M"])
-            .arg(program)
-            .args(args)
-            .env("KUBECONFIG", kubeconfig)
-            .output()
-            .with_context(|| format!("running {}", program.display()))?;
-        let elapsed = started.elapsed();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let rss: u64 = stderr.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(0);
-        if run == 0 {
-            // The warm-up run also checks that the command really listed everything.
-            let listed: serde_json::Value = serde_json::from_slice(&output.stdout)
-                .with_context(|| format!("{} printed no JSON: {stderr}", program.display()))?;
-            let count = listed["apps"].as_array().or(listed["items"].as_array()).map_or(0, Vec::len);
-            if count < expected {
-                bail!("{} listed {count} objects, expected {expected}", program.display());
-            }
+/// One seeded app: deterministic names, revisions and digests derived from its index.
+struct App {
+    index: usize,
+    namespace: String,
+    name: String,
+}
+
+impl App {
+    fn new(index: usize) -> App {
+        App { index, namespace: format!("bench-{}", index % NAMESPACES), name: format!("app-{index}") }
+    }
+
+    fn path(&self, group_version: &str, plural: &str) -> String {
+        format!("/apis/{group_version}/namespaces/{}/{plural}", self.namespace)
+    }
+
+    /// `n` hex digits, a function of the app and `salt`.
+    fn hex(&self, salt: u64, n: usize) -> String {
+        let mut state =
+            (self.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let mut out = String::with_capacity(n + 16);
+        while out.len() < n {
+            // splitmix64
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let _ = write!(out, "{:016x}", z ^ (z >> 31));
+        }
+        out.truncate(n);
+        out
+    }
+
+    /// The revision of history snapshot `age` (0 is the current one).
+    fn revision(&self, age: usize) -> String {
+        format!("main@sha1:{}", self.hex(age as u64, 40))
+    }
+
+    /// A time `minutes` (plus up to 10 hours, by app) before 2026-12-01T00:00:00Z, RFC 3339, at
+    /// most 30 days back.
+    fn time(&self, minutes: usize) -> String {
+        const NOVEMBER: usize = 30 * 24 * 60;
+        let since_november = NOVEMBER - (minutes + self.index % 600).clamp(1, NOVEMBER);
+        format!(
+            "2026-11-{:02}T{:02}:{:02}:{:02}Z",
+            1 + since_november / (24 * 60),
+            since_november / 60 % 24,
+            since_november % 60,
+            self.index % 60
+        )
+    }
+
+    fn labels() -> serde_json::Value {
+        serde_json::json!({ "app.kubernetes.io/managed-by": "kubectl-gitops" })
+    }
+
+    fn git_repository(&self) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": { "name": self.name, "namespace": self.namespace, "labels": App::labels() },
+            "spec": {
+                "interval": "1m0s",
+                "timeout": "60s",
+                "url": format!("https://git.example.com/apps/{}.git", self.name),
+                "ref": { "branch": "main" },
+                "secretRef": { "name": "git-credentials" },
+            },
+        })
+    }
+
+    fn kustomization(&self) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": { "name": self.name, "namespace": self.namespace, "labels": App::labels() },
+            "spec": {
+                "interval": "10m0s",
+                "retryInterval": "2m0s",
+                "timeout": "5m0s",
+                "path": "./deploy/production",
+                "prune": true,
+                "wait": true,
+                "targetNamespace": self.namespace,
+                "sourceRef": { "kind": "GitRepository", "name": self.name },
+            },
+        })
+    }
+
+    /// Most apps are ready; one in 50 has a failing source, one in 50 a failing health check, one
+    /// in 50 is reconciling, as on a real cluster where something is always in motion.
+    fn state(&self) -> usize {
+        self.index % 50
+    }
+
+    fn condition(kind: &str, status: &str, reason: &str, message: &str, since: &str) -> serde_json::Value {
+        serde_json::json!({
+            "type": kind,
+            "status": status,
+            "observedGeneration": 1,
+            "lastTransitionTime": since,
+            "reason": reason,
+            "message": message,
+        })
+    }
+
+    fn git_status(&self) -> serde_json::Value {
+        let revision = self.revision(0);
+        let commit = &revision["main@sha1:".len()..];
+        let stored = format!("stored artifact for revision '{revision}'");
+        let since = self.time(5);
+        let conditions = if self.state() == 13 {
+            let failure = format!(
+                "failed to checkout and determine revision: unable to clone 'https://git.example.com/apps/{}.git': authentication required",
+                self.name
+            );
+            vec![
+                App::condition("FetchFailed", "True", "GitOperationFailed", &failure, &since),
+                App::condition("ArtifactInStorage", "True", "Succeeded", &stored, &self.time(90)),
+                App::condition("Ready", "False", "GitOperationFailed", &failure, &since),
+            ]
         } else {
-            times.push(elapsed);
-            peak_kb = peak_kb.max(rss);
+            vec![
+                App::condition("ArtifactInStorage", "True", "Succeeded", &stored, &since),
+                App::condition("Ready", "True", "Succeeded", &stored, &since),
+            ]
+        };
+        let path = format!("gitrepository/{}/{}/{commit}.tar.gz", self.namespace, self.name);
+        serde_json::json!({
+            "observedGeneration": 1,
+            "conditions": conditions,
+            "artifact": {
+                "digest": format!("sha256:{}", self.hex(100, 64)),
+                "lastUpdateTime": since,
+                "path": path,
+                "revision": revision,
+                "size": 20_000 + self.index % 10_000,
+                "url": format!("http://source-controller.flux-system.svc.cluster.local./{path}"),
+            },
+        })
+    }
+
+    fn kustomization_status(&self) -> serde_json::Value {
+        let revision = self.revision(0);
+        let since = self.time(4);
+        let applied = format!("Applied revision: {revision}");
+        let (conditions, applied_revision) = match self.state() {
+            7 => {
+                let failure = format!(
+                    "health check failed after 5m0s: timeout waiting for: [Deployment/{}/{}-web status: 'InProgress']",
+                    self.namespace, self.name
+                );
+                let conditions = vec![
+                    App::condition("Ready", "False", "HealthCheckFailed", &failure, &since),
+                    App::condition("Healthy", "False", "HealthCheckFailed", &failure, &since),
+                ];
+                (conditions, self.revision(1))
+            }
+            21 => {
+                let progress = format!("Detecting drift for revision {revision} with a timeout of 5m0s");
+                let conditions = vec![
+                    App::condition("Reconciling", "True", "ProgressingWithRetry", &progress, &since),
+                    App::condition("Ready", "Unknown", "Progressing", "Reconciliation in progress", &since),
+                    App::condition("Healthy", "True", "Succeeded", "Health check passed in 2.01s", &self.time(60)),
+                ];
+                (conditions, self.revision(1))
+            }
+            _ => {
+                let conditions = vec![
+                    App::condition("Ready", "True", "ReconciliationSucceeded", &applied, &since),
+                    App::condition("Healthy", "True", "Succeeded", "Health check passed in 2.01s", &since),
+                ];
+                (conditions, revision.clone())
+            }
+        };
+        const KINDS: [(&str, &str, &str, &str); INVENTORY] = [
+            ("web", "apps", "Deployment", "v1"),
+            ("worker", "apps", "Deployment", "v1"),
+            ("cron", "apps", "Deployment", "v1"),
+            ("redis", "apps", "StatefulSet", "v1"),
+            ("web", "", "Service", "v1"),
+            ("worker", "", "Service", "v1"),
+            ("redis", "", "Service", "v1"),
+            ("redis-headless", "", "Service", "v1"),
+            ("config", "", "ConfigMap", "v1"),
+            ("nginx", "", "ConfigMap", "v1"),
+            ("features", "", "ConfigMap", "v1"),
+            ("env", "", "Secret", "v1"),
+            ("tls", "", "Secret", "v1"),
+            ("app", "", "ServiceAccount", "v1"),
+            ("app", "rbac.authorization.k8s.io", "Role", "v1"),
+            ("app", "rbac.authorization.k8s.io", "RoleBinding", "v1"),
+            ("web", "autoscaling", "HorizontalPodAutoscaler", "v2"),
+            ("web", "policy", "PodDisruptionBudget", "v1"),
+            ("web", "networking.k8s.io", "Ingress", "v1"),
+            ("default-deny", "networking.k8s.io", "NetworkPolicy", "v1"),
+        ];
+        let entries: Vec<serde_json::Value> = KINDS
+            .iter()
+            .map(|(suffix, group, kind, version)| {
+                serde_json::json!({ "id": format!("{}_{}-{suffix}_{group}_{kind}", self.namespace, self.name), "v": version })
+            })
+            .collect();
+        // Newest first, as kustomize-controller keeps it.
+        let history: Vec<serde_json::Value> = (0..HISTORY)
+            .map(|age| {
+                let status =
+                    if age == 0 && self.state() == 7 { "HealthCheckFailed" } else { "ReconciliationSucceeded" };
+                serde_json::json!({
+                    "digest": format!("sha256:{}", self.hex(200 + age as u64, 64)),
+                    "firstReconciled": self.time(60 * 24 * (age + 1)),
+                    "lastReconciled": self.time(60 * 24 * age + 4),
+                    "lastReconciledDuration": format!("{}.{:09}s", 1 + age, self.index * 7919 % 1_000_000_000),
+                    "lastReconciledStatus": status,
+                    "totalReconciliations": 144 - 20 * age as u64,
+                    "metadata": { "revision": self.revision(age) },
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "observedGeneration": 1,
+            "conditions": conditions,
+            "lastAppliedRevision": applied_revision,
+            "lastAttemptedRevision": revision,
+            "inventory": { "entries": entries },
+            "history": history,
+        })
+    }
+}
+
+/// What a warm-up run must show, so that a fast run cannot be a run that listed nothing.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// At least this many entries in `apps` or `items` of a JSON document.
+    JsonItems(usize),
+    /// At least this many lines that start with a bench namespace (the rows of an `-A` table).
+    Lines(usize),
+}
+
+impl Expect {
+    fn check(self, program: &Path, output: &Output) -> Result<()> {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let (count, expected) = match self {
+            Expect::JsonItems(expected) => {
+                let listed: serde_json::Value = serde_json::from_slice(&output.stdout)
+                    .with_context(|| format!("{} printed no JSON: {stderr}", program.display()))?;
+                (listed["apps"].as_array().or(listed["items"].as_array()).map_or(0, Vec::len), expected)
+            }
+            Expect::Lines(expected) => {
+                let text = String::from_utf8_lossy(&output.stdout);
+                (text.lines().filter(|line| line.starts_with("bench-")).count(), expected)
+            }
+        };
+        if count < expected {
+            bail!("{} listed {count} objects, expected {expected}: {stderr}", program.display());
+        }
+        Ok(())
+    }
+}
+
+/// What a row runs.
+enum Probe {
+    /// A command, with the kubeconfig of the environment.
+    Command { program: PathBuf, args: Vec<String>, expect: Expect },
+    /// The LIST floor, made by the bench itself: at least `expected` objects.
+    Floor { expected: usize },
+}
+
+/// A row of the report and its measurements so far.
+struct Row {
+    name: String,
+    probe: Probe,
+    /// Wall times of the measured runs.
+    times: Vec<Duration>,
+    /// The largest peak RSS of the measured runs (commands only).
+    peak_kb: Option<u64>,
+    /// Bytes one run of the floor read.
+    bytes: usize,
+}
+
+impl Row {
+    /// One run; the warm-up (`checked`) checks what was listed and is not counted.
+    fn run(&mut self, kubeconfig: &Path, api: &Api, checked: bool) -> Result<()> {
+        let elapsed = match &self.probe {
+            Probe::Command { program, args, expect } => {
+                let started = Instant::now();
+                let output = Command::new("/usr/bin/time")
+                    .args(["-f", "%M"])
+                    .arg(program)
+                    .args(args)
+                    .env("KUBECONFIG", kubeconfig)
+                    .output()
+                    .with_context(|| format!("running {}", program.display()))?;
+                let elapsed = started.elapsed();
+                if checked {
+                    expect.check(program, &output)?;
+                    return Ok(());
+                }
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let rss: u64 = stderr.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(0);
+                self.peak_kb = Some(self.peak_kb.unwrap_or(0).max(rss));
+                elapsed
+            }
+            Probe::Floor { expected } => {
+                let started = Instant::now();
+                let (bytes, items) = list_floor(api, checked)?;
+                let elapsed = started.elapsed();
+                self.bytes = bytes;
+                if checked {
+                    if items < *expected {
+                        bail!("the LIST floor read {items} objects, expected {expected}");
+                    }
+                    return Ok(());
+                }
+                elapsed
+            }
+        };
+        self.times.push(elapsed);
+        Ok(())
+    }
+
+    fn median(&self) -> Duration {
+        let mut times = self.times.clone();
+        times.sort();
+        times.get(times.len() / 2).copied().unwrap_or_default()
+    }
+}
+
+/// The transfer floor: the same LISTs `kubectl get` makes, page by page (limit=500, one curl per
+/// page), the kinds concurrently, each body read and dropped. Returns the bytes read and, when
+/// `counted`, the objects (counting is left out of measured runs).
+fn list_floor(api: &Api, counted: bool) -> Result<(usize, usize)> {
+    let listed = std::thread::scope(|scope| {
+        let lists: Vec<_> = LISTS
+            .iter()
+            .map(|(group_version, plural)| scope.spawn(move || list_all(api, group_version, plural, counted)))
+            .collect();
+        lists
+            .into_iter()
+            .map(|list| list.join().unwrap_or_else(|_| bail!("a LIST thread panicked")))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(listed.iter().fold((0, 0), |(bytes, items), (b, i)| (bytes + b, items + i)))
+}
+
+/// Every page of one kind in all namespaces: (bytes read, items when `counted`).
+fn list_all(api: &Api, group_version: &str, plural: &str, counted: bool) -> Result<(usize, usize)> {
+    let mut bytes = 0;
+    let mut items = 0;
+    let mut token = String::new();
+    loop {
+        let mut path = format!("/apis/{group_version}/{plural}?limit={PAGE}");
+        if !token.is_empty() {
+            path.push_str(&format!("&continue={token}"));
+        }
+        let body = api.get(&path)?;
+        bytes += body.len();
+        if counted {
+            // Each item has one uid (no owner references here), the list none.
+            items += count(&body, b"\"uid\":\"");
+        }
+        token = continue_token(&body);
+        if token.is_empty() {
+            return Ok((bytes, items));
         }
     }
-    times.sort();
-    Ok((times[times.len() / 2], peak_kb as f64 / 1024.0))
+}
+
+/// Occurrences of `needle` in `haystack`.
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack.windows(needle.len()).filter(|window| *window == needle).count()
+}
+
+/// `metadata.continue` of a list page, which the API server writes before or after the items,
+/// percent-encoded for the next URL.
+fn continue_token(body: &[u8]) -> String {
+    let needle = b"\"continue\":\"";
+    let ends = [&body[..body.len().min(1024)], &body[body.len().saturating_sub(1024)..]];
+    for end in ends {
+        if let Some(at) = end.windows(needle.len()).position(|window| window == needle) {
+            let rest = &end[at + needle.len()..];
+            return rest
+                .iter()
+                .take_while(|&&b| b != b'"')
+                .map(|&b| {
+                    if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect();
+        }
+    }
+    String::new()
 }
