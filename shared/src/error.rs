@@ -1,7 +1,8 @@
 //! Typed errors for every command, and the exit codes they map to.
 //!
-//! Library code returns [`Error`]; the binaries wrap it in `anyhow` only at the edge
-//! ([`crate::runtime`]), which downcasts back to [`Error`] to pick the exit code and the hint.
+//! Library code and the binaries return [`Error`], with its typed sources (git, provider, kube,
+//! I/O); [`crate::runtime::finish`] words it as `error:` and `hint:` lines and picks the exit code.
+//! No `anyhow`: every failure a user can meet has a variant, and so an exit code and a hint.
 //! The codes are a contract with shell scripts and are documented in docs/exit-codes.md.
 
 /// The process exit codes kubectl-gitops documents (docs/exit-codes.md).

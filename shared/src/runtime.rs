@@ -7,7 +7,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::GlobalArgs;
 use crate::completion::{self, COMPLETE_ARG};
-use crate::error::{Error, ExitCode};
+use crate::error::{Error, ExitCode, Result};
 use crate::output::{report, style, write_stdout};
 
 /// A binary's parsed command line: it exposes the shared options.
@@ -24,7 +24,7 @@ pub fn main<C, F, Fut>(display_name: &'static str, body: F) -> std::process::Exi
 where
     C: CommandLine,
     F: FnOnce(C) -> Fut,
-    Fut: Future<Output = anyhow::Result<ExitCode>>,
+    Fut: Future<Output = Result<ExitCode>>,
 {
     main_with(C::command().bin_name(display_name).name(display_name), body)
 }
@@ -34,12 +34,12 @@ pub fn main_with<C, F, Fut>(command: clap::Command, body: F) -> std::process::Ex
 where
     C: CommandLine,
     F: FnOnce(C) -> Fut,
-    Fut: Future<Output = anyhow::Result<ExitCode>>,
+    Fut: Future<Output = Result<ExitCode>>,
 {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|arg| arg == COMPLETE_ARG) {
         let text = completion::respond(command, &args[2..]);
-        return finish(write_stdout(&text).map(|()| ExitCode::Ok).map_err(anyhow::Error::from));
+        return finish(write_stdout(&text).map(|()| ExitCode::Ok));
     }
     let parsed = match command.try_get_matches_from(args).and_then(|matches| C::from_arg_matches(&matches)) {
         Ok(parsed) => parsed,
@@ -77,11 +77,11 @@ pub fn not_implemented(command: &'static str) -> std::process::ExitCode {
         .bin_name(display_name)
         .about(format!("{about} (not implemented yet)"))
         .version(crate::version::VERSION_LINE);
-    main_with(clap_command, |_: PlannedCommand| async move { Err(Error::NotImplemented { command }.into()) })
+    main_with(clap_command, |_: PlannedCommand| async move { Err(Error::NotImplemented { command }) })
 }
 
 /// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.
-pub fn block_on<T>(future: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
     // Only ring is compiled in; installing it explicitly avoids rustls' run-time panic when
     // it cannot pick a provider by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -120,25 +120,19 @@ fn usage_error(error: clap::Error) -> std::process::ExitCode {
 }
 
 /// Prints the error, if any, and returns the process exit code.
-pub fn finish(outcome: anyhow::Result<ExitCode>) -> std::process::ExitCode {
+pub fn finish(outcome: Result<ExitCode>) -> std::process::ExitCode {
     let code = match outcome {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::Ok,
         Err(error) => {
-            let (message, hint, code) = match error.downcast_ref::<Error>() {
-                Some(typed) => (crate::diagnostic::chain_to_line(typed), typed.hint(), typed.exit_code()),
-                None => (format!("{error:#}"), None, ExitCode::Internal),
-            };
-            report::error(&message, hint.as_deref());
-            code
+            report::error(&crate::diagnostic::chain_to_line(&error), error.hint().as_deref());
+            error.exit_code()
         }
     };
     std::process::ExitCode::from(code.code() as u8)
 }
 
-fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            || matches!(cause.downcast_ref::<Error>(), Some(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+/// A reader of our stdout went away (`| head`): not an error of ours.
+fn is_broken_pipe(error: &Error) -> bool {
+    matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
 }

@@ -58,7 +58,7 @@ fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops app", |cli: Cli| async move {
         let global = &cli.global;
         let text = match &cli.command {
-            Command::Status(args) => return Ok(status::run_app_status(args, global).await?),
+            Command::Status(args) => return status::run_app_status(args, global).await,
             Command::Add(args) => app::add(args, global).await?,
             Command::List(args) => app::list(args, global).await?,
             Command::Remove(args) => app::remove(args, global).await?,

@@ -39,9 +39,9 @@ fn main() -> std::process::ExitCode {
             // No usable kubeconfig means no cluster to reach: scripts still get the word.
             Err(error @ Error::Kubeconfig(_)) => {
                 write_stdout(&format!("{}\n", ClusterState::Unreachable.word()))?;
-                return Err(error.into());
+                return Err(error);
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => return Err(error),
         };
         match format {
             OutputFormat::Json | OutputFormat::Yaml => output::print_structured(&detection, format)?,

@@ -69,10 +69,10 @@ fn main() -> std::process::ExitCode {
             cluster_only: cli.cluster_only,
         };
         if cli.watch {
-            return Ok(status::watch_cluster(cluster, &scope, view).await?);
+            return status::watch_cluster(cluster, &scope, view).await;
         }
         if cli.wait.wait {
-            return Ok(status::wait_cluster(cluster, &scope, view, &cli.wait).await?);
+            return status::wait_cluster(cluster, &scope, view, &cli.wait).await;
         }
         let report = view.shown(status::collect(&cluster, &scope).await?);
         match format {

@@ -85,16 +85,17 @@ fn known_commands() -> Vec<String> {
     names
 }
 
-fn run_plugin(name: &str, forwarded: Vec<OsString>) -> anyhow::Result<ExitCode> {
+fn run_plugin(name: &str, forwarded: Vec<OsString>) -> gitops_shared::error::Result<ExitCode> {
     let Some(binary) = plugin::find(name) else {
         if plugin::COMMANDS.iter().any(|(known, _)| *known == name) {
             return Err(Error::usage(
                 format!("kubectl gitops {name} is not installed next to kubectl-gitops or on PATH"),
-                format!("reinstall the plugin (`kubectl krew install gitops` or `make install`) so that kubectl-gitops-{name} is present"),
-            )
-            .into());
+                format!(
+                    "reinstall the plugin (`kubectl krew install gitops` or `make install`) so that kubectl-gitops-{name} is present"
+                ),
+            ));
         }
-        return Err(plugin::unknown_command(name, &known_commands()).into());
+        return Err(plugin::unknown_command(name, &known_commands()));
     };
     let code = plugin::run(&binary, &forwarded)?;
     std::process::exit(code);
@@ -137,7 +138,7 @@ fn main() -> std::process::ExitCode {
     let builtin = match matches.subcommand() {
         None => {
             let help = command.clone().render_long_help().to_string();
-            return runtime::finish(write_stdout(&help).map(|()| ExitCode::Ok).map_err(Into::into));
+            return runtime::finish(write_stdout(&help).map(|()| ExitCode::Ok));
         }
         Some(_) => match Builtin::from_arg_matches(&matches) {
             Ok(builtin) => builtin,
@@ -147,7 +148,7 @@ fn main() -> std::process::ExitCode {
     runtime::finish(runtime::block_on(run_builtin(builtin, global)))
 }
 
-async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> anyhow::Result<ExitCode> {
+async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> gitops_shared::error::Result<ExitCode> {
     match builtin {
         Builtin::Version => {
             let format = global.output_format();
@@ -170,7 +171,7 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> anyhow::Result<Exi
 }
 
 /// Completes command names here; longer lines go to the command binary's own `__complete`.
-fn complete(command: &Command, words: &[OsString]) -> anyhow::Result<ExitCode> {
+fn complete(command: &Command, words: &[OsString]) -> gitops_shared::error::Result<ExitCode> {
     if let Some(position) = command_position(command, words).filter(|position| position + 1 < words.len()) {
         let name = words[position].to_string_lossy();
         if let Some(binary) = plugin::find(&name) {

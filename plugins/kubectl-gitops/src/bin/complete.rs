@@ -10,7 +10,7 @@ use gitops_shared::error::Error;
 use gitops_shared::{plugin, runtime};
 
 fn main() -> std::process::ExitCode {
-    let outcome = (|| -> anyhow::Result<gitops_shared::ExitCode> {
+    let outcome = (|| -> gitops_shared::error::Result<gitops_shared::ExitCode> {
         let dispatcher = plugin::dispatcher().ok_or_else(|| {
             Error::usage(
                 "kubectl-gitops is not installed next to kubectl_complete-gitops or on PATH",
