@@ -2,7 +2,7 @@
 //!
 //! Library code and the binaries return [`Error`], with its typed sources (git, provider, kube,
 //! I/O); [`crate::runtime::finish`] words it as `error:` and `hint:` lines and picks the exit code.
-//! No `anyhow`: every failure a user can meet has a variant, and so an exit code and a hint.
+//! No catch-all error type: every failure a user can meet has a variant, and so an exit code and a hint.
 //! The codes are a contract with shell scripts and are documented in docs/exit-codes.md.
 
 /// The process exit codes kubectl-gitops documents (docs/exit-codes.md).
