@@ -57,6 +57,20 @@ fn our_mutations(env: &TestEnv) -> Vec<String> {
         .collect()
 }
 
+/// (resource, request URI) of the watches kubectl-gitops started, from the audit log.
+fn our_watches(env: &TestEnv) -> Vec<(String, String)> {
+    env.audit_events()
+        .unwrap()
+        .iter()
+        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
+        .filter(|e| e["verb"] == "watch")
+        .map(|e| {
+            let resource = e["objectRef"]["resource"].as_str().unwrap_or_default().to_string();
+            (resource, e["requestURI"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
 #[test]
 #[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
@@ -273,6 +287,20 @@ fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
     assert_eq!(first.code, Some(1), "{}", first.stderr);
     assert!(first.stderr.contains("error: step 5/5 (wait until Kustomization flux-system/flux-system is Ready at the pushed commit) failed: Kustomization flux-system/flux-system is not Ready"), "{}", first.stderr);
     assert!(first.stderr.contains("not reconciled yet (are the Flux controllers running?)"), "{}", first.stderr);
+    // The wait watches (the engine of `status --wait`) instead of reading every second;
+    // Flux never syncs here, so every watch was started and waited on.
+    let watched = our_watches(env);
+    for (resource, selector) in [
+        ("kustomizations", "fieldSelector=metadata.name%3Dflux-system"),
+        ("gitrepositories", "fieldSelector=metadata.name%3Dflux-system"),
+        ("deployments", "labelSelector=app.kubernetes.io%2Fpart-of%3Dflux"),
+    ] {
+        assert!(
+            watched.iter().any(|(r, uri)| r == resource && uri.contains(selector)),
+            "no watch of {resource} with {selector}: {watched:?}\n{}",
+            first.stderr
+        );
+    }
     let head = remote_head(env, "slow");
 
     env.start_flux_controllers().unwrap();

@@ -1,17 +1,15 @@
 //! Runs a [`Plan`]'s steps in order. Every error names its step.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::discovery::ApiResource;
+use kube::api::{Api, Patch, PatchParams};
 
 use super::{FluxAuth, Inspection, Plan, Step};
 use crate::apply::{Applier, FIELD_MANAGER};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
-use crate::flux::status::FluxObject;
 use crate::git::Checkout;
 use crate::output::report;
 use crate::output::style::{Stream, Style};
@@ -93,7 +91,10 @@ pub async fn execute(
             Step::ApplySecret => apply_secret(cluster, plan).await,
             Step::ApplySync => Applier::new(cluster).apply_staged(&plan.sync_objects, timeout).await.map(drop),
             Step::WaitReady => match &outcome.commit {
-                Some(sha) => wait_ready(cluster, plan, sha, timeout).await,
+                Some(sha) => {
+                    super::wait::until_synced(cluster, &plan.request.namespace, &plan.request.branch, sha, timeout)
+                        .await
+                }
                 None => Ok(()),
             },
         };
@@ -191,94 +192,4 @@ async fn apply_secret(cluster: &Cluster, plan: &Plan) -> Result<()> {
         .await
         .map_err(|error| cluster.error(error))?;
     Ok(())
-}
-
-/// Waits until the `flux-system` Kustomization has applied `sha` and is Ready; on timeout
-/// says which object is not ready and why.
-async fn wait_ready(cluster: &Cluster, plan: &Plan, sha: &str, timeout: Duration) -> Result<()> {
-    let namespace = &plan.request.namespace;
-    let revision = format!("{}@sha1:{sha}", plan.request.branch);
-    let kustomizations: Api<DynamicObject> = Api::namespaced_with(
-        cluster.client.clone(),
-        namespace,
-        &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
-            "kustomize.toolkit.fluxcd.io",
-            "v1",
-            "Kustomization",
-        )),
-    );
-    let repositories: Api<DynamicObject> = Api::namespaced_with(
-        cluster.client.clone(),
-        namespace,
-        &ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository")),
-    );
-    let started = Instant::now();
-    let waiting = format!("waiting for Kustomization {namespace}/{SYNC_NAME}");
-    let mut spinner = crate::output::progress::Spinner::new(waiting);
-    loop {
-        let kustomization = kustomizations.get_opt(SYNC_NAME).await.map_err(|error| cluster.error(error))?;
-        let applied = kustomization.as_ref().and_then(|k| k.last_applied_revision());
-        let ready = kustomization.as_ref().and_then(|k| k.ready_condition());
-        let synced = applied == Some(revision.as_str()) && ready.as_ref().is_some_and(|ready| ready.is_true());
-        // The Flux Deployments must be ready too (a Flux running outside Deployments has none).
-        let unready_controller = if synced {
-            crate::detect::read_controllers(cluster, namespace).await?.into_iter().find(|c| !c.ready).map(|c| c.name)
-        } else {
-            None
-        };
-        if synced && unready_controller.is_none() {
-            spinner.finish();
-            let style = Style::for_stream(Stream::Stderr);
-            report::write_stderr(&format!(
-                "{}Kustomization {namespace}/{SYNC_NAME} is Ready at {revision}\n",
-                style.glyph("✔")
-            ));
-            return Ok(());
-        }
-        if started.elapsed() > timeout {
-            spinner.finish();
-            if let Some(controller) = &unready_controller {
-                return Err(Error::Negative {
-                    message: format!(
-                        "Deployment {namespace}/{controller} is not ready after {}",
-                        crate::duration::format(timeout)
-                    ),
-                    hint: Some(format!("kubectl -n {namespace} describe deployment {controller}")),
-                });
-            }
-            let repository = repositories.get_opt(SYNC_NAME).await.ok().flatten();
-            let (object, why) = match repository.as_ref().and_then(|r| r.ready_condition()) {
-                Some(unready) if !unready.is_true() => (
-                    format!("GitRepository {namespace}/{SYNC_NAME}"),
-                    format!("{}: {}", unready.reason(), unready.message()),
-                ),
-                _ => match ready {
-                    Some(ready) => (
-                        format!("Kustomization {namespace}/{SYNC_NAME}"),
-                        format!("{}: {}", ready.reason(), ready.message()),
-                    ),
-                    None => (
-                        format!("Kustomization {namespace}/{SYNC_NAME}"),
-                        "not reconciled yet (are the Flux controllers running?)".to_string(),
-                    ),
-                },
-            };
-            return Err(Error::Negative {
-                message: format!(
-                    "{object} is not Ready at {revision} after {}: {why} (last applied: {})",
-                    crate::duration::format(timeout),
-                    applied.unwrap_or("nothing")
-                ),
-                hint: Some(format!(
-                    "kubectl -n {namespace} describe kustomization {SYNC_NAME}; re-run install to resume"
-                )),
-            });
-        }
-        let detail = match &unready_controller {
-            Some(controller) => format!("waiting for Deployment {controller}"),
-            None => ready.as_ref().map(|ready| format!("{}: {}", ready.reason(), ready.message())).unwrap_or_default(),
-        };
-        spinner.tick(&detail);
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
 }

@@ -10,6 +10,7 @@
 pub mod args;
 mod execute;
 pub mod source;
+mod wait;
 
 use std::path::Path;
 

@@ -1,0 +1,197 @@
+//! Install's wait: on the watch engine `status --wait` and `app add --wait` use (watches, no
+//! polling), until the `flux-system` Kustomization has applied the installed commit and is Ready,
+//! and every Flux Deployment is ready. A Flux that is still starting fails in many ways that heal
+//! by themselves, so nothing but the timeout ends the wait; the timeout names what is not ready.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DynamicObject};
+use kube::core::GroupVersionKind;
+use kube::discovery::ApiResource;
+
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::flux::api::{self, FluxKind};
+use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux::status::FluxObject;
+use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
+use crate::output::report;
+use crate::output::style::{Stream, Style};
+use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
+
+/// What install waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Part {
+    /// Kustomization `flux-system` applied the installed commit and is Ready.
+    Sync,
+    /// Every Flux Deployment is ready (a Flux running outside Deployments has none).
+    Controllers,
+}
+
+struct AfterInstall<'a> {
+    cluster: &'a Cluster,
+    namespace: &'a str,
+    /// `<branch>@sha1:<commit>`, as Flux writes the applied revision.
+    revision: String,
+    kustomizations: Api<DynamicObject>,
+    repositories: Api<DynamicObject>,
+    triggers: Triggers,
+    /// What the sync applied when last looked at, for the timeout's message.
+    applied: Option<String>,
+    /// The object that holds the sync back and why, when last looked at.
+    blocking: (String, String),
+    /// The first Flux Deployment not ready, when last looked at.
+    unready_controller: Option<String>,
+}
+
+impl AfterInstall<'_> {
+    async fn judge_sync(&mut self) -> Result<Verdict> {
+        let kustomization = self.kustomizations.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
+        let kustomization_name = format!("Kustomization {}/{SYNC_NAME}", self.namespace);
+        self.applied = kustomization.as_ref().and_then(|k| k.last_applied_revision()).map(String::from);
+        let ready = kustomization.as_ref().and_then(|k| k.ready_condition());
+        if self.applied.as_deref() == Some(self.revision.as_str()) && ready.as_ref().is_some_and(|r| r.is_true()) {
+            return Ok(Verdict::Ready);
+        }
+        // The source first: while it cannot fetch, the Kustomization's own reason says little.
+        let repository = self.repositories.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
+        self.blocking = match (repository.as_ref().and_then(|r| r.ready_condition()), ready) {
+            (Some(source), _) if !source.is_true() => (
+                format!("GitRepository {}/{SYNC_NAME}", self.namespace),
+                format!("{}: {}", source.reason(), source.message()),
+            ),
+            (_, Some(ready)) => (kustomization_name, format!("{}: {}", ready.reason(), ready.message())),
+            (_, None) => (kustomization_name, "not reconciled yet (are the Flux controllers running?)".to_string()),
+        };
+        Ok(Verdict::Waiting { why: format!("{}: {}", self.blocking.0, self.blocking.1), healthy: false })
+    }
+
+    async fn judge_controllers(&mut self) -> Result<Verdict> {
+        let controllers = crate::detect::read_controllers(self.cluster, self.namespace).await?;
+        self.unready_controller = controllers.into_iter().find(|c| !c.ready).map(|c| c.name);
+        Ok(match &self.unready_controller {
+            None => Verdict::Ready,
+            Some(controller) => Verdict::Waiting {
+                why: format!("waiting for Deployment {}/{controller}", self.namespace),
+                healthy: false,
+            },
+        })
+    }
+}
+
+impl Waited for AfterInstall<'_> {
+    type Part = Part;
+
+    async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
+        let sync = self.judge_sync().await?;
+        // The controllers are judged once the sync is done: they are what applies it.
+        let controllers = match sync {
+            Verdict::Ready => self.judge_controllers().await?,
+            _ => Verdict::Waiting { why: "the sync is not done yet".into(), healthy: false },
+        };
+        Ok(vec![(Part::Sync, sync), (Part::Controllers, controllers)])
+    }
+
+    async fn changed(&mut self) {
+        self.triggers.changed().await;
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn failed(&self, _part: &Part, why: &str, grace_period: Duration) -> Error {
+        // Unreachable while `look` never answers Failing; worded for the day it does.
+        Error::Negative {
+            message: format!("{why} (failing for {} and more)", crate::duration::format(grace_period)),
+            hint: Some(self.hint()),
+        }
+    }
+
+    fn timed_out(&self, waiting: &[(&Part, &str)], timeout: Duration) -> Error {
+        let after = crate::duration::format(timeout);
+        if waiting.iter().all(|(part, _)| **part == Part::Controllers)
+            && let Some(controller) = &self.unready_controller
+        {
+            return Error::Negative {
+                message: format!("Deployment {}/{controller} is not ready after {after}", self.namespace),
+                hint: Some(format!("kubectl -n {} describe deployment {controller}", self.namespace)),
+            };
+        }
+        let (object, why) = &self.blocking;
+        Error::Negative {
+            message: format!(
+                "{object} is not Ready at {} after {after}: {why} (last applied: {})",
+                self.revision,
+                self.applied.as_deref().unwrap_or("nothing")
+            ),
+            hint: Some(self.hint()),
+        }
+    }
+}
+
+impl AfterInstall<'_> {
+    fn hint(&self) -> String {
+        format!("kubectl -n {} describe kustomization {SYNC_NAME}; re-run install to resume", self.namespace)
+    }
+}
+
+fn flux_kind(cluster: &Cluster, namespace: &str, kind: &FluxKind, version: &str) -> (ApiResource, Api<DynamicObject>) {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(kind.group, version, kind.kind));
+    let api = Api::namespaced_with(cluster.client.clone(), namespace, &resource);
+    (resource, api)
+}
+
+/// Waits until the `flux-system` Kustomization has applied `<branch>@sha1:<sha>` and is Ready and
+/// the Flux Deployments are ready; at the timeout, says which object is not ready and why.
+pub(super) async fn until_synced(
+    cluster: &Cluster,
+    namespace: &str,
+    branch: &str,
+    sha: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let revision = format!("{branch}@sha1:{sha}");
+    // The versions install writes: the ones the embedded Flux release serves.
+    let (kustomization_resource, kustomizations) = flux_kind(cluster, namespace, &api::KUSTOMIZATION, "v1");
+    let (repository_resource, repositories) = flux_kind(cluster, namespace, &api::GIT_REPOSITORY, "v1");
+    let deployments = ApiResource::erase::<Deployment>(&());
+    let mut triggers = Triggers::new(cluster);
+    let named = |resource: ApiResource| Followed {
+        resource,
+        namespace: Some(namespace.to_string()),
+        selector: Selector::Name(SYNC_NAME.to_string()),
+    };
+    triggers.follow(vec![
+        named(kustomization_resource),
+        named(repository_resource),
+        Followed {
+            resource: deployments,
+            namespace: Some(namespace.to_string()),
+            selector: Selector::Labels(format!("{PART_OF_LABEL}={PART_OF_VALUE}")),
+        },
+    ]);
+    let title = format!("waiting for Kustomization {namespace}/{SYNC_NAME}");
+    let kustomization_name = format!("Kustomization {namespace}/{SYNC_NAME}");
+    let mut waited = AfterInstall {
+        cluster,
+        namespace,
+        revision,
+        kustomizations,
+        repositories,
+        triggers,
+        applied: None,
+        blocking: (kustomization_name, "not reconciled yet (are the Flux controllers running?)".to_string()),
+        unready_controller: None,
+    };
+    // The grace period never runs out: the wait never answers Failing.
+    wait_until(&mut waited, &title, Limits { timeout, grace_period: timeout }).await?;
+    let style = Style::for_stream(Stream::Stderr);
+    report::write_stderr(&format!(
+        "{}Kustomization {namespace}/{SYNC_NAME} is Ready at {}\n",
+        style.glyph("✔"),
+        waited.revision
+    ));
+    Ok(())
+}
