@@ -158,15 +158,8 @@ impl Waited for AfterPush<'_> {
         self.triggers.changed().await;
     }
 
-    async fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn failed(&self, _part: &Part, why: &str, grace_period: Duration) -> Error {
-        Error::Negative {
-            message: format!("{why} (failing for {} and more)", crate::duration::format(grace_period)),
-            hint: Some(hint()),
-        }
+    fn hint(&self) -> Option<String> {
+        Some("`kubectl gitops app status NAME` shows why; raise --timeout to wait longer".into())
     }
 
     fn timed_out(&self, waiting: &[(&Part, &str)], timeout: Duration) -> Error {
@@ -177,13 +170,9 @@ impl Waited for AfterPush<'_> {
                 crate::duration::format(timeout),
                 why.or(waiting.first().map(|(_, why)| *why)).unwrap_or("not reconciled yet")
             ),
-            hint: Some(hint()),
+            hint: self.hint(),
         }
     }
-}
-
-fn hint() -> String {
-    "`kubectl gitops app status NAME` shows why; raise --timeout to wait longer".into()
 }
 
 /// Waits for the sync to apply `commit`, then for the app to be Ready (`wants_ready`) or gone.

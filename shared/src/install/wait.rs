@@ -97,16 +97,8 @@ impl Waited for AfterInstall<'_> {
         self.triggers.changed().await;
     }
 
-    async fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn failed(&self, _part: &Part, why: &str, grace_period: Duration) -> Error {
-        // Unreachable while `look` never answers Failing; worded for the day it does.
-        Error::Negative {
-            message: format!("{why} (failing for {} and more)", crate::duration::format(grace_period)),
-            hint: Some(self.hint()),
-        }
+    fn hint(&self) -> Option<String> {
+        Some(format!("kubectl -n {} describe kustomization {SYNC_NAME}; re-run install to resume", self.namespace))
     }
 
     fn timed_out(&self, waiting: &[(&Part, &str)], timeout: Duration) -> Error {
@@ -126,14 +118,8 @@ impl Waited for AfterInstall<'_> {
                 self.revision,
                 self.applied.as_deref().unwrap_or("nothing")
             ),
-            hint: Some(self.hint()),
+            hint: self.hint(),
         }
-    }
-}
-
-impl AfterInstall<'_> {
-    fn hint(&self) -> String {
-        format!("kubectl -n {} describe kustomization {SYNC_NAME}; re-run install to resume", self.namespace)
     }
 }
 

@@ -335,10 +335,21 @@ pub(crate) trait Waited {
     async fn look(&mut self) -> Result<Vec<(Self::Part, Verdict)>>;
     /// Returns once a watch reports a change.
     async fn changed(&mut self);
-    /// Prints what is waited for, as it is at the end of the wait.
-    async fn finish(&mut self) -> Result<()>;
+    /// Prints what is waited for, as it is at the end of the wait (by default, nothing).
+    async fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// What to try when the wait ends in an error (by default, nothing).
+    fn hint(&self) -> Option<String> {
+        None
+    }
     /// The error for a part that has failed for the grace period.
-    fn failed(&self, part: &Self::Part, why: &str, grace_period: Duration) -> Error;
+    fn failed(&self, _part: &Self::Part, why: &str, grace_period: Duration) -> Error {
+        Error::Negative {
+            message: format!("{why} (failing for {} and more)", duration::format(grace_period)),
+            hint: self.hint(),
+        }
+    }
     /// The error at the timeout: the parts not ready and why.
     fn timed_out(&self, waiting: &[(&Self::Part, &str)], timeout: Duration) -> Error;
 }
