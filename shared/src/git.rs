@@ -3,8 +3,8 @@
 //! `install` and `app` change files in the config repo Flux pulls from. They [`Checkout::clone`]
 //! one branch into a temp dir, [`Checkout::write`] and [`Checkout::remove`] files,
 //! [`Checkout::commit`] and [`Checkout::push`]. When someone else pushed in between, the push
-//! fails with [`GitError::NonFastForward`] and [`Checkout::rebase_onto_remote`] replays our
-//! changes on top of theirs; [`Checkout::push_with_retries`] does that loop.
+//! fails with [`GitError::NonFastForward`]; [`Checkout::reset_to_remote`] moves to their head,
+//! where `crate::publish` plans the change again (nothing is replayed or rebased).
 //!
 //! We link libgit2 rather than run `git` so that nothing depends on the user's git install,
 //! ssh config, agent or `~/.ssh/known_hosts`: the credentials and host keys are exactly the
@@ -18,7 +18,7 @@ mod known_hosts;
 pub mod log;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -301,9 +301,6 @@ impl GitError {
 }
 
 /// One branch of a remote repository, checked out in a temp dir that is deleted on drop.
-///
-/// The checkout remembers every [`Checkout::write`] and [`Checkout::remove`] made since the last
-/// push, so that [`Checkout::rebase_onto_remote`] can replay them on a newer remote head.
 pub struct Checkout {
     // Declared before `dir` so that libgit2 lets go of the files before the dir is deleted.
     repo: Repository,
@@ -313,23 +310,6 @@ pub struct Checkout {
     /// The remote commit our local commits are based on; `None` when the remote branch did
     /// not exist.
     base: Option<Oid>,
-    /// Commits made since clone or the last push, oldest first, for replaying.
-    unpushed: Vec<LocalCommit>,
-    /// Writes and removals not committed yet, in order.
-    pending: Vec<Change>,
-}
-
-struct LocalCommit {
-    message: String,
-    author: Signature,
-    changes: Vec<Change>,
-}
-
-#[derive(Clone)]
-struct Change {
-    path: String,
-    /// `None` removes the path.
-    contents: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for Checkout {
@@ -361,15 +341,7 @@ impl Checkout {
         repo.remote(ORIGIN, &remote.url)?;
         // Unborn until we know the remote has the branch.
         repo.set_head(&local_ref)?;
-        let mut checkout = Checkout {
-            repo,
-            dir,
-            remote: remote.clone(),
-            branch: branch.to_string(),
-            base: None,
-            unpushed: Vec::new(),
-            pending: Vec::new(),
-        };
+        let mut checkout = Checkout { repo, dir, remote: remote.clone(), branch: branch.to_string(), base: None };
         let base = checkout.fetch(&endpoint)?;
         checkout.reset_to(base)?;
         checkout.base = base;
@@ -405,17 +377,13 @@ impl Checkout {
     /// absolute paths, `..`, `.git` and paths through symbolic links are refused.
     pub fn write(&mut self, path: &str, contents: &[u8]) -> Result<(), GitError> {
         let full = self.checked_path(path)?;
-        write_file(&full, path, contents)?;
-        self.pending.push(Change { path: path.to_string(), contents: Some(contents.to_vec()) });
-        Ok(())
+        write_file(&full, path, contents)
     }
 
     /// Removes a file or a whole directory; removing what does not exist is not an error.
     pub fn remove(&mut self, path: &str) -> Result<(), GitError> {
         let full = self.checked_path(path)?;
-        remove_path(&full, path)?;
-        self.pending.push(Change { path: path.to_string(), contents: None });
-        Ok(())
+        remove_path(&full, path)
     }
 
     /// Stages every change (new, modified and removed files) and commits it on the branch.
@@ -423,21 +391,13 @@ impl Checkout {
     /// Returns the new commit's hash, or `None` without committing when nothing changed, so
     /// that running a command twice does not make empty commits.
     pub fn commit(&mut self, message: &str, author: &Signature) -> Result<Option<String>, GitError> {
-        let oid = self.commit_staged(message, author)?;
-        if oid.is_some() {
-            self.unpushed.push(LocalCommit {
-                message: message.to_string(),
-                author: author.clone(),
-                changes: std::mem::take(&mut self.pending),
-            });
-        }
-        Ok(oid.map(|oid| oid.to_string()))
+        Ok(self.commit_staged(message, author)?.map(|oid| oid.to_string()))
     }
 
     /// Pushes the branch. Nothing to push (no commit since clone or the last push) is a no-op.
     ///
     /// Fails with [`GitError::NonFastForward`] when the remote branch moved meanwhile; then
-    /// [`Checkout::rebase_onto_remote`] and push again, or use [`Checkout::push_with_retries`].
+    /// [`Checkout::reset_to_remote`], make the change again and push again (`crate::publish`).
     ///
     /// Two writers that make the same change on the same head at the same second make the very
     /// same commit (same tree, parent, author, time and message); the second push then moves
@@ -452,7 +412,6 @@ impl Checkout {
         let refspec = format!("{0}:{0}", branch_ref(&self.branch)?);
         let pushed = self.push_refspec(&refspec, &self.branch)?;
         self.base = Some(head);
-        self.unpushed.clear();
         Ok(pushed)
     }
 
@@ -526,77 +485,13 @@ impl Checkout {
         Ok(if already_there.get() { Pushed::AlreadyThere } else { Pushed::Updated })
     }
 
-    /// Fetches the remote branch and replays our unpushed commits and uncommitted changes on
-    /// top of it, one commit each, with the same messages and authors.
-    ///
-    /// Replaying means writing the same file contents again: where the remote changed a file
-    /// we also wrote, ours wins. Those paths are returned (sorted) so that callers can warn
-    /// or recompute. A replayed commit that changes nothing any more is dropped. After an
-    /// error the checkout is in no defined state: drop it and clone again.
-    pub fn rebase_onto_remote(&mut self) -> Result<Vec<String>, GitError> {
-        let endpoint = Endpoint::parse(&self.remote.url)?;
-        let new_base = self.fetch(&endpoint)?;
-        if new_base == self.base {
-            return Ok(Vec::new());
-        }
-        let theirs = self.paths_changed_between(self.base, new_base)?;
-        self.reset_to(new_base)?;
-        self.base = new_base;
-        let commits = std::mem::take(&mut self.unpushed);
-        let pending = std::mem::take(&mut self.pending);
-        let mut overwritten = Vec::new();
-        let touched = commits.iter().flat_map(|commit| commit.changes.iter()).chain(pending.iter());
-        for change in touched {
-            overwritten.extend(theirs.iter().filter(|path| within(path, &change.path)).cloned());
-        }
-        for commit in commits {
-            for change in &commit.changes {
-                self.replay(change)?;
-            }
-            if self.commit_staged(&commit.message, &commit.author)?.is_some() {
-                self.unpushed.push(commit);
-            }
-        }
-        for change in &pending {
-            self.replay(change)?;
-        }
-        self.pending = pending;
-        overwritten.sort();
-        overwritten.dedup();
-        Ok(overwritten)
-    }
-
     /// Drops the local commits and changes and moves to the remote branch's current head: after
-    /// a refused push, for callers that build their change again on what others pushed (instead
-    /// of replaying it with [`Checkout::rebase_onto_remote`]).
+    /// a refused push, to build the change again on what others pushed.
     pub fn reset_to_remote(&mut self) -> Result<(), GitError> {
         let head = self.fetch(&Endpoint::parse(&self.remote.url)?)?;
         self.reset_to(head)?;
         self.base = head;
-        self.unpushed.clear();
-        self.pending.clear();
         Ok(())
-    }
-
-    /// Pushes; after a [`GitError::NonFastForward`] rebases onto the remote and pushes again,
-    /// at most `attempts` pushes in all. Returns the paths our replays overwrote.
-    pub fn push_with_retries(&mut self, attempts: u32) -> Result<Vec<String>, GitError> {
-        let mut overwritten = Vec::new();
-        let mut attempt = 1;
-        loop {
-            match self.push() {
-                Err(GitError::NonFastForward { .. }) if attempt < attempts => {
-                    overwritten.extend(self.rebase_onto_remote()?);
-                    attempt += 1;
-                }
-                Err(error) => return Err(error),
-                Ok(_) => {
-                    overwritten.sort();
-                    overwritten.dedup();
-                    return Ok(overwritten);
-                }
-            }
-        }
     }
 
     fn head_oid(&self) -> Option<Oid> {
@@ -674,14 +569,6 @@ impl Checkout {
         Ok(())
     }
 
-    fn replay(&self, change: &Change) -> Result<(), GitError> {
-        let full = self.checked_path(&change.path)?;
-        match &change.contents {
-            Some(contents) => write_file(&full, &change.path, contents),
-            None => remove_path(&full, &change.path),
-        }
-    }
-
     /// Stages the whole work tree into the index (additions, changes and removals).
     fn stage(&self) -> Result<git2::Index, GitError> {
         let mut index = self.repo.index()?;
@@ -713,23 +600,6 @@ impl Checkout {
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
         let oid = self.repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)?;
         Ok(Some(oid))
-    }
-
-    fn paths_changed_between(&self, old: Option<Oid>, new: Option<Oid>) -> Result<Vec<String>, GitError> {
-        let tree = |oid: Option<Oid>| -> Result<Option<git2::Tree<'_>>, GitError> {
-            match oid {
-                Some(oid) => Ok(Some(self.repo.find_commit(oid)?.tree()?)),
-                None => Ok(None),
-            }
-        };
-        let (old, new) = (tree(old)?, tree(new)?);
-        let diff = self.repo.diff_tree_to_tree(old.as_ref(), new.as_ref(), None)?;
-        Ok(diff
-            .deltas()
-            .flat_map(|delta| [delta.old_file().path(), delta.new_file().path()])
-            .flatten()
-            .filter_map(|path| path.to_str().map(str::to_string))
-            .collect())
     }
 
     /// The absolute path of `path` in the work tree, after refusing anything that could
@@ -793,12 +663,6 @@ fn branch_ref(branch: &str) -> Result<String, GitError> {
         return Err(GitError::InvalidBranch { branch: branch.to_string() });
     }
     Ok(name)
-}
-
-/// Whether `path` is `prefix` or inside the directory `prefix`.
-fn within(path: &str, prefix: &str) -> bool {
-    let prefix = prefix.trim_start_matches("./").trim_end_matches('/');
-    path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
 }
 
 fn write_file(full: &Path, path: &str, contents: &[u8]) -> Result<(), GitError> {

@@ -1,9 +1,10 @@
-//! Carrying out a [`Plan`]: patch the cluster, then commit and push to the config branch (on a
-//! concurrent push: fetch, re-plan on the new head, retry), or push a branch and open or update
+//! Carrying out a [`Plan`]: patch the cluster, then commit and push to the config branch through
+//! [`crate::publish`] (on a concurrent push: fetch, re-plan on the new head, retry), or push a
+//! branch and open or update
 //! a pull request. Nothing is left half-done: a pull request that cannot be opened takes its
 //! new branch away again.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -12,15 +13,11 @@ use super::plan::{Delivery, FileChange, Plan};
 use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::git::{self, Checkout, GitError, Remote, Signature};
+use crate::git::{Checkout, Remote, Signature};
 use crate::output::report;
 use crate::output::style::{Stream, Style};
 use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
-
-/// The pause after the first refused push; it doubles after each further one, up to
-/// [`MAX_PUSH_BACKOFF`], jittered so that writers refused together do not retry together.
-const FIRST_PUSH_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_PUSH_BACKOFF: Duration = Duration::from_secs(5);
+use crate::publish::{self, Published};
 
 /// The config repo, and the provider API in front of it when there is one.
 #[derive(Debug, Clone)]
@@ -95,21 +92,25 @@ pub async fn execute(
     };
     number += 1;
     match &plan.delivery {
-        Delivery::Push => match push_with_replans(plan, checkout, repo, author, replan, timeout).await {
-            Ok(Pushed::Commit(commit)) => {
-                report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
-                outcome.commit = commit;
+        Delivery::Push => {
+            let mut checkout = checkout;
+            let first = plan.files.clone();
+            match publish::commit_and_push(&mut checkout, &plan.message, author, first, replan, timeout).await {
+                Ok(Published::Commit(commit)) => {
+                    report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
+                    outcome.commit = commit;
+                }
+                Ok(Published::MadeMeanwhile) => outcome.made_meanwhile = true,
+                Err(error) => return Err(fail(number, error)),
             }
-            Ok(Pushed::MadeMeanwhile) => outcome.made_meanwhile = true,
-            Err(error) => return Err(fail(number, error)),
-        },
+        }
         Delivery::PullRequest { branch, .. } => {
             let hosted = repo
                 .hosted
                 .as_ref()
                 .ok_or_else(|| fail(number, Error::Internal("a pull request needs a GitHub or GitLab repo".into())))?;
             let mut checkout = checkout;
-            write(&mut checkout, &plan.files).map_err(|error| fail(number, error))?;
+            publish::write(&mut checkout, &plan.files).map_err(|error| fail(number, error))?;
             let commit = checkout.commit(&plan.message, author).map_err(|error| fail(number, error.into()))?;
             let existing = checkout.remote_branch_holds_head(branch).map_err(|error| fail(number, error.into()))?;
             let unchanged = existing == Some(true);
@@ -144,69 +145,4 @@ pub async fn execute(
         }
     }
     Ok(outcome)
-}
-
-/// What a push to the config branch came to.
-enum Pushed {
-    /// Our commit is on the branch (`None`: the checkout had nothing new to push).
-    Commit(Option<String>),
-    /// Someone else's push made the same change first.
-    MadeMeanwhile,
-}
-
-/// Commits and pushes to the config branch; when someone else pushed meanwhile, waits a
-/// jittered, doubling backoff, moves to the new head, re-plans and tries again, until `timeout`.
-async fn push_with_replans(
-    plan: &Plan,
-    mut checkout: Checkout,
-    repo: &ConfigRepo,
-    author: &Signature,
-    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
-    timeout: Duration,
-) -> Result<Pushed> {
-    let deadline = Instant::now() + timeout;
-    let mut files = plan.files.clone();
-    let mut backoff = FIRST_PUSH_BACKOFF;
-    let mut refused = 0;
-    loop {
-        if files.is_empty() {
-            return Ok(Pushed::MadeMeanwhile);
-        }
-        write(&mut checkout, &files)?;
-        let commit = checkout.commit(&plan.message, author)?;
-        match checkout.push() {
-            Ok(git::Pushed::AlreadyThere) => return Ok(Pushed::MadeMeanwhile),
-            Ok(git::Pushed::Updated | git::Pushed::Nothing) => return Ok(Pushed::Commit(commit)),
-            Err(GitError::NonFastForward { .. }) => {
-                refused += 1;
-                let pause = crate::duration::jittered(backoff);
-                if Instant::now() + pause >= deadline {
-                    return Err(Error::Remote {
-                        message: format!(
-                            "{} kept moving: {refused} pushes were refused within {}",
-                            repo.branch,
-                            crate::duration::format(timeout)
-                        ),
-                        hint: Some("raise --timeout, or try again when fewer changes are being pushed".into()),
-                    });
-                }
-                report::detail(&format!("{} moved while we pushed; trying again on its new head", repo.branch));
-                tokio::time::sleep(pause).await;
-                backoff = (backoff * 2).min(MAX_PUSH_BACKOFF);
-                checkout.reset_to_remote()?;
-                files = replan(&checkout)?;
-            }
-            Err(error) => return Err(error.into()),
-        }
-    }
-}
-
-fn write(checkout: &mut Checkout, files: &[FileChange]) -> Result<()> {
-    for file in files {
-        match &file.after {
-            Some(contents) => checkout.write(&file.path, contents.as_bytes())?,
-            None => checkout.remove(&file.path)?,
-        }
-    }
-    Ok(())
 }

@@ -3,19 +3,19 @@
 
 use super::*;
 
-fn author() -> Signature {
+pub(crate) fn author() -> Signature {
     Signature { name: "kubectl-gitops test".into(), email: "test@example.com".into() }
 }
 
 /// An empty bare repository; the TempDir keeps it alive.
-fn bare() -> (tempfile::TempDir, Remote) {
+pub(crate) fn bare() -> (tempfile::TempDir, Remote) {
     let dir = tempfile::tempdir().unwrap();
     Repository::init_bare(dir.path()).unwrap();
     let remote = Remote { url: format!("file://{}", dir.path().display()), auth: Auth::Anonymous };
     (dir, remote)
 }
 
-fn read_text(checkout: &Checkout, path: &str) -> Option<String> {
+pub(crate) fn read_text(checkout: &Checkout, path: &str) -> Option<String> {
     checkout.read(path).unwrap().map(|bytes| String::from_utf8(bytes).unwrap())
 }
 
@@ -159,7 +159,7 @@ fn a_missing_local_repository_is_not_found() {
 }
 
 #[test]
-fn a_concurrent_push_is_non_fast_forward_and_a_rebase_lands_both() {
+fn a_concurrent_push_is_non_fast_forward_and_reset_to_remote_moves_to_their_head() {
     let (_dir, remote) = bare();
     let mut seed = Checkout::clone(&remote, "main").unwrap();
     seed.write("README.md", b"config\n").unwrap();
@@ -169,98 +169,24 @@ fn a_concurrent_push_is_non_fast_forward_and_a_rebase_lands_both() {
     let mut ours = Checkout::clone(&remote, "main").unwrap();
     let mut theirs = Checkout::clone(&remote, "main").unwrap();
     theirs.write("theirs.yaml", b"theirs").unwrap();
-    theirs.commit("theirs", &author()).unwrap().unwrap();
+    let their_commit = theirs.commit("theirs", &author()).unwrap().unwrap();
     theirs.push().unwrap();
 
     ours.write("ours.yaml", b"ours").unwrap();
-    ours.commit("ours 1", &author()).unwrap().unwrap();
-    ours.write("ours2.yaml", b"ours2").unwrap();
-    ours.commit("ours 2", &author()).unwrap().unwrap();
+    ours.commit("ours", &author()).unwrap().unwrap();
     ours.write("uncommitted.yaml", b"later").unwrap();
     let error = ours.push().unwrap_err();
     assert!(matches!(&error, GitError::NonFastForward { branch } if branch == "main"), "{error:?}");
     assert!(error.hint().is_some());
 
-    let overwritten = ours.rebase_onto_remote().unwrap();
-    assert_eq!(overwritten, Vec::<String>::new());
-    // The uncommitted write survives the rebase, still uncommitted.
-    assert_eq!(read_text(&ours, "uncommitted.yaml").as_deref(), Some("later"));
-    ours.push().unwrap();
-
-    let check = Checkout::clone(&remote, "main").unwrap();
-    for (path, text) in
-        [("README.md", "config\n"), ("theirs.yaml", "theirs"), ("ours.yaml", "ours"), ("ours2.yaml", "ours2")]
-    {
-        assert_eq!(read_text(&check, path).as_deref(), Some(text), "{path}");
-    }
-    assert_eq!(check.read("uncommitted.yaml").unwrap(), None);
-    // Our two commits were replayed as two commits, on top of theirs.
-    let head = check.repo.find_commit(check.head_oid().unwrap()).unwrap();
-    assert_eq!(head.message().ok(), Some("ours 2"));
-    let parent = head.parent(0).unwrap();
-    assert_eq!(parent.message().ok(), Some("ours 1"));
-    assert_eq!(parent.parent(0).unwrap().message().ok(), Some("theirs"));
-}
-
-#[test]
-fn a_rebase_reports_files_both_sides_changed_and_ours_win() {
-    let (_dir, remote) = bare();
-    let mut seed = Checkout::clone(&remote, "main").unwrap();
-    seed.write("apps/x/release.yaml", b"v1").unwrap();
-    seed.write("shared.yaml", b"v1").unwrap();
-    seed.commit("seed", &author()).unwrap().unwrap();
-    seed.push().unwrap();
-
-    let mut ours = Checkout::clone(&remote, "main").unwrap();
-    let mut theirs = Checkout::clone(&remote, "main").unwrap();
-    theirs.write("shared.yaml", b"theirs").unwrap();
-    theirs.write("apps/x/values.yaml", b"theirs").unwrap();
-    theirs.write("other.yaml", b"theirs").unwrap();
-    theirs.commit("theirs", &author()).unwrap().unwrap();
-    theirs.push().unwrap();
-
-    ours.write("shared.yaml", b"ours").unwrap();
-    ours.remove("apps/x").unwrap();
-    ours.commit("ours", &author()).unwrap().unwrap();
-    let overwritten = ours.push_with_retries(3).unwrap();
-    assert_eq!(overwritten, vec!["apps/x/values.yaml", "shared.yaml"]);
-
-    let check = Checkout::clone(&remote, "main").unwrap();
-    assert_eq!(read_text(&check, "shared.yaml").as_deref(), Some("ours"));
-    assert_eq!(read_text(&check, "other.yaml").as_deref(), Some("theirs"));
-    assert!(!check.root().join("apps/x").exists());
-}
-
-#[test]
-fn a_replayed_commit_that_became_empty_is_dropped() {
-    let (_dir, remote) = bare();
-    let mut ours = Checkout::clone(&remote, "main").unwrap();
-    let mut theirs = Checkout::clone(&remote, "main").unwrap();
-    theirs.write("same.yaml", b"same").unwrap();
-    let their_commit = theirs.commit("theirs", &author()).unwrap().unwrap();
-    theirs.push().unwrap();
-
-    ours.write("same.yaml", b"same").unwrap();
-    ours.commit("ours", &author()).unwrap().unwrap();
-    assert!(matches!(ours.push(), Err(GitError::NonFastForward { .. })));
-    assert_eq!(ours.rebase_onto_remote().unwrap(), vec!["same.yaml"]);
+    // Our commit and our uncommitted write are dropped: the change is made again on their head.
+    ours.reset_to_remote().unwrap();
     assert_eq!(ours.head(), Some(their_commit.clone()));
-    ours.push().unwrap();
+    assert_eq!(read_text(&ours, "theirs.yaml").as_deref(), Some("theirs"));
+    assert_eq!(ours.read("ours.yaml").unwrap(), None);
+    assert_eq!(ours.read("uncommitted.yaml").unwrap(), None);
+    assert!(matches!(ours.push(), Ok(Pushed::Nothing)));
     assert_eq!(remote_head(&remote, "main").unwrap(), Some(their_commit));
-}
-
-#[test]
-fn push_with_retries_gives_up_after_the_attempts() {
-    let (_dir, remote) = bare();
-    let mut ours = Checkout::clone(&remote, "main").unwrap();
-    let mut theirs = Checkout::clone(&remote, "main").unwrap();
-    theirs.write("t.yaml", b"t").unwrap();
-    theirs.commit("theirs", &author()).unwrap().unwrap();
-    theirs.push().unwrap();
-    ours.write("o.yaml", b"o").unwrap();
-    ours.commit("ours", &author()).unwrap().unwrap();
-    assert!(matches!(ours.push_with_retries(1), Err(GitError::NonFastForward { .. })));
-    assert_eq!(ours.push_with_retries(2).unwrap(), Vec::<String>::new());
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Runs a [`Plan`]'s steps in order. Every error names its step.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -13,6 +14,8 @@ use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::Checkout;
 use crate::output::report;
 use crate::output::style::{Stream, Style};
+use crate::plan::FileChange;
+use crate::publish::{self, Published};
 
 /// What an executed install did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,26 +67,31 @@ pub async fn execute(
                 let Some(checkout) = checkout.as_mut() else {
                     return Err(Error::Internal("no clone of the repository to commit to".into()));
                 };
-                for file in plan.changed_files() {
-                    checkout.write(&file.path, file.contents.as_bytes())?;
-                }
                 let author = super::author();
-                // libgit2 blocks; let tokio move other tasks off this worker meanwhile.
-                let pushed = tokio::task::block_in_place(|| -> Result<Option<String>> {
-                    let sha = checkout.commit(message, &author)?;
-                    checkout.push_with_retries(3)?;
-                    Ok(sha)
-                });
-                pushed.map(|sha| {
-                    outcome.committed = sha.is_some();
+                let first: Vec<FileChange> = plan
+                    .changed_files()
+                    .map(|file| FileChange {
+                        path: file.path.clone(),
+                        before: None,
+                        after: Some(file.contents.clone()),
+                    })
+                    .collect();
+                // Install writes whole files: on a newer head, the ones that still differ are
+                // written again (the request decides their contents, not the head).
+                let wanted: BTreeMap<String, String> =
+                    plan.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
+                let replan = |checkout: &Checkout| crate::plan::diff(checkout, &wanted, &[]);
+                let published = publish::commit_and_push(checkout, message, &author, first, &replan, timeout).await;
+                published.map(|published| {
+                    outcome.committed = matches!(published, Published::Commit(Some(_)));
                     outcome.commit = checkout.head();
                     if let Some(sha) = &outcome.commit {
-                        report::write_stderr(&format!(
-                            "{}pushed {} to {}\n",
-                            style.glyph("✔"),
-                            short(sha),
-                            plan.request.branch
-                        ));
+                        let (sha, branch) = (short(sha), &plan.request.branch);
+                        let line = match published {
+                            Published::Commit(_) => format!("pushed {sha} to {branch}"),
+                            Published::MadeMeanwhile => format!("{branch} already holds these files (at {sha})"),
+                        };
+                        report::write_stderr(&format!("{}{line}\n", style.glyph("✔")));
                     }
                 })
             }

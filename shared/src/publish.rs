@@ -1,0 +1,186 @@
+//! The one git write path: write the planned files into a checkout of the branch, commit, push;
+//! when the push is refused because someone pushed meanwhile, wait a jittered, doubling backoff,
+//! move to the new head, plan the files again from the same request on that head, and try again,
+//! until the command's timeout. Nothing is replayed or rebased: a re-plan never overwrites what
+//! the other push changed unless the request itself says so (install writes whole files).
+//!
+//! `app` and `install` push through it.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::git::{self, Checkout, GitError, Signature};
+use crate::output::report;
+use crate::plan::FileChange;
+
+/// The pause after the first refused push; it doubles after each further one, up to
+/// [`MAX_PUSH_BACKOFF`], jittered so that writers refused together do not retry together.
+const FIRST_PUSH_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_PUSH_BACKOFF: Duration = Duration::from_secs(5);
+
+/// What a push to the branch came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    /// Our commit is on the branch (`None`: the checkout had nothing new to push).
+    Commit(Option<String>),
+    /// The branch already holds the change: someone else's push made it first (or made the very
+    /// same commit), so nothing was pushed.
+    MadeMeanwhile,
+}
+
+/// Commits `message` with the files `plan` gives for the checkout's head and pushes it to the
+/// checkout's branch, re-planning on the new head after each refused push until `timeout`.
+/// `first` are the files planned at clone time; `plan` is asked only after a refusal. An empty
+/// plan means the branch already holds the change.
+pub async fn commit_and_push(
+    checkout: &mut Checkout,
+    message: &str,
+    author: &Signature,
+    first: Vec<FileChange>,
+    plan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+    timeout: Duration,
+) -> Result<Published> {
+    let deadline = Instant::now() + timeout;
+    let mut files = first;
+    let mut backoff = FIRST_PUSH_BACKOFF;
+    let mut refused = 0;
+    loop {
+        if files.is_empty() {
+            return Ok(Published::MadeMeanwhile);
+        }
+        let pushed = blocking(|| -> Result<(Option<String>, git::Pushed)> {
+            write(checkout, &files)?;
+            let commit = checkout.commit(message, author)?;
+            Ok((commit, checkout.push()?))
+        });
+        match pushed {
+            Ok((_, git::Pushed::AlreadyThere)) => return Ok(Published::MadeMeanwhile),
+            Ok((commit, git::Pushed::Updated | git::Pushed::Nothing)) => return Ok(Published::Commit(commit)),
+            Err(Error::Git(GitError::NonFastForward { branch })) => {
+                refused += 1;
+                let pause = crate::duration::jittered(backoff);
+                if Instant::now() + pause >= deadline {
+                    return Err(Error::Remote {
+                        message: format!(
+                            "{branch} kept moving: {refused} pushes were refused within {}",
+                            crate::duration::format(timeout)
+                        ),
+                        hint: Some("raise --timeout, or try again when fewer changes are being pushed".into()),
+                    });
+                }
+                report::detail(&format!("{branch} moved while we pushed; trying again on its new head"));
+                tokio::time::sleep(pause).await;
+                backoff = (backoff * 2).min(MAX_PUSH_BACKOFF);
+                files = blocking(|| -> Result<Vec<FileChange>> {
+                    checkout.reset_to_remote()?;
+                    plan(checkout)
+                })?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Runs libgit2's blocking work (disk, network); on a multi-threaded runtime (the binaries'),
+/// tokio moves other tasks off this worker meanwhile.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+/// Writes (or removes) the files in the checkout's work tree.
+pub fn write(checkout: &mut Checkout, files: &[FileChange]) -> Result<()> {
+    for file in files {
+        match &file.after {
+            Some(contents) => checkout.write(&file.path, contents.as_bytes())?,
+            None => checkout.remove(&file.path)?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::git::tests::{author, bare, read_text};
+    use crate::git::{Remote, remote_head};
+
+    /// Pushes one commit writing `path` from a clone of its own: someone else's push.
+    fn push_theirs(remote: &Remote, path: &str) -> String {
+        let mut theirs = Checkout::clone(remote, "main").unwrap();
+        theirs.write(path, path.as_bytes()).unwrap();
+        let commit = theirs.commit(&format!("theirs: {path}"), &author()).unwrap().unwrap();
+        theirs.push().unwrap();
+        commit
+    }
+
+    /// The plan of a request that wants these files, on whatever head the checkout is at.
+    fn wanting(files: &[(&str, &str)]) -> impl Fn(&Checkout) -> Result<Vec<FileChange>> {
+        let wanted: BTreeMap<String, String> =
+            files.iter().map(|(path, contents)| (path.to_string(), contents.to_string())).collect();
+        move |checkout: &Checkout| crate::plan::diff(checkout, &wanted, &[])
+    }
+
+    #[tokio::test]
+    async fn a_refused_push_is_planned_again_on_the_new_head_and_both_changes_land() {
+        let (dir, remote) = bare();
+        push_theirs(&remote, "README.md");
+        let mut ours = Checkout::clone(&remote, "main").unwrap();
+        let plan = wanting(&[("ours.yaml", "ours")]);
+        let first = plan(&ours).unwrap();
+        let their_commit = push_theirs(&remote, "theirs.yaml");
+
+        let published = commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10)).await;
+        let Ok(Published::Commit(Some(commit))) = published else { panic!("{published:?}") };
+        assert_eq!(remote_head(&remote, "main").unwrap(), Some(commit.clone()));
+        let check = Checkout::clone(&remote, "main").unwrap();
+        assert_eq!(read_text(&check, "theirs.yaml").as_deref(), Some("theirs.yaml"));
+        assert_eq!(read_text(&check, "ours.yaml").as_deref(), Some("ours"));
+        // One commit of ours, on top of theirs: nothing replayed.
+        let bare = git2::Repository::open(dir.path()).unwrap();
+        let head = bare.find_commit(git2::Oid::from_str(&commit).unwrap()).unwrap();
+        assert_eq!(head.parent_id(0).unwrap().to_string(), their_commit);
+    }
+
+    #[tokio::test]
+    async fn a_change_someone_else_pushed_first_is_made_meanwhile_and_nothing_is_pushed() {
+        let (_dir, remote) = bare();
+        push_theirs(&remote, "README.md");
+        let mut ours = Checkout::clone(&remote, "main").unwrap();
+        let plan = wanting(&[("same.yaml", "same.yaml")]);
+        let first = plan(&ours).unwrap();
+        let their_commit = push_theirs(&remote, "same.yaml");
+
+        let published = commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10)).await;
+        assert!(matches!(published, Ok(Published::MadeMeanwhile)), "{published:?}");
+        assert_eq!(remote_head(&remote, "main").unwrap(), Some(their_commit));
+    }
+
+    #[tokio::test]
+    async fn a_branch_that_keeps_moving_ends_at_the_timeout_with_a_hint() {
+        let (_dir, remote) = bare();
+        push_theirs(&remote, "README.md");
+        let mut ours = Checkout::clone(&remote, "main").unwrap();
+        let first = wanting(&[("ours.yaml", "ours")])(&ours).unwrap();
+        push_theirs(&remote, "theirs-0.yaml");
+        // Every re-plan finds the branch moved again before our push.
+        let moves = Cell::new(0);
+        let busy = |checkout: &Checkout| {
+            moves.set(moves.get() + 1);
+            push_theirs(&remote, &format!("theirs-{}.yaml", moves.get()));
+            wanting(&[("ours.yaml", "ours")])(checkout)
+        };
+        let published = commit_and_push(&mut ours, "ours", &author(), first, &busy, Duration::from_millis(400)).await;
+        let Err(Error::Remote { message, hint }) = published else { panic!("{published:?}") };
+        assert!(message.starts_with("main kept moving: "), "{message}");
+        assert!(hint.is_some_and(|hint| hint.contains("--timeout")));
+        assert!(moves.get() >= 1);
+        let check = Checkout::clone(&remote, "main").unwrap();
+        assert_eq!(check.read("ours.yaml").unwrap(), None, "nothing of ours landed");
+    }
+}
