@@ -12,9 +12,10 @@
 
 use reqwest::Method;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{DeployKey, Provider, ProviderError, PullRequest, RepoInfo, RepoRef, encode_segment};
+use super::forge::{self, Forge};
+use super::{Provider, ProviderError, Reply, RepoInfo, RepoRef, encode_segment};
 
 /// `/projects/{url-encoded owner/name}`.
 pub(super) fn project_path(repo: &RepoRef) -> String {
@@ -22,7 +23,7 @@ pub(super) fn project_path(repo: &RepoRef) -> String {
 }
 
 #[derive(Deserialize)]
-struct Project {
+pub(super) struct Project {
     default_branch: Option<String>,
     visibility: Option<String>,
     ssh_url_to_repo: String,
@@ -33,13 +34,13 @@ struct Project {
 }
 
 #[derive(Deserialize)]
-struct Permissions {
+pub(super) struct Permissions {
     project_access: Option<Access>,
     group_access: Option<Access>,
 }
 
 #[derive(Deserialize)]
-struct Access {
+pub(super) struct Access {
     access_level: u32,
 }
 
@@ -63,45 +64,13 @@ impl From<Project> for RepoInfo {
 }
 
 #[derive(Deserialize)]
-struct User {
-    username: String,
+pub(super) struct User {
+    pub(super) username: String,
 }
 
 #[derive(Deserialize)]
-struct Namespace {
+pub(super) struct Namespace {
     id: u64,
-}
-
-#[derive(Deserialize)]
-struct Branch {
-    protected: bool,
-}
-
-#[derive(Deserialize)]
-struct Key {
-    id: u64,
-    title: String,
-    key: String,
-    #[serde(default)]
-    can_push: bool,
-}
-
-#[derive(Deserialize)]
-struct MergeRequest {
-    iid: u64,
-    web_url: String,
-    title: String,
-}
-
-impl From<MergeRequest> for PullRequest {
-    fn from(request: MergeRequest) -> PullRequest {
-        PullRequest { number: request.iid, url: request.web_url, title: request.title }
-    }
-}
-
-pub(super) async fn get_repository(provider: &Provider, repo: &RepoRef) -> Result<Option<RepoInfo>, ProviderError> {
-    let what = format!("reading GitLab project {repo}");
-    Ok(provider.get_if_found::<Project>(&project_path(repo), &what).await?.map(RepoInfo::from))
 }
 
 pub(super) async fn create_repository(
@@ -136,190 +105,71 @@ pub(super) async fn create_repository(
         Err(ProviderError::Api { status: 400, message, .. }) if message.contains("has already been taken") => {
             Err(ProviderError::AlreadyExists { what: format!("GitLab project {repo}") })
         }
-        Err(other) => Err(other.with_forbidden_hint(|| create_forbidden_hint(provider.host(), repo, personal))),
+        Err(other) => {
+            Err(other.with_forbidden_hint(|| forge::create_refused_hint::<GitLab>(provider.host(), repo, personal)))
+        }
     }
 }
 
-fn create_forbidden_hint(host: &str, repo: &RepoRef, personal: bool) -> String {
-    if personal {
-        format!(
-            "your account may not create projects on {host} (its project limit may be 0): ask a GitLab administrator (your IT or platform team) to allow it, or create {repo} yourself (empty, without README) and run again"
-        )
-    } else {
-        format!(
-            "ask an owner of the GitLab group {owner} on {host} (your IT or platform team) for a role allowed to create projects in it (the group's \"Roles allowed to create projects\", usually Maintainer), and use a token with the `api` scope; or ask them to create {repo} empty, without README, and run again",
-            owner = repo.owner
-        )
-    }
-}
+/// GitLab's side of the calls both providers make alike.
+pub(super) struct GitLab;
 
-pub(super) async fn is_branch_protected(
-    provider: &Provider,
-    repo: &RepoRef,
-    branch: &str,
-) -> Result<bool, ProviderError> {
-    let what = format!("reading branch {branch} of GitLab project {repo}");
-    let path = format!("{}/repository/branches/{}", project_path(repo), encode_segment(branch));
-    if let Some(found) = provider.get_if_found::<Branch>(&path, &what).await? {
-        return Ok(found.protected);
-    }
-    // The branch does not exist yet: is there a rule for its name?
-    let what = format!("reading protection of branch {branch} of GitLab project {repo}");
-    let path = format!("{}/protected_branches/{}", project_path(repo), encode_segment(branch));
-    let reply = provider.call(Method::GET, &path, &[], None).await?;
-    match reply.status {
-        200 => Ok(true),
-        404 => Ok(false),
-        _ => Err(provider.failure(&reply, &what)),
-    }
-}
+impl Forge for GitLab {
+    const REPOSITORY: &'static str = "GitLab project";
+    const CHANGE_REQUEST: (&'static str, &'static str) = ("merge request", "!");
 
-pub(super) async fn list_deploy_keys(provider: &Provider, repo: &RepoRef) -> Result<Vec<DeployKey>, ProviderError> {
-    let what = format!("listing deploy keys of GitLab project {repo}");
-    let keys: Vec<Key> = provider.get_all(&format!("{}/deploy_keys", project_path(repo)), &what).await?;
-    Ok(keys
-        .into_iter()
-        .map(|key| DeployKey { id: key.id, title: key.title, key: key.key, read_only: !key.can_push })
-        .collect())
-}
+    type Repository = Project;
 
-pub(super) async fn create_deploy_key(
-    provider: &Provider,
-    repo: &RepoRef,
-    title: &str,
-    public_key: &str,
-    read_only: bool,
-) -> Result<(), ProviderError> {
-    let what = format!("adding deploy key {title:?} to GitLab project {repo}");
-    let body = json!({ "title": title, "key": public_key.trim(), "can_push": !read_only });
-    let path = format!("{}/deploy_keys", project_path(repo));
-    let reply = provider.call(Method::POST, &path, &[], Some(&body)).await?;
-    provider.expect_status(&reply, &[201], &what).map_err(|error| {
+    fn repository_path(repo: &RepoRef) -> String {
+        project_path(repo)
+    }
+
+    const CREATE_REFUSED: (&'static str, &'static str) = (
+        "your account may not create projects on {host} (its project limit may be 0): ask a GitLab administrator (your IT or platform team) to allow it, or create {repo} yourself (empty, without README) and run again",
+        "ask an owner of the GitLab group {owner} on {host} (your IT or platform team) for a role allowed to create projects in it (the group's \"Roles allowed to create projects\", usually Maintainer), and use a token with the `api` scope; or ask them to create {repo} empty, without README, and run again",
+    );
+    const BRANCHES: &'static str = "/repository/branches";
+    const PROTECTION_RULES: Option<&'static str> = Some("/protected_branches");
+
+    const DEPLOY_KEYS: &'static str = "/deploy_keys";
+
+    fn new_deploy_key(title: &str, key: &str, read_only: bool) -> Value {
+        json!({ "title": title, "key": key, "can_push": !read_only })
+    }
+
+    const DEPLOY_KEY_GONE: &'static [u16] = &[200, 204, 404];
+
+    fn deploy_key_refused(error: ProviderError, repo: &RepoRef) -> ProviderError {
         error.with_forbidden_hint(|| {
             format!("adding deploy keys needs the Maintainer role on {repo}: ask an owner of the project or its group")
         })
-    })
-}
+    }
 
-pub(super) async fn delete_deploy_key(provider: &Provider, repo: &RepoRef, key_id: u64) -> Result<(), ProviderError> {
-    let what = format!("deleting deploy key {key_id} of GitLab project {repo}");
-    let path = format!("{}/deploy_keys/{key_id}", project_path(repo));
-    let reply = provider.call(Method::DELETE, &path, &[], None).await?;
-    provider.expect_status(&reply, &[200, 204, 404], &what)
-}
+    fn new_branch(branch: &str, from_sha: &str) -> (&'static str, Vec<(&'static str, String)>, Option<Value>) {
+        ("/repository/branches", vec![("branch", branch.into()), ("ref", from_sha.into())], None)
+    }
 
-pub(super) async fn create_branch(
-    provider: &Provider,
-    repo: &RepoRef,
-    branch: &str,
-    from_sha: &str,
-) -> Result<(), ProviderError> {
-    let what = format!("creating branch {branch} in GitLab project {repo}");
-    let path = format!("{}/repository/branches", project_path(repo));
-    let reply = provider.call(Method::POST, &path, &[("branch", branch), ("ref", from_sha)], None).await?;
-    provider.expect_status(&reply, &[201], &what).map_err(|error| match error {
-        ProviderError::Api { status: 400, message, .. } if message.contains("already exists") => {
-            ProviderError::AlreadyExists { what: format!("branch {branch} in GitLab project {repo}") }
-        }
-        other => other,
-    })
-}
+    const BRANCH_EXISTS: u16 = 400;
 
-pub(super) async fn find_open_pull_request(
-    provider: &Provider,
-    repo: &RepoRef,
-    head_branch: &str,
-    base: &str,
-) -> Result<Option<PullRequest>, ProviderError> {
-    let what = format!("listing merge requests of GitLab project {repo}");
-    let path = format!("{}/merge_requests", project_path(repo));
-    let query = [("state", "opened"), ("source_branch", head_branch), ("target_branch", base)];
-    let reply = provider.call(Method::GET, &path, &query, None).await?;
-    let requests: Vec<MergeRequest> = provider.expect(&reply, 200, &what)?;
-    Ok(requests.into_iter().next().map(PullRequest::from))
-}
+    const CHANGE_REQUESTS: &'static str = "/merge_requests";
 
-pub(super) async fn create_pull_request(
-    provider: &Provider,
-    repo: &RepoRef,
-    head_branch: &str,
-    base: &str,
-    title: &str,
-    body: &str,
-) -> Result<PullRequest, ProviderError> {
-    let what = format!("opening a merge request from {head_branch} into {base} in GitLab project {repo}");
-    let request = json!({
-        "source_branch": head_branch,
-        "target_branch": base,
-        "title": title,
-        "description": body,
-    });
-    let path = format!("{}/merge_requests", project_path(repo));
-    let reply = provider.call(Method::POST, &path, &[], Some(&request)).await?;
-    match reply.status {
-        409 => Err(ProviderError::AlreadyExists {
+    fn open_change_requests(_repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)> {
+        vec![("state", "opened".into()), ("source_branch", head_branch.into()), ("target_branch", base.into())]
+    }
+
+    fn new_change_request(head_branch: &str, base: &str, title: &str, body: &str) -> Value {
+        json!({ "source_branch": head_branch, "target_branch": base, "title": title, "description": body })
+    }
+
+    fn change_request_exists(provider: &Provider, reply: &Reply, what: &str) -> Option<ProviderError> {
+        (reply.status == 409).then(|| ProviderError::AlreadyExists {
             what: format!("{what}: {}", provider.scrub(&super::server_message(&reply.body))),
-        }),
-        _ => Ok(provider.expect::<MergeRequest>(&reply, 201, &what)?.into()),
-    }
-}
-
-pub(super) async fn update_pull_request(
-    provider: &Provider,
-    repo: &RepoRef,
-    number: u64,
-    title: &str,
-    body: &str,
-) -> Result<PullRequest, ProviderError> {
-    let what = format!("updating merge request !{number} of GitLab project {repo}");
-    let request = json!({ "title": title, "description": body });
-    let path = format!("{}/merge_requests/{number}", project_path(repo));
-    let reply = provider.call(Method::PUT, &path, &[], Some(&request)).await?;
-    Ok(provider.expect::<MergeRequest>(&reply, 200, &what)?.into())
-}
-
-/// The structs above parse the GitLab docs' published response examples
-/// (`tests/fixtures/providers/gitlab`, provenance in `tests/fixtures/providers/PROVENANCE.md`).
-#[cfg(test)]
-mod published_examples {
-    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
-
-    use super::*;
-
-    macro_rules! example {
-        ($file:literal) => {
-            include_str!(concat!("../../../tests/fixtures/providers/gitlab/", $file))
-        };
+        })
     }
 
-    #[test]
-    fn deploy_keys_read_id_title_key_and_can_push() {
-        let keys: Vec<Key> = serde_json::from_str(example!("list-deploy-keys.json")).unwrap();
-        assert_eq!(keys.len(), 1);
-        assert_eq!(keys[0].id, 1);
-        assert_eq!(keys[0].title, "Public key");
-        assert!(keys[0].key.starts_with("ssh-rsa AAAAB3NzaC1yc2E"));
-        assert!(!keys[0].can_push);
+    const EDIT: Method = Method::PUT;
 
-        let added: Key = serde_json::from_str(example!("add-deploy-key.json")).unwrap();
-        assert_eq!(added.id, 12);
-        assert_eq!(added.title, "My deploy key");
-        assert_eq!(added.key, "ssh-rsa AAAA...");
-        assert!(added.can_push);
-    }
-
-    #[test]
-    fn branch_reads_protected() {
-        let branch: Branch = serde_json::from_str(example!("get-branch.json")).unwrap();
-        assert!(branch.protected);
-    }
-
-    #[test]
-    fn merge_requests_read_iid_web_url_and_title() {
-        let requests: Vec<MergeRequest> = serde_json::from_str(example!("list-project-merge-requests.json")).unwrap();
-        let request = PullRequest::from(requests.into_iter().next().unwrap());
-        assert_eq!(request.number, 1);
-        assert_eq!(request.url, "http://gitlab.example.com/my-group/my-project/merge_requests/1");
-        assert_eq!(request.title, "test1");
+    fn edited_change_request(title: &str, body: &str) -> Value {
+        json!({ "title": title, "description": body })
     }
 }

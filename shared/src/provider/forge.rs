@@ -1,0 +1,244 @@
+//! The calls GitHub and GitLab answer the same way, written once over what differs between them
+//! ([`Forge`]: paths, field names, statuses, wording). github.rs and gitlab.rs say only that, and
+//! keep the calls that really differ (a repository's lookup and creation, branch protection).
+
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use serde::Deserialize;
+
+use super::{DeployKey, Provider, ProviderError, PullRequest, RepoInfo, RepoRef, encode_segment};
+
+/// What one provider's REST API calls things, where it keeps them and how it answers.
+pub(super) trait Forge {
+    /// How messages name a repository: `GitHub repository`, `GitLab project`.
+    const REPOSITORY: &'static str;
+    /// How messages name a change request and its number: (`pull request`, `#`),
+    /// (`merge request`, `!`).
+    const CHANGE_REQUEST: (&'static str, &'static str);
+
+    /// The API path of the repository itself, each part encoded.
+    fn repository_path(repo: &RepoRef) -> String;
+    /// A repository as the API returns it.
+    type Repository: DeserializeOwned + Into<RepoInfo>;
+    /// What to do when the token may not create the repository: `{host}`, `{repo}` and
+    /// `{owner}` are filled in; the first when it is the token's own account, the second when it
+    /// is an organization's or group's.
+    const CREATE_REFUSED: (&'static str, &'static str);
+
+    /// Below [`Forge::repository_path`]; a branch is below that.
+    const BRANCHES: &'static str;
+    /// Below [`Forge::repository_path`], where a protection rule for a branch name that does not
+    /// exist yet is found (GitLab); `None` when a missing branch is never protected (GitHub).
+    const PROTECTION_RULES: Option<&'static str>;
+
+    /// Below [`Forge::repository_path`].
+    const DEPLOY_KEYS: &'static str;
+    /// The body that adds a deploy key.
+    fn new_deploy_key(title: &str, key: &str, read_only: bool) -> Value;
+    /// The statuses of a delete after which the key is gone (a key already gone included).
+    const DEPLOY_KEY_GONE: &'static [u16];
+    /// A refused addition, with what to do about it.
+    fn deploy_key_refused(error: ProviderError, repo: &RepoRef) -> ProviderError;
+
+    /// The path below [`Forge::repository_path`], the query and the body that create `branch`
+    /// at `from_sha`.
+    fn new_branch(branch: &str, from_sha: &str) -> (&'static str, Vec<(&'static str, String)>, Option<Value>);
+    /// The status that answers "the branch exists already" (with those words in its message).
+    const BRANCH_EXISTS: u16;
+
+    /// Below [`Forge::repository_path`].
+    const CHANGE_REQUESTS: &'static str;
+    /// The query that finds the open request from `head_branch` into `base`.
+    fn open_change_requests(repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)>;
+    /// The body that opens a request.
+    fn new_change_request(head_branch: &str, base: &str, title: &str, body: &str) -> Value;
+    /// The error for an answer that says a request for the branch is open already, if it is one.
+    fn change_request_exists(provider: &Provider, reply: &super::Reply, what: &str) -> Option<ProviderError>;
+    /// The method that edits a request (GitHub PATCH, GitLab PUT) and the body that sets its
+    /// title and description.
+    const EDIT: Method;
+    fn edited_change_request(title: &str, body: &str) -> Value;
+}
+
+fn path<F: Forge>(repo: &RepoRef, below: &str) -> String {
+    format!("{}{below}", F::repository_path(repo))
+}
+
+/// The hint for a refused repository creation ([`Forge::CREATE_REFUSED`]).
+pub(super) fn create_refused_hint<F: Forge>(host: &str, repo: &RepoRef, personal: bool) -> String {
+    let (own, organization) = F::CREATE_REFUSED;
+    let template = if personal { own } else { organization };
+    template.replace("{host}", host).replace("{repo}", &repo.to_string()).replace("{owner}", &repo.owner)
+}
+
+/// A deploy key as both APIs return it: GitHub says `read_only`, GitLab `can_push`.
+#[derive(Deserialize)]
+pub(super) struct Key {
+    pub(super) id: u64,
+    pub(super) title: String,
+    pub(super) key: String,
+    pub(super) read_only: Option<bool>,
+    pub(super) can_push: Option<bool>,
+}
+
+impl From<Key> for DeployKey {
+    fn from(key: Key) -> DeployKey {
+        let read_only = key.read_only.unwrap_or(!key.can_push.unwrap_or(false));
+        DeployKey { id: key.id, title: key.title, key: key.key, read_only }
+    }
+}
+
+/// A pull request (GitHub: `number`, `html_url`) or merge request (GitLab: `iid`, `web_url`).
+#[derive(Deserialize)]
+pub(super) struct ChangeRequest {
+    #[serde(alias = "iid")]
+    pub(super) number: u64,
+    #[serde(alias = "web_url")]
+    pub(super) html_url: String,
+    pub(super) title: String,
+}
+
+impl From<ChangeRequest> for PullRequest {
+    fn from(request: ChangeRequest) -> PullRequest {
+        PullRequest { number: request.number, url: request.html_url, title: request.title }
+    }
+}
+
+/// A branch as both APIs return it.
+#[derive(Deserialize)]
+pub(super) struct Branch {
+    pub(super) protected: bool,
+}
+
+pub(super) async fn get_repository<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+) -> Result<Option<RepoInfo>, ProviderError> {
+    let what = format!("reading {} {repo}", F::REPOSITORY);
+    Ok(provider.get_if_found::<F::Repository>(&F::repository_path(repo), &what).await?.map(Into::into))
+}
+
+pub(super) async fn is_branch_protected<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    branch: &str,
+) -> Result<bool, ProviderError> {
+    let what = format!("reading branch {branch} of {} {repo}", F::REPOSITORY);
+    let found = path::<F>(repo, &format!("{}/{}", F::BRANCHES, encode_segment(branch)));
+    if let Some(found) = provider.get_if_found::<Branch>(&found, &what).await? {
+        return Ok(found.protected);
+    }
+    let Some(rules) = F::PROTECTION_RULES else {
+        return Ok(false);
+    };
+    // The branch does not exist yet: is there a rule for its name?
+    let what = format!("reading protection of branch {branch} of {} {repo}", F::REPOSITORY);
+    let rule = path::<F>(repo, &format!("{rules}/{}", encode_segment(branch)));
+    let reply = provider.call(Method::GET, &rule, &[], None).await?;
+    match reply.status {
+        200 => Ok(true),
+        404 => Ok(false),
+        _ => Err(provider.failure(&reply, &what)),
+    }
+}
+
+pub(super) async fn list_deploy_keys<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+) -> Result<Vec<DeployKey>, ProviderError> {
+    let what = format!("listing deploy keys of {} {repo}", F::REPOSITORY);
+    let keys: Vec<Key> = provider.get_all(&path::<F>(repo, F::DEPLOY_KEYS), &what).await?;
+    Ok(keys.into_iter().map(Into::into).collect())
+}
+
+pub(super) async fn create_deploy_key<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    title: &str,
+    public_key: &str,
+    read_only: bool,
+) -> Result<(), ProviderError> {
+    let what = format!("adding deploy key {title:?} to {} {repo}", F::REPOSITORY);
+    let body = F::new_deploy_key(title, public_key.trim(), read_only);
+    let reply = provider.call(Method::POST, &path::<F>(repo, F::DEPLOY_KEYS), &[], Some(&body)).await?;
+    provider.expect_status(&reply, &[201], &what).map_err(|error| F::deploy_key_refused(error, repo))
+}
+
+pub(super) async fn delete_deploy_key<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    key_id: u64,
+) -> Result<(), ProviderError> {
+    let what = format!("deleting deploy key {key_id} of {} {repo}", F::REPOSITORY);
+    let key = path::<F>(repo, &format!("{}/{key_id}", F::DEPLOY_KEYS));
+    let reply = provider.call(Method::DELETE, &key, &[], None).await?;
+    provider.expect_status(&reply, F::DEPLOY_KEY_GONE, &what)
+}
+
+pub(super) async fn create_branch<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    branch: &str,
+    from_sha: &str,
+) -> Result<(), ProviderError> {
+    let what = format!("creating branch {branch} in {} {repo}", F::REPOSITORY);
+    let (below, query, body) = F::new_branch(branch, from_sha);
+    let query: Vec<(&str, &str)> = query.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let reply = provider.call(Method::POST, &path::<F>(repo, below), &query, body.as_ref()).await?;
+    provider.expect_status(&reply, &[201], &what).map_err(|error| match error {
+        ProviderError::Api { status, message, .. }
+            if status == F::BRANCH_EXISTS && message.contains("already exists") =>
+        {
+            ProviderError::AlreadyExists { what: format!("branch {branch} in {} {repo}", F::REPOSITORY) }
+        }
+        other => other,
+    })
+}
+
+pub(super) async fn find_open_pull_request<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    head_branch: &str,
+    base: &str,
+) -> Result<Option<PullRequest>, ProviderError> {
+    let what = format!("listing {}s of {} {repo}", F::CHANGE_REQUEST.0, F::REPOSITORY);
+    let query = F::open_change_requests(repo, head_branch, base);
+    let query: Vec<(&str, &str)> = query.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let reply = provider.call(Method::GET, &path::<F>(repo, F::CHANGE_REQUESTS), &query, None).await?;
+    let requests: Vec<ChangeRequest> = provider.expect(&reply, 200, &what)?;
+    Ok(requests.into_iter().next().map(Into::into))
+}
+
+pub(super) async fn create_pull_request<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    head_branch: &str,
+    base: &str,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, ProviderError> {
+    let what = format!("opening a {} from {head_branch} into {base} in {} {repo}", F::CHANGE_REQUEST.0, F::REPOSITORY);
+    let request = F::new_change_request(head_branch, base, title, body);
+    let reply = provider.call(Method::POST, &path::<F>(repo, F::CHANGE_REQUESTS), &[], Some(&request)).await?;
+    if let Some(exists) = F::change_request_exists(provider, &reply, &what) {
+        return Err(exists);
+    }
+    Ok(provider.expect::<ChangeRequest>(&reply, 201, &what)?.into())
+}
+
+pub(super) async fn update_pull_request<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    title: &str,
+    body: &str,
+) -> Result<PullRequest, ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("updating {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let request = F::edited_change_request(title, body);
+    let edited = path::<F>(repo, &format!("{}/{number}", F::CHANGE_REQUESTS));
+    let reply = provider.call(F::EDIT, &edited, &[], Some(&request)).await?;
+    Ok(provider.expect::<ChangeRequest>(&reply, 200, &what)?.into())
+}

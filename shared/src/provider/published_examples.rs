@@ -1,0 +1,93 @@
+//! The providers' response structs parse the GitHub and GitLab docs' published response examples
+//! (`tests/fixtures/providers/<provider>`, provenance in `tests/fixtures/providers/PROVENANCE.md`),
+//! so that our client and our stand-in cannot share one misunderstanding of the API.
+
+#![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+mod github {
+    use super::super::forge::{Branch, ChangeRequest, Key};
+    use super::super::github::{Repository, User};
+    use super::super::{DeployKey, PullRequest, RepoInfo};
+
+    #[test]
+    fn full_repository_reads_urls_default_branch_and_push_permission() {
+        let repo: Repository =
+            serde_json::from_str(published_example!("github", "create-org-repository.json")).unwrap();
+        let info = RepoInfo::from(repo);
+        assert_eq!(info.default_branch.as_deref(), Some("master"));
+        assert!(!info.private);
+        assert_eq!(info.ssh_url, "git@github.com:octocat/Hello-World.git");
+        assert_eq!(info.https_url, "https://github.com/octocat/Hello-World.git");
+        assert_eq!(info.web_url, "https://github.com/octocat/Hello-World");
+        assert_eq!(info.can_push, Some(false));
+    }
+
+    #[test]
+    fn authenticated_user_reads_login() {
+        let user: User = serde_json::from_str(published_example!("github", "authenticated-user.json")).unwrap();
+        assert_eq!(user.login, "octocat");
+    }
+
+    #[test]
+    fn deploy_keys_read_id_title_key_and_read_only() {
+        let keys: Vec<Key> = serde_json::from_str(published_example!("github", "list-deploy-keys.json")).unwrap();
+        assert_eq!(keys.len(), 1);
+        let created: Key = serde_json::from_str(published_example!("github", "create-deploy-key.json")).unwrap();
+        for key in keys.into_iter().chain([created]).map(DeployKey::from) {
+            assert_eq!((key.id, key.title.as_str(), key.key.as_str()), (1, "octocat@octomac", "ssh-rsa AAA..."));
+            assert!(key.read_only);
+        }
+    }
+
+    #[test]
+    fn branch_reads_protected() {
+        let branches: Vec<Branch> = serde_json::from_str(published_example!("github", "list-branches.json")).unwrap();
+        assert!(branches[0].protected);
+    }
+
+    #[test]
+    fn pull_requests_read_number_url_and_title() {
+        let pulls: Vec<ChangeRequest> =
+            serde_json::from_str(published_example!("github", "list-pull-requests.json")).unwrap();
+        let pull = PullRequest::from(pulls.into_iter().next().unwrap());
+        assert_eq!(pull.number, 1347);
+        assert_eq!(pull.url, "https://github.com/octocat/Hello-World/pull/1347");
+        assert_eq!(pull.title, "Amazing new feature");
+    }
+}
+
+mod gitlab {
+    use super::super::forge::{Branch, ChangeRequest, Key};
+    use super::super::{DeployKey, PullRequest};
+
+    #[test]
+    fn deploy_keys_read_id_title_key_and_can_push_as_read_only() {
+        let keys: Vec<Key> = serde_json::from_str(published_example!("gitlab", "list-deploy-keys.json")).unwrap();
+        assert_eq!(keys.len(), 1);
+        let listed = DeployKey::from(keys.into_iter().next().unwrap());
+        assert_eq!((listed.id, listed.title.as_str()), (1, "Public key"));
+        assert!(listed.key.starts_with("ssh-rsa AAAAB3NzaC1yc2E"));
+        assert!(listed.read_only, "can_push: false");
+
+        let added: Key = serde_json::from_str(published_example!("gitlab", "add-deploy-key.json")).unwrap();
+        let added = DeployKey::from(added);
+        assert_eq!((added.id, added.title.as_str(), added.key.as_str()), (12, "My deploy key", "ssh-rsa AAAA..."));
+        assert!(!added.read_only, "can_push: true");
+    }
+
+    #[test]
+    fn branch_reads_protected() {
+        let branch: Branch = serde_json::from_str(published_example!("gitlab", "get-branch.json")).unwrap();
+        assert!(branch.protected);
+    }
+
+    #[test]
+    fn merge_requests_read_iid_web_url_and_title() {
+        let requests: Vec<ChangeRequest> =
+            serde_json::from_str(published_example!("gitlab", "list-project-merge-requests.json")).unwrap();
+        let request = PullRequest::from(requests.into_iter().next().unwrap());
+        assert_eq!(request.number, 1);
+        assert_eq!(request.url, "http://gitlab.example.com/my-group/my-project/merge_requests/1");
+        assert_eq!(request.title, "test1");
+    }
+}
