@@ -552,6 +552,55 @@ impl Repo {
         });
         number
     }
+
+    /// The requests that are open (`Some(true)`), closed (`Some(false)`), or all (`None`).
+    fn pulls_in_state(&self, open: Option<bool>) -> impl Iterator<Item = &PullRecord> {
+        self.pulls.iter().filter(move |pull| open.is_none_or(|open| pull.snapshot.open == open))
+    }
+
+    /// The open request from `head` into `base`, if any.
+    fn open_pull_between(&self, head: &str, base: &str) -> Option<&PullRecord> {
+        self.pulls.iter().find(|pull| pull.snapshot.open && pull.snapshot.head == head && pull.snapshot.base == base)
+    }
+
+    /// Sets what `edit` gives on request `number` (a GET edits nothing); `None` when there is no
+    /// such request.
+    fn edit_pull(&mut self, number: &str, edit: PullEdit<'_>) -> Option<u64> {
+        let pull = self.pulls.iter_mut().find(|pull| pull.snapshot.number.to_string() == number)?;
+        if let Some(title) = edit.title {
+            pull.snapshot.title = title.to_string();
+        }
+        if let Some(body) = edit.body {
+            pull.snapshot.body = body.to_string();
+        }
+        if let Some(open) = edit.open {
+            pull.snapshot.open = open;
+        }
+        Some(pull.snapshot.number)
+    }
+}
+
+/// The fields a PATCH (GitHub) or PUT (GitLab) of a pull or merge request sets.
+#[derive(Default)]
+struct PullEdit<'a> {
+    title: Option<&'a str>,
+    body: Option<&'a str>,
+    open: Option<bool>,
+}
+
+impl<'a> PullEdit<'a> {
+    /// What a write's body asks for, in the provider's names: the title, the description, the
+    /// state field and its value that (re)opens; a read (`writes` false) asks for nothing.
+    fn asked(writes: bool, body: &'a Value, [title, text, state, opens]: [&str; 4]) -> PullEdit<'a> {
+        if !writes {
+            return PullEdit::default();
+        }
+        PullEdit {
+            title: str_field(body, title),
+            body: str_field(body, text),
+            open: str_field(body, state).map(|value| value == opens),
+        }
+    }
 }
 
 impl State {
@@ -886,6 +935,16 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
     }
 }
 
+/// A request below one repository: who asks, the repository's path, the path after it and the body.
+#[derive(Clone, Copy)]
+struct Route<'a> {
+    incoming: &'a Incoming,
+    caller: &'a Caller,
+    path: &'a str,
+    rest: &'a [&'a str],
+    body: &'a Value,
+}
+
 struct Caller {
     login: String,
     id: u64,
@@ -1050,7 +1109,7 @@ fn github(state: &mut State, incoming: &Incoming, caller: &Caller, body: &Value)
             if state.repo(&path).is_none() {
                 return github_error(404, "Not Found", "repos/repos#get-a-repository");
             }
-            github_repo_route(state, incoming, caller, &path, rest, body)
+            github_repo_route(state, &Route { incoming, caller, path: &path, rest, body })
         }
         _ => github_error(404, "Not Found", ""),
     }
@@ -1092,14 +1151,8 @@ fn github_create_repo(state: &mut State, caller: &Caller, owner: &str, body: &Va
     respond(201, &github_repo_json(state, repo, true))
 }
 
-fn github_repo_route(
-    state: &mut State,
-    incoming: &Incoming,
-    caller: &Caller,
-    path: &str,
-    rest: &[&str],
-    body: &Value,
-) -> Response {
+fn github_repo_route(state: &mut State, route: &Route<'_>) -> Response {
+    let Route { incoming, caller, path, rest, body } = *route;
     let method = incoming.method.as_str();
     let origin = state.origin.clone();
     let next_id = state.next_id();
@@ -1218,17 +1271,14 @@ fn github_repo_route(
             let Some(repo) = state.repo(path) else {
                 return github_error(404, "Not Found", "");
             };
-            let wanted_state = incoming.query("state").unwrap_or("open");
-            let head = incoming.query("head");
-            let base = incoming.query("base");
+            let open = match incoming.query("state").unwrap_or("open") {
+                "all" => None,
+                "closed" => Some(false),
+                _ => Some(true),
+            };
+            let (head, base) = (incoming.query("head"), incoming.query("base"));
             let pulls: Vec<Value> = repo
-                .pulls
-                .iter()
-                .filter(|pull| match wanted_state {
-                    "all" => true,
-                    "closed" => !pull.snapshot.open,
-                    _ => pull.snapshot.open,
-                })
+                .pulls_in_state(open)
                 .filter(|pull| {
                     head.is_none_or(|head| {
                         // `user:ref-name`; without the user GitHub ignores the filter.
@@ -1268,11 +1318,7 @@ fn github_repo_route(
                     &json!([{ "resource": "PullRequest", "field": "base", "code": "invalid" }]),
                 );
             }
-            if repo
-                .pulls
-                .iter()
-                .any(|pull| pull.snapshot.open && pull.snapshot.head == head && pull.snapshot.base == base)
-            {
+            if repo.open_pull_between(head, base).is_some() {
                 let message = format!("A pull request already exists for {}:{head}.", repo.owner);
                 return github_validation(
                     doc,
@@ -1286,22 +1332,11 @@ fn github_repo_route(
             let Some(repo) = state.repo_mut(path) else {
                 return github_error(404, "Not Found", "");
             };
-            let Some(pull) = repo.pulls.iter_mut().find(|pull| pull.snapshot.number.to_string() == *number) else {
-                return github_error(404, "Not Found", "pulls/pulls#update-a-pull-request");
-            };
-            if method == "PATCH" {
-                if let Some(title) = str_field(body, "title") {
-                    pull.snapshot.title = title.to_string();
-                }
-                if let Some(text) = str_field(body, "body") {
-                    pull.snapshot.body = text.to_string();
-                }
-                if let Some(wanted) = str_field(body, "state") {
-                    pull.snapshot.open = wanted == "open";
-                }
+            let writes = method == "PATCH";
+            match repo.edit_pull(number, PullEdit::asked(writes, body, ["title", "body", "state", "open"])) {
+                Some(number) => github_pull_response(state, path, number, 200),
+                None => github_error(404, "Not Found", "pulls/pulls#update-a-pull-request"),
             }
-            let number = pull.snapshot.number;
-            github_pull_response(state, path, number, 200)
         }
         _ => github_error(404, "Not Found", ""),
     }
@@ -1436,7 +1471,7 @@ fn gitlab(state: &mut State, incoming: &Incoming, rest: &str, caller: &Caller, b
             let Some(path) = state.project_mut(id).map(|repo| repo.path()) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            gitlab_project_route(state, incoming, caller, &path, rest, body)
+            gitlab_project_route(state, &Route { incoming, caller, path: &path, rest, body })
         }
         _ => gitlab_not_found("404 Not Found"),
     }
@@ -1474,14 +1509,8 @@ fn gitlab_create_project(state: &mut State, caller: &Caller, body: &Value) -> Re
     respond(201, &gitlab_project_json(state, repo, true))
 }
 
-fn gitlab_project_route(
-    state: &mut State,
-    incoming: &Incoming,
-    caller: &Caller,
-    path: &str,
-    rest: &[&str],
-    body: &Value,
-) -> Response {
+fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
+    let Route { incoming, caller, path, rest, body } = *route;
     let method = incoming.method.as_str();
     if method != "GET" && !caller.can_push {
         return respond(403, &json!({ "message": "403 Forbidden" }));
@@ -1590,17 +1619,14 @@ fn gitlab_project_route(
             let Some(repo) = state.repo(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            let wanted_state = incoming.query("state").unwrap_or("all");
-            let source = incoming.query("source_branch");
-            let target = incoming.query("target_branch");
+            let open = match incoming.query("state").unwrap_or("all") {
+                "opened" => Some(true),
+                "closed" => Some(false),
+                _ => None,
+            };
+            let (source, target) = (incoming.query("source_branch"), incoming.query("target_branch"));
             let requests: Vec<Value> = repo
-                .pulls
-                .iter()
-                .filter(|pull| match wanted_state {
-                    "opened" => pull.snapshot.open,
-                    "closed" => !pull.snapshot.open,
-                    _ => true,
-                })
+                .pulls_in_state(open)
                 .filter(|pull| source.is_none_or(|source| source == pull.snapshot.head))
                 .filter(|pull| target.is_none_or(|target| target == pull.snapshot.base))
                 .map(|pull| gitlab_mr_json(state, repo, pull))
@@ -1625,11 +1651,7 @@ fn gitlab_project_route(
             if !repo.branches.contains_key(target) {
                 return respond(422, &json!({ "message": [format!("Target branch \"{target}\" does not exist")] }));
             }
-            if let Some(existing) = repo
-                .pulls
-                .iter()
-                .find(|pull| pull.snapshot.open && pull.snapshot.head == source && pull.snapshot.base == target)
-            {
+            if let Some(existing) = repo.open_pull_between(source, target) {
                 let message = format!(
                     "Another open merge request already exists for this source branch: !{}",
                     existing.snapshot.number
@@ -1643,22 +1665,12 @@ fn gitlab_project_route(
             let Some(repo) = state.repo_mut(path) else {
                 return gitlab_not_found("404 Project Not Found");
             };
-            let Some(pull) = repo.pulls.iter_mut().find(|pull| pull.snapshot.number.to_string() == *iid) else {
-                return gitlab_not_found("404 Not found");
-            };
-            if method == "PUT" {
-                if let Some(title) = str_field(body, "title") {
-                    pull.snapshot.title = title.to_string();
-                }
-                if let Some(text) = str_field(body, "description") {
-                    pull.snapshot.body = text.to_string();
-                }
-                if let Some(event) = str_field(body, "state_event") {
-                    pull.snapshot.open = event == "reopen";
-                }
+            let writes = method == "PUT";
+            match repo.edit_pull(iid, PullEdit::asked(writes, body, ["title", "description", "state_event", "reopen"]))
+            {
+                Some(iid) => gitlab_mr_response(state, path, iid, 200),
+                None => gitlab_not_found("404 Not found"),
             }
-            let number = pull.snapshot.number;
-            gitlab_mr_response(state, path, number, 200)
         }
         _ => gitlab_not_found("404 Not Found"),
     }
