@@ -5,6 +5,8 @@
 
 pub mod app;
 pub mod apply;
+#[cfg(test)]
+mod architecture;
 pub mod cli;
 pub mod cluster;
 pub mod completion;
@@ -18,12 +20,14 @@ pub mod error;
 pub mod flux;
 pub mod git;
 pub mod install;
+pub mod names;
 pub mod output;
 pub mod plan;
 pub mod plugin;
 pub mod provider;
 pub mod publish;
 pub mod record;
+pub mod repo_access;
 pub mod runtime;
 pub mod status;
 pub mod version;

@@ -18,6 +18,15 @@ use crate::plan::FileChange;
 const FIRST_PUSH_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_PUSH_BACKOFF: Duration = Duration::from_secs(5);
 
+/// The commit author: `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` or `kubectl-gitops`.
+pub fn author() -> Signature {
+    Signature {
+        name: std::env::var(crate::env::GIT_AUTHOR_NAME).unwrap_or_else(|_| "kubectl-gitops".to_string()),
+        email: std::env::var(crate::env::GIT_AUTHOR_EMAIL)
+            .unwrap_or_else(|_| "kubectl-gitops@users.noreply.local".to_string()),
+    }
+}
+
 /// What a push to the branch came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Published {

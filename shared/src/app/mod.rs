@@ -31,10 +31,10 @@ use crate::env;
 use crate::error::{Error, Result};
 use crate::flux::api;
 use crate::git::{Auth, Checkout, Remote, Signature};
-use crate::install::source::{self, parse_url};
 use crate::output::report;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::InstallRecord;
+use crate::repo_access::{self, parse_url};
 
 /// Everything an app command works against, resolved once.
 pub struct Context {
@@ -164,8 +164,8 @@ fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: 
     let parsed = parse_url(url)?;
     if parsed.scheme == "ssh" {
         let private_key = match &args.private_key_file {
-            Some(path) => source::read_private_key(path)?,
-            None => source::default_ssh_key()?,
+            Some(path) => repo_access::read_private_key(path)?,
+            None => repo_access::default_ssh_key()?,
         };
         let refuse_scan = |_: &str| -> Result<bool> {
             Err(Error::usage(
@@ -173,7 +173,7 @@ fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: 
                 "pass --known-hosts-file with the host's known_hosts lines (`ssh-keyscan HOST`)",
             ))
         };
-        let known_hosts = source::known_hosts(args.known_hosts_file.as_deref(), pinned, &parsed, &refuse_scan)?;
+        let known_hosts = repo_access::known_hosts(args.known_hosts_file.as_deref(), pinned, &parsed, &refuse_scan)?;
         let auth = Auth::Ssh { user: parsed.user.clone(), private_key, known_hosts };
         return Ok(Remote { url: parsed.canonical, auth });
     }
@@ -185,7 +185,7 @@ fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: 
             };
             (user.to_string(), hosted.token.expose().to_string())
         }
-        None => source::https_credentials()?,
+        None => repo_access::https_credentials()?,
     };
     Ok(Remote { url: parsed.canonical, auth: Auth::Basic { username, password } })
 }
@@ -284,7 +284,7 @@ fn target_clusters(checkout: &Checkout, names: &[String], record: Option<&Instal
 /// The commit author: `--author "Name <email>"`, else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL`.
 fn author_of(args: &DeliveryArgs) -> Result<Signature> {
     let Some(text) = &args.author else {
-        return Ok(crate::install::author());
+        return Ok(crate::publish::author());
     };
     let parsed = text.trim().strip_suffix('>').and_then(|rest| rest.split_once('<'));
     match parsed {
@@ -407,7 +407,7 @@ fn add_changes(
 
 /// `app remove`.
 pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
-    crate::install::validate_name(&args.name, "app name")?;
+    crate::names::validate_name(&args.name, "app name")?;
     let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, true).await?;
     let repo = context.repo()?;
@@ -486,7 +486,7 @@ fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Re
 
 /// `app suspend` (`suspend = true`) and `app resume`.
 pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> Result<String> {
-    crate::install::validate_name(&args.name, "app name")?;
+    crate::names::validate_name(&args.name, "app name")?;
     let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, args.persist).await?;
     let cluster = context.cluster()?;

@@ -15,7 +15,7 @@ use crate::flux::api::{self, FluxKind, ServedApis};
 use crate::flux::objects::{
     self, Chart, GitRef, HelmReleaseSpec, KustomizationSpec, Meta, OciRef, SourceRef, ValuesReference,
 };
-use crate::install::validate_name;
+use crate::names::validate_name;
 use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
 mod constraint;
@@ -213,7 +213,7 @@ impl AppSpec {
                     (_, Some(tag), None, None) => GitRef::Tag(tag.clone()),
                     (branch, None, None, None) => GitRef::Branch(branch.clone().unwrap_or_else(|| "main".into())),
                 };
-                let url = crate::install::source::parse_url(&args.url)?.canonical;
+                let url = crate::repo_access::parse_url(&args.url)?.canonical;
                 let deploy = match chart_path {
                     Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
                     None => Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? },

@@ -67,7 +67,7 @@ pub async fn execute(
                 let Some(checkout) = checkout.as_mut() else {
                     return Err(Error::Internal("no clone of the repository to commit to".into()));
                 };
-                let author = super::author();
+                let author = crate::publish::author();
                 let first: Vec<FileChange> = plan
                     .changed_files()
                     .map(|file| FileChange {

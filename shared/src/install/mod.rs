@@ -12,8 +12,6 @@ mod execute;
 pub mod source;
 mod wait;
 
-use std::path::Path;
-
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 
@@ -25,7 +23,8 @@ use crate::deploy_key::DeployKey;
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
-use crate::git::{Checkout, Signature};
+use crate::git::Checkout;
+use crate::names::{normalize_path, sanitize_name, validate_name};
 use crate::record::{self, InstallRecord};
 use crate::yaml;
 
@@ -662,7 +661,7 @@ fn export(args: &InstallArgs, mut request: Request, components_text: Option<Stri
     let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
         Error::usage("--export needs --url to write the sync manifests", "pass --url ssh://git@host/path/repo.git")
     })?;
-    let url = source::parse_url(url)?.canonical;
+    let url = crate::repo_access::parse_url(url)?.canonical;
     let components = components_text.ok_or_else(|| {
         Error::usage(
             "--export needs the Flux component manifests",
@@ -740,56 +739,6 @@ fn confirm(question: &str, yes: bool) -> Result<bool> {
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).map_err(|error| Error::io("reading the answer", error))?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
-}
-
-/// The commit author: `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` or `kubectl-gitops`.
-pub fn author() -> Signature {
-    Signature {
-        name: std::env::var(crate::env::GIT_AUTHOR_NAME).unwrap_or_else(|_| "kubectl-gitops".to_string()),
-        email: std::env::var(crate::env::GIT_AUTHOR_EMAIL)
-            .unwrap_or_else(|_| "kubectl-gitops@users.noreply.local".to_string()),
-    }
-}
-
-/// Rejects absolute paths and paths that leave the repo; strips `./` and trailing `/`.
-pub fn normalize_path(path: &str) -> Result<String> {
-    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
-    let bad = trimmed.is_empty()
-        || Path::new(trimmed).is_absolute()
-        || trimmed.split('/').any(|part| part == ".." || part == "." || part.is_empty());
-    if bad {
-        return Err(Error::usage(
-            format!("--path {path:?} must be a relative directory inside the repo"),
-            "use a path like clusters/dev (no leading /, no ..)",
-        ));
-    }
-    Ok(trimmed.to_string())
-}
-
-/// Lower-cases a kube context name into a DNS-1123 label: `arn:aws:eks:…/prod` → `prod`-like names.
-pub fn sanitize_name(context: &str) -> String {
-    let last = context.rsplit(['/', ':', '@']).next().unwrap_or(context);
-    let mut name: String =
-        last.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-    name = name.trim_matches('-').chars().take(63).collect::<String>().trim_end_matches('-').to_string();
-    if name.is_empty() { "default".to_string() } else { name }
-}
-
-/// Checks a DNS-1123 label.
-pub fn validate_name(name: &str, flag: &str) -> Result<String> {
-    let valid = !name.is_empty()
-        && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if valid {
-        Ok(name.to_string())
-    } else {
-        Err(Error::usage(
-            format!("{flag} {name:?} is not a valid name"),
-            "use lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit",
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,47 @@
+//! The names and paths users give on the command line, checked before any I/O: DNS-1123 labels
+//! (apps, clusters, namespaces), repo-relative paths, and a kube context turned into a name.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Rejects absolute paths and paths that leave the repo; strips `./` and trailing `/`.
+pub fn normalize_path(path: &str) -> Result<String> {
+    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
+    let bad = trimmed.is_empty()
+        || Path::new(trimmed).is_absolute()
+        || trimmed.split('/').any(|part| part == ".." || part == "." || part.is_empty());
+    if bad {
+        return Err(Error::usage(
+            format!("--path {path:?} must be a relative directory inside the repo"),
+            "use a path like clusters/dev (no leading /, no ..)",
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Lower-cases a kube context name into a DNS-1123 label: `arn:aws:eks:…/prod` → `prod`-like names.
+pub fn sanitize_name(context: &str) -> String {
+    let last = context.rsplit(['/', ':', '@']).next().unwrap_or(context);
+    let mut name: String =
+        last.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    name = name.trim_matches('-').chars().take(63).collect::<String>().trim_end_matches('-').to_string();
+    if name.is_empty() { "default".to_string() } else { name }
+}
+
+/// Checks a DNS-1123 label.
+pub fn validate_name(name: &str, flag: &str) -> Result<String> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if valid {
+        Ok(name.to_string())
+    } else {
+        Err(Error::usage(
+            format!("{flag} {name:?} is not a valid name"),
+            "use lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit",
+        ))
+    }
+}
