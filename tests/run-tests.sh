@@ -15,7 +15,8 @@ status=${PIPESTATUS[0]}
 elapsed=$(($(date +%s) - started))
 
 # `Running <source> (<binary>)` opens a binary's output and `test result: …` closes it; a binary
-# that died before its result line is reported as such.
+# that died before its result line is reported as such. The end-to-end binary (tests/tests/it) holds
+# one module per area; its areas are counted apart from the `test <area>::<name> ... ok` lines.
 awk -v elapsed="$elapsed" -v logfile="$log" -v status="$status" '
   function close_binary() {
     if (name != "" && !closed) { printf "  %-46s %-8s %s\n", name, "NO RESULT", "(crashed or killed; see the log)"; crashed++ }
@@ -27,7 +28,15 @@ awk -v elapsed="$elapsed" -v logfile="$log" -v status="$status" '
     source = $2
     name = binary " (" source ")"
     closed = 0
+    split("", area_order); split("", area_passed); split("", area_failed); split("", area_ignored); areas = 0
     if (!header++) print "\ntest binaries:"
+    next
+  }
+  /^test [a-z_0-9]+::[^ ]+ \.\.\. (ok|FAILED|ignored)/ {
+    if (binary != "it") next
+    area = $2; sub(/::.*/, "", area)
+    if (!(area in area_passed)) { area_order[++areas] = area; area_passed[area] = 0; area_failed[area] = 0; area_ignored[area] = 0 }
+    if ($0 ~ / \.\.\. ok$/) area_passed[area]++; else if ($0 ~ / \.\.\. FAILED$/) area_failed[area]++; else area_ignored[area]++
     next
   }
   /^test result: / {
@@ -38,6 +47,10 @@ awk -v elapsed="$elapsed" -v logfile="$log" -v status="$status" '
     match(line, /[0-9]+ ignored/); i = substr(line, RSTART, RLENGTH) + 0
     match(line, /finished in [0-9.]+s/); t = substr(line, RSTART + 12, RLENGTH - 12)
     printf "  %-46s %-8s %4d passed %3d failed %3d ignored  %8s\n", name, (f ? "FAILED" : "ok"), p, f, i, t
+    for (k = 1; k <= areas; k++) {
+      a = area_order[k]
+      printf "    %-44s %-8s %4d passed %3d failed %3d ignored\n", a, (area_failed[a] ? "FAILED" : "ok"), area_passed[a], area_failed[a], area_ignored[a]
+    }
     passed += p; failed += f; ignored += i; closed = 1
   }
   END {

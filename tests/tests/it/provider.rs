@@ -641,7 +641,7 @@ fn unreachable_host_is_a_transport_error() {
 
 macro_rules! published {
     ($file:literal) => {
-        serde_json::from_str::<serde_json::Value>(include_str!(concat!("../fixtures/providers/", $file))).unwrap()
+        serde_json::from_str::<serde_json::Value>(include_str!(concat!("../../fixtures/providers/", $file))).unwrap()
     };
 }
 
