@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Top-level modules by layer, lowest first (docs/ARCHITECTURE.md, "Dependencies").
 const LAYERS: [(&str, &[&str]); 5] = [
-    ("leaves", &["error", "diagnostic", "names", "duration", "env", "cli", "record"]),
+    ("leaves", &["error", "diagnostic", "names", "duration", "timeouts", "env", "cli", "record"]),
     ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml"]),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key"]),
     ("commands", &["app", "install", "status", "version", "plugin", "completion"]),

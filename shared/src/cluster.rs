@@ -12,13 +12,6 @@ use crate::error::{Error, Result};
 /// The namespace Flux installs itself into unless told otherwise.
 pub const DEFAULT_FLUX_NAMESPACE: &str = "flux-system";
 
-/// How long each API request of a probe (`detect`, `version`) may take unless `--request-timeout`
-/// says otherwise: a cluster that does not answer by then is reported unreachable.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long each API request of the other commands may take unless `--request-timeout` says
-/// otherwise.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// A connected client plus what we know about where it points.
 #[derive(Clone)]
 pub struct Cluster {

@@ -30,6 +30,7 @@ pub mod record;
 pub mod repo_access;
 pub mod runtime;
 pub mod status;
+pub mod timeouts;
 pub mod version;
 pub mod yaml;
 

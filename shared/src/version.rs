@@ -66,7 +66,7 @@ pub async fn report(args: &GlobalArgs) -> VersionReport {
         flux_namespace: None,
         error: Some(error),
     };
-    let server = match Cluster::connect(args, crate::cluster::PROBE_TIMEOUT).await {
+    let server = match Cluster::connect(args, crate::timeouts::PROBE).await {
         Err(error) => unreachable(error.to_string()),
         Ok(cluster) => match detect::detect(&cluster).await {
             Err(error) => unreachable(error.to_string()),

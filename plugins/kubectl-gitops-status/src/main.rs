@@ -55,7 +55,7 @@ fn main() -> std::process::ExitCode {
             format,
             &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
         )?;
-        let cluster = Cluster::connect(&cli.global, gitops_shared::cluster::REQUEST_TIMEOUT).await?;
+        let cluster = Cluster::connect(&cli.global, gitops_shared::timeouts::REQUEST).await?;
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
             (true, _) => Scope::All,
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),

@@ -57,7 +57,7 @@ pub struct DeliveryArgs {
     pub wait: bool,
 
     /// How long --wait waits, and how long a push refused because others pushed first is retried.
-    #[arg(long, value_parser = duration::parse, default_value = "5m", help_heading = "Delivery")]
+    #[arg(long, value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Delivery")]
     pub timeout: Duration,
 }
 

@@ -75,7 +75,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
     if let Some(branch) = &repo_args.config_branch {
         spec::validate_git_ref(branch, "--config-branch", "heads")?;
     }
-    let connected = Cluster::connect(global, crate::cluster::REQUEST_TIMEOUT).await;
+    let connected = Cluster::connect(global, crate::timeouts::REQUEST).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {
             let detection = detect::detect(&cluster).await?;

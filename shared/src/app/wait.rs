@@ -18,10 +18,6 @@ use crate::flux::status::FluxObject;
 use crate::output::report;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
-/// How long a failure of the sync or the app must last before the wait gives up on it, as
-/// `status --wait` waits by default: a failure that heals by itself (a retry) is not one.
-const GRACE_PERIOD: Duration = Duration::from_secs(30);
-
 /// What the wait after a push follows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Part {
@@ -219,7 +215,7 @@ pub async fn after_push(
     };
     let mut waited = AfterPush { cluster, namespace, app, commit, wants_ready, syncs, releases, triggers };
     // It ends Ok only when every part is Ready; a failure or the timeout is an error.
-    wait_until(&mut waited, &title, Limits { timeout, grace_period: GRACE_PERIOD }).await.map(drop)
+    wait_until(&mut waited, &title, Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD }).await.map(drop)
 }
 
 fn short(commit: &str) -> &str {

@@ -134,7 +134,7 @@ pub struct InstallArgs {
     pub no_wait: bool,
 
     /// How long to wait for CRDs, controllers and the first sync.
-    #[arg(long, value_parser = duration::parse, default_value = "5m", help_heading = "Run")]
+    #[arg(long, value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Run")]
     pub timeout: Duration,
 
     /// Don't ask for confirmation (deploy key added, host key pinned).

@@ -12,7 +12,7 @@
 //!
 //! The token never leaves this module except in the authentication header: [`Token`] prints as
 //! `***`, and error messages are scrubbed of it. Every request has a timeout
-//! ([`REQUEST_TIMEOUT`] unless [`Provider::with_timeout`] says otherwise).
+//! ([`crate::timeouts::PROVIDER_REQUEST`] unless [`Provider::with_timeout`] says otherwise).
 //!
 //! Failures are [`ProviderError`]s, each with a [`hint`](ProviderError::hint); callers map them
 //! to exit code 4 ([`crate::ExitCode::Git`]).
@@ -40,13 +40,6 @@ use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
 
 use crate::env;
-
-/// How long one API request may take, connecting included, unless the caller sets another
-/// timeout with [`Provider::with_timeout`].
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long connecting to the API may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many pages a listing follows before giving up (100 items a page).
 const MAX_PAGES: usize = 50;
@@ -499,7 +492,7 @@ macro_rules! by_forge {
 impl Provider {
     /// A client for `config`, with the default [`REQUEST_TIMEOUT`].
     pub fn new(config: ProviderConfig) -> Result<Provider, ProviderError> {
-        Provider::with_timeout(config, REQUEST_TIMEOUT)
+        Provider::with_timeout(config, crate::timeouts::PROVIDER_REQUEST)
     }
 
     /// A client whose requests each time out after `timeout`.
@@ -545,7 +538,7 @@ impl Provider {
             .default_headers(headers)
             .user_agent(USER_AGENT)
             .timeout(timeout)
-            .connect_timeout(CONNECT_TIMEOUT.min(timeout))
+            .connect_timeout(crate::timeouts::PROVIDER_CONNECT.min(timeout))
             .build()
             .map_err(|error| {
                 ProviderError::Transport(format!(

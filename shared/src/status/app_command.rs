@@ -32,7 +32,7 @@ pub struct AppStatusArgs {
 pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> Result<ExitCode> {
     let format = global.output_format();
     crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    let cluster = Cluster::connect(global, crate::cluster::REQUEST_TIMEOUT).await?;
+    let cluster = Cluster::connect(global, crate::timeouts::REQUEST).await?;
     let app = AppRef {
         namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
         name: args.name.clone(),

@@ -28,8 +28,6 @@ use crate::git::{Auth, Remote};
 use crate::output::report;
 use crate::output::style::{Stream, Style};
 
-/// How long the commit lookup may take before it is given up with a warning.
-const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Ready=False reasons that mean "waiting for something else", not a failure of the app itself.
 /// (kustomize-controller's `ArtifactFailed` is not one: it also means "path not found"; a source
 /// without an artifact shows as the source's own failure, earlier in the chain.)
@@ -558,15 +556,15 @@ pub(super) async fn git_remote(cluster: &Cluster, source: &DynamicObject) -> std
     Ok(Remote { url, auth })
 }
 
-/// Runs a libgit2 call off the async threads, giving up after [`GIT_TIMEOUT`].
+/// Runs a libgit2 call off the async threads, giving up after [`crate::timeouts::GIT_READ`].
 pub(super) async fn run_git<T: Send + 'static>(
     call: impl FnOnce() -> std::result::Result<T, crate::git::GitError> + Send + 'static,
 ) -> std::result::Result<T, String> {
-    match tokio::time::timeout(GIT_TIMEOUT, tokio::task::spawn_blocking(call)).await {
+    match tokio::time::timeout(crate::timeouts::GIT_READ, tokio::task::spawn_blocking(call)).await {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(error))) => Err(error.to_string()),
         Ok(Err(error)) => Err(format!("the git task failed: {error}")),
-        Err(_) => Err(format!("git did not answer within {}", duration::format(GIT_TIMEOUT))),
+        Err(_) => Err(format!("git did not answer within {}", duration::format(crate::timeouts::GIT_READ))),
     }
 }
 

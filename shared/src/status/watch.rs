@@ -363,7 +363,7 @@ pub struct WaitArgs {
     pub wait: bool,
 
     /// How long --wait waits.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = crate::timeouts::COMMAND_FLAG, value_parser = duration::parse)]
     pub timeout: Duration,
 
     /// The revision --wait waits for (`status`: the config repo's): a commit hash or its start, a Flux revision (main@sha1:…), or a chart version.
@@ -371,7 +371,7 @@ pub struct WaitArgs {
     pub revision: Option<String>,
 
     /// How long a failure must last before --wait gives up, so that a failure that heals by itself is not one.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = crate::timeouts::GRACE_PERIOD_FLAG, value_parser = duration::parse)]
     pub grace_period: Duration,
 }
 

@@ -1,0 +1,38 @@
+//! Every default timeout, once: how long one request may take, how long a command waits, how long
+//! a failure must last before a wait gives up on it. Flags that take a duration default to the
+//! `*_FLAG` text, which a unit test checks against the value.
+
+use std::time::Duration;
+
+/// One Kubernetes API request, for commands that read and write (kubectl's `--request-timeout`
+/// overrides it).
+pub const REQUEST: Duration = Duration::from_secs(30);
+/// One Kubernetes API request of a command that only looks (`detect`, `version`): an unreachable
+/// cluster is an answer, and should come quickly.
+pub const PROBE: Duration = Duration::from_secs(5);
+/// One GitHub or GitLab API request.
+pub const PROVIDER_REQUEST: Duration = Duration::from_secs(30);
+/// Connecting to the GitHub or GitLab API (within [`PROVIDER_REQUEST`]).
+pub const PROVIDER_CONNECT: Duration = Duration::from_secs(10);
+/// One git call made while showing something (`app status`'s commit): a slow server must not
+/// hold the answer.
+pub const GIT_READ: Duration = Duration::from_secs(30);
+
+/// How long a command's `--timeout` lets it push and wait (`install`, `app`, `status --wait`).
+pub const COMMAND_FLAG: &str = "5m";
+/// How long a failure must last before a wait gives up on it, so that one that heals by itself
+/// (a retry) is not one (`--grace-period`, and `app --wait`).
+pub const GRACE_PERIOD: Duration = Duration::from_secs(30);
+/// [`GRACE_PERIOD`] as the flag's default.
+pub const GRACE_PERIOD_FLAG: &str = "30s";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_defaults_are_the_values() {
+        assert_eq!(crate::duration::parse(GRACE_PERIOD_FLAG), Ok(GRACE_PERIOD));
+        assert_eq!(crate::duration::parse(COMMAND_FLAG), Ok(Duration::from_secs(300)));
+    }
+}
