@@ -23,6 +23,7 @@ pub(crate) mod tests;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use git2::{
     AutotagOption, CertificateCheckStatus, Cred, CredentialType, Direction, ErrorClass, ErrorCode, FetchOptions,
@@ -221,6 +222,13 @@ pub enum GitError {
         reason: String,
     },
 
+    /// A git call did not finish in time: the server stalled, or the network did.
+    #[error("git did not answer within {after}")]
+    TimedOut {
+        /// The time given, as `30s`.
+        after: String,
+    },
+
     /// Local I/O on the checkout failed.
     #[error("{context}: {source}")]
     Io {
@@ -295,8 +303,34 @@ impl GitError {
             GitError::InvalidUrl { .. } => Some(
                 "use ssh://user@host[:port]/path, user@host:path, https://host/path or file:///path".into(),
             ),
+            GitError::TimedOut { .. } => Some("the git server is slow or not answering; try again later".into()),
             GitError::Io { .. } | GitError::Other(_) => None,
         }
+    }
+}
+
+/// Runs libgit2 work that owns what it needs off the async runtime's threads (`spawn_blocking`),
+/// giving up after `timeout`: libgit2 blocks on disk and network, and must not hold a tokio
+/// worker. Work on a borrowed [`Checkout`] goes through [`in_place`] instead.
+pub async fn off_runtime<T: Send + 'static>(
+    timeout: Duration,
+    work: impl FnOnce() -> Result<T, GitError> + Send + 'static,
+) -> Result<T, GitError> {
+    match tokio::time::timeout(timeout, tokio::task::spawn_blocking(work)).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(failed)) => Err(GitError::Other(git2::Error::from_str(&format!("the git task failed: {failed}")))),
+        Err(_) => Err(GitError::TimedOut { after: crate::duration::format(timeout) }),
+    }
+}
+
+/// Runs libgit2 work on a borrowed [`Checkout`] where it is: on a multi-threaded runtime (the
+/// binaries') tokio first moves this worker's other tasks elsewhere (`block_in_place`). Unlike
+/// [`off_runtime`] it has no timeout: a stalled server holds the command (pushes and clones; the
+/// command's `--timeout` is checked between calls).
+pub fn in_place<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
     }
 }
 

@@ -57,7 +57,7 @@ pub async fn commit_and_push(
         if files.is_empty() {
             return Ok(Published::MadeMeanwhile);
         }
-        let pushed = blocking(|| -> Result<(Option<String>, git::Pushed)> {
+        let pushed = git::in_place(|| -> Result<(Option<String>, git::Pushed)> {
             write(checkout, &files)?;
             let commit = checkout.commit(message, author)?;
             Ok((commit, checkout.push()?))
@@ -80,22 +80,13 @@ pub async fn commit_and_push(
                 report::detail(&format!("{branch} moved while we pushed; trying again on its new head"));
                 tokio::time::sleep(pause).await;
                 backoff = (backoff * 2).min(MAX_PUSH_BACKOFF);
-                files = blocking(|| -> Result<Vec<FileChange>> {
+                files = git::in_place(|| -> Result<Vec<FileChange>> {
                     checkout.reset_to_remote()?;
                     plan(checkout)
                 })?;
             }
             Err(error) => return Err(error),
         }
-    }
-}
-
-/// Runs libgit2's blocking work (disk, network); on a multi-threaded runtime (the binaries'),
-/// tokio moves other tasks off this worker meanwhile.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
     }
 }
 

@@ -6,8 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use crate::cluster::Cluster;
 use crate::env;
 use crate::error::{Error, Result};
+use crate::git::{Auth, Remote};
 
 /// A parsed repository URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,6 +231,33 @@ fn fingerprint_line(line: &str) -> String {
         .map(|k| k.fingerprint(ssh_key::HashAlg::Sha256).to_string())
         .unwrap_or_else(|_| "unreadable key".into());
     format!("{host} {key_type} {fingerprint}")
+}
+
+/// A repository as Flux reaches it: `url` with the credentials of the Secret `secret` in
+/// `namespace` (Flux's keys: `identity` and `known_hosts` for SSH, `username` and `password` for
+/// HTTPS); no Secret is anonymous access. The error is a sentence, for showing beside the rest.
+pub async fn flux_remote(
+    cluster: &Cluster,
+    namespace: &str,
+    url: &str,
+    secret: Option<&str>,
+) -> std::result::Result<Remote, String> {
+    let Some(secret_name) = secret else {
+        return Ok(Remote { url: url.to_string(), auth: Auth::Anonymous });
+    };
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
+    let secret = secrets
+        .get(secret_name)
+        .await
+        .map_err(|error| format!("cannot read Secret {namespace}/{secret_name}: {}", cluster.error(error)))?;
+    let data = secret.data.unwrap_or_default();
+    let field = |key: &str| data.get(key).map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned());
+    let auth = match (field("identity"), field("known_hosts"), field("username"), field("password")) {
+        (Some(private_key), Some(known_hosts), _, _) => Auth::Ssh { user: field("username"), private_key, known_hosts },
+        (_, _, Some(username), Some(password)) => Auth::Basic { username, password },
+        _ => Auth::Anonymous,
+    };
+    Ok(Remote { url: url.to_string(), auth })
 }
 
 #[cfg(test)]

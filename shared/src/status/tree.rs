@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use serde::Serialize;
@@ -23,8 +22,8 @@ use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{self as flux_api, FluxKind, HELM_RELEASE, KUSTOMIZATION, ServedApis};
 use crate::flux::status::FluxObject;
+use crate::git::Remote;
 use crate::git::log::{CommitInfo, show_commit};
-use crate::git::{Auth, Remote};
 use crate::output::report;
 use crate::output::style::{Stream, Style};
 
@@ -529,43 +528,18 @@ async fn lookup_commit(
     run_git(move || show_commit(&remote, reference.as_deref(), &sha)).await
 }
 
-/// The URL of a GitRepository and the credentials of its Secret (Flux's keys: `identity` and
-/// `known_hosts` for SSH, `username` and `password` for HTTPS).
+/// The URL of a GitRepository and the credentials of its Secret, as Flux reaches it.
 pub(super) async fn git_remote(cluster: &Cluster, source: &DynamicObject) -> std::result::Result<Remote, String> {
-    let url = text(source, "/spec/url").ok_or("the GitRepository has no URL")?;
-    let (_, namespace, _) = key(source);
-    let auth = match text(source, "/spec/secretRef/name") {
-        None => Auth::Anonymous,
-        Some(secret_name) => {
-            let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &namespace);
-            let secret = secrets
-                .get(&secret_name)
-                .await
-                .map_err(|error| format!("cannot read Secret {namespace}/{secret_name}: {}", cluster.error(error)))?;
-            let data = secret.data.unwrap_or_default();
-            let field = |key: &str| data.get(key).map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned());
-            match (field("identity"), field("known_hosts"), field("username"), field("password")) {
-                (Some(private_key), Some(known_hosts), _, _) => {
-                    Auth::Ssh { user: field("username"), private_key, known_hosts }
-                }
-                (_, _, Some(username), Some(password)) => Auth::Basic { username, password },
-                _ => Auth::Anonymous,
-            }
-        }
-    };
-    Ok(Remote { url, auth })
+    let url = source.url().ok_or("the GitRepository has no URL")?;
+    let secret = text(source, "/spec/secretRef/name");
+    crate::repo_access::flux_remote(cluster, source.namespace(), url, secret.as_deref()).await
 }
 
 /// Runs a libgit2 call off the async threads, giving up after [`crate::timeouts::GIT_READ`].
 pub(super) async fn run_git<T: Send + 'static>(
     call: impl FnOnce() -> std::result::Result<T, crate::git::GitError> + Send + 'static,
 ) -> std::result::Result<T, String> {
-    match tokio::time::timeout(crate::timeouts::GIT_READ, tokio::task::spawn_blocking(call)).await {
-        Ok(Ok(Ok(value))) => Ok(value),
-        Ok(Ok(Err(error))) => Err(error.to_string()),
-        Ok(Err(error)) => Err(format!("the git task failed: {error}")),
-        Err(_) => Err(format!("git did not answer within {}", duration::format(crate::timeouts::GIT_READ))),
-    }
+    crate::git::off_runtime(crate::timeouts::GIT_READ, call).await.map_err(|error| error.to_string())
 }
 
 /// The tree, then the last deployment, commit, last error and what the app waits on.
