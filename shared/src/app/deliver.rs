@@ -110,14 +110,19 @@ pub async fn execute(
                 .as_ref()
                 .ok_or_else(|| fail(number, Error::Internal("a pull request needs a GitHub or GitLab repo".into())))?;
             let mut checkout = checkout;
-            publish::write(&mut checkout, &plan.files).map_err(|error| fail(number, error))?;
-            let commit = checkout.commit(&plan.message, author).map_err(|error| fail(number, error.into()))?;
-            let existing = checkout.remote_branch_holds_head(branch).map_err(|error| fail(number, error.into()))?;
-            let unchanged = existing == Some(true);
-            if unchanged {
+            let pushed = crate::git::in_place(|| -> Result<(Option<String>, Option<bool>)> {
+                publish::write(&mut checkout, &plan.files)?;
+                let commit = checkout.commit(&plan.message, author)?;
+                let existing = checkout.remote_branch_holds_head(branch)?;
+                if existing != Some(true) {
+                    checkout.push_to_branch(branch)?;
+                }
+                Ok((commit, existing))
+            });
+            let (commit, existing) = pushed.map_err(|error| fail(number, error))?;
+            if existing == Some(true) {
                 report::write_stderr(&format!("{}branch {branch} already holds this change\n", style.glyph("✔ ")));
             } else {
-                checkout.push_to_branch(branch).map_err(|error| fail(number, error.into()))?;
                 report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
             }
             number += 1;
@@ -135,7 +140,7 @@ pub async fn execute(
                     // Leave nothing behind: a branch we created for a pull request that does
                     // not exist would only confuse the next run and the repo's owners.
                     if existing.is_none()
-                        && let Err(cleanup) = checkout.delete_remote_branch(branch)
+                        && let Err(cleanup) = crate::git::in_place(|| checkout.delete_remote_branch(branch))
                     {
                         report::warning(&format!("could not delete branch {branch} again: {cleanup}"));
                     }

@@ -242,7 +242,7 @@ async fn delivery(
 /// Clones the config branch into a temp dir (deleted when dropped). A branch that does not
 /// exist is refused: apps go into a repo that `install` set up.
 fn clone(repo: &ConfigRepo) -> Result<Checkout> {
-    let checkout = Checkout::clone(&repo.remote, &repo.branch)?;
+    let checkout = crate::git::in_place(|| Checkout::clone(&repo.remote, &repo.branch))?;
     if checkout.head().is_none() {
         return Err(Error::usage(
             format!("branch {} of {} is empty or does not exist", repo.branch, repo.remote.url),

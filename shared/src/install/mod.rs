@@ -541,18 +541,13 @@ pub async fn inspect(
         Err(error) => return Err(cluster.error(error)),
     };
     let repository_exists = hosted.as_ref().is_none_or(|hosted| hosted.info.is_some());
-    let checkout = if repository_exists { Some(clone(&source, &request.branch).await?) } else { None };
+    let checkout = if repository_exists { Some(clone(&source, &request.branch)?) } else { None };
     Ok(Inspection { detection, existing_secret, checkout, source, hosted })
 }
 
-/// Clones the branch into a temp dir, off the async workers (libgit2 blocks).
-pub async fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
-    let branch = branch.to_string();
-    let remote = source.push_remote.clone();
-    tokio::task::spawn_blocking(move || Checkout::clone(&remote, &branch))
-        .await
-        .map_err(|error| Error::Internal(format!("clone task failed: {error}")))?
-        .map_err(Error::from)
+/// Clones the branch into a temp dir (libgit2 blocks: see [`crate::git::in_place`]).
+pub fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
+    Ok(crate::git::in_place(|| Checkout::clone(&source.push_remote, branch))?)
 }
 
 /// The whole command: validate, inspect, plan, then print the plan (`--dry-run`), the
