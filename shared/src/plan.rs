@@ -1,11 +1,12 @@
-//! What every changing command plans for the repo: the files it writes or deletes, each with
-//! its contents before and after, computed against a checkout of the branch. `--dry-run` shows
-//! them as a diff; [`crate::publish`] writes them, and computes them again on a new head when a
-//! push is refused.
+//! What every changing command plans: its steps, each with its words, run in order by one
+//! executor ([`run_steps`]) that names a failing step; and the files it writes or deletes in the
+//! repo, each with its contents before and after, computed against a checkout of the branch.
+//! `--dry-run` shows the steps and the files as a diff; [`crate::publish`] writes the files, and
+//! computes them again on a new head when a push is refused.
 
 use std::collections::BTreeMap;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::git::Checkout;
 
 /// One file the change writes or deletes.
@@ -76,4 +77,43 @@ pub fn files_under(checkout: &Checkout, dir: &str) -> Result<Vec<String>> {
     }
     found.sort();
     Ok(found)
+}
+
+/// Runs a plan's steps in order, each given with its words (what `--dry-run` numbered); `run`
+/// gets the step's number, the step and its words. A failure ends the run as [`Error::Step`],
+/// naming the step's number and words, so that every command reports a failed step alike.
+pub async fn run_steps<S>(
+    steps: &[(S, String)],
+    mut run: impl AsyncFnMut(usize, &S, &str) -> Result<()>,
+) -> Result<()> {
+    let total = steps.len();
+    for (index, (step, words)) in steps.iter().enumerate() {
+        run(index + 1, step, words).await.map_err(|source| Error::Step {
+            number: index + 1,
+            total,
+            step: words.clone(),
+            source: Box::new(source),
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_failing_step_stops_the_run_and_is_named_with_its_number() {
+        let steps = vec![(1, "first".to_string()), (2, "second".to_string()), (3, "third".to_string())];
+        let mut ran = Vec::new();
+        let outcome = run_steps(&steps, async |number, step: &i32, _: &str| {
+            ran.push((number, *step));
+            if *step == 2 { Err(Error::Internal("broken".into())) } else { Ok(()) }
+        })
+        .await;
+        assert_eq!(ran, vec![(1, 1), (2, 2)], "the third step never ran");
+        let error = outcome.unwrap_err();
+        assert_eq!(error.to_string(), "step 2/3 (second) failed: internal error: broken");
+        assert_eq!(error.exit_code(), crate::error::ExitCode::Internal, "the step's own exit code");
+    }
 }

@@ -9,13 +9,14 @@ use std::time::Duration;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::plan::{Delivery, FileChange, Plan};
+use super::plan::{FileChange, Plan, Step};
 use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::git::{Checkout, Remote, Signature};
 use crate::output::report;
 use crate::output::style::{Stream, Style};
+use crate::plan;
 use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
 use crate::publish::{self, Published};
 
@@ -65,89 +66,95 @@ pub async fn execute(
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
     timeout: Duration,
 ) -> Result<Outcome> {
-    let steps = plan.steps();
-    let total = steps.len();
-    let fail = |number: usize, error: Error| Error::Step {
-        number,
-        total,
-        step: steps.get(number - 1).cloned().unwrap_or_default(),
-        source: Box::new(error),
-    };
     let style = Style::for_stream(Stream::Stderr);
-    let mut number = 0;
-    for patch in &plan.patches {
-        number += 1;
-        let cluster = cluster.ok_or_else(|| fail(number, Error::Internal("no cluster to patch".into())))?;
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(patch.kind.group, &patch.version, patch.kind.kind));
-        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &patch.namespace, &resource);
-        let body = serde_json::json!({"spec": {"suspend": patch.suspend}});
-        api.patch(&patch.name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
-            .await
-            .map_err(|error| fail(number, cluster.error(error)))?;
-        report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
-    }
+    let done = |words: &str| report::write_stderr(&format!("{}{words}\n", style.glyph("✔ ")));
     let mut outcome = Outcome::default();
-    let Some((checkout, repo)) = repo.filter(|_| !plan.files.is_empty()) else {
-        return Ok(outcome);
+    let (mut checkout, repo) = match repo {
+        Some((checkout, repo)) => (Some(checkout), Some(repo)),
+        None => (None, None),
     };
-    number += 1;
-    match &plan.delivery {
-        Delivery::Push => {
-            let mut checkout = checkout;
-            let first = plan.files.clone();
-            match publish::commit_and_push(&mut checkout, &plan.message, author, first, replan, timeout).await {
-                Ok(Published::Commit(commit)) => {
-                    report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
-                    outcome.commit = commit;
-                }
-                Ok(Published::MadeMeanwhile) => outcome.made_meanwhile = true,
-                Err(error) => return Err(fail(number, error)),
+    // Whether the pull request branch existed before we pushed it (`Some(true)`: already with
+    // this change): a branch we created is taken away again when its pull request cannot open.
+    let mut branch_existed: Option<bool> = None;
+    let steps = plan.steps();
+    plan::run_steps(&steps, async |_, step: &Step, words: &str| -> Result<()> {
+        match step {
+            Step::Patch(patch) => {
+                let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to patch".into()))?;
+                let gvk = GroupVersionKind::gvk(patch.kind.group, &patch.version, patch.kind.kind);
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(cluster.client.clone(), &patch.namespace, &ApiResource::from_gvk(&gvk));
+                let body = serde_json::json!({"spec": {"suspend": patch.suspend}});
+                api.patch(&patch.name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
+                    .await
+                    .map_err(|error| cluster.error(error))?;
+                done(words);
             }
-        }
-        Delivery::PullRequest { branch, .. } => {
-            let hosted = repo
-                .hosted
-                .as_ref()
-                .ok_or_else(|| fail(number, Error::Internal("a pull request needs a GitHub or GitLab repo".into())))?;
-            let mut checkout = checkout;
-            let pushed = crate::git::in_place(|| -> Result<(Option<String>, Option<bool>)> {
-                publish::write(&mut checkout, &plan.files)?;
-                let commit = checkout.commit(&plan.message, author)?;
-                let existing = checkout.remote_branch_holds_head(branch)?;
-                if existing != Some(true) {
-                    checkout.push_to_branch(branch)?;
-                }
-                Ok((commit, existing))
-            });
-            let (commit, existing) = pushed.map_err(|error| fail(number, error))?;
-            if existing == Some(true) {
-                report::write_stderr(&format!("{}branch {branch} already holds this change\n", style.glyph("✔ ")));
-            } else {
-                report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
-            }
-            number += 1;
-            let opened = hosted
-                .provider
-                .ensure_pull_request(&hosted.repo, branch, &repo.branch, &plan.message, &plan.pull_request_body())
-                .await;
-            match opened {
-                Ok(pull_request) => {
-                    report::write_stderr(&format!("{}{}\n", style.glyph("✔ "), steps[number - 1]));
-                    outcome.commit = commit;
-                    outcome.pull_request = Some(pull_request);
-                }
-                Err(error) => {
-                    // Leave nothing behind: a branch we created for a pull request that does
-                    // not exist would only confuse the next run and the repo's owners.
-                    if existing.is_none()
-                        && let Err(cleanup) = crate::git::in_place(|| checkout.delete_remote_branch(branch))
-                    {
-                        report::warning(&format!("could not delete branch {branch} again: {cleanup}"));
+            Step::Push => {
+                let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
+                let first = plan.files.clone();
+                match publish::commit_and_push(checkout, &plan.message, author, first, replan, timeout).await? {
+                    Published::Commit(commit) => {
+                        done(words);
+                        outcome.commit = commit;
                     }
-                    return Err(fail(number, error.into()));
+                    Published::MadeMeanwhile => outcome.made_meanwhile = true,
                 }
             }
+            Step::PushBranch { branch } => {
+                let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
+                let (commit, existing) = crate::git::in_place(|| -> Result<(Option<String>, Option<bool>)> {
+                    publish::write(checkout, &plan.files)?;
+                    let commit = checkout.commit(&plan.message, author)?;
+                    let existing = checkout.remote_branch_holds_head(branch)?;
+                    if existing != Some(true) {
+                        checkout.push_to_branch(branch)?;
+                    }
+                    Ok((commit, existing))
+                })?;
+                branch_existed = existing;
+                outcome.commit = commit;
+                match existing {
+                    Some(true) => done(&format!("branch {branch} already holds this change")),
+                    _ => done(words),
+                }
+            }
+            Step::OpenPullRequest { branch } => {
+                let (Some(repo), Some(checkout)) = (repo, checkout.as_ref()) else {
+                    return Err(Error::Internal("a pull request needs the config repo".into()));
+                };
+                let hosted = repo
+                    .hosted
+                    .as_ref()
+                    .ok_or_else(|| Error::Internal("a pull request needs a GitHub or GitLab repo".into()))?;
+                let body = plan.pull_request_body();
+                match hosted
+                    .provider
+                    .ensure_pull_request(&hosted.repo, branch, &repo.branch, &plan.message, &body)
+                    .await
+                {
+                    Ok(pull_request) => {
+                        done(words);
+                        outcome.pull_request = Some(pull_request);
+                    }
+                    Err(error) => {
+                        // Leave nothing behind: a branch we created for a pull request that does
+                        // not exist would only confuse the next run and the repo's owners.
+                        if branch_existed.is_none()
+                            && let Err(cleanup) = crate::git::in_place(|| checkout.delete_remote_branch(branch))
+                        {
+                            report::warning(&format!("could not delete branch {branch} again: {cleanup}"));
+                        }
+                        return Err(error.into());
+                    }
+                }
+            }
+            // The command waits once the change is delivered (`finish`), with what it knows of
+            // the cluster and the app.
+            Step::Wait => {}
         }
-    }
+        Ok(())
+    })
+    .await?;
     Ok(outcome)
 }

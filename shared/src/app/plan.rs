@@ -6,6 +6,27 @@ use similar::TextDiff;
 
 pub use crate::plan::{FileChange, diff, files_under, read};
 
+/// One thing an `app` command does, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Suspend or resume one object in the cluster.
+    Patch(SuspendPatch),
+    /// Commit the files and push them to the config branch (`publish`).
+    Push,
+    /// Commit the files and push them to a branch of their own, for a pull request.
+    PushBranch {
+        /// `gitops/<verb>-<app>-<hash>`.
+        branch: String,
+    },
+    /// Open the pull or merge request from that branch, or update the open one.
+    OpenPullRequest {
+        /// The branch pushed by the step before.
+        branch: String,
+    },
+    /// Wait for Flux to apply the commit (`--wait`); the command does it once delivered.
+    Wait,
+}
+
 /// How the commit reaches the config repo.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Delivery {
@@ -65,33 +86,43 @@ impl Plan {
         self.files.is_empty() && self.patches.is_empty()
     }
 
-    /// The steps in order, in words.
-    pub fn steps(&self) -> Vec<String> {
-        let mut steps: Vec<String> = self
+    /// The steps in order, each with its words.
+    pub fn steps(&self) -> Vec<(Step, String)> {
+        let mut steps: Vec<(Step, String)> = self
             .patches
             .iter()
             .map(|patch| {
-                format!(
+                let words = format!(
                     "patch {} {}/{}: spec.suspend = {}",
                     patch.kind.kind, patch.namespace, patch.name, patch.suspend
-                )
+                );
+                (Step::Patch(patch.clone()), words)
             })
             .collect();
         if !self.files.is_empty() {
             let count = self.files.len();
             match &self.delivery {
-                Delivery::Push => steps.push(format!(
-                    "commit {count} file change(s) ({:?}) and push to {} of {}",
-                    self.message, self.branch, self.repo
+                Delivery::Push => steps.push((
+                    Step::Push,
+                    format!(
+                        "commit {count} file change(s) ({:?}) and push to {} of {}",
+                        self.message, self.branch, self.repo
+                    ),
                 )),
                 Delivery::PullRequest { branch, noun } => {
-                    steps.push(format!("commit {count} file change(s) ({:?}) and push branch {branch}", self.message));
-                    steps.push(format!("open a {noun} from {branch} into {} (or update the open one)", self.branch));
+                    steps.push((
+                        Step::PushBranch { branch: branch.clone() },
+                        format!("commit {count} file change(s) ({:?}) and push branch {branch}", self.message),
+                    ));
+                    steps.push((
+                        Step::OpenPullRequest { branch: branch.clone() },
+                        format!("open a {noun} from {branch} into {} (or update the open one)", self.branch),
+                    ));
                 }
             }
         }
         if let Some(wait) = &self.wait {
-            steps.push(wait.clone());
+            steps.push((Step::Wait, wait.clone()));
         }
         steps
     }
@@ -104,8 +135,8 @@ impl Plan {
             return text;
         }
         text.push_str("Plan:\n");
-        for (number, step) in self.steps().iter().enumerate() {
-            text.push_str(&format!("  {}. {step}\n", number + 1));
+        for (number, (_, words)) in self.steps().iter().enumerate() {
+            text.push_str(&format!("  {}. {words}\n", number + 1));
         }
         for note in &self.notes {
             text.push_str(&format!("Note: {note}\n"));

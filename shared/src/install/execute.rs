@@ -41,11 +41,11 @@ pub async fn execute(
     preflight(cluster, plan).await?;
     let mut checkout = inspection.checkout;
     let mut outcome = Outcome { commit: checkout.as_ref().and_then(Checkout::head), committed: false };
-    let total = plan.steps.len();
-    for (index, step) in plan.steps.iter().enumerate() {
-        let description = step.describe(plan);
-        report::write_stderr(&format!("{}{}/{total} {description}\n", style.glyph("►"), index + 1));
-        let result = match step {
+    let steps: Vec<(Step, String)> = plan.steps.iter().map(|step| (step.clone(), step.describe(plan))).collect();
+    let total = steps.len();
+    crate::plan::run_steps(&steps, async |number, step: &Step, words: &str| -> Result<()> {
+        report::write_stderr(&format!("{}{number}/{total} {words}\n", style.glyph("►")));
+        match step {
             Step::UploadDeployKey => match (&inspection.hosted, &plan.auth) {
                 (Some(hosted), FluxAuth::Ssh(key)) => {
                     let title = super::Hosted::deploy_key_title(
@@ -105,14 +105,9 @@ pub async fn execute(
                 }
                 None => Ok(()),
             },
-        };
-        result.map_err(|source| Error::Step {
-            number: index + 1,
-            total,
-            step: description,
-            source: Box::new(source),
-        })?;
-    }
+        }
+    })
+    .await?;
     Ok(outcome)
 }
 
