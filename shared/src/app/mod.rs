@@ -307,8 +307,7 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
     }
     let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, true).await?;
-    let repo = context.repo()?;
-    let checkout = clone(repo)?;
+    let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let per_cluster_values = !args.clusters.is_empty();
     let build = |checkout: &Checkout| {
@@ -325,41 +324,31 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
             };
         format!("{verb} app {} ({}) to {cluster_list}", spec.name, spec.kind().word())
     });
-    let objects = vec![
-        format!("{} {}/{}", spec.source_kind().kind, context.namespace, spec.name),
-        format!("{} {}/{}", spec.release_kind().kind, context.namespace, spec.name),
-    ];
-    let wait = args.delivery.wait.then(|| {
-        format!(
-            "wait until {} {}/{} is Ready at the pushed commit",
-            spec.release_kind().kind,
-            context.namespace,
-            spec.name
-        )
-    });
-    let plan = Plan {
-        delivery: if files.is_empty() {
-            Delivery::Push
-        } else {
-            delivery(repo, &args.delivery, "add", &spec.name, &files).await?
-        },
+    let (source, release) = (spec.source_kind().kind, spec.release_kind().kind);
+    let change = Change {
+        verb: "add",
+        done: "added",
+        app: &spec.name,
         message,
-        repo: repo.remote.url.clone(),
-        branch: repo.branch.clone(),
         files,
         patches: Vec::new(),
-        objects,
-        wait,
+        objects: vec![
+            format!("{source} {}/{}", context.namespace, spec.name),
+            format!("{release} {}/{}", context.namespace, spec.name),
+        ],
+        wait: args
+            .delivery
+            .wait
+            .then(|| format!("wait until {release} {}/{} is Ready at the pushed commit", context.namespace, spec.name)),
         notes: Vec::new(),
+        wants_ready: true,
+        author,
+        already_there: Some(format!(
+            "app {} is already in the config repo for {cluster_list}; nothing to change\n",
+            spec.name
+        )),
     };
-    if args.delivery.dry_run {
-        return Ok(plan.render());
-    }
-    if plan.is_noop() {
-        return Ok(format!("app {} is already in the config repo for {cluster_list}; nothing to change\n", spec.name));
-    }
-    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build, args.delivery.timeout).await?;
-    finish(&context, &plan, &outcome, &spec.name, "added", args.delivery.timeout, true).await
+    drive(&context, &args.delivery, change, Some(checkout), &build).await
 }
 
 /// The file changes of an add: the shared definition, each cluster's overlay and app list.
@@ -410,8 +399,7 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
     crate::names::validate_name(&args.name, "app name")?;
     let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, true).await?;
-    let repo = context.repo()?;
-    let checkout = clone(repo)?;
+    let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
     let files = build(&checkout)?;
@@ -433,29 +421,25 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
             layout::app_dir(&args.name)
         ));
     }
-    let plan = Plan {
-        delivery: delivery(repo, &args.delivery, "remove", &args.name, &files).await?,
+    let change = Change {
+        verb: "remove",
+        done: "removed",
+        app: &args.name,
         message: args
             .delivery
             .message
             .clone()
             .unwrap_or_else(|| format!("Remove app {} from {cluster_list}", args.name)),
-        repo: repo.remote.url.clone(),
-        branch: repo.branch.clone(),
         files,
         patches: Vec::new(),
         objects: vec![format!("everything labelled {}={}", spec::APP_LABEL, args.name)],
         wait: args.delivery.wait.then(|| format!("wait until Flux has pruned {}", args.name)),
         notes,
+        wants_ready: false,
+        already_there: None,
+        author,
     };
-    if args.delivery.dry_run {
-        return Ok(plan.render());
-    }
-    for note in &plan.notes {
-        report::write_stderr(&format!("{note}\n"));
-    }
-    let outcome = deliver::execute(&plan, Some((checkout, repo)), &author, None, &build, args.delivery.timeout).await?;
-    finish(&context, &plan, &outcome, &args.name, "removed", args.delivery.timeout, false).await
+    drive(&context, &args.delivery, change, Some(checkout), &build).await
 }
 
 /// The file changes of a remove: each cluster's overlay and list entry, and the shared
@@ -489,31 +473,30 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
     crate::names::validate_name(&args.name, "app name")?;
     let author = author_of(&args.delivery)?;
     let context = context(global, &args.repo, args.persist).await?;
-    let cluster = context.cluster()?;
-    let patches = suspend_patches(cluster, &context, &args.name, suspend).await?;
-    let verb = if suspend { "suspend" } else { "resume" };
+    let patches = suspend_patches(context.cluster()?, &context, &args.name, suspend).await?;
+    let replan = |checkout: &Checkout| {
+        let clusters = target_clusters(checkout, &[], context.record())?;
+        persist_changes(&args.name, &clusters, suspend, &patches, checkout)
+    };
     let (checkout, files) = if args.persist {
         let checkout = clone(context.repo()?)?;
-        let clusters = target_clusters(&checkout, &[], context.record())?;
-        let files = persist_changes(&args.name, &clusters, suspend, &patches, &checkout)?;
+        let files = replan(&checkout)?;
         (Some(checkout), files)
     } else {
         (None, Vec::new())
     };
-    let plan = Plan {
-        delivery: if files.is_empty() {
-            Delivery::Push
-        } else {
-            delivery(context.repo()?, &args.delivery, verb, &args.name, &files).await?
-        },
+    let (verb, done, capital) =
+        if suspend { ("suspend", "suspended", "Suspend") } else { ("resume", "resumed", "Resume") };
+    let change = Change {
+        verb,
+        done,
+        app: &args.name,
         message: args.delivery.message.clone().unwrap_or_else(|| {
             let cluster = context.record().map_or("the cluster", |record| record.path.as_str());
-            format!("{} app {} in {cluster}", if suspend { "Suspend" } else { "Resume" }, args.name)
+            format!("{capital} app {} in {cluster}", args.name)
         }),
-        repo: context.repo.as_ref().map(|repo| repo.remote.url.clone()).unwrap_or_default(),
-        branch: context.repo.as_ref().map(|repo| repo.branch.clone()).unwrap_or_default(),
         files,
-        patches,
+        patches: patches.clone(),
         objects: Vec::new(),
         wait: None,
         notes: if args.persist {
@@ -521,29 +504,11 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> 
         } else {
             vec!["only the cluster changes; pass --persist to record it in the config repo too".to_string()]
         },
+        wants_ready: false,
+        already_there: None,
+        author,
     };
-    if args.delivery.dry_run {
-        return Ok(plan.render());
-    }
-    let replan = |checkout: &Checkout| {
-        let clusters = target_clusters(checkout, &[], context.record())?;
-        persist_changes(&args.name, &clusters, suspend, &plan.patches, checkout)
-    };
-    let target = match checkout {
-        Some(checkout) => Some((checkout, context.repo()?)),
-        None => None,
-    };
-    let outcome = deliver::execute(&plan, target, &author, Some(cluster), &replan, args.delivery.timeout).await?;
-    finish(
-        &context,
-        &plan,
-        &outcome,
-        &args.name,
-        if suspend { "suspended" } else { "resumed" },
-        args.delivery.timeout,
-        false,
-    )
-    .await
+    drive(&context, &args.delivery, change, checkout, &replan).await
 }
 
 /// `spec.suspend` patches for the app's release and source, at the versions the cluster serves.
@@ -597,6 +562,73 @@ fn persist_changes(
         wanted.insert(path, layout::with_suspend_patches(&existing, patches, suspend)?);
     }
     plan::diff(checkout, &wanted, &[])
+}
+
+/// What one `app` verb asks for, before it is planned: the repo changes and cluster patches it
+/// computed, and how to word them.
+struct Change<'a> {
+    /// `add`, `remove`, `suspend`, `resume`: names the pull request branch.
+    verb: &'static str,
+    /// `added`, `removed`, …: the last line says `app NAME <done> at <commit>`.
+    done: &'static str,
+    app: &'a str,
+    message: String,
+    files: Vec<FileChange>,
+    patches: Vec<SuspendPatch>,
+    objects: Vec<String>,
+    wait: Option<String>,
+    notes: Vec<String>,
+    /// What `--wait` waits for: the app Ready (`true`) or gone.
+    wants_ready: bool,
+    /// The answer when the config repo already holds the change (`None`: not a question).
+    already_there: Option<String>,
+    /// Who commits (`--author`, checked before any I/O).
+    author: Signature,
+}
+
+/// The one driver of add, remove, suspend and resume: plans the change (how it is delivered),
+/// then prints the plan (`--dry-run`), or carries it out ([`deliver::execute`]: patches, then
+/// the commit, re-planned with `replan` on a refused push) and waits when asked.
+async fn drive(
+    context: &Context,
+    args: &DeliveryArgs,
+    change: Change<'_>,
+    checkout: Option<Checkout>,
+    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+) -> Result<String> {
+    let delivery = match &context.repo {
+        Some(repo) if !change.files.is_empty() => delivery(repo, args, change.verb, change.app, &change.files).await?,
+        _ => Delivery::Push,
+    };
+    let plan = Plan {
+        delivery,
+        message: change.message,
+        repo: context.repo.as_ref().map(|repo| repo.remote.url.clone()).unwrap_or_default(),
+        branch: context.repo.as_ref().map(|repo| repo.branch.clone()).unwrap_or_default(),
+        files: change.files,
+        patches: change.patches,
+        objects: change.objects,
+        wait: change.wait,
+        notes: change.notes,
+    };
+    if args.dry_run {
+        return Ok(plan.render());
+    }
+    if plan.is_noop()
+        && let Some(already_there) = change.already_there
+    {
+        return Ok(already_there);
+    }
+    for note in &plan.notes {
+        report::write_stderr(&format!("{note}\n"));
+    }
+    let target = match (checkout, &context.repo) {
+        (Some(checkout), Some(repo)) => Some((checkout, repo)),
+        _ => None,
+    };
+    let cluster = context.cluster.as_ref();
+    let outcome = deliver::execute(&plan, target, &change.author, cluster, replan, args.timeout).await?;
+    finish(context, &plan, &outcome, change.app, change.done, args.timeout, change.wants_ready).await
 }
 
 /// After execution: the lines to print, and `--wait`.
