@@ -27,21 +27,45 @@ pub struct Cluster {
     pub request_timeout: Option<Duration>,
 }
 
+/// How to reach the cluster, resolved from the command line before a command connects: the
+/// kubeconfig (kubectl's rules when `None`), the context and namespace, and the request timeout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Connection {
+    /// `--kubeconfig`; `None`: `KUBECONFIG` or ~/.kube/config, as kubectl reads them.
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// `--context`; `None`: the kubeconfig's current context.
+    pub context: Option<String>,
+    /// `-n`; `None`: the context's namespace.
+    pub namespace: Option<String>,
+    /// One request's limit; `None`: none (`--request-timeout 0`).
+    pub request_timeout: Option<Duration>,
+}
+
+impl Connection {
+    /// The connection the shared flags ask for; `default_timeout` is the command's own request
+    /// timeout (`crate::timeouts`), used unless `--request-timeout` is given.
+    pub fn from_args(args: &GlobalArgs, default_timeout: Duration) -> Connection {
+        Connection {
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            namespace: args.namespace.clone(),
+            request_timeout: args.request_timeout_or(default_timeout),
+        }
+    }
+}
+
 impl Cluster {
     /// Loads the kubeconfig the way kubectl does and builds the client.
-    ///
-    /// `default_timeout` is the command's own request timeout, used unless `--request-timeout`
-    /// is given.
-    pub async fn connect(args: &GlobalArgs, default_timeout: Duration) -> Result<Cluster> {
-        let kubeconfig = match &args.kubeconfig {
+    pub async fn connect(connection: &Connection) -> Result<Cluster> {
+        let kubeconfig = match &connection.kubeconfig {
             Some(path) => Kubeconfig::read_from(path),
             None => Kubeconfig::read(),
         }
         .map_err(Error::Kubeconfig)?;
-        let context = args.context.clone().or_else(|| kubeconfig.current_context.clone());
-        let options = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
+        let context = connection.context.clone().or_else(|| kubeconfig.current_context.clone());
+        let options = KubeConfigOptions { context: connection.context.clone(), ..Default::default() };
         let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(Error::Kubeconfig)?;
-        let request_timeout = args.request_timeout_or(default_timeout);
+        let request_timeout = connection.request_timeout;
         config.connect_timeout = request_timeout;
         config.read_timeout = request_timeout;
         config.write_timeout = request_timeout;
@@ -51,7 +75,7 @@ impl Cluster {
         if let Ok(agent) = http::HeaderValue::from_str(&user_agent()) {
             config.headers.push((http::header::USER_AGENT, agent));
         }
-        if let Some(namespace) = &args.namespace {
+        if let Some(namespace) = &connection.namespace {
             config.default_namespace = namespace.clone();
         }
         let server = config.cluster_url.to_string();

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Connection};
 use crate::detect::{self, ClusterState};
 use crate::flux;
 
@@ -66,7 +66,7 @@ pub async fn report(args: &GlobalArgs) -> VersionReport {
         flux_namespace: None,
         error: Some(error),
     };
-    let server = match Cluster::connect(args, crate::timeouts::PROBE).await {
+    let server = match Cluster::connect(&Connection::from_args(args, crate::timeouts::PROBE)).await {
         Err(error) => unreachable(error.to_string()),
         Ok(cluster) => match detect::detect(&cluster).await {
             Err(error) => unreachable(error.to_string()),

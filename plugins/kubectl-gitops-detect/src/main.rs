@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
-use gitops_shared::cluster::Cluster;
+use gitops_shared::cluster::{Cluster, Connection};
 use gitops_shared::detect::{self, ClusterState};
 use gitops_shared::error::{Error, ExitCode};
 use gitops_shared::output::{self, report, write_stdout};
@@ -34,7 +34,7 @@ fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops detect", |cli: Cli| async move {
         let format = cli.global.output_format();
         output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-        let detection = match Cluster::connect(&cli.global, timeouts::PROBE).await {
+        let detection = match Cluster::connect(&Connection::from_args(&cli.global, timeouts::PROBE)).await {
             Ok(cluster) => detect::detect(&cluster).await?,
             // No usable kubeconfig means no cluster to reach: scripts still get the word.
             Err(error @ Error::Kubeconfig(_)) => {

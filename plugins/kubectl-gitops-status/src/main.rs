@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
-use gitops_shared::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use gitops_shared::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use gitops_shared::output::{self, write_stdout};
 use gitops_shared::runtime::{self, CommandLine};
 use gitops_shared::status::{self, Scope, View};
@@ -55,7 +55,7 @@ fn main() -> std::process::ExitCode {
             format,
             &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
         )?;
-        let cluster = Cluster::connect(&cli.global, gitops_shared::timeouts::REQUEST).await?;
+        let cluster = Cluster::connect(&Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST)).await?;
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
             (true, _) => Scope::All,
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),

@@ -25,7 +25,7 @@ pub use self::list::list;
 use self::plan::{Delivery, FileChange, Plan, SuspendPatch};
 use self::spec::{AppSpec, Versions};
 use crate::cli::GlobalArgs;
-use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use crate::detect::{self, ClusterState, Detection};
 use crate::env;
 use crate::error::{Error, Result};
@@ -75,7 +75,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
     if let Some(branch) = &repo_args.config_branch {
         spec::validate_git_ref(branch, "--config-branch", "heads")?;
     }
-    let connected = Cluster::connect(global, crate::timeouts::REQUEST).await;
+    let connected = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST)).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {
             let detection = detect::detect(&cluster).await?;

@@ -18,7 +18,7 @@ use kube::api::Api;
 pub use self::args::{InstallArgs, ProviderKind};
 pub use self::execute::execute;
 pub use self::source::{FluxAuth, Hosted, RepoSource};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Connection};
 use crate::deploy_key::DeployKey;
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
@@ -555,12 +555,15 @@ pub fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
 pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<String> {
     if args.export {
         // Export needs no cluster: only a kube context, when --cluster-name is not given.
-        let context = Cluster::connect(global, crate::timeouts::REQUEST).await.ok().and_then(|cluster| cluster.context);
+        let context = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST))
+            .await
+            .ok()
+            .and_then(|cluster| cluster.context);
         let request = request(args, global.namespace.as_deref(), context.as_deref())?;
         let components_text = components_text(args, &request)?;
         return export(args, request, components_text);
     }
-    let cluster = Cluster::connect(global, crate::timeouts::REQUEST).await?;
+    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST)).await?;
     let request = request(args, global.namespace.as_deref(), cluster.context.as_deref())?;
     let components_text = components_text(args, &request)?;
     let confirm = |question: &str| confirm(question, args.yes);

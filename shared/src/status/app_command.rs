@@ -5,7 +5,7 @@
 use super::tree::{AppRef, Viewer, exit_code, print, served_apis};
 use super::watch::WaitArgs;
 use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use crate::error::{ExitCode, Result};
 
 /// `kubectl gitops app status NAME`: one app, how it is deployed, and why it is or is not ready.
@@ -32,7 +32,7 @@ pub struct AppStatusArgs {
 pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> Result<ExitCode> {
     let format = global.output_format();
     crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    let cluster = Cluster::connect(global, crate::timeouts::REQUEST).await?;
+    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST)).await?;
     let app = AppRef {
         namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
         name: args.name.clone(),
