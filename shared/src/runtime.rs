@@ -16,6 +16,19 @@ pub trait CommandLine: CommandFactory + FromArgMatches {
     fn global_args(&self) -> &GlobalArgs;
 }
 
+/// Implements [`CommandLine`] for a clap struct that flattens the shared options into its
+/// `global` field: `gitops_shared::command_line!(Cli);`.
+#[macro_export]
+macro_rules! command_line {
+    ($cli:ty) => {
+        impl $crate::runtime::CommandLine for $cli {
+            fn global_args(&self) -> &$crate::cli::GlobalArgs {
+                &self.global
+            }
+        }
+    };
+}
+
 /// Runs a binary. `display_name` is how usage lines name it (`kubectl gitops status`).
 ///
 /// Handles `__complete` before parsing, installs the TLS provider, and maps errors to
@@ -61,11 +74,7 @@ struct PlannedCommand {
     rest: Vec<OsString>,
 }
 
-impl CommandLine for PlannedCommand {
-    fn global_args(&self) -> &GlobalArgs {
-        &self.global
-    }
-}
+crate::command_line!(PlannedCommand);
 
 /// The `main` of a command binary that is not built yet: `--help` works, everything else
 /// says `error: kubectl gitops <command> is not implemented yet` and exits 2.

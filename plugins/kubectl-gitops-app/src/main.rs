@@ -5,7 +5,7 @@ use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::write_stdout;
-use gitops_shared::runtime::{self, CommandLine};
+use gitops_shared::runtime;
 use gitops_shared::status::{self, AppStatusArgs};
 use gitops_shared::version::VERSION_LINE;
 
@@ -48,11 +48,7 @@ enum Command {
     Status(AppStatusArgs),
 }
 
-impl CommandLine for Cli {
-    fn global_args(&self) -> &GlobalArgs {
-        &self.global
-    }
-}
+gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops app", |cli: Cli| async move {

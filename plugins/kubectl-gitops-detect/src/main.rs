@@ -6,7 +6,7 @@ use gitops_shared::cluster::{Cluster, Connection};
 use gitops_shared::detect::{self, ClusterState};
 use gitops_shared::error::{Error, ExitCode};
 use gitops_shared::output::{self, report, write_stdout};
-use gitops_shared::runtime::{self, CommandLine};
+use gitops_shared::runtime;
 use gitops_shared::timeouts;
 use gitops_shared::version::VERSION_LINE;
 
@@ -24,11 +24,7 @@ struct Cli {
     global: GlobalArgs,
 }
 
-impl CommandLine for Cli {
-    fn global_args(&self) -> &GlobalArgs {
-        &self.global
-    }
-}
+gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops detect", |cli: Cli| async move {

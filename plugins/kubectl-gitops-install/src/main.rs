@@ -5,7 +5,7 @@ use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::install::{self, InstallArgs};
 use gitops_shared::output::write_stdout;
-use gitops_shared::runtime::{self, CommandLine};
+use gitops_shared::runtime;
 use gitops_shared::version::VERSION_LINE;
 
 /// Bootstrap Flux and the GitOps repo layout into a cluster from a git repo.
@@ -27,11 +27,7 @@ struct Cli {
     global: GlobalArgs,
 }
 
-impl CommandLine for Cli {
-    fn global_args(&self) -> &GlobalArgs {
-        &self.global
-    }
-}
+gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops install", |cli: Cli| async move {

@@ -4,7 +4,7 @@ use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use gitops_shared::output::{self, write_stdout};
-use gitops_shared::runtime::{self, CommandLine};
+use gitops_shared::runtime;
 use gitops_shared::status::{self, Scope, View};
 use gitops_shared::version::VERSION_LINE;
 
@@ -42,11 +42,7 @@ struct Cli {
     global: GlobalArgs,
 }
 
-impl CommandLine for Cli {
-    fn global_args(&self) -> &GlobalArgs {
-        &self.global
-    }
-}
+gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops status", |cli: Cli| async move {
