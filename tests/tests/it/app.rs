@@ -195,8 +195,10 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
             "--values",
             values.path().to_str().unwrap(),
             "--wait",
+            // helm-controller's install waits for the release's workloads, with Flux's own 5m
+            // limit: on a loaded machine that took over 3 minutes once.
             "--timeout",
-            "3m",
+            "5m",
         ],
     );
     assert_eq!(helm.code, Some(0), "stdout: {}\nstderr: {}", helm.stdout, helm.stderr);
