@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
 
 use super::plan::{FileChange, Plan, Step};
 use crate::apply::FIELD_MANAGER;
@@ -81,9 +80,8 @@ pub async fn execute(
         match step {
             Step::Patch(patch) => {
                 let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to patch".into()))?;
-                let gvk = GroupVersionKind::gvk(patch.kind.group, &patch.version, patch.kind.kind);
                 let api: Api<DynamicObject> =
-                    Api::namespaced_with(cluster.client.clone(), &patch.namespace, &ApiResource::from_gvk(&gvk));
+                    Api::namespaced_with(cluster.client.clone(), &patch.namespace, &patch.kind.at(&patch.version));
                 let body = serde_json::json!({"spec": {"suspend": patch.suspend}});
                 api.patch(&patch.name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
                     .await

@@ -518,8 +518,7 @@ async fn suspend_patches(cluster: &Cluster, context: &Context, app: &str, suspen
         [&api::KUSTOMIZATION, &api::HELM_RELEASE, &api::GIT_REPOSITORY, &api::HELM_REPOSITORY, &api::OCI_REPOSITORY];
     for kind in kinds {
         let Some(version) = context.versions.lookup(kind) else { continue };
-        let resource =
-            kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(kind.group, version, kind.kind));
+        let resource = kind.at(version);
         let objects: Api<kube::api::DynamicObject> =
             Api::namespaced_with(cluster.client.clone(), &context.namespace, &resource);
         let found = objects.get_opt(app).await.map_err(|error| cluster.error(error))?;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::core::ApiResource;
 
 use super::Context;
 use crate::apply::FIELD_MANAGER;
@@ -37,7 +37,7 @@ struct Kind {
 impl Kind {
     fn new(cluster: &Cluster, context: &Context, kind: &'static FluxKind) -> Option<Kind> {
         let version = context.versions.lookup(kind)?;
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(kind.group, version, kind.kind));
+        let resource = kind.at(version);
         let api = Api::namespaced_with(cluster.client.clone(), &context.namespace, &resource);
         Some(Kind { kind, resource, api })
     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use kube::core::discovery::v2::APIGroupDiscoveryList;
+use kube::core::{ApiResource, GroupVersionKind};
 use serde::Serialize;
 
 /// One Flux kind we read or write.
@@ -16,6 +17,13 @@ pub struct FluxKind {
     pub plural: &'static str,
     /// The version Flux v2.9 writes.
     pub version: &'static str,
+}
+
+impl FluxKind {
+    /// The kind at `version` (one the cluster serves), as kube's dynamic API addresses it.
+    pub fn at(&self, version: &str) -> ApiResource {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(self.group, version, self.kind), self.plural)
+    }
 }
 
 const SOURCE: &str = "source.toolkit.fluxcd.io";

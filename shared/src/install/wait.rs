@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject};
-use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 
 use crate::cluster::Cluster;
@@ -124,7 +123,7 @@ impl Waited for AfterInstall<'_> {
 }
 
 fn flux_kind(cluster: &Cluster, namespace: &str, kind: &FluxKind, version: &str) -> (ApiResource, Api<DynamicObject>) {
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(kind.group, version, kind.kind));
+    let resource = kind.at(version);
     let api = Api::namespaced_with(cluster.client.clone(), namespace, &resource);
     (resource, api)
 }

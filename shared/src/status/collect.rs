@@ -4,7 +4,6 @@ use std::collections::HashMap;
 
 use kube::Resource;
 use kube::api::{DynamicObject, ListParams};
-use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 
 use super::{AppKind, AppState, AppStatus, ObjectStatus, Report, Runtime, summarize};
@@ -34,19 +33,8 @@ pub enum Scope {
 pub(super) type Index = HashMap<Key, DynamicObject>;
 
 /// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
-///
-/// The LISTs need only the versions discovery serves, so they start after one discovery request
-/// while the rest of detection (four more round trips, one after another) goes on; detection's
-/// verdict (unreachable, no Flux) still comes first.
 pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
-    let lists = async {
-        let discovery = cluster.client.list_api_groups_aggregated().await.map_err(|error| cluster.error(error))?;
-        let served = ServedApis::from_discovery(&discovery);
-        Ok::<_, Error>(list_all(cluster, &served, scope).await)
-    };
-    let (detection, listed) = tokio::join!(detect_flux(cluster), lists);
-    let detection = detection?;
-    join(cluster, runtime(detection), listed?)
+    collect_detected(cluster, scope, detect_flux(cluster).await?).await
 }
 
 /// [`collect`] for a caller that has detected the cluster already (detection is five requests).
@@ -209,7 +197,7 @@ async fn list(cluster: &Cluster, served: &ServedApis, kind: &'static FluxKind, s
 /// older versions: source v1beta2, helm v2beta1); `None` when the kind is not served.
 pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResource> {
     let version = served.version_for(kind)?;
-    Some(ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural))
+    Some(kind.at(version))
 }
 
 /// A listed (or watched) object with its kind set, which list items leave out and the index keys

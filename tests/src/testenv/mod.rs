@@ -511,6 +511,21 @@ impl TestEnv {
         Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
     }
 
+    /// The requests kubectl-gitops itself sent (its user agent), from the audit log.
+    pub fn our_requests(&self) -> Result<Vec<OurRequest>> {
+        let events = self.audit_events()?;
+        let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
+        Ok(events
+            .iter()
+            .filter(|event| event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
+            .map(|event| OurRequest {
+                verb: text(&event["verb"]),
+                resource: text(&event["objectRef"]["resource"]),
+                uri: text(&event["requestURI"]),
+            })
+            .collect())
+    }
+
     /// The log of one process.
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.supervisor().log_path(name)).unwrap_or_default()
@@ -601,5 +616,24 @@ pub fn print_logs(dir: &Path) {
     for path in paths {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         eprintln!("== {} ==\n{}", path.display(), tail(&text, 15));
+    }
+}
+
+/// One request of kubectl-gitops, as the API server's audit log recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OurRequest {
+    /// `get`, `list`, `watch`, `create`, `patch`, …
+    pub verb: String,
+    /// The resource's plural (`kustomizations`).
+    pub resource: String,
+    /// Path and query.
+    pub uri: String,
+}
+
+impl OurRequest {
+    /// Whether it changed something (an access review asks, it changes nothing).
+    pub fn mutates(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+            && self.resource != "selfsubjectaccessreviews"
     }
 }

@@ -77,13 +77,7 @@ fn install(env: &TestEnv, components: &Path) {
 
 /// Mutating requests kubectl-gitops sent, from the audit log.
 fn our_mutations(env: &TestEnv) -> usize {
-    env.audit_events()
-        .unwrap()
-        .iter()
-        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
-        .filter(|e| matches!(e["verb"].as_str(), Some("create" | "update" | "patch" | "delete")))
-        .filter(|e| e["objectRef"]["resource"] != "selfsubjectaccessreviews")
-        .count()
+    env.our_requests().unwrap().iter().filter(|request| request.mutates()).count()
 }
 
 fn list(env: &TestEnv) -> serde_json::Value {
@@ -135,12 +129,11 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     env.kubectl_ok(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
     // --wait watches (the engine of `status --wait`) instead of reading the objects every second.
     let watched: Vec<String> = env
-        .audit_events()
+        .our_requests()
         .unwrap()
-        .iter()
-        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
-        .filter(|e| e["verb"] == "watch" && e["objectRef"]["resource"] == "kustomizations")
-        .filter_map(|e| e["requestURI"].as_str().map(String::from))
+        .into_iter()
+        .filter(|request| request.verb == "watch" && request.resource == "kustomizations")
+        .map(|request| request.uri)
         .collect();
     for name in ["flux-system", "podinfo"] {
         assert!(

@@ -47,27 +47,21 @@ fn applied_revision(env: &TestEnv) -> String {
 
 /// Mutating requests kubectl-gitops sent (its user agent), from the audit log.
 fn our_mutations(env: &TestEnv) -> Vec<String> {
-    env.audit_events()
-        .unwrap()
-        .iter()
-        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
-        .filter(|e| matches!(e["verb"].as_str(), Some("create" | "update" | "patch" | "delete" | "deletecollection")))
-        .filter(|e| e["objectRef"]["resource"] != "selfsubjectaccessreviews")
-        .map(|e| format!("{} {}", e["verb"].as_str().unwrap_or_default(), e["requestURI"].as_str().unwrap_or_default()))
+    let requests = env.our_requests().unwrap();
+    requests
+        .into_iter()
+        .filter(|request| request.mutates())
+        .map(|request| format!("{} {}", request.verb, request.uri))
         .collect()
 }
 
 /// (resource, request URI) of the watches kubectl-gitops started, from the audit log.
 fn our_watches(env: &TestEnv) -> Vec<(String, String)> {
-    env.audit_events()
-        .unwrap()
-        .iter()
-        .filter(|e| e["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
-        .filter(|e| e["verb"] == "watch")
-        .map(|e| {
-            let resource = e["objectRef"]["resource"].as_str().unwrap_or_default().to_string();
-            (resource, e["requestURI"].as_str().unwrap_or_default().to_string())
-        })
+    let requests = env.our_requests().unwrap();
+    requests
+        .into_iter()
+        .filter(|request| request.verb == "watch")
+        .map(|request| (request.resource, request.uri))
         .collect()
 }
 
