@@ -49,7 +49,7 @@ pub struct GlobalArgs {
     #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet", help_heading = "Output options")]
     pub verbose: u8,
 
-    /// Print only data and errors, no progress.
+    /// Print only data and errors: no progress, no warnings.
     #[arg(short = 'q', long, global = true, action = clap::ArgAction::Count, help_heading = "Output options")]
     pub quiet: u8,
 }

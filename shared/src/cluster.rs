@@ -56,7 +56,7 @@ impl Connection {
 
 impl Cluster {
     /// Loads the kubeconfig the way kubectl does and builds the client.
-    pub async fn connect(connection: &Connection) -> Result<Cluster> {
+    pub async fn connect(connection: &Connection, printer: &crate::output::Printer) -> Result<Cluster> {
         let kubeconfig = match &connection.kubeconfig {
             Some(path) => Kubeconfig::read_from(path),
             None => Kubeconfig::read(),
@@ -81,7 +81,7 @@ impl Cluster {
         let server = config.cluster_url.to_string();
         let namespace = config.default_namespace.clone();
         let client = Client::try_from(config).map_err(|error| classify(&server, error))?;
-        crate::output::report::detail(&format!(
+        printer.detail(&format!(
             "cluster: {server} (context {}, namespace {namespace}, request timeout {})",
             context.as_deref().unwrap_or("none"),
             request_timeout.map_or("none".to_string(), crate::duration::format)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::git::{self, Checkout, GitError, Signature};
-use crate::output::report;
+use crate::output::Printer;
 use crate::plan::FileChange;
 
 /// The pause after the first refused push; it doubles after each further one, up to
@@ -48,6 +48,7 @@ pub async fn commit_and_push(
     first: Vec<FileChange>,
     plan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
     timeout: Duration,
+    printer: &Printer,
 ) -> Result<Published> {
     let deadline = Instant::now() + timeout;
     let mut files = first;
@@ -77,7 +78,7 @@ pub async fn commit_and_push(
                         hint: Some("raise --timeout, or try again when fewer changes are being pushed".into()),
                     });
                 }
-                report::detail(&format!("{branch} moved while we pushed; trying again on its new head"));
+                printer.detail(&format!("{branch} moved while we pushed; trying again on its new head"));
                 tokio::time::sleep(pause).await;
                 backoff = (backoff * 2).min(MAX_PUSH_BACKOFF);
                 files = git::in_place(|| -> Result<Vec<FileChange>> {
@@ -109,6 +110,7 @@ mod tests {
     use super::*;
     use crate::git::tests::{author, bare, read_text};
     use crate::git::{Remote, remote_head};
+    use crate::testing::quiet;
 
     /// Pushes one commit writing `path` from a clone of its own: someone else's push.
     fn push_theirs(remote: &Remote, path: &str) -> String {
@@ -135,7 +137,8 @@ mod tests {
         let first = plan(&ours).unwrap();
         let their_commit = push_theirs(&remote, "theirs.yaml");
 
-        let published = commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10)).await;
+        let published =
+            commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10), &quiet()).await;
         let Ok(Published::Commit(Some(commit))) = published else { panic!("{published:?}") };
         assert_eq!(remote_head(&remote, "main").unwrap(), Some(commit.clone()));
         let check = Checkout::clone(&remote, "main").unwrap();
@@ -156,7 +159,8 @@ mod tests {
         let first = plan(&ours).unwrap();
         let their_commit = push_theirs(&remote, "same.yaml");
 
-        let published = commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10)).await;
+        let published =
+            commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10), &quiet()).await;
         assert!(matches!(published, Ok(Published::MadeMeanwhile)), "{published:?}");
         assert_eq!(remote_head(&remote, "main").unwrap(), Some(their_commit));
     }
@@ -175,7 +179,8 @@ mod tests {
             push_theirs(&remote, &format!("theirs-{}.yaml", moves.get()));
             wanting(&[("ours.yaml", "ours")])(checkout)
         };
-        let published = commit_and_push(&mut ours, "ours", &author(), first, &busy, Duration::from_millis(400)).await;
+        let published =
+            commit_and_push(&mut ours, "ours", &author(), first, &busy, Duration::from_millis(400), &quiet()).await;
         let Err(Error::Remote { message, hint }) = published else { panic!("{published:?}") };
         assert!(message.starts_with("main kept moving: "), "{message}");
         assert!(hint.is_some_and(|hint| hint.contains("--timeout")));

@@ -5,10 +5,10 @@ use std::future::Future;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::GlobalArgs;
+use crate::cli::{ColorChoice, GlobalArgs};
 use crate::completion::{self, COMPLETE_ARG};
 use crate::error::{Error, ExitCode, Result};
-use crate::output::{report, style, write_stdout};
+use crate::output::Printer;
 
 /// A binary's parsed command line: it exposes the shared options.
 pub trait CommandLine: CommandFactory + FromArgMatches {
@@ -31,12 +31,13 @@ macro_rules! command_line {
 
 /// Runs a binary. `display_name` is how usage lines name it (`kubectl gitops status`).
 ///
-/// Handles `__complete` before parsing, installs the TLS provider, and maps errors to
-/// `error:`/`hint:` lines and the documented exit codes. A closed stdout pipe exits 0.
+/// Handles `__complete` before parsing, makes the [`Printer`] the body prints with, installs
+/// the TLS provider, and maps errors to `error:`/`hint:` lines and the documented exit codes.
+/// A closed stdout pipe exits 0.
 pub fn main<C, F, Fut>(display_name: &'static str, body: F) -> std::process::ExitCode
 where
     C: CommandLine,
-    F: FnOnce(C) -> Fut,
+    F: FnOnce(C, Printer) -> Fut,
     Fut: Future<Output = Result<ExitCode>>,
 {
     main_with(C::command().bin_name(display_name).name(display_name), body)
@@ -46,22 +47,22 @@ where
 pub fn main_with<C, F, Fut>(command: clap::Command, body: F) -> std::process::ExitCode
 where
     C: CommandLine,
-    F: FnOnce(C) -> Fut,
+    F: FnOnce(C, Printer) -> Fut,
     Fut: Future<Output = Result<ExitCode>>,
 {
     let args: Vec<OsString> = std::env::args_os().collect();
+    // Until the flags are parsed, the defaults decide how errors look.
+    let unparsed = Printer::new(ColorChoice::Auto, 0, 0);
     if args.get(1).is_some_and(|arg| arg == COMPLETE_ARG) {
         let text = completion::respond(command, &args[2..]);
-        return finish(write_stdout(&text).map(|()| ExitCode::Ok));
+        return finish(unparsed.data(&text).map(|()| ExitCode::Ok), &unparsed);
     }
     let parsed = match command.try_get_matches_from(args).and_then(|matches| C::from_arg_matches(&matches)) {
         Ok(parsed) => parsed,
-        Err(error) => return usage_error(error),
+        Err(error) => return usage_error(error, &unparsed),
     };
-    let global = parsed.global_args();
-    style::set_choice(global.color);
-    report::set_verbosity(global.verbose, global.quiet);
-    finish(block_on(body(parsed)))
+    let printer = Printer::from_args(parsed.global_args());
+    finish(block_on(body(parsed, printer)), &printer)
 }
 
 /// The arguments of a command that is planned but not built yet: the shared options, and
@@ -86,7 +87,7 @@ pub fn not_implemented(command: &'static str) -> std::process::ExitCode {
         .bin_name(display_name)
         .about(format!("{about} (not implemented yet)"))
         .version(crate::version::VERSION_LINE);
-    main_with(clap_command, |_: PlannedCommand| async move { Err(Error::NotImplemented { command }) })
+    main_with(clap_command, |_: PlannedCommand, _| async move { Err(Error::NotImplemented { command }) })
 }
 
 /// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.
@@ -104,7 +105,7 @@ pub fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
 
 /// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help and
 /// version requests print as clap prints them.
-fn usage_error(error: clap::Error) -> std::process::ExitCode {
+fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitCode {
     use clap::error::ErrorKind;
     if matches!(
         error.kind(),
@@ -124,17 +125,17 @@ fn usage_error(error: clap::Error) -> std::process::ExitCode {
         }
     }
     let hint = if hints.is_empty() { "see --help".to_string() } else { hints.join("; ") };
-    report::error(&message, Some(&hint));
+    printer.error(&message, Some(&hint));
     std::process::ExitCode::from(ExitCode::Usage.code() as u8)
 }
 
 /// Prints the error, if any, and returns the process exit code.
-pub fn finish(outcome: Result<ExitCode>) -> std::process::ExitCode {
+pub fn finish(outcome: Result<ExitCode>, printer: &Printer) -> std::process::ExitCode {
     let code = match outcome {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::Ok,
         Err(error) => {
-            report::error(&crate::diagnostic::chain_to_line(&error), error.hint().as_deref());
+            printer.error(&crate::diagnostic::chain_to_line(&error), error.hint().as_deref());
             error.exit_code()
         }
     };

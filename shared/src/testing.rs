@@ -1,4 +1,5 @@
-//! A fake API server for unit tests: canned responses by path, every request recorded.
+//! Test helpers: a fake API server for unit tests (canned responses by path, every request
+//! recorded), and a printer that prints no progress.
 //!
 //! Unit tests of code that talks to Kubernetes build a [`Cluster`] on top of this instead of
 //! a network connection. End-to-end tests use the real API server of the test environment.
@@ -103,4 +104,9 @@ pub fn flux_fixture(relative: &str) -> String {
     let path = format!("{}/../../shared/fixtures/flux/{relative}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("the fixture {path} is absent ({error}): ../shared must be beside the checkout"))
+}
+
+/// A printer without colour, progress or warnings: what the tests check is returned, not printed.
+pub fn quiet() -> crate::output::Printer {
+    crate::output::Printer::new(crate::cli::ColorChoice::Never, 0, 1)
 }

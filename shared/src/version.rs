@@ -58,7 +58,7 @@ pub fn client() -> ClientVersion {
 }
 
 /// Asks the cluster for its versions; never fails, the reason goes into `error`.
-pub async fn report(args: &GlobalArgs) -> VersionReport {
+pub async fn report(args: &GlobalArgs, printer: &crate::output::Printer) -> VersionReport {
     let unreachable = |error: String| ServerVersion {
         reachable: false,
         kubernetes_version: None,
@@ -66,7 +66,7 @@ pub async fn report(args: &GlobalArgs) -> VersionReport {
         flux_namespace: None,
         error: Some(error),
     };
-    let server = match Cluster::connect(&Connection::from_args(args, crate::timeouts::PROBE)).await {
+    let server = match Cluster::connect(&Connection::from_args(args, crate::timeouts::PROBE), printer).await {
         Err(error) => unreachable(error.to_string()),
         Ok(cluster) => match detect::detect(&cluster).await {
             Err(error) => unreachable(error.to_string()),

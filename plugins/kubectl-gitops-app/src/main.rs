@@ -4,7 +4,6 @@ use clap::{Parser, Subcommand};
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
-use gitops_shared::output::write_stdout;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, AppStatusArgs};
 use gitops_shared::version::VERSION_LINE;
@@ -51,17 +50,17 @@ enum Command {
 gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops app", |cli: Cli| async move {
+    runtime::main("kubectl gitops app", |cli: Cli, printer| async move {
         let global = &cli.global;
         let text = match &cli.command {
-            Command::Status(args) => return status::run_app_status(args, global).await,
-            Command::Add(args) => app::add(args, global).await?,
-            Command::List(args) => app::list(args, global).await?,
-            Command::Remove(args) => app::remove(args, global).await?,
-            Command::Suspend(args) => app::suspend(args, global, true).await?,
-            Command::Resume(args) => app::suspend(args, global, false).await?,
+            Command::Status(args) => return status::run_app_status(args, global, &printer).await,
+            Command::Add(args) => app::add(args, global, &printer).await?,
+            Command::List(args) => app::list(args, global, &printer).await?,
+            Command::Remove(args) => app::remove(args, global, &printer).await?,
+            Command::Suspend(args) => app::suspend(args, global, true, &printer).await?,
+            Command::Resume(args) => app::suspend(args, global, false, &printer).await?,
         };
-        write_stdout(&text)?;
+        printer.data(&text)?;
         Ok(ExitCode::Ok)
     })
 }

@@ -5,7 +5,7 @@ use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cluster::{Cluster, Connection};
 use gitops_shared::detect::{self, ClusterState};
 use gitops_shared::error::{Error, ExitCode};
-use gitops_shared::output::{self, report, write_stdout};
+use gitops_shared::output;
 use gitops_shared::runtime;
 use gitops_shared::timeouts;
 use gitops_shared::version::VERSION_LINE;
@@ -27,30 +27,30 @@ struct Cli {
 gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops detect", |cli: Cli| async move {
+    runtime::main("kubectl gitops detect", |cli: Cli, printer| async move {
         let format = cli.global.output_format();
         output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-        let detection = match Cluster::connect(&Connection::from_args(&cli.global, timeouts::PROBE)).await {
+        let detection = match Cluster::connect(&Connection::from_args(&cli.global, timeouts::PROBE), &printer).await {
             Ok(cluster) => detect::detect(&cluster).await?,
             // No usable kubeconfig means no cluster to reach: scripts still get the word.
             Err(error @ Error::Kubeconfig(_)) => {
-                write_stdout(&format!("{}\n", ClusterState::Unreachable.word()))?;
+                printer.data(&format!("{}\n", ClusterState::Unreachable.word()))?;
                 return Err(error);
             }
             Err(error) => return Err(error),
         };
         match format {
-            OutputFormat::Json | OutputFormat::Yaml => output::print_structured(&detection, format)?,
+            OutputFormat::Json | OutputFormat::Yaml => printer.structured(&detection, format)?,
             _ => {
-                write_stdout(&format!("{}\n", detection.state.word()))?;
+                printer.data(&format!("{}\n", detection.state.word()))?;
                 for warning in &detection.warnings {
-                    report::warning(warning);
+                    printer.warning(warning);
                 }
             }
         }
         if detection.state == ClusterState::Unreachable {
             let reason = detection.error.unwrap_or_default();
-            report::error(
+            printer.error(
                 &reason,
                 Some(
                     "check that the cluster is running and that `kubectl cluster-info` works with the same kubeconfig and context",

@@ -4,7 +4,6 @@ use clap::Parser;
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::install::{self, InstallArgs};
-use gitops_shared::output::write_stdout;
 use gitops_shared::runtime;
 use gitops_shared::version::VERSION_LINE;
 
@@ -30,9 +29,9 @@ struct Cli {
 gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops install", |cli: Cli| async move {
-        let text = install::run(&cli.install, &cli.global).await?;
-        write_stdout(&text)?;
+    runtime::main("kubectl gitops install", |cli: Cli, printer| async move {
+        let text = install::run(&cli.install, &cli.global, &printer).await?;
+        printer.data(&text)?;
         Ok(ExitCode::Ok)
     })
 }

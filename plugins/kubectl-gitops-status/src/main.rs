@@ -3,7 +3,7 @@
 use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
-use gitops_shared::output::{self, write_stdout};
+use gitops_shared::output;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, Scope, View};
 use gitops_shared::version::VERSION_LINE;
@@ -45,13 +45,14 @@ struct Cli {
 gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops status", |cli: Cli| async move {
+    runtime::main("kubectl gitops status", |cli: Cli, printer| async move {
         let format = cli.global.output_format();
         output::ensure_supported(
             format,
             &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
         )?;
-        let cluster = Cluster::connect(&Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST)).await?;
+        let cluster =
+            Cluster::connect(&Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST), &printer).await?;
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
             (true, _) => Scope::All,
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
@@ -63,17 +64,18 @@ fn main() -> std::process::ExitCode {
             headers: !cli.global.no_headers,
             failed_only: cli.failed_only,
             cluster_only: cli.cluster_only,
+            style: printer.stdout_style(),
         };
         if cli.watch {
-            return status::watch_cluster(cluster, &scope, view).await;
+            return status::watch_cluster(cluster, &scope, view, printer).await;
         }
         if cli.wait.wait {
-            return status::wait_cluster(cluster, &scope, view, &cli.wait).await;
+            return status::wait_cluster(cluster, &scope, view, &cli.wait, printer).await;
         }
         let report = view.shown(status::collect(&cluster, &scope).await?);
         match format {
-            OutputFormat::Json | OutputFormat::Yaml => output::print_structured(&report, format)?,
-            _ => write_stdout(&view.render(&report)?)?,
+            OutputFormat::Json | OutputFormat::Yaml => printer.structured(&report, format)?,
+            _ => printer.data(&view.render(&report)?)?,
         }
         Ok(status::exit_code(&report))
     })

@@ -7,10 +7,10 @@
 use std::ffi::OsString;
 
 use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Subcommand};
-use gitops_shared::cli::{GlobalArgs, OutputFormat};
+use gitops_shared::cli::{ColorChoice, GlobalArgs, OutputFormat};
 use gitops_shared::completion::{self, COMPLETE_ARG, Shell};
 use gitops_shared::error::{Error, ExitCode};
-use gitops_shared::output::{self, style, write_stdout};
+use gitops_shared::output::{self, Printer};
 use gitops_shared::{plugin, runtime, version};
 
 /// What the dispatcher answers itself.
@@ -105,9 +105,11 @@ fn main() -> std::process::ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let command = command();
     let words = &args[1..];
+    // Until the flags are parsed, the defaults decide how errors look.
+    let unparsed = Printer::new(ColorChoice::Auto, 0, 0);
 
     if words.first().is_some_and(|word| word == COMPLETE_ARG) {
-        return runtime::finish(complete(&command, &words[1..]));
+        return runtime::finish(complete(&command, &words[1..], &unparsed), &unparsed);
     }
 
     // A plugin command: forward everything after its name, preceded by the global flags
@@ -120,11 +122,12 @@ fn main() -> std::process::ExitCode {
             let parsed = command
                 .clone()
                 .try_get_matches_from(std::iter::once(OsString::from("kubectl-gitops")).chain(globals.iter().cloned()));
-            if let Err(error) = parsed {
-                error.exit();
-            }
+            let printer = match parsed.and_then(|matches| GlobalArgs::from_arg_matches(&matches)) {
+                Ok(global) => Printer::from_args(&global),
+                Err(error) => error.exit(),
+            };
             let forwarded: Vec<OsString> = globals.iter().chain(&words[position + 1..]).cloned().collect();
-            return runtime::finish(run_plugin(&name, forwarded));
+            return runtime::finish(run_plugin(&name, forwarded), &printer);
         }
     }
 
@@ -133,45 +136,44 @@ fn main() -> std::process::ExitCode {
         Ok(global) => global,
         Err(error) => error.exit(),
     };
-    style::set_choice(global.color);
-    output::report::set_verbosity(global.verbose, global.quiet);
+    let printer = Printer::from_args(&global);
     let builtin = match matches.subcommand() {
         None => {
             let help = command.clone().render_long_help().to_string();
-            return runtime::finish(write_stdout(&help).map(|()| ExitCode::Ok));
+            return runtime::finish(printer.data(&help).map(|()| ExitCode::Ok), &printer);
         }
         Some(_) => match Builtin::from_arg_matches(&matches) {
             Ok(builtin) => builtin,
             Err(error) => error.exit(),
         },
     };
-    runtime::finish(runtime::block_on(run_builtin(builtin, global)))
+    runtime::finish(runtime::block_on(run_builtin(builtin, global, printer)), &printer)
 }
 
-async fn run_builtin(builtin: Builtin, global: GlobalArgs) -> gitops_shared::error::Result<ExitCode> {
+async fn run_builtin(builtin: Builtin, global: GlobalArgs, printer: Printer) -> gitops_shared::error::Result<ExitCode> {
     match builtin {
         Builtin::Version => {
             let format = global.output_format();
             output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-            let report = version::report(&global).await;
+            let report = version::report(&global, &printer).await;
             match format {
-                OutputFormat::Table => write_stdout(&version::render_text(&report))?,
-                _ => output::print_structured(&report, format)?,
+                OutputFormat::Table => printer.data(&version::render_text(&report))?,
+                _ => printer.structured(&report, format)?,
             }
             if let Some(error) = &report.server.error {
-                output::report::warning(&format!("cannot reach the cluster: {error}"));
+                printer.warning(&format!("cannot reach the cluster: {error}"));
             }
             Ok(ExitCode::Ok)
         }
         Builtin::Completion { shell } => {
-            write_stdout(&completion::script(shell, "kubectl-gitops"))?;
+            printer.data(&completion::script(shell, "kubectl-gitops"))?;
             Ok(ExitCode::Ok)
         }
     }
 }
 
 /// Completes command names here; longer lines go to the command binary's own `__complete`.
-fn complete(command: &Command, words: &[OsString]) -> gitops_shared::error::Result<ExitCode> {
+fn complete(command: &Command, words: &[OsString], printer: &Printer) -> gitops_shared::error::Result<ExitCode> {
     if let Some(position) = command_position(command, words).filter(|position| position + 1 < words.len()) {
         let name = words[position].to_string_lossy();
         if let Some(binary) = plugin::find(&name) {
@@ -182,6 +184,6 @@ fn complete(command: &Command, words: &[OsString]) -> gitops_shared::error::Resu
             std::process::exit(code);
         }
     }
-    write_stdout(&completion::respond(command.clone(), words))?;
+    printer.data(&completion::respond(command.clone(), words))?;
     Ok(ExitCode::Ok)
 }

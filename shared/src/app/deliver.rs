@@ -13,8 +13,7 @@ use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::git::{Checkout, Remote, Signature};
-use crate::output::report;
-use crate::output::style::{Stream, Style};
+use crate::output::Printer;
 use crate::plan;
 use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
 use crate::publish::{self, Published};
@@ -64,9 +63,9 @@ pub async fn execute(
     cluster: Option<&Cluster>,
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
     timeout: Duration,
+    printer: &Printer,
 ) -> Result<Outcome> {
-    let style = Style::for_stream(Stream::Stderr);
-    let done = |words: &str| report::write_stderr(&format!("{}{words}\n", style.glyph("✔ ")));
+    let done = |words: &str| printer.done(words);
     let mut outcome = Outcome::default();
     let (mut checkout, repo) = match repo {
         Some((checkout, repo)) => (Some(checkout), Some(repo)),
@@ -91,7 +90,8 @@ pub async fn execute(
             Step::Push => {
                 let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
                 let first = plan.files.clone();
-                match publish::commit_and_push(checkout, &plan.message, author, first, replan, timeout).await? {
+                match publish::commit_and_push(checkout, &plan.message, author, first, replan, timeout, printer).await?
+                {
                     Published::Commit(commit) => {
                         done(words);
                         outcome.commit = commit;
@@ -141,7 +141,7 @@ pub async fn execute(
                         if branch_existed.is_none()
                             && let Err(cleanup) = crate::git::in_place(|| checkout.delete_remote_branch(branch))
                         {
-                            report::warning(&format!("could not delete branch {branch} again: {cleanup}"));
+                            printer.warning(&format!("could not delete branch {branch} again: {cleanup}"));
                         }
                         return Err(error.into());
                     }

@@ -8,6 +8,7 @@ use super::layout::{self, ClusterDir};
 use super::{clone, context, plan};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::error::{Error, Result};
+use crate::output::Printer;
 use crate::output::table::Table;
 use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
 
@@ -34,14 +35,14 @@ pub struct AppRow {
 }
 
 /// `app list`: returns the text to print.
-pub async fn list(args: &ListArgs, global: &GlobalArgs) -> Result<String> {
+pub async fn list(args: &ListArgs, global: &GlobalArgs, printer: &Printer) -> Result<String> {
     let format = global.output_format();
     crate::output::ensure_supported(
         format,
         &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name],
     )?;
     let reads_repo = args.repo || args.cluster.is_some();
-    let context = context(global, &args.repo_access, reads_repo).await?;
+    let context = context(global, &args.repo_access, reads_repo, printer).await?;
     let scope = match (args.all_namespaces, &global.namespace) {
         (true, _) => Scope::All,
         (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
@@ -65,6 +66,9 @@ pub async fn list(args: &ListArgs, global: &GlobalArgs) -> Result<String> {
     } else {
         live.iter().map(|app| live_row(app, current.as_deref())).collect()
     };
+    if rows.is_empty() && matches!(format, OutputFormat::Table | OutputFormat::Wide) {
+        printer.detail("no apps found");
+    }
     render(&rows, format, !global.no_headers)
 }
 
@@ -188,9 +192,6 @@ pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool) -> Result<St
                     row.suspended.map_or("-".to_string(), |suspended| suspended.to_string()),
                     if wide { revision.to_string() } else { shorten_revision(revision) },
                 ]);
-            }
-            if table.is_empty() {
-                crate::output::report::detail("no apps found");
             }
             Ok(table.render(headers))
         }

@@ -31,7 +31,7 @@ use crate::env;
 use crate::error::{Error, Result};
 use crate::flux::api;
 use crate::git::{Auth, Checkout, Remote, Signature};
-use crate::output::report;
+use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::InstallRecord;
 use crate::repo_access::{self, parse_url};
@@ -48,6 +48,8 @@ pub struct Context {
     pub detection: Option<Detection>,
     /// The config repo, with our credentials; resolved only for commands that read or write it.
     pub repo: Option<ConfigRepo>,
+    /// Where progress and warnings go.
+    pub printer: Printer,
 }
 
 impl Context {
@@ -70,12 +72,17 @@ impl Context {
 }
 
 /// Resolves the cluster and, with `needs_repo`, the config repo and how to reach it. Read-only.
-pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool) -> Result<Context> {
+pub async fn context(
+    global: &GlobalArgs,
+    repo_args: &RepoArgs,
+    needs_repo: bool,
+    printer: &Printer,
+) -> Result<Context> {
     // Bad input is refused before the cluster or the git server is asked anything.
     if let Some(branch) = &repo_args.config_branch {
         spec::validate_git_ref(branch, "--config-branch", "heads")?;
     }
-    let connected = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST)).await;
+    let connected = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {
             let detection = detect::detect(&cluster).await?;
@@ -108,7 +115,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
         _ => Versions::pinned(),
     };
     if !needs_repo {
-        return Ok(Context { cluster, namespace, versions, detection, repo: None });
+        return Ok(Context { cluster, namespace, versions, detection, repo: None, printer: *printer });
     }
     let url = repo_args.config_repo.clone().or_else(|| record.as_ref().map(|r| r.url.clone())).ok_or_else(|| {
         Error::usage(
@@ -128,7 +135,7 @@ pub async fn context(global: &GlobalArgs, repo_args: &RepoArgs, needs_repo: bool
     };
     let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
     let repo = ConfigRepo { remote, branch, hosted };
-    Ok(Context { cluster, namespace, versions, detection, repo: Some(repo) })
+    Ok(Context { cluster, namespace, versions, detection, repo: Some(repo), printer: *printer })
 }
 
 /// The provider in front of the config repo, from the install record.
@@ -198,6 +205,7 @@ async fn delivery(
     verb: &str,
     app: &str,
     files: &[FileChange],
+    printer: &Printer,
 ) -> Result<Delivery> {
     let Some(hosted) = &repo.hosted else {
         if args.pr {
@@ -233,7 +241,7 @@ async fn delivery(
     }
     if hosted.provider.is_branch_protected(&hosted.repo, &repo.branch).await? {
         let noun = hosted.provider.kind().pull_request_noun();
-        report::write_stderr(&format!("{} is protected: opening a {noun} instead of pushing to it\n", repo.branch));
+        printer.progress(&format!("{} is protected: opening a {noun} instead of pushing to it", repo.branch));
         return Ok(pull_request);
     }
     Ok(Delivery::Push)
@@ -299,14 +307,14 @@ fn author_of(args: &DeliveryArgs) -> Result<Signature> {
 }
 
 /// `app add`.
-pub async fn add(args: &AddArgs, global: &GlobalArgs) -> Result<String> {
+pub async fn add(args: &AddArgs, global: &GlobalArgs, printer: &Printer) -> Result<String> {
     let spec = AppSpec::from_args(args)?;
     if args.export {
         let namespace = global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
         return spec.export(&namespace);
     }
     let author = author_of(&args.delivery)?;
-    let context = context(global, &args.repo, true).await?;
+    let context = context(global, &args.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let per_cluster_values = !args.clusters.is_empty();
@@ -395,10 +403,10 @@ fn add_changes(
 }
 
 /// `app remove`.
-pub async fn remove(args: &RemoveArgs, global: &GlobalArgs) -> Result<String> {
+pub async fn remove(args: &RemoveArgs, global: &GlobalArgs, printer: &Printer) -> Result<String> {
     crate::names::validate_name(&args.name, "app name")?;
     let author = author_of(&args.delivery)?;
-    let context = context(global, &args.repo, true).await?;
+    let context = context(global, &args.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
@@ -469,10 +477,10 @@ fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Re
 }
 
 /// `app suspend` (`suspend = true`) and `app resume`.
-pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool) -> Result<String> {
+pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool, printer: &Printer) -> Result<String> {
     crate::names::validate_name(&args.name, "app name")?;
     let author = author_of(&args.delivery)?;
-    let context = context(global, &args.repo, args.persist).await?;
+    let context = context(global, &args.repo, args.persist, printer).await?;
     let patches = suspend_patches(context.cluster()?, &context, &args.name, suspend).await?;
     let replan = |checkout: &Checkout| {
         let clusters = target_clusters(checkout, &[], context.record())?;
@@ -596,7 +604,9 @@ async fn drive(
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
 ) -> Result<String> {
     let delivery = match &context.repo {
-        Some(repo) if !change.files.is_empty() => delivery(repo, args, change.verb, change.app, &change.files).await?,
+        Some(repo) if !change.files.is_empty() => {
+            delivery(repo, args, change.verb, change.app, &change.files, &context.printer).await?
+        }
         _ => Delivery::Push,
     };
     let plan = Plan {
@@ -619,14 +629,15 @@ async fn drive(
         return Ok(already_there);
     }
     for note in &plan.notes {
-        report::write_stderr(&format!("{note}\n"));
+        context.printer.progress(note);
     }
     let target = match (checkout, &context.repo) {
         (Some(checkout), Some(repo)) => Some((checkout, repo)),
         _ => None,
     };
     let cluster = context.cluster.as_ref();
-    let outcome = deliver::execute(&plan, target, &change.author, cluster, replan, args.timeout).await?;
+    let outcome =
+        deliver::execute(&plan, target, &change.author, cluster, replan, args.timeout, &context.printer).await?;
     finish(context, &plan, &outcome, change.app, change.done, args.timeout, change.wants_ready).await
 }
 
@@ -650,7 +661,7 @@ async fn finish(
             crate::provider::PullRequestOutcome::Updated => "updated",
         };
         if plan.wait.is_some() {
-            report::warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
+            context.printer.warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
         }
         return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
     }

@@ -15,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux::status::FluxObject;
-use crate::output::report;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
 /// What the wait after a push follows.
@@ -190,7 +189,9 @@ pub async fn after_push(
         "reconcile.fluxcd.io/requestedAt": crate::duration::now().to_string()}}});
     for api in [&sources.api, &syncs.api] {
         if let Err(error) = api.patch(SYNC_NAME, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&requested)).await {
-            report::warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
+            context
+                .printer
+                .warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
         }
     }
     let namespace = context.namespace.as_str();
@@ -198,7 +199,7 @@ pub async fn after_push(
         .into_iter()
         .filter_map(|kind| Kind::new(cluster, context, kind))
         .collect();
-    let mut triggers = Triggers::new(cluster);
+    let mut triggers = Triggers::new(cluster, context.printer);
     let mut followed = vec![syncs.followed(namespace, SYNC_NAME)];
     followed.extend(releases.iter().map(|release| release.followed(namespace, app)));
     triggers.follow(followed);
@@ -215,7 +216,8 @@ pub async fn after_push(
     };
     let mut waited = AfterPush { cluster, namespace, app, commit, wants_ready, syncs, releases, triggers };
     // It ends Ok only when every part is Ready; a failure or the timeout is an error.
-    wait_until(&mut waited, &title, Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD }).await.map(drop)
+    let limits = Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD };
+    wait_until(&mut waited, &title, limits, &context.printer).await.map(drop)
 }
 
 fn short(commit: &str) -> &str {

@@ -12,8 +12,7 @@ use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::Checkout;
-use crate::output::report;
-use crate::output::style::{Stream, Style};
+use crate::output::Printer;
 use crate::plan::FileChange;
 use crate::publish::{self, Published};
 
@@ -34,8 +33,8 @@ pub async fn execute(
     inspection: Inspection,
     yes: bool,
     timeout: Duration,
+    printer: &Printer,
 ) -> Result<Outcome> {
-    let style = Style::for_stream(Stream::Stderr);
     // Check RBAC before pushing anything, so that a cluster we may not write to leaves the
     // repo untouched too.
     preflight(cluster, plan).await?;
@@ -44,7 +43,7 @@ pub async fn execute(
     let steps: Vec<(Step, String)> = plan.steps.iter().map(|step| (step.clone(), step.describe(plan))).collect();
     let total = steps.len();
     crate::plan::run_steps(&steps, async |number, step: &Step, words: &str| -> Result<()> {
-        report::write_stderr(&format!("{}{number}/{total} {words}\n", style.glyph("►")));
+        printer.step(&format!("{number}/{total} {words}"));
         match step {
             Step::UploadDeployKey => match (&inspection.hosted, &plan.auth) {
                 (Some(hosted), FluxAuth::Ssh(key)) => {
@@ -62,7 +61,7 @@ pub async fn execute(
                 }
                 _ => Ok(()),
             },
-            Step::ConfirmDeployKey => confirm_deploy_key(plan, yes),
+            Step::ConfirmDeployKey => confirm_deploy_key(plan, yes, printer),
             Step::CommitAndPush { message } => {
                 let Some(checkout) = checkout.as_mut() else {
                     return Err(Error::Internal("no clone of the repository to commit to".into()));
@@ -81,7 +80,8 @@ pub async fn execute(
                 let wanted: BTreeMap<String, String> =
                     plan.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
                 let replan = |checkout: &Checkout| crate::plan::diff(checkout, &wanted, &[]);
-                let published = publish::commit_and_push(checkout, message, &author, first, &replan, timeout).await;
+                let published =
+                    publish::commit_and_push(checkout, message, &author, first, &replan, timeout, printer).await;
                 published.map(|published| {
                     outcome.committed = matches!(published, Published::Commit(Some(_)));
                     outcome.commit = checkout.head();
@@ -91,7 +91,7 @@ pub async fn execute(
                             Published::Commit(_) => format!("pushed {sha} to {branch}"),
                             Published::MadeMeanwhile => format!("{branch} already holds these files (at {sha})"),
                         };
-                        report::write_stderr(&format!("{}{line}\n", style.glyph("✔")));
+                        printer.done(&line);
                     }
                 })
             }
@@ -100,8 +100,8 @@ pub async fn execute(
             Step::ApplySync => Applier::new(cluster).apply_staged(&plan.sync_objects, timeout).await.map(drop),
             Step::WaitReady => match &outcome.commit {
                 Some(sha) => {
-                    super::wait::until_synced(cluster, &plan.request.namespace, &plan.request.branch, sha, timeout)
-                        .await
+                    let request = &plan.request;
+                    super::wait::until_synced(cluster, &request.namespace, &request.branch, sha, timeout, printer).await
                 }
                 None => Ok(()),
             },
@@ -169,13 +169,13 @@ fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
 }
 
-fn confirm_deploy_key(plan: &Plan, yes: bool) -> Result<()> {
+fn confirm_deploy_key(plan: &Plan, yes: bool, printer: &Printer) -> Result<()> {
     let FluxAuth::Ssh(key) = &plan.auth else { return Ok(()) };
     let question = format!(
         "Add this public key to {} as a read-only deploy key (Flux pulls with it):\n\n  {}\n\nIs it added?",
         plan.url, key.public_openssh
     );
-    if super::confirm(&question, yes)? {
+    if printer.confirm(&question, yes)? {
         Ok(())
     } else {
         Err(Error::usage("the deploy key was not added", "add the key shown above to the git server, then re-run"))

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::git::Checkout;
 use crate::names::{normalize_path, sanitize_name, validate_name};
+use crate::output::Printer;
 use crate::record::{self, InstallRecord};
 use crate::yaml;
 
@@ -552,10 +553,10 @@ pub fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
 
 /// The whole command: validate, inspect, plan, then print the plan (`--dry-run`), the
 /// manifests (`--export`) or execute it. Returns the line to print on stdout.
-pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<String> {
+pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs, printer: &Printer) -> Result<String> {
     if args.export {
         // Export needs no cluster: only a kube context, when --cluster-name is not given.
-        let context = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST))
+        let context = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer)
             .await
             .ok()
             .and_then(|cluster| cluster.context);
@@ -563,10 +564,10 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
         let components_text = components_text(args, &request)?;
         return export(args, request, components_text);
     }
-    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST)).await?;
+    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer).await?;
     let request = request(args, global.namespace.as_deref(), cluster.context.as_deref())?;
     let components_text = components_text(args, &request)?;
-    let confirm = |question: &str| confirm(question, args.yes);
+    let confirm = |question: &str| printer.confirm(question, args.yes);
     // A re-run trusts the host keys the first run pinned instead of scanning again. Best effort:
     // an unreachable cluster is reported by `inspect`, after the flags below are checked.
     let pinned = crate::deploy_key::pinned_known_hosts(&cluster, &request.namespace).await.ok().flatten();
@@ -576,7 +577,7 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
         ProviderKind::Github | ProviderKind::Gitlab => {
             let (mut source, mut hosted) = source::hosted(args, pinned, &confirm).await?;
             if hosted.info.is_none() && !args.dry_run {
-                create_repository(&hosted, &request).await?;
+                create_repository(&hosted, &request, printer).await?;
                 (source, hosted) = source::hosted(args, pinned, &confirm).await?;
             }
             (source, Some(hosted))
@@ -591,13 +592,13 @@ pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs) -> Result<
         plan.steps.retain(|step| !matches!(step, Step::WaitReady));
     }
     for warning in &plan.warnings {
-        crate::output::report::warning(warning);
+        printer.warning(warning);
     }
     if args.dry_run {
         return plan.render();
     }
     let noop = plan.is_noop();
-    let outcome = execute(&cluster, &plan, inspection, args.yes, args.timeout).await?;
+    let outcome = execute(&cluster, &plan, inspection, args.yes, args.timeout, printer).await?;
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     Ok(if noop {
         format!("already installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)
@@ -612,10 +613,9 @@ fn describe_creation(repo: &str, private: bool) -> String {
 
 /// Creates the missing repository before planning, so that the plan uses the URLs the
 /// provider gives it. Nothing else has happened yet when this fails.
-pub async fn create_repository(hosted: &Hosted, request: &Request) -> Result<()> {
+pub async fn create_repository(hosted: &Hosted, request: &Request, printer: &Printer) -> Result<()> {
     let description = describe_creation(&hosted.repo.path(), request.private);
-    let style = crate::output::style::Style::for_stream(crate::output::style::Stream::Stderr);
-    crate::output::report::write_stderr(&format!("{}{description}\n", style.glyph("►")));
+    printer.step(&description);
     hosted
         .provider
         .create_repository(&hosted.repo, request.private, request.personal)
@@ -717,25 +717,6 @@ pub fn components_text(args: &InstallArgs, request: &Request) -> Result<Option<S
         ));
     }
     Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
-}
-
-/// Asks a yes/no question on the terminal; `--yes` answers yes, no terminal answers no.
-fn confirm(question: &str, yes: bool) -> Result<bool> {
-    use std::io::IsTerminal;
-    crate::output::report::write_stderr(&format!("{question}\n"));
-    if yes {
-        return Ok(true);
-    }
-    if !std::io::stdin().is_terminal() {
-        return Err(Error::usage(
-            "this needs your confirmation and stdin is not a terminal",
-            "re-run with --yes to accept",
-        ));
-    }
-    crate::output::report::write_stderr("[y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer).map_err(|error| Error::io("reading the answer", error))?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 #[cfg(test)]

@@ -15,8 +15,7 @@ use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux::status::FluxObject;
 use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
-use crate::output::report;
-use crate::output::style::{Stream, Style};
+use crate::output::Printer;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
 
 /// What install waits for.
@@ -136,13 +135,14 @@ pub(super) async fn until_synced(
     branch: &str,
     sha: &str,
     timeout: Duration,
+    printer: &Printer,
 ) -> Result<()> {
     let revision = format!("{branch}@sha1:{sha}");
     // The versions install writes: the ones the embedded Flux release serves.
     let (kustomization_resource, kustomizations) = flux_kind(cluster, namespace, &api::KUSTOMIZATION, "v1");
     let (repository_resource, repositories) = flux_kind(cluster, namespace, &api::GIT_REPOSITORY, "v1");
     let deployments = ApiResource::erase::<Deployment>(&());
-    let mut triggers = Triggers::new(cluster);
+    let mut triggers = Triggers::new(cluster, *printer);
     let named = |resource: ApiResource| Followed {
         resource,
         namespace: Some(namespace.to_string()),
@@ -171,12 +171,7 @@ pub(super) async fn until_synced(
         unready_controller: None,
     };
     // The grace period never runs out: the wait never answers Failing.
-    wait_until(&mut waited, &title, Limits { timeout, grace_period: timeout }).await?;
-    let style = Style::for_stream(Stream::Stderr);
-    report::write_stderr(&format!(
-        "{}Kustomization {namespace}/{SYNC_NAME} is Ready at {}\n",
-        style.glyph("✔"),
-        waited.revision
-    ));
+    wait_until(&mut waited, &title, Limits { timeout, grace_period: timeout }, printer).await?;
+    printer.done(&format!("Kustomization {namespace}/{SYNC_NAME} is Ready at {}", waited.revision));
     Ok(())
 }

@@ -1,32 +1,22 @@
 //! Everything that reaches the terminal: data on stdout, progress and errors on stderr.
 //!
-//! - [`style`] decides colour and glyphs (TTY, `--color`, `NO_COLOR`).
-//! - [`table`] renders kubectl-like tables; [`print_structured`] renders json/yaml.
-//! - [`report`] prints `error: …` / `hint: …` and warnings.
+//! - [`printer::Printer`] is the one way to write: made once in `runtime::main` and passed down.
+//! - [`style`] is colour and glyphs for one stream (TTY, `--color`, `NO_COLOR`).
+//! - [`table`] renders kubectl-like tables; [`render_structured`] renders json/yaml.
 //!
 //! Nothing in the workspace uses `println!`: a closed pipe (`| head`) must end the process
-//! quietly with exit 0, which needs the write errors that [`write_stdout`] returns.
+//! quietly with exit 0, which needs the write errors that [`printer::Printer::data`] returns.
 
+pub mod printer;
 pub mod progress;
-pub mod report;
 pub mod style;
 pub mod table;
 
-use std::io::Write;
-
 use serde::Serialize;
 
+pub use self::printer::Printer;
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
-
-/// Writes text to stdout as is, returning the I/O error (for example a closed pipe) instead of panicking.
-pub fn write_stdout(text: &str) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|error| Error::io("writing to stdout", error))
-}
 
 /// Serialises data as pretty JSON (with a final newline) or YAML.
 pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<String> {
@@ -38,22 +28,6 @@ pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Resul
             Ok(text)
         }
     }
-}
-
-/// Prints data as JSON or YAML on stdout.
-///
-/// JSON is streamed rather than built as one string first: `status -A` on thousands of apps
-/// would otherwise hold its output twice.
-pub fn print_structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<()> {
-    if format == OutputFormat::Yaml {
-        return write_stdout(&render_structured(value, format)?);
-    }
-    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    serde_json::to_writer_pretty(&mut stdout, value).map_err(|error| match error.io_error_kind() {
-        Some(kind) => Error::io("writing to stdout", std::io::Error::from(kind)),
-        None => Error::Render(error.to_string()),
-    })?;
-    stdout.write_all(b"\n").and_then(|()| stdout.flush()).map_err(|error| Error::io("writing to stdout", error))
 }
 
 /// Rejects an `-o` value a command does not support, naming the ones it does.

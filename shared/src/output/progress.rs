@@ -1,15 +1,13 @@
 //! A spinner for long waits: on a terminal one line redrawn in place; elsewhere nothing (the
 //! step line printed before the wait is the plain-text progress).
 
-use std::io::IsTerminal;
 use std::time::Instant;
 
-use super::report::write_stderr;
-use super::style::{Stream, Style};
+use super::printer::write_stderr;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
-/// A spinner line on stderr.
+/// A spinner line on stderr, made by [`super::printer::Printer::spinner`].
 pub struct Spinner {
     message: String,
     started: Instant,
@@ -18,9 +16,8 @@ pub struct Spinner {
 }
 
 impl Spinner {
-    /// A spinner for `message`; it draws only when stderr is a terminal and decorations are on.
-    pub fn new(message: impl Into<String>) -> Spinner {
-        let live = std::io::stderr().is_terminal() && Style::for_stream(Stream::Stderr).decorates();
+    /// A spinner for `message`; it draws only when `live`.
+    pub(super) fn new(message: impl Into<String>, live: bool) -> Spinner {
         Spinner { message: message.into(), started: Instant::now(), frame: 0, live }
     }
 

@@ -1,47 +1,16 @@
 //! Colour and glyph decisions: only on a terminal, never with `NO_COLOR`, `--color` wins.
 
-use std::io::IsTerminal;
-use std::sync::OnceLock;
-
 use owo_colors::OwoColorize;
 
 use crate::cli::ColorChoice;
-use crate::env;
 
-static CHOICE: OnceLock<ColorChoice> = OnceLock::new();
-
-/// Records the user's `--color` for the rest of the process. Called once, right after parsing.
-pub fn set_choice(choice: ColorChoice) {
-    // A second call would be a bug in a binary's main; keeping the first choice is harmless.
-    let _ = CHOICE.set(choice);
-}
-
-/// Which stream a piece of text is going to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// Data.
-    Stdout,
-    /// Progress, warnings and errors.
-    Stderr,
-}
-
-/// Whether to decorate text for one stream.
+/// Whether to decorate text for one stream; the printer (printer.rs) decides it per stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Style {
     decorate: bool,
 }
 
 impl Style {
-    /// The style for a stream under the process-wide `--color` choice.
-    pub fn for_stream(stream: Stream) -> Style {
-        let is_terminal = match stream {
-            Stream::Stdout => std::io::stdout().is_terminal(),
-            Stream::Stderr => std::io::stderr().is_terminal(),
-        };
-        let choice = CHOICE.get().copied().unwrap_or_default();
-        Style::decide(choice, is_terminal, std::env::var_os(env::NO_COLOR), std::env::var_os(env::FORCE_COLOR))
-    }
-
     /// The decision itself, separated from the environment so it can be tested.
     /// Precedence: `--color` > `NO_COLOR` > `FORCE_COLOR` > terminal detection.
     pub fn decide(

@@ -22,11 +22,6 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// Whether no rows were added.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// The text to print, one line per row, with a trailing newline (empty when there are no rows).
     pub fn render(&self, with_headers: bool) -> String {
         if self.rows.is_empty() {

@@ -7,6 +7,7 @@ use super::watch::WaitArgs;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use crate::error::{ExitCode, Result};
+use crate::output::Printer;
 
 /// `kubectl gitops app status NAME`: one app, how it is deployed, and why it is or is not ready.
 #[derive(Debug, Clone, clap::Args)]
@@ -29,16 +30,16 @@ pub struct AppStatusArgs {
 /// Runs `kubectl gitops app status NAME`: prints the tree (or JSON/YAML) on stdout and returns
 /// 0 when the app is ready (or suspended, as `status` counts it), 1 otherwise. `--wait` and
 /// `--watch` are handled here too.
-pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> Result<ExitCode> {
+pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs, printer: &Printer) -> Result<ExitCode> {
     let format = global.output_format();
     crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST)).await?;
+    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer).await?;
     let app = AppRef {
         namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
         name: args.name.clone(),
     };
     let served = served_apis(&cluster).await?;
-    let mut viewer = Viewer::new(cluster, served, app, !args.no_git);
+    let mut viewer = Viewer::new(cluster, served, app, !args.no_git, *printer);
     if args.watch {
         return super::watch::watch(&mut viewer, format).await;
     }
@@ -46,6 +47,6 @@ pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs) -> Result
         return super::watch::wait(&mut viewer, &args.wait, format).await;
     }
     let Some((_, report)) = viewer.look(true).await? else { return Err(viewer.app.not_found()) };
-    print(&report, format)?;
+    print(&report, format, printer)?;
     Ok(exit_code(&report))
 }

@@ -7,7 +7,6 @@
 //! it and of the sources of the Flux namespace.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use kube::api::DynamicObject;
@@ -31,7 +30,7 @@ use crate::flux::api::{
     FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY,
 };
 use crate::flux::bootstrap::SYNC_NAME;
-use crate::output::report;
+use crate::output::Printer;
 
 /// How many blocking objects a timeout names before it only counts the rest.
 const NAMED_AT_TIMEOUT: usize = 10;
@@ -71,6 +70,7 @@ struct Live {
     stores: Vec<Store>,
     triggers: Triggers,
     forbidden: Vec<String>,
+    printer: Printer,
 }
 
 impl Lookup for Live {
@@ -83,7 +83,7 @@ impl Lookup for Live {
 
 impl Live {
     /// Detects Flux (as `status` does) and starts one watch per kind in scope.
-    async fn start(cluster: Cluster, scope: &Scope) -> Result<Live> {
+    async fn start(cluster: Cluster, scope: &Scope, printer: Printer) -> Result<Live> {
         let detection = detect_flux(&cluster).await?;
         let served = detection.api_versions.clone();
         let runtime = runtime(detection);
@@ -117,9 +117,9 @@ impl Live {
             });
             followed.push(Followed { resource, namespace, selector });
         }
-        let mut triggers = Triggers::new(&cluster);
+        let mut triggers = Triggers::new(&cluster, printer);
         triggers.follow(followed);
-        Ok(Live { cluster, runtime, flux_namespace, stores, triggers, forbidden: Vec::new() })
+        Ok(Live { cluster, runtime, flux_namespace, stores, triggers, forbidden: Vec::new(), printer })
     }
 
     /// Waits for the watches to report a burst of changes and applies them.
@@ -155,7 +155,7 @@ impl Live {
                 store.listed = true;
                 let message = api_message(&error);
                 if store.extra {
-                    report::warning(&format!(
+                    self.printer.warning(&format!(
                         "cannot read the config repo sync in {}: {}: {message}",
                         self.flux_namespace, store.kind.plural
                     ));
@@ -165,7 +165,7 @@ impl Live {
             }
             Err(error) => {
                 let described = crate::diagnostic::describe_watch(&error);
-                report::detail(&format!("watch {}: {described}", store.kind.plural));
+                self.printer.detail(&format!("watch {}: {described}", store.kind.plural));
                 if !store.listed {
                     store.error = Some(described);
                 }
@@ -288,11 +288,11 @@ impl ClusterWait {
         }
         let head = match self.ask_head(sync).await {
             Ok(head) => {
-                report::detail(&format!("the config repo's branch is at {head}"));
+                self.live.printer.detail(&format!("the config repo's branch is at {head}"));
                 Some(head)
             }
             Err(why) => {
-                report::warning(&format!(
+                self.live.printer.warning(&format!(
                     "cannot ask the config repo for its branch head ({why}); waiting for the revision the GitRepository fetched"
                 ));
                 None
@@ -380,7 +380,7 @@ impl Waited for ClusterWait {
             self.live.runtime = runtime(detection);
         }
         let report = self.view.shown(self.live.report());
-        crate::output::write_stdout(&self.view.render(&report)?)
+        self.live.printer.data(&self.view.render(&report)?)
     }
 
     fn failed(&self, part: &Part, why: &str, grace_period: Duration) -> Error {
@@ -422,18 +422,24 @@ impl Waited for ClusterWait {
 /// `status --wait`: until the config repo sync is Ready at the wanted revision and every row in
 /// scope is Ready or suspended (exit 0), a row has failed for the grace period (exit 1), or the
 /// timeout passes (exit 1, naming what blocks). The screen is printed at the end either way.
-pub async fn wait_cluster(cluster: Cluster, scope: &Scope, view: View, args: &WaitArgs) -> Result<ExitCode> {
-    let live = Live::start(cluster, scope).await?;
+pub async fn wait_cluster(
+    cluster: Cluster,
+    scope: &Scope,
+    view: View,
+    args: &WaitArgs,
+    printer: Printer,
+) -> Result<ExitCode> {
+    let live = Live::start(cluster, scope, printer).await?;
     let mut waited = ClusterWait { live, view, revision: args.revision.clone(), head: None };
-    wait_until(&mut waited, "waiting for Flux to sync", args.limits()).await
+    wait_until(&mut waited, "waiting for Flux to sync", args.limits(), &printer).await
 }
 
 /// `status --watch`: the screen, then again on every change until interrupted. On a terminal the
 /// screen is redrawn in place; otherwise each row that changed is printed on its own (a table line,
 /// or a JSON or YAML document), as `kubectl get -w` does.
-pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View) -> Result<ExitCode> {
-    let mut live = Live::start(cluster, scope).await?;
-    let terminal = std::io::stdout().is_terminal();
+pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer: Printer) -> Result<ExitCode> {
+    let mut live = Live::start(cluster, scope, printer).await?;
+    let terminal = printer.redraws();
     let mut last: Option<Report> = None;
     loop {
         live.update().await;
@@ -450,7 +456,7 @@ pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View) -> Resul
             }
         };
         if !text.is_empty() {
-            crate::output::write_stdout(&text)?;
+            printer.data(&text)?;
         }
         last = Some(report);
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::{AppState, AppStatus, Report, shorten_revision};
 use crate::cli::OutputFormat;
 use crate::error::{ExitCode, Result};
-use crate::output::style::{Stream, Style};
+use crate::output::style::Style;
 use crate::output::table::Table;
 
 /// What the flags of `status` select and how the report is printed.
@@ -21,6 +21,8 @@ pub struct View {
     pub failed_only: bool,
     /// `--cluster-only`.
     pub cluster_only: bool,
+    /// How the table is decorated (the printer's stdout style).
+    pub style: Style,
 }
 
 impl View {
@@ -49,7 +51,7 @@ impl View {
                 self.all_namespaces,
                 self.format == OutputFormat::Wide,
                 self.headers,
-                Style::for_stream(Stream::Stdout),
+                self.style,
                 crate::duration::now(),
             )),
         }

@@ -24,8 +24,8 @@ use crate::flux::api::{self as flux_api, FluxKind, HELM_RELEASE, KUSTOMIZATION, 
 use crate::flux::status::FluxObject;
 use crate::git::Remote;
 use crate::git::log::{CommitInfo, show_commit};
-use crate::output::report;
-use crate::output::style::{Stream, Style};
+use crate::output::Printer;
+use crate::output::style::Style;
 
 /// Ready=False reasons that mean "waiting for something else", not a failure of the app itself.
 /// (kustomize-controller's `ArtifactFailed` is not one: it also means "path not found"; a source
@@ -158,15 +158,15 @@ pub fn exit_code(report: &AppReport) -> ExitCode {
 }
 
 /// Prints the report on stdout in the chosen format.
-pub(super) fn print(report: &AppReport, format: OutputFormat) -> Result<()> {
-    crate::output::write_stdout(&render(report, format)?)
+pub(super) fn print(report: &AppReport, format: OutputFormat, printer: &Printer) -> Result<()> {
+    printer.data(&render(report, format, printer.stdout_style())?)
 }
 
 /// The report as text in the chosen format (the tree for `table`).
-pub(super) fn render(report: &AppReport, format: OutputFormat) -> Result<String> {
+pub(super) fn render(report: &AppReport, format: OutputFormat, style: Style) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(report, format),
-        _ => Ok(render_tree(report, Style::for_stream(Stream::Stdout), duration::now())),
+        _ => Ok(render_tree(report, style, duration::now())),
     }
 }
 
@@ -176,13 +176,14 @@ pub(super) struct Viewer {
     pub(super) served: ServedApis,
     pub(super) app: AppRef,
     git: bool,
+    pub(super) printer: Printer,
     /// The last commit looked up, by hash; `None` inside when the lookup failed (warned once).
     commit: Option<(String, Option<CommitInfo>)>,
 }
 
 impl Viewer {
-    pub(super) fn new(cluster: Cluster, served: ServedApis, app: AppRef, git: bool) -> Viewer {
-        Viewer { cluster, served, app, git, commit: None }
+    pub(super) fn new(cluster: Cluster, served: ServedApis, app: AppRef, git: bool, printer: Printer) -> Viewer {
+        Viewer { cluster, served, app, git, printer, commit: None }
     }
 
     /// Reads the app and builds its report; `None` when it does not exist. `whole` reads its
@@ -206,7 +207,7 @@ impl Viewer {
         let info = match lookup_commit(&self.cluster, source, reference.as_deref(), &sha).await {
             Ok(info) => Some(info),
             Err(why) => {
-                report::warning(&format!("cannot show commit {}: {why}", &sha[..sha.len().min(12)]));
+                self.printer.warning(&format!("cannot show commit {}: {why}", &sha[..sha.len().min(12)]));
                 None
             }
         };

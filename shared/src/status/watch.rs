@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
@@ -28,8 +27,7 @@ use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{HELM_RELEASE, KUSTOMIZATION};
 use crate::flux::status::FluxObject;
-use crate::output::progress::Spinner;
-use crate::output::report;
+use crate::output::Printer;
 
 /// How long to let a burst of events settle before reading the app again (a reconcile changes
 /// several objects within moments).
@@ -73,6 +71,8 @@ pub(super) fn forbidden(error: &watcher::Error) -> bool {
 /// Watches merged into one stream of changes.
 pub(crate) struct Triggers {
     client: kube::Client,
+    /// Where watch errors are told (`-v`).
+    printer: Printer,
     /// Seconds each watch call may last.
     call: u32,
     following: Vec<Followed>,
@@ -82,7 +82,7 @@ pub(crate) struct Triggers {
 }
 
 impl Triggers {
-    pub(crate) fn new(cluster: &Cluster) -> Triggers {
+    pub(crate) fn new(cluster: &Cluster, printer: Printer) -> Triggers {
         let call = match cluster.request_timeout {
             Some(timeout) if timeout <= WATCH_CALL => timeout.saturating_sub(Duration::from_secs(5)),
             _ => WATCH_CALL,
@@ -90,6 +90,7 @@ impl Triggers {
         let call = u32::try_from(call.as_secs()).unwrap_or(u32::MAX).max(1);
         Triggers {
             client: cluster.client.clone(),
+            printer,
             call,
             following: Vec::new(),
             events: SelectAll::new(),
@@ -153,7 +154,9 @@ impl Triggers {
                 match event {
                     Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone) => changed = true,
                     Ok(Event::Init | Event::InitApply(_)) => {}
-                    Err(error) => report::detail(&format!("watch: {}", crate::diagnostic::describe_watch(&error))),
+                    Err(error) => {
+                        self.printer.detail(&format!("watch: {}", crate::diagnostic::describe_watch(&error)));
+                    }
                 }
             }
             if changed {
@@ -210,15 +213,16 @@ pub(super) const REDRAW: &str = "\x1b[H\x1b[2J";
 /// `--watch`: shows the app again on every change until interrupted. On a terminal the screen is
 /// redrawn in place; otherwise the report is printed again only when it changed.
 pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<ExitCode> {
-    let terminal = std::io::stdout().is_terminal();
-    let mut triggers = Triggers::new(&viewer.cluster);
+    let printer = viewer.printer;
+    let terminal = printer.redraws();
+    let mut triggers = Triggers::new(&viewer.cluster, printer);
     let mut shown: Option<Option<AppReport>> = None;
     loop {
         let looked = viewer.look(true).await?;
         let report = looked.as_ref().map(|(_, report)| report.clone());
         if shown.as_ref() != Some(&report) {
             let text = match &report {
-                Some(report) => render(report, format)?,
+                Some(report) => render(report, format, printer.stdout_style())?,
                 None => format!("{}\n", viewer.app.not_found()),
             };
             let text = match (terminal, &shown) {
@@ -226,7 +230,7 @@ pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<E
                 (false, Some(_)) if format == OutputFormat::Table => format!("\n{text}"),
                 (false, _) => text,
             };
-            crate::output::write_stdout(&text)?;
+            printer.data(&text)?;
             shown = Some(report);
         }
         triggers.follow(followed(viewer, looked.as_ref().map(|(g, _)| g)));
@@ -392,9 +396,14 @@ pub(crate) struct Limits {
 /// grace period (exit 1), or the timeout passes (exit 1, naming what blocks). What is waited
 /// for is printed at the end either way. A failure that heals (the part becomes Ready or at
 /// least healthy) or is retried at another revision restarts its grace period.
-pub(crate) async fn wait_until<W: Waited>(waited: &mut W, title: &str, limits: Limits) -> Result<ExitCode> {
+pub(crate) async fn wait_until<W: Waited>(
+    waited: &mut W,
+    title: &str,
+    limits: Limits,
+    printer: &Printer,
+) -> Result<ExitCode> {
     let deadline = Instant::now() + limits.timeout;
-    let mut spinner = Spinner::new(title);
+    let mut spinner = printer.spinner(title);
     // Since when each part fails, and at which revision.
     let mut failing: HashMap<W::Part, (Instant, Option<String>)> = HashMap::new();
     let mut last_why = String::new();
@@ -450,7 +459,7 @@ pub(crate) async fn wait_until<W: Waited>(waited: &mut W, title: &str, limits: L
             more => format!("{} (and {} more)", waiting[0].1, more - 1),
         };
         if why != last_why {
-            report::detail(&format!("waiting: {why}"));
+            printer.detail(&format!("waiting: {why}"));
             last_why.clone_from(&why);
         }
         spinner.tick(&why);
@@ -489,7 +498,7 @@ impl Waited for AppWait<'_> {
     /// Prints the app as it is at the end of a wait, commit included.
     async fn finish(&mut self) -> Result<()> {
         match self.viewer.look(true).await? {
-            Some((_, report)) => print(&report, self.format),
+            Some((_, report)) => print(&report, self.format, &self.viewer.printer),
             None => Ok(()),
         }
     }
@@ -527,9 +536,10 @@ impl Waited for AppWait<'_> {
 /// for the grace period (exit 1), or the timeout passes (exit 1, naming what blocks).
 pub(super) async fn wait(viewer: &mut Viewer, args: &WaitArgs, format: OutputFormat) -> Result<ExitCode> {
     let title = format!("waiting for app {}/{}", viewer.app.namespace, viewer.app.name);
-    let triggers = Triggers::new(&viewer.cluster);
+    let printer = viewer.printer;
+    let triggers = Triggers::new(&viewer.cluster, printer);
     let mut waited = AppWait { viewer, triggers, revision: args.revision.clone(), format };
-    wait_until(&mut waited, &title, args.limits()).await
+    wait_until(&mut waited, &title, args.limits(), &printer).await
 }
 
 /// Where to look next when something in `namespace` does not become ready.

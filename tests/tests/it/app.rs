@@ -250,8 +250,12 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     watcher.kill().unwrap();
     watcher.wait().unwrap();
     assert_eq!(row(&list(env), "podinfo")["suspended"], true);
-    let resumed = app(env, &env.kubeconfig, &["resume", "podinfo"]);
+    assert!(suspended.stderr.contains("pass --persist to record it"), "progress goes to stderr: {}", suspended.stderr);
+    // -q: data and errors only, no progress.
+    let resumed = app(env, &env.kubeconfig, &["resume", "podinfo", "-q"]);
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    assert_eq!(resumed.stderr, "", "-q prints no progress");
+    assert!(resumed.stdout.starts_with("app podinfo resumed"), "{}", resumed.stdout);
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
     // --persist records it in the cluster's overlay, through git.
     let before = remote_head(env, "fleet");

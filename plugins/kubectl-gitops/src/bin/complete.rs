@@ -5,8 +5,10 @@
 
 use std::ffi::OsString;
 
+use gitops_shared::cli::ColorChoice;
 use gitops_shared::completion::COMPLETE_ARG;
 use gitops_shared::error::Error;
+use gitops_shared::output::Printer;
 use gitops_shared::{plugin, runtime};
 
 fn main() -> std::process::ExitCode {
@@ -21,5 +23,6 @@ fn main() -> std::process::ExitCode {
         args.extend(std::env::args_os().skip(1));
         std::process::exit(plugin::run(&dispatcher, &args)?);
     })();
-    runtime::finish(outcome)
+    // No flags of ours reach this binary: errors look the default way.
+    runtime::finish(outcome, &Printer::new(ColorChoice::Auto, 0, 0))
 }

@@ -7,9 +7,11 @@ use serde_json::json;
 
 use super::*;
 use crate::cli::OutputFormat;
+use crate::output::style::Style;
 use crate::status::collect::Index;
 use crate::status::tests::detected;
 use crate::status::watch::Limits;
+use crate::testing::quiet;
 
 const OLD: &str = "main@sha1:1111111111111111111111111111111111111111";
 const NEW: &str = "main@sha1:2222222222222222222222222222222222222222";
@@ -163,7 +165,14 @@ fn rows_count_suspended_as_done_and_are_judged_at_what_their_source_offers() {
 }
 
 fn view() -> View {
-    View { format: OutputFormat::Table, all_namespaces: false, headers: true, failed_only: false, cluster_only: false }
+    View {
+        format: OutputFormat::Table,
+        all_namespaces: false,
+        headers: true,
+        failed_only: false,
+        cluster_only: false,
+        style: Style::plain(),
+    }
 }
 
 /// Feeds a complete list of `objects` to the watch of each kind, as a (re)started watch does.
@@ -202,7 +211,7 @@ fn parts(verdicts: &[(Part, Verdict)]) -> Vec<(String, &'static str)> {
 
 #[tokio::test]
 async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
-    let live = Live::start(detected().cluster(), &Scope::Namespace("flux-system".into())).await.unwrap();
+    let live = Live::start(detected().cluster(), &Scope::Namespace("flux-system".into()), quiet()).await.unwrap();
     assert_eq!(live.stores.len(), 6, "one watch per kind, the sync is in scope");
     let mut wait = ClusterWait { live, view: view(), revision: Some(NEW_SHA.into()), head: None };
     let verdicts = wait.look().await.unwrap();
@@ -278,7 +287,7 @@ async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
 
 #[tokio::test]
 async fn a_missing_sync_is_waited_for_and_forbidden_kinds_are_reported() {
-    let mut live = Live::start(detected().cluster(), &Scope::Namespace("team-a".into())).await.unwrap();
+    let mut live = Live::start(detected().cluster(), &Scope::Namespace("team-a".into()), quiet()).await.unwrap();
     assert_eq!(live.stores.iter().filter(|store| store.extra).count(), 3, "the sync is watched outside the scope");
     list(&mut live, &[]);
     let charts = store_of(&live, "HelmChart");
@@ -354,7 +363,7 @@ fn limits(timeout_ms: u64, grace_ms: u64) -> Limits {
 async fn a_failure_that_lasts_the_grace_period_ends_the_wait_early() {
     let mut script = Script::new(vec![vec![("a", Verdict::Ready), ("b", failing("r1"))]]);
     let started = std::time::Instant::now();
-    let error = wait_until(&mut script, "test", limits(10_000, 100)).await.unwrap_err();
+    let error = wait_until(&mut script, "test", limits(10_000, 100), &quiet()).await.unwrap_err();
     assert_eq!(error.to_string(), "b failed: broken at r1");
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert!(script.finished, "what is waited for is printed at the end");
@@ -368,7 +377,7 @@ async fn a_failure_that_heals_is_not_one() {
         vec![("a", waiting(false))],
         vec![("a", Verdict::Ready)],
     ]);
-    assert_eq!(wait_until(&mut script, "test", limits(10_000, 10_000)).await.unwrap(), ExitCode::Ok);
+    assert_eq!(wait_until(&mut script, "test", limits(10_000, 10_000), &quiet()).await.unwrap(), ExitCode::Ok);
     assert!(script.finished);
 }
 
@@ -385,16 +394,16 @@ async fn a_healthy_moment_or_another_attempt_restarts_the_grace_period() {
         ]
     });
     let mut script = Script::new(flapping.chain([vec![("a", waiting(false)), ("b", waiting(false))]]).collect());
-    let error = wait_until(&mut script, "test", limits(400, 150)).await.unwrap_err();
+    let error = wait_until(&mut script, "test", limits(400, 150), &quiet()).await.unwrap_err();
     assert!(error.to_string().starts_with("a: "), "{error}");
     // The timeout names every part that is not ready.
     let mut script = Script::new(vec![vec![("a", Verdict::Ready), ("b", waiting(false)), ("c", waiting(true))]]);
-    let error = wait_until(&mut script, "test", limits(100, 50)).await.unwrap_err();
+    let error = wait_until(&mut script, "test", limits(100, 50), &quiet()).await.unwrap_err();
     assert_eq!(error.to_string(), "b: on the way; c: on the way");
 }
 
 #[tokio::test]
 async fn nothing_to_wait_for_is_done_at_once() {
     let mut script = Script::new(vec![vec![]]);
-    assert_eq!(wait_until(&mut script, "test", limits(10_000, 100)).await.unwrap(), ExitCode::Ok);
+    assert_eq!(wait_until(&mut script, "test", limits(10_000, 100), &quiet()).await.unwrap(), ExitCode::Ok);
 }
