@@ -1,6 +1,7 @@
 //! Reading the Flux objects: one paginated LIST per kind, concurrently, then joining rows.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 
 use kube::Resource;
 use kube::api::{DynamicObject, ListParams};
@@ -83,8 +84,9 @@ pub(super) trait Lookup {
     /// What it holds.
     type Object: FluxObject;
 
-    /// The object with this key, when there is one.
-    fn find(&self, key: &Key) -> Option<&Self::Object>;
+    /// The object with this key, when there is one: a reference, or a shared pointer into a
+    /// watch's store.
+    fn find<'a>(&'a self, key: &Key) -> Option<impl Deref<Target = Self::Object> + use<'a, Self>>;
 }
 
 /// Listed objects by (kind, namespace, name).
@@ -93,7 +95,7 @@ pub(super) type Listing = HashMap<Key, Listed>;
 impl Lookup for Listing {
     type Object = Listed;
 
-    fn find(&self, key: &Key) -> Option<&Listed> {
+    fn find<'a>(&'a self, key: &Key) -> Option<impl Deref<Target = Listed> + use<'a>> {
         self.get(key)
     }
 }
@@ -101,7 +103,7 @@ impl Lookup for Listing {
 impl Lookup for Index {
     type Object = DynamicObject;
 
-    fn find(&self, key: &Key) -> Option<&DynamicObject> {
+    fn find<'a>(&'a self, key: &Key) -> Option<impl Deref<Target = DynamicObject> + use<'a>> {
         self.get(key)
     }
 }
@@ -200,16 +202,16 @@ pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResour
     Some(kind.at(version))
 }
 
-/// A listed (or watched) object with its kind set, which list items leave out and the index keys
-/// on, and [`prune`]d.
-pub(super) fn typed_and_pruned(mut object: DynamicObject, api_version: &str, kind: &FluxKind) -> DynamicObject {
+/// Sets a watched object's kind, which list items leave out and keys are made of, and
+/// [`prune`]s it.
+pub(super) fn type_and_prune(object: &mut DynamicObject, api_version: &str, kind: &FluxKind) {
     object.types = Some(kube::core::TypeMeta { api_version: api_version.to_string(), kind: kind.kind.to_string() });
-    prune(object)
+    prune(object);
 }
 
 /// Keeps only the fields a row (and a wait's judgement of it) reads, so that the watches' objects
 /// stay small (managed fields, annotations and most of spec and status are dropped).
-fn prune(mut object: DynamicObject) -> DynamicObject {
+fn prune(object: &mut DynamicObject) {
     let ours = object.is_ours();
     object.metadata = kube::core::ObjectMeta {
         name: object.metadata.name.take(),
@@ -251,7 +253,6 @@ fn prune(mut object: DynamicObject) -> DynamicObject {
         status.insert("conditions".to_string(), serde_json::Value::Array(vec![ready.clone()]));
     }
     object.data = serde_json::json!({"spec": spec, "status": status});
-    object
 }
 
 /// The objects of one LIST; a forbidden LIST is noted and skipped, other errors fail.
@@ -304,7 +305,11 @@ pub(super) fn reference(value: Option<&serde_json::Value>, default_kind: &str, n
 }
 
 /// A source named by `sourceRef`/`chartRef` (`namespace` defaults to the referrer's).
-fn referenced<'a, L: Lookup>(sources: &'a L, value: Option<Reference<'_>>, namespace: &str) -> Option<&'a L::Object> {
+fn referenced<'a, L: Lookup>(
+    sources: &'a L,
+    value: Option<Reference<'_>>,
+    namespace: &str,
+) -> Option<impl Deref<Target = L::Object> + 'a> {
     sources.find(&value?.key("", namespace)?)
 }
 
@@ -319,12 +324,12 @@ pub(super) fn kustomization_row<O: FluxObject>(object: &O, sources: &impl Lookup
     let oci = object.source_ref().and_then(|reference| reference.kind) == Some("OCIRepository");
     let applied = object.last_applied_revision().map(String::from);
     let (status, _, _, since) = ready(object);
-    let mut chain: Vec<ObjectStatus> = source.into_iter().map(artifact_status).collect();
+    let mut chain: Vec<ObjectStatus> = source.as_deref().into_iter().map(artifact_status).collect();
     chain.push(object_status(object, applied.clone()));
     row(
         object,
         if oci { AppKind::Oci } else { AppKind::Kustomize },
-        source,
+        source.as_deref(),
         applied,
         (status == "True").then_some(since).flatten(),
         chain,
@@ -337,15 +342,15 @@ pub(super) fn helm_release_row<O: FluxObject>(object: &O, sources: &impl Lookup<
     let source = match object.chart_ref() {
         Some(chart_ref) => {
             let source = referenced(sources, Some(chart_ref), namespace);
-            chain.extend(source.map(artifact_status));
+            chain.extend(source.as_deref().map(artifact_status));
             source
         }
         None => {
             let source_ref = object.chart_source_ref();
             let source = referenced(sources, source_ref, namespace);
             let source_namespace = source_ref.and_then(|r| r.namespace).unwrap_or(namespace);
-            chain.extend(source.map(artifact_status));
-            chain.extend(sources.find(&chart_key(object, source_namespace)).map(artifact_status));
+            chain.extend(source.as_deref().map(artifact_status));
+            chain.extend(sources.find(&chart_key(object, source_namespace)).as_deref().map(artifact_status));
             source
         }
     };
@@ -357,7 +362,7 @@ pub(super) fn helm_release_row<O: FluxObject>(object: &O, sources: &impl Lookup<
         .map(String::from);
     let last_deployed = deployed.and_then(|snapshot| snapshot.last_deployed).map(String::from);
     chain.push(object_status(object, applied.clone()));
-    row(object, AppKind::Helm, source, applied, last_deployed, chain)
+    row(object, AppKind::Helm, source.as_deref(), applied, last_deployed, chain)
 }
 
 /// The HelmChart of a HelmRelease's `spec.chart`: what `status.helmChart` names, else the name

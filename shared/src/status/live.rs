@@ -7,14 +7,18 @@
 //! it and of the sources of the Flux namespace.
 
 use std::collections::BTreeMap;
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::DynamicObject;
+use kube::discovery::ApiResource;
+use kube::runtime::reflector::{self, ObjectRef, store::Writer};
 use kube::runtime::watcher::{self, Event};
 
 use super::collect::{
     Key, Lookup, Scope, assemble, detect_flux, key, kustomization_row, reference, resource, runtime, text,
-    typed_and_pruned,
+    type_and_prune,
 };
 use super::render::View;
 use super::tree::{git_remote, run_git};
@@ -36,14 +40,14 @@ use crate::output::Printer;
 const NAMED_AT_TIMEOUT: usize = 10;
 
 /// The objects of one watch: a Flux kind, in scope or (`extra`) the sync's namespace out of scope.
+/// kube's reflector keeps them: a (re)started watch's list replaces them once it is complete.
 struct Store {
     kind: &'static FluxKind,
-    api_version: String,
+    resource: ApiResource,
     /// Watches the Flux namespace outside the scope, for the sync: its rows are not shown.
     extra: bool,
-    objects: BTreeMap<Key, DynamicObject>,
-    /// What a (re)started watch has listed so far; it replaces `objects` once complete.
-    building: Option<BTreeMap<Key, DynamicObject>>,
+    writer: Writer<DynamicObject>,
+    objects: reflector::Store<DynamicObject>,
     /// The first list completed (or was forbidden).
     listed: bool,
     /// Why the first list has not completed, when a watch call failed.
@@ -51,10 +55,21 @@ struct Store {
 }
 
 impl Store {
-    /// Sets the kind (list items come without it) and keeps only what a row reads.
-    fn prepare(&self, object: DynamicObject) -> (Key, DynamicObject) {
-        let object = typed_and_pruned(object, &self.api_version, self.kind);
-        (key(&object), object)
+    fn new(kind: &'static FluxKind, resource: ApiResource, extra: bool) -> Store {
+        let writer = Writer::new(resource.clone());
+        let objects = writer.as_reader();
+        Store { kind, resource, extra, writer, objects, listed: false, error: None }
+    }
+
+    /// Keeps a watch event's object the way rows read it (its kind set, pruned), then applies it.
+    fn apply(&mut self, event: Event<DynamicObject>) {
+        let (api_version, kind) = (self.resource.api_version.as_str(), self.kind);
+        let event = event.modify(|object| type_and_prune(object, api_version, kind));
+        self.writer.apply_watcher_event(&event);
+    }
+
+    fn get(&self, (_, namespace, name): &Key) -> Option<Arc<DynamicObject>> {
+        self.objects.get(&ObjectRef::new_with(name, self.resource.clone()).within(namespace))
     }
 
     fn is_app_kind(&self) -> bool {
@@ -76,8 +91,8 @@ struct Live {
 impl Lookup for Live {
     type Object = DynamicObject;
 
-    fn find(&self, key: &Key) -> Option<&DynamicObject> {
-        self.stores.iter().filter(|store| store.kind.kind == key.0).find_map(|store| store.objects.get(key))
+    fn find<'a>(&'a self, key: &Key) -> Option<impl Deref<Target = DynamicObject> + use<'a>> {
+        self.stores.iter().filter(|store| store.kind.kind == key.0).find_map(|store| store.get(key))
     }
 }
 
@@ -106,15 +121,7 @@ impl Live {
         let mut followed = Vec::new();
         for (kind, namespace, selector, extra) in wanted {
             let Some(resource) = resource(&served, kind) else { continue };
-            stores.push(Store {
-                kind,
-                api_version: resource.api_version.clone(),
-                extra,
-                objects: BTreeMap::new(),
-                building: None,
-                listed: false,
-                error: None,
-            });
+            stores.push(Store::new(kind, resource.clone(), extra));
             followed.push(Followed { resource, namespace, selector });
         }
         let mut triggers = Triggers::new(&cluster, printer);
@@ -132,26 +139,18 @@ impl Live {
     fn apply(&mut self, (index, event): Change) {
         let Some(store) = self.stores.get_mut(index) else { return };
         match event {
-            Ok(Event::Init) => store.building = Some(BTreeMap::new()),
-            Ok(Event::InitApply(object)) => {
-                let (key, object) = store.prepare(object);
-                store.building.get_or_insert_default().insert(key, object);
-            }
-            Ok(Event::InitDone) => {
-                store.objects = store.building.take().unwrap_or_default();
-                store.listed = true;
-                store.error = None;
-            }
-            Ok(Event::Apply(object)) => {
-                let (key, object) = store.prepare(object);
-                store.objects.insert(key, object);
-            }
-            Ok(Event::Delete(object)) => {
-                let (key, _) = store.prepare(object);
-                store.objects.remove(&key);
+            Ok(event) => {
+                let listed = matches!(event, Event::InitDone);
+                store.apply(event);
+                if listed {
+                    store.listed = true;
+                    store.error = None;
+                }
             }
             Err(error) if forbidden(&error) => {
-                store.objects.clear();
+                // An empty list: what was there can no longer be read.
+                store.apply(Event::Init);
+                store.apply(Event::InitDone);
                 store.listed = true;
                 let message = api_message(&error);
                 if store.extra {
@@ -189,9 +188,13 @@ impl Live {
 
     /// The listing as `status` shows it, from what the watches reported.
     fn report(&self) -> Report {
-        let apps =
-            self.stores.iter().filter(|store| !store.extra && store.is_app_kind()).flat_map(|s| s.objects.values());
-        assemble(self.runtime.clone(), apps, self, self.forbidden.clone())
+        let apps: Vec<Arc<DynamicObject>> = self
+            .stores
+            .iter()
+            .filter(|store| !store.extra && store.is_app_kind())
+            .flat_map(|store| store.objects.state())
+            .collect();
+        assemble(self.runtime.clone(), apps.iter().map(|app| &**app), self, self.forbidden.clone())
     }
 
     /// The config repo sync: Kustomization `flux-system` in the Flux namespace.
@@ -312,8 +315,8 @@ impl ClusterWait {
         let source_key = reference(Some(source_ref), "", &sync_namespace).ok_or("the sync's sourceRef has no name")?;
         let (_, namespace, name) = &source_key;
         let source = self.live.find(&source_key).ok_or(format!("GitRepository {namespace}/{name} not found"))?;
-        let branch = text(source, "/spec/ref/branch").ok_or("the GitRepository follows no branch")?;
-        let remote = git_remote(&self.live.cluster, source).await?;
+        let branch = text(&source, "/spec/ref/branch").ok_or("the GitRepository follows no branch")?;
+        let remote = git_remote(&self.live.cluster, &source).await?;
         let asked = branch.clone();
         match run_git(move || crate::git::remote_head(&remote, &asked)).await? {
             Some(head) => Ok(head),
@@ -339,7 +342,7 @@ impl Waited for ClusterWait {
         }
         let mut verdicts = Vec::new();
         let sync_key = self.live.sync_key();
-        match self.live.find(&sync_key).cloned() {
+        match self.live.find(&sync_key).map(|sync| (*sync).clone()) {
             Some(sync) => {
                 let row = kustomization_row(&sync, &self.live);
                 let target = self.target(&sync).await;
@@ -360,7 +363,7 @@ impl Waited for ClusterWait {
                     continue;
                 }
                 if let Some(object) = self.live.find(&key) {
-                    verdicts.push((Part::Row(key), judge_listed(object, row)));
+                    verdicts.push((Part::Row(key), judge_listed(&object, row)));
                 }
             }
         }
