@@ -1,8 +1,8 @@
 //! A local stand-in for the GitHub and GitLab REST APIs, for tests that must not reach the
 //! real services.
 //!
-//! [`StandIn::start`] runs a small HTTP/1.1 server on 127.0.0.1 (std only: one thread accepts,
-//! one thread per connection) that keeps an in-memory model of users, organizations or groups,
+//! [`StandIn::start`] runs an HTTP/1.1 server on 127.0.0.1 (hyper, on a tokio runtime of its own
+//! thread) over an in-memory model of users, organizations or groups,
 //! repositories, branches and their protection, deploy keys and pull (merge) requests, and
 //! answers the documented request shapes with the documented response shapes and status codes:
 //!
@@ -35,17 +35,21 @@
 //! on GitLab one subgroup, [`SUBGROUP`]; seed the rest with [`StandIn::add_repo`] and friends.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use gitops_shared::provider::{ProviderConfig, Token};
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 /// The token of the seeded user [`USER`].
 pub const TOKEN: &str = "standin-token-alice";
@@ -137,9 +141,9 @@ pub struct StandIn {
     /// `http://127.0.0.1:PORT/api/v4` for GitLab.
     pub base_url: String,
     kind: Kind,
-    addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
+    /// Ends the server when sent, or dropped.
+    _stop: oneshot::Sender<()>,
 }
 
 #[derive(Debug)]
@@ -218,7 +222,8 @@ fn no_content() -> Response {
 impl StandIn {
     /// Starts a stand-in for `kind` on a free port of 127.0.0.1.
     pub fn start(kind: Kind) -> StandIn {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.set_nonblocking(true).expect("a non-blocking listener");
         let addr = listener.local_addr().expect("local address");
         let origin = format!("http://{addr}");
         let base_url = match kind {
@@ -250,23 +255,17 @@ impl StandIn {
             state.add_group(SUBGROUP);
         }
         let state = Arc::new(Mutex::new(state));
-        let stop = Arc::new(AtomicBool::new(false));
-        {
-            let state = Arc::clone(&state);
-            let stop = Arc::clone(&stop);
-            thread::spawn(move || {
-                for connection in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = connection {
-                        let state = Arc::clone(&state);
-                        thread::spawn(move || serve(stream, &state));
-                    }
-                }
+        let (stop, stopped) = oneshot::channel();
+        let served = Arc::clone(&state);
+        thread::spawn(move || {
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+                serve(listener, served, stopped).await;
             });
-        }
-        StandIn { base_url, kind, addr, state, stop }
+        });
+        StandIn { base_url, kind, state, _stop: stop }
     }
 
     /// Which provider this stand-in imitates.
@@ -456,14 +455,6 @@ impl StandIn {
         let mut state = self.state();
         let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
         change(repo);
-    }
-}
-
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
     }
 }
 
@@ -713,14 +704,46 @@ impl Incoming {
     }
 }
 
-fn serve(stream: TcpStream, state: &Mutex<State>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(reader_stream) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(reader_stream);
-    let Some(incoming) = read_request(&mut reader) else {
-        return;
+/// Accepts connections until `stopped` fires (the stand-in was dropped); hyper reads each
+/// request, [`handle`] answers it from the model.
+async fn serve(listener: tokio::net::TcpListener, state: Arc<Mutex<State>>, mut stopped: oneshot::Receiver<()>) {
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue,
+            },
+            _ = &mut stopped => return,
+        };
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| answer(request, Arc::clone(&state)));
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+/// One request: the model's answer, after the delay a test arranged.
+async fn answer(
+    request: hyper::Request<hyper::body::Incoming>,
+    state: Arc<Mutex<State>>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map(|collected| collected.to_bytes().to_vec()).unwrap_or_default();
+    let incoming = Incoming {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts
+            .uri
+            .query()
+            .map(|query| form_urlencoded::parse(query.as_bytes()).into_owned().collect())
+            .unwrap_or_default(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+            .collect(),
+        body,
     };
     let (response, delay) = {
         let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -729,111 +752,13 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         (response, state.delay)
     };
     if !delay.is_zero() {
-        thread::sleep(delay);
+        tokio::time::sleep(delay).await;
     }
-    let _ = write_response(stream, &response);
-}
-
-fn read_request(reader: &mut impl BufRead) -> Option<Incoming> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let target = parts.next()?.to_string();
-    let mut headers = BTreeMap::new();
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).ok()? == 0 {
-            break;
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
-        }
-    }
-    let length: usize = headers.get("content-length").and_then(|value| value.parse().ok()).unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    let (path, query) = match target.split_once('?') {
-        Some((path, query)) => (path.to_string(), parse_query(query)),
-        None => (target, Vec::new()),
-    };
-    Some(Incoming { method, path, query, headers, body })
-}
-
-fn write_response(mut stream: TcpStream, response: &Response) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        response.status,
-        reason(response.status),
-        response.content_type,
-        response.body.len()
-    );
+    let mut built = hyper::Response::builder().status(response.status).header("content-type", response.content_type);
     for (name, value) in &response.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        built = built.header(name, value);
     }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&response.body)?;
-    stream.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        409 => "Conflict",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        _ => "Status",
-    }
-}
-
-fn hex_value(byte: u8) -> Option<u8> {
-    char::from(byte).to_digit(16).and_then(|digit| u8::try_from(digit).ok())
-}
-
-/// Decodes `%XX`; with `plus_is_space`, `+` too (form encoding, in queries).
-fn percent_decode(text: &str, plus_is_space: bool) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        match bytes[index] {
-            b'%' if index + 2 < bytes.len() => match (hex_value(bytes[index + 1]), hex_value(bytes[index + 2])) {
-                (Some(high), Some(low)) => {
-                    out.push(high * 16 + low);
-                    index += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' if plus_is_space => out.push(b' '),
-            byte => out.push(byte),
-        }
-        index += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn parse_query(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(key, true), percent_decode(value, true))
-        })
-        .collect()
+    Ok(built.body(Full::new(Bytes::from(response.body))).expect("a response from valid parts"))
 }
 
 fn redact(name: &str, value: &str) -> String {
@@ -954,7 +879,10 @@ struct Caller {
 
 /// The decoded segments of a raw path (split on literal `/` first, so `%2F` stays inside one).
 fn segments(path: &str) -> Vec<String> {
-    path.split('/').filter(|segment| !segment.is_empty()).map(|segment| percent_decode(segment, false)).collect()
+    path.split('/')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned())
+        .collect()
 }
 
 fn str_field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
@@ -1749,15 +1677,6 @@ mod tests {
     }
 
     #[test]
-    fn percent_decoding_handles_paths_and_forms() {
-        assert_eq!(percent_decode("acme%2Fplatform%2Ffleet", false), "acme/platform/fleet");
-        assert_eq!(percent_decode("a+b%3Ac", true), "a b:c");
-        assert_eq!(percent_decode("a+b", false), "a+b");
-        assert_eq!(percent_decode("100%", false), "100%");
-        assert_eq!(percent_decode("%zz", false), "%zz");
-    }
-
-    #[test]
     fn globs_match_like_protection_rules() {
         assert!(glob_matches("main", "main"));
         assert!(!glob_matches("main", "main2"));
@@ -1772,5 +1691,6 @@ mod tests {
             segments("/projects/acme%2Ffleet/repository/branches/feature%2Fx"),
             vec!["projects", "acme/fleet", "repository", "branches", "feature/x"]
         );
+        assert_eq!(segments("/projects/a+b/x%zz"), vec!["projects", "a+b", "x%zz"], "+ is a plus in a path");
     }
 }
