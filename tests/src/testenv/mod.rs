@@ -299,6 +299,13 @@ impl TestEnv {
                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
                     "--cidr=10.0.1.0/24".to_string(),
                     "--node-ip=127.0.0.1".to_string(),
+                    // The node's heartbeat is its Lease (the heartbeat-with-lease stage updates its
+                    // status only every 10 minutes). Without a lease, kwok patched the status about
+                    // once a minute, past the controller manager's 40 s grace period: the node went
+                    // NotReady for a few seconds each minute, the controller manager marked every
+                    // pod NotReady, and kwok (whose pod-ready stage runs once per pod) never made
+                    // them Ready again, so a Deployment of a long-lived environment stayed unready.
+                    "--node-lease-duration-seconds=40".to_string(),
                     format!("--server-address=127.0.0.1:{}", self.ports.kwok),
                 ],
             )?;

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use gitops_e2e::testenv::TestEnv;
-use gitops_e2e::testenv::process::run;
+use gitops_e2e::testenv::process::{run, wait_until};
 
 const CONVERGE: Duration = Duration::from_secs(120);
 
@@ -189,7 +189,7 @@ fn a_flux_controller_that_dies_is_restarted_and_ready_again() {
     let (restarts, pid) = env.restarts("notification-controller").expect("started as a restarted process");
     rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::KILL)
         .unwrap();
-    gitops_e2e::testenv::process::wait_until("the restart", Duration::from_secs(30), || {
+    wait_until("the restart", Duration::from_secs(30), || {
         Ok(env.restarts("notification-controller").is_some_and(|(now, _)| now == restarts + 1))
     })
     .unwrap();
@@ -209,4 +209,29 @@ fn a_flux_controller_that_dies_is_restarted_and_ready_again() {
         CONVERGE,
     )
     .unwrap();
+}
+
+/// A kubelet renews its node's Lease every few seconds; kwok must too. Without a lease, the
+/// fake node's only heartbeat came about once a minute, past the controller manager's grace
+/// period: the node went NotReady for a few seconds each minute, every pod was marked NotReady,
+/// and kwok never made them Ready again, so a long-lived environment's Deployments stayed unready
+/// ("Deployment flux-system/helm-controller is not ready after 5m0s").
+#[test]
+fn the_fake_node_renews_its_lease_and_stays_ready() {
+    let env = TestEnv::shared();
+    let renewed = || {
+        env.kubectl(&["get", "lease", "kwok-node-0", "-n", "kube-node-lease", "-o", "jsonpath={.spec.renewTime}"])
+            .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    wait_until("the node's lease", Duration::from_secs(30), || Ok(!renewed()?.is_empty())).unwrap();
+    let first = renewed().unwrap();
+    wait_until("the lease renewed", Duration::from_secs(30), || Ok(renewed()? != first)).unwrap();
+    let ready = env.kubectl_ok(&[
+        "get",
+        "node",
+        "kwok-node-0",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+    ]);
+    assert_eq!(ready.unwrap().trim(), "True");
 }
