@@ -60,22 +60,25 @@ fn push_app(env: &TestEnv) {
     );
 }
 
+// The fixtures reconcile every 10 minutes, longer than the test runs: a periodic reconcile marks
+// an app Ready=Unknown ("Reconciliation in progress") for a moment, and a screen taken then
+// counted a ready app as progressing.
 fn kustomization(name: &str, source: &str, path: &str, suspend: bool) -> String {
     let suspend = if suspend { "  suspend: true\n" } else { "" };
     format!(
-        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\n{LABELS}spec:\n  interval: 1m0s\n  path: {path}\n  prune: true\n{suspend}  sourceRef:\n    kind: GitRepository\n    name: {source}\n"
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\n{LABELS}spec:\n  interval: 10m0s\n  path: {path}\n  prune: true\n{suspend}  sourceRef:\n    kind: GitRepository\n    name: {source}\n"
     )
 }
 
 fn git_repository(name: &str, url: &str) -> String {
     format!(
-        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: {name}\n  namespace: flux-system\n{LABELS}spec:\n  interval: 1m0s\n  timeout: 5s\n  url: {url}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n"
+        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: {name}\n  namespace: flux-system\n{LABELS}spec:\n  interval: 10m0s\n  timeout: 5s\n  url: {url}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n"
     )
 }
 
 fn helm_release(name: &str, values: &str) -> String {
     format!(
-        "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: flux-system\n{LABELS}spec:\n  interval: 1m0s\n  install:\n    remediation:\n      retries: 0\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: local\n  values:\n{values}"
+        "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: flux-system\n{LABELS}spec:\n  interval: 10m0s\n  install:\n    remediation:\n      retries: 0\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: local\n  values:\n{values}"
     )
 }
 
@@ -98,7 +101,7 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     objects.push_str(&kustomization("paused", "apps", "./app", true));
     objects.push_str(&kustomization("bad-source", "unreachable", "./app", false));
     objects.push_str(&format!(
-        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: local\n  namespace: flux-system\n{LABELS}spec:\n  interval: 1m0s\n  url: {}\n",
+        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: local\n  namespace: flux-system\n{LABELS}spec:\n  interval: 10m0s\n  url: {}\n",
         env.helm.url
     ));
     objects.push_str(&helm_release("hello", "    greeting: hi\n"));
