@@ -1,8 +1,10 @@
 //! The command face of `kubectl gitops app status NAME`: its flags, and the run that picks a
-//! look (tree.rs), `--watch` or `--wait` (watch.rs). Kept apart so that the model and renderer
-//! (tree.rs) and the watch engine (watch.rs) do not import each other.
+//! look (app_reads.rs, tree.rs), `--watch` or `--wait` (watch.rs). Kept apart so that the model,
+//! reads and renderer and the watch engine (watch.rs) do not import each other.
 
-use super::tree::{AppRef, Viewer, exit_code, print, served_apis};
+use super::app_reads::{Viewer, served_apis};
+use super::app_report::{AppRef, exit_code};
+use super::tree::print;
 use super::watch::WaitArgs;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};

@@ -16,12 +16,12 @@ use kube::discovery::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, store::Writer};
 use kube::runtime::watcher::{self, Event};
 
+use super::app_reads::{git_remote, run_git};
 use super::collect::{
     Key, Lookup, Scope, assemble, detect_flux, key, kustomization_row, reference, resource, runtime, text,
     type_and_prune,
 };
 use super::render::View;
-use super::tree::{git_remote, run_git};
 use super::watch::{
     Change, Followed, REDRAW, Selector, Triggers, Verdict, WaitArgs, Waited, events_hint, forbidden, judge_row,
     revision_matches, wait_until,

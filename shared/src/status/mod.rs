@@ -7,6 +7,8 @@
 //! (live.rs), with the machinery `app status` waits and watches with (watch.rs).
 
 mod app_command;
+mod app_reads;
+mod app_report;
 mod collect;
 mod live;
 mod render;
@@ -16,10 +18,11 @@ pub(crate) mod watch;
 use serde::Serialize;
 
 pub use self::app_command::{AppStatusArgs, run_app_status};
+pub use self::app_report::{AppReport, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code};
 pub use self::collect::{Scope, collect, collect_detected};
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
-pub use self::tree::{AppReport, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code, render_tree};
+pub use self::tree::render_tree;
 pub use self::watch::WaitArgs;
 use crate::record::InstallRecord;
 

@@ -15,11 +15,11 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 
+use super::app_reads::{Viewer, WORKLOAD_KINDS, flux_kind, workload_resource};
+pub(crate) use super::app_report::WAITING_REASONS;
+use super::app_report::{AppReport, Gathered, describe, references};
 use super::collect::{key, resource, text};
-pub(crate) use super::tree::WAITING_REASONS;
-use super::tree::{
-    AppReport, Gathered, Viewer, WORKLOAD_KINDS, describe, flux_kind, print, references, render, workload_resource,
-};
+use super::tree::{print, render};
 use super::{AppState, AppStatus, ObjectStatus};
 use crate::cli::OutputFormat;
 use crate::cluster::{Cluster, is_forbidden};

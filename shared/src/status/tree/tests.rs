@@ -1,8 +1,12 @@
 //! app status against canned API responses: objects recorded from the real Flux v2.9.3 of the
 //! test environment, and hand-written variants of them (testdata/api/app-status/).
 
+use super::super::app_reads::{gather, served_apis};
+use super::super::app_report::*;
 use super::super::watch::{Verdict, judge, revision_matches};
 use super::*;
+use crate::error::ExitCode;
+use crate::git::log::CommitInfo;
 use crate::testing::FakeApi;
 
 const KUSTOMIZE: &str = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations";
