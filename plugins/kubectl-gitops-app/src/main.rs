@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 use gitops_shared::cli::GlobalArgs;
+use gitops_shared::cluster::Connection;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, AppStatusArgs};
@@ -53,7 +54,10 @@ fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops app", |cli: Cli, printer| async move {
         let global = &cli.global;
         let text = match &cli.command {
-            Command::Status(args) => return status::run_app_status(args, global, &printer).await,
+            Command::Status(args) => {
+                let connection = Connection::from_args(global, gitops_shared::timeouts::REQUEST);
+                return status::run_app_status(&args.request(global)?, &connection, &printer).await;
+            }
             Command::Add(args) => app::add(args, global, &printer).await?,
             Command::List(args) => app::list(args, global, &printer).await?,
             Command::Remove(args) => app::remove(args, global, &printer).await?,

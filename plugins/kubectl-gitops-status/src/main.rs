@@ -69,8 +69,8 @@ fn main() -> std::process::ExitCode {
         if cli.watch {
             return status::watch_cluster(cluster, &scope, view, printer).await;
         }
-        if cli.wait.wait {
-            return status::wait_cluster(cluster, &scope, view, &cli.wait, printer).await;
+        if let Some(wait) = cli.wait.request() {
+            return status::wait_cluster(cluster, &scope, view, &wait, printer).await;
         }
         let report = view.shown(status::collect(&cluster, &scope).await?);
         match format {

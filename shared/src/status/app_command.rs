@@ -5,7 +5,7 @@
 use super::app_reads::{Viewer, served_apis};
 use super::app_report::{AppRef, exit_code};
 use super::tree::print;
-use super::watch::WaitArgs;
+use super::watch::{WaitArgs, WaitRequest};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use crate::error::{ExitCode, Result};
@@ -29,26 +29,64 @@ pub struct AppStatusArgs {
     pub watch: bool,
 }
 
+impl AppStatusArgs {
+    /// The request these flags and the shared ones make; an `-o` it cannot print is refused here.
+    pub fn request(&self, global: &GlobalArgs) -> Result<AppStatusRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        let follow = match (self.watch, self.wait.request()) {
+            (true, _) => Follow::Watch,
+            (false, Some(wait)) => Follow::Wait(wait),
+            (false, None) => Follow::Once,
+        };
+        Ok(AppStatusRequest {
+            app: AppRef {
+                namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
+                name: self.name.clone(),
+            },
+            git: !self.no_git,
+            format,
+            follow,
+        })
+    }
+}
+
+/// `app status NAME`, resolved from its flags.
+#[derive(Debug, Clone)]
+pub struct AppStatusRequest {
+    app: AppRef,
+    /// Fetch the applied commit from git.
+    git: bool,
+    format: OutputFormat,
+    follow: Follow,
+}
+
+/// Whether `app status` looks once, keeps showing the app, or waits for it.
+#[derive(Debug, Clone)]
+enum Follow {
+    Once,
+    Watch,
+    Wait(WaitRequest),
+}
+
 /// Runs `kubectl gitops app status NAME`: prints the tree (or JSON/YAML) on stdout and returns
 /// 0 when the app is ready (or suspended, as `status` counts it), 1 otherwise. `--wait` and
 /// `--watch` are handled here too.
-pub async fn run_app_status(args: &AppStatusArgs, global: &GlobalArgs, printer: &Printer) -> Result<ExitCode> {
-    let format = global.output_format();
-    crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer).await?;
-    let app = AppRef {
-        namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
-        name: args.name.clone(),
-    };
+pub async fn run_app_status(
+    request: &AppStatusRequest,
+    connection: &Connection,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let cluster = Cluster::connect(connection, printer).await?;
     let served = served_apis(&cluster).await?;
-    let mut viewer = Viewer::new(cluster, served, app, !args.no_git, *printer);
-    if args.watch {
-        return super::watch::watch(&mut viewer, format).await;
+    let mut viewer = Viewer::new(cluster, served, request.app.clone(), request.git, *printer);
+    match &request.follow {
+        Follow::Watch => super::watch::watch(&mut viewer, request.format).await,
+        Follow::Wait(wait) => super::watch::wait(&mut viewer, wait, request.format).await,
+        Follow::Once => {
+            let Some((_, report)) = viewer.look(true).await? else { return Err(viewer.app.not_found()) };
+            print(&report, request.format, printer)?;
+            Ok(exit_code(&report))
+        }
     }
-    if args.wait.wait {
-        return super::watch::wait(&mut viewer, &args.wait, format).await;
-    }
-    let Some((_, report)) = viewer.look(true).await? else { return Err(viewer.app.not_found()) };
-    print(&report, format, printer)?;
-    Ok(exit_code(&report))
 }

@@ -23,7 +23,7 @@ use super::collect::{
 };
 use super::render::View;
 use super::watch::{
-    Change, Followed, REDRAW, Selector, Triggers, Verdict, WaitArgs, Waited, events_hint, forbidden, judge_row,
+    Change, Followed, REDRAW, Selector, Triggers, Verdict, WaitRequest, Waited, events_hint, forbidden, judge_row,
     revision_matches, wait_until,
 };
 use super::{AppKind, AppState, AppStatus, Report, Runtime};
@@ -429,12 +429,12 @@ pub async fn wait_cluster(
     cluster: Cluster,
     scope: &Scope,
     view: View,
-    args: &WaitArgs,
+    request: &WaitRequest,
     printer: Printer,
 ) -> Result<ExitCode> {
     let live = Live::start(cluster, scope, printer).await?;
-    let mut waited = ClusterWait { live, view, revision: args.revision.clone(), head: None };
-    wait_until(&mut waited, "waiting for Flux to sync", args.limits(), &printer).await
+    let mut waited = ClusterWait { live, view, revision: request.revision.clone(), head: None };
+    wait_until(&mut waited, "waiting for Flux to sync", request.limits, &printer).await
 }
 
 /// `status --watch`: the screen, then again on every change until interrupted. On a terminal the

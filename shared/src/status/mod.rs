@@ -17,13 +17,13 @@ pub(crate) mod watch;
 
 use serde::Serialize;
 
-pub use self::app_command::{AppStatusArgs, run_app_status};
+pub use self::app_command::{AppStatusArgs, AppStatusRequest, run_app_status};
 pub use self::app_report::{AppReport, InventoryItem, LastDeployed, Workload, exit_code as app_exit_code};
 pub use self::collect::{Scope, collect, collect_detected};
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
 pub use self::tree::render_tree;
-pub use self::watch::WaitArgs;
+pub use self::watch::{Limits, WaitArgs, WaitRequest};
 use crate::record::InstallRecord;
 
 /// How an app is deployed.

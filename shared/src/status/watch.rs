@@ -380,16 +380,31 @@ pub struct WaitArgs {
 }
 
 impl WaitArgs {
-    pub(super) fn limits(&self) -> Limits {
-        Limits { timeout: self.timeout, grace_period: self.grace_period }
+    /// The wait these flags ask for; `None` without `--wait`.
+    pub fn request(&self) -> Option<WaitRequest> {
+        self.wait.then(|| WaitRequest {
+            limits: Limits { timeout: self.timeout, grace_period: self.grace_period },
+            revision: self.revision.clone(),
+        })
     }
+}
+
+/// A wait as `status --wait` and `app status --wait` run it, resolved from [`WaitArgs`].
+#[derive(Debug, Clone)]
+pub struct WaitRequest {
+    /// `--timeout` and `--grace-period`.
+    pub limits: Limits,
+    /// `--revision`.
+    pub revision: Option<String>,
 }
 
 /// How long a wait waits, and how long a failure must last to end it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub(crate) timeout: Duration,
-    pub(crate) grace_period: Duration,
+pub struct Limits {
+    /// The whole wait.
+    pub timeout: Duration,
+    /// How long a failure must last.
+    pub grace_period: Duration,
 }
 
 /// Looks again on every change until every part is Ready (exit 0), a part has failed for the
@@ -534,12 +549,12 @@ impl Waited for AppWait<'_> {
 
 /// `app status NAME --wait`: until the app is Ready at the wanted revision (exit 0), has failed
 /// for the grace period (exit 1), or the timeout passes (exit 1, naming what blocks).
-pub(super) async fn wait(viewer: &mut Viewer, args: &WaitArgs, format: OutputFormat) -> Result<ExitCode> {
+pub(super) async fn wait(viewer: &mut Viewer, request: &WaitRequest, format: OutputFormat) -> Result<ExitCode> {
     let title = format!("waiting for app {}/{}", viewer.app.namespace, viewer.app.name);
     let printer = viewer.printer;
     let triggers = Triggers::new(&viewer.cluster, printer);
-    let mut waited = AppWait { viewer, triggers, revision: args.revision.clone(), format };
-    wait_until(&mut waited, &title, args.limits(), &printer).await
+    let mut waited = AppWait { viewer, triggers, revision: request.revision.clone(), format };
+    wait_until(&mut waited, &title, request.limits, &printer).await
 }
 
 /// Where to look next when something in `namespace` does not become ready.
