@@ -3,7 +3,6 @@
 use clap::{Parser, Subcommand};
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 use gitops_shared::cli::GlobalArgs;
-use gitops_shared::cluster::Connection;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, AppStatusArgs};
@@ -53,16 +52,16 @@ gitops_shared::command_line!(Cli);
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops app", |cli: Cli, printer| async move {
         let global = &cli.global;
+        let target = app::Target::from_args(global);
         let text = match &cli.command {
             Command::Status(args) => {
-                let connection = Connection::from_args(global, gitops_shared::timeouts::REQUEST);
-                return status::run_app_status(&args.request(global)?, &connection, &printer).await;
+                return status::run_app_status(&args.request(global)?, &target.connection, &printer).await;
             }
-            Command::Add(args) => app::add(args, global, &printer).await?,
-            Command::List(args) => app::list(args, global, &printer).await?,
-            Command::Remove(args) => app::remove(args, global, &printer).await?,
-            Command::Suspend(args) => app::suspend(args, global, true, &printer).await?,
-            Command::Resume(args) => app::suspend(args, global, false, &printer).await?,
+            Command::Add(args) => app::add(&args.request()?, &target, &printer).await?,
+            Command::List(args) => app::list(&args.request(global)?, &target, &printer).await?,
+            Command::Remove(args) => app::remove(&args.request()?, &target, &printer).await?,
+            Command::Suspend(args) => app::suspend(&args.request(true)?, &target, &printer).await?,
+            Command::Resume(args) => app::suspend(&args.request(false)?, &target, &printer).await?,
         };
         printer.data(&text)?;
         Ok(ExitCode::Ok)

@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use super::args::ListArgs;
 use super::layout::{self, ClusterDir};
+use super::settings::{ListRequest, Target};
 use super::{clone, context, plan};
-use crate::cli::{GlobalArgs, OutputFormat};
+use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::output::table::Table;
@@ -35,15 +35,10 @@ pub struct AppRow {
 }
 
 /// `app list`: returns the text to print.
-pub async fn list(args: &ListArgs, global: &GlobalArgs, printer: &Printer) -> Result<String> {
-    let format = global.output_format();
-    crate::output::ensure_supported(
-        format,
-        &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name],
-    )?;
-    let reads_repo = args.repo || args.cluster.is_some();
-    let context = context(global, &args.repo_access, reads_repo, printer).await?;
-    let scope = match (args.all_namespaces, &global.namespace) {
+pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Result<String> {
+    let (format, reads_repo) = (args.format, args.reads_repo);
+    let context = context(target, &args.repo, reads_repo, printer).await?;
+    let scope = match (args.all_namespaces, &target.namespace) {
         (true, _) => Scope::All,
         (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
         (false, None) => Scope::Namespace(context.namespace.clone()),
@@ -69,7 +64,7 @@ pub async fn list(args: &ListArgs, global: &GlobalArgs, printer: &Printer) -> Re
     if rows.is_empty() && matches!(format, OutputFormat::Table | OutputFormat::Wide) {
         printer.detail("no apps found");
     }
-    render(&rows, format, !global.no_headers)
+    render(&rows, format, args.headers)
 }
 
 fn live_row(app: &AppStatus, cluster: Option<&str>) -> AppRow {

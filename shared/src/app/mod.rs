@@ -1,7 +1,8 @@
 //! `kubectl gitops app`: add, list, remove, suspend and resume apps in the config repo.
 //!
 //! Every changing subcommand runs the same way:
-//! 1. validate the flags ([`spec::AppSpec::from_args`]): bad input stops here;
+//! 1. resolve the flags into a request ([`settings`], the app with [`spec::AppSpec::from_args`]):
+//!    bad input stops here;
 //! 2. resolve the context ([`context`]): the cluster, its install record, the config repo and
 //!    the provider in front of it; read-only checks (the repo exists, we may push);
 //! 3. clone the config branch into a temp dir and build a [`plan::Plan`];
@@ -12,6 +13,7 @@ mod deliver;
 pub mod layout;
 mod list;
 pub mod plan;
+pub mod settings;
 pub mod spec;
 
 use std::time::Duration;
@@ -23,14 +25,15 @@ pub use self::deliver::{ConfigRepo, HostedRepo};
 use self::layout::ClusterDir;
 pub use self::list::list;
 use self::plan::{Delivery, FileChange, Plan, SuspendPatch};
+use self::settings::{AddRequest, DeliveryMode, DeliverySettings, RemoveRequest, RepoSettings, SuspendRequest};
+pub use self::settings::{ListRequest, Target};
 use self::spec::{AppSpec, Versions};
-use crate::cli::GlobalArgs;
-use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
+use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
 use crate::detect::{self, ClusterState, Detection};
 use crate::env;
 use crate::error::{Error, Result};
 use crate::flux::api;
-use crate::git::{Auth, Checkout, Remote, Signature};
+use crate::git::{Auth, Checkout, Remote};
 use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::InstallRecord;
@@ -73,16 +76,12 @@ impl Context {
 
 /// Resolves the cluster and, with `needs_repo`, the config repo and how to reach it. Read-only.
 pub async fn context(
-    global: &GlobalArgs,
-    repo_args: &RepoArgs,
+    target: &Target,
+    repo_args: &RepoSettings,
     needs_repo: bool,
     printer: &Printer,
 ) -> Result<Context> {
-    // Bad input is refused before the cluster or the git server is asked anything.
-    if let Some(branch) = &repo_args.config_branch {
-        spec::validate_git_ref(branch, "--config-branch", "heads")?;
-    }
-    let connected = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer).await;
+    let connected = Cluster::connect(&target.connection, printer).await;
     let (cluster, detection) = match connected {
         Ok(cluster) => {
             let detection = detect::detect(&cluster).await?;
@@ -102,7 +101,7 @@ pub async fn context(
     let namespace = detection
         .as_ref()
         .and_then(|detection| detection.flux.as_ref().map(|flux| flux.namespace.clone()))
-        .or_else(|| global.namespace.clone())
+        .or_else(|| target.namespace.clone())
         .unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
     let versions = match &detection {
         Some(detection) if !detection.api_versions.is_empty() => Versions::served(detection.api_versions.clone()),
@@ -167,7 +166,7 @@ fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
 
 /// How we push: over SSH with the user's key (host keys checked, never trusted blindly), over
 /// HTTPS with the provider token or `GITOPS_GIT_PASSWORD`.
-fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: Option<&str>) -> Result<Remote> {
+fn push_remote(url: &str, args: &RepoSettings, hosted: Option<&HostedRepo>, pinned: Option<&str>) -> Result<Remote> {
     let parsed = parse_url(url)?;
     if parsed.scheme == "ssh" {
         let private_key = match &args.private_key_file {
@@ -201,14 +200,14 @@ fn push_remote(url: &str, args: &RepoArgs, hosted: Option<&HostedRepo>, pinned: 
 /// delivery applies (`--pr`, `--auto-merge`, or a pull request when the branch is protected).
 async fn delivery(
     repo: &ConfigRepo,
-    args: &DeliveryArgs,
+    args: &DeliverySettings,
     verb: &str,
     app: &str,
     files: &[FileChange],
     printer: &Printer,
 ) -> Result<Delivery> {
     let Some(hosted) = &repo.hosted else {
-        if args.pr {
+        if args.mode == DeliveryMode::PullRequest {
             return Err(Error::usage(
                 "--pr needs a config repo on GitHub or GitLab",
                 "install with --provider github|gitlab to get pull requests, or push directly (--auto-merge)",
@@ -233,11 +232,10 @@ async fn delivery(
         branch: format!("gitops/{verb}-{app}-{}", plan::change_hash(files)),
         noun: hosted.provider.kind().pull_request_noun(),
     };
-    if args.pr {
-        return Ok(pull_request);
-    }
-    if args.auto_merge {
-        return Ok(Delivery::Push);
+    match args.mode {
+        DeliveryMode::PullRequest => return Ok(pull_request),
+        DeliveryMode::Push => return Ok(Delivery::Push),
+        DeliveryMode::Auto => {}
     }
     if hosted.provider.is_branch_protected(&hosted.repo, &repo.branch).await? {
         let noun = hosted.provider.kind().pull_request_noun();
@@ -289,37 +287,19 @@ fn target_clusters(checkout: &Checkout, names: &[String], record: Option<&Instal
         .collect()
 }
 
-/// The commit author: `--author "Name <email>"`, else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL`.
-fn author_of(args: &DeliveryArgs) -> Result<Signature> {
-    let Some(text) = &args.author else {
-        return Ok(crate::publish::author());
-    };
-    let parsed = text.trim().strip_suffix('>').and_then(|rest| rest.split_once('<'));
-    match parsed {
-        Some((name, email)) if !name.trim().is_empty() && email.contains('@') => {
-            Ok(Signature { name: name.trim().to_string(), email: email.trim().to_string() })
-        }
-        _ => Err(Error::usage(
-            format!("--author {text:?} is not \"Name <email>\""),
-            "e.g. --author \"Jo Doe <jo@example.com>\"",
-        )),
-    }
-}
-
 /// `app add`.
-pub async fn add(args: &AddArgs, global: &GlobalArgs, printer: &Printer) -> Result<String> {
-    let spec = AppSpec::from_args(args)?;
+pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Result<String> {
+    let (spec, args) = (&request.spec, request);
     if args.export {
-        let namespace = global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
+        let namespace = target.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
         return spec.export(&namespace);
     }
-    let author = author_of(&args.delivery)?;
-    let context = context(global, &args.repo, true, printer).await?;
+    let context = context(target, &args.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let per_cluster_values = !args.clusters.is_empty();
     let build = |checkout: &Checkout| {
-        add_changes(&spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
+        add_changes(spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
     };
     let files = build(&checkout)?;
     let cluster_list = clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ");
@@ -350,7 +330,6 @@ pub async fn add(args: &AddArgs, global: &GlobalArgs, printer: &Printer) -> Resu
             .then(|| format!("wait until {release} {}/{} is Ready at the pushed commit", context.namespace, spec.name)),
         notes: Vec::new(),
         wants_ready: true,
-        author,
         already_there: Some(format!(
             "app {} is already in the config repo for {cluster_list}; nothing to change\n",
             spec.name
@@ -403,10 +382,8 @@ fn add_changes(
 }
 
 /// `app remove`.
-pub async fn remove(args: &RemoveArgs, global: &GlobalArgs, printer: &Printer) -> Result<String> {
-    crate::names::validate_name(&args.name, "app name")?;
-    let author = author_of(&args.delivery)?;
-    let context = context(global, &args.repo, true, printer).await?;
+pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
+    let context = context(target, &args.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
@@ -445,7 +422,6 @@ pub async fn remove(args: &RemoveArgs, global: &GlobalArgs, printer: &Printer) -
         notes,
         wants_ready: false,
         already_there: None,
-        author,
     };
     drive(&context, &args.delivery, change, Some(checkout), &build).await
 }
@@ -477,10 +453,9 @@ fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Re
 }
 
 /// `app suspend` (`suspend = true`) and `app resume`.
-pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool, printer: &Printer) -> Result<String> {
-    crate::names::validate_name(&args.name, "app name")?;
-    let author = author_of(&args.delivery)?;
-    let context = context(global, &args.repo, args.persist, printer).await?;
+pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) -> Result<String> {
+    let suspend = args.suspend;
+    let context = context(target, &args.repo, args.persist, printer).await?;
     let patches = suspend_patches(context.cluster()?, &context, &args.name, suspend).await?;
     let replan = |checkout: &Checkout| {
         let clusters = target_clusters(checkout, &[], context.record())?;
@@ -514,7 +489,6 @@ pub async fn suspend(args: &SuspendArgs, global: &GlobalArgs, suspend: bool, pri
         },
         wants_ready: false,
         already_there: None,
-        author,
     };
     drive(&context, &args.delivery, change, checkout, &replan).await
 }
@@ -589,8 +563,6 @@ struct Change<'a> {
     wants_ready: bool,
     /// The answer when the config repo already holds the change (`None`: not a question).
     already_there: Option<String>,
-    /// Who commits (`--author`, checked before any I/O).
-    author: Signature,
 }
 
 /// The one driver of add, remove, suspend and resume: plans the change (how it is delivered),
@@ -598,7 +570,7 @@ struct Change<'a> {
 /// the commit, re-planned with `replan` on a refused push) and waits when asked.
 async fn drive(
     context: &Context,
-    args: &DeliveryArgs,
+    args: &DeliverySettings,
     change: Change<'_>,
     checkout: Option<Checkout>,
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
@@ -637,7 +609,7 @@ async fn drive(
     };
     let cluster = context.cluster.as_ref();
     let outcome =
-        deliver::execute(&plan, target, &change.author, cluster, replan, args.timeout, &context.printer).await?;
+        deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
     finish(context, &plan, &outcome, change.app, change.done, args.timeout, change.wants_ready).await
 }
 

@@ -208,7 +208,7 @@ fn the_branch_hash_follows_the_change() {
 fn authors_are_name_and_email() {
     let delivery = |author: &str| {
         let parsed = Add::try_parse_from(["add", "web", "--url", "https://example.com/x", "--author", author]).unwrap();
-        author_of(&parsed.add.delivery)
+        parsed.add.request().map(|request| request.delivery.author)
     };
     let jo = delivery("Jo Doe <jo@example.com>").unwrap();
     assert_eq!((jo.name.as_str(), jo.email.as_str()), ("Jo Doe", "jo@example.com"));

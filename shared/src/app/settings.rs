@@ -1,0 +1,245 @@
+//! The `app` flags (args.rs) resolved into requests before any command code runs: every flag
+//! checked (a bad one stops here, before the cluster or the git server is asked anything),
+//! defaults applied, the author parsed. The commands in mod.rs and list.rs see these, never
+//! clap's structs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::args::{AddArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
+use super::spec::{self, AppSpec};
+use crate::cli::{GlobalArgs, OutputFormat};
+use crate::cluster::Connection;
+use crate::error::{Error, Result};
+use crate::git::Signature;
+
+/// Where the commands act: the cluster and the namespace `-n` asks for.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// How to reach the cluster.
+    pub connection: Connection,
+    /// `-n`: the Flux namespace when the cluster does not tell.
+    pub namespace: Option<String>,
+}
+
+impl Target {
+    /// The target the shared flags name.
+    pub fn from_args(global: &GlobalArgs) -> Target {
+        Target {
+            connection: Connection::from_args(global, crate::timeouts::REQUEST),
+            namespace: global.namespace.clone(),
+        }
+    }
+}
+
+/// How to reach the config repo; unset fields default to the install record's.
+#[derive(Debug, Clone, Default)]
+pub struct RepoSettings {
+    /// `--config-repo`.
+    pub config_repo: Option<String>,
+    /// `--config-branch`, checked to be a valid branch name.
+    pub config_branch: Option<String>,
+    /// `--private-key-file`.
+    pub private_key_file: Option<PathBuf>,
+    /// `--known-hosts-file`.
+    pub known_hosts_file: Option<PathBuf>,
+}
+
+impl RepoArgs {
+    fn settings(&self) -> Result<RepoSettings> {
+        if let Some(branch) = &self.config_branch {
+            spec::validate_git_ref(branch, "--config-branch", "heads")?;
+        }
+        Ok(RepoSettings {
+            config_repo: self.config_repo.clone(),
+            config_branch: self.config_branch.clone(),
+            private_key_file: self.private_key_file.clone(),
+            known_hosts_file: self.known_hosts_file.clone(),
+        })
+    }
+}
+
+/// How a change reaches the config repo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryMode {
+    /// Push, unless the provider says the branch is protected: then a pull request.
+    Auto,
+    /// `--auto-merge`: push.
+    Push,
+    /// `--pr`: a pull request.
+    PullRequest,
+}
+
+/// How a change is delivered, and what happens after.
+#[derive(Debug, Clone)]
+pub struct DeliverySettings {
+    /// Push or pull request.
+    pub mode: DeliveryMode,
+    /// `-m`: the commit message, else one that says what changed.
+    pub message: Option<String>,
+    /// `--author`, else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL`, else kubectl-gitops.
+    pub author: Signature,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// `--wait`.
+    pub wait: bool,
+    /// `--timeout`: of `--wait`, and of retrying refused pushes.
+    pub timeout: Duration,
+}
+
+impl DeliveryArgs {
+    fn settings(&self) -> Result<DeliverySettings> {
+        let mode = match (self.pr, self.auto_merge) {
+            (true, _) => DeliveryMode::PullRequest,
+            (false, true) => DeliveryMode::Push,
+            (false, false) => DeliveryMode::Auto,
+        };
+        Ok(DeliverySettings {
+            mode,
+            message: self.message.clone(),
+            author: author(self.author.as_deref())?,
+            dry_run: self.dry_run,
+            wait: self.wait,
+            timeout: self.timeout,
+        })
+    }
+}
+
+/// The commit author: `--author "Name <email>"`, else `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL`.
+fn author(text: Option<&str>) -> Result<Signature> {
+    let Some(text) = text else {
+        return Ok(crate::publish::author());
+    };
+    let parsed = text.trim().strip_suffix('>').and_then(|rest| rest.split_once('<'));
+    match parsed {
+        Some((name, email)) if !name.trim().is_empty() && email.contains('@') => {
+            Ok(Signature { name: name.trim().to_string(), email: email.trim().to_string() })
+        }
+        _ => Err(Error::usage(
+            format!("--author {text:?} is not \"Name <email>\""),
+            "e.g. --author \"Jo Doe <jo@example.com>\"",
+        )),
+    }
+}
+
+/// `app add`.
+#[derive(Debug, Clone)]
+pub struct AddRequest {
+    /// The app, validated.
+    pub spec: AppSpec,
+    /// `--export`: print the Flux objects, touch nothing.
+    pub export: bool,
+    /// `--cluster`: the clusters to add it to (default: the current one); values go per cluster.
+    pub clusters: Vec<String>,
+    /// `--update`: replace a different definition.
+    pub update: bool,
+    /// The config repo.
+    pub repo: RepoSettings,
+    /// The delivery.
+    pub delivery: DeliverySettings,
+}
+
+impl AddArgs {
+    /// The request these flags make.
+    pub fn request(&self) -> Result<AddRequest> {
+        Ok(AddRequest {
+            spec: AppSpec::from_args(self)?,
+            delivery: self.delivery.settings()?,
+            repo: self.repo.settings()?,
+            export: self.export,
+            clusters: self.clusters.clone(),
+            update: self.update,
+        })
+    }
+}
+
+/// `app remove`.
+#[derive(Debug, Clone)]
+pub struct RemoveRequest {
+    /// The app, a valid name.
+    pub name: String,
+    /// `--cluster`: remove it from these only (default: the current cluster).
+    pub clusters: Vec<String>,
+    /// The config repo.
+    pub repo: RepoSettings,
+    /// The delivery.
+    pub delivery: DeliverySettings,
+}
+
+impl RemoveArgs {
+    /// The request these flags make.
+    pub fn request(&self) -> Result<RemoveRequest> {
+        crate::names::validate_name(&self.name, "app name")?;
+        Ok(RemoveRequest {
+            name: self.name.clone(),
+            delivery: self.delivery.settings()?,
+            repo: self.repo.settings()?,
+            clusters: self.clusters.clone(),
+        })
+    }
+}
+
+/// `app suspend` and `app resume`.
+#[derive(Debug, Clone)]
+pub struct SuspendRequest {
+    /// The app, a valid name.
+    pub name: String,
+    /// `true` for suspend, `false` for resume.
+    pub suspend: bool,
+    /// `--persist`: record it in the config repo too.
+    pub persist: bool,
+    /// The config repo.
+    pub repo: RepoSettings,
+    /// The delivery.
+    pub delivery: DeliverySettings,
+}
+
+impl SuspendArgs {
+    /// The request of `app suspend` (`suspend`) or `app resume`.
+    pub fn request(&self, suspend: bool) -> Result<SuspendRequest> {
+        crate::names::validate_name(&self.name, "app name")?;
+        Ok(SuspendRequest {
+            name: self.name.clone(),
+            suspend,
+            delivery: self.delivery.settings()?,
+            repo: self.repo.settings()?,
+            persist: self.persist,
+        })
+    }
+}
+
+/// `app list`.
+#[derive(Debug, Clone)]
+pub struct ListRequest {
+    /// `-A`.
+    pub all_namespaces: bool,
+    /// `--cluster`: the apps the config repo lists for this cluster.
+    pub cluster: Option<String>,
+    /// `--repo` (or `--cluster`): read the config repo.
+    pub reads_repo: bool,
+    /// The config repo.
+    pub repo: RepoSettings,
+    /// `-o`, one `app list` prints.
+    pub format: OutputFormat,
+    /// Column headers (`--no-headers` turns them off).
+    pub headers: bool,
+}
+
+impl ListArgs {
+    /// The request these flags and the shared ones make.
+    pub fn request(&self, global: &GlobalArgs) -> Result<ListRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(
+            format,
+            &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name],
+        )?;
+        Ok(ListRequest {
+            all_namespaces: self.all_namespaces,
+            cluster: self.cluster.clone(),
+            reads_repo: self.repo || self.cluster.is_some(),
+            repo: self.repo_access.settings()?,
+            format,
+            headers: !global.no_headers,
+        })
+    }
+}
