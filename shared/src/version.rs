@@ -2,7 +2,6 @@
 
 use serde::Serialize;
 
-use crate::cli::GlobalArgs;
 use crate::cluster::{Cluster, Connection};
 use crate::detect::{self, ClusterState};
 use crate::flux;
@@ -58,7 +57,7 @@ pub fn client() -> ClientVersion {
 }
 
 /// Asks the cluster for its versions; never fails, the reason goes into `error`.
-pub async fn report(args: &GlobalArgs, printer: &crate::output::Printer) -> VersionReport {
+pub async fn report(connection: &Connection, printer: &crate::output::Printer) -> VersionReport {
     let unreachable = |error: String| ServerVersion {
         reachable: false,
         kubernetes_version: None,
@@ -66,7 +65,7 @@ pub async fn report(args: &GlobalArgs, printer: &crate::output::Printer) -> Vers
         flux_namespace: None,
         error: Some(error),
     };
-    let server = match Cluster::connect(&Connection::from_args(args, crate::timeouts::PROBE), printer).await {
+    let server = match Cluster::connect(connection, printer).await {
         Err(error) => unreachable(error.to_string()),
         Ok(cluster) => match detect::detect(&cluster).await {
             Err(error) => unreachable(error.to_string()),

@@ -8,10 +8,11 @@ use std::ffi::OsString;
 
 use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Subcommand};
 use gitops_shared::cli::{ColorChoice, GlobalArgs, OutputFormat};
+use gitops_shared::cluster::Connection;
 use gitops_shared::completion::{self, COMPLETE_ARG, Shell};
 use gitops_shared::error::{Error, ExitCode};
 use gitops_shared::output::{self, Printer};
-use gitops_shared::{plugin, runtime, version};
+use gitops_shared::{plugin, runtime, timeouts, version};
 
 /// What the dispatcher answers itself.
 #[derive(Debug, Subcommand)]
@@ -155,7 +156,8 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs, printer: Printer) -> 
         Builtin::Version => {
             let format = global.output_format();
             output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-            let report = version::report(&global, &printer).await;
+            let connection = Connection::from_args(&global, timeouts::PROBE);
+            let report = version::report(&connection, &printer).await;
             match format {
                 OutputFormat::Table => printer.data(&version::render_text(&report))?,
                 _ => printer.structured(&report, format)?,
