@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use similar::TextDiff;
+
 use crate::error::{Error, Result};
 use crate::git::Checkout;
 
@@ -77,6 +79,30 @@ pub fn files_under(checkout: &Checkout, dir: &str) -> Result<Vec<String>> {
     }
     found.sort();
     Ok(found)
+}
+
+/// The start of every `--dry-run`: the steps, numbered as execution names them.
+pub fn render_steps<'a>(steps: impl IntoIterator<Item = &'a str>) -> String {
+    let mut text = String::from("Plan:\n");
+    for (number, words) in steps.into_iter().enumerate() {
+        text.push_str(&format!("  {}. {words}\n", number + 1));
+    }
+    text
+}
+
+/// `git diff`-style text of one file change.
+pub fn unified_diff(file: &FileChange) -> String {
+    let before = file.before.as_deref().unwrap_or_default();
+    let after = file.after.as_deref().unwrap_or_default();
+    let old_name = if file.before.is_some() { format!("a/{}", file.path) } else { "/dev/null".to_string() };
+    let new_name = if file.after.is_some() { format!("b/{}", file.path) } else { "/dev/null".to_string() };
+    let diff = TextDiff::from_lines(before, after);
+    let mut text = format!("diff --git a/{0} b/{0}\n", file.path);
+    text.push_str(&diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string());
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
 }
 
 /// Runs a plan's steps in order, each given with its words (what `--dry-run` numbered); `run`

@@ -2,8 +2,6 @@
 //! is delivered, the objects patched in the cluster. `--dry-run` prints it; execution
 //! ([`super::deliver`]) consumes the same value, so the two cannot drift apart.
 
-use similar::TextDiff;
-
 pub use crate::plan::{FileChange, diff, files_under, read};
 
 /// One thing an `app` command does, in order.
@@ -134,10 +132,7 @@ impl Plan {
             text.push_str("Nothing to change: the config repo already holds this.\n");
             return text;
         }
-        text.push_str("Plan:\n");
-        for (number, (_, words)) in self.steps().iter().enumerate() {
-            text.push_str(&format!("  {}. {words}\n", number + 1));
-        }
+        text.push_str(&crate::plan::render_steps(self.steps().iter().map(|(_, words)| words.as_str())));
         for note in &self.notes {
             text.push_str(&format!("Note: {note}\n"));
         }
@@ -145,7 +140,7 @@ impl Plan {
             text.push('\n');
         }
         for file in &self.files {
-            text.push_str(&unified_diff(file));
+            text.push_str(&crate::plan::unified_diff(file));
         }
         text
     }
@@ -164,21 +159,6 @@ impl Plan {
         }
         body
     }
-}
-
-/// `git diff`-style text of one file change.
-pub fn unified_diff(file: &FileChange) -> String {
-    let before = file.before.as_deref().unwrap_or_default();
-    let after = file.after.as_deref().unwrap_or_default();
-    let old_name = if file.before.is_some() { format!("a/{}", file.path) } else { "/dev/null".to_string() };
-    let new_name = if file.after.is_some() { format!("b/{}", file.path) } else { "/dev/null".to_string() };
-    let diff = TextDiff::from_lines(before, after);
-    let mut text = format!("diff --git a/{0} b/{0}\n", file.path);
-    text.push_str(&diff.unified_diff().context_radius(3).header(&old_name, &new_name).to_string());
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
 }
 
 /// The short hash naming a pull request branch: the git hash of the change's paths and contents.

@@ -26,6 +26,7 @@ use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::git::Checkout;
 use crate::names::{normalize_path, sanitize_name, validate_name};
 use crate::output::Printer;
+use crate::plan::FileChange;
 use crate::record::{self, InstallRecord};
 use crate::yaml;
 
@@ -105,6 +106,8 @@ impl Request {
 pub struct PlannedFile {
     /// Path from the repo root.
     pub path: String,
+    /// The contents in the repo now; `None` when the file is new.
+    pub before: Option<String>,
     /// The new contents.
     pub contents: String,
     /// Whether it is new, changed or already as wanted.
@@ -333,15 +336,15 @@ impl Plan {
         }
         let mut files = Vec::new();
         for (path, contents) in wanted {
-            let current = inspection.read(&path)?;
-            let change = match current {
+            let before = inspection.read(&path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+            let change = match &before {
                 None => FileState::Added,
-                Some(bytes) if bytes == contents.as_bytes() => FileState::Unchanged,
+                Some(text) if *text == contents => FileState::Unchanged,
                 // The apps list belongs to `app add` once it exists: never overwrite it.
                 Some(_) if path.ends_with("apps/kustomization.yaml") => continue,
                 Some(_) => FileState::Modified,
             };
-            files.push(PlannedFile { path, contents, change });
+            files.push(PlannedFile { path, before, contents, change });
         }
 
         let mut sync_objects = yaml::documents_from_str(&sync_text).map_err(Error::Internal)?;
@@ -402,15 +405,12 @@ impl Plan {
                 self.url, self.request.branch, self.request.path
             ));
         }
-        text.push_str("Steps:\n");
         let mut described: Vec<String> = Vec::new();
         if self.creates_repository {
             described.push(describe_creation(self.hosted_repo.as_deref().unwrap_or_default(), self.request.private));
         }
         described.extend(self.steps.iter().map(|step| step.describe(self)));
-        for (number, step) in described.iter().enumerate() {
-            text.push_str(&format!("  {}. {step}\n", number + 1));
-        }
+        text.push_str(&crate::plan::render_steps(described.iter().map(String::as_str)));
         text.push_str("\nFiles in the repo:\n");
         for file in &self.files {
             let state = match file.change {
@@ -434,12 +434,15 @@ impl Plan {
                 text.push_str(&format!("  {}\n", crate::apply::object_ref(document)));
             }
         }
+        text.push('\n');
         for file in self.changed_files() {
             if file.path.ends_with("gotk-components.yaml") {
-                text.push_str(&format!("\n# {} ({} documents, not shown)\n", file.path, self.components.len()));
+                text.push_str(&format!("# {} ({} documents, not shown)\n", file.path, self.components.len()));
                 continue;
             }
-            text.push_str(&format!("\n# {}\n{}", file.path, file.contents));
+            let change =
+                FileChange { path: file.path.clone(), before: file.before.clone(), after: Some(file.contents.clone()) };
+            text.push_str(&crate::plan::unified_diff(&change));
         }
         if self.steps.iter().any(|s| matches!(s, Step::ApplySecret)) {
             text.push_str(&format!("\n# Secret {}/{SYNC_NAME}\n", self.request.namespace));

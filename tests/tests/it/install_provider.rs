@@ -58,7 +58,7 @@ fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
 
     let dry = install(env, &standin, "github", &[&args[..], &["--components-file", components, "--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}", dry.stderr);
-    assert!(dry.stdout.starts_with("Steps:\n  1. create the private repository acme/fleet through the provider's API\n  2. add deploy key SHA256:"), "{}", dry.stdout);
+    assert!(dry.stdout.starts_with("Plan:\n  1. create the private repository acme/fleet through the provider's API\n  2. add deploy key SHA256:"), "{}", dry.stdout);
     assert_eq!(write_lines(&standin), Vec::<String>::new(), "--dry-run wrote nothing to the provider");
 
     let run = install(env, &standin, "github", &[&args[..], &["--components-file", components, "--no-wait"]].concat());
