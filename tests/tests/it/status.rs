@@ -19,6 +19,19 @@ fn status(env: &TestEnv, args: &[&str]) -> Run {
     Run::of(Command::new(binaries::path("kubectl-gitops-status")).args(args).env("KUBECONFIG", &env.kubeconfig))
 }
 
+/// A command run again until `settled` holds, for at most a minute: helm-controller retries a
+/// failing install with a backoff, and the release shows as progressing for a moment each time.
+fn settled(command: impl Fn() -> Run, settled: impl Fn(&Run) -> bool) -> Run {
+    let started = Instant::now();
+    loop {
+        let run = command();
+        if settled(&run) || started.elapsed() > Duration::from_secs(60) {
+            return run;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 fn app_status(env: &TestEnv, args: &[&str]) -> Run {
     Run::of(
         Command::new(binaries::path("kubectl-gitops-app")).arg("status").args(args).env("KUBECONFIG", &env.kubeconfig),
@@ -164,7 +177,10 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     assert!(app("ready-app")["lastDeployed"].as_str().unwrap().ends_with('Z'));
     assert_eq!(json["flux"]["version"], "v2.9.3");
 
-    let table = status(env, &[]);
+    let table = settled(
+        || status(env, &[]),
+        |run| run.stdout.ends_with("6 apps: 2 ready, 3 failing, 0 progressing, 1 suspended\n"),
+    );
     assert_eq!(table.code, Some(1));
     assert!(table.stdout.starts_with("Flux v2.9.3 in flux-system: 6/6 controllers ready\n"), "{}", table.stdout);
     assert!(table.stdout.contains("\nready-app "), "{}", table.stdout);
@@ -217,7 +233,8 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
     assert!(missing.stdout.contains("Last error:    Kustomization flux-system/missing-path: "), "{}", missing.stdout);
     assert!(missing.stdout.contains("kustomization path not found"), "{}", missing.stdout);
 
-    let broken = app_status(env, &["broken-values", "-o", "json"]);
+    let broken =
+        settled(|| app_status(env, &["broken-values", "-o", "json"]), |run| run.stdout.contains("\"lastError\": {"));
     assert_eq!(broken.code, Some(1));
     let broken: serde_json::Value = serde_json::from_str(&broken.stdout).unwrap();
     assert_eq!(broken["lastError"]["kind"], "HelmRelease", "{broken}");
@@ -392,8 +409,10 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     assert_eq!(pinned.code, Some(0), "{}", pinned.stderr);
 
     // The failing apps of flux-system: the wait ends after the grace period, not the timeout.
-    let started = Instant::now();
-    let failing = status(env, &["--wait", "--grace-period", "2s"]);
+    let failing = settled(
+        || status(env, &["--wait", "--grace-period", "2s"]),
+        |run| run.stdout.ends_with("7 apps: 3 ready, 3 failing, 0 progressing, 1 suspended\n"),
+    );
     assert_eq!(failing.code, Some(1));
     assert!(
         failing.stderr.starts_with(
@@ -403,6 +422,10 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
         failing.stderr
     );
     assert!(failing.stdout.ends_with("7 apps: 3 ready, 3 failing, 0 progressing, 1 suspended\n"), "{}", failing.stdout);
+    // The wait ended after the grace period, not at the default timeout of 5 minutes.
+    let started = Instant::now();
+    let again = status(env, &["--wait", "--grace-period", "2s"]);
+    assert_eq!(again.code, Some(1), "{}", again.stderr);
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 
     // A timeout shorter than the grace period names every object that blocks, with its message.
