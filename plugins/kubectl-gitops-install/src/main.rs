@@ -30,7 +30,7 @@ gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops install", |cli: Cli, printer| async move {
-        let text = install::run(&cli.install, &cli.global, &printer).await?;
+        let text = install::run(&cli.install.settings(&cli.global)?, &printer).await?;
         printer.data(&text)?;
         Ok(ExitCode::Ok)
     })

@@ -19,10 +19,10 @@ pub enum ProviderKind {
     Git,
 }
 
-impl InstallArgs {
+impl ProviderKind {
     /// The `--provider` value as typed.
-    pub fn provider_name(&self) -> &'static str {
-        match self.provider {
+    pub fn name(self) -> &'static str {
+        match self {
             ProviderKind::Github => "github",
             ProviderKind::Gitlab => "gitlab",
             ProviderKind::Git => "git",

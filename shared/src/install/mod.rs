@@ -9,6 +9,7 @@
 
 pub mod args;
 mod execute;
+pub mod settings;
 pub mod source;
 mod wait;
 
@@ -17,14 +18,15 @@ use kube::api::Api;
 
 pub use self::args::{InstallArgs, ProviderKind};
 pub use self::execute::execute;
+pub use self::settings::{InstallSettings, Mode};
 pub use self::source::{FluxAuth, Hosted, RepoSource};
-use crate::cluster::{Cluster, Connection};
-use crate::deploy_key::DeployKey;
+use crate::cluster::Cluster;
+use crate::deploy_key::{DeployKey, KeyAlgorithm};
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::git::Checkout;
-use crate::names::{normalize_path, sanitize_name, validate_name};
+use crate::names::sanitize_name;
 use crate::output::Printer;
 use crate::plan::FileChange;
 use crate::record::{self, InstallRecord};
@@ -452,57 +454,38 @@ impl Plan {
     }
 }
 
-/// Validates the arguments that don't need the network.
-/// `context` is the kube context the cluster name defaults to.
-pub fn request(args: &InstallArgs, namespace: Option<&str>, context: Option<&str>) -> Result<Request> {
-    let cluster_name = match (&args.cluster_name, context) {
-        (Some(name), _) => validate_name(name, "--cluster-name")?,
-        (None, Some(context)) => sanitize_name(context),
-        (None, None) => {
-            return Err(Error::usage(
-                "no kube context to name the cluster after",
-                "pass --cluster-name (and --path if it is not clusters/<cluster-name>)",
-            ));
-        }
-    };
-    let path = match &args.path {
-        Some(path) => normalize_path(path)?,
-        None => format!("clusters/{cluster_name}"),
-    };
-    let mut components = args.components.clone();
-    components.extend(args.components_extra.iter().cloned());
-    let known: Vec<&str> =
-        crate::flux::DEFAULT_COMPONENTS.iter().chain(crate::flux::EXTRA_COMPONENTS.iter()).copied().collect();
-    for component in &components {
-        if !known.contains(&component.as_str()) {
-            return Err(Error::usage(
-                format!("unknown Flux component {component:?}"),
-                format!("known components: {}", known.join(", ")),
-            ));
-        }
+impl Request {
+    /// The request the settings make for this cluster: `context` is the kube context the
+    /// cluster's name defaults to.
+    pub fn new(settings: &InstallSettings, context: Option<&str>) -> Result<Request> {
+        let cluster_name = match (&settings.cluster_name, context) {
+            (Some(name), _) => name.clone(),
+            (None, Some(context)) => sanitize_name(context),
+            (None, None) => {
+                return Err(Error::usage(
+                    "no kube context to name the cluster after",
+                    "pass --cluster-name (and --path if it is not clusters/<cluster-name>)",
+                ));
+            }
+        };
+        Ok(Request {
+            branch: settings.branch.clone(),
+            path: settings.path.clone().unwrap_or_else(|| format!("clusters/{cluster_name}")),
+            cluster_name,
+            namespace: settings.namespace.as_deref().unwrap_or(crate::cluster::DEFAULT_FLUX_NAMESPACE).to_string(),
+            flux_version: settings.flux.version.clone().unwrap_or_else(|| crate::flux::PINNED_VERSION.to_string()),
+            components: settings.flux.components.clone(),
+            private: settings.access.private,
+            personal: settings.access.personal,
+            read_write_key: settings.access.read_write_key,
+            oci_components: settings.flux.oci_components.clone(),
+        })
     }
-    for required in ["source-controller", "kustomize-controller"] {
-        if !components.iter().any(|c| c == required) {
-            return Err(Error::usage(format!("{required} is required"), "add it to --components"));
-        }
-    }
-    Ok(Request {
-        branch: args.branch.clone(),
-        path,
-        cluster_name,
-        namespace: namespace.unwrap_or(crate::cluster::DEFAULT_FLUX_NAMESPACE).to_string(),
-        flux_version: args.flux_version.clone().unwrap_or_else(|| crate::flux::PINNED_VERSION.to_string()),
-        components,
-        private: args.private,
-        personal: args.personal,
-        read_write_key: args.read_write_key,
-        oci_components: args.oci_components.iter().map(|text| OciComponent::parse(text)).collect::<Result<_>>()?,
-    })
 }
 
 /// How Flux will authenticate: HTTPS credentials for an https URL, else the SSH key given
 /// with `--private-key-file`, else the key already in the Flux Secret, else a new one.
-pub fn flux_auth(args: &InstallArgs, inspection: &Inspection, cluster_name: &str) -> Result<(FluxAuth, bool)> {
+pub fn flux_auth(algorithm: KeyAlgorithm, inspection: &Inspection, cluster_name: &str) -> Result<(FluxAuth, bool)> {
     let source = &inspection.source;
     if let Some((username, password)) = &source.flux_basic {
         return Ok((FluxAuth::Basic { username: username.clone(), password: password.clone() }, false));
@@ -518,7 +501,7 @@ pub fn flux_auth(args: &InstallArgs, inspection: &Inspection, cluster_name: &str
         }
         None => {
             let comment = format!("flux-{cluster_name}");
-            let key = DeployKey::generate(args.ssh_key_algorithm, &comment, source.known_hosts.clone())?;
+            let key = DeployKey::generate(algorithm, &comment, source.known_hosts.clone())?;
             Ok((FluxAuth::Ssh(key), true))
         }
     }
@@ -556,52 +539,49 @@ pub fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
 
 /// The whole command: validate, inspect, plan, then print the plan (`--dry-run`), the
 /// manifests (`--export`) or execute it. Returns the line to print on stdout.
-pub async fn run(args: &InstallArgs, global: &crate::cli::GlobalArgs, printer: &Printer) -> Result<String> {
-    if args.export {
+pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String> {
+    if settings.mode == Mode::Export {
         // Export needs no cluster: only a kube context, when --cluster-name is not given.
-        let context = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer)
-            .await
-            .ok()
-            .and_then(|cluster| cluster.context);
-        let request = request(args, global.namespace.as_deref(), context.as_deref())?;
-        let components_text = components_text(args, &request)?;
-        return export(args, request, components_text);
+        let context = Cluster::connect(&settings.connection, printer).await.ok().and_then(|cluster| cluster.context);
+        let request = Request::new(settings, context.as_deref())?;
+        let components_text = components_text(settings, &request)?;
+        return export(settings, request, components_text);
     }
-    let cluster = Cluster::connect(&Connection::from_args(global, crate::timeouts::REQUEST), printer).await?;
-    let request = request(args, global.namespace.as_deref(), cluster.context.as_deref())?;
-    let components_text = components_text(args, &request)?;
-    let confirm = |question: &str| printer.confirm(question, args.yes);
+    let cluster = Cluster::connect(&settings.connection, printer).await?;
+    let request = Request::new(settings, cluster.context.as_deref())?;
+    let components_text = components_text(settings, &request)?;
+    let confirm = |question: &str| printer.confirm(question, settings.yes);
     // A re-run trusts the host keys the first run pinned instead of scanning again. Best effort:
-    // an unreachable cluster is reported by `inspect`, after the flags below are checked.
+    // an unreachable cluster is reported by `inspect`.
     let pinned = crate::deploy_key::pinned_known_hosts(&cluster, &request.namespace).await.ok().flatten();
     let pinned = pinned.as_deref();
-    let (source, hosted) = match args.provider {
-        ProviderKind::Git => (source::generic(args, pinned, &confirm)?, None),
+    let (source, hosted) = match settings.repo.provider {
+        ProviderKind::Git => (source::generic(settings, pinned, &confirm)?, None),
         ProviderKind::Github | ProviderKind::Gitlab => {
-            let (mut source, mut hosted) = source::hosted(args, pinned, &confirm).await?;
-            if hosted.info.is_none() && !args.dry_run {
+            let (mut source, mut hosted) = source::hosted(settings, pinned, &confirm).await?;
+            if hosted.info.is_none() && settings.mode == Mode::Apply {
                 create_repository(&hosted, &request, printer).await?;
-                (source, hosted) = source::hosted(args, pinned, &confirm).await?;
+                (source, hosted) = source::hosted(settings, pinned, &confirm).await?;
             }
             (source, Some(hosted))
         }
     };
     let inspection = inspect(&cluster, &request, source, hosted).await?;
-    let request = if args.from_repo.is_some() { from_repo_request(args, request, &inspection)? } else { request };
-    let (auth, generated) = flux_auth(args, &inspection, &request.cluster_name)?;
+    let request = if settings.repo.from_repo { from_repo_request(settings, request, &inspection)? } else { request };
+    let (auth, generated) = flux_auth(settings.access.ssh_key_algorithm, &inspection, &request.cluster_name)?;
     let confirm_key = generated && inspection.source.provider == ProviderKind::Git;
     let mut plan = Plan::build(request, &inspection, components_text, auth, confirm_key)?;
-    if args.no_wait {
+    if !settings.wait {
         plan.steps.retain(|step| !matches!(step, Step::WaitReady));
     }
     for warning in &plan.warnings {
         printer.warning(warning);
     }
-    if args.dry_run {
+    if settings.mode == Mode::DryRun {
         return plan.render();
     }
     let noop = plan.is_noop();
-    let outcome = execute(&cluster, &plan, inspection, args.yes, args.timeout, printer).await?;
+    let outcome = execute(&cluster, &plan, inspection, settings.yes, settings.timeout, printer).await?;
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     Ok(if noop {
         format!("already installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)
@@ -629,7 +609,7 @@ pub async fn create_repository(hosted: &Hosted, request: &Request, printer: &Pri
 
 /// `--from-repo`: the cluster's name, Flux version and components come from the install
 /// record in the repo (unless given on the command line), so that the rebuilt cluster matches.
-fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Inspection) -> Result<Request> {
+fn from_repo_request(settings: &InstallSettings, mut request: Request, inspection: &Inspection) -> Result<Request> {
     let path = format!("{}/{}", request.path, record::FILE_NAME);
     let missing = || {
         Error::usage(
@@ -646,10 +626,10 @@ fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Insp
     let configmap: k8s_openapi::api::core::v1::ConfigMap =
         documents.into_iter().next().and_then(|document| serde_json::from_value(document).ok()).ok_or_else(missing)?;
     let recorded = InstallRecord::from_configmap(&configmap).ok_or_else(missing)?;
-    if args.cluster_name.is_none() {
+    if settings.cluster_name.is_none() {
         request.cluster_name = recorded.cluster_name;
     }
-    if args.flux_version.is_none() {
+    if settings.flux.version.is_none() {
         request.flux_version = recorded.flux_version;
     }
     request.components = recorded.components;
@@ -657,11 +637,10 @@ fn from_repo_request(args: &InstallArgs, mut request: Request, inspection: &Insp
 }
 
 /// `--export`: the manifests, without touching the cluster or the repo.
-fn export(args: &InstallArgs, mut request: Request, components_text: Option<String>) -> Result<String> {
-    let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
+fn export(settings: &InstallSettings, mut request: Request, components_text: Option<String>) -> Result<String> {
+    let url = settings.repo.url.as_ref().map(|url| url.canonical.clone()).ok_or_else(|| {
         Error::usage("--export needs --url to write the sync manifests", "pass --url ssh://git@host/path/repo.git")
     })?;
-    let url = crate::repo_access::parse_url(url)?.canonical;
     let components = components_text.ok_or_else(|| {
         Error::usage(
             "--export needs the Flux component manifests",
@@ -675,7 +654,7 @@ fn export(args: &InstallArgs, mut request: Request, components_text: Option<Stri
         path: request.path.clone(),
         namespace: request.namespace.clone(),
     };
-    let hosted = args.provider != ProviderKind::Git;
+    let hosted = settings.repo.provider != ProviderKind::Git;
     let record = InstallRecord {
         url,
         branch: request.branch.clone(),
@@ -683,9 +662,9 @@ fn export(args: &InstallArgs, mut request: Request, components_text: Option<Stri
         cluster_name: request.cluster_name.clone(),
         flux_version: request.flux_version.clone(),
         components: request.components.clone(),
-        provider: hosted.then(|| args.provider_name().to_string()),
-        repository: args.owner.as_ref().zip(args.repository.as_ref()).map(|(owner, name)| format!("{owner}/{name}")),
-        hostname: args.hostname.clone(),
+        provider: hosted.then(|| settings.repo.provider.name().to_string()),
+        repository: settings.repo.repository_path(),
+        hostname: settings.repo.hostname.clone(),
     };
     let mut text = components;
     if !text.ends_with('\n') {
@@ -698,8 +677,8 @@ fn export(args: &InstallArgs, mut request: Request, components_text: Option<Stri
 
 /// The component manifests: `--components-file`, else `flux install --export` from a flux CLI
 /// on PATH, else `None` (the plan then uses the copy already in the repo, if any).
-pub fn components_text(args: &InstallArgs, request: &Request) -> Result<Option<String>> {
-    if let Some(path) = &args.components_file {
+pub fn components_text(settings: &InstallSettings, request: &Request) -> Result<Option<String>> {
+    if let Some(path) = &settings.flux.components_file {
         let text = std::fs::read_to_string(path).map_err(|error| {
             Error::usage(format!("cannot read --components-file {}: {error}", path.display()), "check the path")
         })?;

@@ -1,6 +1,7 @@
 //! Where the config repo is, how we push to it, and how Flux pulls from it.
 
-use super::args::{InstallArgs, ProviderKind};
+use super::args::ProviderKind;
+use super::settings::InstallSettings;
 use crate::deploy_key::{DeployKey, REDACTED};
 use crate::env;
 use crate::error::{Error, Result};
@@ -68,11 +69,12 @@ impl Hosted {
 /// Resolves a GitHub or GitLab repository: checks the flags and the token, and asks the API
 /// about the repository, its branch protection and its deploy keys (read-only calls).
 pub async fn hosted(
-    args: &InstallArgs,
+    settings: &InstallSettings,
     pinned: Option<&str>,
     confirm: &dyn Fn(&str) -> Result<bool>,
 ) -> Result<(RepoSource, Hosted)> {
-    let (kind, api_override) = match args.provider {
+    let (flags, access) = (&settings.repo, &settings.access);
+    let (kind, api_override) = match flags.provider {
         ProviderKind::Github => (Kind::GitHub, env::KUBECTL_GITOPS_GITHUB_API_URL),
         ProviderKind::Gitlab => (Kind::GitLab, env::KUBECTL_GITOPS_GITLAB_API_URL),
         ProviderKind::Git => {
@@ -80,24 +82,24 @@ pub async fn hosted(
         }
     };
     let flag = |value: &Option<String>, name: &str| {
-        value.clone().filter(|v| !v.trim().is_empty()).ok_or_else(|| {
+        value.clone().ok_or_else(|| {
             Error::usage(
-                format!("--{name} is required with --provider {}", args.provider_name()),
+                format!("--{name} is required with --provider {}", flags.provider.name()),
                 "pass --owner and --repository, e.g. --owner acme --repository fleet",
             )
         })
     };
-    let (owner, name) = (flag(&args.owner, "owner")?, flag(&args.repository, "repository")?);
-    let host = args.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
+    let (owner, name) = (flag(&flags.owner, "owner")?, flag(&flags.repository, "repository")?);
+    let host = flags.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
     let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
         Error::usage(
-            format!("--provider {} needs an API token for {host}", args.provider_name()),
+            format!("--provider {} needs an API token for {host}", flags.provider.name()),
             crate::config::token_hint(kind, &host),
         )
     })?;
     let config = ProviderConfig {
         kind,
-        hostname: args.hostname.clone(),
+        hostname: flags.hostname.clone(),
         api_base: std::env::var(api_override).ok().filter(|v| !v.is_empty()),
         token: token.clone(),
     };
@@ -108,11 +110,11 @@ pub async fn hosted(
         Some(_) => provider.list_deploy_keys(&repo).await?,
         None => Vec::new(),
     };
-    if info.is_some() && provider.is_branch_protected(&repo, &args.branch).await? {
+    if info.is_some() && provider.is_branch_protected(&repo, &settings.branch).await? {
         return Err(Error::Remote {
             message: format!(
                 "branch {} of {} is protected, and install pushes to it directly",
-                args.branch,
+                settings.branch,
                 repo.path()
             ),
             hint: Some(
@@ -125,20 +127,20 @@ pub async fn hosted(
     let https_url =
         info.as_ref().map_or_else(|| format!("https://{host}/{}.git", repo.path()), |i| i.https_url.clone());
     let ssh = parse_url(&ssh_url)?;
-    let private_key = args.private_key_file.as_deref().map(read_private_key).transpose()?;
+    let private_key = access.private_key_file.as_deref().map(read_private_key).transpose()?;
     let token_user = match kind {
         Kind::GitHub => "git",
         Kind::GitLab => "oauth2",
     };
     let basic = Auth::Basic { username: token_user.to_string(), password: token.expose().to_string() };
-    let (flux_url, known_hosts) = if args.token_auth {
+    let (flux_url, known_hosts) = if access.token_auth {
         (parse_url(&https_url)?.canonical, String::new())
     } else if info.is_none() {
         // Only a dry run plans against a repository that does not exist yet; a real run creates
         // it first and resolves again, with the host keys of the URL the provider gives.
         (ssh.canonical.clone(), String::new())
     } else {
-        (ssh.canonical.clone(), known_hosts(args.known_hosts_file.as_deref(), pinned, &ssh, confirm)?)
+        (ssh.canonical.clone(), known_hosts(access.known_hosts_file.as_deref(), pinned, &ssh, confirm)?)
     };
     // We push with the user's SSH key when one is given, else over HTTPS with the token.
     let push_remote = match &private_key {
@@ -148,27 +150,25 @@ pub async fn hosted(
         },
         None => Remote { url: parse_url(&https_url)?.canonical, auth: basic },
     };
-    let flux_basic = args.token_auth.then(|| (token_user.to_string(), token.expose().to_string()));
-    let source = RepoSource { provider: args.provider, flux_url, push_remote, known_hosts, private_key, flux_basic };
+    let flux_basic = access.token_auth.then(|| (token_user.to_string(), token.expose().to_string()));
+    let source = RepoSource { provider: flags.provider, flux_url, push_remote, known_hosts, private_key, flux_basic };
     Ok((source, Hosted { provider, repo, info, deploy_keys }))
 }
 
 /// Resolves the repo for `--provider git` (`--url` or `--from-repo`). `pinned`: the host keys a
 /// previous install stored in the Flux Secret, trusted again on a re-run.
-pub fn generic(args: &InstallArgs, pinned: Option<&str>, confirm: &dyn Fn(&str) -> Result<bool>) -> Result<RepoSource> {
-    let url = args.url.as_deref().or(args.from_repo.as_deref()).ok_or_else(|| {
+pub fn generic(
+    settings: &InstallSettings,
+    pinned: Option<&str>,
+    confirm: &dyn Fn(&str) -> Result<bool>,
+) -> Result<RepoSource> {
+    let access = &settings.access;
+    let parsed = settings.repo.url.clone().ok_or_else(|| {
         Error::usage("--url is required with --provider git", "pass --url ssh://git@host/path/repo.git (or https://…)")
     })?;
-    let parsed = parse_url(url)?;
-    let private_key = args.private_key_file.as_deref().map(read_private_key).transpose()?;
+    let private_key = access.private_key_file.as_deref().map(read_private_key).transpose()?;
     if parsed.scheme == "ssh" {
-        if args.token_auth {
-            return Err(Error::usage(
-                "--token-auth needs an https:// repository URL with --provider git",
-                "pass --url https://host/path/repo.git, or drop --token-auth to use an SSH deploy key",
-            ));
-        }
-        let known_hosts = known_hosts(args.known_hosts_file.as_deref(), pinned, &parsed, confirm)?;
+        let known_hosts = known_hosts(access.known_hosts_file.as_deref(), pinned, &parsed, confirm)?;
         let push_key = match &private_key {
             Some(key) => key.clone(),
             None => default_ssh_key()?,
