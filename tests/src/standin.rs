@@ -35,21 +35,15 @@
 //! on GitLab one subgroup, [`SUBGROUP`]; seed the rest with [`StandIn::add_repo`] and friends.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use gitops_shared::provider::{ProviderConfig, Token};
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+
+use crate::http::{self, Incoming, Reply};
 
 /// The token of the seeded user [`USER`].
 pub const TOKEN: &str = "standin-token-alice";
@@ -143,7 +137,7 @@ pub struct StandIn {
     kind: Kind,
     state: Arc<Mutex<State>>,
     /// Ends the server when sent, or dropped.
-    _stop: oneshot::Sender<()>,
+    _server: http::Server,
 }
 
 #[derive(Debug)]
@@ -222,21 +216,13 @@ fn no_content() -> Response {
 impl StandIn {
     /// Starts a stand-in for `kind` on a free port of 127.0.0.1.
     pub fn start(kind: Kind) -> StandIn {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-        listener.set_nonblocking(true).expect("a non-blocking listener");
-        let addr = listener.local_addr().expect("local address");
-        let origin = format!("http://{addr}");
-        let base_url = match kind {
-            Kind::GitHub => origin.clone(),
-            Kind::GitLab => format!("{origin}/api/v4"),
-        };
         let (ssh_base, https_base) = match kind {
             Kind::GitHub => ("git@github.com:", "https://github.com/"),
             Kind::GitLab => ("git@gitlab.com:", "https://gitlab.com/"),
         };
         let mut state = State {
             kind,
-            origin,
+            origin: String::new(),
             users: BTreeMap::new(),
             groups: BTreeMap::new(),
             repos: Vec::new(),
@@ -255,17 +241,26 @@ impl StandIn {
             state.add_group(SUBGROUP);
         }
         let state = Arc::new(Mutex::new(state));
-        let (stop, stopped) = oneshot::channel();
         let served = Arc::clone(&state);
-        thread::spawn(move || {
-            let runtime =
-                tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                serve(listener, served, stopped).await;
-            });
+        let server = http::serve(move |incoming| {
+            let mut state = served.lock().unwrap_or_else(PoisonError::into_inner);
+            state.refresh_branches();
+            let response = handle(&mut state, &incoming);
+            Reply {
+                status: response.status,
+                headers: response.headers,
+                body: response.body,
+                content_type: response.content_type,
+                delay: state.delay,
+            }
         });
-        StandIn { base_url, kind, state, _stop: stop }
+        // No request can arrive before `start` returns the URL, so the origin is known in time.
+        state.lock().unwrap_or_else(PoisonError::into_inner).origin = server.origin.clone();
+        let base_url = match kind {
+            Kind::GitHub => server.origin.clone(),
+            Kind::GitLab => format!("{}/api/v4", server.origin),
+        };
+        StandIn { base_url, kind, state, _server: server }
     }
 
     /// Which provider this stand-in imitates.
@@ -688,78 +683,6 @@ impl State {
 
 // ---------------------------------------------------------------------------------------------
 // HTTP
-
-struct Incoming {
-    method: String,
-    path: String,
-    query: Vec<(String, String)>,
-    headers: BTreeMap<String, String>,
-    body: Vec<u8>,
-}
-
-impl Incoming {
-    /// A query parameter's first value.
-    fn query(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
-    }
-}
-
-/// Accepts connections until `stopped` fires (the stand-in was dropped); hyper reads each
-/// request, [`handle`] answers it from the model.
-async fn serve(listener: tokio::net::TcpListener, state: Arc<Mutex<State>>, mut stopped: oneshot::Receiver<()>) {
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => continue,
-            },
-            _ = &mut stopped => return,
-        };
-        let state = Arc::clone(&state);
-        tokio::spawn(async move {
-            let service = service_fn(move |request| answer(request, Arc::clone(&state)));
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
-}
-
-/// One request: the model's answer, after the delay a test arranged.
-async fn answer(
-    request: hyper::Request<hyper::body::Incoming>,
-    state: Arc<Mutex<State>>,
-) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-    let (parts, body) = request.into_parts();
-    let body = body.collect().await.map(|collected| collected.to_bytes().to_vec()).unwrap_or_default();
-    let incoming = Incoming {
-        method: parts.method.to_string(),
-        path: parts.uri.path().to_string(),
-        query: parts
-            .uri
-            .query()
-            .map(|query| form_urlencoded::parse(query.as_bytes()).into_owned().collect())
-            .unwrap_or_default(),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(name, value)| (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
-            .collect(),
-        body,
-    };
-    let (response, delay) = {
-        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.refresh_branches();
-        let response = handle(&mut state, &incoming);
-        (response, state.delay)
-    };
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
-    let mut built = hyper::Response::builder().status(response.status).header("content-type", response.content_type);
-    for (name, value) in &response.headers {
-        built = built.header(name, value);
-    }
-    Ok(built.body(Full::new(Bytes::from(response.body))).expect("a response from valid parts"))
-}
 
 fn redact(name: &str, value: &str) -> String {
     match name {
