@@ -3,10 +3,11 @@
 PREFIX ?= /usr/local
 CARGO ?= cargo
 BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
-            kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl_complete-gitops
+            kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-flux kubectl_complete-gitops
 TESTENV_BUILD := tests/testenv/build.sh
+FLUX_CLI_BUILD := tests/testenv/build-flux-cli.sh
 
-.PHONY: help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo bench clean
+.PHONY: embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -20,8 +21,9 @@ deps-check: ## Check the prerequisites only (exit 1 and name what is missing)
 build: ## Build every binary (debug)
 	$(CARGO) build --workspace
 
-release: ## Build every binary (release)
+release: ## Build every binary (release); with KUBECTL_GITOPS_EMBED_FLUX=<flux>, kubectl-gitops-flux carries it
 	$(CARGO) build --workspace --release
+	if [ -n "$$KUBECTL_GITOPS_EMBED_FLUX" ]; then $(CARGO) build --release -p kubectl-gitops-flux --features embed-flux; fi
 
 install: release ## Install the binaries into $(PREFIX)/bin
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -31,11 +33,26 @@ lint: ## Format check and clippy with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd and the Flux controllers from Go modules
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers and the flux CLI from Go modules
 	bash $(TESTENV_BUILD)
+	bash $(FLUX_CLI_BUILD)
 
-test: deps lint build testenv-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
-	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh
+# The embed-flux build of kubectl-gitops-flux, with the flux CLI testenv-build built compiled in, and
+# the same package built without it, side by side in target/debug/embed-flux/ (embedded, plain: the
+# tests compare the two; a build of one package unifies the dependencies' features apart from the
+# workspace build). Not beside the plugins, where the dispatcher would list them as commands. The
+# workspace build then puts the usual kubectl-gitops-flux back; its artifacts are still fresh.
+embed-build: build testenv-build ## kubectl-gitops-flux with the flux CLI inside (target/debug/embed-flux/embedded)
+	mkdir -p target/debug/embed-flux
+	$(CARGO) build -p kubectl-gitops-flux
+	cp target/debug/kubectl-gitops-flux target/debug/embed-flux/plain
+	KUBECTL_GITOPS_EMBED_FLUX="$$(bash $(FLUX_CLI_BUILD) | tail -n1)/bin/flux" $(CARGO) build -p kubectl-gitops-flux --features embed-flux
+	cp target/debug/kubectl-gitops-flux target/debug/embed-flux/embedded
+	$(CARGO) build --workspace
+
+test: deps lint build testenv-build embed-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
+	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
+		CARGO=$(CARGO) bash tests/run-tests.sh
 
 testenv: deps testenv-build ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up
@@ -44,14 +61,18 @@ testenv-down: ## Stop the environment `make testenv` started
 	@$(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- down
 
 demo: deps build testenv-build ## Run the main job end to end (local environment, or DEMO_CLUSTER=current)
-	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" bash tests/demo.sh
+	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
+		bash tests/demo.sh
 
-# The bench builds the real flux CLI with FLUX_CLI_BUILD (cached; minutes when cold) while it seeds.
+# The bench compares with the real flux CLI that testenv-build builds (cached; about 9 minutes when cold).
 bench: deps testenv-build ## status -A (table, -o json) vs kubectl get, the raw LIST floor and flux get, at 1,000 and 10,000 apps
-	$(CARGO) build -q --release -p kubectl-gitops-status
+	$(CARGO) build -q --release -p kubectl-gitops-status -p kubectl-gitops-flux
 	$(CARGO) build -q -p gitops-e2e --bin gitops-bench
-	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" FLUX_CLI_BUILD=tests/testenv/build-flux-cli.sh \
+	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		target/debug/gitops-bench $(BENCH_SIZES)
+
+update-deps: ## Move dependencies.toml to the Flux release FLUX=vX.Y.Z (needs the internet)
+	bash tests/update-deps.sh $(FLUX)
 
 clean: ## Remove build output (the testenv cache stays)
 	$(CARGO) clean

@@ -21,7 +21,6 @@ step() {
 }
 failed() { echo "demo: error: \`$current_step\` failed (exit $1); full log: $log" >&2; }
 trap 'failed $?' ERR
-components=../shared/fixtures/flux/gotk-components.yaml
 
 if [[ ${DEMO_CLUSTER:-} == current && -n ${KUBECONFIG:-} ]]; then
   echo "demo: using your cluster (KUBECONFIG=$KUBECONFIG)" >&2
@@ -60,11 +59,23 @@ else
   GIT_SSH_COMMAND="ssh -i $(field gitClientKey) -o IdentitiesOnly=yes -o UserKnownHostsFile=$(field knownHosts)" \
     git -C "$work" push -q "$app_url" main
   rm -rf "$work"
-  if [[ -f $components ]]; then
-    install_flags+=(--components-file "$components")
-  else
-    echo "demo: $components is absent; install needs the flux CLI on PATH instead" >&2
-  fi
+  # install gets the flux CLI itself: here from a release directory on 127.0.0.1 shaped like
+  # Flux's release page (the CLI the test environment builds, packed and checksummed as Flux
+  # packs its releases), into an empty cache, so that the download and its verification run.
+  flux_cli=${GITOPS_FLUX_CLI_DIR:?make demo passes GITOPS_FLUX_CLI_DIR}/bin/flux
+  version=$(sed -n '/^\[flux\]/,/^\[/ s/^version = "\(.*\)"/\1/p' dependencies.toml)
+  release=$(mktemp -d)
+  mkdir -p "$release/www/$version" "$release/cache"
+  archive=flux_${version#v}_linux_amd64.tar.gz
+  tar -C "$(dirname "$flux_cli")" -czf "$release/www/$version/$archive" flux
+  (cd "$release/www/$version" && sha256sum "$archive" >"flux_${version#v}_checksums.txt")
+  python3 -u -m http.server --bind 127.0.0.1 --directory "$release/www" 0 >"$release/server.log" 2>&1 &
+  server=$!
+  trap 'kill $server; rm -rf "$release"; target/debug/gitops-testenv down' EXIT
+  until port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$release/server.log") && [[ -n $port ]]; do sleep 0.1; done
+  export KUBECTL_GITOPS_FLUX_RELEASE_URL="http://127.0.0.1:$port/{version}" XDG_CACHE_HOME=$release/cache
+  PATH=$(printf '%s' "$PATH" | tr ':' '\n' | while read -r dir; do [[ -x $dir/flux ]] || printf '%s:' "$dir"; done)
+  export PATH=${PATH%:}
 fi
 
 step kubectl gitops version
@@ -82,11 +93,17 @@ kubectl gitops install --url "$repo_url" --path clusters/demo --cluster-name dem
 step 'kubectl gitops detect -o yaml'
 kubectl gitops detect -o yaml
 
+step 'kubectl gitops version (the flux CLI is cached now)'
+kubectl gitops version
+
 step "kubectl gitops install (again: nothing to do)"
 kubectl gitops install --url "$repo_url" --path clusters/demo --cluster-name demo "${install_flags[@]}" --yes
 
 step 'kubectl gitops status'
 kubectl gitops status || true
+
+step 'kubectl gitops flux get kustomizations'
+kubectl gitops flux get kustomizations
 
 step "kubectl gitops app add podinfo --url $app_url --path ./kustomize --dry-run"
 kubectl gitops app add podinfo --url "$app_url" --path ./kustomize "${app_flags[@]}" --dry-run

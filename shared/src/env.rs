@@ -40,3 +40,11 @@ pub const KUBECTL_GITOPS_GITLAB_API_URL: &str = "KUBECTL_GITOPS_GITLAB_API_URL";
 pub const KUBECTL_GITOPS_CONFIG: &str = "KUBECTL_GITOPS_CONFIG";
 /// The base directory for user configuration (XDG Base Directory specification).
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// The base directory for caches (XDG Base Directory specification): the flux CLI is cached in
+/// `$XDG_CACHE_HOME/kubectl-gitops/flux/<version>/`, else `~/.cache/kubectl-gitops/flux/<version>/`.
+pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
+/// The flux CLI to run, instead of the pinned release (like `--flux-bin`).
+pub const KUBECTL_GITOPS_FLUX_BIN: &str = "KUBECTL_GITOPS_FLUX_BIN";
+/// Overrides the Flux release base URL of dependencies.toml (`{version}` is replaced by the tag),
+/// e.g. a mirror, or the test environment's local release server.
+pub const KUBECTL_GITOPS_FLUX_RELEASE_URL: &str = "KUBECTL_GITOPS_FLUX_RELEASE_URL";

@@ -16,7 +16,7 @@ pub enum ExitCode {
     Usage = 2,
     /// The cluster is unreachable, or refused us (unauthorized, forbidden).
     Cluster = 3,
-    /// A git server or git provider (GitHub, GitLab) failed or refused us.
+    /// A git server, a git provider (GitHub, GitLab) or a release server failed or refused us.
     Git = 4,
     /// Anything else: a local I/O problem or a bug.
     Internal = 5,
@@ -101,6 +101,15 @@ pub enum Error {
         hint: Option<String>,
     },
 
+    /// A download did not match its checksum, or could not be unpacked; nothing of it was kept.
+    #[error("{message}")]
+    Untrusted {
+        /// What did not match, naming the file.
+        message: String,
+        /// What to do about it.
+        hint: String,
+    },
+
     /// A step of a multi-step operation failed; names the step.
     #[error("step {number}/{total} ({step}) failed: {source}")]
     Step {
@@ -155,7 +164,7 @@ impl Error {
     /// The exit code this error maps to.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Error::Usage { .. } | Error::NotImplemented { .. } => ExitCode::Usage,
+            Error::Usage { .. } | Error::NotImplemented { .. } | Error::Untrusted { .. } => ExitCode::Usage,
             Error::Kubeconfig(_)
             | Error::Unreachable { .. }
             | Error::Unauthorized { .. }
@@ -173,6 +182,7 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::Usage { hint, .. } | Error::Negative { hint, .. } | Error::Remote { hint, .. } => hint.clone(),
+            Error::Untrusted { hint, .. } => Some(hint.clone()),
             Error::Git(error) => error.hint(),
             Error::Provider(error) => error.hint(),
             Error::Step { source, .. } => source.hint(),

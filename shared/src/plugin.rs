@@ -15,13 +15,14 @@ use crate::error::{Error, Result};
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 
 /// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
-pub const COMMANDS: [(&str, &str); 6] = [
+pub const COMMANDS: [(&str, &str); 7] = [
     ("install", "Bootstrap Flux and the GitOps repo layout into a cluster"),
     ("app", "Add, list, remove, suspend and resume apps in the config repo"),
     ("status", "What runs where, at which commit, healthy or not, and why"),
     ("upgrade", "Move Flux and the repo layout to a new version through git"),
     ("detect", "Report what the cluster holds: unreachable, unmodified, flux2 or gitops"),
     ("artifact", "Push manifests as OCI artifacts, as `flux push artifact` does"),
+    ("flux", "Run any flux command with the pinned, verified flux CLI"),
 ];
 
 /// Directories searched for command binaries, in order: `KUBECTL_GITOPS_PLUGIN_DIR`, the
@@ -146,15 +147,22 @@ pub fn run(binary: &Path, args: &[OsString]) -> Result<i32> {
     if let Ok(dispatcher) = std::env::current_exe() {
         command.env(env::KUBECTL_GITOPS_DISPATCHER, dispatcher);
     }
+    exec(command)
+}
+
+/// Runs `command` in place of this process on Unix (signals and the exit code are its own), or
+/// waits for it elsewhere; returns its exit code, or the error when it could not start.
+pub fn exec(mut command: std::process::Command) -> Result<i32> {
+    let program = PathBuf::from(command.get_program());
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         let error = command.exec();
-        Err(Error::io(format!("cannot run {}", binary.display()), error))
+        Err(Error::io(format!("cannot run {}", program.display()), error))
     }
     #[cfg(not(unix))]
     {
-        let status = command.status().map_err(|error| Error::io(format!("cannot run {}", binary.display()), error))?;
+        let status = command.status().map_err(|error| Error::io(format!("cannot run {}", program.display()), error))?;
         Ok(status.code().unwrap_or(crate::ExitCode::Internal.code()))
     }
 }
@@ -164,7 +172,7 @@ mod tests {
     use super::*;
 
     fn known() -> Vec<String> {
-        ["app", "artifact", "detect", "install", "status", "upgrade"].map(String::from).to_vec()
+        ["app", "artifact", "detect", "flux", "install", "status", "upgrade"].map(String::from).to_vec()
     }
 
     #[test]
@@ -181,7 +189,7 @@ mod tests {
         assert_eq!(error.to_string(), r#"unknown command "stauts""#);
         insta::assert_snapshot!(error.hint().unwrap(), @r#"
         did you mean "status"?
-        installed commands: "app", "artifact", "detect", "install", "status" and "upgrade"
+        installed commands: "app", "artifact", "detect", "flux", "install", "status" and "upgrade"
         "#);
     }
 }

@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::cluster::{Cluster, Connection};
 use crate::detect::{self, ClusterState};
 use crate::flux;
+use crate::flux_cli::Locator;
 
 /// The plugin version and the commit it was built from, as `--version` prints it.
 pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GITOPS_GIT_COMMIT"), ")");
@@ -37,12 +38,28 @@ pub struct ServerVersion {
     pub error: Option<String>,
 }
 
+/// Which flux CLI `kubectl gitops flux` and `install` would run, found without downloading.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FluxCliReport {
+    /// The executable; `None` when it would be downloaded first.
+    pub path: Option<String>,
+    /// Its version, when known.
+    pub version: Option<String>,
+    /// Where it comes from: `flag`, `environment`, `cache`, `path`, or `download` (not yet here).
+    pub origin: String,
+    /// Where a download would come from, or why no CLI can be found.
+    pub detail: Option<String>,
+}
+
 /// Everything `version` prints.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
     /// This build.
     pub client: ClientVersion,
+    /// The flux CLI that would run.
+    pub flux_cli: FluxCliReport,
     /// The cluster.
     pub server: ServerVersion,
 }
@@ -81,7 +98,29 @@ pub async fn report(connection: &Connection, printer: &crate::output::Printer) -
             },
         },
     };
-    VersionReport { client: client(), server }
+    VersionReport { client: client(), flux_cli: flux_cli(), server }
+}
+
+/// The flux CLI the pinned version resolves to on this machine, without downloading it.
+pub fn flux_cli() -> FluxCliReport {
+    let locator = Locator::new(None);
+    match locator.find_local(flux::PINNED_VERSION) {
+        Ok(Some(cli)) => FluxCliReport {
+            path: Some(cli.path.display().to_string()),
+            version: cli.version,
+            origin: cli.origin.id().to_string(),
+            detail: Some(cli.origin.describe().to_string()),
+        },
+        Ok(None) => FluxCliReport {
+            path: None,
+            version: Some(flux::PINNED_VERSION.to_string()),
+            origin: "download".into(),
+            detail: locator.release(flux::PINNED_VERSION).ok().map(|release| release.base_url),
+        },
+        Err(error) => {
+            FluxCliReport { path: None, version: None, origin: "none".into(), detail: Some(error.to_string()) }
+        }
+    }
 }
 
 /// The human-readable form.
@@ -92,6 +131,16 @@ pub fn render_text(report: &VersionReport) -> String {
         "Client Version: v{} (commit {})\nPinned Flux Version: {}\n",
         client.version, client.commit, client.pinned_flux_version
     );
+    let cli = &report.flux_cli;
+    let detail = cli.detail.as_deref().unwrap_or_default();
+    match (&cli.path, &cli.version) {
+        (Some(path), Some(version)) => text.push_str(&format!("Flux CLI: {path} ({version}, {detail})\n")),
+        (Some(path), None) => text.push_str(&format!("Flux CLI: {path} ({detail})\n")),
+        (None, Some(version)) => {
+            text.push_str(&format!("Flux CLI: {version}, downloaded and verified on first use from {detail}\n"))
+        }
+        (None, None) => text.push_str(&format!("Flux CLI: none ({detail})\n")),
+    }
     if server.reachable {
         let kubernetes = server.kubernetes_version.as_deref().unwrap_or("unknown");
         text.push_str(&format!("Server Version: {kubernetes}\n"));

@@ -17,8 +17,3 @@ pub fn shared(relative: &str) -> PathBuf {
     );
     path
 }
-
-/// The real Flux v2.9.3 component manifests, as `flux bootstrap` committed them.
-pub fn flux_components() -> PathBuf {
-    shared("flux/gotk-components.yaml")
-}

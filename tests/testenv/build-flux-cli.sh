@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the real flux CLI (github.com/fluxcd/flux2/v2, ./cmd/flux) from its Go module, into a cache
 # directory of its own keyed by the wrapper module under tests/testenv/flux-cli/ and this script.
-# `make bench` uses it to compare `kubectl gitops status` with `flux get`; `make test` does not build it,
-# and build.sh's cache key does not depend on it.
+# `make test` and `make demo` serve it as a Flux release on 127.0.0.1 (install downloads and verifies it)
+# and compile it into the embed-flux build; `make bench` compares `kubectl gitops status` with its
+# `flux get`. build.sh's cache key does not depend on it.
 #
 # Usage: tests/testenv/build-flux-cli.sh
 #   The last line of stdout is the cache directory; progress goes to stderr.

@@ -8,7 +8,7 @@ pub mod objects;
 pub mod status;
 
 /// The Flux release kubectl-gitops installs and tests against by default.
-pub const PINNED_VERSION: &str = "v2.9.3";
+pub const PINNED_VERSION: &str = crate::dependencies::FLUX_VERSION;
 
 /// The controllers of a default Flux installation, in the order `flux install` lists them.
 pub const DEFAULT_COMPONENTS: [&str; 4] =

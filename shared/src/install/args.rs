@@ -85,6 +85,11 @@ pub struct InstallArgs {
     #[arg(long, value_name = "FILE", help_heading = "Flux")]
     pub components_file: Option<PathBuf>,
 
+    /// The flux CLI that generates the component manifests (default: the pinned release, cached or
+    /// downloaded and verified; see `kubectl gitops flux`).
+    #[arg(long, value_name = "PATH", help_heading = "Flux")]
+    pub flux_bin: Option<PathBuf>,
+
     /// An OCI-distributed component: oci://REGISTRY/REPO:TAG[?path=./dir] (repeatable).
     #[arg(long = "component", value_name = "OCI_URL", help_heading = "Flux")]
     pub oci_components: Vec<String>,

@@ -25,6 +25,7 @@ use crate::deploy_key::{DeployKey, KeyAlgorithm};
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
+use crate::flux_cli;
 use crate::git::Checkout;
 use crate::names::sanitize_name;
 use crate::output::Printer;
@@ -83,6 +84,11 @@ pub struct Request {
 }
 
 impl Request {
+    /// Where the component manifests live in the repo.
+    pub fn components_path(&self) -> String {
+        format!("{}/flux-system/gotk-components.yaml", self.path)
+    }
+
     /// The record lists what the manifests really hold: the components of their header. A header
     /// of another Flux version than the one asked for is refused.
     pub fn take_components_header(&mut self, components_text: &str) -> Result<()> {
@@ -262,7 +268,7 @@ impl Plan {
             ));
         }
 
-        let components_path = format!("{}/flux-system/gotk-components.yaml", request.path);
+        let components_path = request.components_path();
         let components_text = match components_text {
             Some(text) => text,
             None => {
@@ -270,7 +276,7 @@ impl Plan {
                     Error::usage(
                         format!("no Flux {} component manifests to install", request.flux_version),
                         "pass --components-file with the output of `flux install --export` (or a gotk-components.yaml \
-                         from an existing bootstrap), or put the flux CLI on PATH",
+                         from an existing bootstrap), or --flux-bin",
                     )
                 })?
             }
@@ -544,12 +550,11 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
         // Export needs no cluster: only a kube context, when --cluster-name is not given.
         let context = Cluster::connect(&settings.connection, printer).await.ok().and_then(|cluster| cluster.context);
         let request = Request::new(settings, context.as_deref())?;
-        let components_text = components_text(settings, &request)?;
+        let components_text = components_text(settings, &request, printer).await?;
         return export(settings, request, components_text);
     }
     let cluster = Cluster::connect(&settings.connection, printer).await?;
     let request = Request::new(settings, cluster.context.as_deref())?;
-    let components_text = components_text(settings, &request)?;
     let confirm = |question: &str| printer.confirm(question, settings.yes);
     // A re-run trusts the host keys the first run pinned instead of scanning again. Best effort:
     // an unreachable cluster is reported by `inspect`.
@@ -568,6 +573,11 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
     };
     let inspection = inspect(&cluster, &request, source, hosted).await?;
     let request = if settings.repo.from_repo { from_repo_request(settings, request, &inspection)? } else { request };
+    let repo_copy = inspection.read(&request.components_path())?.and_then(|bytes| String::from_utf8(bytes).ok());
+    let components_text = match repo_copy {
+        Some(copy) if settings.flux.components_file.is_none() && is_current(&copy, &request) => None,
+        _ => Some(components_text(settings, &request, printer).await?),
+    };
     let (auth, generated) = flux_auth(settings.access.ssh_key_algorithm, &inspection, &request.cluster_name)?;
     let confirm_key = generated && inspection.source.provider == ProviderKind::Git;
     let mut plan = Plan::build(request, &inspection, components_text, auth, confirm_key)?;
@@ -637,15 +647,9 @@ fn from_repo_request(settings: &InstallSettings, mut request: Request, inspectio
 }
 
 /// `--export`: the manifests, without touching the cluster or the repo.
-fn export(settings: &InstallSettings, mut request: Request, components_text: Option<String>) -> Result<String> {
+fn export(settings: &InstallSettings, mut request: Request, components: String) -> Result<String> {
     let url = settings.repo.url.as_ref().map(|url| url.canonical.clone()).ok_or_else(|| {
         Error::usage("--export needs --url to write the sync manifests", "pass --url ssh://git@host/path/repo.git")
-    })?;
-    let components = components_text.ok_or_else(|| {
-        Error::usage(
-            "--export needs the Flux component manifests",
-            "pass --components-file, or put the flux CLI on PATH",
-        )
     })?;
     request.take_components_header(&components)?;
     let target = SyncTarget {
@@ -675,30 +679,40 @@ fn export(settings: &InstallSettings, mut request: Request, components_text: Opt
     Ok(text)
 }
 
-/// The component manifests: `--components-file`, else `flux install --export` from a flux CLI
-/// on PATH, else `None` (the plan then uses the copy already in the repo, if any).
-pub fn components_text(settings: &InstallSettings, request: &Request) -> Result<Option<String>> {
+/// Whether the repo's copy of the component manifests is of the Flux version asked for: the plan
+/// then keeps it (and the components its header lists), and no flux CLI is needed, so a re-run
+/// downloads nothing.
+fn is_current(repo_copy: &str, request: &Request) -> bool {
+    bootstrap::parse_components_header(repo_copy).0.is_some_and(|version| version == request.flux_version)
+}
+
+/// The component manifests: `--components-file`, else `flux install --export` of the flux CLI of
+/// the version asked for (flux_cli.rs: given, cached, downloaded and verified, or on PATH).
+pub async fn components_text(settings: &InstallSettings, request: &Request, printer: &Printer) -> Result<String> {
     if let Some(path) = &settings.flux.components_file {
-        let text = std::fs::read_to_string(path).map_err(|error| {
+        return std::fs::read_to_string(path).map_err(|error| {
             Error::usage(format!("cannot read --components-file {}: {error}", path.display()), "check the path")
-        })?;
-        return Ok(Some(text));
+        });
     }
-    let Ok(flux) = which::which("flux") else {
-        return Ok(None);
-    };
-    let output = std::process::Command::new(flux)
+    let locator = flux_cli::Locator::new(settings.flux.flux_bin.clone()).with_sibling(crate::plugin::find("flux"));
+    let cli = locator.locate(&request.flux_version, printer).await?;
+    let output = cli
+        .command()
         .args(["install", "--export", "--version", &request.flux_version, "--namespace", &request.namespace])
         .arg(format!("--components={}", request.components.join(",")))
         .output()
-        .map_err(|error| Error::io("running flux install --export", error))?;
+        .map_err(|error| Error::io(format!("running {} install --export", cli.path.display()), error))?;
     if !output.status.success() {
         return Err(Error::usage(
-            format!("flux install --export failed: {}", String::from_utf8_lossy(&output.stderr).trim()),
-            "pass --components-file instead",
+            format!(
+                "{} install --export failed: {}",
+                cli.path.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            "pass --components-file with the output of `flux install --export` instead",
         ));
     }
-    Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 #[cfg(test)]

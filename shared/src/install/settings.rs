@@ -79,6 +79,8 @@ pub struct FluxSettings {
     pub components: Vec<String>,
     /// `--components-file`.
     pub components_file: Option<PathBuf>,
+    /// `--flux-bin`: the flux CLI that generates the manifests.
+    pub flux_bin: Option<PathBuf>,
     /// `--component`, parsed.
     pub oci_components: Vec<OciComponent>,
 }
@@ -179,6 +181,7 @@ impl InstallArgs {
                 version: self.flux_version.clone(),
                 components,
                 components_file: self.components_file.clone(),
+                flux_bin: self.flux_bin.clone(),
                 oci_components,
             },
             access: AccessSettings {

@@ -45,7 +45,7 @@ use crate::env;
 const MAX_PAGES: usize = 50;
 
 /// The `User-Agent` we send; GitHub rejects requests without one.
-const USER_AGENT: &str = concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION"));
+pub const USER_AGENT: &str = concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION"));
 
 /// Installs rustls' ring crypto provider as the process default, if none is installed yet.
 ///

@@ -9,13 +9,13 @@
 //! round and `RUNS` measured ones.
 //!
 //! Arguments: the sizes (default 1000 10000). Environment: `FLUX_CLI` (a flux binary) or
-//! `FLUX_CLI_BUILD` (the script that builds it; make bench passes tests/testenv/build-flux-cli.sh);
+//! `GITOPS_FLUX_CLI_DIR` (what tests/testenv/build-flux-cli.sh built; else the script runs);
 //! `BENCH_BASELINE` (another kubectl-gitops-status build, measured alongside: before and after in
 //! one run); `BENCH_HOLD` (keep the environment up afterwards, for profiling).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -66,6 +66,10 @@ fn main() -> Result<()> {
         }
         report(env, &api, size, seeding, &flux)?;
     }
+    match &flux {
+        Ok(cli) => passthrough(cli)?,
+        Err(error) => println!("\nkubectl gitops flux: not measured, the flux CLI is missing: {error}"),
+    }
     if std::env::var_os("BENCH_HOLD").is_some() {
         // For profiling against the seeded objects (docs/performance.md).
         eprintln!("bench: holding the environment until interrupted: export KUBECONFIG={}", env.kubeconfig.display());
@@ -73,6 +77,50 @@ fn main() -> Result<()> {
             std::thread::park();
         }
     }
+    Ok(())
+}
+
+/// What `kubectl gitops flux` adds to flux's own start: `version --client` (no cluster) through
+/// the release build, with the CLI in a cache that `install-cli` filled from a local release
+/// server, against the same CLI run directly; alternating, `PASSTHROUGH_RUNS` each, medians.
+fn passthrough(cli: &Path) -> Result<()> {
+    const PASSTHROUGH_RUNS: usize = 40;
+    let ours = binaries_path("kubectl-gitops-flux");
+    let server = gitops_e2e::flux_release::ReleaseServer::start(gitops_e2e::flux_release::Tamper::None);
+    let cache = tempfile::tempdir()?;
+    let isolated = gitops_e2e::flux_release::isolated_env(cache.path(), &server.url);
+    let installed = Command::new(&ours).arg("install-cli").envs(isolated.clone()).output()?;
+    if !installed.status.success() {
+        bail!("kubectl-gitops-flux install-cli: {}", String::from_utf8_lossy(&installed.stderr));
+    }
+    let cached = PathBuf::from(String::from_utf8_lossy(&installed.stdout).trim());
+    let time = |program: &Path| -> Result<Duration> {
+        let started = Instant::now();
+        let output = Command::new(program).args(["version", "--client"]).envs(isolated.clone()).output()?;
+        if !output.status.success() {
+            bail!("{} version --client failed", program.display());
+        }
+        Ok(started.elapsed())
+    };
+    let (mut direct, mut through) = (Vec::new(), Vec::new());
+    for run in 0..=PASSTHROUGH_RUNS {
+        let (a, b) = (time(&cached)?, time(&ours)?);
+        if run > 0 {
+            direct.push(a);
+            through.push(b);
+        }
+    }
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let (direct, through) = (median(&mut direct), median(&mut through));
+    let added = through.saturating_sub(direct);
+    println!("\nkubectl gitops flux version --client ({PASSTHROUGH_RUNS} runs each, medians; flux {})", cli.display());
+    println!("  flux directly                  {:>8.1} ms", direct.as_secs_f64() * 1e3);
+    println!("  through kubectl gitops flux    {:>8.1} ms", through.as_secs_f64() * 1e3);
+    let verdict = if added <= Duration::from_millis(5) { "PASS" } else { "FAIL" };
+    println!("  added by the passthrough       {:>8.1} ms  (target <= 5 ms)  {verdict}", added.as_secs_f64() * 1e3);
     Ok(())
 }
 
@@ -184,24 +232,17 @@ fn binaries_path(name: &str) -> PathBuf {
     if release.exists() { release } else { profile_dir.join(name) }
 }
 
-/// The real flux CLI: `FLUX_CLI` when set, else what `FLUX_CLI_BUILD` (make bench:
-/// tests/testenv/build-flux-cli.sh, cached) builds. The error is the build's own last lines, for the report.
+/// The real flux CLI: `FLUX_CLI` when set, else the one tests/testenv/build-flux-cli.sh builds
+/// (cached; `GITOPS_FLUX_CLI_DIR` names its directory). The error is the build's own last lines,
+/// for the report.
 fn flux_cli() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("FLUX_CLI") {
         return Ok(PathBuf::from(path));
     }
-    let script = std::env::var_os("FLUX_CLI_BUILD")
-        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/build-flux-cli.sh"), PathBuf::from);
     let started = Instant::now();
-    let output = Command::new("bash").arg(&script).stdin(Stdio::null()).output().map_err(|e| e.to_string())?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        return Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
-    }
-    let dir = String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or_default().to_string();
-    eprintln!("bench: flux CLI ready in {:.1?} ({dir})", started.elapsed());
-    Ok(Path::new(&dir).join("bin/flux"))
+    let dir = gitops_e2e::flux_release::cli_dir().map_err(|error| format!("{error:#}"))?;
+    eprintln!("bench: flux CLI ready in {:.1?} ({})", started.elapsed(), dir.display());
+    Ok(dir.join("bin/flux"))
 }
 
 /// The API server as curl reaches it, with the admin client certificate.

@@ -10,7 +10,7 @@ use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
-use gitops_e2e::{binaries, fixtures};
+use gitops_e2e::{binaries, fixtures, flux_release};
 use gitops_shared::flux::bootstrap;
 use gitops_shared::record::InstallRecord;
 
@@ -93,7 +93,7 @@ fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
 #[test]
 #[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
-    let (components, podinfo) = (fixtures::flux_components(), fixtures::shared("apps/podinfo/kustomize"));
+    let (components, podinfo) = (flux_release::components(), fixtures::shared("apps/podinfo/kustomize"));
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();

@@ -15,7 +15,7 @@ use std::process::Command;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::standin::{Recorded, StandIn, TOKEN};
 use gitops_e2e::testenv::{Options, TestEnv};
-use gitops_e2e::{binaries, fixtures};
+use gitops_e2e::{binaries, flux_release};
 use gitops_shared::provider::Kind;
 use serde_json::json;
 
@@ -37,7 +37,7 @@ struct Fixture {
 impl Fixture {
     /// Needs the Flux component fixtures.
     fn install(kind: Kind) -> Fixture {
-        let components = fixtures::flux_components();
+        let components = flux_release::components();
         let env = TestEnv::start(Options { flux: false }).unwrap().detach();
         let standin = StandIn::start(kind);
         let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
@@ -194,7 +194,6 @@ fn pr_body_lists_the_files(body: &str) {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn github_pull_request_is_opened_and_updated_on_a_rerun() {
     let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
@@ -256,7 +255,6 @@ fn github_pull_request_is_opened_and_updated_on_a_rerun() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_merge_request_is_opened_and_updated_on_a_rerun() {
     let fixture = Fixture::install(Kind::GitLab);
     let main_before = fixture.main_head();
@@ -289,7 +287,6 @@ fn gitlab_merge_request_is_opened_and_updated_on_a_rerun() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_protected_branch_gets_a_pull_request_by_default() {
     let fixture = Fixture::install(Kind::GitHub);
     fixture.standin.protect_branch(REPO, "main");
@@ -307,7 +304,6 @@ fn a_protected_branch_gets_a_pull_request_by_default() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_protected_branch_gets_a_merge_request_by_default() {
     let fixture = Fixture::install(Kind::GitLab);
     fixture.standin.protect_branch(REPO, "main");
@@ -326,7 +322,6 @@ fn gitlab_protected_branch_gets_a_merge_request_by_default() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn auto_merge_on_an_unprotected_branch_pushes_to_main_without_api_writes() {
     let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
@@ -342,7 +337,6 @@ fn auto_merge_on_an_unprotected_branch_pushes_to_main_without_api_writes() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn dry_run_prints_the_plan_and_a_diff_and_changes_nothing() {
     let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();
@@ -377,7 +371,6 @@ fn dry_run_prints_the_plan_and_a_diff_and_changes_nothing() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_token_without_push_rights_is_refused_before_any_branch_or_write() {
     let fixture = Fixture::install(Kind::GitHub);
     fixture.standin.set_token_can_push(false);
@@ -397,7 +390,6 @@ fn a_token_without_push_rights_is_refused_before_any_branch_or_write() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_reporter_access_is_refused_before_any_branch_or_write() {
     let fixture = Fixture::install(Kind::GitLab);
     fixture.standin.set_token_can_push(false);
@@ -411,7 +403,6 @@ fn gitlab_reporter_access_is_refused_before_any_branch_or_write() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_repository_that_does_not_exist_is_a_clear_error_and_nothing_is_written() {
     let fixture = Fixture::install(Kind::GitHub);
     fixture
@@ -440,7 +431,6 @@ fn a_repository_that_does_not_exist_is_a_clear_error_and_nothing_is_written() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_pull_request_that_fails_to_open_takes_its_branch_away_again() {
     let fixture = Fixture::install(Kind::GitHub);
     let main_before = fixture.main_head();

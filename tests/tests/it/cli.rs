@@ -2,14 +2,26 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
+use gitops_e2e::{binaries, flux_release};
+use gitops_shared::dependencies::FLUX_RELEASE_URL;
+use gitops_shared::env;
 
+/// Runs one of our binaries with no kubeconfig and no flux CLI at hand (none on PATH, an empty
+/// cache), so that what `version` says of the flux CLI is the same on every machine.
 fn run(binary: &str, args: &[&str]) -> Run {
-    Run::of(Command::new(binaries::path(binary)).args(args).env_remove("KUBECONFIG"))
+    let no_flux = flux_release::isolated_env(Path::new("/nonexistent/kubectl-gitops-cache"), FLUX_RELEASE_URL);
+    Run::of(
+        Command::new(binaries::path(binary))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env_remove(env::KUBECTL_GITOPS_FLUX_BIN)
+            .envs(no_flux),
+    )
 }
 
 #[test]
@@ -43,7 +55,7 @@ fn unknown_command_suggests_the_closest() {
     ----- stderr -----
     error: unknown command "stauts"
     hint: did you mean "status"?
-    installed commands: "app", "artifact", "completion", "detect", "install", "status", "upgrade" and "version"
+    installed commands: "app", "artifact", "completion", "detect", "flux", "install", "status", "upgrade" and "version"
     "#);
 }
 
@@ -63,7 +75,8 @@ fn version_never_fails_when_the_cluster_is_down() {
     exit_code: 0
     ----- stdout -----
     Client Version: v[VERSION] (commit [COMMIT])
-    Pinned Flux Version: v2.9.3
+    Pinned Flux Version: v2.9.4
+    Flux CLI: v2.9.4, downloaded and verified on first use from https://github.com/fluxcd/flux2/releases/download/v2.9.4
     Server Version: unreachable
     ----- stderr -----
     warning: cannot reach the cluster: cluster unreachable at https://127.0.0.1:[PORT]/: Connection refused (os error 111)
@@ -78,9 +91,22 @@ fn version_as_json() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["client"]["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.3");
+    assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.4");
     assert_eq!(report["server"]["reachable"], false);
     assert!(report["server"]["error"].as_str().unwrap().contains("Connection refused"));
+    assert_eq!(report["fluxCli"]["origin"], "download", "{report}");
+
+    // A CLI named by the environment is the one that runs.
+    let named = Run::of(
+        Command::new(binaries::path("kubectl-gitops"))
+            .args(["--kubeconfig", kubeconfig.to_str().unwrap(), "version", "-o", "json"])
+            .env(env::KUBECTL_GITOPS_FLUX_BIN, "/bin/sh"),
+    );
+    let report: serde_json::Value = serde_json::from_str(&named.stdout).unwrap();
+    assert_eq!(
+        (report["fluxCli"]["path"].as_str(), report["fluxCli"]["origin"].as_str()),
+        (Some("/bin/sh"), Some("environment"))
+    );
 }
 
 #[test]

@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::{Options, TestEnv};
-use gitops_e2e::{binaries, fixtures};
+use gitops_e2e::{binaries, flux_release};
 
 fn detect(env: &TestEnv, args: &[&str]) -> Run {
     Run::of(Command::new(binaries::path("kubectl-gitops-detect")).arg("--kubeconfig").arg(&env.kubeconfig).args(args))
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_record() {
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     eprintln!("testenv (no Flux) started in {:.1?}", env.startup);
@@ -25,7 +24,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
 
-    let components = fixtures::flux_components();
+    let components = flux_release::components();
     env.apply_yaml(&std::fs::read_to_string(components).unwrap()).unwrap();
     for controller in ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"] {
         env.wait_for_jsonpath(
@@ -40,7 +39,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "flux2\n"), "{}", run.stderr);
     let json: serde_json::Value = serde_json::from_str(&detect(env, &["-o", "json"]).stdout).unwrap();
     assert_eq!(json["flux"]["namespace"], "flux-system");
-    assert_eq!(json["flux"]["version"], "v2.9.3");
+    assert_eq!(json["flux"]["version"], "v2.9.4");
     assert_eq!(json["flux"]["versionSource"], "namespace-label");
     assert_eq!(json["apiVersions"]["GitRepository"][0], "v1");
     assert_eq!(json["apiVersions"]["HelmRelease"][0], "v2");
@@ -50,13 +49,13 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
         .iter()
         .map(|c| (c["name"].as_str().unwrap(), c["tag"].as_str().unwrap(), c["ready"].as_bool().unwrap()))
         .collect();
-    assert!(controllers.contains(&("source-controller", "v1.9.3", true)), "{controllers:?}");
+    assert!(controllers.contains(&("source-controller", "v1.9.4", true)), "{controllers:?}");
     assert!(controllers.contains(&("helm-controller", "v1.6.3", true)), "{controllers:?}");
     assert_eq!(json["warnings"], serde_json::json!([]));
 
     // The record `install` commits and Flux applies; written here by hand until install exists.
     env.apply_yaml(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\ndata:\n  url: ssh://root@127.0.0.1:2222/srv/fleet.git\n  branch: main\n  path: clusters/dev\n  clusterName: dev\n  fluxVersion: v2.9.3\n  components: source-controller,kustomize-controller,helm-controller,notification-controller\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubectl-gitops\n  namespace: flux-system\n  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\ndata:\n  url: ssh://root@127.0.0.1:2222/srv/fleet.git\n  branch: main\n  path: clusters/dev\n  clusterName: dev\n  fluxVersion: v2.9.4\n  components: source-controller,kustomize-controller,helm-controller,notification-controller\n",
     )
     .unwrap();
     let run = detect(env, &[]);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::standin::{StandIn, TOKEN};
 use gitops_e2e::testenv::{Options, TestEnv};
-use gitops_e2e::{binaries, fixtures};
+use gitops_e2e::{binaries, flux_release};
 use gitops_shared::provider::Kind;
 
 /// A stand-in whose clone URLs point at the test environment's git server.
@@ -45,9 +45,8 @@ fn write_lines(standin: &StandIn) -> Vec<String> {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
-    let components = fixtures::flux_components();
+    let components = flux_release::components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitHub);
@@ -93,9 +92,8 @@ fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_what_to_ask_for() {
-    let components = fixtures::flux_components();
+    let components = flux_release::components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let standin = standin(env, Kind::GitHub);
     standin.set_token_can_create_repos(false);
@@ -114,9 +112,8 @@ fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_wha
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn a_protected_branch_is_refused_before_any_write() {
-    let components = fixtures::flux_components();
+    let components = flux_release::components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let standin = standin(env, Kind::GitLab);
     standin.add_repo("acme/fleet");
@@ -133,9 +130,8 @@ fn a_protected_branch_is_refused_before_any_write() {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn gitlab_existing_project_gets_a_deploy_key_without_push_rights() {
-    let components = fixtures::flux_components();
+    let components = flux_release::components();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitLab);

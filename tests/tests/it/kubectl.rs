@@ -48,6 +48,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-app",
             "kubectl-gitops-artifact",
             "kubectl-gitops-detect",
+            "kubectl-gitops-flux",
             "kubectl-gitops-install",
             "kubectl-gitops-status",
             "kubectl-gitops-upgrade"

@@ -4,7 +4,9 @@
 mod app;
 mod app_provider;
 mod cli;
+mod dependencies;
 mod detect;
+mod flux;
 mod git;
 mod install;
 mod install_provider;

@@ -11,7 +11,7 @@ use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
-use gitops_e2e::{binaries, fixtures};
+use gitops_e2e::{binaries, flux_release};
 
 const LABELS: &str = "  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\n";
 
@@ -96,9 +96,8 @@ fn helm_release(name: &str, values: &str) -> String {
 }
 
 #[test]
-#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
-    let components = fixtures::flux_components();
+    let components = flux_release::components();
     let env = TestEnv::start(Options { flux: true }).unwrap().detach();
     env.apply_yaml(&std::fs::read_to_string(components).unwrap()).unwrap();
     push_app(env);
@@ -175,14 +174,14 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     assert_eq!(app("hello")["kind"], "helm");
     assert!(app("ready-app")["appliedRevision"].as_str().unwrap().starts_with("main@sha1:"));
     assert!(app("ready-app")["lastDeployed"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(json["flux"]["version"], "v2.9.3");
+    assert_eq!(json["flux"]["version"], "v2.9.4");
 
     let table = settled(
         || status(env, &[]),
         |run| run.stdout.ends_with("6 apps: 2 ready, 3 failing, 0 progressing, 1 suspended\n"),
     );
     assert_eq!(table.code, Some(1));
-    assert!(table.stdout.starts_with("Flux v2.9.3 in flux-system: 6/6 controllers ready\n"), "{}", table.stdout);
+    assert!(table.stdout.starts_with("Flux v2.9.4 in flux-system: 6/6 controllers ready\n"), "{}", table.stdout);
     assert!(table.stdout.contains("\nready-app "), "{}", table.stdout);
     assert!(table.stdout.ends_with("6 apps: 2 ready, 3 failing, 0 progressing, 1 suspended\n"), "{}", table.stdout);
 
@@ -343,7 +342,7 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     let took = started.elapsed();
     assert_eq!(waited.code, Some(0), "{}\n{}", waited.stdout, waited.stderr);
     assert!(waited.stderr.contains(&format!("the config repo's branch is at {first}")), "{}", waited.stderr);
-    assert!(waited.stdout.starts_with("Flux v2.9.3 in flux-system: "), "{}", waited.stdout);
+    assert!(waited.stdout.starts_with("Flux v2.9.4 in flux-system: "), "{}", waited.stdout);
     assert!(waited.stdout.contains("\nweb "), "{}", waited.stdout);
     assert!(waited.stdout.ends_with("1 app: 1 ready, 0 failing, 0 progressing, 0 suspended\n"), "{}", waited.stdout);
     eprintln!("status --wait until a new sync and app were ready: {took:?}");

@@ -1,0 +1,239 @@
+//! Which flux CLI runs, and getting it when there is none: `install` runs its `install --export`
+//! and `kubectl gitops flux` passes commands to it.
+//!
+//! The order, first found wins (docs/dependencies.md):
+//! 1. `--flux-bin`, else `KUBECTL_GITOPS_FLUX_BIN`;
+//! 2. the cache, `${XDG_CACHE_HOME:-~/.cache}/kubectl-gitops/flux/<version>/flux`, written only
+//!    after the release's checksums matched (release.rs);
+//! 3. for the pinned version, the CLI embedded in this binary or in the `kubectl-gitops-flux`
+//!    beside it (the `embed-flux` build), written to the cache;
+//! 4. a download of the release (archive checked against the checksums file, and that file
+//!    against dependencies.toml's sha256 when it has one), unpacked into the cache;
+//! 5. `flux` on PATH, with a warning when its version is not the one wanted.
+
+pub mod embedded;
+mod release;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use self::release::{Release, rehash_cached, verify_cached};
+use crate::dependencies;
+use crate::env;
+use crate::error::{Error, Result};
+use crate::output::Printer;
+
+/// Where the CLI that runs came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `--flux-bin`.
+    Flag,
+    /// `KUBECTL_GITOPS_FLUX_BIN`.
+    Environment,
+    /// The cache of verified downloads.
+    Cache,
+    /// Embedded in kubectl-gitops-flux, written to the cache just now.
+    Embedded,
+    /// Downloaded just now, verified and cached.
+    Download,
+    /// `flux` on PATH.
+    Path,
+}
+
+impl Origin {
+    /// The word `version -o json` says.
+    pub fn id(self) -> &'static str {
+        match self {
+            Origin::Flag => "flag",
+            Origin::Environment => "environment",
+            Origin::Cache => "cache",
+            Origin::Embedded => "embedded",
+            Origin::Download => "download",
+            Origin::Path => "path",
+        }
+    }
+
+    /// How `version` and the warnings name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Origin::Flag => "--flux-bin",
+            Origin::Environment => env::KUBECTL_GITOPS_FLUX_BIN,
+            Origin::Cache => "the verified cache",
+            Origin::Embedded => "embedded in kubectl-gitops-flux",
+            Origin::Download => "downloaded and verified",
+            Origin::Path => "PATH",
+        }
+    }
+}
+
+/// A flux CLI to run.
+#[derive(Debug, Clone)]
+pub struct FluxCli {
+    /// The executable.
+    pub path: PathBuf,
+    /// Its version when known: the cached release's, or what `flux version --client` printed.
+    pub version: Option<String>,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+impl FluxCli {
+    /// A command running this CLI.
+    pub fn command(&self) -> Command {
+        Command::new(&self.path)
+    }
+}
+
+/// Where to look for the CLI, resolved from the flags and the environment.
+#[derive(Debug, Clone)]
+pub struct Locator {
+    /// `--flux-bin`.
+    pub flag: Option<PathBuf>,
+    /// `KUBECTL_GITOPS_FLUX_BIN`.
+    pub environment: Option<PathBuf>,
+    /// The cache's root, holding one directory per version.
+    pub cache_root: Option<PathBuf>,
+    /// The release base URL template (`{version}` filled in per version).
+    pub release_url: String,
+    /// A `kubectl-gitops-flux` that may carry the pinned CLI (`install-cli --embedded`).
+    pub sibling: Option<PathBuf>,
+}
+
+impl Locator {
+    /// The locator the environment describes, with `--flux-bin` when given.
+    pub fn new(flag: Option<PathBuf>) -> Locator {
+        let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+        let cache_root = non_empty(env::XDG_CACHE_HOME)
+            .map(PathBuf::from)
+            .or_else(|| non_empty(env::HOME).map(|home| PathBuf::from(home).join(".cache")))
+            .map(|cache| cache.join("kubectl-gitops").join("flux"));
+        Locator {
+            flag,
+            environment: non_empty(env::KUBECTL_GITOPS_FLUX_BIN).map(PathBuf::from),
+            cache_root,
+            release_url: std::env::var(env::KUBECTL_GITOPS_FLUX_RELEASE_URL)
+                .ok()
+                .filter(|url| !url.is_empty())
+                .unwrap_or_else(|| dependencies::FLUX_RELEASE_URL.to_string()),
+            sibling: None,
+        }
+    }
+
+    /// The same, also asking `sibling` (a `kubectl-gitops-flux`) for the CLI it may embed.
+    pub fn with_sibling(mut self, sibling: Option<PathBuf>) -> Locator {
+        self.sibling = sibling;
+        self
+    }
+
+    /// The pinned CLI embedded in this binary, else in the sibling, written to the cache.
+    fn embedded(&self, release: &Release) -> Result<Option<FluxCli>> {
+        if release.version != dependencies::FLUX_VERSION {
+            return Ok(None);
+        }
+        let cli = |path| FluxCli { path, version: Some(release.version.clone()), origin: Origin::Embedded };
+        if let Some(path) = embedded::extract(release)? {
+            return Ok(Some(cli(path)));
+        }
+        let Some(sibling) = &self.sibling else {
+            return Ok(None);
+        };
+        // It writes into the same cache (it reads the same environment). Any failure (no embedded
+        // CLI, an older build) means "not from there": the caller downloads instead.
+        let wrote = Command::new(sibling)
+            .args(["install-cli", "--embedded"])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        Ok(if wrote { verify_cached(release)?.map(cli) } else { None })
+    }
+
+    /// The release of `version` for this machine.
+    pub fn release(&self, version: &str) -> Result<Release> {
+        let cache_root = self.cache_root.clone().ok_or_else(|| {
+            Error::usage(
+                "no cache directory for the flux CLI: neither XDG_CACHE_HOME nor HOME is set",
+                format!("set XDG_CACHE_HOME, or pass --flux-bin (or {})", env::KUBECTL_GITOPS_FLUX_BIN),
+            )
+        })?;
+        Release::for_this_machine(version, &self.release_url, &cache_root)
+    }
+
+    /// The CLI given explicitly (`--flux-bin`, else the environment), checked to exist.
+    pub fn explicit(&self) -> Result<Option<FluxCli>> {
+        let given = self
+            .flag
+            .clone()
+            .map(|path| (path, Origin::Flag))
+            .or_else(|| self.environment.clone().map(|path| (path, Origin::Environment)));
+        let Some((path, origin)) = given else {
+            return Ok(None);
+        };
+        if !path.is_file() {
+            return Err(Error::usage(
+                format!("{} names {}, which is not a file", origin.describe(), path.display()),
+                "point it at a flux executable, or unset it to use the pinned release",
+            ));
+        }
+        Ok(Some(FluxCli { path, version: None, origin }))
+    }
+
+    /// The CLI that would run for `version` without downloading anything: for `version` and
+    /// for callers that must not touch the network.
+    pub fn find_local(&self, version: &str) -> Result<Option<FluxCli>> {
+        if let Some(cli) = self.explicit()? {
+            return Ok(Some(cli));
+        }
+        if let Ok(release) = self.release(version)
+            && let Some(path) = verify_cached(&release)?
+        {
+            return Ok(Some(FluxCli { path, version: Some(version.to_string()), origin: Origin::Cache }));
+        }
+        Ok(on_path())
+    }
+
+    /// The CLI to run for `version`: given, cached, downloaded, else on PATH (with a warning
+    /// when its version differs). A failed download is the error when nothing is on PATH.
+    pub async fn locate(&self, version: &str, printer: &Printer) -> Result<FluxCli> {
+        if let Some(cli) = self.explicit()? {
+            return Ok(cli);
+        }
+        let release = self.release(version)?;
+        if let Some(path) = verify_cached(&release)? {
+            return Ok(FluxCli { path, version: Some(version.to_string()), origin: Origin::Cache });
+        }
+        if let Some(cli) = self.embedded(&release)? {
+            return Ok(cli);
+        }
+        let downloaded = release.install(printer).await;
+        match (downloaded, on_path()) {
+            (Ok(path), _) => Ok(FluxCli { path, version: Some(version.to_string()), origin: Origin::Download }),
+            // A refused checksum is never papered over with another CLI.
+            (Err(error @ Error::Untrusted { .. }), _) | (Err(error), None) => Err(error),
+            (Err(error), Some(cli)) => {
+                let found = cli.version.as_deref().unwrap_or("of unknown version");
+                printer.warning(&format!(
+                    "cannot download flux {version} ({error}); using {} from PATH ({found})",
+                    cli.path.display()
+                ));
+                Ok(cli)
+            }
+        }
+    }
+}
+
+/// `flux` on PATH, with the version it reports.
+fn on_path() -> Option<FluxCli> {
+    let path = which::which("flux").ok()?;
+    let version = client_version(&path);
+    Some(FluxCli { path, version, origin: Origin::Path })
+}
+
+/// What `flux version --client` prints (`flux: v2.9.4`), as `v2.9.4`.
+pub fn client_version(path: &Path) -> Option<String> {
+    let output = Command::new(path).args(["version", "--client"]).output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let version = text.lines().find_map(|line| line.trim().strip_prefix("flux:"))?.trim();
+    Some(if version.starts_with('v') { version.to_string() } else { format!("v{version}") })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,289 @@
+//! A flux release for this machine: its archive and checksums file on the release server, and
+//! its directory in the cache. Nothing reaches the cache before both checksums matched, and the
+//! cache directory appears in one rename, so a failure or a crash leaves nothing behind and two
+//! concurrent downloads cannot mix.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use crate::dependencies;
+use crate::env;
+use crate::error::{Error, Result};
+use crate::output::Printer;
+
+/// The file beside the cached CLI that records its sha256 and size, written after verification.
+const VERIFIED: &str = "verified";
+
+/// One release of the flux CLI, for this operating system and architecture.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// The tag, e.g. `v2.9.4`.
+    pub version: String,
+    /// The archive's file name on the release page.
+    pub archive: String,
+    /// The release page's base URL.
+    pub base_url: String,
+    /// The checksums file's name.
+    pub checksums: String,
+    /// The sha256 the checksums file must have (dependencies.toml, for the pinned version only).
+    pub checksums_sha256: Option<String>,
+    /// The cache's root.
+    pub cache_root: PathBuf,
+}
+
+/// Flux's names for this machine's operating system and architecture.
+fn platform() -> Result<(&'static str, &'static str)> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        "windows" => "windows",
+        other => return Err(unsupported(other)),
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "arm" => "arm",
+        other => return Err(unsupported(other)),
+    };
+    Ok((os, arch))
+}
+
+fn unsupported(what: &str) -> Error {
+    Error::usage(
+        format!("Flux publishes no CLI for {what}"),
+        format!("build flux yourself and pass --flux-bin (or {})", env::KUBECTL_GITOPS_FLUX_BIN),
+    )
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+impl Release {
+    /// The release of `version` whose assets are under `base_url` (a template with `{version}`).
+    pub fn for_this_machine(version: &str, base_url: &str, cache_root: &Path) -> Result<Release> {
+        let (os, arch) = platform()?;
+        let archive_template =
+            if os == "windows" { dependencies::FLUX_ARCHIVE_WINDOWS } else { dependencies::FLUX_ARCHIVE };
+        if !archive_template.ends_with(".tar.gz") {
+            return Err(Error::usage(
+                format!("the flux CLI for {os} comes as {archive_template}, which kubectl-gitops cannot unpack"),
+                format!("unpack flux yourself and pass --flux-bin (or {})", env::KUBECTL_GITOPS_FLUX_BIN),
+            ));
+        }
+        Ok(Release {
+            version: version.to_string(),
+            archive: dependencies::fill(archive_template, version, os, arch),
+            base_url: dependencies::fill(base_url, version, os, arch).trim_end_matches('/').to_string(),
+            checksums: dependencies::fill(dependencies::FLUX_CHECKSUMS, version, os, arch),
+            checksums_sha256: dependencies::FLUX_CHECKSUMS_SHA256
+                .filter(|_| version == dependencies::FLUX_VERSION)
+                .map(str::to_string),
+            cache_root: cache_root.to_path_buf(),
+        })
+    }
+
+    /// This version's directory in the cache.
+    pub fn dir(&self) -> PathBuf {
+        self.cache_root.join(&self.version)
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("{}/{name}", self.base_url)
+    }
+
+    /// Downloads, verifies and unpacks the CLI into the cache; returns its path. Nothing is left
+    /// in the cache when any of it fails.
+    pub async fn install(&self, printer: &Printer) -> Result<PathBuf> {
+        let client = http_client()?;
+        printer.step(&format!("downloading flux {} from {}", self.version, self.base_url));
+        let checksums = fetch(&client, &self.url(&self.checksums), printer).await?;
+        let expected = self.archive_sha256(&checksums)?;
+        let archive = fetch(&client, &self.url(&self.archive), printer).await?;
+        let actual = sha256_hex(&archive);
+        if actual != expected {
+            return Err(Error::Untrusted {
+                message: format!(
+                    "{} does not match {}: sha256 {actual}, expected {expected}",
+                    self.archive, self.checksums
+                ),
+                hint: "nothing was kept; try again later, or report it if it persists (the download may have been tampered with)".into(),
+            });
+        }
+        let binary = unpack(&archive, &self.archive)?;
+        let path = self.store(&binary)?;
+        printer.done(&format!("flux {} verified and cached in {}", self.version, self.dir().display()));
+        Ok(path)
+    }
+
+    /// Puts a verified CLI into the cache: written with its record into a directory beside the
+    /// cache's, which then takes the version's name in one rename. A version directory that fails
+    /// the check is replaced; one that another process completed meanwhile is kept and used.
+    pub fn store(&self, binary: &[u8]) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.cache_root)
+            .map_err(|error| Error::io(format!("creating {}", self.cache_root.display()), error))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".download-")
+            .tempdir_in(&self.cache_root)
+            .map_err(|error| Error::io(format!("creating a directory in {}", self.cache_root.display()), error))?;
+        let unpacked = staging.path().join(&self.version);
+        std::fs::create_dir(&unpacked).map_err(|error| Error::io("creating the staging directory", error))?;
+        let name = format!("flux{}", std::env::consts::EXE_SUFFIX);
+        write_executable(&unpacked.join(&name), binary)?;
+        let record = format!("{name} {} {}\n", sha256_hex(binary), binary.len());
+        std::fs::write(unpacked.join(VERIFIED), record).map_err(|error| Error::io("recording the checksum", error))?;
+        let target = self.dir();
+        if verify_cached(self)?.is_none() && target.exists() {
+            std::fs::remove_dir_all(&target)
+                .map_err(|error| Error::io(format!("removing the unverified {}", target.display()), error))?;
+        }
+        match std::fs::rename(&unpacked, &target) {
+            Ok(()) => {}
+            Err(_) if verify_cached(self)?.is_some() => {}
+            Err(error) => return Err(Error::io(format!("moving the flux CLI into {}", target.display()), error)),
+        }
+        Ok(target.join(name))
+    }
+
+    /// The archive's sha256 according to the checksums file, which is first checked against
+    /// the pinned sha256 when there is one.
+    pub(super) fn archive_sha256(&self, checksums: &[u8]) -> Result<String> {
+        if let Some(pinned) = &self.checksums_sha256 {
+            let actual = sha256_hex(checksums);
+            if actual != *pinned {
+                return Err(Error::Untrusted {
+                    message: format!(
+                        "{} does not match dependencies.toml: sha256 {actual}, expected {pinned}",
+                        self.checksums
+                    ),
+                    hint: "nothing was kept; the release server answered with another checksums file than the one this kubectl-gitops pins".into(),
+                });
+            }
+        }
+        let text = String::from_utf8_lossy(checksums);
+        text.lines()
+            .filter_map(|line| line.split_once(char::is_whitespace))
+            .find(|(_, name)| name.trim().trim_start_matches('*') == self.archive)
+            .map(|(sha, _)| sha.to_ascii_lowercase())
+            .filter(|sha| sha.len() == 64 && sha.bytes().all(|byte| byte.is_ascii_hexdigit()))
+            .ok_or_else(|| Error::Untrusted {
+                message: format!("{} lists no sha256 for {}", self.checksums, self.archive),
+                hint: "nothing was kept; check the version, or pass --flux-bin".into(),
+            })
+    }
+}
+
+/// The cached CLI of this release when its directory is complete and the binary has the size
+/// recorded at verification (a cheap check on every run; `kubectl gitops flux install-cli` hashes
+/// it again in full).
+pub fn verify_cached(release: &Release) -> Result<Option<PathBuf>> {
+    let dir = release.dir();
+    let Ok(record) = std::fs::read_to_string(dir.join(VERIFIED)) else {
+        return Ok(None);
+    };
+    let mut fields = record.split_whitespace();
+    let (Some(name), Some(_sha), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
+        return Ok(None);
+    };
+    let binary = dir.join(name);
+    let matches = std::fs::metadata(&binary).is_ok_and(|meta| meta.is_file() && meta.len().to_string() == size);
+    Ok(matches.then_some(binary))
+}
+
+/// Whether the cached CLI still has the sha256 recorded when it was verified.
+pub fn rehash_cached(release: &Release) -> Result<bool> {
+    let dir = release.dir();
+    let record = std::fs::read_to_string(dir.join(VERIFIED)).unwrap_or_default();
+    let mut fields = record.split_whitespace();
+    let (Some(name), Some(sha)) = (fields.next(), fields.next()) else {
+        return Ok(false);
+    };
+    let bytes = std::fs::read(dir.join(name)).map_err(|error| Error::io(format!("reading {name}"), error))?;
+    Ok(sha256_hex(&bytes) == sha)
+}
+
+fn http_client() -> Result<reqwest::Client> {
+    crate::provider::install_crypto_provider();
+    reqwest::Client::builder()
+        .user_agent(crate::provider::USER_AGENT)
+        .connect_timeout(crate::timeouts::PROVIDER_CONNECT)
+        .read_timeout(crate::timeouts::PROVIDER_REQUEST)
+        .build()
+        .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))
+}
+
+/// A whole file from the release server, with a progress line on a terminal.
+async fn fetch(client: &reqwest::Client, url: &str, printer: &Printer) -> Result<Vec<u8>> {
+    let failed = |reason: String| Error::Remote {
+        message: format!("cannot download {url}: {reason}"),
+        hint: Some(format!(
+            "check the network and that the release exists; {} points at another release server",
+            env::KUBECTL_GITOPS_FLUX_RELEASE_URL
+        )),
+    };
+    let mut response =
+        client.get(url).send().await.map_err(|error| failed(crate::diagnostic::chain_to_line(&error)))?;
+    if !response.status().is_success() {
+        return Err(failed(format!("the server answered {}", response.status())));
+    }
+    let total = response.content_length();
+    let name = url.rsplit('/').next().unwrap_or(url).to_string();
+    let mut spinner = printer.spinner(format!("downloading {name}"));
+    let mut body = Vec::with_capacity(total.unwrap_or(0).min(256 << 20) as usize);
+    let mut drawn = Instant::now();
+    while let Some(chunk) = response.chunk().await.map_err(|error| failed(crate::diagnostic::chain_to_line(&error)))? {
+        body.extend_from_slice(&chunk);
+        if drawn.elapsed() > Duration::from_millis(100) {
+            let megabytes = |bytes: u64| bytes as f64 / 1_048_576.0;
+            let done = megabytes(body.len() as u64);
+            spinner.tick(&match total {
+                Some(total) => format!("{done:.1} of {:.1} MB", megabytes(total)),
+                None => format!("{done:.1} MB"),
+            });
+            drawn = Instant::now();
+        }
+    }
+    spinner.finish();
+    Ok(body)
+}
+
+/// The `flux` executable inside the archive.
+pub(super) fn unpack(archive: &[u8], archive_name: &str) -> Result<Vec<u8>> {
+    let broken = |reason: String| Error::Untrusted {
+        message: format!("{archive_name} cannot be unpacked: {reason}"),
+        hint: "nothing was kept; try again, or pass --flux-bin".into(),
+    };
+    let name = format!("flux{}", std::env::consts::EXE_SUFFIX);
+    let mut entries = tar::Archive::new(flate2::read::GzDecoder::new(archive));
+    for entry in entries.entries().map_err(|error| broken(error.to_string()))? {
+        let mut entry = entry.map_err(|error| broken(error.to_string()))?;
+        let path = entry.path().map_err(|error| broken(error.to_string()))?;
+        if path.as_os_str() != name.as_str() || !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).map_err(|error| broken(error.to_string()))?;
+        return Ok(bytes);
+    }
+    Err(broken(format!("it holds no {name}")))
+}
+
+fn write_executable(path: &Path, bytes: &[u8]) -> Result<()> {
+    let context = || format!("writing {}", path.display());
+    let mut file = std::fs::File::create(path).map_err(|error| Error::io(context(), error))?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|error| Error::io(context(), error))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|error| Error::io(context(), error))?;
+    }
+    Ok(())
+}

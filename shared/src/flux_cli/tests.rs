@@ -1,0 +1,105 @@
+//! The parts of the download that need no server: the checksums file, the archive, the cache.
+//! The download itself runs against a real release server in tests/tests/it/flux.rs.
+
+use super::release::{rehash_cached, verify_cached};
+use super::*;
+
+fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    for (name, bytes) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o755);
+        header.set_cksum();
+        builder.append_data(&mut header, name, *bytes).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+fn release(cache: &Path) -> Release {
+    Release::for_this_machine("v2.9.4", "http://127.0.0.1:9/{version}/", cache).unwrap()
+}
+
+#[test]
+fn the_release_names_this_machine_s_assets() {
+    let cache = tempfile::tempdir().unwrap();
+    let release = release(cache.path());
+    assert_eq!(release.base_url, "http://127.0.0.1:9/v2.9.4");
+    assert_eq!(release.checksums, "flux_2.9.4_checksums.txt");
+    assert!(release.archive.starts_with("flux_2.9.4_") && release.archive.ends_with(".tar.gz"), "{}", release.archive);
+    assert_eq!(release.dir(), cache.path().join("v2.9.4"));
+    // Only the pinned version can be pinned by dependencies.toml's sha256.
+    let other = Release::for_this_machine("v2.8.0", "http://x/{version}", cache.path()).unwrap();
+    assert_eq!(other.checksums_sha256, None);
+}
+
+#[test]
+fn an_unpacked_cli_is_found_in_the_cache_until_it_changes() {
+    let cache = tempfile::tempdir().unwrap();
+    let release = release(cache.path());
+    assert_eq!(verify_cached(&release).unwrap(), None);
+    let archive = tar_gz(&[("LICENSE", b"Apache-2.0"), ("flux", b"#!/bin/sh\necho flux\n")]);
+    let bytes = release::unpack(&archive, &release.archive).unwrap();
+    assert_eq!(bytes, b"#!/bin/sh\necho flux\n");
+    let binary = release.store(&bytes).unwrap();
+    assert_eq!(binary, release.dir().join("flux"));
+    assert_eq!(verify_cached(&release).unwrap(), Some(binary.clone()));
+    let names: Vec<String> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["v2.9.4"], "no staging directory left");
+    assert!(rehash_cached(&release).unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&binary).unwrap().permissions().mode() & 0o777, 0o755);
+    }
+    // The same size with other bytes passes the cheap check, and not the full one.
+    std::fs::write(&binary, b"#!/bin/sh\necho FLUX\n").unwrap();
+    assert!(verify_cached(&release).unwrap().is_some());
+    assert!(!rehash_cached(&release).unwrap());
+    // Another size fails both, and storing again replaces the directory.
+    std::fs::write(&binary, b"truncated").unwrap();
+    assert_eq!(verify_cached(&release).unwrap(), None);
+    release.store(&bytes).unwrap();
+    assert!(rehash_cached(&release).unwrap());
+}
+
+#[test]
+fn an_archive_without_the_cli_or_not_gzip_is_refused() {
+    let error = release::unpack(&tar_gz(&[("README.md", b"hi")]), "flux.tar.gz").unwrap_err();
+    assert_eq!(error.to_string(), "flux.tar.gz cannot be unpacked: it holds no flux");
+    assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
+    let error = release::unpack(b"not gzip", "flux.tar.gz").unwrap_err();
+    assert!(error.to_string().starts_with("flux.tar.gz cannot be unpacked: "), "{error}");
+}
+
+#[test]
+fn the_checksums_file_names_the_archive_s_sha256() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut release = release(cache.path());
+    let sha = "a".repeat(64);
+    let text = format!("{}  flux_2.9.4_darwin_arm64.tar.gz\n{sha}  {}\n", "b".repeat(64), release.archive);
+    assert_eq!(release.archive_sha256(text.as_bytes()).unwrap(), sha);
+    let missing = release.archive_sha256(b"").unwrap_err();
+    assert_eq!(missing.to_string(), format!("flux_2.9.4_checksums.txt lists no sha256 for {}", release.archive));
+    // With a pinned sha256, another checksums file is refused before it is read.
+    release.checksums_sha256 = Some("0".repeat(64));
+    let refused = release.archive_sha256(text.as_bytes()).unwrap_err();
+    assert!(refused.to_string().starts_with("flux_2.9.4_checksums.txt does not match dependencies.toml"), "{refused}");
+    assert_eq!(refused.exit_code(), crate::error::ExitCode::Usage);
+}
+
+#[test]
+fn an_explicit_cli_must_exist() {
+    let locator = Locator {
+        flag: Some(PathBuf::from("/nonexistent/flux")),
+        environment: None,
+        cache_root: None,
+        release_url: String::new(),
+        sibling: None,
+    };
+    let error = locator.find_local("v2.9.4").unwrap_err();
+    assert_eq!(error.to_string(), "--flux-bin names /nonexistent/flux, which is not a file");
+}
