@@ -3,7 +3,7 @@
 //! - `--namespace <the cluster's Flux namespace>` when the user gave none and the command talks to
 //!   the cluster (Weave GitOps #936: `flux get` looked in flux-system while Flux ran elsewhere);
 //! - a CLI of the cluster's Flux version, when the cluster runs another version than the pinned
-//!   one and that CLI is cached or can be downloaded; the choice is said on stderr.
+//!   one and that CLI is cached or can be downloaded; the choice is said on stderr either way.
 //!
 //! Our own words come first and are few: `--flux-bin PATH`, and `install-cli [VERSION]`, which
 //! downloads and verifies a CLI into the cache (or checks the cached one again) and prints its path.
@@ -207,7 +207,7 @@ pub async fn prepare(
     if let Some(version) = cluster.and_then(|(_, version)| version).filter(|version| version != pinned) {
         match locator.locate(&version, printer).await {
             Ok(cli) if cli.origin != Origin::Path => {
-                printer.detail(&format!("using the flux {version} CLI: the cluster runs Flux {version}"));
+                printer.progress(&format!("using the flux {version} CLI: the cluster runs Flux {version}"));
                 return Ok((cli, args));
             }
             Ok(_) | Err(_) => printer.warning(&format!(

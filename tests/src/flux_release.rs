@@ -82,12 +82,16 @@ fn platform() -> (&'static str, &'static str) {
     (os, arch)
 }
 
-/// The archive's and the checksums file's names for this machine.
+/// The archive's and the checksums file's names for this machine, for the pinned version.
 pub fn asset_names() -> (String, String) {
+    asset_names_of(FLUX_VERSION)
+}
+
+fn asset_names_of(version: &str) -> (String, String) {
     let (os, arch) = platform();
     (
-        dependencies::fill(dependencies::FLUX_ARCHIVE, FLUX_VERSION, os, arch),
-        dependencies::fill(dependencies::FLUX_CHECKSUMS, FLUX_VERSION, os, arch),
+        dependencies::fill(dependencies::FLUX_ARCHIVE, version, os, arch),
+        dependencies::fill(dependencies::FLUX_CHECKSUMS, version, os, arch),
     )
 }
 
@@ -123,7 +127,8 @@ pub enum Tamper {
     Checksums,
 }
 
-/// A release server for [`FLUX_VERSION`]; stops when dropped.
+/// A release server for [`FLUX_VERSION`] (and, with [`ReleaseServer::start_with`], other versions
+/// served with the same CLI); stops when dropped.
 pub struct ReleaseServer {
     /// The release base URL template, for `KUBECTL_GITOPS_FLUX_RELEASE_URL`.
     pub url: String,
@@ -134,7 +139,11 @@ pub struct ReleaseServer {
 impl ReleaseServer {
     /// Serves the release, tampered with as asked.
     pub fn start(tamper: Tamper) -> ReleaseServer {
-        let (archive_name, checksums_name) = asset_names();
+        ReleaseServer::start_with(tamper, &[FLUX_VERSION])
+    }
+
+    /// Serves each of `versions` as a release of the same CLI, tampered with as asked.
+    pub fn start_with(tamper: Tamper, versions: &[&str]) -> ReleaseServer {
         let mut archive = archive().to_vec();
         let listed = match tamper {
             Tamper::Checksums => "0".repeat(64),
@@ -144,11 +153,13 @@ impl ReleaseServer {
             let middle = archive.len() / 2;
             archive[middle] ^= 0xff;
         }
-        let checksums = format!("{}  flux_0.0.0_other_os.tar.gz\n{listed}  {archive_name}\n", "1".repeat(64));
-        let files = [
-            (format!("/{FLUX_VERSION}/{archive_name}"), archive),
-            (format!("/{FLUX_VERSION}/{checksums_name}"), checksums.into_bytes()),
-        ];
+        let mut files = Vec::new();
+        for version in versions {
+            let (archive_name, checksums_name) = asset_names_of(version);
+            let checksums = format!("{}  flux_0.0.0_other_os.tar.gz\n{listed}  {archive_name}\n", "1".repeat(64));
+            files.push((format!("/{version}/{archive_name}"), archive.clone()));
+            files.push((format!("/{version}/{checksums_name}"), checksums.into_bytes()));
+        }
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&requests);
         let server = http::serve(move |incoming| {

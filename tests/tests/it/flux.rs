@@ -37,7 +37,9 @@ fn cached_files(cache: &Path) -> Vec<String> {
 
 #[test]
 fn install_downloads_and_verifies_the_flux_cli_once_and_kubectl_gitops_flux_runs_it() {
-    let server = ReleaseServer::start(Tamper::None);
+    // The pinned release, and an older one (the same CLI under another tag) for a cluster that
+    // runs the older Flux.
+    let server = ReleaseServer::start_with(Tamper::None, &[FLUX_VERSION, "v2.9.3"]);
     let cache = tempfile::tempdir().unwrap();
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     env.run_flux_once_installed();
@@ -126,6 +128,29 @@ fn install_downloads_and_verifies_the_flux_cli_once_and_kubectl_gitops_flux_runs
     assert_eq!(report["fluxCli"]["origin"], "cache", "{report}");
     assert_eq!(report["fluxCli"]["path"], cached.display().to_string());
     assert_eq!(server.requests().len(), 2, "still nothing downloaded again");
+
+    // A cluster that runs another Flux gets that version's CLI when it can be had, and is told.
+    let label = |version: &str| {
+        let label = format!("app.kubernetes.io/version={version}");
+        env.kubectl_ok(&["label", "namespace", "flux-system", &label, "--overwrite"]).unwrap();
+    };
+    label("v2.9.3");
+    let older = flux(&["get", "kustomizations"]);
+    assert_eq!(older.code, Some(0), "{}", older.stderr);
+    assert!(older.stderr.contains("using the flux v2.9.3 CLI: the cluster runs Flux v2.9.3"), "{}", older.stderr);
+    assert!(cache.path().join("kubectl-gitops/flux/v2.9.3/flux").is_file());
+    assert_eq!(server.requests().len(), 4, "the v2.9.3 checksums file and archive");
+    label("v2.9.1");
+    let unknown = flux(&["get", "kustomizations"]);
+    assert_eq!(unknown.code, Some(0), "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains(&format!(
+            "warning: the cluster runs Flux v2.9.1, and no flux v2.9.1 CLI is cached or downloadable; using flux {FLUX_VERSION}"
+        )),
+        "{}",
+        unknown.stderr
+    );
+    label(FLUX_VERSION);
 }
 
 #[test]
