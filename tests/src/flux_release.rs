@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use gitops_shared::dependencies::{self, FLUX_VERSION};
+use gitops_shared::dependencies::FLUX_VERSION;
 use gitops_shared::env;
+use gitops_shared::flux_cli::{Release, sha256_hex};
 
 use crate::http::{self, Reply};
 
@@ -72,27 +73,15 @@ pub fn components() -> PathBuf {
         .clone()
 }
 
-fn platform() -> (&'static str, &'static str) {
-    let os = if cfg!(target_os = "macos") { "darwin" } else { std::env::consts::OS };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    (os, arch)
-}
-
 /// The archive's and the checksums file's names for this machine, for the pinned version.
 pub fn asset_names() -> (String, String) {
     asset_names_of(FLUX_VERSION)
 }
 
+/// The names the product itself downloads for `version` on this machine.
 fn asset_names_of(version: &str) -> (String, String) {
-    let (os, arch) = platform();
-    (
-        dependencies::fill(dependencies::FLUX_ARCHIVE, version, os, arch),
-        dependencies::fill(dependencies::FLUX_CHECKSUMS, version, os, arch),
-    )
+    let release = Release::for_this_machine(version, "", Path::new("")).expect("Flux publishes this platform");
+    (release.archive, release.checksums)
 }
 
 /// The CLI packed as the release packs it: `flux` at the archive's root, mode 0755.
@@ -109,11 +98,6 @@ fn archive() -> &'static [u8] {
         builder.append_data(&mut header, "flux", binary.as_slice()).expect("packing flux");
         builder.into_inner().and_then(|gzip| gzip.finish()).expect("finishing the archive")
     })
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// What the release server gets wrong on purpose.
@@ -147,7 +131,7 @@ impl ReleaseServer {
         let mut archive = archive().to_vec();
         let listed = match tamper {
             Tamper::Checksums => "0".repeat(64),
-            _ => sha256(&archive),
+            _ => sha256_hex(&archive),
         };
         if tamper == Tamper::Archive {
             let middle = archive.len() / 2;

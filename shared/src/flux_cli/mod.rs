@@ -17,7 +17,7 @@ mod release;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use self::release::{Release, rehash_cached, verify_cached};
+pub use self::release::{Release, rehash_cached, sha256_hex, verify_cached};
 use crate::dependencies;
 use crate::env;
 use crate::error::{Error, Result};

@@ -58,7 +58,8 @@ fn unsupported(what: &str) -> Error {
     )
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+/// The sha256 of `bytes` in lower-case hex, as checksums files write it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

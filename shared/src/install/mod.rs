@@ -237,7 +237,7 @@ impl Plan {
     pub fn build(
         mut request: Request,
         inspection: &Inspection,
-        components_text: Option<String>,
+        components_text: String,
         auth: FluxAuth,
         confirm_key: bool,
     ) -> Result<Plan> {
@@ -269,18 +269,6 @@ impl Plan {
         }
 
         let components_path = request.components_path();
-        let components_text = match components_text {
-            Some(text) => text,
-            None => {
-                inspection.read(&components_path)?.and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(|| {
-                    Error::usage(
-                        format!("no Flux {} component manifests to install", request.flux_version),
-                        "pass --components-file with the output of `flux install --export` (or a gotk-components.yaml \
-                         from an existing bootstrap), or --flux-bin",
-                    )
-                })?
-            }
-        };
         request.take_components_header(&components_text)?;
         let cluster_dir = |name: &str| format!("{}/{name}", request.path);
         let components = yaml::documents_from_str(&components_text).map_err(|error| {
@@ -574,9 +562,10 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
     let inspection = inspect(&cluster, &request, source, hosted).await?;
     let request = if settings.repo.from_repo { from_repo_request(settings, request, &inspection)? } else { request };
     let repo_copy = inspection.read(&request.components_path())?.and_then(|bytes| String::from_utf8(bytes).ok());
+    // The repo's copy, when current, is planned again unchanged: no CLI, and no second read.
     let components_text = match repo_copy {
-        Some(copy) if settings.flux.components_file.is_none() && is_current(&copy, &request) => None,
-        _ => Some(components_text(settings, &request, printer).await?),
+        Some(copy) if settings.flux.components_file.is_none() && is_current(&copy, &request) => copy,
+        _ => components_text(settings, &request, printer).await?,
     };
     let (auth, generated) = flux_auth(settings.access.ssh_key_algorithm, &inspection, &request.cluster_name)?;
     let confirm_key = generated && inspection.source.provider == ProviderKind::Git;

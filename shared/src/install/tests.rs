@@ -105,7 +105,7 @@ fn step_names(plan: &Plan) -> Vec<&'static str> {
 fn a_blank_repo_and_a_cluster_without_flux_get_everything() {
     let repo = empty_repo();
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
-    let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), true).unwrap();
+    let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), true).unwrap();
     assert_eq!(
         step_names(&plan),
         ["confirm-key", "commit-push", "apply-components", "apply-secret", "apply-sync", "wait"]
@@ -128,7 +128,7 @@ fn a_blank_repo_and_a_cluster_without_flux_get_everything() {
 fn the_dry_run_text_numbers_steps_and_redacts_the_private_key() {
     let repo = empty_repo();
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
-    let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap();
+    let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
     let text = plan.render().unwrap();
     assert!(text.starts_with("Plan:\n  1. commit 5 file(s) to main"), "{text}");
     assert!(text.contains("  2. apply the Flux v2.9.3 components (2 objects, CRDs first)"), "{text}");
@@ -149,7 +149,7 @@ fn the_dry_run_text_numbers_steps_and_redacts_the_private_key() {
 fn an_existing_flux_is_reused_and_a_version_difference_is_a_warning() {
     let repo = empty_repo();
     let inspection = inspection(&repo, detection(ClusterState::Flux2, Some("v2.8.1"), None));
-    let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap();
+    let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
     assert_eq!(step_names(&plan), ["commit-push", "apply-secret", "apply-sync", "wait"]);
     assert_eq!(plan.warnings.len(), 1);
     assert!(
@@ -174,7 +174,7 @@ fn a_layout_from_another_repo_is_refused_naming_both() {
         hostname: None,
     };
     let inspection = inspection(&repo, detection(ClusterState::Gitops, Some("v2.9.3"), Some(other)));
-    let error = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap_err();
+    let error = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap_err();
     assert_eq!(
         error.to_string(),
         "this cluster is already installed from ssh://git@git.example.com/other.git (path clusters/prod), not from ssh://git@git.example.com/fleet.git (path clusters/dev)"
@@ -185,17 +185,8 @@ fn a_layout_from_another_repo_is_refused_naming_both() {
 fn manifests_without_crds_are_refused() {
     let repo = empty_repo();
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
-    let error = Plan::build(request(), &inspection, Some("---\nkind: Namespace\n".into()), key(), false).unwrap_err();
+    let error = Plan::build(request(), &inspection, "---\nkind: Namespace\n".into(), key(), false).unwrap_err();
     assert_eq!(error.to_string(), "the component manifests contain no CustomResourceDefinition");
-}
-
-#[test]
-fn no_components_anywhere_is_a_clear_error() {
-    let repo = empty_repo();
-    let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
-    let error = Plan::build(request(), &inspection, None, key(), false).unwrap_err();
-    assert_eq!(error.to_string(), "no Flux v2.9.3 component manifests to install");
-    assert!(error.hint().unwrap().contains("--components-file"));
 }
 
 #[test]
@@ -209,7 +200,7 @@ fn oci_components_need_an_oci_repository_the_cluster_serves() {
 
     // An older Flux without OCIRepository: a warning naming the version needed, no file.
     let older = inspection(&repo, detection(ClusterState::Flux2, Some("v2.9.3"), None));
-    let plan = Plan::build(with_component.clone(), &older, Some(COMPONENTS.into()), key(), false).unwrap();
+    let plan = Plan::build(with_component.clone(), &older, COMPONENTS.into(), key(), false).unwrap();
     assert!(!plan.files.iter().any(|f| f.path.contains("components/")));
     assert!(
         plan.warnings[0].starts_with("skipped component oci://ghcr.io/acme/pipeline-controller"),
@@ -221,7 +212,7 @@ fn oci_components_need_an_oci_repository_the_cluster_serves() {
     let mut served = detection(ClusterState::Flux2, Some("v2.9.3"), None);
     served.api_versions = ServedApis::from_pairs([("OCIRepository", "v1beta2")]);
     let newer = inspection(&repo, served);
-    let plan = Plan::build(with_component, &newer, Some(COMPONENTS.into()), key(), false).unwrap();
+    let plan = Plan::build(with_component, &newer, COMPONENTS.into(), key(), false).unwrap();
     let file = plan.files.iter().find(|f| f.path == "clusters/dev/components/pipeline-controller.yaml").unwrap();
     assert!(
         file.contents.contains("apiVersion: source.toolkit.fluxcd.io/v1beta2\nkind: OCIRepository"),
@@ -244,7 +235,7 @@ fn a_repo_with_other_content_keeps_it_and_only_our_paths_are_planned() {
     seed.push().unwrap();
 
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
-    let plan = Plan::build(request(), &inspection, Some(COMPONENTS.into()), key(), false).unwrap();
+    let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
     assert!(plan.files.iter().all(|file| file.path.starts_with("clusters/dev/")), "{:?}", plan.files);
     assert!(
         !plan.files.iter().any(|file| file.path == "clusters/dev/apps/kustomization.yaml"),
