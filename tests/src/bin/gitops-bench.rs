@@ -122,7 +122,8 @@ fn passthrough(cli: &Path) -> Result<()> {
     let verdict = if added <= Duration::from_millis(5) { "PASS" } else { "FAIL" };
     println!("  added by the passthrough       {:>8.1} ms  (target <= 5 ms)  {verdict}", added.as_secs_f64() * 1e3);
     // Without embed-flux the binary carries no CLI: it must stay within the plugins' size budget.
-    let megabytes = std::fs::metadata(&ours)?.len() as f64 / 1_048_576.0;
+    // MB as the budget means it: 10^6 bytes (5.9 MiB is 6.1 MB).
+    let megabytes = std::fs::metadata(&ours)?.len() as f64 / 1e6;
     let verdict = if megabytes <= 8.0 { "PASS" } else { "FAIL" };
     println!("  kubectl-gitops-flux size       {megabytes:>8.1} MB  (budget <= 8 MB, {})  {verdict}", ours.display());
     Ok(())
