@@ -3,7 +3,8 @@
 PREFIX ?= /usr/local
 CARGO ?= cargo
 BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
-            kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-flux kubectl_complete-gitops
+            kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component \
+            kubectl-gitops-flux kubectl_complete-gitops
 TESTENV_BUILD := tests/testenv/build.sh
 FLUX_CLI_BUILD := tests/testenv/build-flux-cli.sh
 

@@ -7,9 +7,9 @@ use std::path::Path;
 /// Top-level modules by layer, lowest first (docs/ARCHITECTURE.md, "Dependencies").
 const LAYERS: [(&str, &[&str]); 5] = [
     ("leaves", &["error", "diagnostic", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"]),
-    ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli"]),
+    ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key"]),
-    ("commands", &["app", "install", "status", "version", "plugin", "completion", "flux_passthrough"]),
+    ("commands", &["app", "install", "status", "version", "plugin", "completion", "flux_passthrough", "artifact"]),
     ("edge", &["runtime"]),
 ];
 

@@ -7,6 +7,7 @@ pub mod app;
 pub mod apply;
 #[cfg(test)]
 mod architecture;
+pub mod artifact;
 pub mod cli;
 pub mod cluster;
 pub mod completion;
@@ -24,6 +25,7 @@ pub mod flux_passthrough;
 pub mod git;
 pub mod install;
 pub mod names;
+pub mod oci;
 pub mod output;
 pub mod plan;
 pub mod plugin;

@@ -210,3 +210,24 @@ pub struct ListArgs {
     #[command(flatten)]
     pub repo_access: RepoArgs,
 }
+
+/// `component upgrade`.
+#[derive(Debug, Clone, Args)]
+pub struct ComponentUpgradeArgs {
+    /// The component (`kubectl gitops component list` shows them).
+    pub name: String,
+
+    /// The artifact tag to move to (`.spec.ref.tag` of its OCIRepository).
+    #[arg(long)]
+    pub tag: String,
+
+    /// The clusters to change (repeatable); default: the current cluster.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+}

@@ -9,6 +9,7 @@
 //! 4. `--dry-run` prints the plan; otherwise [`deliver::execute`] carries out the same plan.
 
 pub mod args;
+pub mod component;
 mod deliver;
 pub mod layout;
 mod list;
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use kube::api::Api;
 
-pub use self::args::{AddArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
+pub use self::args::{AddArgs, ComponentUpgradeArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
 pub use self::deliver::{ConfigRepo, HostedRepo};
 use self::layout::ClusterDir;
 pub use self::list::list;
@@ -314,6 +315,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
     });
     let (source, release) = (spec.source_kind().kind, spec.release_kind().kind);
     let change = Change {
+        noun: "app",
         verb: "add",
         done: "added",
         app: &spec.name,
@@ -407,6 +409,7 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
         ));
     }
     let change = Change {
+        noun: "app",
         verb: "remove",
         done: "removed",
         app: &args.name,
@@ -471,6 +474,7 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
     let (verb, done, capital) =
         if suspend { ("suspend", "suspended", "Suspend") } else { ("resume", "resumed", "Resume") };
     let change = Change {
+        noun: "app",
         verb,
         done,
         app: &args.name,
@@ -548,7 +552,9 @@ fn persist_changes(
 /// What one `app` verb asks for, before it is planned: the repo changes and cluster patches it
 /// computed, and how to word them.
 struct Change<'a> {
-    /// `add`, `remove`, `suspend`, `resume`: names the pull request branch.
+    /// `app` or `component`: what the last line names.
+    noun: &'static str,
+    /// `add`, `remove`, `suspend`, `resume`, `upgrade`: names the pull request branch.
     verb: &'static str,
     /// `added`, `removed`, …: the last line says `app NAME <done> at <commit>`.
     done: &'static str,
@@ -610,7 +616,18 @@ async fn drive(
     let cluster = context.cluster.as_ref();
     let outcome =
         deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
-    finish(context, &plan, &outcome, change.app, change.done, args.timeout, change.wants_ready).await
+    let what = Done { noun: change.noun, name: change.app, done: change.done, wants_ready: change.wants_ready };
+    finish(context, &plan, &outcome, &what, args.timeout).await
+}
+
+/// What was changed, for the last line: `<noun> <name> <done> at <commit>`.
+#[derive(Clone, Copy)]
+struct Done<'a> {
+    noun: &'a str,
+    name: &'a str,
+    done: &'a str,
+    /// What `--wait` waits for: Ready (`true`) or gone.
+    wants_ready: bool,
 }
 
 /// After execution: the lines to print, and `--wait`.
@@ -618,11 +635,10 @@ async fn finish(
     context: &Context,
     plan: &Plan,
     outcome: &deliver::Outcome,
-    app: &str,
-    done: &str,
+    what: &Done<'_>,
     timeout: Duration,
-    wants_ready: bool,
 ) -> Result<String> {
+    let Done { noun: what_noun, name: app, done, wants_ready } = *what;
     if let Some((pull_request, state)) = &outcome.pull_request {
         let noun = match &plan.delivery {
             Delivery::PullRequest { noun, .. } => noun,
@@ -638,7 +654,7 @@ async fn finish(
         return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
     }
     if outcome.made_meanwhile {
-        return Ok(format!("app {app} was {done} meanwhile by another push; nothing to change\n"));
+        return Ok(format!("{what_noun} {app} was {done} meanwhile by another push; nothing to change\n"));
     }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     if plan.wait.is_some()
@@ -646,7 +662,7 @@ async fn finish(
     {
         wait::after_push(cluster, context, app, commit, timeout, wants_ready).await?;
     }
-    Ok(format!("app {app} {done}{at}\n"))
+    Ok(format!("{what_noun} {app} {done}{at}\n"))
 }
 
 mod wait;

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::{AddArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
+use super::args::{AddArgs, ComponentUpgradeArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
 use super::spec::{self, AppSpec};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::Connection;
@@ -204,6 +204,46 @@ impl SuspendArgs {
             delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,
             persist: self.persist,
+        })
+    }
+}
+
+/// `component upgrade`.
+#[derive(Debug, Clone)]
+pub struct ComponentUpgradeRequest {
+    /// The component, a valid name.
+    pub name: String,
+    /// The tag to move to, a valid OCI tag.
+    pub tag: String,
+    /// `--cluster`: the clusters to change; empty means the current one.
+    pub clusters: Vec<String>,
+    /// The config repo.
+    pub repo: RepoSettings,
+    /// The delivery.
+    pub delivery: DeliverySettings,
+}
+
+impl ComponentUpgradeArgs {
+    /// The request of `component upgrade`, checked before anything is contacted.
+    pub fn request(&self) -> Result<ComponentUpgradeRequest> {
+        crate::names::validate_name(&self.name, "component name")?;
+        crate::oci::reference::validate_tag(&self.tag)?;
+        for cluster in &self.clusters {
+            crate::names::validate_name(cluster, "cluster name")?;
+        }
+        let delivery = self.delivery.settings()?;
+        if delivery.wait {
+            return Err(Error::usage(
+                "component upgrade has no --wait yet",
+                "follow the rollout with `kubectl gitops component list` (READY, REVISION)",
+            ));
+        }
+        Ok(ComponentUpgradeRequest {
+            name: self.name.clone(),
+            tag: self.tag.clone(),
+            clusters: self.clusters.clone(),
+            repo: self.repo.settings()?,
+            delivery,
         })
     }
 }

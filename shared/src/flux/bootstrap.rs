@@ -93,6 +93,14 @@ pub fn record_manifest(record: &InstallRecord, namespace: &str) -> Result<String
     Ok(format!("{header}{}", yaml::to_documents(&[configmap])?))
 }
 
+/// The label on a component's OCIRepository and Kustomization, its value the component's name:
+/// how `kubectl gitops component list` finds them among the apps' objects.
+pub const COMPONENT_LABEL: &str = "kubectl-gitops.io/component";
+
+/// How long a component's Kustomization waits for what it applied to be ready (the proposal's
+/// `timeout: 2m0s` with `wait: true`, so Ready means the controller runs).
+const COMPONENT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A component distributed as an OCI artifact (`--component oci://…`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OciComponent {
@@ -142,7 +150,7 @@ impl OciComponent {
     /// `<path>/components/<name>.yaml`: an OCIRepository and the Kustomization applying it,
     /// at the OCIRepository version the cluster serves.
     pub fn manifest(&self, namespace: &str, oci_version: &str) -> Result<String> {
-        let metadata = json!({"name": self.name, "namespace": namespace});
+        let metadata = json!({"name": self.name, "namespace": namespace, "labels": {COMPONENT_LABEL: self.name}});
         let mut source_spec =
             json!({"interval": duration::format(SYNC_INTERVAL), "ref": {"tag": self.tag}, "url": self.url});
         if self.insecure {
@@ -154,7 +162,9 @@ impl OciComponent {
             "metadata": metadata,
             "spec": source_spec,
         });
-        let kustomization = kustomization(&metadata, &self.path, "OCIRepository", &self.name);
+        let mut kustomization = kustomization(&metadata, &self.path, "OCIRepository", &self.name);
+        kustomization["spec"]["timeout"] = duration::format(COMPONENT_TIMEOUT).into();
+        kustomization["spec"]["wait"] = true.into();
         yaml::to_documents(&[source, kustomization])
     }
 }
@@ -248,6 +258,8 @@ mod tests {
         apiVersion: source.toolkit.fluxcd.io/v1
         kind: OCIRepository
         metadata:
+          labels:
+            kubectl-gitops.io/component: hello
           name: hello
           namespace: flux-system
         spec:
@@ -260,6 +272,8 @@ mod tests {
         apiVersion: kustomize.toolkit.fluxcd.io/v1
         kind: Kustomization
         metadata:
+          labels:
+            kubectl-gitops.io/component: hello
           name: hello
           namespace: flux-system
         spec:
@@ -269,6 +283,8 @@ mod tests {
           sourceRef:
             kind: OCIRepository
             name: hello
+          timeout: 2m0s
+          wait: true
         ");
         for bad in ["https://ghcr.io/x:v1", "oci://ghcr.io/x", "oci://ghcr.io/x:v1?color=red"] {
             assert!(OciComponent::parse(bad).is_err(), "{bad}");

@@ -135,7 +135,7 @@ impl TestEnv {
         )?;
         // The servers outside Kubernetes start while etcd and the API server boot.
         let git = GitServer::start(&dir.join("git"), &mut supervisor, ssh_port, http_port)?;
-        let registry = Registry::start(&dir, &mut supervisor, registry_port)?;
+        let registry = Registry::start(&dir, &mut supervisor, registry_port, false)?;
         let helm = HelmRepository::start(&dir.join("charts"), &mut supervisor, helm_port)?;
         wait_until("etcd", Duration::from_secs(30), || {
             supervisor.check_alive()?;

@@ -132,25 +132,66 @@ impl GitServer {
     }
 }
 
-/// Debian's `docker-registry` (CNCF distribution), plain HTTP, no auth.
+/// Debian's `docker-registry` (CNCF distribution), plain HTTP, no auth unless asked for.
 pub struct Registry {
     /// `127.0.0.1:<port>`.
     pub address: String,
+    /// Where it stores blobs and manifests (tests that tamper with a blob write here).
+    pub data: PathBuf,
 }
 
+/// A user name and password the authenticated test registry accepts (test-only).
+pub const REGISTRY_USER: &str = "ci";
+/// The password of [`REGISTRY_USER`].
+pub const REGISTRY_PASSWORD: &str = "right-password";
+/// [`REGISTRY_USER`]:[`REGISTRY_PASSWORD`] as an htpasswd line (bcrypt, cost 5, made once with
+/// golang.org/x/crypto/bcrypt: distribution accepts bcrypt only).
+const REGISTRY_HTPASSWD: &str = "ci:$2a$05$3UXo3iJA1yZYgYLETeoja.ueofkNrQLqyUL56NLmVk3iLvQiCZiue";
+
 impl Registry {
-    /// Starts the registry.
-    pub fn start(dir: &Path, supervisor: &mut Supervisor, port: u16) -> Result<Registry> {
+    /// Starts the registry; with `authenticated`, it accepts only [`REGISTRY_USER`].
+    pub fn start(dir: &Path, supervisor: &mut Supervisor, port: u16, authenticated: bool) -> Result<Registry> {
         let config = dir.join("registry.yml");
+        let data = dir.join("registry-data");
+        let auth = if authenticated {
+            let htpasswd = dir.join("registry.htpasswd");
+            std::fs::write(&htpasswd, format!("{REGISTRY_HTPASSWD}\n"))?;
+            format!("auth:\n  htpasswd: {{realm: testenv, path: {}}}\n", htpasswd.display())
+        } else {
+            String::new()
+        };
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: testenv-not-secret\nhealth:\n  storagedriver: {{enabled: false}}\n",
-                dir.join("registry-data").display()
+                "version: 0.1\nlog: {{level: info}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: testenv-not-secret\nhealth:\n  storagedriver: {{enabled: false}}\n{auth}",
+                data.display()
             ),
         )?;
         supervisor.spawn("registry", Command::new("docker-registry").arg("serve").arg(&config))?;
-        Ok(Registry { address: format!("127.0.0.1:{port}") })
+        Ok(Registry { address: format!("127.0.0.1:{port}"), data })
+    }
+}
+
+/// A registry of one test's own, outside any cluster, stopped when dropped.
+pub struct OwnRegistry {
+    /// The registry.
+    pub registry: Registry,
+    _supervisor: Supervisor,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnRegistry {
+    /// Starts one and waits until it answers.
+    pub fn start(authenticated: bool) -> Result<OwnRegistry> {
+        let dir = tempfile::tempdir()?;
+        let mut supervisor = Supervisor::new(&dir.path().join("logs"))?;
+        let port = super::process::free_ports(1)?[0];
+        let registry = Registry::start(dir.path(), &mut supervisor, port, authenticated)?;
+        wait_until("the registry", Duration::from_secs(20), || {
+            supervisor.check_alive()?;
+            Ok(port_open(port))
+        })?;
+        Ok(OwnRegistry { registry, _supervisor: supervisor, _dir: dir })
     }
 }
 
@@ -165,6 +206,15 @@ impl Registry {
             dir.display(),
             layer.display()
         )))?;
+        self.push_layer(repository, tag, &std::fs::read(&layer)?, revision)
+    }
+
+    /// Pushes `layer` (a tar.gz made by anyone, hostile ones included) as a Flux artifact, with
+    /// curl: the product's own client is not the one under test here.
+    pub fn push_layer(&self, repository: &str, tag: &str, layer_bytes: &[u8], revision: &str) -> Result<String> {
+        let work = tempfile::tempdir()?;
+        let layer = work.path().join("layer.tgz");
+        std::fs::write(&layer, layer_bytes)?;
         let config = work.path().join("config.json");
         std::fs::write(&config, "{}")?;
         let base = format!("http://{}/v2/{repository}", self.address);

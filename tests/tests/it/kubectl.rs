@@ -47,6 +47,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops",
             "kubectl-gitops-app",
             "kubectl-gitops-artifact",
+            "kubectl-gitops-component",
             "kubectl-gitops-detect",
             "kubectl-gitops-flux",
             "kubectl-gitops-install",

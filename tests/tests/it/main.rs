@@ -3,7 +3,9 @@
 
 mod app;
 mod app_provider;
+mod artifact;
 mod cli;
+mod component;
 mod dependencies;
 mod detect;
 mod flux;

@@ -1,0 +1,393 @@
+//! `kubectl gitops artifact push|build|pull|list|tag|diff`: Flux OCI artifacts, made the way
+//! `flux push artifact` makes them (crate::oci), for manifests and components delivered through
+//! an OCIRepository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::cli::OutputFormat;
+use crate::error::{Error, ExitCode, Result};
+use crate::oci::artifact::{self, Artifact, BuildRequest};
+use crate::oci::extract::{self, ArchivedFile};
+use crate::oci::reference::OciUrl;
+use crate::oci::registry::{Access, Registry};
+use crate::oci::tarball;
+use crate::output::table::Table;
+use crate::output::{self, Printer};
+
+/// Registry access flags, shared by the commands that talk to a registry.
+#[derive(Debug, Clone, Args)]
+pub struct RegistryArgs {
+    /// USER:PASSWORD for the registry; without it, the docker config file
+    /// ($DOCKER_CONFIG/config.json or ~/.docker/config.json, credential helpers included).
+    #[arg(long, value_name = "USER:PASSWORD", help_heading = "Registry options")]
+    pub creds: Option<String>,
+    /// Allow plain HTTP to a registry that is not on this machine (localhost always may).
+    #[arg(long, help_heading = "Registry options")]
+    pub insecure: bool,
+}
+
+impl RegistryArgs {
+    fn access(&self) -> Access {
+        Access { creds: self.creds.clone(), insecure: self.insecure }
+    }
+}
+
+/// `-o json|yaml` of the commands that print an artifact. `build` and `pull` take `--output` as
+/// a path instead, as `flux build artifact` and `flux pull artifact` do, so the artifact binary
+/// makes the shared `-o` local to each command (plugins/kubectl-gitops-artifact).
+#[derive(Debug, Clone, Args)]
+pub struct FormatArg {
+    /// Output format: table, json or yaml.
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT", hide_possible_values = true)]
+    pub output: Option<OutputFormat>,
+}
+
+impl FormatArg {
+    fn format(&self) -> Result<OutputFormat> {
+        let format = self.output.unwrap_or(OutputFormat::Table);
+        output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        Ok(format)
+    }
+}
+
+/// `artifact push`.
+#[derive(Debug, Clone, Args)]
+pub struct PushArgs {
+    /// Where to push: oci://REGISTRY/REPOSITORY:TAG.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The directory whose files become the artifact.
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// The source the files came from, e.g. the git repository's URL.
+    #[arg(long, value_name = "URL")]
+    pub source: String,
+    /// The source revision, by Flux's convention <branch|tag>@sha1:<commit>.
+    #[arg(long, value_name = "REVISION")]
+    pub revision: String,
+    /// More manifest annotations, KEY=VALUE (repeatable).
+    #[arg(short = 'a', long = "annotations", value_name = "KEY=VALUE")]
+    pub annotations: Vec<String>,
+    /// Leave out files matching these gitignore patterns, relative to --path (comma-separated or
+    /// repeated), besides Flux's defaults (.git/, images, archives).
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    pub ignore_paths: Vec<String>,
+    /// Write the creation time as 1970-01-01T00:00:00Z, so the same files give the same digest.
+    #[arg(long)]
+    pub reproducible: bool,
+    #[command(flatten)]
+    pub format: FormatArg,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `artifact build`.
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    /// The directory whose files become the tarball.
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// The .tgz file to write.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Leave out files matching these gitignore patterns, relative to --path.
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    pub ignore_paths: Vec<String>,
+}
+
+/// `artifact pull`.
+#[derive(Debug, Clone, Args)]
+pub struct PullArgs {
+    /// What to pull: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The directory to write the files to (created if missing).
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `artifact list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// The repository: oci://REGISTRY/REPOSITORY.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    #[command(flatten)]
+    pub format: FormatArg,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `artifact tag`.
+#[derive(Debug, Clone, Args)]
+pub struct TagArgs {
+    /// The artifact to tag: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The new tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG", required = true)]
+    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `artifact diff`.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The artifact to compare with: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The local directory.
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// Leave out files matching these gitignore patterns, relative to --path.
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    pub ignore_paths: Vec<String>,
+    #[command(flatten)]
+    pub format: FormatArg,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// What an artifact is, as `push -o json`, `pull -o json` and `list -o json` print it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArtifactInfo {
+    /// `oci://registry/repository`.
+    pub repository: String,
+    /// The tag, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// The manifest digest.
+    pub digest: String,
+    /// `oci://registry/repository@digest`, the reference that cannot move.
+    pub reference: String,
+    /// `org.opencontainers.image.source`.
+    pub source: String,
+    /// `org.opencontainers.image.revision`.
+    pub revision: String,
+    /// `org.opencontainers.image.created`.
+    pub created: String,
+    /// Every annotation of the manifest.
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl ArtifactInfo {
+    fn new(url: &OciUrl, tag: Option<String>, digest: String, annotations: BTreeMap<String, String>) -> ArtifactInfo {
+        let get = |key: &str| annotations.get(key).cloned().unwrap_or_default();
+        ArtifactInfo {
+            repository: url.repository_url(),
+            tag,
+            reference: format!("{}@{digest}", url.repository_url()),
+            digest,
+            source: get(artifact::SOURCE),
+            revision: get(artifact::REVISION),
+            created: get(artifact::CREATED),
+            annotations,
+        }
+    }
+}
+
+fn required_path(path: &Option<PathBuf>) -> Result<&Path> {
+    path.as_deref().ok_or_else(|| {
+        Error::usage("--path is required", "name the directory whose files make the artifact, e.g. --path ./config")
+    })
+}
+
+fn print_info(info: &ArtifactInfo, format: OutputFormat, printer: &Printer) -> Result<()> {
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(info, format),
+        _ => printer.data(&format!("{}\n", info.digest)),
+    }
+}
+
+/// `push`: builds the artifact, uploads its blobs, then tags the manifest.
+pub async fn push(args: &PushArgs, printer: &Printer) -> Result<ExitCode> {
+    let format = args.format.format()?;
+    let url = OciUrl::parse_tagged(&args.url)?;
+    let path = required_path(&args.path)?;
+    let annotations = artifact::parse_annotations(&args.annotations)?;
+    let registry = Registry::connect(&url, &args.registry.access())?;
+    let built = Artifact::build(&BuildRequest {
+        path,
+        ignore_paths: &args.ignore_paths,
+        source: &args.source,
+        revision: &args.revision,
+        annotations: &annotations,
+        reproducible: args.reproducible,
+    })?;
+    printer.step(&format!("pushing {} ({} bytes) to {url}", path.display(), built.layer.len()));
+    let digest = registry.push(&url, &built).await?;
+    printer.done(&format!("pushed {url}@{digest}"));
+    print_info(&ArtifactInfo::new(&url, url.tag.clone(), digest, built.annotations), format, printer)?;
+    Ok(ExitCode::Ok)
+}
+
+/// `build`: the tarball alone, written through a temporary file and a rename.
+pub fn build(args: &BuildArgs, printer: &Printer) -> Result<ExitCode> {
+    let path = required_path(&args.path)?;
+    let layer = tarball::tar_gz(path, &args.ignore_paths)?;
+    let dir = match args.output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|source| Error::io(format!("cannot write in {}", dir.display()), source))?;
+    std::io::Write::write_all(&mut file, &layer)
+        .map_err(|source| Error::io(format!("cannot write {}", args.output.display()), source))?;
+    file.persist(&args.output)
+        .map_err(|error| Error::io(format!("cannot write {}", args.output.display()), error.error))?;
+    printer.done(&format!("wrote {} ({} bytes, {})", args.output.display(), layer.len(), artifact::digest_of(&layer)));
+    Ok(ExitCode::Ok)
+}
+
+/// The manifest and the checked files of the artifact at `url`.
+async fn fetch(url: &OciUrl, registry: &Registry) -> Result<(ArtifactInfo, Vec<ArchivedFile>)> {
+    let manifest = registry.manifest(url).await?;
+    let layer = manifest.content_layer(url)?;
+    let bytes = registry.blob(url, layer).await?;
+    let files = extract::read(&bytes)?;
+    Ok((ArtifactInfo::new(url, url.tag.clone(), manifest.digest.clone(), manifest.annotations()), files))
+}
+
+/// `pull`: verifies the layer's digest, checks every entry, then writes the files.
+pub async fn pull(args: &PullArgs, printer: &Printer) -> Result<ExitCode> {
+    let url = OciUrl::parse_pinned(&args.url)?;
+    let registry = Registry::connect(&url, &args.registry.access())?;
+    printer.step(&format!("pulling {url}"));
+    let (info, files) = fetch(&url, &registry).await?;
+    extract::write(&files, &args.output)?;
+    let count = files.iter().filter(|file| file.contents.is_some()).count();
+    printer.done(&format!("pulled {url}@{} into {} ({count} files)", info.digest, args.output.display()));
+    printer.data(&format!("{}\n", info.digest))?;
+    Ok(ExitCode::Ok)
+}
+
+/// `list`: every tag, newest name last, with what its manifest says.
+pub async fn list(args: &ListArgs, headers: bool, printer: &Printer) -> Result<ExitCode> {
+    let format = args.format.format()?;
+    let url = OciUrl::parse(&args.url)?;
+    let registry = Registry::connect(&url, &args.registry.access())?;
+    let mut rows = Vec::new();
+    for tag in registry.tags(&url).await? {
+        let tagged = url.with_tag(&tag);
+        let manifest = registry.manifest(&tagged).await?;
+        rows.push(ArtifactInfo::new(&url, Some(tag), manifest.digest.clone(), manifest.annotations()));
+    }
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&rows, format)?,
+        _ => {
+            let mut table = Table::new(["TAG", "SOURCE", "REVISION", "DIGEST", "CREATED"]);
+            for row in &rows {
+                table.push([
+                    row.tag.clone().unwrap_or_default(),
+                    row.source.clone(),
+                    row.revision.clone(),
+                    row.digest.clone(),
+                    row.created.clone(),
+                ]);
+            }
+            if rows.is_empty() {
+                printer.warning(&format!("{} has no tags", url.repository_url()));
+            } else {
+                printer.data(&table.render(headers))?;
+            }
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// `tag`: more tags for the same manifest (the digest does not change).
+pub async fn tag(args: &TagArgs, printer: &Printer) -> Result<ExitCode> {
+    let url = OciUrl::parse_pinned(&args.url)?;
+    // Check every new tag before the first is written.
+    let targets: Vec<OciUrl> =
+        args.tags.iter().map(|tag| OciUrl::parse_tagged(&url.with_tag(tag).to_string())).collect::<Result<_>>()?;
+    let registry = Registry::connect(&url, &args.registry.access())?;
+    let mut digest = String::new();
+    for target in &targets {
+        digest = registry.tag(&url, target.tag.as_deref().unwrap_or_default()).await?;
+        printer.done(&format!("tagged {target}"));
+    }
+    printer.data(&format!("{digest}\n"))?;
+    Ok(ExitCode::Ok)
+}
+
+/// One difference between a directory and an artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    /// The file's relative path.
+    pub path: String,
+    /// `changed`, `only-local` or `only-artifact`.
+    pub change: &'static str,
+}
+
+/// The files that differ, by path (directories are compared by presence only).
+pub fn differences(local: &[ArchivedFile], remote: &[ArchivedFile]) -> Vec<Difference> {
+    let index = |files: &[ArchivedFile]| -> BTreeMap<String, Option<Vec<u8>>> {
+        files.iter().filter(|file| file.path != ".").map(|file| (file.path.clone(), file.contents.clone())).collect()
+    };
+    let (local, remote) = (index(local), index(remote));
+    let mut found = Vec::new();
+    for (path, contents) in &local {
+        match remote.get(path) {
+            None => found.push(Difference { path: path.clone(), change: "only-local" }),
+            Some(theirs) if theirs != contents => found.push(Difference { path: path.clone(), change: "changed" }),
+            Some(_) => {}
+        }
+    }
+    for path in remote.keys().filter(|path| !local.contains_key(*path)) {
+        found.push(Difference { path: path.clone(), change: "only-artifact" });
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
+}
+
+/// `diff`: exit 0 when the directory holds what the artifact holds, 1 (naming the files) when not.
+pub async fn diff(args: &DiffArgs, printer: &Printer) -> Result<ExitCode> {
+    let format = args.format.format()?;
+    let url = OciUrl::parse_pinned(&args.url)?;
+    let path = required_path(&args.path)?;
+    let local = extract::read(&tarball::tar_gz(path, &args.ignore_paths)?)?;
+    let registry = Registry::connect(&url, &args.registry.access())?;
+    let (_, remote) = fetch(&url, &registry).await?;
+    let found = differences(&local, &remote);
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&found, format)?,
+        _ => {
+            let text: String = found.iter().map(|d| format!("{}\t{}\n", d.change, d.path)).collect();
+            printer.data(&text)?;
+        }
+    }
+    if found.is_empty() {
+        printer.done(&format!("{} holds what {url} holds", path.display()));
+        Ok(ExitCode::Ok)
+    } else {
+        printer.warning(&format!("{} file(s) differ between {} and {url}", found.len(), path.display()));
+        Ok(ExitCode::No)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, contents: Option<&str>) -> ArchivedFile {
+        ArchivedFile { path: path.into(), contents: contents.map(|c| c.as_bytes().to_vec()), mode: 0o644 }
+    }
+
+    #[test]
+    fn differences_name_each_file() {
+        let local = [file(".", None), file("a", Some("1")), file("b", Some("2")), file("c", Some("3"))];
+        let remote = [file(".", None), file("a", Some("1")), file("b", Some("two")), file("d", Some("4"))];
+        let found = differences(&local, &remote);
+        let summary: Vec<_> = found.iter().map(|d| (d.path.as_str(), d.change)).collect();
+        assert_eq!(summary, [("b", "changed"), ("c", "only-local"), ("d", "only-artifact")]);
+        assert!(differences(&local, &local).is_empty());
+    }
+}

@@ -1,0 +1,257 @@
+//! Talking to an OCI registry through `oci-client`: chunked blob uploads, the OCI manifest Accept
+//! header, token auth. Plain HTTP only for a registry on this machine or with `--insecure`.
+//! Every failure becomes an error naming the registry and what to do; credentials never appear.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+use crate::error::{Error, Result};
+use crate::oci::artifact::{self, Artifact};
+use crate::oci::credentials::Credentials;
+use crate::oci::reference::OciUrl;
+
+/// How to reach a registry: the credentials flag and whether plain HTTP is allowed.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// `--creds user:password`; else the docker config file.
+    pub creds: Option<String>,
+    /// `--insecure`: plain HTTP to a registry that is not on this machine.
+    pub insecure: bool,
+}
+
+/// A client for one registry.
+pub struct Registry {
+    client: Client,
+    auth: RegistryAuth,
+    registry: String,
+}
+
+/// An artifact's manifest as the registry holds it.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// The manifest's digest.
+    pub digest: String,
+    /// The parsed manifest.
+    pub manifest: OciImageManifest,
+}
+
+impl Manifest {
+    /// The manifest's annotations (empty when it has none).
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        self.manifest.annotations.clone().unwrap_or_default().into_iter().collect()
+    }
+
+    /// The one Flux content layer, refusing manifests that are not Flux artifacts.
+    pub fn content_layer(&self, url: &OciUrl) -> Result<&OciDescriptor> {
+        match self.manifest.layers.as_slice() {
+            [layer] if layer.media_type == artifact::CONTENT_MEDIA_TYPE || layer.media_type.ends_with("tar+gzip") => {
+                Ok(layer)
+            }
+            layers => Err(Error::usage(
+                format!(
+                    "{url} is not a Flux artifact: it has {} layer(s) of type {}",
+                    layers.len(),
+                    layers.iter().map(|layer| layer.media_type.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+                "name an artifact pushed by `flux push artifact` or `kubectl gitops artifact push`",
+            )),
+        }
+    }
+}
+
+impl Registry {
+    /// A client for `url`'s registry with the credentials `access` resolves to.
+    pub fn connect(url: &OciUrl, access: &Access) -> Result<Registry> {
+        let credentials = Credentials::resolve(access.creds.as_deref(), &url.registry)?;
+        let protocol = if url.is_loopback() || access.insecure {
+            ClientProtocol::HttpsExcept(vec![url.registry.clone()])
+        } else {
+            ClientProtocol::Https
+        };
+        let client = Client::new(ClientConfig {
+            protocol,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(60)),
+            user_agent: concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION")),
+            // Nothing here pulls multi-platform images.
+            platform_resolver: None,
+            ..ClientConfig::default()
+        });
+        let auth = match credentials {
+            Credentials::Anonymous => RegistryAuth::Anonymous,
+            Credentials::Basic { username, password } => RegistryAuth::Basic(username, password),
+        };
+        Ok(Registry { client, auth, registry: url.registry.clone() })
+    }
+
+    fn reference(&self, url: &OciUrl) -> Reference {
+        match (&url.tag, &url.digest) {
+            (_, Some(digest)) => Reference::with_digest(url.registry.clone(), url.repository.clone(), digest.clone()),
+            (Some(tag), None) => Reference::with_tag(url.registry.clone(), url.repository.clone(), tag.clone()),
+            (None, None) => Reference::with_tag(url.registry.clone(), url.repository.clone(), "latest".into()),
+        }
+    }
+
+    /// Uploads the blobs, then the manifest under `url`'s tag: the tag appears only once every
+    /// blob is there. Returns the manifest's digest.
+    pub async fn push(&self, url: &OciUrl, artifact: &Artifact) -> Result<String> {
+        let reference = self.reference(url);
+        let layer = ImageLayer::new(artifact.layer.clone(), artifact::CONTENT_MEDIA_TYPE.to_string(), None);
+        let config =
+            Config::new(artifact::CONFIG_JSON.as_bytes().to_vec(), artifact::CONFIG_MEDIA_TYPE.to_string(), None);
+        let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+        manifest.media_type = Some(artifact::MANIFEST_MEDIA_TYPE.to_string());
+        manifest.annotations = Some(artifact.annotations.clone().into_iter().collect());
+        self.client
+            .push(&reference, &[layer], config, &self.auth, Some(manifest))
+            .await
+            .map_err(|error| self.failed("push to", url, error))?;
+        self.digest(url).await
+    }
+
+    /// The manifest digest `url` resolves to.
+    pub async fn digest(&self, url: &OciUrl) -> Result<String> {
+        self.client
+            .fetch_manifest_digest(&self.reference(url), &self.auth)
+            .await
+            .map_err(|error| self.failed("read", url, error))
+    }
+
+    /// The manifest at `url` (a tag or a digest).
+    pub async fn manifest(&self, url: &OciUrl) -> Result<Manifest> {
+        let (manifest, digest) = self
+            .client
+            .pull_image_manifest(&self.reference(url), &self.auth)
+            .await
+            .map_err(|error| self.failed("read", url, error))?;
+        if let Some(expected) = &url.digest
+            && &digest != expected
+        {
+            return Err(Error::Untrusted {
+                message: format!("{url} answered with manifest {digest}, not the digest asked for"),
+                hint: "the registry or something between us and it changed the manifest: do not use it".into(),
+            });
+        }
+        Ok(Manifest { digest, manifest })
+    }
+
+    /// The layer's bytes, checked against its digest.
+    pub async fn blob(&self, url: &OciUrl, layer: &OciDescriptor) -> Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(usize::try_from(layer.size).unwrap_or_default());
+        self.client
+            .pull_blob(&self.reference(url), layer, &mut bytes)
+            .await
+            .map_err(|error| self.failed("read", url, error))?;
+        Ok(bytes)
+    }
+
+    /// Every tag of `url`'s repository, sorted.
+    pub async fn tags(&self, url: &OciUrl) -> Result<Vec<String>> {
+        let mut tags = self
+            .client
+            .list_tags(&self.reference(url), &self.auth, None, None)
+            .await
+            .map_err(|error| self.failed("list the tags of", url, error))?
+            .tags;
+        tags.sort();
+        Ok(tags)
+    }
+
+    /// Points `tag` at the manifest `url` names, copying the manifest's bytes as they are so the
+    /// digest stays the same. Returns that digest.
+    pub async fn tag(&self, url: &OciUrl, tag: &str) -> Result<String> {
+        let (bytes, digest) = self
+            .client
+            .pull_manifest_raw(&self.reference(url), &self.auth, &[artifact::MANIFEST_MEDIA_TYPE])
+            .await
+            .map_err(|error| self.failed("read", url, error))?;
+        let target = url.with_tag(tag);
+        let content_type = http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE);
+        self.client
+            .push_manifest_raw(&self.reference(&target), bytes, content_type)
+            .await
+            .map_err(|error| self.failed("tag", &target, error))?;
+        Ok(digest)
+    }
+
+    /// A registry failure as a sentence with a hint.
+    fn failed(&self, doing: &str, url: &OciUrl, error: OciDistributionError) -> Error {
+        let registry = &self.registry;
+        let remote = |message: String, hint: &str| Error::Remote { message, hint: Some(hint.to_string()) };
+        match error {
+            OciDistributionError::AuthenticationFailure(_) | OciDistributionError::UnauthorizedError { .. } => remote(
+                format!("the registry {registry} refused our credentials to {doing} {url}"),
+                "check --creds user:password, or log in with `docker login`; the credentials come from --creds, else the docker config file",
+            ),
+            OciDistributionError::ImageManifestNotFoundError(_) => remote(
+                format!("{url} does not exist"),
+                "`kubectl gitops artifact list` shows the tags of the repository",
+            ),
+            OciDistributionError::DigestError(error) => Error::Untrusted {
+                message: format!(
+                    "{url}: what the registry sent does not match its digest ({error}); nothing was written"
+                ),
+                hint: "the registry or something between us and it changed the data: do not use it".into(),
+            },
+            OciDistributionError::RequestError(error) if error.is_connect() || error.is_timeout() => remote(
+                format!("cannot reach the registry {registry} to {doing} {url}: {}", innermost(&error)),
+                "check the address and that the registry runs; plain HTTP is used only for localhost or with --insecure",
+            ),
+            OciDistributionError::RegistryError { envelope, .. }
+                if envelope.errors.iter().any(|error| {
+                    matches!(
+                        error.code,
+                        oci_client::errors::OciErrorCode::ManifestUnknown
+                            | oci_client::errors::OciErrorCode::NameUnknown
+                            | oci_client::errors::OciErrorCode::NotFound
+                    )
+                }) =>
+            {
+                remote(
+                    format!("{url} does not exist"),
+                    "`kubectl gitops artifact list` shows the tags of the repository",
+                )
+            }
+            OciDistributionError::RegistryError { envelope, .. }
+                if envelope.errors.iter().any(|error| {
+                    matches!(
+                        error.code,
+                        oci_client::errors::OciErrorCode::Unauthorized | oci_client::errors::OciErrorCode::Denied
+                    )
+                }) =>
+            {
+                remote(
+                    format!("the registry {registry} refused our credentials to {doing} {url}"),
+                    "check --creds user:password, or log in with `docker login`",
+                )
+            }
+            OciDistributionError::ServerError { code: 404, .. } => remote(
+                format!("{url} does not exist"),
+                "`kubectl gitops artifact list` shows the tags of the repository",
+            ),
+            OciDistributionError::ServerError { code: 401 | 403, .. } => remote(
+                format!("the registry {registry} refused our credentials to {doing} {url}"),
+                "check --creds user:password, or log in with `docker login`",
+            ),
+            other => remote(
+                format!("cannot {doing} {url}: {}", innermost(&other)),
+                "check the URL and the registry; run again with -v for details",
+            ),
+        }
+    }
+}
+
+/// The deepest cause of an error: reqwest's own message says only "error sending request".
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}

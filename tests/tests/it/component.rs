@@ -1,0 +1,179 @@
+//! The pipeline-controller proposal, run for real: a controller package (tests/fixtures/components)
+//! pushed with `kubectl gitops artifact push`, installed with `install --component oci://…`, pulled
+//! by the real source-controller and applied by the real kustomize-controller, listed with
+//! `component list`, and upgraded through git with `component upgrade --tag`, CRD change included.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gitops_e2e::binaries;
+use gitops_e2e::flux_release;
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::process::run;
+use gitops_e2e::testenv::{Options, TestEnv};
+
+const CRD: &str = "crd/widgets.example.kubectl-gitops.io";
+
+fn package(version: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/components/widgets-controller").join(version)
+}
+
+fn ours(env: &TestEnv, binary: &str, args: &[&str]) -> Run {
+    Run::of(
+        Command::new(binaries::path(binary))
+            .args(args)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("DOCKER_CONFIG", "/nonexistent")
+            .env("NO_COLOR", "1"),
+    )
+}
+
+/// Pushes the package's `version` and returns the manifest digest.
+fn push(env: &TestEnv, version: &str) -> String {
+    let url = format!("oci://{}/manifests/widgets-controller:{version}", env.registry.address);
+    let path = package(version);
+    let revision = format!("{version}@sha1:0000000000000000000000000000000000000002");
+    let run = ours(
+        env,
+        "kubectl-gitops-artifact",
+        &[
+            "push",
+            &url,
+            "--path",
+            path.to_str().unwrap(),
+            "--source",
+            "https://example.com/widgets",
+            "--revision",
+            &revision,
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.render());
+    run.stdout.trim().to_string()
+}
+
+fn remote_head(env: &TestEnv, repo: &str) -> String {
+    run(Command::new("git")
+        .args(["ls-remote", &env.git.ssh_url(repo), "refs/heads/main"])
+        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
+    .unwrap()
+    .split_whitespace()
+    .next()
+    .unwrap_or_default()
+    .to_string()
+}
+
+/// `component upgrade`, pushing with the test git server's key.
+fn upgrade(env: &TestEnv, args: &[&str]) -> Run {
+    let (key, known_hosts) = (env.git.client_key.to_str().unwrap(), env.git.known_hosts.to_str().unwrap());
+    let with_keys = [&["upgrade"][..], args, &["--private-key-file", key, "--known-hosts-file", known_hosts]].concat();
+    ours(env, "kubectl-gitops-component", &with_keys)
+}
+
+/// `component list -o json` until `done` holds for its rows, or the timeout.
+fn list_until(env: &TestEnv, what: &str, done: impl Fn(&[serde_json::Value]) -> bool) -> Vec<serde_json::Value> {
+    let started = Instant::now();
+    loop {
+        let run = ours(env, "kubectl-gitops-component", &["list", "-o", "json"]);
+        assert_eq!(run.code, Some(0), "{}", run.render());
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).unwrap();
+        if done(&rows) {
+            return rows;
+        }
+        assert!(started.elapsed() < Duration::from_secs(180), "timed out waiting for {what}: {rows:#?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn a_component_pushed_as_an_artifact_installs_lists_and_upgrades_through_git() {
+    let components = flux_release::components();
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.run_flux_once_installed();
+    env.git.create_repo("platform").unwrap();
+    let first = push(env, "v0.0.1");
+    let component = format!(
+        "oci://{}/manifests/widgets-controller:v0.0.1?path=./config/default&insecure=true",
+        env.registry.address
+    );
+    let url = env.git.ssh_url("platform");
+    let install = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args(["--url", &url, "--path", "clusters/dev", "--cluster-name", "dev", "--timeout", "3m"])
+            .arg("--components-file")
+            .arg(&components)
+            .args(["--component", &component])
+            .arg("--private-key-file")
+            .arg(&env.git.client_key)
+            .arg("--known-hosts-file")
+            .arg(&env.git.known_hosts)
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(install.code, Some(0), "{}", install.render());
+
+    // source-controller pulled what we pushed, kustomize-controller applied it and waited for it.
+    let established = "{.status.conditions[?(@.type==\"Established\")].status}";
+    env.wait_for_jsonpath(&[CRD], established, "True", Duration::from_secs(180)).unwrap();
+    let deployment = ["-n", "widgets-system", "deployment/widgets-controller"];
+    env.wait_for_jsonpath(&deployment, "{.status.availableReplicas}", "1", Duration::from_secs(180)).unwrap();
+    let rows = list_until(env, "the component Ready at v0.0.1", |rows| rows.len() == 1 && rows[0]["ready"] == true);
+    let row = &rows[0];
+    assert_eq!(row["name"], "widgets-controller");
+    assert_eq!(row["tag"], "v0.0.1");
+    assert_eq!(row["url"], format!("oci://{}/manifests/widgets-controller", env.registry.address));
+    assert_eq!(row["digest"], first.as_str(), "the digest `artifact push` printed");
+    assert_eq!(row["revision"], format!("v0.0.1@{first}"));
+    assert_eq!(row["applied"], row["revision"]);
+    let table = ours(env, "kubectl-gitops-component", &["list"]);
+    let line = table.stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        table.stdout.starts_with("NAME") && line.starts_with("widgets-controller") && line.contains(" v0.0.1 "),
+        "{}",
+        table.stdout
+    );
+
+    // v0.0.2 adds a CRD version. --dry-run shows the one-line change and pushes nothing.
+    let second = push(env, "v0.0.2");
+    let head = remote_head(env, "platform");
+    let dry = upgrade(env, &["widgets-controller", "--tag", "v0.0.2", "--dry-run"]);
+    assert_eq!(dry.code, Some(0), "{}", dry.render());
+    assert!(dry.stdout.contains("-    tag: v0.0.1\n+    tag: v0.0.2"), "{}", dry.stdout);
+    assert_eq!(remote_head(env, "platform"), head, "--dry-run pushes nothing");
+    let upgraded = upgrade(env, &["widgets-controller", "--tag", "v0.0.2"]);
+    assert_eq!(upgraded.code, Some(0), "{}", upgraded.render());
+    let pushed = remote_head(env, "platform");
+    assert_ne!(pushed, head);
+    assert_eq!(upgraded.stdout, format!("component widgets-controller upgraded at {}\n", &pushed[..12]));
+    let again = upgrade(env, &["widgets-controller", "--tag", "v0.0.2"]);
+    assert_eq!(again.code, Some(0), "{}", again.render());
+    assert_eq!(again.stdout, "component widgets-controller follows v0.0.2 already; nothing to change\n");
+
+    // Flux fetches the config repo now instead of at its interval; the rest follows by itself.
+    let requested = format!("reconcile.fluxcd.io/requestedAt={pushed}");
+    env.kubectl_ok(&["-n", "flux-system", "annotate", "--overwrite", "gitrepository/flux-system", &requested]).unwrap();
+    env.wait_for_jsonpath(&[CRD], "{.spec.versions[1].name}", "v1beta1", Duration::from_secs(180)).unwrap();
+    let storage = env.kubectl_ok(&["get", CRD, "-o", "jsonpath={.spec.versions[?(@.storage==true)].name}"]).unwrap();
+    assert_eq!(storage, "v1beta1");
+    let rows = list_until(env, "the component Ready at v0.0.2", |rows| {
+        rows.len() == 1
+            && rows[0]["ready"] == true
+            && rows[0]["applied"].as_str().unwrap_or_default().starts_with("v0.0.2@")
+    });
+    assert_eq!((&rows[0]["tag"], &rows[0]["digest"]), (&"v0.0.2".into(), &second.as_str().into()));
+    let image = env
+        .kubectl_ok(
+            &[&["get"][..], &deployment[..], &["-o", "jsonpath={.spec.template.spec.containers[0].image}"]].concat(),
+        )
+        .unwrap();
+    assert_eq!(image, "ghcr.io/example/widgets-controller:v0.0.2");
+
+    // A component that is not there, and a bad tag, are refused before anything is pushed.
+    let missing = upgrade(env, &["nope", "--tag", "v1"]);
+    assert_eq!(missing.code, Some(2), "{}", missing.render());
+    assert!(missing.stderr.contains("component nope is not in the config repo for clusters/dev"), "{}", missing.stderr);
+    let bad_tag = upgrade(env, &["widgets-controller", "--tag=bad/tag"]);
+    assert_eq!(bad_tag.code, Some(2), "{}", bad_tag.render());
+    assert_eq!(remote_head(env, "platform"), pushed, "nothing pushed by refused upgrades");
+}
