@@ -66,8 +66,8 @@ demo: deps build testenv-build ## Run the main job end to end (local environment
 		bash tests/demo.sh
 
 # The bench compares with the real flux CLI that testenv-build builds (cached; about 9 minutes when cold).
-bench: deps testenv-build ## status -A (table, -o json) vs kubectl get, the raw LIST floor and flux get, at 1,000 and 10,000 apps
-	$(CARGO) build -q --release -p kubectl-gitops-status -p kubectl-gitops-flux
+bench: deps testenv-build ## status -A vs kubectl get, the LIST floor and flux get (1,000 and 10,000 apps); flux passthrough; artifact push/pull vs flux
+	$(CARGO) build -q --release -p kubectl-gitops-status -p kubectl-gitops-flux -p kubectl-gitops-artifact
 	$(CARGO) build -q -p gitops-e2e --bin gitops-bench
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		target/debug/gitops-bench $(BENCH_SIZES)

@@ -98,8 +98,8 @@ impl Registry {
         }
     }
 
-    /// Uploads the blobs, then the manifest under `url`'s tag: the tag appears only once every
-    /// blob is there. Returns the manifest's digest.
+    /// Uploads the blobs the registry does not hold yet (chunked), then the manifest under
+    /// `url`'s tag: the tag appears only once every blob is there. Returns the manifest's digest.
     pub async fn push(&self, url: &OciUrl, artifact: &Artifact) -> Result<String> {
         let reference = self.reference(url);
         let layer = ImageLayer::new(artifact.layer.clone(), artifact::CONTENT_MEDIA_TYPE.to_string(), None);
@@ -109,7 +109,26 @@ impl Registry {
         manifest.media_type = Some(artifact::MANIFEST_MEDIA_TYPE.to_string());
         manifest.annotations = Some(artifact.annotations.clone().into_iter().collect());
         self.client
-            .push(&reference, &[layer], config, &self.auth, Some(manifest))
+            .auth(&reference, &self.auth, oci_client::RegistryOperation::Push)
+            .await
+            .map_err(|error| self.failed("push to", url, error))?;
+        // Like crane (flux's pusher), a blob the repository already holds is not sent again:
+        // the config is the same for every Flux artifact, and an unchanged directory's layer too.
+        for (data, digest) in [(&layer.data, &manifest.layers[0].digest), (&config.data, &manifest.config.digest)] {
+            let held = self
+                .client
+                .blob_exists(&reference, digest)
+                .await
+                .map_err(|error| self.failed("push to", url, error))?;
+            if !held {
+                self.client
+                    .push_blob(&reference, data.clone(), digest)
+                    .await
+                    .map_err(|error| self.failed("push to", url, error))?;
+            }
+        }
+        self.client
+            .push_manifest(&reference, &manifest.into())
             .await
             .map_err(|error| self.failed("push to", url, error))?;
         self.digest(url).await
@@ -199,6 +218,14 @@ impl Registry {
                 ),
                 hint: "the registry or something between us and it changed the data: do not use it".into(),
             },
+            OciDistributionError::RequestError(error)
+                if error.status().is_some_and(|status| status.as_u16() == 401 || status.as_u16() == 403) =>
+            {
+                remote(
+                    format!("the registry {registry} refused our credentials to {doing} {url}"),
+                    "check --creds user:password, or log in with `docker login`",
+                )
+            }
             OciDistributionError::RequestError(error) if error.is_connect() || error.is_timeout() => remote(
                 format!("cannot reach the registry {registry} to {doing} {url}: {}", innermost(&error)),
                 "check the address and that the registry runs; plain HTTP is used only for localhost or with --insecure",

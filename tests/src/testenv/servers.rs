@@ -122,6 +122,18 @@ impl GitServer {
         writeln!(file, "{}", public_key.trim()).context("append to authorized_keys")
     }
 
+    /// The commit `main` of repository `name` points at, empty when the branch does not exist.
+    pub fn head(&self, name: &str) -> String {
+        run(Command::new("git")
+            .args(["ls-remote", &self.ssh_url(name), "refs/heads/main"])
+            .env("GIT_SSH_COMMAND", self.git_ssh_command()))
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+    }
+
     /// `GIT_SSH_COMMAND` for the git CLI: the test client key, strict host key checking.
     pub fn git_ssh_command(&self) -> String {
         format!(

@@ -37,11 +37,6 @@ fn git(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
     .unwrap()
 }
 
-fn remote_head(env: &TestEnv, repo: &str) -> String {
-    let out = git(env, Path::new("/"), &["ls-remote", &env.git.ssh_url(repo), "refs/heads/main"]);
-    out.split_whitespace().next().unwrap_or_default().to_string()
-}
-
 /// Pushes a directory as the only content of `repo`'s main branch.
 fn push_dir(env: &TestEnv, repo: &str, source: &Path, target: &str) {
     env.git.create_repo(repo).unwrap();
@@ -105,7 +100,7 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     let add_podinfo = ["add", "podinfo", "--url", &podinfo_url, "--path", "./kustomize", "--secret-ref", "flux-system"];
 
     // --dry-run: the plan and the diff; nothing pushed, nothing written to the cluster.
-    let head = remote_head(env, "fleet");
+    let head = env.git.head("fleet");
     let writes = our_mutations(env);
     let dry = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}", dry.stderr);
@@ -118,13 +113,13 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     );
     assert!(dry.stdout.contains("--- /dev/null\n+++ b/apps/podinfo/source.yaml\n"), "{}", dry.stdout);
     assert!(dry.stdout.contains("+  - podinfo\n") || dry.stdout.contains("+- podinfo\n"), "{}", dry.stdout);
-    assert_eq!(remote_head(env, "fleet"), head, "--dry-run pushed nothing");
+    assert_eq!(env.git.head("fleet"), head, "--dry-run pushed nothing");
     assert_eq!(our_mutations(env), writes, "--dry-run wrote nothing to the cluster");
 
     // The kustomize app reaches Ready at the pushed commit.
     let added = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--wait", "--timeout", "3m"]].concat());
     assert_eq!(added.code, Some(0), "stdout: {}\nstderr: {}", added.stdout, added.stderr);
-    let head = remote_head(env, "fleet");
+    let head = env.git.head("fleet");
     assert_eq!(added.stdout, format!("app podinfo added at {}\n", &head[..12]));
     env.kubectl_ok(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
     // --wait watches (the engine of `status --wait`) instead of reading the objects every second.
@@ -146,7 +141,7 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     let again = app(env, &env.kubeconfig, &add_podinfo);
     assert_eq!(again.code, Some(0), "{}", again.stderr);
     assert!(again.stdout.contains("already in the config repo"), "{}", again.stdout);
-    assert_eq!(remote_head(env, "fleet"), head, "no new commit");
+    assert_eq!(env.git.head("fleet"), head, "no new commit");
     let changed = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--interval", "2m"]].concat());
     assert_eq!(changed.code, Some(2), "{}", changed.stderr);
     assert!(
@@ -155,14 +150,14 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
         changed.stderr
     );
     assert!(changed.stderr.contains("hint: pass --update"), "{}", changed.stderr);
-    assert_eq!(remote_head(env, "fleet"), head, "a refused add commits nothing");
+    assert_eq!(env.git.head("fleet"), head, "a refused add commits nothing");
     let updated = app(
         env,
         &env.kubeconfig,
         &[&add_podinfo[..], &["--interval", "2m", "--update", "--wait", "--timeout", "3m"]].concat(),
     );
     assert_eq!(updated.code, Some(0), "{}", updated.stderr);
-    assert_ne!(remote_head(env, "fleet"), head, "--update commits the new definition");
+    assert_ne!(env.git.head("fleet"), head, "--update commits the new definition");
     let interval = ["-n", "flux-system", "get", "kustomization", "podinfo", "-o=jsonpath={.spec.interval}"];
     assert_eq!(env.kubectl_ok(&interval).unwrap(), "2m0s", "--wait returned once Flux applied the update");
 
@@ -258,11 +253,11 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert!(resumed.stdout.starts_with("app podinfo resumed"), "{}", resumed.stdout);
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
     // --persist records it in the cluster's overlay, through git.
-    let before = remote_head(env, "fleet");
+    let before = env.git.head("fleet");
     let persisted = app(env, &env.kubeconfig, &["suspend", "podinfo", "--persist"]);
     assert_eq!(persisted.code, Some(0), "{}", persisted.stderr);
     assert!(persisted.stdout.starts_with("app podinfo suspended at "), "{}", persisted.stdout);
-    let after = remote_head(env, "fleet");
+    let after = env.git.head("fleet");
     assert_ne!(after, before, "--persist commits");
     let work = tempfile::tempdir().unwrap();
     git(env, work.path(), &["clone", "-q", &env.git.ssh_url("fleet"), "."]);
@@ -449,7 +444,7 @@ fn sixteen_concurrent_adds_all_land_and_sixteen_of_one_app_land_once() {
 fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
     let env = TestEnv::start(Options { flux: false }).unwrap().detach();
     let _work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
-    let head = remote_head(env, "fleet");
+    let head = env.git.head("fleet");
     let keys = tempfile::tempdir().unwrap();
     let stranger = keys.path().join("stranger");
     run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&stranger)).unwrap();
@@ -472,5 +467,5 @@ fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
         assert!(out.stderr.contains("\nhint: "), "{}", out.stderr);
         assert!(!out.stderr.contains("PRIVATE KEY"), "{}", out.stderr);
     }
-    assert_eq!(remote_head(env, "fleet"), head, "nothing pushed");
+    assert_eq!(env.git.head("fleet"), head, "nothing pushed");
 }

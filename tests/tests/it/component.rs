@@ -54,17 +54,6 @@ fn push(env: &TestEnv, version: &str) -> String {
     run.stdout.trim().to_string()
 }
 
-fn remote_head(env: &TestEnv, repo: &str) -> String {
-    run(Command::new("git")
-        .args(["ls-remote", &env.git.ssh_url(repo), "refs/heads/main"])
-        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
-    .unwrap()
-    .split_whitespace()
-    .next()
-    .unwrap_or_default()
-    .to_string()
-}
-
 /// `component upgrade`, pushing with the test git server's key.
 fn upgrade(env: &TestEnv, args: &[&str]) -> Run {
     let (key, known_hosts) = (env.git.client_key.to_str().unwrap(), env.git.known_hosts.to_str().unwrap());
@@ -136,14 +125,14 @@ fn a_component_pushed_as_an_artifact_installs_lists_and_upgrades_through_git() {
 
     // v0.0.2 adds a CRD version. --dry-run shows the one-line change and pushes nothing.
     let second = push(env, "v0.0.2");
-    let head = remote_head(env, "platform");
+    let head = env.git.head("platform");
     let dry = upgrade(env, &["widgets-controller", "--tag", "v0.0.2", "--dry-run"]);
     assert_eq!(dry.code, Some(0), "{}", dry.render());
     assert!(dry.stdout.contains("-    tag: v0.0.1\n+    tag: v0.0.2"), "{}", dry.stdout);
-    assert_eq!(remote_head(env, "platform"), head, "--dry-run pushes nothing");
+    assert_eq!(env.git.head("platform"), head, "--dry-run pushes nothing");
     let upgraded = upgrade(env, &["widgets-controller", "--tag", "v0.0.2"]);
     assert_eq!(upgraded.code, Some(0), "{}", upgraded.render());
-    let pushed = remote_head(env, "platform");
+    let pushed = env.git.head("platform");
     assert_ne!(pushed, head);
     assert_eq!(upgraded.stdout, format!("component widgets-controller upgraded at {}\n", &pushed[..12]));
     let again = upgrade(env, &["widgets-controller", "--tag", "v0.0.2"]);
@@ -175,5 +164,76 @@ fn a_component_pushed_as_an_artifact_installs_lists_and_upgrades_through_git() {
     assert!(missing.stderr.contains("component nope is not in the config repo for clusters/dev"), "{}", missing.stderr);
     let bad_tag = upgrade(env, &["widgets-controller", "--tag=bad/tag"]);
     assert_eq!(bad_tag.code, Some(2), "{}", bad_tag.render());
-    assert_eq!(remote_head(env, "platform"), pushed, "nothing pushed by refused upgrades");
+    assert_eq!(env.git.head("platform"), pushed, "nothing pushed by refused upgrades");
+}
+
+/// Whether the config repo's main branch holds `path`.
+fn repo_has(env: &TestEnv, repo: &str, path: &str) -> bool {
+    let checkout = tempfile::tempdir().unwrap();
+    run(Command::new("git")
+        .args(["clone", "-q", &env.git.ssh_url(repo)])
+        .arg(checkout.path().join("repo"))
+        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
+    .unwrap();
+    checkout.path().join("repo").join(path).exists()
+}
+
+/// The seed's gating: on a Flux that does not serve OCIRepository (its CRD left out, as before
+/// Flux v2.0) `--component` is skipped with a clear message and exit 0; once an upgrade brings
+/// OCIRepository, the same install adds the component and Flux deploys it.
+#[test]
+fn a_component_waits_for_a_flux_that_serves_oci_repository() {
+    let components = std::fs::read_to_string(flux_release::components()).unwrap();
+    let without_oci: Vec<&str> = components
+        .split("\n---\n")
+        .filter(|document| !document.contains("name: ocirepositories.source.toolkit.fluxcd.io"))
+        .collect();
+    assert_eq!(without_oci.len() + 1, components.split("\n---\n").count(), "exactly the OCIRepository CRD is left out");
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.apply_yaml(&without_oci.join("\n---\n")).unwrap();
+    env.kubectl_ok(&["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]).unwrap();
+    env.git.create_repo("gated").unwrap();
+    push(env, "v0.0.1");
+    let component = format!(
+        "oci://{}/manifests/widgets-controller:v0.0.1?path=./config/default&insecure=true",
+        env.registry.address
+    );
+    let url = env.git.ssh_url("gated");
+    let install = || {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-install"))
+                .args(["--url", &url, "--path", "clusters/old", "--cluster-name", "old", "--no-wait"])
+                .arg("--components-file")
+                .arg(flux_release::components())
+                .args(["--component", &component])
+                .arg("--private-key-file")
+                .arg(&env.git.client_key)
+                .arg("--known-hosts-file")
+                .arg(&env.git.known_hosts)
+                .env("KUBECONFIG", &env.kubeconfig)
+                .env("NO_COLOR", "1"),
+        )
+    };
+    let skipped = install();
+    assert_eq!(skipped.code, Some(0), "{}", skipped.render());
+    assert!(
+        skipped.stderr.contains(&format!(
+            "skipped component oci://{}/manifests/widgets-controller: this cluster's Flux does not serve OCIRepository",
+            env.registry.address
+        )),
+        "{}",
+        skipped.render()
+    );
+    assert!(!repo_has(env, "gated", "clusters/old/components/widgets-controller.yaml"));
+
+    // The upgrade brings OCIRepository; the same install now adds the component.
+    env.apply_yaml(&components).unwrap();
+    env.kubectl_ok(&["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]).unwrap();
+    let added = install();
+    assert_eq!(added.code, Some(0), "{}", added.render());
+    assert!(!added.stderr.contains("skipped component"), "{}", added.render());
+    assert!(repo_has(env, "gated", "clusters/old/components/widgets-controller.yaml"));
+    env.start_flux_controllers().unwrap();
+    let established = "{.status.conditions[?(@.type==\"Established\")].status}";
+    env.wait_for_jsonpath(&[CRD], established, "True", Duration::from_secs(180)).unwrap();
 }

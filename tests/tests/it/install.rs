@@ -28,17 +28,6 @@ fn detect(kubeconfig: &Path) -> String {
     Run::of(Command::new(binaries::path("kubectl-gitops-detect")).env("KUBECONFIG", kubeconfig)).stdout
 }
 
-fn remote_head(env: &TestEnv, repo: &str) -> String {
-    run(Command::new("git")
-        .args(["ls-remote", &env.git.ssh_url(repo), "refs/heads/main"])
-        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
-    .unwrap()
-    .split_whitespace()
-    .next()
-    .unwrap_or_default()
-    .to_string()
-}
-
 /// What the `flux-system` Kustomization last applied.
 fn applied_revision(env: &TestEnv) -> String {
     let jsonpath = "-o=jsonpath={.status.lastAppliedRevision}";
@@ -83,13 +72,13 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert!(dry.stdout.contains("  add       clusters/dev/flux-system/gotk-sync.yaml\n"), "{}", dry.stdout);
     assert!(!dry.stdout.contains("PRIVATE KEY"));
     assert_eq!(our_mutations(env), Vec::<String>::new(), "--dry-run made no mutating request");
-    assert_eq!(remote_head(env, "fleet"), "", "--dry-run pushed nothing");
+    assert_eq!(env.git.head("fleet"), "", "--dry-run pushed nothing");
     assert_eq!(detect(&env.kubeconfig), "unmodified\n");
 
     // The install: pushes, applies, and waits for Flux to run the pushed commit.
     let installed = install(env, &env.kubeconfig, &args);
     assert_eq!(installed.code, Some(0), "stdout: {}\nstderr: {}", installed.stdout, installed.stderr);
-    let head = remote_head(env, "fleet");
+    let head = env.git.head("fleet");
     assert_eq!(installed.stdout, format!("installed: {url} (branch main, path clusters/dev) at {}\n", &head[..12]));
     assert_eq!(applied_revision(env), format!("main@sha1:{head}"));
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
@@ -104,7 +93,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     let again = install(env, &env.kubeconfig, &args);
     assert_eq!(again.code, Some(0), "{}", again.stderr);
     assert!(again.stdout.starts_with("already installed: "), "{}", again.stdout);
-    assert_eq!(remote_head(env, "fleet"), head, "no new commit");
+    assert_eq!(env.git.head("fleet"), head, "no new commit");
     assert_eq!(our_mutations(env).len(), before, "no new write to the cluster");
 
     // A re-run trusts the host keys the first run pinned in the Flux Secret: no known_hosts file,
@@ -133,7 +122,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     fresh.run_flux_once_installed();
     let rebuilt = install(env, &fresh.kubeconfig, &["--from-repo", &url, "--path", "clusters/dev"]);
     assert_eq!(rebuilt.code, Some(0), "stdout: {}\nstderr: {}", rebuilt.stdout, rebuilt.stderr);
-    assert_eq!(remote_head(env, "fleet"), head, "reconstitution commits nothing");
+    assert_eq!(env.git.head("fleet"), head, "reconstitution commits nothing");
     assert_eq!(applied_revision(fresh), format!("main@sha1:{head}"));
     assert_eq!(detect(&fresh.kubeconfig), "gitops\n");
 }
@@ -180,7 +169,7 @@ fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
     assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert!(run.stderr.starts_with("error: forbidden: you may not create customresourcedefinitions"), "{}", run.stderr);
     assert!(run.stderr.contains("nothing was pushed or applied"), "{}", run.stderr);
-    assert_eq!(remote_head(env, "readonly"), "", "nothing pushed");
+    assert_eq!(env.git.head("readonly"), "", "nothing pushed");
 }
 
 #[test]
@@ -289,14 +278,14 @@ fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
             first.stderr
         );
     }
-    let head = remote_head(env, "slow");
+    let head = env.git.head("slow");
 
     env.start_flux_controllers().unwrap();
     let second =
         install(env, &env.kubeconfig, &["--url", &url, "--path", "clusters/slow", "--components-file", components]);
     assert_eq!(second.code, Some(0), "stdout: {}\nstderr: {}", second.stdout, second.stderr);
     assert!(second.stdout.starts_with("already installed: "), "{}", second.stdout);
-    assert_eq!(remote_head(env, "slow"), head, "the re-run commits nothing");
+    assert_eq!(env.git.head("slow"), head, "the re-run commits nothing");
     assert_eq!(detect(&env.kubeconfig), "gitops\n");
 }
 

@@ -428,7 +428,8 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 
     // A timeout shorter than the grace period names every object that blocks, with its message.
-    let blocked = status(env, &["--wait", "--timeout", "2s", "--grace-period", "1m"]);
+    // 6 s: the first LISTs must be answered for the objects to be named, even on a loaded machine.
+    let blocked = status(env, &["--wait", "--timeout", "6s", "--grace-period", "1m"]);
     assert_eq!(blocked.code, Some(1));
     for line in [
         "error: not everything is ready (config repo at ",
