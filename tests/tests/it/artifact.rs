@@ -323,4 +323,40 @@ fn credentials_come_from_the_flag_or_the_docker_config_and_are_never_printed() {
     let from_config = push(&[], docker.path());
     assert_eq!(from_config.code, Some(0), "{}", from_config.render());
     assert_eq!(from_config.stdout.trim(), right.stdout.trim(), "the same artifact, the same digest");
+
+    // A credential helper named for the registry (`credHelpers`) answers instead: it is asked
+    // with the registry on stdin, as docker asks `docker-credential-<helper> get`.
+    let helpers = tempfile::tempdir().unwrap();
+    let asked = helpers.path().join("asked");
+    let helper = helpers.path().join("docker-credential-ci");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get ] || exit 3\ncat > '{}'\nprintf '{{\"ServerURL\":\"x\",\"Username\":\"{REGISTRY_USER}\",\"Secret\":\"{REGISTRY_PASSWORD}\"}}'\n",
+            asked.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let helped = tempfile::tempdir().unwrap();
+    std::fs::write(
+        helped.path().join("config.json"),
+        format!(r#"{{"auths": {{}}, "credHelpers": {{"{}": "ci"}}}}"#, own.registry.address),
+    )
+    .unwrap();
+    let path = format!("{}:{}", helpers.path().display(), std::env::var("PATH").unwrap());
+    let mut command = Command::new(binaries::path("kubectl-gitops-artifact"));
+    command
+        .args(["push", &url, "--path", path_arg(&package), "--source", "s", "--revision", "r", "--reproducible"])
+        .env("DOCKER_CONFIG", helped.path())
+        .env("PATH", path)
+        .env("NO_COLOR", "1");
+    let from_helper = Run::of(&mut command);
+    assert_eq!(from_helper.code, Some(0), "{}", from_helper.render());
+    assert_eq!(std::fs::read_to_string(&asked).unwrap(), own.registry.address, "the helper was asked for this registry");
+}
+
+fn path_arg(dir: &tempfile::TempDir) -> &str {
+    dir.path().to_str().unwrap()
 }
