@@ -96,8 +96,7 @@ pub fn write(files: &[ArchivedFile], output: &Path) -> Result<()> {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir).map_err(io("create", dir))?;
                 }
-                std::fs::write(&path, contents).map_err(io("write", &path))?;
-                set_mode(&path, file.mode)?;
+                write_file(&path, contents, file.mode).map_err(io("write", &path))?;
             }
         }
     }
@@ -130,16 +129,19 @@ fn move_into(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Creates the file with the archived mode (less the umask, as flux's untar and tar do), owner
+/// read and write always kept, in one open instead of a write and a chmod.
 #[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o600))
-        .map_err(|source| Error::io(format!("cannot set the mode of {}", path.display()), source))
+fn write_file(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode | 0o600).open(path)?;
+    file.write_all(contents)
 }
 
 #[cfg(not(unix))]
-fn set_mode(_path: &Path, _mode: u32) -> Result<()> {
-    Ok(())
+fn write_file(path: &Path, contents: &[u8], _mode: u32) -> std::io::Result<()> {
+    std::fs::write(path, contents)
 }
 
 #[cfg(test)]

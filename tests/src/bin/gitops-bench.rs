@@ -121,13 +121,22 @@ fn artifacts(cli: &Path) -> Result<()> {
         let (our_url, flux_url) =
             (format!("oci://{registry}/bench/ours:r{round}"), format!("oci://{registry}/bench/flux:r{round}"));
         let meta = ["--path", path, "--source", "https://example.com/bench", "--revision", "main@sha1:0"];
-        let our_push = run(&ours, &[&["push", &our_url][..], &meta].concat())?;
-        let flux_push = run(cli, &[&["push", "artifact", &flux_url][..], &meta].concat())?;
         let (our_out, flux_out) =
             (work.path().join(format!("ours-{round}")), work.path().join(format!("flux-{round}")));
         std::fs::create_dir(&flux_out)?;
-        let our_pull = run(&ours, &["pull", &our_url, "--output", our_out.to_str().context("UTF-8")?])?;
-        let flux_pull = run(cli, &["pull", "artifact", &flux_url, "--output", flux_out.to_str().context("UTF-8")?])?;
+        let (our_dir, flux_dir) = (our_out.to_str().context("UTF-8")?, flux_out.to_str().context("UTF-8")?);
+        let our_push = || run(&ours, &[&["push", &our_url][..], &meta].concat());
+        let flux_push = || run(cli, &[&["push", "artifact", &flux_url][..], &meta].concat());
+        let our_pull = || run(&ours, &["pull", &our_url, "--output", our_dir]);
+        let flux_pull = || run(cli, &["pull", "artifact", &flux_url, "--output", flux_dir]);
+        // Who goes first alternates: the second one pays for flushing the first one's writes.
+        let ((our_push, flux_push), (our_pull, flux_pull)) = if round % 2 == 0 {
+            ((our_push()?, flux_push()?), (our_pull()?, flux_pull()?))
+        } else {
+            let (flux_push, our_push) = (flux_push()?, our_push()?);
+            let (flux_pull, our_pull) = (flux_pull()?, our_pull()?);
+            ((our_push, flux_push), (our_pull, flux_pull))
+        };
         if round > 0 {
             pushes.0.push(our_push);
             pushes.1.push(flux_push);

@@ -354,7 +354,11 @@ fn credentials_come_from_the_flag_or_the_docker_config_and_are_never_printed() {
         .env("NO_COLOR", "1");
     let from_helper = Run::of(&mut command);
     assert_eq!(from_helper.code, Some(0), "{}", from_helper.render());
-    assert_eq!(std::fs::read_to_string(&asked).unwrap(), own.registry.address, "the helper was asked for this registry");
+    assert_eq!(
+        std::fs::read_to_string(&asked).unwrap(),
+        own.registry.address,
+        "the helper was asked for this registry"
+    );
 }
 
 fn path_arg(dir: &tempfile::TempDir) -> &str {
