@@ -258,8 +258,10 @@ fn an_embed_flux_build_carries_the_cli_alone_and_writes_it_to_the_cache_once() {
     let cli = flux_release::cli();
     let size = |path: &Path| std::fs::metadata(path).unwrap().len();
     let grown = size(&embedded) - size(&plain);
+    // Within a little either way: the two builds lay out sections and padding apart, and the
+    // plain build keeps a few more bytes of code for the case without an embedded CLI.
     assert!(
-        grown >= size(&cli) && grown < size(&cli) + 512 * 1024,
+        grown + 64 * 1024 >= size(&cli) && grown < size(&cli) + 512 * 1024,
         "the embed-flux build grew by {grown} bytes; the CLI is {} bytes",
         size(&cli)
     );
