@@ -353,7 +353,8 @@ pub async fn diff(args: &DiffArgs, printer: &Printer) -> Result<ExitCode> {
     let format = args.format.format()?;
     let url = OciUrl::parse_pinned(&args.url)?;
     let path = required_path(&args.path)?;
-    let local = extract::read(&tarball::tar_gz(path, &args.ignore_paths)?)?;
+    // Our own tar stream, read back unpacked: no gzip and gunzip in between.
+    let local = extract::read_tar(tarball::tar(path, &args.ignore_paths)?.as_slice())?;
     let registry = Registry::connect(&url, &args.registry.access())?;
     let (_, remote) = fetch(&url, &registry).await?;
     let found = differences(&local, &remote);

@@ -24,6 +24,11 @@ pub struct ArchivedFile {
 
 /// Every entry of a gzipped tarball, checked: no entry may leave the directory it is unpacked in.
 pub fn read(layer: &[u8]) -> Result<Vec<ArchivedFile>> {
+    read_tar(GzDecoder::new(layer))
+}
+
+/// [`read`] of a tar stream that is not compressed (`artifact diff`'s own directory).
+pub fn read_tar(stream: impl Read) -> Result<Vec<ArchivedFile>> {
     let unreadable = |why: String| {
         Error::Untrusted {
         message: format!("the artifact's layer is not a readable tar.gz: {why}"),
@@ -31,7 +36,7 @@ pub fn read(layer: &[u8]) -> Result<Vec<ArchivedFile>> {
             .into(),
     }
     };
-    let mut archive = tar::Archive::new(GzDecoder::new(layer));
+    let mut archive = tar::Archive::new(stream);
     let mut files = Vec::new();
     for entry in archive.entries().map_err(|error| unreadable(error.to_string()))? {
         let mut entry = entry.map_err(|error| unreadable(error.to_string()))?;

@@ -203,73 +203,76 @@ impl Registry {
     fn failed(&self, doing: &str, url: &OciUrl, error: OciDistributionError) -> Error {
         let registry = &self.registry;
         let remote = |message: String, hint: &str| Error::Remote { message, hint: Some(hint.to_string()) };
-        match error {
-            OciDistributionError::AuthenticationFailure(_) | OciDistributionError::UnauthorizedError { .. } => remote(
+        match Failure::of(&error) {
+            Failure::Refused => remote(
                 format!("the registry {registry} refused our credentials to {doing} {url}"),
                 "check --creds user:password, or log in with `docker login`; the credentials come from --creds, else the docker config file",
             ),
-            OciDistributionError::ImageManifestNotFoundError(_) => remote(
+            Failure::Missing => remote(
                 format!("{url} does not exist"),
                 "`kubectl gitops artifact list` shows the tags of the repository",
             ),
-            OciDistributionError::DigestError(error) => Error::Untrusted {
+            Failure::Tampered => Error::Untrusted {
                 message: format!(
-                    "{url}: what the registry sent does not match its digest ({error}); nothing was written"
+                    "{url}: what the registry sent does not match its digest ({}); nothing was written",
+                    innermost(&error)
                 ),
                 hint: "the registry or something between us and it changed the data: do not use it".into(),
             },
-            OciDistributionError::RequestError(error)
-                if error.status().is_some_and(|status| status.as_u16() == 401 || status.as_u16() == 403) =>
-            {
-                remote(
-                    format!("the registry {registry} refused our credentials to {doing} {url}"),
-                    "check --creds user:password, or log in with `docker login`",
-                )
-            }
-            OciDistributionError::RequestError(error) if error.is_connect() || error.is_timeout() => remote(
+            Failure::Unreachable => remote(
                 format!("cannot reach the registry {registry} to {doing} {url}: {}", innermost(&error)),
                 "check the address and that the registry runs; plain HTTP is used only for localhost or with --insecure",
             ),
-            OciDistributionError::RegistryError { envelope, .. }
-                if envelope.errors.iter().any(|error| {
-                    matches!(
-                        error.code,
-                        oci_client::errors::OciErrorCode::ManifestUnknown
-                            | oci_client::errors::OciErrorCode::NameUnknown
-                            | oci_client::errors::OciErrorCode::NotFound
-                    )
-                }) =>
-            {
-                remote(
-                    format!("{url} does not exist"),
-                    "`kubectl gitops artifact list` shows the tags of the repository",
-                )
-            }
-            OciDistributionError::RegistryError { envelope, .. }
-                if envelope.errors.iter().any(|error| {
-                    matches!(
-                        error.code,
-                        oci_client::errors::OciErrorCode::Unauthorized | oci_client::errors::OciErrorCode::Denied
-                    )
-                }) =>
-            {
-                remote(
-                    format!("the registry {registry} refused our credentials to {doing} {url}"),
-                    "check --creds user:password, or log in with `docker login`",
-                )
-            }
-            OciDistributionError::ServerError { code: 404, .. } => remote(
-                format!("{url} does not exist"),
-                "`kubectl gitops artifact list` shows the tags of the repository",
-            ),
-            OciDistributionError::ServerError { code: 401 | 403, .. } => remote(
-                format!("the registry {registry} refused our credentials to {doing} {url}"),
-                "check --creds user:password, or log in with `docker login`",
-            ),
-            other => remote(
-                format!("cannot {doing} {url}: {}", innermost(&other)),
+            Failure::Other => remote(
+                format!("cannot {doing} {url}: {}", innermost(&error)),
                 "check the URL and the registry; run again with -v for details",
             ),
+        }
+    }
+}
+
+/// What a registry failure means to the user, whichever of oci-client's shapes it came in (an
+/// error envelope, a bare status, a reqwest status, or oci-client's own variants).
+enum Failure {
+    Refused,
+    Missing,
+    Tampered,
+    Unreachable,
+    Other,
+}
+
+impl Failure {
+    fn of(error: &OciDistributionError) -> Failure {
+        use oci_client::errors::OciErrorCode;
+        let by_status = |status: u16| match status {
+            401 | 403 => Failure::Refused,
+            404 => Failure::Missing,
+            _ => Failure::Other,
+        };
+        match error {
+            OciDistributionError::AuthenticationFailure(_) | OciDistributionError::UnauthorizedError { .. } => {
+                Failure::Refused
+            }
+            OciDistributionError::ImageManifestNotFoundError(_) => Failure::Missing,
+            OciDistributionError::DigestError(_) => Failure::Tampered,
+            OciDistributionError::ServerError { code, .. } => by_status(*code),
+            OciDistributionError::RequestError(error) if error.is_connect() || error.is_timeout() => {
+                Failure::Unreachable
+            }
+            OciDistributionError::RequestError(error) => {
+                error.status().map_or(Failure::Other, |s| by_status(s.as_u16()))
+            }
+            OciDistributionError::RegistryError { envelope, .. } => {
+                let has = |codes: &[OciErrorCode]| envelope.errors.iter().any(|e| codes.contains(&e.code));
+                if has(&[OciErrorCode::Unauthorized, OciErrorCode::Denied]) {
+                    Failure::Refused
+                } else if has(&[OciErrorCode::ManifestUnknown, OciErrorCode::NameUnknown, OciErrorCode::NotFound]) {
+                    Failure::Missing
+                } else {
+                    Failure::Other
+                }
+            }
+            _ => Failure::Other,
         }
     }
 }
