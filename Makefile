@@ -7,6 +7,7 @@ BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-git
             kubectl-gitops-flux kubectl_complete-gitops
 TESTENV_BUILD := tests/testenv/build.sh
 FLUX_CLI_BUILD := tests/testenv/build-flux-cli.sh
+FLUX_PREVIOUS_BUILD := tests/testenv/build-flux-previous.sh
 
 .PHONY: embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo bench clean
 
@@ -34,9 +35,10 @@ lint: ## Format check and clippy with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers and the flux CLI from Go modules
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI and the previous Flux line's manifests from Go modules
 	bash $(TESTENV_BUILD)
 	bash $(FLUX_CLI_BUILD)
+	bash $(FLUX_PREVIOUS_BUILD)
 
 # The embed-flux build of kubectl-gitops-flux, with the flux CLI testenv-build built compiled in, and
 # the same package built without it, side by side in target/debug/embed-flux/ (embedded, plain: the
@@ -53,7 +55,7 @@ embed-build: build testenv-build ## kubectl-gitops-flux with the flux CLI inside
 
 test: deps lint build testenv-build embed-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
-		CARGO=$(CARGO) bash tests/run-tests.sh
+		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh
 
 testenv: deps testenv-build ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up

@@ -41,6 +41,7 @@ requirements=(
   "flock|util-linux|serialising builds of the test environment"
   "sha256sum|coreutils|the test environment's cache key"
   "tar|tar|Helm chart archives"
+  "unzip|unzip|the previous Flux release's manifests (tests/testenv/build-flux-previous.sh)"
 )
 
 find_command() { PATH=$search_path command -v "$1" 2>/dev/null; }

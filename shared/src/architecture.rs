@@ -9,7 +9,10 @@ const LAYERS: [(&str, &[&str]); 5] = [
     ("leaves", &["error", "diagnostic", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"]),
     ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key"]),
-    ("commands", &["app", "install", "status", "version", "plugin", "completion", "flux_passthrough", "artifact"]),
+    (
+        "commands",
+        &["app", "install", "status", "version", "plugin", "completion", "flux_passthrough", "artifact", "upgrade"],
+    ),
     ("edge", &["runtime"]),
 ];
 

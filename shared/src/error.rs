@@ -124,13 +124,6 @@ pub enum Error {
         source: Box<Error>,
     },
 
-    /// A command that is planned but not built yet.
-    #[error("kubectl gitops {command} is not implemented yet")]
-    NotImplemented {
-        /// The subcommand name, e.g. `upgrade`.
-        command: &'static str,
-    },
-
     /// Local I/O failed.
     #[error("{context}: {source}")]
     Io {
@@ -164,7 +157,7 @@ impl Error {
     /// The exit code this error maps to.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Error::Usage { .. } | Error::NotImplemented { .. } | Error::Untrusted { .. } => ExitCode::Usage,
+            Error::Usage { .. } | Error::Untrusted { .. } => ExitCode::Usage,
             Error::Kubeconfig(_)
             | Error::Unreachable { .. }
             | Error::Unauthorized { .. }
@@ -201,9 +194,6 @@ impl Error {
                 "ask a cluster admin for the RBAC rights named above, or use a --context that has them".into(),
             ),
             Error::Api(error) => Some(crate::diagnostic::api_hint(error).into()),
-            Error::NotImplemented { .. } => Some(
-                "see `kubectl gitops --help` for the commands available in this version".into(),
-            ),
             Error::Io { .. } => None,
             Error::Render(_) | Error::Internal(_) => Some("this is a bug in kubectl-gitops; please report it".into()),
         }
@@ -235,7 +225,7 @@ mod tests {
         assert_eq!(ExitCode::Usage.code(), 2);
         assert_eq!(ExitCode::Cluster.code(), 3);
         assert_eq!(ExitCode::Git.code(), 4);
-        assert_eq!(Error::NotImplemented { command: "upgrade" }.exit_code(), ExitCode::Usage);
+        assert_eq!(Error::usage("bad", "fix it").exit_code(), ExitCode::Usage);
         let unreachable = Error::Unreachable { server: "https://x".into(), reason: "refused".into() };
         assert_eq!(unreachable.exit_code(), ExitCode::Cluster);
     }

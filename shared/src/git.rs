@@ -30,6 +30,20 @@ use git2::{
     IndexAddOption, Oid, PushOptions, RemoteCallbacks, Repository, build::CheckoutBuilder,
 };
 
+/// What a branch of the remote holds, compared with the commit we would push to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteBranch {
+    /// No such branch.
+    Absent,
+    /// The same change (the same tree on the same parent).
+    Holds,
+    /// One commit of ours (the same message), on an older base or with older contents: ours to
+    /// replace.
+    Stale,
+    /// Commits someone else added, or another change: not ours to overwrite.
+    Other,
+}
+
 /// What a push of the checked-out branch did to the remote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pushed {
@@ -538,16 +552,29 @@ impl Checkout {
     }
 
     /// What `branch` of the remote holds, compared with the local branch's last commit (one
-    /// fetch): `None` when the branch does not exist; `Some(true)` when it holds the same change
-    /// (the same tree on the same parent), so that a re-run of the same change pushes nothing (a
-    /// new commit would start CI again and can dismiss reviews); `Some(false)` otherwise.
-    pub fn remote_branch_holds_head(&self, branch: &str) -> Result<Option<bool>, GitError> {
+    /// fetch). A re-run of the same change pushes nothing when the branch holds it already (a new
+    /// commit would start CI again and can dismiss reviews).
+    pub fn remote_branch(&self, branch: &str) -> Result<RemoteBranch, GitError> {
         let Some(theirs) = self.fetch_branch(&Endpoint::parse(&self.remote.url)?, branch)? else {
-            return Ok(None);
+            return Ok(RemoteBranch::Absent);
         };
-        let Some(head) = self.head_oid() else { return Ok(Some(false)) };
-        let (ours, theirs) = (self.repo.find_commit(head)?, self.repo.find_commit(theirs)?);
-        Ok(Some(ours.tree_id() == theirs.tree_id() && ours.parent_ids().eq(theirs.parent_ids())))
+        let Some(head) = self.head_oid() else { return Ok(RemoteBranch::Other) };
+        let (ours, their_commit) = (self.repo.find_commit(head)?, self.repo.find_commit(theirs)?);
+        if ours.tree_id() == their_commit.tree_id() && ours.parent_ids().eq(their_commit.parent_ids()) {
+            return Ok(RemoteBranch::Holds);
+        }
+        // The branch's own commits: those our base does not have.
+        let mut walk = self.repo.revwalk()?;
+        walk.push(theirs)?;
+        for parent in ours.parent_ids() {
+            walk.hide(parent)?;
+        }
+        let own: Vec<Oid> = walk.collect::<Result<_, _>>()?;
+        let only_ours = match own.as_slice() {
+            [one] => self.repo.find_commit(*one)?.message_bytes() == ours.message_bytes(),
+            _ => false,
+        };
+        Ok(if only_ours { RemoteBranch::Stale } else { RemoteBranch::Other })
     }
 
     /// Fetches a branch of the remote into `refs/remotes/origin/<branch>`; returns its head.

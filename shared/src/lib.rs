@@ -36,6 +36,7 @@ pub mod repo_access;
 pub mod runtime;
 pub mod status;
 pub mod timeouts;
+pub mod upgrade;
 pub mod version;
 pub mod yaml;
 

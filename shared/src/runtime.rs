@@ -65,31 +65,6 @@ where
     finish(block_on(body(parsed, printer)), &printer)
 }
 
-/// The arguments of a command that is planned but not built yet: the shared options, and
-/// anything else, so that every invocation reaches the "not implemented" error.
-#[derive(Debug, clap::Parser)]
-struct PlannedCommand {
-    #[command(flatten)]
-    global: GlobalArgs,
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<OsString>,
-}
-
-crate::command_line!(PlannedCommand);
-
-/// The `main` of a command binary that is not built yet: `--help` works, everything else
-/// says `error: kubectl gitops <command> is not implemented yet` and exits 2.
-pub fn not_implemented(command: &'static str) -> std::process::ExitCode {
-    let about = crate::plugin::COMMANDS.iter().find(|(name, _)| *name == command).map_or("", |(_, about)| *about);
-    let display_name = format!("kubectl gitops {command}");
-    let clap_command = PlannedCommand::command()
-        .name(display_name.clone())
-        .bin_name(display_name)
-        .about(format!("{about} (not implemented yet)"))
-        .version(crate::version::VERSION_LINE);
-    main_with(clap_command, |_: PlannedCommand, _| async move { Err(Error::NotImplemented { command }) })
-}
-
 /// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.
 pub fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
     // Only ring is compiled in; installing it explicitly avoids rustls' run-time panic when

@@ -158,10 +158,11 @@ pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer
             .unwrap_or_else(|| format!("Upgrade component {} to {} in {cluster}", request.name, request.tag)),
         files,
         patches: Vec::new(),
+        migrations: Vec::new(),
         objects: Vec::new(),
         wait: None,
         notes: Vec::new(),
-        wants_ready: true,
+        wants_ready: Some(true),
         already_there: Some(format!("component {} follows {} already; nothing to change\n", request.name, request.tag)),
     };
     drive(&context, &request.delivery, change, Some(checkout), &replan).await

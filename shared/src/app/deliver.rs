@@ -12,7 +12,7 @@ use super::plan::{FileChange, Plan, Step};
 use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::git::{Checkout, Remote, Signature};
+use crate::git::{Checkout, Remote, RemoteBranch, Signature};
 use crate::output::Printer;
 use crate::plan;
 use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
@@ -71,9 +71,9 @@ pub async fn execute(
         Some((checkout, repo)) => (Some(checkout), Some(repo)),
         None => (None, None),
     };
-    // Whether the pull request branch existed before we pushed it (`Some(true)`: already with
-    // this change): a branch we created is taken away again when its pull request cannot open.
-    let mut branch_existed: Option<bool> = None;
+    // What the pull request branch held before we pushed it: a branch we created is taken away
+    // again when its pull request cannot open.
+    let mut branch_existed: Option<RemoteBranch> = None;
     let steps = plan.steps();
     plan::run_steps(&steps, async |_, step: &Step, words: &str| -> Result<()> {
         match step {
@@ -85,6 +85,11 @@ pub async fn execute(
                 api.patch(&patch.name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
                     .await
                     .map_err(|error| cluster.error(error))?;
+                done(words);
+            }
+            Step::MigrateStorage(kind) => {
+                let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to migrate".into()))?;
+                crate::flux::storage::migrate(cluster, kind).await?;
                 done(words);
             }
             Step::Push => {
@@ -101,19 +106,30 @@ pub async fn execute(
             }
             Step::PushBranch { branch } => {
                 let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
-                let (commit, existing) = crate::git::in_place(|| -> Result<(Option<String>, Option<bool>)> {
+                let (commit, existing) = crate::git::in_place(|| -> Result<(Option<String>, RemoteBranch)> {
                     publish::write(checkout, &plan.files)?;
                     let commit = checkout.commit(&plan.message, author)?;
-                    let existing = checkout.remote_branch_holds_head(branch)?;
-                    if existing != Some(true) {
-                        checkout.push_to_branch(branch)?;
+                    let existing = checkout.remote_branch(branch)?;
+                    match existing {
+                        RemoteBranch::Holds => {}
+                        RemoteBranch::Absent | RemoteBranch::Stale => checkout.push_to_branch(branch)?,
+                        RemoteBranch::Other => {
+                            return Err(Error::Remote {
+                                message: format!("branch {branch} exists with other changes than this one"),
+                                hint: Some(
+                                    "merge or close its pull request and delete the branch, then run this again \
+                                     (nothing was pushed)"
+                                        .into(),
+                                ),
+                            });
+                        }
                     }
                     Ok((commit, existing))
                 })?;
-                branch_existed = existing;
+                branch_existed = Some(existing);
                 outcome.commit = commit;
                 match existing {
-                    Some(true) => done(&format!("branch {branch} already holds this change")),
+                    RemoteBranch::Holds => done(&format!("branch {branch} already holds this change")),
                     _ => done(words),
                 }
             }
@@ -138,7 +154,7 @@ pub async fn execute(
                     Err(error) => {
                         // Leave nothing behind: a branch we created for a pull request that does
                         // not exist would only confuse the next run and the repo's owners.
-                        if branch_existed.is_none()
+                        if branch_existed == Some(RemoteBranch::Absent)
                             && let Err(cleanup) = crate::git::in_place(|| checkout.delete_remote_branch(branch))
                         {
                             printer.warning(&format!("could not delete branch {branch} again: {cleanup}"));

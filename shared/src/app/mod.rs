@@ -10,7 +10,7 @@
 
 pub mod args;
 pub mod component;
-mod deliver;
+pub(crate) mod deliver;
 pub mod layout;
 mod list;
 pub mod plan;
@@ -248,7 +248,7 @@ async fn delivery(
 
 /// Clones the config branch into a temp dir (deleted when dropped). A branch that does not
 /// exist is refused: apps go into a repo that `install` set up.
-fn clone(repo: &ConfigRepo) -> Result<Checkout> {
+pub(crate) fn clone(repo: &ConfigRepo) -> Result<Checkout> {
     let checkout = crate::git::in_place(|| Checkout::clone(&repo.remote, &repo.branch))?;
     if checkout.head().is_none() {
         return Err(Error::usage(
@@ -260,7 +260,11 @@ fn clone(repo: &ConfigRepo) -> Result<Checkout> {
 }
 
 /// The clusters to change: those named with `--cluster`, else the current cluster.
-fn target_clusters(checkout: &Checkout, names: &[String], record: Option<&InstallRecord>) -> Result<Vec<ClusterDir>> {
+pub(crate) fn target_clusters(
+    checkout: &Checkout,
+    names: &[String],
+    record: Option<&InstallRecord>,
+) -> Result<Vec<ClusterDir>> {
     let known = layout::clusters_in(checkout)?;
     let known_names = || known.iter().map(|cluster| cluster.name.as_str()).collect::<Vec<_>>().join(", ");
     let wanted: Vec<String> = if names.is_empty() {
@@ -322,6 +326,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         message,
         files,
         patches: Vec::new(),
+        migrations: Vec::new(),
         objects: vec![
             format!("{source} {}/{}", context.namespace, spec.name),
             format!("{release} {}/{}", context.namespace, spec.name),
@@ -331,7 +336,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
             .wait
             .then(|| format!("wait until {release} {}/{} is Ready at the pushed commit", context.namespace, spec.name)),
         notes: Vec::new(),
-        wants_ready: true,
+        wants_ready: Some(true),
         already_there: Some(format!(
             "app {} is already in the config repo for {cluster_list}; nothing to change\n",
             spec.name
@@ -420,10 +425,11 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
             .unwrap_or_else(|| format!("Remove app {} from {cluster_list}", args.name)),
         files,
         patches: Vec::new(),
+        migrations: Vec::new(),
         objects: vec![format!("everything labelled {}={}", spec::APP_LABEL, args.name)],
         wait: args.delivery.wait.then(|| format!("wait until Flux has pruned {}", args.name)),
         notes,
-        wants_ready: false,
+        wants_ready: Some(false),
         already_there: None,
     };
     drive(&context, &args.delivery, change, Some(checkout), &build).await
@@ -484,6 +490,7 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
         }),
         files,
         patches: patches.clone(),
+        migrations: Vec::new(),
         objects: Vec::new(),
         wait: None,
         notes: if args.persist {
@@ -491,7 +498,7 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
         } else {
             vec!["only the cluster changes; pass --persist to record it in the config repo too".to_string()]
         },
-        wants_ready: false,
+        wants_ready: Some(false),
         already_there: None,
     };
     drive(&context, &args.delivery, change, checkout, &replan).await
@@ -549,26 +556,29 @@ fn persist_changes(
     plan::diff(checkout, &wanted, &[])
 }
 
-/// What one `app` verb asks for, before it is planned: the repo changes and cluster patches it
-/// computed, and how to word them.
-struct Change<'a> {
-    /// `app` or `component`: what the last line names.
-    noun: &'static str,
+/// What one changing verb (`app …`, `component upgrade`, `upgrade`) asks for, before it is
+/// planned: the repo changes and cluster writes it computed, and how to word them.
+pub(crate) struct Change<'a> {
+    /// `app`, `component` or `flux`: what the last line names.
+    pub noun: &'static str,
     /// `add`, `remove`, `suspend`, `resume`, `upgrade`: names the pull request branch.
-    verb: &'static str,
+    pub verb: &'static str,
     /// `added`, `removed`, …: the last line says `app NAME <done> at <commit>`.
-    done: &'static str,
-    app: &'a str,
-    message: String,
-    files: Vec<FileChange>,
-    patches: Vec<SuspendPatch>,
-    objects: Vec<String>,
-    wait: Option<String>,
-    notes: Vec<String>,
-    /// What `--wait` waits for: the app Ready (`true`) or gone.
-    wants_ready: bool,
+    pub done: &'static str,
+    pub app: &'a str,
+    pub message: String,
+    pub files: Vec<FileChange>,
+    pub patches: Vec<SuspendPatch>,
+    /// Flux kinds whose storage is migrated before the commit.
+    pub migrations: Vec<crate::flux::storage::StoredKind>,
+    pub objects: Vec<String>,
+    pub wait: Option<String>,
+    pub notes: Vec<String>,
+    /// What `--wait` waits for: the app Ready (`Some(true)`) or gone; `None`: the caller waits
+    /// itself, on the commit [`drive_change`] returns.
+    pub wants_ready: Option<bool>,
     /// The answer when the config repo already holds the change (`None`: not a question).
-    already_there: Option<String>,
+    pub already_there: Option<String>,
 }
 
 /// The one driver of add, remove, suspend and resume: plans the change (how it is delivered),
@@ -581,6 +591,24 @@ async fn drive(
     checkout: Option<Checkout>,
     replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
 ) -> Result<String> {
+    drive_change(context, args, change, checkout, replan).await.map(|driven| driven.line)
+}
+
+/// What [`drive_change`] did: the last line to print, and what execution did (`None` for a dry
+/// run or a change already made).
+pub(crate) struct Driven {
+    pub line: String,
+    pub outcome: Option<deliver::Outcome>,
+}
+
+/// [`drive`], for a caller that goes on after the change: with the delivery's outcome.
+pub(crate) async fn drive_change(
+    context: &Context,
+    args: &DeliverySettings,
+    change: Change<'_>,
+    checkout: Option<Checkout>,
+    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+) -> Result<Driven> {
     let delivery = match &context.repo {
         Some(repo) if !change.files.is_empty() => {
             delivery(repo, args, change.verb, change.app, &change.files, &context.printer).await?
@@ -594,17 +622,18 @@ async fn drive(
         branch: context.repo.as_ref().map(|repo| repo.branch.clone()).unwrap_or_default(),
         files: change.files,
         patches: change.patches,
+        migrations: change.migrations,
         objects: change.objects,
         wait: change.wait,
         notes: change.notes,
     };
     if args.dry_run {
-        return Ok(plan.render());
+        return Ok(Driven { line: plan.render(), outcome: None });
     }
     if plan.is_noop()
         && let Some(already_there) = change.already_there
     {
-        return Ok(already_there);
+        return Ok(Driven { line: already_there, outcome: None });
     }
     for note in &plan.notes {
         context.printer.progress(note);
@@ -617,7 +646,8 @@ async fn drive(
     let outcome =
         deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
     let what = Done { noun: change.noun, name: change.app, done: change.done, wants_ready: change.wants_ready };
-    finish(context, &plan, &outcome, &what, args.timeout).await
+    let line = finish(context, &plan, &outcome, &what, args.timeout).await?;
+    Ok(Driven { line, outcome: Some(outcome) })
 }
 
 /// What was changed, for the last line: `<noun> <name> <done> at <commit>`.
@@ -626,8 +656,8 @@ struct Done<'a> {
     noun: &'a str,
     name: &'a str,
     done: &'a str,
-    /// What `--wait` waits for: Ready (`true`) or gone.
-    wants_ready: bool,
+    /// What `--wait` waits for: Ready (`Some(true)`) or gone; `None`: the caller waits.
+    wants_ready: Option<bool>,
 }
 
 /// After execution: the lines to print, and `--wait`.
@@ -648,7 +678,7 @@ async fn finish(
             crate::provider::PullRequestOutcome::Created => "opened",
             crate::provider::PullRequestOutcome::Updated => "updated",
         };
-        if plan.wait.is_some() {
+        if plan.wait.is_some() && wants_ready.is_some() {
             context.printer.warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
         }
         return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
@@ -658,6 +688,7 @@ async fn finish(
     }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     if plan.wait.is_some()
+        && let Some(wants_ready) = wants_ready
         && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
     {
         wait::after_push(cluster, context, app, commit, timeout, wants_ready).await?;

@@ -46,7 +46,7 @@ pub struct RepoSettings {
 }
 
 impl RepoArgs {
-    fn settings(&self) -> Result<RepoSettings> {
+    pub(crate) fn settings(&self) -> Result<RepoSettings> {
         if let Some(branch) = &self.config_branch {
             spec::validate_git_ref(branch, "--config-branch", "heads")?;
         }
@@ -88,7 +88,7 @@ pub struct DeliverySettings {
 }
 
 impl DeliveryArgs {
-    fn settings(&self) -> Result<DeliverySettings> {
+    pub(crate) fn settings(&self) -> Result<DeliverySettings> {
         let mode = match (self.pr, self.auto_merge) {
             (true, _) => DeliveryMode::PullRequest,
             (false, true) => DeliveryMode::Push,

@@ -164,6 +164,7 @@ fn plan(files: Vec<FileChange>, delivery: Delivery) -> Plan {
         files,
         delivery,
         patches: Vec::new(),
+        migrations: Vec::new(),
         objects: vec!["GitRepository flux-system/web".into()],
         wait: Some("wait until Kustomization flux-system/web is Ready at the pushed commit".into()),
         notes: Vec::new(),

@@ -4,8 +4,11 @@
 
 pub mod api;
 pub mod bootstrap;
+pub mod migrate;
 pub mod objects;
+pub mod release;
 pub mod status;
+pub mod storage;
 
 /// The Flux release kubectl-gitops installs and tests against by default.
 pub const PINNED_VERSION: &str = crate::dependencies::FLUX_VERSION;

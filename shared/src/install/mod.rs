@@ -11,7 +11,7 @@ pub mod args;
 mod execute;
 pub mod settings;
 pub mod source;
-mod wait;
+pub(crate) mod wait;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
@@ -675,20 +675,47 @@ fn is_current(repo_copy: &str, request: &Request) -> bool {
     bootstrap::parse_components_header(repo_copy).0.is_some_and(|version| version == request.flux_version)
 }
 
+/// The component manifests of an install request (see [`flux_components`]).
+pub async fn components_text(settings: &InstallSettings, request: &Request, printer: &Printer) -> Result<String> {
+    let wanted = Components {
+        file: settings.flux.components_file.as_deref(),
+        flux_bin: settings.flux.flux_bin.clone(),
+        version: &request.flux_version,
+        namespace: &request.namespace,
+        components: &request.components,
+    };
+    flux_components(&wanted, printer).await
+}
+
+/// The Flux component manifests wanted: a Flux release, its namespace and controllers.
+pub struct Components<'a> {
+    /// `--components-file`: the manifests as given.
+    pub file: Option<&'a std::path::Path>,
+    /// `--flux-bin`: the flux CLI to generate them with.
+    pub flux_bin: Option<std::path::PathBuf>,
+    /// The Flux release.
+    pub version: &'a str,
+    /// The Flux namespace.
+    pub namespace: &'a str,
+    /// The controllers.
+    pub components: &'a [String],
+}
+
 /// The component manifests: `--components-file`, else `flux install --export` of the flux CLI of
 /// the version asked for (flux_cli.rs: given, cached, downloaded and verified, or on PATH).
-pub async fn components_text(settings: &InstallSettings, request: &Request, printer: &Printer) -> Result<String> {
-    if let Some(path) = &settings.flux.components_file {
+/// `install` and `upgrade` obtain them alike.
+pub async fn flux_components(wanted: &Components<'_>, printer: &Printer) -> Result<String> {
+    if let Some(path) = wanted.file {
         return std::fs::read_to_string(path).map_err(|error| {
             Error::usage(format!("cannot read --components-file {}: {error}", path.display()), "check the path")
         });
     }
-    let locator = flux_cli::Locator::new(settings.flux.flux_bin.clone()).with_sibling(crate::plugin::find("flux"));
-    let cli = locator.locate(&request.flux_version, printer).await?;
+    let locator = flux_cli::Locator::new(wanted.flux_bin.clone()).with_sibling(crate::plugin::find("flux"));
+    let cli = locator.locate(wanted.version, printer).await?;
     let output = cli
         .command()
-        .args(["install", "--export", "--version", &request.flux_version, "--namespace", &request.namespace])
-        .arg(format!("--components={}", request.components.join(",")))
+        .args(["install", "--export", "--version", wanted.version, "--namespace", wanted.namespace])
+        .arg(format!("--components={}", wanted.components.join(",")))
         .output()
         .map_err(|error| Error::io(format!("running {} install --export", cli.path.display()), error))?;
     if !output.status.success() {

@@ -129,7 +129,7 @@ fn flux_kind(cluster: &Cluster, namespace: &str, kind: &FluxKind, version: &str)
 
 /// Waits until the `flux-system` Kustomization has applied `<branch>@sha1:<sha>` and is Ready and
 /// the Flux Deployments are ready; at the timeout, says which object is not ready and why.
-pub(super) async fn until_synced(
+pub(crate) async fn until_synced(
     cluster: &Cluster,
     namespace: &str,
     branch: &str,

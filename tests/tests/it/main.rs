@@ -17,3 +17,4 @@ mod provider;
 mod setup;
 mod status;
 mod testenv;
+mod upgrade;

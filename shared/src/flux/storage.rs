@@ -1,0 +1,156 @@
+//! Flux objects as etcd stores them: which CRDs still record an old version in
+//! `status.storedVersions` (or hold objects whose managed fields name one), and the migration
+//! that rewrites them, as `flux migrate` does in cluster mode. An API server refuses a CRD that
+//! drops a version still listed in `storedVersions` (flux2 #5598, #2743, #3362, #3622), so an
+//! upgrade migrates before the new CRDs arrive, and again after, for the next one.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde::Serialize;
+
+use super::api::is_flux_group;
+use crate::cluster::Cluster;
+use crate::error::Result;
+
+/// One Flux CRD and what its stored objects need.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredKind {
+    /// The CRD's name, e.g. `alerts.notification.toolkit.fluxcd.io`.
+    pub crd: String,
+    /// The API group.
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// The plural resource name.
+    pub plural: String,
+    /// The version the API server stores now.
+    pub storage: String,
+    /// The versions served now.
+    pub served: Vec<String>,
+    /// `status.storedVersions`.
+    pub stored: Vec<String>,
+    /// Objects whose managed fields name another version than `storage`, as `namespace/name`.
+    pub stale_objects: Vec<String>,
+    /// How many objects there are.
+    pub objects: usize,
+}
+
+impl StoredKind {
+    /// Whether anything is stored or managed at another version than the storage version.
+    pub fn needs_migration(&self) -> bool {
+        self.stored.iter().any(|version| *version != self.storage) || !self.stale_objects.is_empty()
+    }
+
+    /// The words a plan shows for the migration.
+    pub fn describe(&self) -> String {
+        format!(
+            "rewrite the {} stored {} at {}/{} and set CRD {} status.storedVersions to [{}] (now [{}])",
+            self.objects,
+            self.kind,
+            self.group,
+            self.storage,
+            self.crd,
+            self.storage,
+            self.stored.join(", ")
+        )
+    }
+
+    fn resource(&self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&self.group, &self.storage, &self.kind), &self.plural)
+    }
+}
+
+/// Every Flux CRD of the cluster with what it stores (read-only: CRDs and a list per kind).
+pub async fn read(cluster: &Cluster) -> Result<Vec<StoredKind>> {
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    let list = crds.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
+    let mut kinds = Vec::new();
+    for crd in
+        list.items.into_iter().filter(|crd| is_flux_group(&crd.spec.group) || crd.spec.group.ends_with(".fluxcd.io"))
+    {
+        let Some(storage) = crd.spec.versions.iter().find(|v| v.storage).map(|v| v.name.clone()) else { continue };
+        let mut kind = StoredKind {
+            crd: crd.metadata.name.clone().unwrap_or_default(),
+            group: crd.spec.group.clone(),
+            kind: crd.spec.names.kind.clone(),
+            plural: crd.spec.names.plural.clone(),
+            served: crd.spec.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect(),
+            stored: crd.status.as_ref().and_then(|status| status.stored_versions.clone()).unwrap_or_default(),
+            storage,
+            stale_objects: Vec::new(),
+            objects: 0,
+        };
+        let objects: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &kind.resource());
+        let items = objects.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?.items;
+        kind.objects = items.len();
+        let wanted = format!("{}/{}", kind.group, kind.storage);
+        kind.stale_objects = items
+            .iter()
+            .filter(|object| {
+                object
+                    .metadata
+                    .managed_fields
+                    .iter()
+                    .flatten()
+                    .any(|entry| entry.api_version.as_deref() != Some(&wanted))
+            })
+            .map(|object| {
+                format!(
+                    "{}/{}",
+                    object.metadata.namespace.as_deref().unwrap_or_default(),
+                    object.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        kinds.push(kind);
+    }
+    kinds.sort_by(|a, b| a.crd.cmp(&b.crd));
+    Ok(kinds)
+}
+
+/// Rewrites every object of the kind at its storage version (a no-op patch makes the API server
+/// encode it again; managed fields naming another version are moved to it, as `flux migrate`
+/// does), then sets `status.storedVersions` to the storage version alone. Returns how many
+/// objects were rewritten.
+pub async fn migrate(cluster: &Cluster, kind: &StoredKind) -> Result<usize> {
+    let resource = kind.resource();
+    let all: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
+    let items = all.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?.items;
+    let wanted = format!("{}/{}", kind.group, kind.storage);
+    for object in &items {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let api: Api<DynamicObject> = match &object.metadata.namespace {
+            Some(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
+            None => Api::all_with(cluster.client.clone(), &resource),
+        };
+        let mut entries = object.metadata.managed_fields.clone().unwrap_or_default();
+        let stale = entries.iter().any(|entry| entry.api_version.as_deref() != Some(&wanted));
+        // A merge patch replaces the whole list; with nothing stale, the empty patch still
+        // makes the API server write the object again, at the storage version.
+        let body = if stale {
+            for entry in &mut entries {
+                entry.api_version = Some(wanted.clone());
+            }
+            serde_json::json!({"metadata": {"managedFields": entries}})
+        } else {
+            serde_json::json!({})
+        };
+        let patched = api.patch(&name, &PatchParams::default(), &Patch::Merge(&body)).await;
+        match patched {
+            Ok(_) => {}
+            // Deleted meanwhile: nothing left to rewrite.
+            Err(error) if crate::cluster::is_not_found(&error) => {}
+            Err(error) => return Err(cluster.error(error)),
+        }
+    }
+    if kind.stored != [kind.storage.clone()] {
+        let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+        let status = serde_json::json!({"status": {"storedVersions": [kind.storage]}});
+        crds.patch_status(&kind.crd, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .map_err(|error| cluster.error(error))?;
+    }
+    Ok(items.len())
+}

@@ -1,0 +1,109 @@
+//! `kubectl gitops upgrade` flags, resolved into an [`UpgradeRequest`] before anything is
+//! contacted.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::app::settings::{DeliverySettings, RepoSettings};
+use crate::app::{DeliveryArgs, RepoArgs};
+use crate::error::{Error, Result};
+use crate::flux::release::FluxVersion;
+
+/// `upgrade`.
+#[derive(Debug, Clone, Args)]
+pub struct UpgradeArgs {
+    /// The Flux release to move to (default: the one this kubectl-gitops pins).
+    #[arg(long, value_name = "vX.Y.Z")]
+    pub version: Option<String>,
+
+    /// The clusters of the config repo to upgrade (repeatable); default: the current cluster.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+
+    /// Print the current, pinned and latest known versions and what an upgrade would change; change
+    /// nothing. Exit 0 when up to date, 1 when an upgrade is available, 2 on bad input.
+    #[arg(long, conflicts_with_all = ["dry_run", "wait", "pr", "auto_merge"])]
+    pub check: bool,
+
+    /// Allow moving more than one release line at once (v2.7 to v2.9); Flux supports one at a time.
+    #[arg(long)]
+    pub allow_skip: bool,
+
+    /// Migrate every Flux manifest under the cluster's directory and apps/, not only those
+    /// kubectl-gitops generated.
+    #[arg(long)]
+    pub all_manifests: bool,
+
+    /// The target's component manifests (`flux install --export` output) instead of generating them.
+    #[arg(long, value_name = "FILE")]
+    pub components_file: Option<PathBuf>,
+
+    /// The flux CLI that generates the component manifests (default: cached, downloaded and
+    /// verified, or on PATH, as install finds it).
+    #[arg(long, value_name = "FILE")]
+    pub flux_bin: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+}
+
+/// What `upgrade` was asked to do, checked.
+#[derive(Debug, Clone)]
+pub struct UpgradeRequest {
+    /// The release to move to.
+    pub target: FluxVersion,
+    /// `--cluster`; empty means the current cluster.
+    pub clusters: Vec<String>,
+    /// `--check`.
+    pub check: bool,
+    /// `--allow-skip`.
+    pub allow_skip: bool,
+    /// `--all-manifests`.
+    pub all_manifests: bool,
+    /// `--components-file`.
+    pub components_file: Option<PathBuf>,
+    /// `--flux-bin`.
+    pub flux_bin: Option<PathBuf>,
+    /// The config repo.
+    pub repo: RepoSettings,
+    /// How the change is delivered.
+    pub delivery: DeliverySettings,
+}
+
+impl UpgradeArgs {
+    /// Checks the flags: a well-formed version of a release line this build knows.
+    pub fn request(&self) -> Result<UpgradeRequest> {
+        let target = match &self.version {
+            Some(text) => text.parse::<FluxVersion>()?,
+            None => FluxVersion::pinned(),
+        };
+        if !target.is_known() {
+            return Err(Error::usage(
+                format!(
+                    "unknown Flux version {target}: this kubectl-gitops knows the Flux releases up to {} (it pins {})",
+                    FluxVersion::pinned().line(),
+                    crate::flux::PINNED_VERSION
+                ),
+                "upgrade kubectl-gitops to move to a newer Flux line, or pass --version with a release it knows",
+            ));
+        }
+        for cluster in &self.clusters {
+            crate::names::validate_name(cluster, "cluster name")?;
+        }
+        Ok(UpgradeRequest {
+            target,
+            clusters: self.clusters.clone(),
+            check: self.check,
+            allow_skip: self.allow_skip,
+            all_manifests: self.all_manifests,
+            components_file: self.components_file.clone(),
+            flux_bin: self.flux_bin.clone(),
+            repo: self.repo.settings()?,
+            delivery: self.delivery.settings()?,
+        })
+    }
+}

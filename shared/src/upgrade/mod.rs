@@ -1,0 +1,371 @@
+//! `kubectl gitops upgrade`: move Flux, and every manifest we generated, to a new release through
+//! one reviewed change of the config repo.
+//!
+//! 1. [`args`]: the flags become a request; an unknown or malformed version stops here.
+//! 2. [`inspect`]: read-only. The cluster (what runs, what etcd stores), the config repo and each
+//!    cluster's install record; the move is checked (one line at a time, never down).
+//! 3. [`preflight`]: pure, over a checkout. The new component manifests, the install record, the
+//!    manifests migrated to the API versions the target serves, and what blocks.
+//! 4. `--check` and `--dry-run` print; otherwise the change goes through the `app` commands'
+//!    plan, delivery and git write path ([`crate::app`]): the storage migrations the new CRDs need
+//!    first (the only direct cluster write), then one commit or one pull request.
+//! 5. `--wait`: Flux applies the commit; the controllers run the target, the CRDs are the
+//!    target's, storage is migrated to the new storage versions, and everything is Ready.
+
+pub mod args;
+mod preflight;
+mod report;
+
+use std::collections::BTreeMap;
+
+pub use self::args::{UpgradeArgs, UpgradeRequest};
+use self::preflight::scan;
+use self::report::{Check, Versions};
+use crate::app::layout::{self, ClusterDir};
+use crate::app::{self, Change, Context, Target};
+use crate::cli::OutputFormat;
+use crate::error::{Error, ExitCode, Result};
+use crate::flux::release::{self, FluxVersion, Move};
+use crate::flux::storage::{self, StoredKind};
+use crate::git::Checkout;
+use crate::output::Printer;
+use crate::record::{self, InstallRecord};
+
+/// Everything the upgrade is planned from, read once.
+struct Inspection {
+    context: Context,
+    checkout: Checkout,
+    /// The clusters changed, each with the install record its directory holds.
+    clusters: Vec<(ClusterDir, InstallRecord)>,
+    /// What the current cluster runs, when the current cluster is one of them.
+    running: Option<String>,
+    /// The Flux CRDs of the current cluster and what they store (empty when it is not upgraded).
+    stored: Vec<StoredKind>,
+}
+
+/// The whole command. Returns what to print on stdout and the exit code.
+pub async fn run(
+    request: &UpgradeRequest,
+    target: &Target,
+    format: OutputFormat,
+    printer: &Printer,
+) -> Result<(String, ExitCode)> {
+    crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+    let inspection = inspect(request, target, printer).await?;
+    let versions =
+        versions(request.target, request.allow_skip, inspection.running.clone(), &inspection.clusters, printer)?;
+    let components = &target_components(request, &inspection, printer).await?;
+    let clusters = &inspection.clusters;
+    let repo = scan(&inspection.checkout, clusters, request, components)?;
+    let replan = |checkout: &Checkout| scan(checkout, clusters, request, components)?.into_files();
+    let migrations: Vec<StoredKind> = before_upgrade(&inspection.stored, request.target)?;
+    if request.check {
+        let check = Check::new(&versions, &repo, &migrations, &inspection.stored, request.target);
+        let code = if check.up_to_date { ExitCode::Ok } else { ExitCode::No };
+        let text = match format {
+            OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&check, format)?,
+            _ => check.render(),
+        };
+        return Ok((text, code));
+    }
+    if !repo.blockers.is_empty() {
+        return Err(Error::usage(
+            format!("the upgrade to {} needs changes it cannot make:\n{}", request.target, repo.render_blockers()),
+            "rewrite those fields in the config repo, then run upgrade again (nothing was changed)",
+        ));
+    }
+    if !repo.not_ours.is_empty() {
+        return Err(Error::usage(
+            format!(
+                "Flux manifests kubectl-gitops did not generate use API versions {} no longer serves:\n{}",
+                request.target,
+                repo.render_not_ours()
+            ),
+            "pass --all-manifests to migrate them in the same change, or migrate them first (nothing was changed)",
+        ));
+    }
+    let cluster_list = clusters.iter().map(|(dir, _)| dir.path.as_str()).collect::<Vec<_>>().join(", ");
+    let mut notes = versions.notes();
+    notes.extend(repo.notes());
+    notes.extend(after_upgrade_note(&inspection, request));
+    let target_text = request.target.to_string();
+    let change = Change {
+        noun: "Flux",
+        verb: "upgrade",
+        done: "pushed",
+        app: &target_text,
+        message: request.delivery.message.clone().unwrap_or_else(|| {
+            format!("Upgrade Flux {} to {} in {cluster_list}", versions.recorded_text(), request.target)
+        }),
+        files: repo.files.clone(),
+        patches: Vec::new(),
+        migrations,
+        objects: Vec::new(),
+        wait: request.delivery.wait.then(|| {
+            format!(
+                "wait until Flux applies the commit, the controllers run {}, the CRDs are {}'s, storage is migrated \
+                 to the new storage versions, and every Kustomization and HelmRelease is Ready",
+                request.target, request.target
+            )
+        }),
+        notes,
+        wants_ready: None,
+        already_there: Some(format!("the config repo holds Flux {} for {cluster_list} already\n", request.target)),
+    };
+    let context = &inspection.context;
+    let Inspection { checkout, .. } = inspection;
+    let head = checkout.head();
+    let branch = context_branch(context)?;
+    let driven = app::drive_change(context, &request.delivery, change, Some(checkout), &replan).await?;
+    if request.delivery.dry_run || !request.delivery.wait {
+        return Ok((driven.line, ExitCode::Ok));
+    }
+    let outcome = driven.outcome.unwrap_or_default();
+    if outcome.pull_request.is_some() {
+        printer.warning("--wait waits once the pull request is merged: run `kubectl gitops upgrade --wait` then");
+        return Ok((driven.line, ExitCode::Ok));
+    }
+    let Some(commit) = outcome.commit.or(head) else { return Ok((driven.line, ExitCode::Ok)) };
+    let cluster = context.cluster.as_ref().ok_or_else(|| Error::Internal("no cluster to wait on".into()))?;
+    wait_rollout(cluster, context, &branch, &commit, request, components, printer).await?;
+    let cluster_name = clusters.first().map(|(dir, _)| dir.name.as_str()).unwrap_or_default();
+    let line = format!(
+        "{}Flux {} runs in {cluster_name}: controllers, CRDs and stored objects at {}, everything Ready\n",
+        driven.line, request.target, request.target
+    );
+    Ok((line, ExitCode::Ok))
+}
+
+fn context_branch(context: &Context) -> Result<String> {
+    context.repo.as_ref().map(|repo| repo.branch.clone()).ok_or_else(|| Error::Internal("no config repo".into()))
+}
+
+/// Reads the cluster, the config repo and each cluster's install record; changes nothing.
+async fn inspect(request: &UpgradeRequest, target: &Target, printer: &Printer) -> Result<Inspection> {
+    let context = app::context(target, &request.repo, true, printer).await?;
+    let checkout = app::clone(context.repo.as_ref().ok_or_else(|| Error::Internal("no config repo".into()))?)?;
+    let record = context.detection.as_ref().and_then(|detection| detection.gitops.clone());
+    if request.clusters.is_empty()
+        && let Some(record) = &record
+    {
+        let path = format!("{}/{}", record.path, record::FILE_NAME);
+        let text = crate::plan::read(&checkout, &path)?;
+        if text.as_deref().and_then(layout::parse_record).is_none() {
+            return Err(Error::usage(
+                format!(
+                    "the install record {path} in the config repo is {}",
+                    if text.is_some() { "broken (not a kubectl-gitops install record)" } else { "missing" }
+                ),
+                "run `kubectl gitops install` with the same --url and --path to write it again (nothing was changed)",
+            ));
+        }
+    }
+    let dirs = app::target_clusters(&checkout, &request.clusters, record.as_ref())?;
+    let mut clusters = Vec::new();
+    for dir in dirs {
+        let path = format!("{}/{}", dir.path, record::FILE_NAME);
+        let recorded =
+            crate::plan::read(&checkout, &path)?.as_deref().and_then(layout::parse_record).ok_or_else(|| {
+                Error::usage(
+                    format!("the install record {path} is missing or broken"),
+                    "run `kubectl gitops install` again",
+                )
+            })?;
+        clusters.push((dir, recorded));
+    }
+    // The live checks are of the current cluster, when it is one of those upgraded.
+    let current_upgraded =
+        record.as_ref().is_some_and(|record| clusters.iter().any(|(dir, _)| dir.path == record.path));
+    let running = current_upgraded
+        .then(|| context.detection.as_ref().and_then(|d| d.flux.as_ref()).and_then(|flux| flux.version.clone()))
+        .flatten();
+    let stored = match (&context.cluster, current_upgraded) {
+        (Some(cluster), true) => storage::read(cluster).await?,
+        _ => Vec::new(),
+    };
+    Ok(Inspection { context, checkout, clusters, running, stored })
+}
+
+/// The target's component manifests for each controller list the clusters record: the repo's copy
+/// when it is the target's already, else obtained the way install obtains them.
+async fn target_components(
+    request: &UpgradeRequest,
+    inspection: &Inspection,
+    printer: &Printer,
+) -> Result<BTreeMap<Vec<String>, String>> {
+    let mut components = BTreeMap::new();
+    let target = request.target.to_string();
+    for (dir, recorded) in &inspection.clusters {
+        if components.contains_key(&recorded.components) {
+            continue;
+        }
+        let path = format!("{}/flux-system/gotk-components.yaml", dir.path);
+        let repo_copy = crate::plan::read(&inspection.checkout, &path)?
+            .filter(|copy| crate::flux::bootstrap::parse_components_header(copy).0.as_deref() == Some(target.as_str()));
+        let text = match repo_copy {
+            Some(copy) if request.components_file.is_none() => copy,
+            _ => {
+                let wanted = crate::install::Components {
+                    file: request.components_file.as_deref(),
+                    flux_bin: request.flux_bin.clone(),
+                    version: &target,
+                    namespace: &inspection.context.namespace,
+                    components: &recorded.components,
+                };
+                crate::install::flux_components(&wanted, printer).await?
+            }
+        };
+        check_components(&text, request.target)?;
+        components.insert(recorded.components.clone(), text);
+    }
+    Ok(components)
+}
+
+/// The manifests are the target's, and hold CRDs.
+fn check_components(text: &str, target: FluxVersion) -> Result<()> {
+    let (version, _) = crate::flux::bootstrap::parse_components_header(text);
+    if let Some(version) = version.filter(|version| *version != target.to_string()) {
+        return Err(Error::usage(
+            format!("the component manifests are Flux {version}, not {target}"),
+            format!("pass --components-file with the output of `flux install --export` of {target}"),
+        ));
+    }
+    if !text.contains("kind: CustomResourceDefinition") {
+        return Err(Error::usage(
+            "the component manifests contain no CustomResourceDefinition",
+            "pass the full output of `flux install --export` as --components-file",
+        ));
+    }
+    Ok(())
+}
+
+/// The versions involved, checked: no downgrade, no skipped line without `--allow-skip`.
+fn versions(
+    target: FluxVersion,
+    allow_skip: bool,
+    running: Option<String>,
+    clusters: &[(ClusterDir, InstallRecord)],
+    printer: &Printer,
+) -> Result<Versions> {
+    let mut versions = Versions::new(target, running);
+    for (dir, recorded) in clusters {
+        let parsed = recorded.flux_version.parse::<FluxVersion>().map_err(|_| {
+            Error::usage(
+                format!(
+                    "the install record of {} names Flux {:?}, which is not a version",
+                    dir.path, recorded.flux_version
+                ),
+                format!("fix fluxVersion in {}/{}", dir.path, record::FILE_NAME),
+            )
+        })?;
+        versions.recorded.push((dir.path.clone(), parsed));
+    }
+    for from in versions.sources() {
+        match release::classify(from, target) {
+            Move::Downgrade => {
+                return Err(Error::usage(
+                    format!("Flux {from} runs or is recorded, and {} is older: downgrades are refused", target),
+                    "pass --version with a release at or above the current one (nothing was changed)",
+                ));
+            }
+            Move::Skip { lines } if !allow_skip => {
+                return Err(Error::usage(
+                    format!(
+                        "{from} to {} skips {} release line(s); Flux supports upgrading one line at a time",
+                        target,
+                        lines.saturating_sub(1)
+                    ),
+                    format!(
+                        "upgrade to the latest v{}.{}.x first, or pass --allow-skip to move at once (nothing was changed)",
+                        from.major,
+                        from.minor + 1
+                    ),
+                ));
+            }
+            Move::Skip { .. } => printer.warning(&format!(
+                "{from} to {} skips a release line (--allow-skip): read the release notes of each line in between",
+                target
+            )),
+            Move::UpToDate | Move::Patch | Move::NextMinor => {}
+        }
+    }
+    if let Some(disagreement) = versions.disagreement() {
+        printer.warning(&disagreement);
+    }
+    Ok(versions)
+}
+
+/// The storage migrations the upgrade needs before Flux applies the target's CRDs: kinds whose
+/// objects are stored or managed at a version the target no longer serves.
+fn before_upgrade(stored: &[StoredKind], target: FluxVersion) -> Result<Vec<StoredKind>> {
+    let mut needed = Vec::new();
+    for kind in stored {
+        let dropped = |version: &String| !release::serves(target, &kind.group, version);
+        // Stored at a dropped version, or served at one and some object is managed at another
+        // version than the storage one (kustomize-controller applied it at the old version).
+        let stored_dropped = kind.stored.iter().any(dropped);
+        let managed_dropped = kind.served.iter().any(dropped) && !kind.stale_objects.is_empty();
+        if !stored_dropped && !managed_dropped {
+            continue;
+        }
+        if !release::serves(target, &kind.group, &kind.storage) {
+            return Err(Error::usage(
+                format!(
+                    "{} are stored at {}/{}, which Flux {target} no longer serves, and this Flux has no newer \
+                     storage version to move them to",
+                    kind.kind, kind.group, kind.storage
+                ),
+                "upgrade one release line at a time",
+            ));
+        }
+        needed.push(kind.clone());
+    }
+    Ok(needed)
+}
+
+/// Says what `--wait` adds, when it is not asked for.
+fn after_upgrade_note(inspection: &Inspection, request: &UpgradeRequest) -> Option<String> {
+    (!request.delivery.wait && inspection.context.cluster.is_some()).then(|| {
+        "once Flux has applied the change, `kubectl gitops upgrade --wait` waits for the rollout and migrates \
+         storage to the new storage versions"
+            .to_string()
+    })
+}
+
+/// `--wait`: Flux applied `commit`; the controllers run the target; the CRDs are the target's;
+/// storage moves to the new storage versions; every Kustomization and HelmRelease is Ready.
+async fn wait_rollout(
+    cluster: &crate::cluster::Cluster,
+    context: &Context,
+    branch: &str,
+    commit: &str,
+    request: &UpgradeRequest,
+    components: &BTreeMap<Vec<String>, String>,
+    printer: &Printer,
+) -> Result<()> {
+    let timeout = request.delivery.timeout;
+    crate::install::wait::until_synced(cluster, &context.namespace, branch, commit, timeout, printer).await?;
+    let texts: Vec<&String> = components.values().collect();
+    preflight::check_rollout(cluster, &context.namespace, request.target, &texts).await?;
+    printer.done(&format!("the Flux controllers run {} and the CRDs are its own", request.target));
+    for kind in storage::read(cluster).await?.iter().filter(|kind| kind.needs_migration()) {
+        printer.step(&kind.describe());
+        storage::migrate(cluster, kind).await?;
+    }
+    let view = crate::status::View {
+        format: OutputFormat::Table,
+        all_namespaces: true,
+        headers: true,
+        failed_only: false,
+        cluster_only: false,
+        style: printer.stdout_style(),
+    };
+    let wait = crate::status::WaitRequest {
+        limits: crate::status::Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD },
+        revision: Some(commit.to_string()),
+    };
+    crate::status::wait_cluster(cluster.clone(), &crate::status::Scope::All, view, &wait, *printer).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests;

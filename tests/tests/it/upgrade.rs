@@ -1,0 +1,295 @@
+//! `kubectl gitops upgrade`, run for real: a cluster installed at the previous Flux line (v2.8.3,
+//! built from Go modules by tests/testenv/build-flux-previous.sh) with a Helm app and an Alert and
+//! Provider written at notification v1beta2 (which v2.9 removed), its CRDs' storedVersions as a
+//! cluster installed long ago has them; then `--check`, refusals, `--dry-run`, the upgrade pushed
+//! through git, and `--wait` until the real kustomize-controller has applied v2.9.4's manifests,
+//! storage is migrated and everything is Ready.
+//!
+//! What stays at the current line: the controller processes (the environment runs the v2.9.3
+//! controllers, see dependencies.toml). The v2.8.3 manifests, CRDs, Deployments and their image
+//! tags are real, and the API server enforces the CRD versions and storedVersions for real.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::process::run;
+use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, flux_release};
+use gitops_shared::dependencies::FLUX_VERSION;
+
+const PREVIOUS: &str = "v2.8.3";
+
+/// What an older tool (or a person) wrote: an Alert and a Provider at notification v1beta2.
+const ALERTING: &str = "\
+# Written by hand in 2023; notification v1beta2 was current then.
+apiVersion: notification.toolkit.fluxcd.io/v1beta2
+kind: Provider
+metadata:
+  name: slack
+  namespace: flux-system
+spec:
+  type: generic
+  address: http://127.0.0.1:9/hooks
+---
+apiVersion: notification.toolkit.fluxcd.io/v1beta2
+kind: Alert
+metadata:
+  name: on-call
+  namespace: flux-system
+spec:
+  providerRef:
+    name: slack
+  eventSeverity: error   # only failures page
+  eventSources:
+    - kind: Kustomization
+      name: '*'
+";
+
+fn ours(env: &TestEnv, binary: &str, args: &[&str]) -> Run {
+    Run::of(Command::new(binaries::path(binary)).args(args).env("KUBECONFIG", &env.kubeconfig).env("NO_COLOR", "1"))
+}
+
+/// A binary of ours that pushes to the config repo, with the test git server's key.
+fn pushing(env: &TestEnv, binary: &str, args: &[&str]) -> Run {
+    let (key, known_hosts) = (env.git.client_key.to_str().unwrap(), env.git.known_hosts.to_str().unwrap());
+    ours(env, binary, &[args, &["--private-key-file", key, "--known-hosts-file", known_hosts]].concat())
+}
+
+/// `kubectl gitops upgrade ARGS`, generating the target's manifests with the real flux CLI.
+fn upgrade(env: &TestEnv, args: &[&str]) -> Run {
+    let cli = flux_release::cli();
+    pushing(env, "kubectl-gitops-upgrade", &[args, &["--flux-bin", cli.to_str().unwrap()]].concat())
+}
+
+/// A git CLI in `dir` that reaches the test git server.
+fn git(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
+    run(Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
+    .unwrap()
+}
+
+/// The config repo's file at its main branch.
+fn repo_file(env: &TestEnv, path: &str) -> String {
+    let bare = env.git.repos.join("fleet.git");
+    let output =
+        Command::new("git").arg("--git-dir").arg(bare).args(["show", &format!("main:{path}")]).output().unwrap();
+    assert!(output.status.success(), "git show main:{path}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stored_versions(env: &TestEnv, crd: &str) -> String {
+    env.kubectl_ok(&["get", "crd", crd, "-o=jsonpath={.status.storedVersions}"]).unwrap()
+}
+
+/// Asks Flux to fetch and apply the config repo now.
+fn reconcile(env: &TestEnv) {
+    let now = format!("reconcile.fluxcd.io/requestedAt={}", std::process::id() as u128 + now_nanos());
+    for kind in ["gitrepository", "kustomization"] {
+        env.kubectl_ok(&["-n", "flux-system", "annotate", "--overwrite", kind, "flux-system", &now]).unwrap();
+    }
+}
+
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+fn mutations(env: &TestEnv) -> usize {
+    env.our_requests().unwrap().iter().filter(|request| request.mutates()).count()
+}
+
+#[test]
+fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifests_and_storage() {
+    let previous = flux_release::previous_components();
+    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet").unwrap();
+    let url = env.git.ssh_url("fleet");
+    let install = pushing(
+        env,
+        "kubectl-gitops-install",
+        &["--url", &url, "--path", "clusters/dev", "--cluster-name", "dev", "--timeout", "3m"]
+            .into_iter()
+            .chain(["--flux-version", PREVIOUS, "--components-file", previous.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(install.code, Some(0), "{}", install.render());
+    let version_label = "-o=jsonpath={.metadata.labels.app\\.kubernetes\\.io/version}";
+    assert_eq!(env.kubectl_ok(&["get", "namespace", "flux-system", version_label]).unwrap(), PREVIOUS);
+    assert_eq!(
+        env.kubectl_ok(&[
+            "get",
+            "crd",
+            "alerts.notification.toolkit.fluxcd.io",
+            "-o=jsonpath={.spec.versions[*].name}"
+        ])
+        .unwrap(),
+        "v1beta2 v1beta3",
+        "v2.8.3's CRDs serve notification v1beta2"
+    );
+
+    // A Helm app, and the Alert and Provider at v1beta2, applied by Flux from the repo.
+    env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
+    let add = pushing(
+        env,
+        "kubectl-gitops-app",
+        &[
+            "add",
+            "hello",
+            "--url",
+            &env.helm.url,
+            "--chart",
+            "hello",
+            "--chart-version",
+            "0.1.0",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert_eq!(add.code, Some(0), "{}", add.render());
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["clone", "-q", &url, "fleet"]);
+    let clone = work.path().join("fleet");
+    std::fs::write(clone.join("clusters/dev/alerting.yaml"), ALERTING).unwrap();
+    git(env, &clone, &["add", "."]);
+    git(env, &clone, &["commit", "-q", "-m", "Page on-call on failures"]);
+    git(env, &clone, &["push", "-q", "origin", "main"]);
+    reconcile(env);
+    let alert = ["-n", "flux-system", "alerts.v1beta3.notification.toolkit.fluxcd.io/on-call"];
+    env.wait_for_jsonpath(&alert, "{.metadata.name}", "on-call", Duration::from_secs(180)).unwrap();
+    // A cluster installed when v1beta2 was the storage version still lists it.
+    for crd in ["alerts.notification.toolkit.fluxcd.io", "providers.notification.toolkit.fluxcd.io"] {
+        env.kubectl_ok(&[
+            "patch",
+            "crd",
+            crd,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"storedVersions":["v1beta2","v1beta3"]}}"#,
+        ])
+        .unwrap();
+        assert_eq!(stored_versions(env, crd), r#"["v1beta2","v1beta3"]"#);
+    }
+
+    // --check: exit 1, with the versions and what must change, where.
+    let check = upgrade(env, &["--check"]);
+    assert_eq!(check.code, Some(1), "{}", check.render());
+    for expected in [
+        format!("running:      {PREVIOUS}"),
+        format!("recorded:     {PREVIOUS} (clusters/dev)"),
+        format!("target:       {FLUX_VERSION}"),
+        "clusters/dev/alerting.yaml:2: Provider/slack notification.toolkit.fluxcd.io/v1beta2 -> v1beta3 (not generated"
+            .to_string(),
+        "set CRD alerts.notification.toolkit.fluxcd.io status.storedVersions to [v1beta3] (now [v1beta2, v1beta3]) \
+         (before the upgrade: the target drops a version it records)"
+            .to_string(),
+    ] {
+        assert!(check.stdout.contains(&expected), "--check shows {expected:?}:\n{}", check.stdout);
+    }
+    let json = upgrade(env, &["--check", "-o", "json"]);
+    assert_eq!(json.code, Some(1), "{}", json.render());
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!((report["upToDate"].as_bool(), report["target"].as_str()), (Some(false), Some(FLUX_VERSION)));
+
+    // Refusals: exit 2, and nothing written anywhere.
+    let head = env.git.head("fleet");
+    let before = mutations(env);
+    for (args, says) in [
+        (&["--version", "v2.7.0"][..], "downgrades are refused"),
+        (&["--version", "v2.99.0"], "unknown Flux version v2.99.0"),
+        (&["--version", "latest"], "\"latest\" is not a Flux version"),
+        (&["--auto-merge"], "pass --all-manifests"),
+    ] {
+        let refused = upgrade(env, args);
+        assert_eq!(refused.code, Some(2), "{args:?}: {}", refused.render());
+        assert!(refused.stderr.starts_with("error: ") && refused.stderr.contains("\nhint: "), "{}", refused.stderr);
+        assert!(refused.stderr.contains(says), "{args:?} says {says:?}: {}", refused.stderr);
+    }
+    let not_ours = upgrade(env, &["--auto-merge"]);
+    assert!(not_ours.stderr.contains("clusters/dev/alerting.yaml:11: Alert/on-call"), "{}", not_ours.stderr);
+
+    // --dry-run: the plan, the migration diff, and still nothing written.
+    let dry = upgrade(env, &["--all-manifests", "--dry-run"]);
+    assert_eq!(dry.code, Some(0), "{}", dry.render());
+    for expected in [
+        "Plan:\n  1. rewrite the 1 stored Alert at notification.toolkit.fluxcd.io/v1beta3 and set CRD alerts.notification.toolkit.fluxcd.io status.storedVersions to [v1beta3] (now [v1beta2, v1beta3])\n",
+        &format!(
+            "commit 3 file change(s) (\"Upgrade Flux {PREVIOUS} to {FLUX_VERSION} in clusters/dev\") and push to main"
+        ),
+        &format!(
+            "# clusters/dev/flux-system/gotk-components.yaml: {PREVIOUS} -> {FLUX_VERSION} (generated by flux, not shown)"
+        ),
+        "-apiVersion: notification.toolkit.fluxcd.io/v1beta2\n+apiVersion: notification.toolkit.fluxcd.io/v1beta3\n kind: Alert\n",
+        &format!("-  fluxVersion: {PREVIOUS}\n+  fluxVersion: {FLUX_VERSION}\n"),
+    ] {
+        assert!(dry.stdout.contains(expected), "--dry-run shows {expected:?}:\n{}", dry.stdout);
+    }
+    assert_eq!(env.git.head("fleet"), head, "nothing pushed");
+    assert_eq!(mutations(env), before, "no cluster write");
+    assert_eq!(stored_versions(env, "alerts.notification.toolkit.fluxcd.io"), r#"["v1beta2","v1beta3"]"#);
+
+    // The upgrade: storage first (the new CRDs drop v1beta2), then one commit.
+    let upgraded = upgrade(env, &["--all-manifests", "--auto-merge"]);
+    assert_eq!(upgraded.code, Some(0), "{}", upgraded.render());
+    let pushed = env.git.head("fleet");
+    assert_ne!(pushed, head);
+    assert_eq!(upgraded.stdout, format!("Flux {FLUX_VERSION} pushed at {}\n", &pushed[..12]));
+    for crd in ["alerts.notification.toolkit.fluxcd.io", "providers.notification.toolkit.fluxcd.io"] {
+        assert_eq!(stored_versions(env, crd), r#"["v1beta3"]"#, "{crd} migrated before the commit");
+    }
+    let alerting = repo_file(env, "clusters/dev/alerting.yaml");
+    assert_eq!(alerting, ALERTING.replace("/v1beta2", "/v1beta3"), "only the apiVersion lines changed");
+    assert!(repo_file(env, "clusters/dev/gitops.yaml").contains(&format!("fluxVersion: {FLUX_VERSION}")));
+    let components = repo_file(env, "clusters/dev/flux-system/gotk-components.yaml");
+    assert!(components.contains(&format!("# Flux Version: {FLUX_VERSION}\n")));
+
+    // As after a merge: --wait has nothing to commit, and follows the rollout to the end.
+    let waited = upgrade(env, &["--all-manifests", "--wait", "--timeout", "5m"]);
+    assert_eq!(waited.code, Some(0), "{}", waited.render());
+    assert!(waited.stdout.contains(&format!("Flux {FLUX_VERSION} runs in dev")), "{}", waited.stdout);
+    assert_eq!(env.git.head("fleet"), pushed, "nothing more to commit");
+    assert_eq!(env.kubectl_ok(&["get", "namespace", "flux-system", version_label]).unwrap(), FLUX_VERSION);
+    assert_eq!(
+        env.kubectl_ok(&[
+            "get",
+            "crd",
+            "alerts.notification.toolkit.fluxcd.io",
+            "-o=jsonpath={.spec.versions[*].name}"
+        ])
+        .unwrap(),
+        "v1beta3",
+        "the CRDs are v2.9.4's"
+    );
+    let crds = env
+        .kubectl_ok(&[
+            "get",
+            "crd",
+            "-o=jsonpath={range .items[*]}{.metadata.name}={.status.storedVersions}{\"\\n\"}{end}",
+        ])
+        .unwrap();
+    for line in crds.lines().filter(|line| line.contains("fluxcd.io=")) {
+        assert!(!line.contains(','), "one stored version each: {line}");
+    }
+    let images = env.kubectl_ok(&["-n", "flux-system", "get", "deployments", "-o=jsonpath={..image}"]).unwrap();
+    for document in components.split("\n---\n").filter(|document| document.contains("kind: Deployment")) {
+        let image = document.lines().find_map(|line| line.trim().strip_prefix("image: ")).unwrap();
+        assert!(images.contains(image), "{image} runs: {images}");
+    }
+    let detect = ours(env, "kubectl-gitops-detect", &["-o", "json"]);
+    let detection: serde_json::Value = serde_json::from_str(&detect.stdout).unwrap();
+    assert_eq!(detection["flux"]["version"], FLUX_VERSION, "{}", detect.stdout);
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    env.wait_for_jsonpath(&["-n", "flux-system", "helmrelease/hello"], ready, "True", Duration::from_secs(5)).unwrap();
+
+    let current = upgrade(env, &["--check"]);
+    assert_eq!(current.code, Some(0), "{}", current.render());
+    assert!(current.stdout.ends_with("\nUp to date.\n"), "{}", current.stdout);
+}
