@@ -102,6 +102,9 @@ kubectl gitops install --url "$repo_url" --path clusters/demo --cluster-name dem
 step 'kubectl gitops status'
 kubectl gitops status || true
 
+step 'kubectl gitops upgrade --check (exit 0: Flux and the repo are at the pinned release)'
+kubectl gitops upgrade --check "${app_flags[@]:2}"
+
 step 'kubectl gitops flux get kustomizations'
 kubectl gitops flux get kustomizations
 

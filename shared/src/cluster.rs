@@ -133,6 +133,26 @@ pub fn is_forbidden(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 403)
 }
 
+/// Runs an API read again while the API server answers 429: the storage of a CRD created a moment
+/// ago is still initializing (or the server sheds load), which passes within seconds. Gives up
+/// after `patience` with the last answer.
+pub async fn retry_busy<T, Fut>(patience: std::time::Duration, mut call: impl FnMut() -> Fut) -> Result<T, kube::Error>
+where
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut pause = std::time::Duration::from_millis(100);
+    loop {
+        match call().await {
+            Err(kube::Error::Api(status)) if status.code == 429 && tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// kube's transport errors repeat themselves ("ServiceError: client error (Connect): …");
 /// keep the most specific part, which is the last one.
 fn tidy_transport_reason(reason: &str) -> String {

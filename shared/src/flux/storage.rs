@@ -13,6 +13,18 @@ use super::api::is_flux_group;
 use crate::cluster::Cluster;
 use crate::error::Result;
 
+/// How long a list waits out 429s (the storage of CRDs created a moment ago initializing).
+const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Every object of a kind, waiting out 429s.
+async fn list_all(objects: &Api<DynamicObject>) -> kube::Result<kube::api::ObjectList<DynamicObject>> {
+    crate::cluster::retry_busy(BUSY_PATIENCE, || {
+        let objects = objects.clone();
+        async move { objects.list(&ListParams::default()).await }
+    })
+    .await
+}
+
 /// One Flux CRD and what its stored objects need.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -83,7 +95,8 @@ pub async fn read(cluster: &Cluster) -> Result<Vec<StoredKind>> {
             objects: 0,
         };
         let objects: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &kind.resource());
-        let items = objects.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?.items;
+        let listed = list_all(&objects).await;
+        let items = listed.map_err(|error| cluster.error(error))?.items;
         kind.objects = items.len();
         let wanted = format!("{}/{}", kind.group, kind.storage);
         kind.stale_objects = items
@@ -117,7 +130,8 @@ pub async fn read(cluster: &Cluster) -> Result<Vec<StoredKind>> {
 pub async fn migrate(cluster: &Cluster, kind: &StoredKind) -> Result<usize> {
     let resource = kind.resource();
     let all: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
-    let items = all.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?.items;
+    let listed = list_all(&all).await;
+    let items = listed.map_err(|error| cluster.error(error))?.items;
     let wanted = format!("{}/{}", kind.group, kind.storage);
     for object in &items {
         let name = object.metadata.name.clone().unwrap_or_default();

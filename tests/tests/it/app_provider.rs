@@ -28,16 +28,20 @@ const TITLE: &str = "Add app podinfo (kustomize) to clusters/dev";
 
 /// One cluster installed from `acme/fleet`, the stand-in in front of the repo, and a HOME
 /// without ~/.ssh.
-struct Fixture {
-    env: &'static TestEnv,
-    standin: StandIn,
+pub(crate) struct Fixture {
+    pub env: &'static TestEnv,
+    pub standin: StandIn,
     home: tempfile::TempDir,
 }
 
 impl Fixture {
     /// Needs the Flux component fixtures.
     fn install(kind: Kind) -> Fixture {
-        let components = flux_release::components();
+        Fixture::install_from(kind, &flux_release::components(), &[])
+    }
+
+    /// Installs the component manifests in `components`, with `extra` install flags.
+    pub(crate) fn install_from(kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
         let env = TestEnv::start(Options { flux: false }).unwrap().detach();
         let standin = StandIn::start(kind);
         let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
@@ -52,8 +56,9 @@ impl Fixture {
                 .args(["--provider", kind_id(kind), "--owner", "acme", "--repository", "fleet"])
                 .args(["--path", "clusters/dev", "--cluster-name", "dev"])
                 .args(["--components", "source-controller,kustomize-controller", "--no-wait"])
+                .args(extra)
                 .arg("--components-file")
-                .arg(&components)
+                .arg(components)
                 .arg("--private-key-file")
                 .arg(&env.git.client_key)
                 .arg("--known-hosts-file")
@@ -91,8 +96,13 @@ impl Fixture {
 
     /// `kubectl-gitops-app ARGS --private-key-file … --known-hosts-file …`.
     fn app(&self, args: &[&str]) -> Run {
+        self.pushing("kubectl-gitops-app", args)
+    }
+
+    /// A binary of ours that pushes: `BINARY ARGS --private-key-file … --known-hosts-file …`.
+    pub(crate) fn pushing(&self, binary: &str, args: &[&str]) -> Run {
         Run::of(
-            self.command("kubectl-gitops-app")
+            self.command(binary)
                 .args(args)
                 .arg("--private-key-file")
                 .arg(&self.env.git.client_key)
@@ -116,30 +126,30 @@ impl Fixture {
     }
 
     /// `git ARGS` in the bare repository; panics unless it succeeds.
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let output = Command::new("git").arg("--git-dir").arg(self.bare()).args(args).output().unwrap();
         assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
     /// `git show REV:PATH`.
-    fn show(&self, object: &str) -> String {
+    pub(crate) fn show(&self, object: &str) -> String {
         self.git(&["show", object])
     }
 
     /// The branches on the git server and their commits.
-    fn branches(&self) -> Vec<(String, String)> {
+    pub(crate) fn branches(&self) -> Vec<(String, String)> {
         self.git(&["for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads"])
             .lines()
             .filter_map(|line| line.split_once(' ').map(|(name, sha)| (name.to_string(), sha.to_string())))
             .collect()
     }
 
-    fn main_head(&self) -> String {
+    pub(crate) fn main_head(&self) -> String {
         self.git(&["rev-parse", "refs/heads/main"]).trim().to_string()
     }
 
-    fn write_lines(&self) -> Vec<String> {
+    pub(crate) fn write_lines(&self) -> Vec<String> {
         self.standin.writes().iter().map(Recorded::line).collect()
     }
 

@@ -20,6 +20,9 @@ use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
 use gitops_shared::dependencies::FLUX_VERSION;
+use gitops_shared::provider::Kind;
+
+use crate::app_provider::Fixture;
 
 const PREVIOUS: &str = "v2.8.3";
 
@@ -292,4 +295,76 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     let current = upgrade(env, &["--check"]);
     assert_eq!(current.code, Some(0), "{}", current.render());
     assert!(current.stdout.ends_with("\nUp to date.\n"), "{}", current.stdout);
+}
+
+/// The pull request path, through the GitHub stand-in in front of the real git server (no Flux
+/// controllers: a pull request needs none): one pull request whose title says from and to and
+/// whose body lists every file and why; a branch someone added commits to is not overwritten;
+/// a token that may not push is refused before any branch or write.
+#[test]
+fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits() {
+    let previous = flux_release::previous_components();
+    let fixture = Fixture::install_from(Kind::GitHub, &previous, &["--flux-version", PREVIOUS]);
+    let cli = flux_release::cli();
+    let upgrade = |args: &[&str]| {
+        fixture.pushing("kubectl-gitops-upgrade", &[args, &["--flux-bin", cli.to_str().unwrap()]].concat())
+    };
+    let main_before = fixture.main_head();
+
+    let opened = upgrade(&["--pr"]);
+    assert_eq!(opened.code, Some(0), "{}", opened.render());
+    let url = format!("http://127.0.0.1:{}/acme/fleet/pull/1", fixture.env.git.http_port);
+    assert_eq!(opened.stdout, format!("pull request opened: {url}\n"));
+    assert_eq!(fixture.write_lines(), ["POST /repos/acme/fleet/pulls"], "one write: the pull request");
+    let request = fixture.standin.writes()[0].body.clone().unwrap();
+    assert_eq!(request["title"], format!("Upgrade Flux {PREVIOUS} to {FLUX_VERSION} in clusters/dev"));
+    let body = request["body"].as_str().unwrap();
+    for line in [
+        "- update `clusters/dev/flux-system/gotk-components.yaml`",
+        "- update `clusters/dev/gitops.yaml`",
+        "- clusters/dev/flux-system/gotk-components.yaml: regenerated for the target release",
+        &format!("- clusters/dev: Flux {PREVIOUS} -> {FLUX_VERSION} (the next release line)"),
+    ] {
+        assert!(body.contains(line), "the body says {line:?}:\n{body}");
+    }
+    let branch = request["head"].as_str().unwrap().to_string();
+    assert!(branch.starts_with(&format!("gitops/upgrade-{FLUX_VERSION}-")), "{branch}");
+    assert_eq!(fixture.main_head(), main_before, "main did not move");
+    let record = fixture.show(&format!("refs/heads/{branch}:clusters/dev/gitops.yaml"));
+    assert!(record.contains(&format!("fluxVersion: {FLUX_VERSION}")), "{record}");
+
+    // A reviewer pushes a commit onto the branch: the upgrade does not overwrite it.
+    let work = tempfile::tempdir().unwrap();
+    let clone = work.path().join("fleet");
+    let bare = fixture.env.git.repos.join("acme/fleet.git");
+    run(Command::new("git").arg("clone").arg("-q").arg("-b").arg(&branch).arg(&bare).arg(&clone)).unwrap();
+    std::fs::write(clone.join("REVIEW.md"), "checked the release notes\n").unwrap();
+    git(fixture.env, &clone, &["add", "."]);
+    git(fixture.env, &clone, &["commit", "-q", "-m", "Reviewed"]);
+    git(fixture.env, &clone, &["push", "-q", "origin", &branch]);
+    let reviewed = fixture.branches();
+    fixture.standin.clear_requests();
+    let refused = upgrade(&["--pr"]);
+    assert_eq!(refused.code, Some(4), "{}", refused.render());
+    assert!(refused.stderr.contains(&format!("branch {branch} exists with other changes")), "{}", refused.stderr);
+    assert!(refused.stderr.contains("\nhint: "), "{}", refused.stderr);
+    assert_eq!(fixture.branches(), reviewed, "nothing pushed");
+    assert_eq!(fixture.write_lines(), Vec::<String>::new(), "no API write");
+
+    // An unreachable cluster: nothing is planned without it, so nothing is written.
+    let scratch = tempfile::tempdir().unwrap();
+    let unreachable = binaries::unreachable_kubeconfig(scratch.path());
+    let offline =
+        Run::of(Command::new(binaries::path("kubectl-gitops-upgrade")).arg("--pr").env("KUBECONFIG", &unreachable));
+    assert_eq!(offline.code, Some(3), "{}", offline.render());
+    assert!(offline.stderr.starts_with("error: ") && offline.stderr.contains("\nhint: "), "{}", offline.stderr);
+    assert_eq!(fixture.branches(), reviewed);
+
+    // A token that may not push: refused before any branch or write.
+    fixture.standin.set_token_can_push(false);
+    let no_rights = upgrade(&["--pr"]);
+    assert_eq!(no_rights.code, Some(4), "{}", no_rights.render());
+    assert!(no_rights.stderr.contains("may not push to acme/fleet"), "{}", no_rights.stderr);
+    assert_eq!(fixture.branches(), reviewed);
+    assert_eq!(fixture.main_head(), main_before);
 }
