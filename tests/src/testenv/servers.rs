@@ -134,6 +134,15 @@ impl GitServer {
         .to_string()
     }
 
+    /// The git CLI in `dir`, as a test user that reaches this server with the test client key.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
+        run(Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_SSH_COMMAND", self.git_ssh_command()))
+    }
+
     /// `GIT_SSH_COMMAND` for the git CLI: the test client key, strict host key checking.
     pub fn git_ssh_command(&self) -> String {
         format!(

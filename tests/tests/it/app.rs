@@ -29,12 +29,7 @@ fn app(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Run {
 
 /// A git CLI in `dir` that reaches the test git server.
 fn git(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
-    run(Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
-    .unwrap()
+    env.git.git(dir, args).unwrap()
 }
 
 /// Pushes a directory as the only content of `repo`'s main branch.

@@ -8,7 +8,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gitops_e2e::snapshot::Run;
-use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
@@ -41,14 +40,7 @@ fn app_status(env: &TestEnv, args: &[&str]) -> Run {
 /// Commits `contents` at `path` in the work tree `work` (a new repository `repo` on the git server
 /// when `work` has none yet) and pushes it over SSH; returns the commit hash.
 fn commit_and_push(env: &TestEnv, work: &Path, repo: &str, path: &str, contents: &str) -> String {
-    let git = |args: &[&str]| {
-        run(Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-            .args(args)
-            .current_dir(work)
-            .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
-        .unwrap()
-    };
+    let git = |args: &[&str]| env.git.git(work, args).unwrap();
     if !work.join(".git").exists() {
         env.git.create_repo(repo).unwrap();
         git(&["init", "-q", "-b", "main"]);

@@ -70,12 +70,12 @@ fn upgrade(env: &TestEnv, args: &[&str]) -> Run {
 
 /// A git CLI in `dir` that reaches the test git server.
 fn git(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
-    run(Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_SSH_COMMAND", env.git.git_ssh_command()))
-    .unwrap()
+    env.git.git(dir, args).unwrap()
+}
+
+/// The versions a CRD serves, space-separated.
+fn crd_versions(env: &TestEnv, crd: &str) -> String {
+    env.kubectl_ok(&["get", "crd", crd, "-o=jsonpath={.spec.versions[*].name}"]).unwrap()
 }
 
 /// The config repo's file at its main branch.
@@ -126,13 +126,7 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     let version_label = "-o=jsonpath={.metadata.labels.app\\.kubernetes\\.io/version}";
     assert_eq!(env.kubectl_ok(&["get", "namespace", "flux-system", version_label]).unwrap(), PREVIOUS);
     assert_eq!(
-        env.kubectl_ok(&[
-            "get",
-            "crd",
-            "alerts.notification.toolkit.fluxcd.io",
-            "-o=jsonpath={.spec.versions[*].name}"
-        ])
-        .unwrap(),
+        crd_versions(env, "alerts.notification.toolkit.fluxcd.io"),
         "v1beta2 v1beta3",
         "v2.8.3's CRDs serve notification v1beta2"
     );
@@ -260,17 +254,7 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     assert!(waited.stdout.contains(&format!("Flux {FLUX_VERSION} runs in dev")), "{}", waited.stdout);
     assert_eq!(env.git.head("fleet"), pushed, "nothing more to commit");
     assert_eq!(env.kubectl_ok(&["get", "namespace", "flux-system", version_label]).unwrap(), FLUX_VERSION);
-    assert_eq!(
-        env.kubectl_ok(&[
-            "get",
-            "crd",
-            "alerts.notification.toolkit.fluxcd.io",
-            "-o=jsonpath={.spec.versions[*].name}"
-        ])
-        .unwrap(),
-        "v1beta3",
-        "the CRDs are v2.9.4's"
-    );
+    assert_eq!(crd_versions(env, "alerts.notification.toolkit.fluxcd.io"), "v1beta3", "the CRDs are v2.9.4's");
     let crds = env
         .kubectl_ok(&[
             "get",
