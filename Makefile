@@ -5,11 +5,29 @@ CARGO ?= cargo
 BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
             kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component \
             kubectl-gitops-flux kubectl_complete-gitops
+# The binaries with a man page (kubectl-gitops-flux is flux's own CLI; the shim is for kubectl).
+MAN_BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
+                kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component
+# The command binaries: kubectl runs `kubectl gitops <command>` as the plugin kubectl-gitops-<command>
+# when it is on PATH, and completes it with kubectl_complete-gitops-<command> (a link to the shim).
+COMMANDS := install app status upgrade detect artifact component flux
+# Which build `man` and `install-files` take their binaries from (release or debug).
+PROFILE ?= release
+BASH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
 TESTENV_BUILD := tests/testenv/build.sh
 FLUX_CLI_BUILD := tests/testenv/build-flux-cli.sh
 FLUX_PREVIOUS_BUILD := tests/testenv/build-flux-previous.sh
+TOOLS_BUILD := tests/testenv/build-tools.sh
+# The release: VERSION (default: the workspace's), for DIST_OS/DIST_ARCH (default: this machine).
+VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+DIST_OS ?= $(shell uname -s | tr A-Z a-z)
+DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
+EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
 
-.PHONY: embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo bench clean
+.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -27,18 +45,46 @@ release: ## Build every binary (release); with KUBECTL_GITOPS_EMBED_FLUX=<flux>,
 	$(CARGO) build --workspace --release
 	if [ -n "$$KUBECTL_GITOPS_EMBED_FLUX" ]; then $(CARGO) build --release -p kubectl-gitops-flux --features embed-flux; fi
 
-install: release ## Install the binaries into $(PREFIX)/bin
-	install -d $(DESTDIR)$(PREFIX)/bin
-	for b in $(BINARIES); do install -m 0755 target/release/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
+man: ## Man pages (each binary prints its own: BINARY __man) into target/$(PROFILE)/man
+	mkdir -p target/$(PROFILE)/man
+	for b in $(MAN_BINARIES); do target/$(PROFILE)/$$b$(EXE) __man >target/$(PROFILE)/man/$$b.1; done
 
-lint: ## Format check and clippy with warnings denied
+dist: release ## The release archive of this platform (kubectl-gitops_<VERSION>_<os>_<arch>.tar.gz) and dist/checksums.txt
+	$(MAKE) --no-print-directory man PROFILE=release
+	bash krew/dist.sh $(VERSION) target/release dist $(DIST_OS) $(DIST_ARCH) $(BINARIES)
+
+krew-manifest: ## krew/gitops.yaml for VERSION from the archives in dist/ (every platform, real sha256 sums)
+	bash krew/render.sh $(VERSION) dist >krew/gitops.yaml.tmp
+	mv krew/gitops.yaml.tmp krew/gitops.yaml
+
+install: release ## Install the binaries, the completion shim, bash/zsh/fish completions and man pages into $(PREFIX)
+	$(MAKE) --no-print-directory install-files PROFILE=release
+
+install-files: man ## What install copies, from target/$(PROFILE), without building
+	install -d $(DESTDIR)$(PREFIX)/bin $(MAN_DIR) $(BASH_COMPLETION_DIR) $(ZSH_COMPLETION_DIR) $(FISH_COMPLETION_DIR)
+	for b in $(BINARIES); do install -m 0755 target/$(PROFILE)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
+	for c in $(COMMANDS); do ln -sf kubectl_complete-gitops $(DESTDIR)$(PREFIX)/bin/kubectl_complete-gitops-$$c; done
+	for b in $(MAN_BINARIES); do install -m 0644 target/$(PROFILE)/man/$$b.1 $(MAN_DIR)/$$b.1; done
+	target/$(PROFILE)/kubectl-gitops completion bash >$(BASH_COMPLETION_DIR)/kubectl-gitops
+	target/$(PROFILE)/kubectl-gitops completion zsh >$(ZSH_COMPLETION_DIR)/_kubectl-gitops
+	target/$(PROFILE)/kubectl-gitops completion fish >$(FISH_COMPLETION_DIR)/kubectl-gitops.fish
+
+uninstall: ## Remove exactly what install installed from $(PREFIX)
+	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
+	for c in $(COMMANDS); do rm -f $(DESTDIR)$(PREFIX)/bin/kubectl_complete-gitops-$$c; done
+	for b in $(MAN_BINARIES); do rm -f $(MAN_DIR)/$$b.1; done
+	rm -f $(BASH_COMPLETION_DIR)/kubectl-gitops $(ZSH_COMPLETION_DIR)/_kubectl-gitops $(FISH_COMPLETION_DIR)/kubectl-gitops.fish
+
+lint: ## Format check, clippy with warnings denied, actionlint on .github/workflows
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	"$$(bash $(TOOLS_BUILD) | tail -n1)/bin/actionlint" -no-color
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI and the previous Flux line's manifests from Go modules
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew and actionlint from Go modules
 	bash $(TESTENV_BUILD)
 	bash $(FLUX_CLI_BUILD)
 	bash $(FLUX_PREVIOUS_BUILD)
+	bash $(TOOLS_BUILD)
 
 # The embed-flux build of kubectl-gitops-flux, with the flux CLI testenv-build built compiled in, and
 # the same package built without it, side by side in target/debug/embed-flux/ (embedded, plain: the
@@ -55,7 +101,8 @@ embed-build: build testenv-build ## kubectl-gitops-flux with the flux CLI inside
 
 test: deps lint build testenv-build embed-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
-		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh
+		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
+		CARGO=$(CARGO) bash tests/run-tests.sh
 
 testenv: deps testenv-build ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up

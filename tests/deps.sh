@@ -42,6 +42,8 @@ requirements=(
   "sha256sum|coreutils|the test environment's cache key"
   "tar|tar|Helm chart archives"
   "unzip|unzip|the previous Flux release's manifests (tests/testenv/build-flux-previous.sh)"
+  "strip|binutils|the krew test's archive of the debug binaries"
+  "man|man-db|the man pages' test (make install)"
 )
 
 find_command() { PATH=$search_path command -v "$1" 2>/dev/null; }

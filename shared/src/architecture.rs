@@ -6,7 +6,10 @@ use std::path::Path;
 
 /// Top-level modules by layer, lowest first (docs/ARCHITECTURE.md, "Dependencies").
 const LAYERS: [(&str, &[&str]); 5] = [
-    ("leaves", &["error", "diagnostic", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"]),
+    (
+        "leaves",
+        &["error", "diagnostic", "manpage", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"],
+    ),
     ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key"]),
     (

@@ -24,6 +24,7 @@ pub mod flux_cli;
 pub mod flux_passthrough;
 pub mod git;
 pub mod install;
+pub mod manpage;
 pub mod names;
 pub mod oci;
 pub mod output;

@@ -57,12 +57,25 @@ where
         let text = completion::respond(command, &args[2..]);
         return finish(unparsed.data(&text).map(|()| ExitCode::Ok), &unparsed);
     }
+    if args.get(1).is_some_and(|arg| arg == crate::manpage::MAN_ARG) {
+        return finish(print_man_page(command, &unparsed), &unparsed);
+    }
     let parsed = match command.try_get_matches_from(args).and_then(|matches| C::from_arg_matches(&matches)) {
         Ok(parsed) => parsed,
         Err(error) => return usage_error(error, &unparsed),
     };
     let printer = Printer::from_args(parsed.global_args());
     finish(block_on(body(parsed, printer)), &printer)
+}
+
+/// `BINARY __man`: the binary's man page, titled with the binary's own file name.
+pub fn print_man_page(command: clap::Command, printer: &Printer) -> Result<ExitCode> {
+    let binary = std::env::args_os()
+        .next()
+        .map(|arg0| std::path::Path::new(&arg0).file_name().unwrap_or_default().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let page = crate::manpage::render(command, &binary).map_err(|error| Error::io("rendering the man page", error))?;
+    printer.data(&page).map(|()| ExitCode::Ok)
 }
 
 /// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.

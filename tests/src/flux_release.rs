@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use gitops_shared::dependencies::FLUX_VERSION;
 use gitops_shared::env;
 use gitops_shared::flux_cli::{Release, sha256_hex};
@@ -20,38 +20,15 @@ use crate::http::{self, Reply};
 /// The directory build-flux-cli.sh built into: `GITOPS_FLUX_CLI_DIR` (make test and make bench
 /// pass it), else the script's answer (a no-op when its cache is warm, minutes when cold).
 pub fn cli_dir() -> Result<PathBuf> {
-    built_dir("GITOPS_FLUX_CLI_DIR", "build-flux-cli.sh")
-}
-
-/// The directory a tests/testenv build script built into: `variable` when set (make test passes
-/// it), else the last line the script prints.
-fn built_dir(variable: &str, script: &str) -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os(variable) {
-        return Ok(PathBuf::from(dir));
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv").join(script);
-    let output = Command::new("bash")
-        .arg(&script)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running {}", script.display()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        bail!("{} failed: {}", script.display(), tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    Ok(PathBuf::from(
-        stdout.lines().last().with_context(|| format!("{} printed no directory", script.display()))?.trim(),
-    ))
+    crate::tools::built_dir("GITOPS_FLUX_CLI_DIR", "build-flux-cli.sh")
 }
 
 /// `flux install --export` of the previous Flux line (v2.8.3), built from Go modules by
 /// tests/testenv/build-flux-previous.sh (`GITOPS_FLUX_PREVIOUS_DIR` when make test built it):
 /// what a cluster installed before the pinned release runs. Panics, naming what failed.
 pub fn previous_components() -> PathBuf {
-    let dir =
-        built_dir("GITOPS_FLUX_PREVIOUS_DIR", "build-flux-previous.sh").expect("the previous Flux release's manifests");
+    let dir = crate::tools::built_dir("GITOPS_FLUX_PREVIOUS_DIR", "build-flux-previous.sh")
+        .expect("the previous Flux release's manifests");
     let path = dir.join("gotk-components.yaml");
     assert!(path.is_file(), "{} is missing: rebuild it with tests/testenv/build-flux-previous.sh", path.display());
     path

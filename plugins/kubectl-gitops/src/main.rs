@@ -112,6 +112,9 @@ fn main() -> std::process::ExitCode {
     if words.first().is_some_and(|word| word == COMPLETE_ARG) {
         return runtime::finish(complete(&command, &words[1..], &unparsed), &unparsed);
     }
+    if words.first().is_some_and(|word| word == gitops_shared::manpage::MAN_ARG) {
+        return runtime::finish(runtime::print_man_page(command, &unparsed), &unparsed);
+    }
 
     // A plugin command: forward everything after its name, preceded by the global flags
     // given before it. The global flags are parsed here only to reject bad ones early.

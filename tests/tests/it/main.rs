@@ -8,6 +8,7 @@ mod cli;
 mod component;
 mod dependencies;
 mod detect;
+mod distribution;
 mod flux;
 mod git;
 mod install;

@@ -1,0 +1,21 @@
+// Wrapper module for tests/testenv/build-tools.sh: actionlint (github.com/rhysd/actionlint,
+// ./cmd/actionlint), which `make lint` runs on .github/workflows. Regenerate go.sum with: go mod tidy
+module kubectl-gitops.test/testenv/tools/actionlint
+
+go 1.26.0
+
+require github.com/rhysd/actionlint v1.7.12
+
+require (
+	github.com/bmatcuk/doublestar/v4 v4.10.0 // indirect
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/fatih/color v1.19.0 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-runewidth v0.0.21 // indirect
+	github.com/mattn/go-shellwords v1.0.12 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.yaml.in/yaml/v4 v4.0.0-rc.3 // indirect
+	golang.org/x/sync v0.20.0 // indirect
+	golang.org/x/sys v0.42.0 // indirect
+)

@@ -1,0 +1,334 @@
+//! Distribution, for real. `make install-files` into a temporary PREFIX: the binaries, the man
+//! pages (`man -l` renders each) and the bash, zsh and fish completions (bash's loaded and asked,
+//! kubectl's plugin completion through the shim), and `make uninstall` removing exactly those.
+//!
+//! krew: the krew v0.4.3 CLI (built from its Go module by tests/testenv/build-tools.sh)
+//! installs the plugin from the archive `krew/dist.sh` packs and the manifest `krew/render.sh`
+//! renders from `.krew.yaml`, downloaded over HTTP from 127.0.0.1 as from a GitHub release; the
+//! real kubectl then runs it from krew's PATH directory against the local environment. Upgrade,
+//! uninstall and a tampered sha256 too.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use gitops_e2e::binaries::{self, ALL};
+use gitops_e2e::http::{self, Reply};
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::TestEnv;
+use gitops_e2e::testenv::process::run;
+use gitops_e2e::tools;
+
+/// The machine's kubectl (a prerequisite: `make deps` checks for it).
+fn kubectl() -> PathBuf {
+    ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("no kubectl in /usr/bin or /usr/local/bin; `make deps` says how to get it")
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Our binaries, stripped of debug info (the debug build's archive would be a gigabyte), in a
+/// directory of their own: what `make dist` packs from target/release.
+fn stage_binaries(dir: &Path) {
+    for name in ALL {
+        let to = dir.join(name);
+        std::fs::copy(binaries::path(name), &to).unwrap();
+        run(Command::new("strip").arg("--strip-all").arg(&to)).unwrap();
+    }
+}
+
+/// `krew/dist.sh VERSION …`: the archive's path.
+fn dist(version: &str, bin: &Path, out: &Path) -> PathBuf {
+    let script = repo_root().join("krew/dist.sh");
+    let printed =
+        run(Command::new("bash").arg(script).arg(version).arg(bin).arg(out).args(["linux", "amd64"]).args(ALL))
+            .unwrap();
+    PathBuf::from(printed.trim())
+}
+
+/// `krew/render.sh VERSION DIST` for this platform, downloading from `origin`.
+fn render(version: &str, dist: &Path, origin: &str) -> String {
+    let script = repo_root().join("krew/render.sh");
+    run(Command::new("bash")
+        .arg(script)
+        .arg(version)
+        .arg(dist)
+        .env("KREW_PLATFORMS", "linux/amd64")
+        .env("KREW_URL_BASE", origin))
+    .unwrap()
+}
+
+struct Krew {
+    binary: PathBuf,
+    root: tempfile::TempDir,
+    /// A directory for the completion shim link, as the manifest's caveats suggest.
+    shim_dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Krew {
+    fn run(&self, args: &[&str]) -> Run {
+        Run::of(
+            Command::new(&self.binary)
+                .args(args)
+                .env("KREW_ROOT", self.root.path())
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env("HOME", self.root.path())
+                .env("KREW_NO_UPGRADE_CHECK", "1"),
+        )
+    }
+
+    /// The real kubectl with only krew's bin directory (and the shim link) before the system's.
+    fn kubectl(&self, args: &[&str]) -> Run {
+        let path =
+            format!("{}:{}:/usr/bin:/bin", self.root.path().join("bin").display(), self.shim_dir.path().display());
+        Run::of(Command::new(kubectl()).args(args).env("PATH", path).env("KUBECONFIG", &self.kubeconfig))
+    }
+
+    /// Publishes `manifest` in the default index, a git clone as `krew update` leaves it (krew
+    /// refuses to run without one); `--no-update-index` then reads it as it is.
+    fn index(&self, manifest: &str) {
+        let index = self.root.path().join("index/default");
+        std::fs::create_dir_all(index.join("plugins")).unwrap();
+        let git = |args: &[&str]| {
+            run(Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+                .args(args)
+                .current_dir(&index))
+            .unwrap()
+        };
+        if !index.join(".git").exists() {
+            git(&["init", "-q", "-b", "master"]);
+        }
+        std::fs::write(index.join("plugins/gitops.yaml"), manifest).unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "gitops"]);
+    }
+
+    fn store(&self) -> PathBuf {
+        self.root.path().join("store/gitops")
+    }
+
+    fn installed_versions(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.store()) else { return Vec::new() };
+        let mut versions: Vec<String> =
+            entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        versions.sort();
+        versions
+    }
+}
+
+const ZERO: Duration = Duration::ZERO;
+
+#[test]
+fn krew_installs_upgrades_and_uninstalls_the_plugin_from_our_archive_and_manifest() {
+    let env = TestEnv::shared();
+    let work = tempfile::tempdir().unwrap();
+    let (bin, out) = (work.path().join("bin"), work.path().join("dist"));
+    std::fs::create_dir_all(&bin).unwrap();
+    stage_binaries(&bin);
+    let first = dist("v0.1.0", &bin, &out);
+    let second = dist("v0.1.1", &bin, &out);
+    let checksums = std::fs::read_to_string(out.join("checksums.txt")).unwrap();
+    assert_eq!(checksums.lines().count(), 2, "{checksums}");
+    let listing = run(Command::new("tar").arg("-tzf").arg(&first)).unwrap();
+    let mut listed: Vec<&str> = listing.lines().collect();
+    listed.sort();
+    let mut expected: Vec<&str> = ALL.iter().copied().chain(["LICENSE"]).collect();
+    expected.sort();
+    assert_eq!(listed, expected, "the archive is flat: every binary, the shim and LICENSE");
+    assert_eq!(dist("v0.1.0", &bin, &out), first);
+    assert_eq!(std::fs::read_to_string(out.join("checksums.txt")).unwrap(), checksums, "packing again is reproducible");
+
+    let served = out.clone();
+    let server = http::serve(move |request| match std::fs::read(served.join(request.path.trim_start_matches('/'))) {
+        Ok(body) => Reply { status: 200, headers: Vec::new(), body, content_type: "application/gzip", delay: ZERO },
+        Err(_) => Reply { status: 404, headers: Vec::new(), body: Vec::new(), content_type: "text/plain", delay: ZERO },
+    });
+    let (manifest_1, manifest_2) = (render("v0.1.0", &out, &server.origin), render("v0.1.1", &out, &server.origin));
+    let krew = Krew {
+        binary: tools::path("krew"),
+        root: tempfile::tempdir().unwrap(),
+        shim_dir: tempfile::tempdir().unwrap(),
+        kubeconfig: env.kubeconfig.clone(),
+    };
+
+    krew.index(&manifest_1);
+
+    // A manifest whose sha256 does not match the archive is refused, and nothing is installed.
+    let sum = checksums.lines().next().unwrap().split_whitespace().next().unwrap();
+    let tampered = work.path().join("tampered.yaml");
+    std::fs::write(&tampered, manifest_1.replace(sum, &"ab".repeat(32))).unwrap();
+    let refused = krew.run(&["install", "--no-update-index", &format!("--manifest={}", tampered.display())]);
+    assert_ne!(refused.code, Some(0), "{}", refused.render());
+    assert!(refused.stderr.to_lowercase().contains("checksum"), "{}", refused.stderr);
+    assert!(krew.installed_versions().is_empty());
+
+    // `krew install --manifest --archive`, as the development flow does it.
+    let manifest_file = work.path().join("gitops.yaml");
+    std::fs::write(&manifest_file, &manifest_1).unwrap();
+    let detached = krew.run(&[
+        "install",
+        "--no-update-index",
+        &format!("--manifest={}", manifest_file.display()),
+        &format!("--archive={}", first.display()),
+    ]);
+    assert_eq!(detached.code, Some(0), "{}", detached.render());
+    assert_eq!(krew.installed_versions(), ["v0.1.0"]);
+    let removed = krew.run(&["uninstall", "gitops"]);
+    assert_eq!(removed.code, Some(0), "{}", removed.render());
+
+    // From the index, downloaded over HTTP: krew links only kubectl-gitops onto its PATH.
+    let installed = krew.run(&["install", "gitops", "--no-update-index"]);
+    assert_eq!(installed.code, Some(0), "{}", installed.render());
+    let linked: Vec<String> = std::fs::read_dir(krew.root.path().join("bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(linked, ["kubectl-gitops"]);
+
+    // The dispatcher finds its siblings in krew's store; every answer is the direct binary's.
+    let version = krew.kubectl(&["gitops", "version"]);
+    assert_eq!(version.code, Some(0), "{}", version.render());
+    assert!(version.stdout.starts_with("Client Version: v"), "{}", version.stdout);
+    for args in [&["status"][..], &["app", "list"], &["detect"]] {
+        let through_krew = krew.kubectl(&[&["gitops"][..], args].concat());
+        let (binary, rest) = match args[0] {
+            "app" => ("kubectl-gitops-app", &args[1..]),
+            command => (command, &args[1..]),
+        };
+        let binary =
+            if binary.starts_with("kubectl-") { binary.to_string() } else { format!("kubectl-gitops-{binary}") };
+        let direct = Run::of(Command::new(binaries::path(&binary)).args(rest).env("KUBECONFIG", &env.kubeconfig));
+        assert!(!through_krew.stderr.contains("unknown command"), "{args:?}: {}", through_krew.render());
+        assert_eq!(through_krew.code, direct.code, "{args:?}: {}\n---\n{}", through_krew.render(), direct.render());
+        assert_eq!(through_krew.stdout.lines().next(), direct.stdout.lines().next(), "{args:?}");
+    }
+
+    // Completion through the shim, linked onto PATH as the caveats say.
+    let shim = krew.store().join("v0.1.0/kubectl_complete-gitops");
+    std::os::unix::fs::symlink(&shim, krew.shim_dir.path().join("kubectl_complete-gitops")).unwrap();
+    let completed = krew.kubectl(&["__complete", "gitops", ""]);
+    assert_eq!(completed.code, Some(0), "{}", completed.render());
+    for command in ["app", "install", "status", "upgrade"] {
+        assert!(completed.stdout.lines().any(|line| line.starts_with(command)), "{command}: {}", completed.stdout);
+    }
+
+    // A newer version in the index: krew upgrade moves to it and keeps nothing of the old one.
+    krew.index(&manifest_2);
+    let upgraded = krew.run(&["upgrade", "gitops", "--no-update-index"]);
+    assert_eq!(upgraded.code, Some(0), "{}", upgraded.render());
+    assert_eq!(krew.installed_versions(), ["v0.1.1"], "{}", upgraded.render());
+    assert_eq!(krew.kubectl(&["gitops", "version"]).code, Some(0));
+    drop(second);
+
+    // Uninstall leaves nothing behind.
+    let uninstalled = krew.run(&["uninstall", "gitops"]);
+    assert_eq!(uninstalled.code, Some(0), "{}", uninstalled.render());
+    assert!(!krew.store().exists());
+    assert!(!krew.root.path().join("bin/kubectl-gitops").exists());
+    assert!(!krew.root.path().join("receipts/gitops.yaml").exists());
+    let gone = krew.kubectl(&["gitops", "version"]);
+    assert_ne!(gone.code, Some(0), "{}", gone.render());
+}
+
+/// `make TARGET PREFIX=… PROFILE=<this build>` in the repository.
+fn make(target: &str, prefix: &Path) -> String {
+    let profile = binaries::target_dir().file_name().unwrap().to_string_lossy().into_owned();
+    run(Command::new("make")
+        .arg("--no-print-directory")
+        .arg("-C")
+        .arg(repo_root())
+        .arg(target)
+        .arg(format!("PREFIX={}", prefix.display()))
+        .arg(format!("PROFILE={profile}")))
+    .unwrap()
+}
+
+/// Every file under `dir`, relative, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// bash with the installed completion loaded, completing `words` (the last one being typed).
+fn bash_complete(prefix: &Path, words: &[&str]) -> Vec<String> {
+    let script = prefix.join("share/bash-completion/completions/kubectl-gitops");
+    let quoted: Vec<String> = words.iter().map(|word| format!("'{word}'")).collect();
+    let program = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _kubectl_gitops; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        words.len() - 1
+    );
+    let path = format!("{}:/usr/bin:/bin", prefix.join("bin").display());
+    let output = run(Command::new("bash").arg("-c").arg(program).env("PATH", path)).unwrap();
+    output.lines().map(String::from).collect()
+}
+
+#[test]
+fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_removes_exactly_them() {
+    let prefix = tempfile::tempdir().unwrap();
+    make("install-files", prefix.path());
+    let mut expected: Vec<String> = ALL.iter().map(|name| format!("bin/{name}")).collect();
+    let commands = ["install", "app", "status", "upgrade", "detect", "artifact", "component", "flux"];
+    expected.extend(commands.map(|command| format!("bin/kubectl_complete-gitops-{command}")));
+    let pages = ["kubectl-gitops", "kubectl-gitops-app", "kubectl-gitops-artifact", "kubectl-gitops-component"]
+        .into_iter()
+        .chain(["kubectl-gitops-detect", "kubectl-gitops-install", "kubectl-gitops-status", "kubectl-gitops-upgrade"]);
+    expected.extend(pages.clone().map(|page| format!("share/man/man1/{page}.1")));
+    expected.extend([
+        "share/bash-completion/completions/kubectl-gitops".to_string(),
+        "share/fish/vendor_completions.d/kubectl-gitops.fish".to_string(),
+        "share/zsh/site-functions/_kubectl-gitops".to_string(),
+    ]);
+    expected.sort();
+    assert_eq!(files_under(prefix.path()), expected);
+
+    for page in pages {
+        let path = prefix.path().join(format!("share/man/man1/{page}.1"));
+        let shown =
+            run(Command::new("man").arg("-l").arg(&path).env("MANPAGER", "cat").env("MANWIDTH", "100")).unwrap();
+        assert!(shown.contains("NAME") && shown.contains("SYNOPSIS") && shown.contains("OPTIONS"), "{page}: {shown}");
+        assert!(shown.contains("--color"), "{page} documents the shared flags: {shown}");
+    }
+    let upgrade = std::fs::read_to_string(prefix.path().join("share/man/man1/kubectl-gitops-upgrade.1")).unwrap();
+    assert!(upgrade.contains("allow\\-skip"), "a command's own flags are on its page");
+
+    let commands = bash_complete(prefix.path(), &["kubectl-gitops", ""]);
+    for command in ["app", "install", "status", "upgrade", "version"] {
+        assert!(commands.iter().any(|c| c == command), "{command} in {commands:?}");
+    }
+    let verbs = bash_complete(prefix.path(), &["kubectl-gitops", "app", ""]);
+    for verb in ["add", "list", "remove", "status"] {
+        assert!(verbs.iter().any(|v| v == verb), "{verb} in {verbs:?}");
+    }
+    let path = format!("{}:/usr/bin:/bin", prefix.path().join("bin").display());
+    // kubectl runs `gitops app` as the plugin kubectl-gitops-app, completed by its shim link.
+    let plugin = run(Command::new(kubectl()).args(["__complete", "gitops", "app", ""]).env("PATH", &path)).unwrap();
+    assert!(plugin.lines().any(|line| line.starts_with("add")), "{plugin}");
+    let top = run(Command::new(kubectl()).args(["__complete", "gitops", ""]).env("PATH", &path)).unwrap();
+    assert!(top.lines().any(|line| line.starts_with("upgrade")), "{top}");
+
+    make("uninstall", prefix.path());
+    assert_eq!(files_under(prefix.path()), Vec::<String>::new(), "nothing of ours is left");
+}
