@@ -58,7 +58,7 @@ impl StoredKind {
     /// The words a plan shows for the migration.
     pub fn describe(&self) -> String {
         format!(
-            "rewrite the {} stored {} at {}/{} and set CRD {} status.storedVersions to [{}] (now [{}])",
+            "rewrite {} stored {} object(s) at {}/{} and set CRD {} status.storedVersions to [{}] (now [{}])",
             self.objects,
             self.kind,
             self.group,

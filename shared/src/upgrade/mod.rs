@@ -19,7 +19,7 @@ mod report;
 use std::collections::BTreeMap;
 
 pub use self::args::{UpgradeArgs, UpgradeRequest};
-use self::preflight::scan;
+use self::preflight::{OtherRepo, describe_other_repo, other_repos, scan};
 use self::report::{Check, Versions};
 use crate::app::layout::{self, ClusterDir};
 use crate::app::{self, Change, Context, Target};
@@ -59,8 +59,9 @@ pub async fn run(
     let repo = scan(&inspection.checkout, clusters, request, components)?;
     let replan = |checkout: &Checkout| scan(checkout, clusters, request, components)?.into_files();
     let migrations: Vec<StoredKind> = before_upgrade(&inspection.stored, request.target)?;
+    let others = repos_to_change_first(&inspection, request.target).await?;
     if request.check {
-        let check = Check::new(&versions, &repo, &migrations, &inspection.stored, request.target);
+        let check = Check::new(&versions, &repo, &migrations, &inspection.stored, &others, request.target);
         let code = if check.up_to_date { ExitCode::Ok } else { ExitCode::No };
         let text = match format {
             OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&check, format)?,
@@ -87,6 +88,19 @@ pub async fn run(
     let cluster_list = clusters.iter().map(|(dir, _)| dir.path.as_str()).collect::<Vec<_>>().join(", ");
     let mut notes = versions.notes();
     notes.extend(repo.notes());
+    if !others.is_empty() {
+        printer.warning(&format!(
+            "{} other repo(s) hold Flux manifests {} no longer serves: change them first, then merge this change",
+            others.len(),
+            request.target
+        ));
+    }
+    notes.extend(
+        others
+            .iter()
+            .enumerate()
+            .map(|(index, other)| format!("change first ({}): {}", index + 1, describe_other_repo(other))),
+    );
     notes.extend(after_upgrade_note(&inspection, request));
     let target_text = request.target.to_string();
     let change = Change {
@@ -134,6 +148,17 @@ pub async fn run(
         driven.line, request.target, request.target
     );
     Ok((line, ExitCode::Ok))
+}
+
+/// The repos other than the config repo to change before this one (the current cluster's view).
+async fn repos_to_change_first(inspection: &Inspection, target: FluxVersion) -> Result<Vec<OtherRepo>> {
+    let context = &inspection.context;
+    let (Some(cluster), Some(record)) =
+        (&context.cluster, context.detection.as_ref().and_then(|detection| detection.gitops.as_ref()))
+    else {
+        return Ok(Vec::new());
+    };
+    other_repos(cluster, &context.versions, target, &record.url).await
 }
 
 fn context_branch(context: &Context) -> Result<String> {

@@ -5,14 +5,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::Api;
+use kube::api::{Api, DynamicObject};
+use serde::Serialize;
 
 use super::UpgradeRequest;
 use crate::app::layout::ClusterDir;
+use crate::app::spec::Versions as ServedVersions;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
+use crate::flux::api;
 use crate::flux::migrate::{self, Blocker, Rewrite};
-use crate::flux::release::FluxVersion;
+use crate::flux::release::{self, FluxVersion};
 use crate::git::Checkout;
 use crate::plan::{self, FileChange};
 use crate::record::{self, InstallRecord};
@@ -216,4 +219,103 @@ pub(super) async fn check_rollout(
         ),
         hint: Some(format!("`kubectl gitops status` and `kubectl get events -n {namespace}` show why")),
     })
+}
+
+/// A repo other than the config repo whose manifests a Kustomization applied at a version the
+/// target drops: it must change first, or that Kustomization fails once the new CRDs arrive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct OtherRepo {
+    /// The source's URL (a git repo, or an OCI repository).
+    pub url: String,
+    /// The Kustomization that applies it, `namespace/name`, and the path it applies.
+    pub kustomization: String,
+    /// Its `spec.path`.
+    pub path: String,
+    /// What must change: `Kind namespace/name at group/version`.
+    pub objects: Vec<String>,
+}
+
+/// The repos other than the config repo (`config_url`) that hold Flux manifests the target no
+/// longer serves. Each Kustomization's inventory records the API version of every manifest it
+/// applied (the object's managed fields do not: Flux skips applying what did not change), so a
+/// list of the Kustomizations and a GET of each one's source tell (read-only).
+pub(super) async fn other_repos(
+    cluster: &Cluster,
+    served: &ServedVersions,
+    target: FluxVersion,
+    config_url: &str,
+) -> Result<Vec<OtherRepo>> {
+    let Some(version) = served.lookup(&api::KUSTOMIZATION) else { return Ok(Vec::new()) };
+    let all: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &api::KUSTOMIZATION.at(version));
+    let kustomizations = all.list(&Default::default()).await.map_err(|error| cluster.error(error))?.items;
+    let text = |object: &DynamicObject, pointer: &str| {
+        object.data.pointer(pointer).and_then(|value| value.as_str()).unwrap_or_default().to_string()
+    };
+    let mut repos = Vec::new();
+    for kustomization in &kustomizations {
+        let entries = kustomization.data.pointer("/status/inventory/entries").and_then(|e| e.as_array());
+        let objects: Vec<String> = entries
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| dropped_entry(entry["id"].as_str()?, entry["v"].as_str()?, target))
+            .collect();
+        if objects.is_empty() {
+            continue;
+        }
+        let namespace = kustomization.metadata.namespace.clone().unwrap_or_default();
+        let source_kind = match text(kustomization, "/spec/sourceRef/kind").as_str() {
+            "GitRepository" => &api::GIT_REPOSITORY,
+            "OCIRepository" => &api::OCI_REPOSITORY,
+            "Bucket" => &api::BUCKET,
+            _ => continue,
+        };
+        let source_namespace = Some(text(kustomization, "/spec/sourceRef/namespace"))
+            .filter(|namespace| !namespace.is_empty())
+            .unwrap_or_else(|| namespace.clone());
+        let Some(source_version) = served.lookup(source_kind) else { continue };
+        let sources: Api<DynamicObject> =
+            Api::namespaced_with(cluster.client.clone(), &source_namespace, &source_kind.at(source_version));
+        let source = sources
+            .get_opt(&text(kustomization, "/spec/sourceRef/name"))
+            .await
+            .map_err(|error| cluster.error(error))?;
+        let url = match source {
+            Some(source) if source_kind.kind == "Bucket" => text(&source, "/spec/bucketName"),
+            Some(source) => text(&source, "/spec/url"),
+            None => continue,
+        };
+        if url == config_url {
+            continue;
+        }
+        repos.push(OtherRepo {
+            url,
+            kustomization: format!("{namespace}/{}", kustomization.metadata.name.as_deref().unwrap_or_default()),
+            path: text(kustomization, "/spec/path"),
+            objects,
+        });
+    }
+    repos.sort_by(|a, b| (&a.url, &a.kustomization).cmp(&(&b.url, &b.kustomization)));
+    Ok(repos)
+}
+
+/// An inventory entry (`<namespace>_<name>_<group>_<kind>` at version `version`) of a Flux kind at
+/// a version the target drops, as `Kind namespace/name at group/version`.
+pub(super) fn dropped_entry(id: &str, version: &str, target: FluxVersion) -> Option<String> {
+    let mut parts = id.rsplitn(3, '_');
+    let (kind, group, rest) = (parts.next()?, parts.next()?, parts.next()?);
+    let (namespace, name) = rest.split_once('_')?;
+    let dropped = crate::flux::api::is_flux_group(group) && !release::serves(target, group, version);
+    dropped.then(|| format!("{kind} {namespace}/{name} at {group}/{version}"))
+}
+
+/// The line a plan and `--check` show for a repo that must change first.
+pub(super) fn describe_other_repo(repo: &OtherRepo) -> String {
+    format!(
+        "{} (path {}, applied by Kustomization {}): {}",
+        repo.url,
+        if repo.path.is_empty() { "." } else { repo.path.as_str() },
+        repo.kustomization,
+        repo.objects.join("; ")
+    )
 }

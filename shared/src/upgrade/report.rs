@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::preflight::RepoScan;
+use super::preflight::{OtherRepo, RepoScan, describe_other_repo};
 use crate::flux::release::{FluxVersion, Move, classify};
 use crate::flux::storage::StoredKind;
 
@@ -106,6 +106,8 @@ pub(super) struct Check {
     pub storage: Vec<StoredKind>,
     /// The CRDs of those migrated before the upgrade (the target drops a version they record).
     pub before_upgrade: Vec<String>,
+    /// Repos other than the config repo to change first, in order.
+    pub other_repos: Vec<OtherRepo>,
 }
 
 /// One cluster's recorded version.
@@ -122,6 +124,7 @@ impl Check {
         repo: &RepoScan,
         migrations: &[StoredKind],
         stored: &[StoredKind],
+        others: &[OtherRepo],
         target: FluxVersion,
     ) -> Check {
         let mut findings: Vec<String> = repo
@@ -151,11 +154,12 @@ impl Check {
             pinned: crate::flux::PINNED_VERSION.to_string(),
             latest_known: crate::flux::PINNED_VERSION.to_string(),
             target: target.to_string(),
-            up_to_date: repo.files.is_empty() && migrations.is_empty() && running_current,
+            up_to_date: repo.files.is_empty() && migrations.is_empty() && running_current && others.is_empty(),
             files: repo.notes(),
             findings,
             storage: stored.iter().filter(|kind| kind.needs_migration()).cloned().collect(),
             before_upgrade: migrations.iter().map(|kind| kind.crd.clone()).collect(),
+            other_repos: others.to_vec(),
         }
     }
 
@@ -181,6 +185,12 @@ impl Check {
             text.push_str("\nPreflight:\n");
             for finding in &self.findings {
                 text.push_str(&format!("  {finding}\n"));
+            }
+        }
+        if !self.other_repos.is_empty() {
+            text.push_str("\nOther repos to change first, in order (then this change):\n");
+            for (index, other) in self.other_repos.iter().enumerate() {
+                text.push_str(&format!("  {}. {}\n", index + 1, describe_other_repo(other)));
             }
         }
         if !self.storage.is_empty() {

@@ -94,3 +94,15 @@ fn storage_is_migrated_first_only_where_the_target_drops_a_recorded_version() {
     let stuck = StoredKind { storage: "v1beta2".into(), ..kind(&["v1beta2"], &["v1beta2"], 0) };
     assert_eq!(before_upgrade(&[stuck], target).unwrap_err().exit_code(), ExitCode::Usage);
 }
+
+#[test]
+fn inventory_entries_at_dropped_versions_are_named() {
+    let target: FluxVersion = "v2.9.4".parse().unwrap();
+    assert_eq!(
+        preflight::dropped_entry("team_on-call_notification.toolkit.fluxcd.io_Alert", "v1beta2", target).as_deref(),
+        Some("Alert team/on-call at notification.toolkit.fluxcd.io/v1beta2")
+    );
+    assert_eq!(preflight::dropped_entry("team_on-call_notification.toolkit.fluxcd.io_Alert", "v1beta3", target), None);
+    assert_eq!(preflight::dropped_entry("default_web_apps_Deployment", "v1", target), None, "not a Flux kind");
+    assert_eq!(preflight::dropped_entry("broken", "v1beta2", target), None);
+}

@@ -332,3 +332,34 @@ fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_remove
     make("uninstall", prefix.path());
     assert_eq!(files_under(prefix.path()), Vec::<String>::new(), "nothing of ours is left");
 }
+
+/// Flux 2.9 runs `flux-<name>` executables in ~/.fluxcd/plugins (or $FLUXCD_PLUGINS) as
+/// `flux <name>`: a `flux-gitops` link to our dispatcher makes `flux gitops …` work, completion
+/// included, with the real flux CLI.
+#[test]
+fn the_real_flux_cli_runs_us_as_its_gitops_plugin() {
+    let env = TestEnv::shared();
+    let plugins = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(binaries::path("kubectl-gitops"), plugins.path().join("flux-gitops")).unwrap();
+    let flux = |args: &[&str]| {
+        Run::of(
+            Command::new(gitops_e2e::flux_release::cli())
+                .args(args)
+                .env("FLUXCD_PLUGINS", plugins.path())
+                .env("KUBECONFIG", &env.kubeconfig)
+                .env("NO_COLOR", "1"),
+        )
+    };
+    let help = flux(&["--help"]);
+    assert!(help.stdout.contains("Plugin Commands:") && help.stdout.contains("gitops"), "{}", help.render());
+    let through_flux = flux(&["gitops", "status"]);
+    let direct = Run::of(
+        Command::new(binaries::path("kubectl-gitops-status")).env("KUBECONFIG", &env.kubeconfig).env("NO_COLOR", "1"),
+    );
+    assert_eq!(through_flux.code, direct.code, "{}\n---\n{}", through_flux.render(), direct.render());
+    assert_eq!(through_flux.stdout.lines().next(), direct.stdout.lines().next());
+    let completed = flux(&["__complete", "gitops", ""]);
+    for command in ["app", "status", "upgrade"] {
+        assert!(completed.stdout.lines().any(|line| line.starts_with(command)), "{command}: {}", completed.render());
+    }
+}

@@ -423,9 +423,17 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     // 6 s: the first LISTs must be answered for the objects to be named, even on a loaded machine.
     let blocked = status(env, &["--wait", "--timeout", "6s", "--grace-period", "1m"]);
     assert_eq!(blocked.code, Some(1));
+    // bad-source is named by its GitRepository once source-controller has failed a fetch, and by
+    // its Kustomization's ArtifactFailed before that (seen on a loaded machine): either names it.
+    let bad_source =
+        ["GitRepository flux-system/unreachable: ", "Kustomization flux-system/bad-source: ArtifactFailed"];
+    assert!(
+        bad_source.iter().any(|why| blocked.stderr.contains(&format!("\n  app flux-system/bad-source: {why}"))),
+        "{}",
+        blocked.stderr
+    );
     for line in [
         "error: not everything is ready (config repo at ",
-        "\n  app flux-system/bad-source: GitRepository flux-system/unreachable: ",
         "\n  app flux-system/broken-values: HelmRelease flux-system/broken-values: ",
         "\n  app flux-system/missing-path: Kustomization flux-system/missing-path: ",
         "kustomization path not found",

@@ -91,16 +91,45 @@ fn stored_versions(env: &TestEnv, crd: &str) -> String {
     env.kubectl_ok(&["get", "crd", crd, "-o=jsonpath={.status.storedVersions}"]).unwrap()
 }
 
-/// Asks Flux to fetch and apply the config repo now.
-fn reconcile(env: &TestEnv) {
-    let now = format!("reconcile.fluxcd.io/requestedAt={}", std::process::id() as u128 + now_nanos());
+/// Asks Flux to fetch and apply `name` (the GitRepository and Kustomization of that name) now.
+fn reconcile(env: &TestEnv, name: &str) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let annotation = format!("reconcile.fluxcd.io/requestedAt={now}");
     for kind in ["gitrepository", "kustomization"] {
-        env.kubectl_ok(&["-n", "flux-system", "annotate", "--overwrite", kind, "flux-system", &now]).unwrap();
+        env.kubectl_ok(&["-n", "flux-system", "annotate", "--overwrite", kind, name, &annotation]).unwrap();
     }
 }
 
-fn now_nanos() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+/// A team's own repo: an Alert and a Provider at notification v1beta2 (`version`), which an app
+/// Kustomization applies from outside the config repo.
+fn team_alerts(version: &str) -> String {
+    ALERTING
+        .replace("# Written by hand in 2023; notification v1beta2 was current then.\n", "")
+        .replace("notification.toolkit.fluxcd.io/v1beta2", &format!("notification.toolkit.fluxcd.io/{version}"))
+        .replace("name: slack", "name: team-slack")
+        .replace("name: on-call", "name: team-on-call")
+}
+
+/// Commits `files` in a clone of `repo` on the test git server (created when new) and pushes.
+fn push_files(env: &TestEnv, repo: &str, files: &[(&str, &str)]) {
+    let work = tempfile::tempdir().unwrap();
+    let clone = work.path().join(repo);
+    if env.git.head(repo).is_empty() {
+        env.git.create_repo(repo).ok();
+        std::fs::create_dir_all(&clone).unwrap();
+        git(env, &clone, &["init", "-q", "-b", "main"]);
+        git(env, &clone, &["remote", "add", "origin", &env.git.ssh_url(repo)]);
+    } else {
+        git(env, work.path(), &["clone", "-q", &env.git.ssh_url(repo), repo]);
+    }
+    for (path, contents) in files {
+        let file = clone.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, contents).unwrap();
+    }
+    git(env, &clone, &["add", "."]);
+    git(env, &clone, &["commit", "-q", "-m", "change"]);
+    git(env, &clone, &["push", "-q", "origin", "main"]);
 }
 
 fn mutations(env: &TestEnv) -> usize {
@@ -151,16 +180,31 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
         ],
     );
     assert_eq!(add.code, Some(0), "{}", add.render());
-    let work = tempfile::tempdir().unwrap();
-    git(env, work.path(), &["clone", "-q", &url, "fleet"]);
-    let clone = work.path().join("fleet");
-    std::fs::write(clone.join("clusters/dev/alerting.yaml"), ALERTING).unwrap();
-    git(env, &clone, &["add", "."]);
-    git(env, &clone, &["commit", "-q", "-m", "Page on-call on failures"]);
-    git(env, &clone, &["push", "-q", "origin", "main"]);
-    reconcile(env);
+    push_files(env, "fleet", &[("clusters/dev/alerting.yaml", ALERTING)]);
+    reconcile(env, "flux-system");
     let alert = ["-n", "flux-system", "alerts.v1beta3.notification.toolkit.fluxcd.io/on-call"];
     env.wait_for_jsonpath(&alert, "{.metadata.name}", "on-call", Duration::from_secs(180)).unwrap();
+    // A team's repo with its own Alert at v1beta2, deployed as an app.
+    push_files(env, "team-alerts", &[("alerting.yaml", &team_alerts("v1beta2"))]);
+    let team_url = env.git.ssh_url("team-alerts");
+    let team = pushing(
+        env,
+        "kubectl-gitops-app",
+        &[
+            "add",
+            "team-alerts",
+            "--url",
+            &team_url,
+            "--path",
+            "./",
+            "--secret-ref",
+            "flux-system",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    );
+    assert_eq!(team.code, Some(0), "{}", team.render());
     // A cluster installed when v1beta2 was the storage version still lists it.
     for crd in ["alerts.notification.toolkit.fluxcd.io", "providers.notification.toolkit.fluxcd.io"] {
         env.kubectl_ok(&[
@@ -191,10 +235,31 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     ] {
         assert!(check.stdout.contains(&expected), "--check shows {expected:?}:\n{}", check.stdout);
     }
+    assert!(
+        check.stdout.contains("Other repos to change first, in order (then this change):\n  1. "),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains(&format!("{team_url} (path ./, applied by Kustomization flux-system/team-alerts)")),
+        "{}",
+        check.stdout
+    );
+    assert!(check.stdout.contains("Alert "), "{}", check.stdout);
     let json = upgrade(env, &["--check", "-o", "json"]);
     assert_eq!(json.code, Some(1), "{}", json.render());
     let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!((report["upToDate"].as_bool(), report["target"].as_str()), (Some(false), Some(FLUX_VERSION)));
+    assert_eq!(report["otherRepos"][0]["url"], team_url.as_str(), "{report}");
+
+    // The team migrates its repo first, as --check asks; then it is no longer listed.
+    push_files(env, "team-alerts", &[("alerting.yaml", &team_alerts("v1beta3"))]);
+    reconcile(env, "team-alerts");
+    let started = std::time::Instant::now();
+    while upgrade(env, &["--check"]).stdout.contains("Other repos to change first") {
+        assert!(started.elapsed() < Duration::from_secs(120), "the team's repo is still listed");
+        std::thread::sleep(Duration::from_secs(1));
+    }
 
     // Refusals: exit 2, and nothing written anywhere.
     let head = env.git.head("fleet");
@@ -217,7 +282,7 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     let dry = upgrade(env, &["--all-manifests", "--dry-run"]);
     assert_eq!(dry.code, Some(0), "{}", dry.render());
     for expected in [
-        "Plan:\n  1. rewrite the 1 stored Alert at notification.toolkit.fluxcd.io/v1beta3 and set CRD alerts.notification.toolkit.fluxcd.io status.storedVersions to [v1beta3] (now [v1beta2, v1beta3])\n",
+        "Plan:\n  1. rewrite 2 stored Alert object(s) at notification.toolkit.fluxcd.io/v1beta3 and set CRD alerts.notification.toolkit.fluxcd.io status.storedVersions to [v1beta3] (now [v1beta2, v1beta3])\n",
         &format!(
             "commit 3 file change(s) (\"Upgrade Flux {PREVIOUS} to {FLUX_VERSION} in clusters/dev\") and push to main"
         ),
