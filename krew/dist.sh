@@ -43,10 +43,16 @@ name=kubectl-gitops_${version}_${os}_${arch}
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
 if [[ $os == windows ]]; then
 	archive=$name.zip
-	command -v zip >/dev/null || die "zip not found (Debian package zip)"
 	find "$stage" -exec touch -h -d "@$epoch" {} +
-	rm -f "$out_dir/$archive"
-	(cd "$stage" && find . -type f | LC_ALL=C sort | sed 's#^\./##' | zip -q -X -@ "$out_dir/$archive.tmp")
+	rm -f "$out_dir/$archive.tmp"
+	out=$(cd "$out_dir" && pwd)/$archive.tmp
+	if command -v zip >/dev/null; then
+		(cd "$stage" && find . -type f | LC_ALL=C sort | sed 's#^\./##' | zip -q -X -@ "$out")
+	elif command -v 7z >/dev/null; then # GitHub's Windows runners have 7-Zip, not zip
+		(cd "$stage" && 7z a -tzip -bd -bso0 "$out" .)
+	else
+		die "neither zip nor 7z found (Debian package zip)"
+	fi
 else
 	archive=$name.tar.gz
 	(cd "$stage" && find . -type f | LC_ALL=C sort | sed 's#^\./##' |

@@ -25,6 +25,8 @@ os_release=${GITOPS_DEPS_OS_RELEASE:-/etc/os-release}
 # command, Debian package, what needs it
 requirements=(
   "cargo||Rust toolchain (https://rustup.rs), to build kubectl-gitops"
+  "cargo-fmt||rustfmt, for make lint (rustup component add rustfmt)"
+  "cargo-clippy||clippy, for make lint (rustup component add clippy)"
   "cc|gcc|a C compiler, for libgit2 and libssh2"
   "make|make|the README's entry points"
   "pkg-config|pkg-config|finding OpenSSL for git's HTTPS transport"

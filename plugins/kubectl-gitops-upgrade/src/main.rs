@@ -22,7 +22,8 @@ use gitops_shared::upgrade::{self, UpgradeArgs};
 /// Examples:
 ///   kubectl gitops upgrade --check
 ///   kubectl gitops upgrade --dry-run
-///   kubectl gitops upgrade --pr
+///   kubectl gitops upgrade                      # a pull request on GitHub and GitLab
+///   kubectl gitops upgrade --wait               # once it is merged: the rollout, storage, Ready
 ///   kubectl gitops upgrade --auto-merge --wait
 ///   kubectl gitops upgrade --version v2.9.4 --cluster staging --cluster production --pr
 #[derive(Debug, Parser)]
@@ -40,7 +41,16 @@ gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     let name = "kubectl gitops upgrade";
-    let command = Cli::command().name(name).bin_name(name).mut_arg("wait", |arg| {
+    let command = Cli::command()
+        .name(name)
+        .bin_name(name)
+        .mut_arg("pr", |arg| {
+            arg.help("Push to a new branch and open a pull request (GitLab: merge request): the default on GitHub and GitLab")
+        })
+        .mut_arg("auto_merge", |arg| {
+            arg.help("Commit to the config branch directly (the default on a plain git server, which has no pull requests)")
+        })
+        .mut_arg("wait", |arg| {
         arg.help(
             "Once the change is on the config branch (pushed now, or merged): wait until Flux applied it, the \
              controllers run the target, the CRDs are its own, storage is migrated to the new storage versions, \

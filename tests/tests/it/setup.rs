@@ -36,6 +36,8 @@ fn machine_without(dir: &Path, absent: &[&str]) {
         "unzip",
         "strip",
         "man",
+        "cargo-fmt",
+        "cargo-clippy",
         "sed",
         "sort",
         "head",

@@ -360,7 +360,8 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     };
     let main_before = fixture.main_head();
 
-    let opened = upgrade(&["--pr"]);
+    // No delivery flag: on GitHub an upgrade is a pull request.
+    let opened = upgrade(&[]);
     assert_eq!(opened.code, Some(0), "{}", opened.render());
     let url = format!("http://127.0.0.1:{}/acme/fleet/pull/1", fixture.env.git.http_port);
     assert_eq!(opened.stdout, format!("pull request opened: {url}\n"));
@@ -415,5 +416,20 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     assert_eq!(no_rights.code, Some(4), "{}", no_rights.render());
     assert!(no_rights.stderr.contains("may not push to acme/fleet"), "{}", no_rights.stderr);
     assert_eq!(fixture.branches(), reviewed);
-    assert_eq!(fixture.main_head(), main_before);
+
+    // A broken install record in the repo: refused, naming the file, before anything is written.
+    let fleet = work.path().join("main");
+    run(Command::new("git").arg("clone").arg("-q").arg(&bare).arg(&fleet)).unwrap();
+    std::fs::write(fleet.join("clusters/dev/gitops.yaml"), "kind: ConfigMap\ndata: {}\n").unwrap();
+    git(fixture.env, &fleet, &["commit", "-q", "-am", "Break the record"]);
+    git(fixture.env, &fleet, &["push", "-q", "origin", "main"]);
+    let with_broken_record = fixture.branches();
+    let broken = upgrade(&["--pr"]);
+    assert_eq!(broken.code, Some(2), "{}", broken.render());
+    assert!(
+        broken.stderr.contains("the install record clusters/dev/gitops.yaml in the config repo is broken"),
+        "{}",
+        broken.stderr
+    );
+    assert_eq!(fixture.branches(), with_broken_record, "nothing pushed");
 }

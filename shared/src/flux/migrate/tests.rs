@@ -7,6 +7,7 @@ const WEAVE_GITOPS_APP: &str = include_str!("testdata/weave-gitops-app.yaml");
 const FLUX_CLI_HELM: &str = include_str!("testdata/flux-cli-helm.yaml");
 const ALERTING: &str = include_str!("testdata/alerting.yaml");
 const PATCHES_BY_HAND: &str = include_str!("testdata/patches-by-hand.yaml");
+const HELM_V2BETA2: &str = include_str!("testdata/helm-v2beta2.yaml");
 
 /// The migrated text, then what was rewritten, left alone and blocked: one golden per file.
 fn report(name: &str, text: &str, all: bool) -> String {
@@ -62,6 +63,14 @@ fn a_helm_release_from_the_flux_cli_moves_to_helm_v2() {
 }
 
 #[test]
+fn a_helm_release_at_v2beta2_moves_to_v2_with_its_remediation_settings() {
+    let migrated = migrate(HELM_V2BETA2, false);
+    assert_only_rewritten_lines_changed(HELM_V2BETA2, &migrated);
+    assert!(migrated.blockers.is_empty(), "valuesFiles is still in v2");
+    insta::assert_snapshot!(report("helm-v2beta2.yaml", HELM_V2BETA2, false));
+}
+
+#[test]
 fn alerts_and_providers_move_to_v1beta3_and_only_ours_unless_all() {
     let ours = migrate(ALERTING, false);
     assert_only_rewritten_lines_changed(ALERTING, &ours);
@@ -99,7 +108,12 @@ fn current_manifests_are_left_as_they_are() {
 #[test]
 fn migrated_manifests_still_kustomize_build() {
     let dir = tempfile::tempdir().unwrap();
-    let files = [("app.yaml", WEAVE_GITOPS_APP), ("helm.yaml", FLUX_CLI_HELM), ("alerting.yaml", ALERTING)];
+    let files = [
+        ("app.yaml", WEAVE_GITOPS_APP),
+        ("helm.yaml", FLUX_CLI_HELM),
+        ("alerting.yaml", ALERTING),
+        ("ingress.yaml", HELM_V2BETA2),
+    ];
     let mut resources = String::from("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n");
     for (name, text) in files {
         std::fs::write(dir.path().join(name), migrate(text, true).text).unwrap();
@@ -113,7 +127,7 @@ fn migrated_manifests_still_kustomize_build() {
         .expect("kubectl on PATH: make test and .ci/run provide it");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let built = crate::yaml::documents_from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
-    assert_eq!(built.len(), 7);
+    assert_eq!(built.len(), 8);
     for object in &built {
         let (api_version, kind) = (object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap());
         let (group, version) = api_version.split_once('/').unwrap();
