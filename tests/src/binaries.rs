@@ -16,6 +16,33 @@ pub const ALL: [&str; 10] = [
     "kubectl_complete-gitops",
 ];
 
+/// The machine's kubectl (a prerequisite: `make deps` checks for it).
+pub fn kubectl() -> PathBuf {
+    ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("no kubectl in /usr/bin or /usr/local/bin; `make deps` says how to get it")
+}
+
+/// Every file under `dir`, by path relative to it, with its contents.
+pub fn files_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).expect("a readable directory") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).expect("under dir").to_string_lossy().into_owned();
+                found.insert(relative, std::fs::read(&path).expect("a readable file"));
+            }
+        }
+    }
+    found
+}
+
 /// `target/<profile>`: test executables live in its `deps/` folder.
 pub fn target_dir() -> PathBuf {
     let test_exe = std::env::current_exe().expect("the test knows its own path");

@@ -70,20 +70,7 @@ fn gunzip_sha256(path: &Path) -> String {
 
 /// Relative path → contents of every file under `dir`.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        for entry in std::fs::read_dir(&current).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let relative = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                found.insert(relative, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    found
+    binaries::files_in(dir)
 }
 
 fn manifest(registry: &str, repository: &str, reference: &str) -> serde_json::Value {

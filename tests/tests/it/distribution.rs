@@ -21,15 +21,6 @@ use gitops_e2e::testenv::TestEnv;
 use gitops_e2e::testenv::process::run;
 use gitops_e2e::tools;
 
-/// The machine's kubectl (a prerequisite: `make deps` checks for it).
-fn kubectl() -> PathBuf {
-    ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("no kubectl in /usr/bin or /usr/local/bin; `make deps` says how to get it")
-}
-
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
@@ -89,7 +80,7 @@ impl Krew {
     fn kubectl(&self, args: &[&str]) -> Run {
         let path =
             format!("{}:{}:/usr/bin:/bin", self.root.path().join("bin").display(), self.shim_dir.path().display());
-        Run::of(Command::new(kubectl()).args(args).env("PATH", path).env("KUBECONFIG", &self.kubeconfig))
+        Run::of(Command::new(binaries::kubectl()).args(args).env("PATH", path).env("KUBECONFIG", &self.kubeconfig))
     }
 
     /// Publishes `manifest` in the default index, a git clone as `krew update` leaves it (krew
@@ -254,20 +245,7 @@ fn make(target: &str, prefix: &Path) -> String {
 
 /// Every file under `dir`, relative, sorted.
 fn files_under(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        for entry in std::fs::read_dir(&current).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                found.push(path.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    found.sort();
-    found
+    binaries::files_in(dir).into_keys().collect()
 }
 
 /// bash with the installed completion loaded, completing `words` (the last one being typed).
@@ -324,9 +302,10 @@ fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_remove
     }
     let path = format!("{}:/usr/bin:/bin", prefix.path().join("bin").display());
     // kubectl runs `gitops app` as the plugin kubectl-gitops-app, completed by its shim link.
-    let plugin = run(Command::new(kubectl()).args(["__complete", "gitops", "app", ""]).env("PATH", &path)).unwrap();
+    let plugin =
+        run(Command::new(binaries::kubectl()).args(["__complete", "gitops", "app", ""]).env("PATH", &path)).unwrap();
     assert!(plugin.lines().any(|line| line.starts_with("add")), "{plugin}");
-    let top = run(Command::new(kubectl()).args(["__complete", "gitops", ""]).env("PATH", &path)).unwrap();
+    let top = run(Command::new(binaries::kubectl()).args(["__complete", "gitops", ""]).env("PATH", &path)).unwrap();
     assert!(top.lines().any(|line| line.starts_with("upgrade")), "{top}");
 
     make("uninstall", prefix.path());

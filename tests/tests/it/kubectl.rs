@@ -2,20 +2,11 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
-
-/// The machine's kubectl (a prerequisite: `make deps` checks for it).
-fn kubectl() -> PathBuf {
-    ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("no kubectl in /usr/bin or /usr/local/bin; `make deps` says how to get it")
-}
 
 fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
     let path = format!("{}:/usr/bin:/bin", plugin_dir.display());
@@ -24,7 +15,7 @@ fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, ar
 
 #[test]
 fn kubectl_runs_version_detect_and_lists_our_plugins() {
-    let kubectl = kubectl();
+    let kubectl = binaries::kubectl();
     let plugins = binaries::plugin_dir();
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
@@ -60,7 +51,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
 
 #[test]
 fn kubectl_nested_lookup_reaches_the_command_binary_directly() {
-    let kubectl = kubectl();
+    let kubectl = binaries::kubectl();
     let plugins = binaries::plugin_dir();
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
