@@ -375,11 +375,12 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     // A new commit: the branch head moved, Flux has not fetched it (10m interval), and the
     // timeout says so, naming the GitRepository.
     let second = commit_and_push(env, fleet.path(), "fleet", "clusters/dev/marker.yaml", &marker("2"));
-    let stale = status(env, &["-n", "status-wait", "--wait", "--timeout", "3s"]);
+    // 6 s: the first LISTs must be answered before the sync can be named, even on a loaded machine.
+    let stale = status(env, &["-n", "status-wait", "--wait", "--timeout", "6s"]);
     assert_eq!(stale.code, Some(1), "{}\n{}", stale.stdout, stale.stderr);
     assert!(
         stale.stderr.starts_with(&format!(
-            "error: not everything is ready (config repo at {}) after 3s; waiting on:\n  the config repo sync flux-system/flux-system: GitRepository flux-system/flux-system has main@sha1:{first}, not yet {second} ",
+            "error: not everything is ready (config repo at {}) after 6s; waiting on:\n  the config repo sync flux-system/flux-system: GitRepository flux-system/flux-system has main@sha1:{first}, not yet {second} ",
             &second[..12]
         )),
         "{}",
