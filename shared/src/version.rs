@@ -52,16 +52,27 @@ pub struct FluxCliReport {
     pub detail: Option<String>,
 }
 
-/// Everything `version` prints.
+/// Everything `version` prints; `version --client` prints the client alone.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
     /// This build.
     pub client: ClientVersion,
-    /// The flux CLI that would run.
-    pub flux_cli: FluxCliReport,
-    /// The cluster.
-    pub server: ServerVersion,
+    /// The flux CLI that would run. Absent with `--client`: finding it verifies the cached
+    /// CLI's checksum, which costs more than the rest of the command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flux_cli: Option<FluxCliReport>,
+    /// The cluster; absent with `--client`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerVersion>,
+}
+
+impl VersionReport {
+    /// `version --client`: this build only, nothing read from the machine or the cluster, so it
+    /// starts as fast as `--help` (docs/performance.md).
+    pub fn client_only() -> VersionReport {
+        VersionReport { client: client(), flux_cli: None, server: None }
+    }
 }
 
 /// This build's version information.
@@ -98,7 +109,7 @@ pub async fn report(connection: &Connection, printer: &crate::output::Printer) -
             },
         },
     };
-    VersionReport { client: client(), flux_cli: flux_cli(), server }
+    VersionReport { client: client(), flux_cli: Some(flux_cli()), server: Some(server) }
 }
 
 /// The flux CLI the pinned version resolves to on this machine, without downloading it.
@@ -126,33 +137,35 @@ pub fn flux_cli() -> FluxCliReport {
 /// The human-readable form.
 pub fn render_text(report: &VersionReport) -> String {
     let client = &report.client;
-    let server = &report.server;
     let mut text = format!(
         "Client Version: v{} (commit {})\nPinned Flux Version: {}\n",
         client.version, client.commit, client.pinned_flux_version
     );
-    let cli = &report.flux_cli;
-    let detail = cli.detail.as_deref().unwrap_or_default();
-    match (&cli.path, &cli.version) {
-        (Some(path), Some(version)) => text.push_str(&format!("Flux CLI: {path} ({version}, {detail})\n")),
-        (Some(path), None) => text.push_str(&format!("Flux CLI: {path} ({detail})\n")),
-        (None, Some(version)) => {
-            text.push_str(&format!("Flux CLI: {version}, downloaded and verified on first use from {detail}\n"))
-        }
-        (None, None) => text.push_str(&format!("Flux CLI: none ({detail})\n")),
-    }
-    if server.reachable {
-        let kubernetes = server.kubernetes_version.as_deref().unwrap_or("unknown");
-        text.push_str(&format!("Server Version: {kubernetes}\n"));
-        match (&server.flux_version, &server.flux_namespace) {
-            (Some(version), Some(namespace)) => {
-                text.push_str(&format!("Flux Version: {version} (namespace {namespace})\n"))
+    if let Some(cli) = &report.flux_cli {
+        let detail = cli.detail.as_deref().unwrap_or_default();
+        match (&cli.path, &cli.version) {
+            (Some(path), Some(version)) => text.push_str(&format!("Flux CLI: {path} ({version}, {detail})\n")),
+            (Some(path), None) => text.push_str(&format!("Flux CLI: {path} ({detail})\n")),
+            (None, Some(version)) => {
+                text.push_str(&format!("Flux CLI: {version}, downloaded and verified on first use from {detail}\n"))
             }
-            (None, Some(namespace)) => text.push_str(&format!("Flux Version: unknown (namespace {namespace})\n")),
-            _ => text.push_str("Flux Version: not installed\n"),
+            (None, None) => text.push_str(&format!("Flux CLI: none ({detail})\n")),
         }
-    } else {
-        text.push_str("Server Version: unreachable\n");
+    }
+    match &report.server {
+        None => {}
+        Some(server) if server.reachable => {
+            let kubernetes = server.kubernetes_version.as_deref().unwrap_or("unknown");
+            text.push_str(&format!("Server Version: {kubernetes}\n"));
+            match (&server.flux_version, &server.flux_namespace) {
+                (Some(version), Some(namespace)) => {
+                    text.push_str(&format!("Flux Version: {version} (namespace {namespace})\n"))
+                }
+                (None, Some(namespace)) => text.push_str(&format!("Flux Version: unknown (namespace {namespace})\n")),
+                _ => text.push_str("Flux Version: not installed\n"),
+            }
+        }
+        Some(_) => text.push_str("Server Version: unreachable\n"),
     }
     text
 }

@@ -18,7 +18,11 @@ use gitops_shared::{plugin, runtime, timeouts, version};
 #[derive(Debug, Subcommand)]
 enum Builtin {
     /// Print the plugin version, the pinned Flux version, and the cluster's Kubernetes and Flux versions
-    Version,
+    Version {
+        /// Only this build's version and the pinned Flux version: no cluster, no flux CLI lookup.
+        #[arg(long)]
+        client: bool,
+    },
     /// Print a shell completion script for kubectl-gitops
     Completion {
         /// The shell to write the script for.
@@ -156,16 +160,19 @@ fn main() -> std::process::ExitCode {
 
 async fn run_builtin(builtin: Builtin, global: GlobalArgs, printer: Printer) -> gitops_shared::error::Result<ExitCode> {
     match builtin {
-        Builtin::Version => {
+        Builtin::Version { client } => {
             let format = global.output_format();
             output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-            let connection = Connection::from_args(&global, timeouts::PROBE);
-            let report = version::report(&connection, &printer).await;
+            let report = if client {
+                version::VersionReport::client_only()
+            } else {
+                version::report(&Connection::from_args(&global, timeouts::PROBE), &printer).await
+            };
             match format {
                 OutputFormat::Table => printer.data(&version::render_text(&report))?,
                 _ => printer.structured(&report, format)?,
             }
-            if let Some(error) = &report.server.error {
+            if let Some(error) = report.server.as_ref().and_then(|server| server.error.as_ref()) {
                 printer.warning(&format!("cannot reach the cluster: {error}"));
             }
             Ok(ExitCode::Ok)

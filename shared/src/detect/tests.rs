@@ -85,6 +85,33 @@ async fn one_discovery_round_trip_and_a_handful_of_requests() {
     "#);
 }
 
+/// The budget of docs/performance.md: one discovery round trip (`GET /apis`; the core group is
+/// not discovered, its paths are fixed) and at most five other GETs, on every path detect can take,
+/// including the costliest one (no labelled namespace, so flux-system is looked up by name).
+#[tokio::test]
+async fn every_path_stays_within_one_discovery_and_five_gets() {
+    let labelled = flux_cluster("namespaces-flux.json").recorded(RECORD, "configmap-record.json");
+    let unlabelled = flux_cluster("namespaces-none.json")
+        .recorded("/api/v1/namespaces/flux-system", "namespace-flux-system-unlabelled.json")
+        .recorded(RECORD, "configmap-record.json");
+    let forbidden_listing = plain_cluster().route(NAMESPACES, 403, forbidden("namespaces is forbidden"));
+    let plain = plain_cluster().recorded(NAMESPACES, "namespaces-none.json");
+    for (path, fake) in
+        [("labelled", labelled), ("unlabelled", unlabelled), ("forbidden", forbidden_listing), ("plain", plain)]
+    {
+        detect(&fake.cluster()).await.unwrap();
+        let requests = fake.requests();
+        assert!(requests.iter().all(|request| request.starts_with("GET ")), "{path}: {requests:?}");
+        let discovery = requests.iter().filter(|request| *request == "GET /apis" || *request == "GET /api").count();
+        assert_eq!(discovery, 1, "{path}: {requests:?}");
+        assert!(
+            requests.len() - discovery <= 5,
+            "{path}: {} GETs besides discovery: {requests:?}",
+            requests.len() - discovery
+        );
+    }
+}
+
 #[tokio::test]
 async fn our_install_record_makes_it_gitops() {
     let fake = flux_cluster("namespaces-flux.json").recorded(RECORD, "configmap-record.json");

@@ -110,6 +110,27 @@ fn version_as_json() {
 }
 
 #[test]
+fn version_client_reads_neither_the_cluster_nor_the_flux_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    // No "cannot reach the cluster" warning: nothing was asked of it.
+    insta::assert_snapshot!(run("kubectl-gitops", &["version", "--client", "--kubeconfig", kubeconfig]).render(), @r"
+    exit_code: 0
+    ----- stdout -----
+    Client Version: v[VERSION] (commit [COMMIT])
+    Pinned Flux Version: v2.9.4
+    ----- stderr -----
+    ");
+    let run = run("kubectl-gitops", &["--kubeconfig", kubeconfig, "version", "--client", "-o", "json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["client"], "{report}");
+    assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.4");
+}
+
+#[test]
 fn version_rejects_formats_it_does_not_print() {
     insta::assert_snapshot!(run("kubectl-gitops", &["version", "-o", "name"]).render(), @r"
     exit_code: 2
