@@ -5,11 +5,10 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
 
 use super::Context;
-use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
@@ -184,11 +183,9 @@ pub async fn after_push(
     else {
         return Err(Error::Internal("the cluster serves no GitRepository or Kustomization".into()));
     };
-    // Ask for a fetch now instead of at the next interval, the way `flux reconcile` asks.
-    let requested = serde_json::json!({"metadata": {"annotations": {
-        "reconcile.fluxcd.io/requestedAt": crate::duration::now().to_string()}}});
+    // Ask for a fetch now instead of at the next interval.
     for api in [&sources.api, &syncs.api] {
-        if let Err(error) = api.patch(SYNC_NAME, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&requested)).await {
+        if let Err(error) = crate::flux::reconcile::request(api, SYNC_NAME).await {
             context
                 .printer
                 .warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));

@@ -6,6 +6,7 @@ pub mod api;
 pub mod bootstrap;
 pub mod migrate;
 pub mod objects;
+pub mod reconcile;
 pub mod release;
 pub mod status;
 pub mod storage;

@@ -1,0 +1,20 @@
+//! Asking Flux to reconcile an object now instead of at its next interval, the way
+//! `flux reconcile` asks: a new value of the annotation the controllers watch.
+
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams};
+
+use crate::apply::FIELD_MANAGER;
+
+/// The annotation; any new value triggers a reconcile, and the controller copies it to
+/// `status.lastHandledReconcileAt` once handled.
+pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
+
+/// Sets [`REQUESTED_AT`] on `name` to the current time (seconds since the epoch, as a string) and
+/// returns the value, so a caller can wait for `status.lastHandledReconcileAt` to show it.
+pub async fn request(api: &Api<DynamicObject>, name: &str) -> kube::Result<String> {
+    let requested = crate::duration::now().to_string();
+    let body = serde_json::json!({"metadata": {"annotations": {REQUESTED_AT: requested}}});
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body)).await?;
+    Ok(requested)
+}
