@@ -14,7 +14,18 @@ const LAYERS: [(&str, &[&str]); 5] = [
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key"]),
     (
         "commands",
-        &["app", "install", "status", "version", "plugin", "completion", "flux_passthrough", "artifact", "upgrade"],
+        &[
+            "app",
+            "install",
+            "status",
+            "version",
+            "plugin",
+            "completion",
+            "flux_passthrough",
+            "artifact",
+            "upgrade",
+            "ui",
+        ],
     ),
     ("edge", &["runtime"]),
 ];

@@ -37,6 +37,7 @@ pub mod repo_access;
 pub mod runtime;
 pub mod status;
 pub mod timeouts;
+pub mod ui;
 pub mod upgrade;
 pub mod version;
 pub mod yaml;

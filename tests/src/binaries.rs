@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 10] = [
+pub const ALL: [&str; 11] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -13,6 +13,7 @@ pub const ALL: [&str; 10] = [
     "kubectl-gitops-artifact",
     "kubectl-gitops-component",
     "kubectl-gitops-flux",
+    "kubectl-gitops-ui",
     "kubectl_complete-gitops",
 ];
 

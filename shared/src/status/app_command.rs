@@ -2,13 +2,20 @@
 //! look (app_reads.rs, tree.rs), `--watch` or `--wait` (watch.rs). Kept apart so that the model,
 //! reads and renderer and the watch engine (watch.rs) do not import each other.
 
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams};
+
 use super::app_reads::{Viewer, served_apis};
+use super::app_report::AppReport;
 use super::app_report::{AppRef, exit_code};
+use super::collect::resource;
 use super::tree::print;
 use super::watch::{WaitArgs, WaitRequest};
+use crate::apply::FIELD_MANAGER;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
 use crate::error::{ExitCode, Result};
+use crate::flux::api as flux_api;
 use crate::output::Printer;
 
 /// `kubectl gitops app status NAME`: one app, how it is deployed, and why it is or is not ready.
@@ -89,4 +96,63 @@ pub async fn run_app_status(
             Ok(exit_code(&report))
         }
     }
+}
+
+/// What `app status NAME -o json` prints, for the UI's App page; `None` when there is no such app.
+pub async fn app_report(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    printer: &Printer,
+) -> Result<Option<AppReport>> {
+    let served = served_apis(cluster).await?;
+    let app = AppRef { namespace: namespace.to_string(), name: name.to_string() };
+    let mut viewer = Viewer::new(cluster.clone(), served, app, true, *printer);
+    Ok(viewer.look(true).await?.map(|(_, report)| report))
+}
+
+/// The app object, a Kustomization or else a HelmRelease named `name`, at the version the
+/// cluster serves; `None` when neither exists.
+async fn app_object(cluster: &Cluster, namespace: &str, name: &str) -> Result<Option<Api<DynamicObject>>> {
+    let served = served_apis(cluster).await?;
+    for kind in [&flux_api::KUSTOMIZATION, &flux_api::HELM_RELEASE] {
+        let Some(resource) = resource(&served, kind) else { continue };
+        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, &resource);
+        if api.get_metadata_opt(name).await.map_err(|error| cluster.error(error))?.is_some() {
+            return Ok(Some(api));
+        }
+    }
+    Ok(None)
+}
+
+/// Asks Flux to reconcile the app now, as `flux reconcile` asks; returns the annotation's value,
+/// or `None` when there is no such app.
+pub async fn request_reconcile(cluster: &Cluster, namespace: &str, name: &str) -> Result<Option<String>> {
+    let Some(api) = app_object(cluster, namespace, name).await? else { return Ok(None) };
+    let requested = crate::flux::reconcile::request(&api, name).await.map_err(|error| cluster.error(error))?;
+    Ok(Some(requested))
+}
+
+/// Sets the app object's `spec.suspend`, as `flux suspend|resume` do (in the cluster only, like
+/// `app suspend` without `--persist`); says what it did, or `None` when there is no such app.
+pub async fn set_suspended(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    suspend: bool,
+    printer: &Printer,
+) -> Result<Option<String>> {
+    let Some(api) = app_object(cluster, namespace, name).await? else { return Ok(None) };
+    let body = serde_json::json!({"spec": {"suspend": suspend}});
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
+        .await
+        .map_err(|error| cluster.error(error))?;
+    let kind = api.resource_url().rsplit('/').next().unwrap_or_default().to_string();
+    if !suspend {
+        // Resuming reconciles at once, as `flux resume` does.
+        crate::flux::reconcile::request(&api, name).await.map_err(|error| cluster.error(error))?;
+    }
+    let done = if suspend { "suspended" } else { "resumed" };
+    printer.detail(&format!("{kind} {namespace}/{name} {done}"));
+    Ok(Some(format!("{done} {namespace}/{name} in the cluster (the config repo is unchanged)")))
 }

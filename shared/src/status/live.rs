@@ -77,8 +77,9 @@ impl Store {
     }
 }
 
-/// The Flux objects in scope as the watches report them.
-struct Live {
+/// The Flux objects in scope as the watches report them (`status --watch`, `status --wait` and
+/// the UI's shared listing).
+pub(crate) struct Live {
     cluster: Cluster,
     runtime: Runtime,
     flux_namespace: String,
@@ -98,7 +99,7 @@ impl Lookup for Live {
 
 impl Live {
     /// Detects Flux (as `status` does) and starts one watch per kind in scope.
-    async fn start(cluster: Cluster, scope: &Scope, printer: Printer) -> Result<Live> {
+    pub(crate) async fn start(cluster: Cluster, scope: &Scope, printer: Printer) -> Result<Live> {
         let detection = detect_flux(&cluster).await?;
         let served = detection.api_versions.clone();
         let runtime = runtime(detection);
@@ -130,7 +131,7 @@ impl Live {
     }
 
     /// Waits for the watches to report a burst of changes and applies them.
-    async fn update(&mut self) {
+    pub(crate) async fn update(&mut self) {
         for change in self.triggers.burst().await {
             self.apply(change);
         }
@@ -173,8 +174,19 @@ impl Live {
     }
 
     /// Whether every watch has listed its objects once.
-    fn listed(&self) -> bool {
+    pub(crate) fn listed(&self) -> bool {
         self.stores.iter().all(|store| store.listed)
+    }
+
+    /// Listing every app kind (Kustomization, HelmRelease) was forbidden: the user may not read
+    /// them in this scope at all.
+    pub(crate) fn app_kinds_forbidden(&self) -> bool {
+        let mut app_kinds = self.stores.iter().filter(|store| !store.extra && store.is_app_kind()).peekable();
+        app_kinds.peek().is_some()
+            && app_kinds.all(|store| {
+                let prefix = format!("{}: ", store.kind.plural);
+                self.forbidden.iter().any(|denied| denied.starts_with(&prefix))
+            })
     }
 
     /// What is still being listed, and why it is not done.
@@ -187,7 +199,7 @@ impl Live {
     }
 
     /// The listing as `status` shows it, from what the watches reported.
-    fn report(&self) -> Report {
+    pub(crate) fn report(&self) -> Report {
         let apps: Vec<Arc<DynamicObject>> = self
             .stores
             .iter()
@@ -467,7 +479,7 @@ pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer:
 
 /// The rows that differ between two listings, in listing order; a row that is gone is shown as it
 /// was with the message `deleted`. With `failed_only`, only rows that are or were not ready.
-pub(super) fn changed_rows(old: &Report, new: &Report, failed_only: bool) -> Vec<AppStatus> {
+pub(crate) fn changed_rows(old: &Report, new: &Report, failed_only: bool) -> Vec<AppStatus> {
     let rows = |report: &Report| -> BTreeMap<(String, String, String), AppStatus> {
         report
             .apps

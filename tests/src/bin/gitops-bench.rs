@@ -65,7 +65,9 @@ fn main() -> Result<()> {
             flux = build.join().unwrap_or_else(|_| Err("the flux CLI build thread panicked".into()));
         }
         report(env, &api, size, seeding, &flux)?;
+        ui(env, size)?;
     }
+    budgets(env)?;
     match &flux {
         Ok(cli) => {
             passthrough(cli)?;
@@ -162,6 +164,164 @@ fn artifacts(cli: &Path) -> Result<()> {
         println!("  kubectl gitops artifact {name}   {mine:>8.0} ms");
         println!("  flux {name} artifact             {theirs:>8.0} ms");
         println!("  ours / flux                    {ratio:>8.2}     (target <= 1)  {verdict}");
+    }
+    Ok(())
+}
+
+/// `kubectl gitops ui` over the seeded apps: how long its watches take to list them, the first
+/// page of the API and of the Apps page (median of `RUNS`), `UI_CLIENTS` event streams fed by
+/// one set of watches (counted in the audit log) and how late a change reaches the last of
+/// them, and the server's peak RSS.
+fn ui(env: &TestEnv, size: usize) -> Result<()> {
+    const UI_CLIENTS: usize = 50;
+    let watches = || -> Result<usize> {
+        Ok(env.our_requests()?.iter().filter(|request| request.verb == "watch").count())
+    };
+    let watches_before = watches()?;
+    let server = gitops_e2e::ui::Ui::start(&binaries_path("kubectl-gitops-ui"), &env.kubeconfig, &[]);
+    let cookie = server.login();
+    let started = Instant::now();
+    let first = server.json(&cookie, "/api/v1/apps?limit=50");
+    let listed = started.elapsed();
+    let matching = first["matching"].as_u64().unwrap_or(0) as usize;
+    if matching < size {
+        bail!("the UI listed {matching} apps, expected {size}");
+    }
+    let time = |path: &str| -> Result<Duration> {
+        let mut times = Vec::new();
+        for _ in 0..=RUNS {
+            let started = Instant::now();
+            let answer = server.get(&cookie, path);
+            if answer.status != 200 {
+                bail!("GET {path}: {} {}", answer.status, answer.body);
+            }
+            times.push(started.elapsed());
+        }
+        // The first run warms up.
+        let mut measured = times.split_off(1);
+        measured.sort();
+        Ok(measured[measured.len() / 2])
+    };
+    let api_page = time("/api/v1/apps?limit=50")?;
+    let html_page = time("/apps")?;
+    let mut streams: Vec<gitops_e2e::ui::Events> =
+        (0..UI_CLIENTS).map(|_| gitops_e2e::ui::Events::open(&server, &cookie)).collect();
+    for stream in &mut streams {
+        stream.next_apps();
+    }
+    let changed = Instant::now();
+    env.kubectl_ok(&["-n", "bench-0", "patch", "kustomization", "app-0", "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#])?;
+    for stream in &mut streams {
+        while !stream.next_apps()["changed"].to_string().contains("\"app-0\"") {}
+    }
+    let reached_all = changed.elapsed();
+    env.kubectl_ok(&["-n", "bench-0", "patch", "kustomization", "app-0", "--type=merge", "-p", r#"{"spec":{"suspend":false}}"#])?;
+    let ui_watches = watches()? - watches_before;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))?;
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    let (code, stderr) = server.interrupt();
+    if code != Some(0) {
+        bail!("kubectl gitops ui did not stop cleanly: {stderr}");
+    }
+    drop(streams);
+    let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
+    println!("\nkubectl gitops ui, {size} apps ({RUNS} runs each, medians)");
+    println!("  watches listed the apps (first request)   {:>8.0} ms", ms(listed));
+    println!("  {UI_CLIENTS} event streams: a change reached all in {:>8.0} ms", ms(reached_all));
+    let check = |name: &str, value: f64, limit: f64, unit: &str| {
+        let verdict = if value <= limit { "PASS" } else { "FAIL" };
+        println!("  {name:<46} {value:>8.1}{unit}  (target <= {limit}{unit})  {verdict}");
+    };
+    check("first page, GET /api/v1/apps?limit=50", ms(api_page), 300.0, " ms");
+    check("first page, GET /apps (HTML)", ms(html_page), 300.0, " ms");
+    // One watch per Flux kind the cluster serves, whatever the number of clients.
+    check(&format!("watches started for {UI_CLIENTS} clients"), ui_watches as f64, 6.0, "");
+    check("server peak RSS", peak_kb as f64 / 1024.0, 150.0, " MB");
+    Ok(())
+}
+
+/// The start-up, detect and size budgets of docs/performance.md. The timed rows run alternating,
+/// `STARTUP_RUNS` each after one warm-up round, medians, against kubectl in the same rounds:
+/// `--help` and `version --client` of the dispatcher (our start alone, as a script calls
+/// `kubectl-gitops`) against `kubectl version --client`; `kubectl gitops detect` through the real
+/// kubectl against `kubectl version`, both on the environment's API server.
+fn budgets(env: &TestEnv) -> Result<()> {
+    const STARTUP_RUNS: usize = 40;
+    let kubectl = gitops_e2e::binaries::kubectl();
+    let dispatcher = binaries_path("kubectl-gitops");
+    let bin_dir = dispatcher.parent().context("the binaries' directory")?.to_path_buf();
+    // kubectl finds kubectl-gitops (and the dispatcher its siblings) on PATH.
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )?;
+    let rows: [(&str, &Path, &[&str]); 5] = [
+        ("kubectl-gitops --help", &dispatcher, &["--help"]),
+        ("kubectl-gitops version --client", &dispatcher, &["version", "--client"]),
+        ("kubectl version --client", &kubectl, &["version", "--client"]),
+        ("kubectl gitops detect", &kubectl, &["gitops", "detect"]),
+        ("kubectl version", &kubectl, &["version"]),
+    ];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
+    for round in 0..=STARTUP_RUNS {
+        for ((name, program, args), row) in rows.iter().zip(&mut times) {
+            let started = Instant::now();
+            let output =
+                Command::new(program).args(*args).env("PATH", &path).env("KUBECONFIG", &env.kubeconfig).output()?;
+            let elapsed = started.elapsed();
+            if !output.status.success() {
+                bail!("{name}: {}", String::from_utf8_lossy(&output.stderr));
+            }
+            if round > 0 {
+                row.push(elapsed);
+            }
+        }
+    }
+    let medians: Vec<f64> = times
+        .iter_mut()
+        .map(|row| {
+            row.sort();
+            row[row.len() / 2].as_secs_f64() * 1e3
+        })
+        .collect();
+    println!("\nstart-up and detect ({STARTUP_RUNS} runs each, alternating, medians)");
+    for ((name, _, _), median) in rows.iter().zip(&medians) {
+        println!("  {name:<46} {median:>8.1} ms");
+    }
+    let check = |name: &str, value: f64, limit: f64, unit: &str| {
+        let verdict = if value <= limit { "PASS" } else { "FAIL" };
+        println!("  {:<46} {:>8.2}{unit}  (target <= {limit}{unit})  {verdict}", name, value);
+    };
+    let [help, client, kubectl_client, detect, kubectl_version] = medians[..] else { unreachable!() };
+    check("kubectl-gitops --help", help, 10.0, " ms");
+    check("kubectl-gitops version --client", client, 10.0, " ms");
+    check("--help / kubectl version --client", help / kubectl_client, 0.2, "");
+    check("version --client / kubectl version --client", client / kubectl_client, 0.2, "");
+    check("kubectl gitops detect / kubectl version", detect / kubectl_version, 2.0, "");
+
+    // MB as the budgets mean it: 10^6 bytes.
+    println!("\nsizes ({})", bin_dir.display());
+    let mut binaries: Vec<PathBuf> = std::fs::read_dir(&bin_dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+            (name.starts_with("kubectl-gitops") || name.starts_with("kubectl_complete-gitops")) && !name.contains('.')
+        })
+        .collect();
+    binaries.sort();
+    for binary in &binaries {
+        let name = binary.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+        check(name, std::fs::metadata(binary)?.len() as f64 / 1e6, 8.0, " MB");
+    }
+    match std::env::var_os("BENCH_ARCHIVE").map(PathBuf::from) {
+        Some(archive) => {
+            let size = std::fs::metadata(&archive).with_context(|| format!("the archive {}", archive.display()))?.len();
+            check(&archive.file_name().unwrap_or_default().to_string_lossy(), size as f64 / 1e6, 25.0, " MB");
+        }
+        None => println!("  the release archive: not measured (BENCH_ARCHIVE unset; `make bench` sets it)"),
     }
     Ok(())
 }

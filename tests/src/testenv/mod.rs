@@ -25,6 +25,8 @@ use self::servers::{GitServer, HelmRepository, Registry};
 
 /// Token of the read-only user (bound to the `view` ClusterRole).
 const VIEWER_TOKEN: &str = "testenv-viewer-token";
+/// The user `tenant`, who may do nothing until a test binds a role in some namespace.
+const TENANT_TOKEN: &str = "testenv-tenant-token";
 /// The Flux controllers, in start order.
 pub const FLUX_CONTROLLERS: [&str; 4] =
     ["source-controller", "kustomize-controller", "helm-controller", "notification-controller"];
@@ -148,7 +150,12 @@ impl TestEnv {
             "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
         )?;
         let tokens = dir.join("pki/tokens.csv");
-        std::fs::write(&tokens, format!("{VIEWER_TOKEN},viewer,viewer-uid,\"testenv:viewers\"\n"))?;
+        std::fs::write(
+            &tokens,
+            format!(
+                "{VIEWER_TOKEN},viewer,viewer-uid,\"testenv:viewers\"\n{TENANT_TOKEN},tenant,tenant-uid,\"testenv:tenants\"\n"
+            ),
+        )?;
         let audit_log = dir.join("audit.log");
         supervisor.spawn(
             "kube-apiserver",
@@ -175,8 +182,8 @@ impl TestEnv {
         let server = format!("https://127.0.0.1:{}", ports.apiserver);
         let kubeconfig = dir.join("admin.kubeconfig");
         let readonly_kubeconfig = dir.join("readonly.kubeconfig");
-        write_kubeconfig(&kubeconfig, &server, &pki, None)?;
-        write_kubeconfig(&readonly_kubeconfig, &server, &pki, Some(VIEWER_TOKEN))?;
+        write_kubeconfig(&kubeconfig, &server, &pki, None, None)?;
+        write_kubeconfig(&readonly_kubeconfig, &server, &pki, Some(VIEWER_TOKEN), None)?;
         git.wait_ready(&mut supervisor)?;
 
         let mut env = TestEnv {
@@ -467,6 +474,14 @@ impl TestEnv {
             .context("cannot run kubectl")
     }
 
+    /// A kubeconfig of the user `tenant` (no rights until a test binds a role), whose context's
+    /// namespace is `namespace`.
+    pub fn tenant_kubeconfig(&self, namespace: &str) -> Result<PathBuf> {
+        let path = self.dir.join(format!("tenant-{namespace}.kubeconfig"));
+        write_kubeconfig(&path, &self.server, &self.pki, Some(TENANT_TOKEN), Some(namespace))?;
+        Ok(path)
+    }
+
     /// Runs kubectl and returns stdout; fails on a non-zero exit.
     pub fn kubectl_ok(&self, args: &[&str]) -> Result<String> {
         run(Command::new("kubectl").arg("--kubeconfig").arg(&self.kubeconfig).args(args))
@@ -561,7 +576,7 @@ fn crd_resources(dir: &Path) -> Result<Vec<(String, String)>> {
     Ok(resources)
 }
 
-fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>) -> Result<()> {
+fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>, namespace: Option<&str>) -> Result<()> {
     let user = match token {
         Some(token) => format!("    token: {token}\n"),
         None => format!(
@@ -571,10 +586,11 @@ fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>) -
         ),
     };
     let name = if token.is_some() { "testenv-readonly" } else { "testenv" };
+    let namespace = namespace.map(|namespace| format!("    namespace: {namespace}\n")).unwrap_or_default();
     std::fs::write(
         path,
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n{user}contexts:\n- name: {name}\n  context:\n    cluster: testenv\n    user: {name}\ncurrent-context: {name}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\nusers:\n- name: {name}\n  user:\n{user}contexts:\n- name: {name}\n  context:\n    cluster: testenv\n    user: {name}\n{namespace}current-context: {name}\n",
             ca = pki.ca_cert.display()
         ),
     )?;

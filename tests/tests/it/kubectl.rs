@@ -43,6 +43,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-flux",
             "kubectl-gitops-install",
             "kubectl-gitops-status",
+            "kubectl-gitops-ui",
             "kubectl-gitops-upgrade"
         ]
     );

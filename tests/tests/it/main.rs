@@ -18,4 +18,5 @@ mod provider;
 mod setup;
 mod status;
 mod testenv;
+mod ui;
 mod upgrade;

@@ -1,0 +1,223 @@
+//! `/api/v1`: JSON over the same functions the CLI calls (docs/api.md). Errors are
+//! `{"error": …, "hint": …}` with the HTTP status the exit code maps to.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde::Serialize;
+
+use super::Server;
+use super::live::Snapshot;
+use super::query::{AppsPage, AppsParams, page};
+use crate::error::{Error, ExitCode};
+use crate::status::{self, AppReport, AppStatus};
+
+/// How long a request waits for the watches' first listing before answering 503.
+const FIRST_LISTING: Duration = Duration::from_secs(20);
+
+/// An error as the API answers it.
+#[derive(Debug, Serialize)]
+pub(crate) struct ApiError {
+    #[serde(skip)]
+    status: StatusCode,
+    error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, error: &str, hint: Option<&str>) -> ApiError {
+        ApiError { status, error: error.to_string(), hint: hint.map(str::to_string) }
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub(crate) fn message(&self) -> (&str, Option<&str>) {
+        (&self.error, self.hint.as_deref())
+    }
+}
+
+impl From<Error> for ApiError {
+    /// The exit codes' HTTP statuses: bad input 400, forbidden 403, cluster 503, git 502.
+    fn from(error: Error) -> ApiError {
+        let status = match &error {
+            Error::Forbidden { .. } | Error::Unauthorized { .. } => StatusCode::FORBIDDEN,
+            _ => match error.exit_code() {
+                ExitCode::Usage => StatusCode::BAD_REQUEST,
+                ExitCode::Cluster => StatusCode::SERVICE_UNAVAILABLE,
+                ExitCode::Git => StatusCode::BAD_GATEWAY,
+                ExitCode::No => StatusCode::CONFLICT,
+                ExitCode::Ok | ExitCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+        };
+        ApiError { status, error: error.to_string(), hint: error.hint() }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(&self)).into_response()
+    }
+}
+
+/// The latest snapshot once the watches listed everything once (or failed to start).
+pub(super) async fn listed(server: &Server) -> Result<Arc<Snapshot>, ApiError> {
+    let mut snapshots = server.snapshots.clone();
+    let waited = tokio::time::timeout(FIRST_LISTING, snapshots.wait_for(|s| s.listed || s.error.is_some())).await;
+    match waited {
+        Ok(Ok(snapshot)) => match &snapshot.error {
+            Some(error) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("cannot watch the Flux objects: {error}"),
+                Some("check that `kubectl gitops status -A` works with the same kubeconfig"),
+            )),
+            None => Ok(Arc::clone(&snapshot)),
+        },
+        _ => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the Flux objects are still being listed",
+            Some("try again in a few seconds"),
+        )),
+    }
+}
+
+/// `GET /api/v1/apps?namespace=&health=&q=&limit=&continue=`
+pub(super) async fn apps(
+    State(server): State<Arc<Server>>,
+    Query(params): Query<AppsParams>,
+) -> Result<Json<AppsPage>, ApiError> {
+    let query = params.checked()?;
+    let snapshot = listed(&server).await?;
+    Ok(Json(page(&snapshot, &query)))
+}
+
+/// `GET /api/v1/apps/{namespace}/{name}`: what `app status -o json` prints.
+pub(super) async fn app(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<AppReport>, ApiError> {
+    Ok(Json(app_report(&server, &namespace, &name).await?))
+}
+
+pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> Result<AppReport, ApiError> {
+    crate::names::validate_name(namespace, "namespace")?;
+    crate::names::validate_name(name, "app name")?;
+    match status::app_report(&server.cluster, namespace, name, &server.printer).await? {
+        Some(report) => Ok(report),
+        None => Err(not_found_app(namespace, name)),
+    }
+}
+
+fn not_found_app(namespace: &str, name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        &format!("no Kustomization or HelmRelease {name:?} in namespace {namespace}"),
+        Some("GET /api/v1/apps lists the apps you may read"),
+    )
+}
+
+/// `GET /api/v1/cluster`: what `detect -o json` prints.
+pub(super) async fn cluster(State(server): State<Arc<Server>>) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(crate::detect::detect(&server.cluster).await?))
+}
+
+/// What `POST …/{action}` did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Acted {
+    pub(crate) action: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    /// What the command printed, as `kubectl gitops app suspend` prints it.
+    pub(crate) result: String,
+}
+
+/// `POST /api/v1/apps/{namespace}/{name}/suspend|resume|reconcile`
+pub(super) async fn act(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name, action)): Path<(String, String, String)>,
+) -> Result<Json<Acted>, ApiError> {
+    Ok(Json(perform(&server, &namespace, &name, &action).await?))
+}
+
+/// Suspends, resumes or reconciles an app, as `app suspend|resume` and `flux reconcile` do.
+pub(super) async fn perform(server: &Server, namespace: &str, name: &str, action: &str) -> Result<Acted, ApiError> {
+    crate::names::validate_name(namespace, "namespace")?;
+    crate::names::validate_name(name, "app name")?;
+    let result = match action {
+        "reconcile" => match status::request_reconcile(&server.cluster, namespace, name).await? {
+            Some(requested) => format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})"),
+            None => return Err(not_found_app(namespace, name)),
+        },
+        "suspend" | "resume" => {
+            status::set_suspended(&server.cluster, namespace, name, action == "suspend", &server.printer)
+                .await?
+                .ok_or_else(|| not_found_app(namespace, name))?
+        }
+        other => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                &format!("no action {other:?}"),
+                Some("the actions are suspend, resume and reconcile"),
+            ));
+        }
+    };
+    Ok(Acted { action: action.to_string(), namespace: namespace.to_string(), name: name.to_string(), result })
+}
+
+/// One `apps` event: the rows that changed since the previous event (a deleted row comes with
+/// the message `deleted`), and the snapshot's revision.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AppsChanged {
+    revision: u64,
+    changed: Vec<AppStatus>,
+}
+
+/// `GET /api/v1/events`: Server-Sent Events, an `apps` event on every change the watches see.
+/// Each client reads the shared snapshots; no client starts a watch of its own.
+pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let snapshots = server.snapshots.clone();
+    let stopping = server.stopping.clone();
+    let stream = futures::stream::unfold(
+        (snapshots, stopping, None::<Arc<Snapshot>>),
+        |(mut snapshots, mut stopping, last)| async move {
+            loop {
+                let current = Arc::clone(&snapshots.borrow_and_update());
+                if current.listed && last.as_ref().is_none_or(|last| last.revision != current.revision) {
+                    let changed = match &last {
+                        Some(last) => status::changed_rows(&last.report, &current.report, false),
+                        None => current.report.apps.iter().chain(&current.report.other_flux_objects).cloned().collect(),
+                    };
+                    let body = AppsChanged { revision: current.revision, changed };
+                    let event = Event::default().event("apps").json_data(&body).unwrap_or_default();
+                    return Some((Ok(event), (snapshots, stopping, Some(current))));
+                }
+                tokio::select! {
+                    changed = snapshots.changed() => if changed.is_err() { return None },
+                    _ = stopping.wait_for(|stop| *stop) => return None,
+                }
+            }
+        },
+    );
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// `GET /api/v1/openapi.json`
+pub(super) async fn openapi() -> impl IntoResponse {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], include_str!("openapi.json"))
+}
+
+/// Any other path under `/api/v1`.
+pub(super) async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no such endpoint", Some("GET /api/v1/openapi.json lists the endpoints"))
+}

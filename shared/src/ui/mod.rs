@@ -1,0 +1,182 @@
+//! `kubectl gitops ui`: a web UI and a JSON API on 127.0.0.1, over the same core as the CLI.
+//!
+//! - [`live`]: one watch per Flux kind (the reflectors of `status --watch`), shared by every
+//!   client; each change becomes a new [`live::Snapshot`] that pages, the API and the
+//!   Server-Sent Events read.
+//! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the
+//!   read-only default.
+//! - [`api`]: `/api/v1`, JSON, the schemas `-o json` prints (docs/api.md).
+//! - [`pages`]: server-rendered HTML that works without JavaScript; `assets/ui.js` only swaps
+//!   the rows in when the events say they changed.
+//!
+//! The server acts with the user's kubeconfig credentials, so RBAC decides what each user sees.
+
+mod api;
+mod auth;
+mod live;
+mod pages;
+mod query;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, header};
+use axum::routing::{get, post};
+use tokio::sync::watch;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::cli::GlobalArgs;
+use crate::cluster::{Cluster, Connection};
+use crate::error::{Error, ExitCode, Result};
+use crate::output::Printer;
+use crate::timeouts;
+
+/// Request bodies larger than this are refused (413) before a handler reads them.
+pub(crate) const BODY_LIMIT: usize = 1 << 20;
+
+/// The flags of `kubectl gitops ui`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UiArgs {
+    /// The port to listen on; a free one is picked when not given.
+    #[arg(long)]
+    pub port: Option<u16>,
+
+    /// The address to listen on. Anything but a loopback address exposes your cluster
+    /// credentials to the network, and is refused.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub address: IpAddr,
+
+    /// Allow changes from the UI and the API (suspend, resume, reconcile); read-only otherwise.
+    #[arg(long)]
+    pub allow_writes: bool,
+
+    /// Print the URL without opening a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+}
+
+/// `kubectl gitops ui`, resolved from its flags.
+#[derive(Debug, Clone)]
+pub struct UiSettings {
+    listen: SocketAddr,
+    allow_writes: bool,
+    open_browser: bool,
+}
+
+impl UiArgs {
+    /// Checks the flags: only a loopback address is served.
+    pub fn settings(&self, printer: &Printer) -> Result<UiSettings> {
+        if !self.address.is_loopback() {
+            return Err(Error::usage(
+                format!("--address {} is not a loopback address", self.address),
+                "the UI acts with your kubeconfig credentials; serve it on 127.0.0.1 (or ::1) and reach it through `ssh -L` if needed",
+            ));
+        }
+        Ok(UiSettings {
+            listen: SocketAddr::new(self.address, self.port.unwrap_or(0)),
+            allow_writes: self.allow_writes,
+            // On a terminal a person is there to look; under a script, the URL alone.
+            open_browser: !self.no_browser && printer.redraws(),
+        })
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct Server {
+    cluster: Cluster,
+    allow_writes: bool,
+    /// `http://127.0.0.1:PORT`, what a same-origin request's `Origin` header says.
+    origin: String,
+    auth: auth::Auth,
+    snapshots: watch::Receiver<Arc<live::Snapshot>>,
+    /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
+    stopping: watch::Receiver<bool>,
+    printer: Printer,
+}
+
+/// Serves until Ctrl-C. Prints the URL (with its one-time token) on stdout.
+pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer) -> Result<ExitCode> {
+    let cluster = Cluster::connect(&Connection::from_args(global, timeouts::REQUEST), &printer).await?;
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|error| Error::io(format!("cannot listen on {}", settings.listen), error))?;
+    let address = listener.local_addr().map_err(|error| Error::io("cannot read the listening address", error))?;
+    let origin = format!("http://{address}");
+    let auth = auth::Auth::new()?;
+    let url = format!("{origin}/?token={}", auth.token());
+    let snapshots = live::follow(cluster.clone(), printer);
+    let (stop, stopping) = watch::channel(false);
+    let server =
+        Arc::new(Server { cluster, allow_writes: settings.allow_writes, origin, auth, snapshots, stopping, printer });
+
+    printer.data(&format!("{url}\n"))?;
+    printer.progress(&format!(
+        "serving the UI on {address} ({}); Ctrl-C stops it",
+        if settings.allow_writes { "writes allowed" } else { "read-only" }
+    ));
+    if settings.open_browser {
+        open_browser(&url, &printer);
+    }
+    let shutdown = async move {
+        let _ = tokio::signal::ctrl_c().await;
+        let _ = stop.send(true);
+    };
+    axum::serve(listener, router(server))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|error| Error::io("the UI server stopped", error))?;
+    printer.progress("stopped");
+    Ok(ExitCode::Ok)
+}
+
+fn router(server: Arc<Server>) -> Router {
+    let api = Router::new()
+        .route("/apps", get(api::apps))
+        .route("/apps/{namespace}/{name}", get(api::app))
+        .route("/apps/{namespace}/{name}/{action}", post(api::act))
+        .route("/cluster", get(api::cluster))
+        .route("/events", get(api::events))
+        .route("/openapi.json", get(api::openapi))
+        .fallback(api::not_found);
+    Router::new()
+        .route("/", get(pages::root))
+        .route("/apps", get(pages::apps))
+        .route("/apps/rows", get(pages::rows))
+        .route("/apps/{namespace}/{name}", get(pages::app))
+        .route("/apps/{namespace}/{name}/{action}", post(pages::act))
+        .route("/cluster", get(pages::cluster))
+        .route("/assets/{file}", get(pages::asset))
+        .nest("/api/v1", api)
+        .layer(axum::middleware::from_fn_with_state(server.clone(), auth::guard))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"),
+        ))
+        // The first URL carries the token: never send it on to another site.
+        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .with_state(server)
+}
+
+/// Opens the URL in the user's browser; a failure is a warning, the URL is printed anyway.
+fn open_browser(url: &str, printer: &Printer) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(error) = spawned {
+        printer.warning(&format!("cannot open a browser ({opener}: {error}); open the URL above yourself"));
+    }
+}

@@ -1,0 +1,312 @@
+//! The HTML pages: rendered on the server (maud, checked at compile time), usable without
+//! JavaScript. `assets/ui.js` adds the live rows: on each `apps` event it fetches `/apps/rows`
+//! with the page's own query and swaps the table body in.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use maud::{DOCTYPE, Markup, html};
+
+use super::Server;
+use super::api::{self, ApiError};
+use super::query::{AppRow, AppsPage, AppsParams, page};
+use crate::status::{AppReport, AppState, ObjectStatus, shorten_revision};
+
+const CSS: &str = include_str!("assets/ui.css");
+const JS: &str = include_str!("assets/ui.js");
+
+fn layout(title: &str, body: Markup) -> Html<String> {
+    Html(
+        html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    meta name="viewport" content="width=device-width, initial-scale=1";
+                    title { (title) " · kubectl gitops" }
+                    link rel="stylesheet" href="/assets/ui.css";
+                    script src="/assets/ui.js" defer {}
+                }
+                body {
+                    nav { a href="/apps" { "Apps" } " " a href="/cluster" { "Cluster" } }
+                    main { (body) }
+                }
+            }
+        }
+        .into_string(),
+    )
+}
+
+/// A refusal or failure, as a page.
+fn error_page(status: StatusCode, message: &str, hint: Option<&str>) -> Response {
+    let body = html! {
+        h1 { "Error" }
+        p.error { (message) }
+        @if let Some(hint) = hint { p.hint { "hint: " (hint) } }
+    };
+    (status, layout("Error", body)).into_response()
+}
+
+pub(super) fn refused(status: StatusCode, message: &str, hint: &str) -> Response {
+    error_page(status, message, Some(hint))
+}
+
+fn failed(error: ApiError) -> Response {
+    let (message, hint) = error.message();
+    error_page(error.status(), message, hint)
+}
+
+pub(super) async fn root() -> Redirect {
+    Redirect::to("/apps")
+}
+
+/// `GET /apps`: the listing, filters and one page of rows.
+pub(super) async fn apps(State(server): State<Arc<Server>>, Query(params): Query<AppsParams>) -> Response {
+    match cut(&server, &params).await {
+        Ok(listing) => layout("Apps", apps_body(&params, &listing)).into_response(),
+        Err(error) => failed(error),
+    }
+}
+
+/// `GET /apps/rows`: the table body alone, for the live updates.
+pub(super) async fn rows(State(server): State<Arc<Server>>, Query(params): Query<AppsParams>) -> Response {
+    match cut(&server, &params).await {
+        Ok(listing) => Html(rows_body(&params, &listing).into_string()).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn cut(server: &Server, params: &AppsParams) -> Result<AppsPage, ApiError> {
+    let query = params.checked()?;
+    let snapshot = api::listed(server).await?;
+    Ok(page(&snapshot, &query))
+}
+
+fn state_word(state: AppState) -> &'static str {
+    match state {
+        AppState::Ready => "ready",
+        AppState::Failing => "failing",
+        AppState::Progressing => "progressing",
+        AppState::Suspended => "suspended",
+    }
+}
+
+fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
+    let selected_namespace = params.namespace.clone().unwrap_or_default();
+    let selected_health = params.health.clone().unwrap_or_default();
+    let summary = &listing.summary;
+    html! {
+        h1 { "Apps" }
+        form method="get" action="/apps" {
+            label { "Namespace " select name="namespace" {
+                option value="" { "all" }
+                @for namespace in &listing.namespaces {
+                    option value=(namespace) selected[*namespace == selected_namespace] { (namespace) }
+                }
+            } }
+            " "
+            label { "Health " select name="health" {
+                option value="" { "any" }
+                @for health in ["ready", "failing", "progressing", "suspended"] {
+                    option value=(health) selected[health == selected_health] { (health) }
+                }
+            } }
+            " "
+            label { "Name " input type="search" name="q" value=(params.q.clone().unwrap_or_default()); }
+            @if let Some(limit) = &params.limit { input type="hidden" name="limit" value=(limit); }
+            " " button type="submit" { "Filter" }
+        }
+        p.summary {
+            (summary.apps) " apps: " (summary.ready) " ready, " (summary.failing) " failing, "
+            (summary.progressing) " progressing, " (summary.suspended) " suspended"
+        }
+        @if let Some(namespace) = &listing.watched_namespace {
+            p.warning { "You may not list apps in every namespace: showing namespace " (namespace) "." }
+        }
+        @if !listing.forbidden.is_empty() {
+            p.warning { "Not allowed to read: " (listing.forbidden.join("; ")) }
+        }
+        table #apps {
+            thead { tr {
+                th { "NAMESPACE" } th { "NAME" } th { "KIND" } th { "READY" } th { "SUSPENDED" }
+                th { "SOURCE REVISION" } th { "APPLIED REVISION" } th { "LAST DEPLOYED" } th { "MESSAGE" }
+            } }
+            tbody #rows data-revision=(listing.revision) { (rows_body(params, listing)) }
+        }
+    }
+}
+
+/// The rows and, in a last row, the link to the next page.
+fn rows_body(params: &AppsParams, listing: &AppsPage) -> Markup {
+    html! {
+        @for row in &listing.items { (app_row(row)) }
+        @if listing.items.is_empty() { tr { td colspan="9" { "No apps match." } } }
+        @if let Some(after) = &listing.continue_after {
+            tr.more { td colspan="9" { a href=(next_page(params, after)) { "Next page" } } }
+        }
+    }
+}
+
+fn app_row(row: &AppRow) -> Markup {
+    let app = &row.app;
+    let ready = match app.state {
+        AppState::Ready => "True",
+        AppState::Failing => "False",
+        AppState::Progressing | AppState::Suspended => "Unknown",
+    };
+    html! {
+        tr class=(state_word(app.state)) data-app=(format!("{}/{}", app.namespace, app.name)) {
+            td { (app.namespace) }
+            td { a href=(format!("/apps/{}/{}", app.namespace, app.name)) { (app.name) } }
+            td { (format!("{:?}", app.kind).to_lowercase()) @if !row.managed { " (flux)" } }
+            td.state { (ready) }
+            td { (if app.state == AppState::Suspended { "True" } else { "False" }) }
+            td { (app.source_revision.as_deref().map(shorten_revision).unwrap_or_default()) }
+            td { (app.applied_revision.as_deref().map(shorten_revision).unwrap_or_default()) }
+            td { (app.last_deployed.clone().unwrap_or_default()) }
+            td.message { (app.message.clone().unwrap_or_default()) }
+        }
+    }
+}
+
+fn next_page(params: &AppsParams, after: &str) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in
+        [("namespace", &params.namespace), ("health", &params.health), ("q", &params.q), ("limit", &params.limit)]
+    {
+        if let Some(value) = value.as_deref().filter(|value| !value.is_empty()) {
+            query.append_pair(name, value);
+        }
+    }
+    query.append_pair("continue", after);
+    format!("/apps?{}", query.finish())
+}
+
+/// `GET /apps/{namespace}/{name}`: the `app status` tree.
+pub(super) async fn app(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    match api::app_report(&server, &namespace, &name).await {
+        Ok(report) => layout(&name, app_body(&report, server.allow_writes)).into_response(),
+        Err(error) => failed(error),
+    }
+}
+
+fn object_row(object: &ObjectStatus) -> Markup {
+    html! {
+        tr class=(if object.ready == "True" { "ready" } else if object.ready == "False" { "failing" } else { "progressing" }) {
+            td { (object.kind) } td { (object.namespace) "/" (object.name) } td.state { (object.ready) }
+            td { (object.reason.clone().unwrap_or_default()) }
+            td { (object.revision.as_deref().map(shorten_revision).unwrap_or_default()) }
+            td.message { (object.message.clone().unwrap_or_default()) }
+        }
+    }
+}
+
+fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
+    let app = &report.app;
+    let base = format!("/apps/{}/{}", app.namespace, app.name);
+    html! {
+        h1 { (app.namespace) "/" (app.name) " " span class=(format!("badge {}", state_word(app.state))) { (state_word(app.state)) } }
+        @if let Some(message) = &app.message { p.message { (message) } }
+        @if allow_writes {
+            div.actions {
+                @for action in ["reconcile", "suspend", "resume"] {
+                    form method="post" action=(format!("{base}/{action}")) { button type="submit" { (action) } }
+                }
+            }
+        }
+        h2 { "Chain" }
+        table { thead { tr { th { "KIND" } th { "OBJECT" } th { "READY" } th { "REASON" } th { "REVISION" } th { "MESSAGE" } } }
+            tbody { @for object in &app.objects { (object_row(object)) } } }
+        @if let Some(error) = &report.last_error {
+            h2 { "Last error" } p.error { (error.kind) " " (error.name) ": " (error.message.clone().unwrap_or_default()) }
+        }
+        @if !report.waiting_on.is_empty() {
+            h2 { "Waiting on" }
+            ul { @for waiting in &report.waiting_on {
+                li { (waiting.kind) " " (waiting.namespace) "/" (waiting.name) ": " (waiting.message.clone().unwrap_or_default()) }
+            } }
+        }
+        @if !report.dependencies.is_empty() {
+            h2 { "Dependencies" }
+            table { tbody { @for object in &report.dependencies { (object_row(object)) } } }
+        }
+        @if let Some(commit) = &report.commit {
+            h2 { "Commit" }
+            p { code { (shorten_revision(&commit.sha)) } " " (commit.subject) " · " (commit.author) " · " (commit.time) }
+        }
+        @if let Some(deployed) = &report.last_deployed {
+            h2 { "Last deployed" }
+            p { (deployed.revision) @if let Some(time) = &deployed.time { " at " (time) } }
+        }
+        h2 { "Workloads" }
+        @if report.workloads.is_empty() { p { "None applied." } } @else {
+            table { thead { tr { th { "KIND" } th { "NAME" } th { "READY" } th { "MESSAGE" } } }
+                tbody { @for workload in &report.workloads {
+                    tr { td { (workload.kind) } td { (workload.namespace) "/" (workload.name) }
+                        td { (workload.ready_replicas) "/" (workload.replicas) } td.message { (workload.message.clone().unwrap_or_default()) } }
+                } } }
+        }
+        h2 { "Inventory" }
+        p { (report.inventory.len()) " objects applied." }
+    }
+}
+
+/// `POST /apps/{namespace}/{name}/{action}` from the App page's buttons: does it, then shows the
+/// page again (a form post works without JavaScript).
+pub(super) async fn act(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name, action)): Path<(String, String, String)>,
+) -> Response {
+    match api::perform(&server, &namespace, &name, &action).await {
+        Ok(_) => Redirect::to(&format!("/apps/{namespace}/{name}")).into_response(),
+        Err(error) => failed(error),
+    }
+}
+
+/// `GET /cluster`: what `detect` reports, and the Flux runtime.
+pub(super) async fn cluster(State(server): State<Arc<Server>>) -> Response {
+    let detection = match crate::detect::detect(&server.cluster).await {
+        Ok(detection) => detection,
+        Err(error) => return failed(error.into()),
+    };
+    let body = html! {
+        h1 { "Cluster" }
+        table.facts { tbody {
+            tr { th { "State" } td { (detection.state.word()) } }
+            tr { th { "Server" } td { (detection.server) } }
+            tr { th { "Kubernetes" } td { (detection.kubernetes_version.clone().unwrap_or_default()) } }
+            @if let Some(flux) = &detection.flux {
+                tr { th { "Flux" } td { (flux.version.clone().unwrap_or_else(|| "unknown".into())) " in " (flux.namespace) } }
+            }
+            @if let Some(record) = &detection.gitops {
+                tr { th { "Config repo" } td { (record.url) " (" (record.branch) ") " (record.path) } }
+            }
+        } }
+        h2 { "Controllers" }
+        table { thead { tr { th { "NAME" } th { "VERSION" } th { "READY" } } }
+            tbody { @for controller in &detection.controllers {
+                tr class=(if controller.ready { "ready" } else { "failing" }) {
+                    td { (controller.name) } td { (controller.tag.clone().unwrap_or_default()) }
+                    td.state { (if controller.ready { "True" } else { "False" }) }
+                }
+            } } }
+        @if !detection.warnings.is_empty() {
+            h2 { "Warnings" } ul { @for warning in &detection.warnings { li { (warning) } } }
+        }
+    };
+    layout("Cluster", body).into_response()
+}
+
+/// `GET /assets/{file}`: the stylesheet and the script, compiled into the binary.
+pub(super) async fn asset(Path(file): Path<String>) -> Response {
+    match file.as_str() {
+        "ui.css" => ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response(),
+        "ui.js" => ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], JS).into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}

@@ -1,0 +1,301 @@
+//! The Apps listing's filters and pages, the same for the API and the page: server-side, so a
+//! browser never receives 10,000 rows to page through itself.
+
+use serde::{Deserialize, Serialize};
+
+use super::live::Snapshot;
+use crate::error::{Error, Result};
+use crate::names;
+use crate::status::{AppState, AppStatus, Scope, Summary, summarize};
+
+/// Rows per page unless `limit` says otherwise, and the most one page may hold.
+pub(crate) const DEFAULT_LIMIT: usize = 50;
+pub(crate) const MAX_LIMIT: usize = 500;
+
+/// The query string of `GET /apps` and `GET /api/v1/apps`, as sent.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct AppsParams {
+    pub(crate) namespace: Option<String>,
+    pub(crate) health: Option<String>,
+    pub(crate) q: Option<String>,
+    pub(crate) limit: Option<String>,
+    #[serde(rename = "continue")]
+    pub(crate) continue_after: Option<String>,
+}
+
+/// The same, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AppsQuery {
+    pub(crate) namespace: Option<String>,
+    pub(crate) health: Option<AppState>,
+    pub(crate) q: Option<String>,
+    pub(crate) limit: usize,
+    /// The page starts after this row (namespace, name).
+    pub(crate) after: Option<(String, String)>,
+}
+
+impl AppsParams {
+    pub(crate) fn checked(&self) -> Result<AppsQuery> {
+        let namespace = non_empty(&self.namespace);
+        if let Some(namespace) = &namespace {
+            names::validate_name(namespace, "namespace")?;
+        }
+        let health = match non_empty(&self.health).as_deref() {
+            None => None,
+            Some("ready") => Some(AppState::Ready),
+            Some("failing") => Some(AppState::Failing),
+            Some("progressing") => Some(AppState::Progressing),
+            Some("suspended") => Some(AppState::Suspended),
+            Some(other) => {
+                return Err(Error::usage(
+                    format!("health {other:?} is not one of ready, failing, progressing, suspended"),
+                    "use health=ready, failing, progressing or suspended, or leave it out",
+                ));
+            }
+        };
+        let limit = match non_empty(&self.limit) {
+            None => DEFAULT_LIMIT,
+            Some(text) => match text.parse::<usize>() {
+                Ok(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
+                _ => {
+                    return Err(Error::usage(
+                        format!("limit {text:?} is not a number from 1 to {MAX_LIMIT}"),
+                        format!("use limit=1 to limit={MAX_LIMIT} (default {DEFAULT_LIMIT})"),
+                    ));
+                }
+            },
+        };
+        let after = match non_empty(&self.continue_after) {
+            None => None,
+            Some(token) => match token.split_once('/') {
+                Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
+                    Some((namespace.to_string(), name.to_string()))
+                }
+                _ => {
+                    return Err(Error::usage(
+                        format!("continue {token:?} is not a token this server gave"),
+                        "pass the `continue` value of the previous page as it came",
+                    ));
+                }
+            },
+        };
+        let q = non_empty(&self.q).map(|q| q.to_lowercase());
+        Ok(AppsQuery { namespace, health, q, limit, after })
+    }
+}
+
+fn non_empty(value: &Option<String>) -> Option<String> {
+    value.as_deref().map(str::trim).filter(|value| !value.is_empty()).map(str::to_string)
+}
+
+/// One row of the listing: a `status` row and whether kubectl-gitops manages it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AppRow {
+    #[serde(flatten)]
+    pub(crate) app: AppStatus,
+    /// Labelled as ours (`status` lists these first); the others are Flux objects we did not add.
+    pub(crate) managed: bool,
+}
+
+/// One page of `GET /api/v1/apps` (docs/api.md).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AppsPage {
+    /// The rows of this page, by namespace then name.
+    pub(crate) items: Vec<AppRow>,
+    /// Pass as `continue` for the next page; absent on the last.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub(crate) continue_after: Option<String>,
+    /// Rows matching the filters, on every page.
+    pub(crate) matching: usize,
+    /// Counts over the matching rows.
+    pub(crate) summary: Summary,
+    /// The namespaces that hold rows, for the filter.
+    pub(crate) namespaces: Vec<String>,
+    /// Namespaces or kinds the user may not read.
+    pub(crate) forbidden: Vec<String>,
+    /// The snapshot this page was cut from; the events carry the same number.
+    pub(crate) revision: u64,
+    /// The one namespace watched when RBAC does not let the user list every namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) watched_namespace: Option<String>,
+}
+
+/// Cuts one page out of a listing.
+pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
+    let report = &snapshot.report;
+    let mut rows: Vec<AppRow> = report
+        .apps
+        .iter()
+        .map(|app| AppRow { app: app.clone(), managed: true })
+        .chain(report.other_flux_objects.iter().map(|app| AppRow { app: app.clone(), managed: false }))
+        .collect();
+    rows.sort_by(|a, b| (&a.app.namespace, &a.app.name).cmp(&(&b.app.namespace, &b.app.name)));
+    let mut namespaces: Vec<String> = rows.iter().map(|row| row.app.namespace.clone()).collect();
+    namespaces.dedup();
+    let matching: Vec<AppRow> = rows.into_iter().filter(|row| matches(&row.app, query)).collect();
+    let summary = summarize(matching.iter().map(|row| &row.app));
+    let start = match &query.after {
+        None => 0,
+        Some((namespace, name)) => {
+            matching.partition_point(|row| (&row.app.namespace, &row.app.name) <= (namespace, name))
+        }
+    };
+    let items: Vec<AppRow> = matching.iter().skip(start).take(query.limit).cloned().collect();
+    let continue_after = (start + items.len() < matching.len())
+        .then(|| items.last().map(|row| format!("{}/{}", row.app.namespace, row.app.name)))
+        .flatten();
+    AppsPage {
+        items,
+        continue_after,
+        matching: matching.len(),
+        summary,
+        namespaces,
+        forbidden: report.forbidden.clone(),
+        revision: snapshot.revision,
+        watched_namespace: match &snapshot.scope {
+            Scope::All => None,
+            Scope::Namespace(namespace) => Some(namespace.clone()),
+        },
+    }
+}
+
+fn matches(app: &AppStatus, query: &AppsQuery) -> bool {
+    query.namespace.as_ref().is_none_or(|namespace| *namespace == app.namespace)
+        && query.health.is_none_or(|health| health == app.state)
+        && query.q.as_ref().is_none_or(|q| app.name.to_lowercase().contains(q.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::AppKind;
+
+    fn row(namespace: &str, name: &str, state: AppState) -> AppStatus {
+        AppStatus {
+            namespace: namespace.into(),
+            name: name.into(),
+            kind: AppKind::Kustomize,
+            state,
+            source_url: None,
+            source_ref: None,
+            source_revision: None,
+            applied_revision: None,
+            last_deployed: None,
+            message: None,
+            objects: Vec::new(),
+        }
+    }
+
+    fn report(rows: Vec<AppStatus>) -> Snapshot {
+        let mut snapshot = Snapshot::starting();
+        snapshot.report.summary = summarize(rows.iter());
+        snapshot.report.apps = rows;
+        snapshot.listed = true;
+        snapshot
+    }
+
+    impl Snapshot {
+        fn revised(&self, revision: u64) -> Snapshot {
+            Snapshot { revision, ..self.clone() }
+        }
+    }
+
+    fn query(text: &str) -> Result<AppsQuery> {
+        let params: AppsParams = serde_urlencoded_like(text);
+        params.checked()
+    }
+
+    /// The pairs of a query string, as axum's `Query` hands them over.
+    fn serde_urlencoded_like(text: &str) -> AppsParams {
+        let mut params = AppsParams::default();
+        for (name, value) in form_urlencoded::parse(text.as_bytes()) {
+            let value = Some(value.into_owned());
+            match &*name {
+                "namespace" => params.namespace = value,
+                "health" => params.health = value,
+                "q" => params.q = value,
+                "limit" => params.limit = value,
+                "continue" => params.continue_after = value,
+                _ => {}
+            }
+        }
+        params
+    }
+
+    #[test]
+    fn pages_follow_each_other_without_gaps_or_repeats() {
+        let rows: Vec<AppStatus> =
+            (0..25).map(|i| row(&format!("team-{}", i % 3), &format!("app-{i:02}"), AppState::Ready)).collect();
+        let report = report(rows);
+        let mut seen = Vec::new();
+        let mut next = String::new();
+        loop {
+            let page = page(&report.revised(7), &query(&format!("limit=10&continue={next}")).unwrap());
+            assert_eq!(page.matching, 25);
+            assert_eq!(page.revision, 7);
+            seen.extend(page.items.iter().map(|row| format!("{}/{}", row.app.namespace, row.app.name)));
+            match page.continue_after {
+                Some(token) => next = token,
+                None => break,
+            }
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(seen, sorted);
+        assert_eq!(seen.len(), 25);
+    }
+
+    #[test]
+    fn a_deleted_row_does_not_shift_the_next_page() {
+        let rows: Vec<AppStatus> = (0..6).map(|i| row("team", &format!("app-{i}"), AppState::Ready)).collect();
+        let first = page(&report(rows.clone()), &query("limit=3").unwrap());
+        assert_eq!(first.continue_after.as_deref(), Some("team/app-2"));
+        let without_app_1: Vec<AppStatus> = rows.into_iter().filter(|row| row.name != "app-1").collect();
+        let second = page(&report(without_app_1), &query("limit=3&continue=team/app-2").unwrap());
+        let names: Vec<&str> = second.items.iter().map(|row| row.app.name.as_str()).collect();
+        assert_eq!(names, ["app-3", "app-4", "app-5"]);
+        assert_eq!(second.continue_after, None);
+    }
+
+    #[test]
+    fn filters_combine() {
+        let report = report(vec![
+            row("team-a", "web", AppState::Ready),
+            row("team-a", "Web-admin", AppState::Failing),
+            row("team-b", "web", AppState::Failing),
+            row("team-b", "db", AppState::Failing),
+        ]);
+        let names = |text: &str| -> Vec<String> {
+            page(&report, &query(text).unwrap())
+                .items
+                .iter()
+                .map(|row| format!("{}/{}", row.app.namespace, row.app.name))
+                .collect()
+        };
+        assert_eq!(names("health=failing&q=WEB"), ["team-a/Web-admin", "team-b/web"]);
+        assert_eq!(names("namespace=team-b&health=failing"), ["team-b/db", "team-b/web"]);
+        assert_eq!(names("namespace=team-a&health=&q="), ["team-a/Web-admin", "team-a/web"]);
+        let filtered = page(&report, &query("health=failing").unwrap());
+        assert_eq!((filtered.summary.apps, filtered.summary.failing), (3, 3));
+        assert_eq!(filtered.namespaces, ["team-a", "team-b"]);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_with_a_hint() {
+        for (text, said) in [
+            ("health=sick", "health \"sick\""),
+            ("limit=0", "limit \"0\""),
+            ("limit=501", "limit \"501\""),
+            ("limit=ten", "limit \"ten\""),
+            ("continue=nonsense", "continue \"nonsense\""),
+            ("namespace=Not_A_Namespace", "Not_A_Namespace"),
+        ] {
+            let error = query(text).unwrap_err();
+            assert!(error.to_string().contains(said), "{text}: {error}");
+            assert!(error.hint().is_some(), "{text}");
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! `kubectl gitops ui` against the real API server and Flux controllers: the token and the
+//! session cookie, the API's pages and filters, its refusals, the live events, writes, a
+//! namespace-scoped user, and Ctrl-C.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gitops_e2e::binaries;
+use gitops_e2e::testenv::TestEnv;
+use gitops_e2e::ui::{Events, Ui};
+
+fn start(kubeconfig: &Path, extra: &[&str]) -> Ui {
+    Ui::start(&binaries::path("kubectl-gitops-ui"), kubeconfig, extra)
+}
+
+const LABELS: &str = "  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\n";
+
+fn kustomization(namespace: &str, name: &str) -> String {
+    format!(
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: {namespace}\n{LABELS}spec:\n  interval: 10m0s\n  path: ./{name}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: missing-source\n"
+    )
+}
+
+fn names(page: &serde_json::Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| format!("{}/{}", row["namespace"].as_str().unwrap(), row["name"].as_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "ui-team"]).unwrap();
+    let mut objects = String::new();
+    for index in 0..7 {
+        objects.push_str(&kustomization("ui-team", &format!("web-{index}")));
+    }
+    objects.push_str(&kustomization("ui-team", "db"));
+    env.apply_yaml(&objects).unwrap();
+
+    let ui = start(&env.kubeconfig, &[]);
+
+    // No session: refused, on the API as JSON, on a page as HTML.
+    let answer = ui.get("", "/api/v1/apps");
+    assert_eq!(answer.status, 401);
+    assert!(answer.error().contains("no session"));
+    assert_eq!(ui.get("", "/apps").status, 401);
+    assert_eq!(ui.get("", "/?token=not-the-token").status, 401);
+    let cookie = ui.login();
+    // The token works once.
+    assert_eq!(ui.get("", &format!("/?token={}", ui.token)).status, 401);
+
+    // Pages of three, filtered to the namespace, follow each other.
+    let mut seen = Vec::new();
+    let mut path = "/api/v1/apps?namespace=ui-team&limit=3".to_string();
+    loop {
+        let page = ui.json(&cookie, &path);
+        assert_eq!(page["matching"], 8, "{page}");
+        assert!(names(&page).len() <= 3);
+        seen.extend(names(&page));
+        match page["continue"].as_str() {
+            Some(next) => path = format!("/api/v1/apps?namespace=ui-team&limit=3&continue={next}"),
+            None => break,
+        }
+    }
+    let mut expected: Vec<String> = (0..7).map(|index| format!("ui-team/web-{index}")).collect();
+    expected.insert(0, "ui-team/db".to_string());
+    assert_eq!(seen, expected);
+    let searched = ui.json(&cookie, "/api/v1/apps?q=WEB-6");
+    assert_eq!(names(&searched), ["ui-team/web-6"]);
+    assert_eq!(searched["items"][0]["managed"], true);
+    assert_eq!(searched["items"][0]["kind"], "kustomize");
+
+    // Bad input: 400 with a hint; unknown things: 404.
+    for path in
+        ["/api/v1/apps?limit=0", "/api/v1/apps?health=sick", "/api/v1/apps?namespace=Bad_NS", "/api/v1/apps?continue=x"]
+    {
+        let answer = ui.get(&cookie, path);
+        assert_eq!(answer.status, 400, "{path}: {}", answer.body);
+        answer.error();
+    }
+    assert_eq!(ui.get(&cookie, "/api/v1/apps/ui-team/nope").status, 404);
+    assert_eq!(ui.get(&cookie, "/api/v1/nothing-here").status, 404);
+
+    // One app: what `app status -o json` prints, with the missing source it waits on.
+    let app = ui.json(&cookie, "/api/v1/apps/ui-team/db");
+    assert_eq!(app["app"]["name"], "db");
+    assert!(app["waitingOn"].to_string().contains("missing-source"), "{app}");
+    let cluster = ui.json(&cookie, "/api/v1/cluster");
+    assert_eq!(cluster["state"], "flux2", "{cluster}");
+    let openapi = ui.json(&cookie, "/api/v1/openapi.json");
+    assert!(openapi["paths"]["/api/v1/apps"].is_object());
+
+    // The pages, without JavaScript.
+    let apps = ui.get(&cookie, "/apps?namespace=ui-team&limit=3");
+    assert_eq!(apps.status, 200);
+    assert!(apps.body.contains("web-0") && apps.body.contains("Next page"), "{}", apps.body);
+    assert!(apps.header("content-security-policy").is_some());
+    let page = ui.get(&cookie, "/apps/ui-team/db");
+    assert!(page.body.contains("missing-source"), "{}", page.body);
+    assert!(!page.body.contains("<form method=\"post\""), "read-only pages show no actions");
+    assert!(ui.get(&cookie, "/cluster").body.contains("Kubernetes"));
+
+    // Read-only by default: writes are refused and change nothing.
+    let answer = ui.request("POST", "/api/v1/apps/ui-team/db/reconcile", &[("Cookie", &cookie)], b"");
+    assert_eq!(answer.status, 403);
+    assert!(answer.error().contains("read-only"));
+
+    // Live: a change made with kubectl reaches an open event stream.
+    let mut events = Events::open(&ui, &cookie);
+    let first = events.next_apps();
+    assert!(first["changed"].as_array().unwrap().len() >= 8, "the first event carries every row");
+    let patched = Instant::now();
+    env.kubectl_ok(&[
+        "-n",
+        "ui-team",
+        "patch",
+        "kustomization",
+        "web-3",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":true}}"#,
+    ])
+    .unwrap();
+    let latency = loop {
+        let event = events.next_apps();
+        let rows = event["changed"].as_array().unwrap();
+        if rows.iter().any(|row| row["name"] == "web-3" && row["state"] == "suspended") {
+            break patched.elapsed();
+        }
+        assert!(patched.elapsed() < Duration::from_secs(10), "no event showed web-3 suspended");
+    };
+    eprintln!("ui: a suspension reached the event stream in {latency:?}");
+    let suspended = ui.json(&cookie, "/api/v1/apps?health=suspended&namespace=ui-team");
+    assert_eq!(names(&suspended), ["ui-team/web-3"]);
+
+    // Ctrl-C stops it cleanly, with an event stream still open.
+    let (code, stderr) = ui.interrupt();
+    assert_eq!(code, Some(0), "{stderr}");
+    drop(events);
+}
+
+#[test]
+fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "ui-tenant"]).unwrap();
+    env.kubectl(&["create", "namespace", "ui-other"]).unwrap();
+    env.apply_yaml(&(kustomization("ui-tenant", "shop") + &kustomization("ui-other", "hidden"))).unwrap();
+
+    let ui = start(&env.kubeconfig, &["--allow-writes"]);
+    let cookie = ui.login();
+    let evil = ui.request(
+        "POST",
+        "/api/v1/apps/ui-tenant/shop/reconcile",
+        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+        b"",
+    );
+    assert_eq!(evil.status, 403);
+    assert!(evil.error().contains("evil.example"));
+    let huge = vec![b'x'; (1 << 20) + 1];
+    let oversized = ui.request(
+        "POST",
+        "/api/v1/apps/ui-tenant/shop/reconcile",
+        &[("Cookie", &cookie), ("Content-Type", "application/json")],
+        &huge,
+    );
+    assert_eq!(oversized.status, 413, "{}", oversized.body);
+    oversized.error();
+    let text = ui.request(
+        "POST",
+        "/api/v1/apps/ui-tenant/shop/reconcile",
+        &[("Cookie", &cookie), ("Content-Type", "text/plain")],
+        b"reconcile please",
+    );
+    assert_eq!(text.status, 415, "{}", text.body);
+    text.error();
+    let unknown = ui.request("POST", "/api/v1/apps/ui-tenant/shop/explode", &[("Cookie", &cookie)], b"");
+    assert_eq!(unknown.status, 404);
+    unknown.error();
+    let annotation = || {
+        env.kubectl_ok(&[
+            "-n",
+            "ui-tenant",
+            "get",
+            "kustomization",
+            "shop",
+            "-o",
+            "jsonpath={.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}",
+        ])
+        .unwrap()
+    };
+    assert_eq!(annotation(), "", "refused requests changed nothing");
+    let origin = ui.origin();
+    let done =
+        ui.request("POST", "/api/v1/apps/ui-tenant/shop/reconcile", &[("Cookie", &cookie), ("Origin", &origin)], b"");
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(!annotation().is_empty());
+    let suspended =
+        ui.request("POST", "/api/v1/apps/ui-tenant/shop/suspend", &[("Cookie", &cookie), ("Origin", &origin)], b"");
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let spec = env.kubectl_ok(&["-n", "ui-tenant", "get", "kustomization", "shop", "-o", "jsonpath={.spec.suspend}"]);
+    assert_eq!(spec.unwrap(), "true");
+    let page = ui.get(&cookie, "/apps/ui-tenant/shop");
+    assert!(page.body.contains("action=\"/apps/ui-tenant/shop/resume\""), "{}", page.body);
+    drop(ui);
+
+    // A user who may read only in ui-tenant sees the apps there, not an empty page or an error.
+    env.apply_yaml(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: flux-reader\n  namespace: ui-tenant\nrules:\n- apiGroups: [source.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io, helm.toolkit.fluxcd.io]\n  resources: ['*']\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: tenant-reads-flux\n  namespace: ui-tenant\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: flux-reader\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: tenant\n",
+    )
+    .unwrap();
+    let tenant = start(&env.tenant_kubeconfig("ui-tenant").unwrap(), &[]);
+    let cookie = tenant.login();
+    let page = tenant.json(&cookie, "/api/v1/apps");
+    assert_eq!(names(&page), ["ui-tenant/shop"], "{page}");
+    let html = tenant.get(&cookie, "/apps");
+    assert!(html.body.contains("shop") && !html.body.contains("hidden"), "{}", html.body);
+}
