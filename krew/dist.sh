@@ -39,13 +39,15 @@ if [[ -d $bin_dir/man ]]; then
 fi
 
 mkdir -p "$out_dir"
+# Absolute: the archive is written from inside the staging directory (`make dist` passes "dist").
+out_dir=$(cd "$out_dir" && pwd)
 name=kubectl-gitops_${version}_${os}_${arch}
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
 if [[ $os == windows ]]; then
 	archive=$name.zip
 	find "$stage" -exec touch -h -d "@$epoch" {} +
 	rm -f "$out_dir/$archive.tmp"
-	out=$(cd "$out_dir" && pwd)/$archive.tmp
+	out=$out_dir/$archive.tmp
 	if command -v zip >/dev/null; then
 		(cd "$stage" && find . -type f | LC_ALL=C sort | sed 's#^\./##' | zip -q -X -@ "$out")
 	elif command -v 7z >/dev/null; then # GitHub's Windows runners have 7-Zip, not zip
