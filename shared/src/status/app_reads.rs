@@ -3,15 +3,16 @@
 //! workloads, and the commit behind the applied revision from git. [`Viewer`] reads again and
 //! again for `--wait` and `--watch`.
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 
 use super::app_report::{
-    AppRef, AppReport, Gathered, InventoryItem, Workload, applied_commit, build_report, inventory, missing, references,
-    workload,
+    AppRef, AppReport, Gathered, InventoryItem, PodState, Workload, applied_commit, build_report, inventory, missing,
+    pod_state, references, workload,
 };
 use super::collect::{Index, key, require_flux, resource, text};
-use crate::cluster::{Cluster, is_forbidden};
+use crate::cluster::{Cluster, is_forbidden, is_not_found};
 use crate::error::Result;
 use crate::flux::api::{self as flux_api, FluxKind, HELM_RELEASE, KUSTOMIZATION, ServedApis};
 use crate::flux::status::FluxObject;
@@ -209,15 +210,40 @@ async fn read_workloads(cluster: &Cluster, inventory: &[InventoryItem]) -> Resul
             ready_replicas: 0,
             ready: false,
             message: Some(message.to_string()),
+            pods: Vec::new(),
         };
         match read {
-            Ok(Some(object)) => Ok(workload(&item.kind, &object)),
+            Ok(Some(object)) => {
+                let mut found = workload(&item.kind, &object);
+                found.pods = read_pods(cluster, &namespace, &object).await?;
+                Ok(found)
+            }
             Ok(None) => Ok(unread("not found")),
             Err(error) if is_forbidden(&error) => Ok(unread("forbidden")),
             Err(error) => Err(cluster.error(error)),
         }
     });
     futures::future::try_join_all(reads).await
+}
+
+/// The pods a workload's selector matches (at most `PODS_SHOWN`); none when its selector uses
+/// expressions or pods may not be listed.
+async fn read_pods(cluster: &Cluster, namespace: &str, workload: &DynamicObject) -> Result<Vec<PodState>> {
+    const PODS_SHOWN: u32 = 50;
+    let Some(labels) = workload.data.pointer("/spec/selector/matchLabels").and_then(|labels| labels.as_object()) else {
+        return Ok(Vec::new());
+    };
+    let selector: Vec<String> =
+        labels.iter().filter_map(|(key, value)| value.as_str().map(|value| format!("{key}={value}"))).collect();
+    if selector.is_empty() {
+        return Ok(Vec::new());
+    }
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
+    match pods.list(&ListParams::default().labels(&selector.join(",")).limit(PODS_SHOWN)).await {
+        Ok(list) => Ok(list.items.iter().map(pod_state).collect()),
+        Err(error) if is_forbidden(&error) || is_not_found(&error) => Ok(Vec::new()),
+        Err(error) => Err(cluster.error(error)),
+    }
 }
 
 /// Fetches one commit with the credentials of the GitRepository's Secret.

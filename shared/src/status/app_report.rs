@@ -50,6 +50,73 @@ pub struct Workload {
     pub ready: bool,
     /// Why it could not be read (not found, forbidden).
     pub message: Option<String>,
+    /// Its pods (those its selector matches), with why each one that is not ready is not.
+    pub pods: Vec<PodState>,
+}
+
+/// A pod of a workload, and why it is not ready when it is not: what `kubectl describe` makes you
+/// dig for (ImagePullBackOff, CrashLoopBackOff, Unschedulable, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodState {
+    /// Name.
+    pub name: String,
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
+    pub phase: String,
+    /// The Ready condition is True.
+    pub ready: bool,
+    /// Container restarts, summed.
+    pub restarts: i64,
+    /// Why it is not ready: a waiting or terminated container's reason, else the scheduler's or
+    /// the Ready condition's.
+    pub reason: Option<String>,
+    /// The message that goes with the reason.
+    pub message: Option<String>,
+}
+
+/// How a pod stands, from its status alone.
+pub(super) fn pod_state(pod: &k8s_openapi::api::core::v1::Pod) -> PodState {
+    let status = pod.status.clone().unwrap_or_default();
+    let conditions = status.conditions.unwrap_or_default();
+    let condition = |kind: &str| conditions.iter().find(|condition| condition.type_ == kind);
+    let ready = condition("Ready").is_some_and(|ready| ready.status == "True");
+    let containers: Vec<_> = status
+        .init_container_statuses
+        .unwrap_or_default()
+        .into_iter()
+        .chain(status.container_statuses.unwrap_or_default())
+        .collect();
+    let restarts = containers.iter().map(|container| i64::from(container.restart_count)).sum();
+    let from_container = containers.iter().filter(|container| !container.ready).find_map(|container| {
+        let state = container.state.as_ref()?;
+        if let Some(waiting) = &state.waiting {
+            return waiting.reason.clone().map(|reason| (reason, waiting.message.clone()));
+        }
+        let terminated = state.terminated.as_ref()?;
+        terminated.reason.clone().map(|reason| (reason, terminated.message.clone()))
+    });
+    let unscheduled = condition("PodScheduled").filter(|scheduled| scheduled.status == "False").map(|scheduled| {
+        (scheduled.reason.clone().unwrap_or_else(|| "Unschedulable".into()), scheduled.message.clone())
+    });
+    let not_ready = condition("Ready")
+        .filter(|ready| ready.status != "True")
+        .and_then(|condition| condition.reason.clone().map(|reason| (reason, condition.message.clone())));
+    let (reason, message) = if ready {
+        (None, None)
+    } else {
+        match from_container.or(unscheduled).or(not_ready) {
+            Some((reason, message)) => (Some(reason), message),
+            None => (None, None),
+        }
+    };
+    PodState {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        phase: status.phase.unwrap_or_else(|| "Unknown".into()),
+        ready,
+        restarts,
+        reason,
+        message,
+    }
 }
 
 /// The last successful deployment.
@@ -217,6 +284,7 @@ pub(super) fn workload(kind: &str, object: &DynamicObject) -> Workload {
         ready_replicas,
         ready: ready_replicas >= replicas,
         message: None,
+        pods: Vec::new(),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::app_report::{AppReport, Workload, describe};
+use super::app_report::{AppReport, PodState, Workload, describe};
 use super::{AppState, ObjectStatus, shorten_revision};
 use crate::cli::OutputFormat;
 use crate::duration;
@@ -137,7 +137,22 @@ fn replicas(workload: &Workload, style: Style) -> String {
         return style.warn(message);
     }
     let text = format!("{}/{} ready", workload.ready_replicas, workload.replicas);
-    if workload.ready { style.good(&text) } else { style.warn(&text) }
+    if workload.ready {
+        return style.good(&text);
+    }
+    // The first pod that says why, as `kubectl describe` would, and how many more are stuck.
+    let stuck: Vec<&PodState> = workload.pods.iter().filter(|pod| !pod.ready && pod.reason.is_some()).collect();
+    match stuck.first() {
+        Some(pod) => {
+            let why = match &pod.message {
+                Some(message) => format!("{}: {message}", pod.reason.as_deref().unwrap_or_default()),
+                None => pod.reason.clone().unwrap_or_default(),
+            };
+            let more = if stuck.len() > 1 { format!(" (and {} more)", stuck.len() - 1) } else { String::new() };
+            format!("{}  pod {} {}{more}", style.warn(&text), pod.name, style.bad(&why))
+        }
+        None => style.warn(&text),
+    }
 }
 
 #[cfg(test)]

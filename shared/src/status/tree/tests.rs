@@ -13,13 +13,19 @@ const KUSTOMIZE: &str = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-sy
 const HELM: &str = "/apis/helm.toolkit.fluxcd.io/v2/namespaces/flux-system/helmreleases";
 const SOURCE: &str = "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system";
 
+const WEB: &str = "/apis/apps/v1/namespaces/default/deployments/web";
+
 fn fake() -> FakeApi {
+    without_web().recorded(WEB, "app-status/deployment-web.json")
+}
+
+/// Everything `fake` answers but Deployment `web`.
+fn without_web() -> FakeApi {
     FakeApi::new()
         .recorded("/apis", "discovery-flux.json")
         .recorded(&format!("{SOURCE}/gitrepositories/apps"), "app-status/gitrepository-apps.json")
         .recorded(&format!("{SOURCE}/helmrepositories/local"), "app-status/helmrepository-local.json")
         .recorded(&format!("{SOURCE}/helmcharts/flux-system-hello"), "app-status/helmchart-hello.json")
-        .recorded("/apis/apps/v1/namespaces/default/deployments/web", "app-status/deployment-web.json")
         .recorded(
             "/apis/apps/v1/namespaces/default/deployments/default-hello",
             "app-status/deployment-default-hello.json",
@@ -64,6 +70,74 @@ async fn a_ready_kustomization_shows_source_app_inventory_and_replicas() {
     Last error:    none
     Waiting on:    none
     ");
+}
+
+/// A pod as the API server reports it: `waiting` and `scheduled` say how it is stuck.
+fn pod(name: &str, ready: bool, waiting: Option<(&str, &str)>, unscheduled: Option<&str>) -> serde_json::Value {
+    let mut pod = serde_json::json!({
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+        "status": {"phase": if unscheduled.is_some() { "Pending" } else { "Running" }, "conditions": [
+            {"type": "Ready", "status": if ready { "True" } else { "False" }, "reason": if ready { None } else { Some("ContainersNotReady") }},
+        ]},
+    });
+    if let Some((reason, message)) = waiting {
+        pod["status"]["containerStatuses"] = serde_json::json!([{"name": "web", "image": "ghcr.io/example/web:v9",
+            "imageID": "", "ready": false, "restartCount": 3, "state": {"waiting": {"reason": reason, "message": message}}}]);
+    }
+    if let Some(message) = unscheduled {
+        pod["status"]["conditions"] = serde_json::json!([{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "message": message}]);
+    }
+    pod
+}
+
+#[test]
+fn a_pod_says_why_it_is_not_ready() {
+    let state = |value: serde_json::Value| {
+        let state = pod_state(&serde_json::from_value(value).unwrap());
+        (state.ready, state.reason, state.message, state.restarts)
+    };
+    assert_eq!(state(pod("a", true, None, None)), (true, None, None, 0));
+    assert_eq!(
+        state(pod("b", false, Some(("ImagePullBackOff", "Back-off pulling image \"ghcr.io/example/web:v9\"")), None)),
+        (false, Some("ImagePullBackOff".into()), Some("Back-off pulling image \"ghcr.io/example/web:v9\"".into()), 3)
+    );
+    assert_eq!(
+        state(pod("c", false, None, Some("0/3 nodes are available: 3 Insufficient cpu."))),
+        (false, Some("Unschedulable".into()), Some("0/3 nodes are available: 3 Insufficient cpu.".into()), 0)
+    );
+    assert_eq!(state(pod("d", false, None, None)), (false, Some("ContainersNotReady".into()), None, 0));
+}
+
+#[tokio::test]
+async fn a_workload_that_is_not_ready_names_the_pod_that_is_stuck_and_why() {
+    let mut deployment: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{}/testdata/api/app-status/deployment-web.json", env!("CARGO_MANIFEST_DIR")))
+            .unwrap(),
+    )
+    .unwrap();
+    deployment["status"]["readyReplicas"] = 1.into();
+    let pods = serde_json::json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [
+        pod("web-ok", true, None, None),
+        pod("web-bad", false, Some(("CrashLoopBackOff", "back-off 5m0s restarting failed container")), None),
+        pod("web-worse", false, Some(("ImagePullBackOff", "Back-off pulling image")), None),
+    ]});
+    let fake = without_web()
+        .route(WEB, 200, deployment.to_string())
+        .route("/api/v1/namespaces/default/pods", 200, pods.to_string())
+        .recorded(&format!("{KUSTOMIZE}/web"), "app-status/kustomization-web.json");
+    let (_, report) = look(&fake, "web").await;
+    assert_eq!(report.workloads[0].pods.len(), 3);
+    let line = tree(&report).lines().find(|line| line.contains("Deployment/default/web")).unwrap().to_string();
+    assert_eq!(
+        line,
+        "    └── Deployment/default/web  1/2 ready  pod web-bad CrashLoopBackOff: back-off 5m0s restarting failed container (and 1 more)"
+    );
+    assert!(
+        fake.requests().contains(&"GET /api/v1/namespaces/default/pods?&labelSelector=app%3Dweb&limit=50".to_string()),
+        "{:?}",
+        fake.requests()
+    );
 }
 
 #[tokio::test]
