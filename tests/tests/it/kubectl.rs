@@ -8,7 +8,7 @@ use std::process::Command;
 use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
 
-fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
+pub(crate) fn kubectl_with_plugins(kubectl: &Path, plugin_dir: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
     let path = format!("{}:/usr/bin:/bin", plugin_dir.display());
     Run::of(Command::new(kubectl).args(args).env("PATH", path).env("KUBECONFIG", kubeconfig))
 }

@@ -1,6 +1,7 @@
 //! The end-to-end and CLI tests, one test binary (linking each area as a binary of its own cost
 //! more than running them). Each module is one area; `make test`'s summary counts them apart.
 
+mod any_cluster;
 mod app;
 mod app_provider;
 mod artifact;
