@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -14,6 +15,7 @@ use futures::Stream;
 use serde::Serialize;
 
 use super::Server;
+use super::add::{AddApp, Added};
 use super::live::Snapshot;
 use super::query::{AppsPage, AppsParams, page};
 use crate::error::{Error, ExitCode};
@@ -174,8 +176,24 @@ pub(super) async fn perform(server: &Server, namespace: &str, name: &str, action
     Ok(Acted { action: action.to_string(), namespace: namespace.to_string(), name: name.to_string(), result })
 }
 
-/// One `apps` event: the rows that changed since the previous event (a deleted row comes with
-/// the message `deleted`), and the snapshot's revision.
+/// `POST /api/v1/apps`: `app add` with the body's fields as its flags (docs/api.md); with
+/// `dryRun` the plan and its diff, else the commit or the pull request.
+pub(super) async fn add(
+    State(server): State<Arc<Server>>,
+    body: Result<Json<AddApp>, JsonRejection>,
+) -> Result<Json<Added>, ApiError> {
+    let Json(request) = body.map_err(|rejection| {
+        let status = match rejection {
+            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        ApiError::new(status, &rejection.body_text(), Some("send the fields of `app add` as JSON (docs/api.md)"))
+    })?;
+    Ok(Json(request.run(&server.repo, &server.target, &server.printer).await?))
+}
+
+/// One `apps` event: the snapshot's revision, and the rows that changed since the previous event
+/// (none in the first; a deleted row comes with the message `deleted`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AppsChanged {
@@ -194,9 +212,12 @@ pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream
             loop {
                 let current = Arc::clone(&snapshots.borrow_and_update());
                 if current.listed && last.as_ref().is_none_or(|last| last.revision != current.revision) {
+                    // The first event carries the revision only: a client reads the rows it wants
+                    // with GET /apps. Sending every row to every new client would hold, at 10,000
+                    // apps and 50 clients, half a gigabyte of JSON at once.
                     let changed = match &last {
                         Some(last) => status::changed_rows(&last.report, &current.report, false),
-                        None => current.report.apps.iter().chain(&current.report.other_flux_objects).cloned().collect(),
+                        None => Vec::new(),
                     };
                     let body = AppsChanged { revision: current.revision, changed };
                     let event = Event::default().event("apps").json_data(&body).unwrap_or_default();

@@ -11,6 +11,7 @@
 //!
 //! The server acts with the user's kubeconfig credentials, so RBAC decides what each user sees.
 
+mod add;
 mod api;
 mod auth;
 mod live;
@@ -27,6 +28,7 @@ use axum::routing::{get, post};
 use tokio::sync::watch;
 use tower_http::set_header::SetResponseHeaderLayer;
 
+use crate::app::{RepoArgs, Target};
 use crate::cli::GlobalArgs;
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, ExitCode, Result};
@@ -55,6 +57,10 @@ pub struct UiArgs {
     /// Print the URL without opening a browser.
     #[arg(long)]
     pub no_browser: bool,
+
+    /// How adding an app from the UI reaches the config repo, as for `app add`.
+    #[command(flatten)]
+    pub repo: RepoArgs,
 }
 
 /// `kubectl gitops ui`, resolved from its flags.
@@ -63,6 +69,7 @@ pub struct UiSettings {
     listen: SocketAddr,
     allow_writes: bool,
     open_browser: bool,
+    repo: RepoArgs,
 }
 
 impl UiArgs {
@@ -79,6 +86,7 @@ impl UiArgs {
             allow_writes: self.allow_writes,
             // On a terminal a person is there to look; under a script, the URL alone.
             open_browser: !self.no_browser && printer.redraws(),
+            repo: self.repo.clone(),
         })
     }
 }
@@ -86,6 +94,10 @@ impl UiArgs {
 /// What every handler shares.
 pub(crate) struct Server {
     cluster: Cluster,
+    /// The cluster as the app commands take it, for adding an app.
+    target: Target,
+    /// The config repo flags the server was started with.
+    repo: RepoArgs,
     allow_writes: bool,
     /// `http://127.0.0.1:PORT`, what a same-origin request's `Origin` header says.
     origin: String,
@@ -108,8 +120,17 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
     let url = format!("{origin}/?token={}", auth.token());
     let snapshots = live::follow(cluster.clone(), printer);
     let (stop, stopping) = watch::channel(false);
-    let server =
-        Arc::new(Server { cluster, allow_writes: settings.allow_writes, origin, auth, snapshots, stopping, printer });
+    let server = Arc::new(Server {
+        cluster,
+        target: Target::from_args(global),
+        repo: settings.repo.clone(),
+        allow_writes: settings.allow_writes,
+        origin,
+        auth,
+        snapshots,
+        stopping,
+        printer,
+    });
 
     printer.data(&format!("{url}\n"))?;
     printer.progress(&format!(
@@ -133,7 +154,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
 
 fn router(server: Arc<Server>) -> Router {
     let api = Router::new()
-        .route("/apps", get(api::apps))
+        .route("/apps", get(api::apps).post(api::add))
         .route("/apps/{namespace}/{name}", get(api::app))
         .route("/apps/{namespace}/{name}/{action}", post(api::act))
         .route("/cluster", get(api::cluster))
@@ -144,6 +165,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/", get(pages::root))
         .route("/apps", get(pages::apps))
         .route("/apps/rows", get(pages::rows))
+        .route("/apps/new", get(pages::new_app).post(pages::add))
         .route("/apps/{namespace}/{name}", get(pages::app))
         .route("/apps/{namespace}/{name}/{action}", post(pages::act))
         .route("/cluster", get(pages::cluster))

@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
+use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
 
 use super::Server;
+use super::add::AddApp;
 use super::api::{self, ApiError};
 use super::query::{AppRow, AppsPage, AppsParams, page};
 use crate::status::{AppReport, AppState, ObjectStatus, shorten_revision};
@@ -30,7 +32,7 @@ fn layout(title: &str, body: Markup) -> Html<String> {
                     script src="/assets/ui.js" defer {}
                 }
                 body {
-                    nav { a href="/apps" { "Apps" } " " a href="/cluster" { "Cluster" } }
+                    nav { a href="/apps" { "Apps" } " " a href="/apps/new" { "Add an app" } " " a href="/cluster" { "Cluster" } }
                     main { (body) }
                 }
             }
@@ -247,9 +249,20 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
         @if report.workloads.is_empty() { p { "None applied." } } @else {
             table { thead { tr { th { "KIND" } th { "NAME" } th { "READY" } th { "MESSAGE" } } }
                 tbody { @for workload in &report.workloads {
-                    tr { td { (workload.kind) } td { (workload.namespace) "/" (workload.name) }
-                        td { (workload.ready_replicas) "/" (workload.replicas) } td.message { (workload.message.clone().unwrap_or_default()) } }
+                    tr class=(if workload.ready { "ready" } else { "failing" }) {
+                        td { (workload.kind) } td { (workload.namespace) "/" (workload.name) }
+                        td.state { (workload.ready_replicas) "/" (workload.replicas) }
+                        td.message { (workload.message.clone().unwrap_or_default()) } }
                 } } }
+            h2 { "Pods" }
+            table #pods { thead { tr { th { "POD" } th { "PHASE" } th { "READY" } th { "RESTARTS" } th { "REASON" } th { "MESSAGE" } } }
+                tbody { @for workload in &report.workloads { @for pod in &workload.pods {
+                    tr class=(if pod.ready { "ready" } else { "failing" }) {
+                        td { (workload.namespace) "/" (pod.name) } td { (pod.phase) }
+                        td.state { (if pod.ready { "True" } else { "False" }) } td { (pod.restarts) }
+                        td { (pod.reason.clone().unwrap_or_default()) } td.message { (pod.message.clone().unwrap_or_default()) }
+                    }
+                } } } }
         }
         h2 { "Inventory" }
         p { (report.inventory.len()) " objects applied." }
@@ -266,6 +279,125 @@ pub(super) async fn act(
         Ok(_) => Redirect::to(&format!("/apps/{namespace}/{name}")).into_response(),
         Err(error) => failed(error),
     }
+}
+
+/// The Add form's fields, as a browser posts them (checkboxes send "on").
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AddForm {
+    name: Option<String>,
+    url: Option<String>,
+    branch: Option<String>,
+    tag: Option<String>,
+    path: Option<String>,
+    chart: Option<String>,
+    chart_version: Option<String>,
+    secret_ref: Option<String>,
+    target_namespace: Option<String>,
+    create_namespace: Option<String>,
+    pr: Option<String>,
+    /// Set by the button under the plan: do it.
+    confirm: Option<String>,
+}
+
+impl AddForm {
+    fn request(&self) -> AddApp {
+        let text = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
+        AddApp {
+            name: self.name.clone().unwrap_or_default(),
+            url: self.url.clone().unwrap_or_default(),
+            branch: text(&self.branch),
+            tag: text(&self.tag),
+            path: text(&self.path),
+            chart: text(&self.chart),
+            chart_version: text(&self.chart_version),
+            secret_ref: text(&self.secret_ref),
+            target_namespace: text(&self.target_namespace),
+            create_namespace: self.create_namespace.is_some(),
+            pr: self.pr.is_some(),
+            dry_run: self.confirm.is_none(),
+            ..AddApp::default()
+        }
+    }
+}
+
+fn add_form(form: &AddForm, allow_writes: bool) -> Markup {
+    let value = |field: &Option<String>| field.clone().unwrap_or_default();
+    let fields = [
+        ("name", "Name", &form.name, "a DNS-1123 label: the app's directory and Flux objects"),
+        ("url", "URL", &form.url, "git (ssh://, https://), an https Helm repository, or oci://"),
+        ("branch", "Branch", &form.branch, "git sources; default main"),
+        ("tag", "Tag", &form.tag, "git or OCI tag"),
+        ("path", "Path", &form.path, "kustomize directory in the source; default ./"),
+        ("chart", "Chart", &form.chart, "Helm chart name (Helm repository or OCI)"),
+        ("chartVersion", "Chart version", &form.chart_version, "version or semver range"),
+        ("secretRef", "Secret", &form.secret_ref, "credentials Secret in the Flux namespace"),
+        ("targetNamespace", "Target namespace", &form.target_namespace, "default: default"),
+    ];
+    html! {
+        @if !allow_writes {
+            p.warning { "This UI is read-only: restart it with `kubectl gitops ui --allow-writes` to add apps." }
+        }
+        form.add method="post" action="/apps/new" {
+            table.facts { tbody {
+                @for (name, label, field, help) in fields {
+                    tr { th { label for=(name) { (label) } }
+                        td { input id=(name) name=(name) value=(value(field)); } td.hint { (help) } }
+                }
+                tr { th { "Create namespace" } td { input type="checkbox" name="createNamespace" checked[form.create_namespace.is_some()]; } td {} }
+                tr { th { "Pull request" } td { input type="checkbox" name="pr" checked[form.pr.is_some()]; } td.hint { "open a pull request instead of pushing" } }
+            } }
+            button type="submit" { "Show the plan" }
+        }
+    }
+}
+
+/// `GET /apps/new`: the Add form.
+pub(super) async fn new_app(State(server): State<Arc<Server>>) -> Response {
+    layout("Add an app", html! { h1 { "Add an app" } (add_form(&AddForm::default(), server.allow_writes)) })
+        .into_response()
+}
+
+/// `POST /apps/new`: first the plan and its diff (the dry run of `app add`) with a button to go
+/// on; then the commit or the pull request.
+pub(super) async fn add(State(server): State<Arc<Server>>, Form(form): Form<AddForm>) -> Response {
+    let request = form.request();
+    let added = match request.run(&server.repo, &server.target, &server.printer).await {
+        Ok(added) => added,
+        Err(error) => {
+            let error = ApiError::from(error);
+            let (message, hint) = error.message();
+            let body = html! {
+                h1 { "Add an app" }
+                p.error { (message) } @if let Some(hint) = hint { p.hint { "hint: " (hint) } }
+                (add_form(&form, server.allow_writes))
+            };
+            return (error.status(), layout("Add an app", body)).into_response();
+        }
+    };
+    let body = if added.dry_run {
+        html! {
+            h1 { "Add " (added.name) ": the plan" }
+            pre.plan { (added.output) }
+            form method="post" action="/apps/new" {
+                @for (name, field) in [("name", &form.name), ("url", &form.url), ("branch", &form.branch), ("tag", &form.tag),
+                    ("path", &form.path), ("chart", &form.chart), ("chartVersion", &form.chart_version),
+                    ("secretRef", &form.secret_ref), ("targetNamespace", &form.target_namespace),
+                    ("createNamespace", &form.create_namespace), ("pr", &form.pr)] {
+                    @if let Some(value) = field { input type="hidden" name=(name) value=(value); }
+                }
+                input type="hidden" name="confirm" value="1";
+                button type="submit" { (if form.pr.is_some() { "Open the pull request" } else { "Commit and push" }) }
+            }
+        }
+    } else {
+        html! {
+            h1 { "Added " (added.name) }
+            pre.plan { (added.output) }
+            p { "Flux applies it at its next reconcile; it then appears on the " a href="/apps" { "Apps" } " page." }
+        }
+    };
+    layout("Add an app", body).into_response()
 }
 
 /// `GET /cluster`: what `detect` reports, and the Flux runtime.

@@ -33,7 +33,7 @@ fn git(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
 }
 
 /// Pushes a directory as the only content of `repo`'s main branch.
-fn push_dir(env: &TestEnv, repo: &str, source: &Path, target: &str) {
+pub(crate) fn push_dir(env: &TestEnv, repo: &str, source: &Path, target: &str) {
     env.git.create_repo(repo).unwrap();
     let work = tempfile::tempdir().unwrap();
     git(env, work.path(), &["init", "-q", "-b", "main"]);
@@ -49,7 +49,7 @@ fn push_dir(env: &TestEnv, repo: &str, source: &Path, target: &str) {
 }
 
 /// Installs the layout into `env`'s cluster from repo `fleet`, path clusters/dev.
-fn install(env: &TestEnv, components: &Path) {
+pub(crate) fn install(env: &TestEnv, components: &Path) {
     let url = env.git.ssh_url("fleet");
     let run = Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
