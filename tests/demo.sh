@@ -120,6 +120,20 @@ kubectl gitops app list
 step 'kubectl gitops app status podinfo'
 kubectl gitops app status podinfo
 
+step 'kubectl gitops ui (its API lists the app; Ctrl-C stops it)'
+ui_dir=$(mktemp -d)
+kubectl gitops ui --no-browser >"$ui_dir/url" 2>"$ui_dir/log" &
+ui_pid=$!
+until [[ -s $ui_dir/url ]]; do kill -0 $ui_pid; sleep 0.1; done
+url=$(head -n1 "$ui_dir/url")
+curl -fsS -c "$ui_dir/jar" -o /dev/null "$url"
+curl -fsS -b "$ui_dir/jar" "${url%%/?token=*}/api/v1/apps?q=podinfo" | python3 -c 'import json, sys
+page = json.load(sys.stdin)
+for row in page["items"]: print(row["namespace"], row["name"], row["state"], row["appliedRevision"])'
+kill -INT $ui_pid
+wait $ui_pid
+rm -rf "$ui_dir"
+
 step 'kubectl gitops status'
 kubectl gitops status
 
