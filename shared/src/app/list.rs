@@ -74,7 +74,7 @@ fn live_row(app: &AppStatus, cluster: Option<&str>) -> AppRow {
         kind: kind_word(app),
         source: app.source_url.clone(),
         clusters: cluster.map(String::from).into_iter().collect(),
-        state: Some(state_word(app.state).to_string()),
+        state: Some(app.state.word().to_string()),
         suspended: Some(app.state == AppState::Suspended),
         revision: app.applied_revision.clone(),
     }
@@ -136,7 +136,7 @@ fn repo_rows(
             kind: kind.to_string(),
             source: source.as_ref().and_then(|s| s["spec"]["url"].as_str()).map(String::from),
             clusters,
-            state: running.map(|row| state_word(row.state).to_string()),
+            state: running.map(|row| row.state.word().to_string()),
             suspended: running.map(|row| row.state == AppState::Suspended),
             revision: running.and_then(|row| row.applied_revision.clone()),
         });
@@ -151,15 +151,6 @@ fn kind_word(app: &AppStatus) -> String {
         status::AppKind::Oci => "oci",
     }
     .to_string()
-}
-
-fn state_word(state: AppState) -> &'static str {
-    match state {
-        AppState::Ready => "ready",
-        AppState::Failing => "failing",
-        AppState::Progressing => "progressing",
-        AppState::Suspended => "suspended",
-    }
 }
 
 /// The rows as a table (`NAME KIND SOURCE CLUSTERS READY SUSPENDED REVISION`), names or data.

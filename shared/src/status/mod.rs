@@ -55,6 +55,21 @@ pub enum AppState {
     Suspended,
 }
 
+impl AppState {
+    /// Every state, in the order filters offer them.
+    pub const ALL: [AppState; 4] = [AppState::Ready, AppState::Failing, AppState::Progressing, AppState::Suspended];
+
+    /// The word `-o json` prints (its serde name), the UI's filters take and its rows are styled by.
+    pub fn word(self) -> &'static str {
+        match self {
+            AppState::Ready => "ready",
+            AppState::Failing => "failing",
+            AppState::Progressing => "progressing",
+            AppState::Suspended => "suspended",
+        }
+    }
+}
+
 /// A Flux object in an app's chain, with its Ready condition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

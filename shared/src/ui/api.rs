@@ -5,9 +5,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -71,6 +70,21 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// A JSON answer: serde_json straight into the body (axum's own `Json` adds a dependency for
+/// error paths of request bodies we parse ourselves).
+pub(crate) struct Json<T>(pub(crate) T);
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        match serde_json::to_vec(&self.0) {
+            Ok(body) => ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(error) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the answer: {error}")).into_response()
+            }
+        }
+    }
+}
+
 /// The latest snapshot once the watches listed everything once (or failed to start).
 pub(super) async fn listed(server: &Server) -> Result<Arc<Snapshot>, ApiError> {
     let mut snapshots = server.snapshots.clone();
@@ -95,9 +109,9 @@ pub(super) async fn listed(server: &Server) -> Result<Arc<Snapshot>, ApiError> {
 /// `GET /api/v1/apps?namespace=&health=&q=&limit=&continue=`
 pub(super) async fn apps(
     State(server): State<Arc<Server>>,
-    Query(params): Query<AppsParams>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<AppsPage>, ApiError> {
-    let query = params.checked()?;
+    let query = AppsParams::parse(query.as_deref()).checked()?;
     let snapshot = listed(&server).await?;
     Ok(Json(page(&snapshot, &query)))
 }
@@ -143,12 +157,27 @@ pub(crate) struct Acted {
     pub(crate) result: String,
 }
 
-/// `POST /api/v1/apps/{namespace}/{name}/suspend|resume|reconcile`
+/// `POST /api/v1/apps/{namespace}/{name}/suspend|resume|reconcile`. The App page's buttons post
+/// here too, as a form: they get the page back instead of JSON.
 pub(super) async fn act(
     State(server): State<Arc<Server>>,
     Path((namespace, name, action)): Path<(String, String, String)>,
-) -> Result<Json<Acted>, ApiError> {
-    Ok(Json(perform(&server, &namespace, &name, &action).await?))
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let acted = perform(&server, &namespace, &name, &action).await;
+    if media_type(&headers) == Some("application/x-www-form-urlencoded") {
+        return super::pages::acted(&namespace, &name, acted.map(drop));
+    }
+    match acted {
+        Ok(acted) => Json(acted).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The request body's media type, without parameters.
+fn media_type(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::CONTENT_TYPE)?.to_str().ok()?;
+    value.split(';').next().map(str::trim)
 }
 
 /// Suspends, resumes or reconciles an app, as `app suspend|resume` and `flux reconcile` do.
@@ -180,14 +209,15 @@ pub(super) async fn perform(server: &Server, namespace: &str, name: &str, action
 /// `dryRun` the plan and its diff, else the commit or the pull request.
 pub(super) async fn add(
     State(server): State<Arc<Server>>,
-    body: Result<Json<AddApp>, JsonRejection>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
 ) -> Result<Json<Added>, ApiError> {
-    let Json(request) = body.map_err(|rejection| {
-        let status = match rejection {
-            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        ApiError::new(status, &rejection.body_text(), Some("send the fields of `app add` as JSON (docs/api.md)"))
+    let hint = Some("send the fields of `app add` as JSON (docs/api.md)");
+    if media_type(&headers) != Some("application/json") {
+        return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "the body must be application/json", hint));
+    }
+    let request: AddApp = serde_json::from_slice(&body).map_err(|error| {
+        ApiError::new(StatusCode::BAD_REQUEST, &format!("the body is not an app to add: {error}"), hint)
     })?;
     Ok(Json(request.run(&server.repo, &server.target, &server.printer).await?))
 }
@@ -220,7 +250,7 @@ pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream
                         None => Vec::new(),
                     };
                     let body = AppsChanged { revision: current.revision, changed };
-                    let event = Event::default().event("apps").json_data(&body).unwrap_or_default();
+                    let event = Event::default().event("apps").data(serde_json::to_string(&body).unwrap_or_default());
                     return Some((Ok(event), (snapshots, stopping, Some(current))));
                 }
                 tokio::select! {

@@ -24,9 +24,9 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
+use axum::response::Response;
 use axum::routing::{get, post};
 use tokio::sync::watch;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::app::{RepoArgs, Target};
 use crate::cli::GlobalArgs;
@@ -164,23 +164,28 @@ fn router(server: Arc<Server>) -> Router {
     Router::new()
         .route("/", get(pages::root))
         .route("/apps", get(pages::apps))
-        .route("/apps/rows", get(pages::rows))
         .route("/apps/new", get(pages::new_app).post(pages::add))
         .route("/apps/{namespace}/{name}", get(pages::app))
-        .route("/apps/{namespace}/{name}/{action}", post(pages::act))
         .route("/cluster", get(pages::cluster))
         .route("/assets/{file}", get(pages::asset))
         .nest("/api/v1", api)
         .layer(axum::middleware::from_fn_with_state(server.clone(), auth::guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"),
-        ))
-        // The first URL carries the token: never send it on to another site.
-        .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
-        .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(axum::middleware::map_response(protect))
         .with_state(server)
+}
+
+/// The headers every answer carries: no script, style or frame from elsewhere, and, because the
+/// first URL carries the token, no referrer sent on to another site.
+async fn protect(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"),
+    );
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// Opens the URL in the user's browser; a failure is a warning, the URL is printed anyway.

@@ -1,11 +1,11 @@
 //! The HTML pages: rendered on the server (maud, checked at compile time), usable without
-//! JavaScript. `assets/ui.js` adds the live rows: on each `apps` event it fetches `/apps/rows`
+//! JavaScript. `assets/ui.js` adds the live rows: on each `apps` event it fetches `/apps?…&part=rows`
 //! with the page's own query and swaps the table body in.
 
 use std::sync::Arc;
 
-use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
@@ -64,19 +64,17 @@ pub(super) async fn root() -> Redirect {
     Redirect::to("/apps")
 }
 
-/// `GET /apps`: the listing, filters and one page of rows.
-pub(super) async fn apps(State(server): State<Arc<Server>>, Query(params): Query<AppsParams>) -> Response {
+/// `GET /apps`: the listing, filters and one page of rows; with `part=rows`, the table body alone,
+/// which the live updates fetch.
+pub(super) async fn apps(State(server): State<Arc<Server>>, RawQuery(query): RawQuery) -> Response {
+    let params = AppsParams::parse(query.as_deref());
+    let rows_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .any(|(name, value)| name == "part" && value == "rows");
     match cut(&server, &params).await {
+        Ok(listing) if rows_only => Html(rows_body(&params, &listing).into_string()).into_response(),
         Ok(listing) => layout("Apps", apps_body(&params, &listing)).into_response(),
+        Err(error) if rows_only => error.into_response(),
         Err(error) => failed(error),
-    }
-}
-
-/// `GET /apps/rows`: the table body alone, for the live updates.
-pub(super) async fn rows(State(server): State<Arc<Server>>, Query(params): Query<AppsParams>) -> Response {
-    match cut(&server, &params).await {
-        Ok(listing) => Html(rows_body(&params, &listing).into_string()).into_response(),
-        Err(error) => error.into_response(),
     }
 }
 
@@ -84,15 +82,6 @@ async fn cut(server: &Server, params: &AppsParams) -> Result<AppsPage, ApiError>
     let query = params.checked()?;
     let snapshot = api::listed(server).await?;
     Ok(page(&snapshot, &query))
-}
-
-fn state_word(state: AppState) -> &'static str {
-    match state {
-        AppState::Ready => "ready",
-        AppState::Failing => "failing",
-        AppState::Progressing => "progressing",
-        AppState::Suspended => "suspended",
-    }
 }
 
 fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
@@ -111,7 +100,7 @@ fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
             " "
             label { "Health " select name="health" {
                 option value="" { "any" }
-                @for health in ["ready", "failing", "progressing", "suspended"] {
+                @for health in AppState::ALL.map(AppState::word) {
                     option value=(health) selected[health == selected_health] { (health) }
                 }
             } }
@@ -159,7 +148,7 @@ fn app_row(row: &AppRow) -> Markup {
         AppState::Progressing | AppState::Suspended => "Unknown",
     };
     html! {
-        tr class=(state_word(app.state)) data-app=(format!("{}/{}", app.namespace, app.name)) {
+        tr class=(app.state.word()) data-app=(format!("{}/{}", app.namespace, app.name)) {
             td { (app.namespace) }
             td { a href=(format!("/apps/{}/{}", app.namespace, app.name)) { (app.name) } }
             td { (format!("{:?}", app.kind).to_lowercase()) @if !row.managed { " (flux)" } }
@@ -212,12 +201,12 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
     let app = &report.app;
     let base = format!("/apps/{}/{}", app.namespace, app.name);
     html! {
-        h1 { (app.namespace) "/" (app.name) " " span class=(format!("badge {}", state_word(app.state))) { (state_word(app.state)) } }
+        h1 { (app.namespace) "/" (app.name) " " span class=(format!("badge {}", app.state.word())) { (app.state.word()) } }
         @if let Some(message) = &app.message { p.message { (message) } }
         @if allow_writes {
             div.actions {
                 @for action in ["reconcile", "suspend", "resume"] {
-                    form method="post" action=(format!("{base}/{action}")) { button type="submit" { (action) } }
+                    form method="post" action=(format!("/api/v1{base}/{action}")) { button type="submit" { (action) } }
                 }
             }
         }
@@ -269,21 +258,17 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
     }
 }
 
-/// `POST /apps/{namespace}/{name}/{action}` from the App page's buttons: does it, then shows the
-/// page again (a form post works without JavaScript).
-pub(super) async fn act(
-    State(server): State<Arc<Server>>,
-    Path((namespace, name, action)): Path<(String, String, String)>,
-) -> Response {
-    match api::perform(&server, &namespace, &name, &action).await {
-        Ok(_) => Redirect::to(&format!("/apps/{namespace}/{name}")).into_response(),
+/// The answer to the App page's buttons (form posts to the API's action): the page again, or the
+/// failure as a page, so they work without JavaScript.
+pub(super) fn acted(namespace: &str, name: &str, result: Result<(), ApiError>) -> Response {
+    match result {
+        Ok(()) => Redirect::to(&format!("/apps/{namespace}/{name}")).into_response(),
         Err(error) => failed(error),
     }
 }
 
 /// The Add form's fields, as a browser posts them (checkboxes send "on").
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default)]
 pub(super) struct AddForm {
     name: Option<String>,
     url: Option<String>,
@@ -301,6 +286,30 @@ pub(super) struct AddForm {
 }
 
 impl AddForm {
+    /// Reads a posted form (application/x-www-form-urlencoded); unknown fields are left alone.
+    fn parse(body: &[u8]) -> AddForm {
+        let mut form = AddForm::default();
+        for (name, value) in form_urlencoded::parse(body) {
+            let field = match &*name {
+                "name" => &mut form.name,
+                "url" => &mut form.url,
+                "branch" => &mut form.branch,
+                "tag" => &mut form.tag,
+                "path" => &mut form.path,
+                "chart" => &mut form.chart,
+                "chartVersion" => &mut form.chart_version,
+                "secretRef" => &mut form.secret_ref,
+                "targetNamespace" => &mut form.target_namespace,
+                "createNamespace" => &mut form.create_namespace,
+                "pr" => &mut form.pr,
+                "confirm" => &mut form.confirm,
+                _ => continue,
+            };
+            *field = Some(value.into_owned());
+        }
+        form
+    }
+
     fn request(&self) -> AddApp {
         let text = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
         AddApp {
@@ -360,7 +369,8 @@ pub(super) async fn new_app(State(server): State<Arc<Server>>) -> Response {
 
 /// `POST /apps/new`: first the plan and its diff (the dry run of `app add`) with a button to go
 /// on; then the commit or the pull request.
-pub(super) async fn add(State(server): State<Arc<Server>>, Form(form): Form<AddForm>) -> Response {
+pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Response {
+    let form = AddForm::parse(&body);
     let request = form.request();
     let added = match request.run(&server.repo, &server.target, &server.printer).await {
         Ok(added) => added,

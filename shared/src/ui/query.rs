@@ -1,7 +1,7 @@
 //! The Apps listing's filters and pages, the same for the API and the page: server-side, so a
 //! browser never receives 10,000 rows to page through itself.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::live::Snapshot;
 use crate::error::{Error, Result};
@@ -13,14 +13,32 @@ pub(crate) const DEFAULT_LIMIT: usize = 50;
 pub(crate) const MAX_LIMIT: usize = 500;
 
 /// The query string of `GET /apps` and `GET /api/v1/apps`, as sent.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct AppsParams {
     pub(crate) namespace: Option<String>,
     pub(crate) health: Option<String>,
     pub(crate) q: Option<String>,
     pub(crate) limit: Option<String>,
-    #[serde(rename = "continue")]
     pub(crate) continue_after: Option<String>,
+}
+
+impl AppsParams {
+    /// Reads a query string (`RawQuery`); other parameters are left alone, as a browser may add some.
+    pub(crate) fn parse(query: Option<&str>) -> AppsParams {
+        let mut params = AppsParams::default();
+        for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            let field = match &*name {
+                "namespace" => &mut params.namespace,
+                "health" => &mut params.health,
+                "q" => &mut params.q,
+                "limit" => &mut params.limit,
+                "continue" => &mut params.continue_after,
+                _ => continue,
+            };
+            *field = Some(value.into_owned());
+        }
+        params
+    }
 }
 
 /// The same, checked.
@@ -40,18 +58,17 @@ impl AppsParams {
         if let Some(namespace) = &namespace {
             names::validate_name(namespace, "namespace")?;
         }
-        let health = match non_empty(&self.health).as_deref() {
+        let health = match non_empty(&self.health) {
             None => None,
-            Some("ready") => Some(AppState::Ready),
-            Some("failing") => Some(AppState::Failing),
-            Some("progressing") => Some(AppState::Progressing),
-            Some("suspended") => Some(AppState::Suspended),
-            Some(other) => {
-                return Err(Error::usage(
-                    format!("health {other:?} is not one of ready, failing, progressing, suspended"),
-                    "use health=ready, failing, progressing or suspended, or leave it out",
-                ));
-            }
+            Some(word) => match AppState::ALL.into_iter().find(|state| state.word() == word) {
+                Some(state) => Some(state),
+                None => {
+                    return Err(Error::usage(
+                        format!("health {word:?} is not one of ready, failing, progressing, suspended"),
+                        "use health=ready, failing, progressing or suspended, or leave it out",
+                    ));
+                }
+            },
         };
         let limit = match non_empty(&self.limit) {
             None => DEFAULT_LIMIT,
@@ -203,25 +220,7 @@ mod tests {
     }
 
     fn query(text: &str) -> Result<AppsQuery> {
-        let params: AppsParams = serde_urlencoded_like(text);
-        params.checked()
-    }
-
-    /// The pairs of a query string, as axum's `Query` hands them over.
-    fn serde_urlencoded_like(text: &str) -> AppsParams {
-        let mut params = AppsParams::default();
-        for (name, value) in form_urlencoded::parse(text.as_bytes()) {
-            let value = Some(value.into_owned());
-            match &*name {
-                "namespace" => params.namespace = value,
-                "health" => params.health = value,
-                "q" => params.q = value,
-                "limit" => params.limit = value,
-                "continue" => params.continue_after = value,
-                _ => {}
-            }
-        }
-        params
+        AppsParams::parse(Some(text)).checked()
     }
 
     #[test]

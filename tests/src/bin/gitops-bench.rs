@@ -208,31 +208,17 @@ fn ui(env: &TestEnv, size: usize) -> Result<()> {
     for stream in &mut streams {
         stream.next_apps();
     }
+    let suspend = |suspended: bool| {
+        let patch = format!(r#"{{"spec":{{"suspend":{suspended}}}}}"#);
+        env.kubectl_ok(&["-n", "bench-0", "patch", "kustomization", "app-0", "--type=merge", "-p", &patch])
+    };
     let changed = Instant::now();
-    env.kubectl_ok(&[
-        "-n",
-        "bench-0",
-        "patch",
-        "kustomization",
-        "app-0",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"suspend":true}}"#,
-    ])?;
+    suspend(true)?;
     for stream in &mut streams {
         while !stream.next_apps()["changed"].to_string().contains("\"app-0\"") {}
     }
     let reached_all = changed.elapsed();
-    env.kubectl_ok(&[
-        "-n",
-        "bench-0",
-        "patch",
-        "kustomization",
-        "app-0",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"suspend":false}}"#,
-    ])?;
+    suspend(false)?;
     // The clients and the change they all saw started no watch: they read the server's snapshots.
     let client_watches = watches()? - watches_before;
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))?;

@@ -207,7 +207,17 @@ fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
     let spec = env.kubectl_ok(&["-n", "ui-tenant", "get", "kustomization", "shop", "-o", "jsonpath={.spec.suspend}"]);
     assert_eq!(spec.unwrap(), "true");
     let page = ui.get(&cookie, "/apps/ui-tenant/shop");
-    assert!(page.body.contains("action=\"/apps/ui-tenant/shop/resume\""), "{}", page.body);
+    assert!(page.body.contains("action=\"/api/v1/apps/ui-tenant/shop/resume\""), "{}", page.body);
+    // The page's button posts a form and gets the page back.
+    let resumed = ui.request(
+        "POST",
+        "/api/v1/apps/ui-tenant/shop/resume",
+        &[("Cookie", &cookie), ("Origin", &origin), ("Content-Type", "application/x-www-form-urlencoded")],
+        b"",
+    );
+    assert_eq!((resumed.status, resumed.header("location")), (303, Some("/apps/ui-tenant/shop")), "{}", resumed.body);
+    let spec = env.kubectl_ok(&["-n", "ui-tenant", "get", "kustomization", "shop", "-o", "jsonpath={.spec.suspend}"]);
+    assert_eq!(spec.unwrap(), "false");
     drop(ui);
 
     // A user who may read only in ui-tenant sees the apps there, not an empty page or an error.

@@ -1,5 +1,5 @@
 // Live rows: the page works without this script. With it, every `apps` event (one per change
-// the server's shared watches see) refetches this page's rows, with this page's filters and
+// the server's shared watches see) refetches this page's rows (`part=rows`), with this page's filters and
 // paging, and swaps them in: no reload, no client-side copy of the listing.
 "use strict";
 (function () {
@@ -10,7 +10,9 @@
     if (pending) return;
     pending = true;
     try {
-      const response = await fetch("/apps/rows" + window.location.search, { credentials: "same-origin" });
+      const search = window.location.search;
+      const url = "/apps" + search + (search ? "&" : "?") + "part=rows";
+      const response = await fetch(url, { credentials: "same-origin" });
       if (response.ok) rows.innerHTML = await response.text();
     } finally {
       pending = false;
