@@ -52,7 +52,8 @@ impl Ui {
 
     pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
         let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        // An add with `wait` answers once Flux applied the commit: minutes on a loaded machine.
+        stream.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
         let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.address);
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
@@ -121,7 +122,11 @@ impl Answer {
         let text = String::from_utf8_lossy(raw);
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
         let mut lines = head.lines();
-        let status = lines.next().and_then(|line| line.split(' ').nth(1)).and_then(|code| code.parse().ok()).unwrap();
+        let status = lines
+            .next()
+            .and_then(|line| line.split(' ').nth(1))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no HTTP answer (the read timed out or the server closed): {text:?}"));
         let headers = lines
             .filter_map(|line| line.split_once(':'))
             .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_string()))
