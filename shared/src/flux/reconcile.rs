@@ -14,7 +14,13 @@ pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 /// returns the value, so a caller can wait for `status.lastHandledReconcileAt` to show it.
 pub async fn request(api: &Api<DynamicObject>, name: &str) -> kube::Result<String> {
     let requested = crate::duration::now().to_string();
-    let body = serde_json::json!({"metadata": {"annotations": {REQUESTED_AT: requested}}});
+    let body = serde_json::json!({"metadata": requested_at(&requested)});
     api.patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body)).await?;
     Ok(requested)
+}
+
+/// The `metadata` of a merge patch that asks for a reconcile (with `value`, say the current
+/// time), for a caller that changes the object in the same patch.
+pub fn requested_at(value: &str) -> serde_json::Value {
+    serde_json::json!({"annotations": {REQUESTED_AT: value}})
 }

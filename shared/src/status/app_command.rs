@@ -135,24 +135,16 @@ pub async fn request_reconcile(cluster: &Cluster, namespace: &str, name: &str) -
 
 /// Sets the app object's `spec.suspend`, as `flux suspend|resume` do (in the cluster only, like
 /// `app suspend` without `--persist`); says what it did, or `None` when there is no such app.
-pub async fn set_suspended(
-    cluster: &Cluster,
-    namespace: &str,
-    name: &str,
-    suspend: bool,
-    printer: &Printer,
-) -> Result<Option<String>> {
+pub async fn set_suspended(cluster: &Cluster, namespace: &str, name: &str, suspend: bool) -> Result<Option<String>> {
     let Some(api) = app_object(cluster, namespace, name).await? else { return Ok(None) };
-    let body = serde_json::json!({"spec": {"suspend": suspend}});
+    let mut body = serde_json::json!({"spec": {"suspend": suspend}});
+    if !suspend {
+        // Resuming reconciles at once, as `flux resume` does: in the same patch.
+        body["metadata"] = crate::flux::reconcile::requested_at(&crate::duration::now().to_string());
+    }
     api.patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
         .await
         .map_err(|error| cluster.error(error))?;
-    let kind = api.resource_url().rsplit('/').next().unwrap_or_default().to_string();
-    if !suspend {
-        // Resuming reconciles at once, as `flux resume` does.
-        crate::flux::reconcile::request(&api, name).await.map_err(|error| cluster.error(error))?;
-    }
     let done = if suspend { "suspended" } else { "resumed" };
-    printer.detail(&format!("{kind} {namespace}/{name} {done}"));
     Ok(Some(format!("{done} {namespace}/{name} in the cluster (the config repo is unchanged)")))
 }

@@ -189,11 +189,9 @@ pub(super) async fn perform(server: &Server, namespace: &str, name: &str, action
             Some(requested) => format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})"),
             None => return Err(not_found_app(namespace, name)),
         },
-        "suspend" | "resume" => {
-            status::set_suspended(&server.cluster, namespace, name, action == "suspend", &server.printer)
-                .await?
-                .ok_or_else(|| not_found_app(namespace, name))?
-        }
+        "suspend" | "resume" => status::set_suspended(&server.cluster, namespace, name, action == "suspend")
+            .await?
+            .ok_or_else(|| not_found_app(namespace, name))?,
         other => {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,

@@ -20,19 +20,14 @@ const COOKIE: &str = "gitops_ui_session";
 /// The token printed at start (good for one exchange) and the session it opens.
 pub(super) struct Auth {
     token: Mutex<Option<String>>,
-    printed: String,
     session: String,
 }
 
 impl Auth {
-    pub(super) fn new() -> Result<Auth> {
+    /// The guard and the token to print (it is kept only until its one exchange).
+    pub(super) fn new() -> Result<(Auth, String)> {
         let token = random_hex()?;
-        Ok(Auth { token: Mutex::new(Some(token.clone())), printed: token, session: random_hex()? })
-    }
-
-    /// The token, for the URL printed at start.
-    pub(super) fn token(&self) -> &str {
-        &self.printed
+        Ok((Auth { token: Mutex::new(Some(token.clone())), session: random_hex()? }, token))
     }
 
     /// Takes the one-time token: true once, for the right value.
@@ -171,8 +166,7 @@ mod tests {
 
     #[test]
     fn the_token_works_once() {
-        let auth = Auth::new().unwrap();
-        let token = auth.token().to_string();
+        let (auth, token) = Auth::new().unwrap();
         assert_eq!(token.len(), 64);
         assert!(!auth.exchange("wrong"));
         assert!(auth.exchange(&token));
@@ -181,7 +175,7 @@ mod tests {
 
     #[test]
     fn the_session_cookie_is_found_among_others() {
-        let auth = Auth::new().unwrap();
+        let (auth, _) = Auth::new().unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(header::COOKIE, format!("theme=dark; {COOKIE}={}", auth.session).parse().unwrap());
         assert!(auth.has_session(&headers));

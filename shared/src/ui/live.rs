@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::query::{AppRow, sorted_rows};
 use crate::cluster::Cluster;
 use crate::output::Printer;
 use crate::status::{Live, Report, Runtime, Scope, Summary};
@@ -19,6 +20,9 @@ pub(crate) struct Snapshot {
     pub(crate) listed: bool,
     /// What the watches show, as `status` reports it.
     pub(crate) report: Report,
+    /// Its rows sorted by namespace and name, once per snapshot: every page, filter and live
+    /// refresh cuts from these instead of sorting the listing again.
+    pub(crate) rows: Vec<AppRow>,
     /// Where the watches look: every namespace, or the user's own when that is all RBAC allows.
     pub(crate) scope: Scope,
     /// Why the watches could not start, when they could not.
@@ -27,7 +31,19 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     pub(super) fn starting() -> Snapshot {
-        Snapshot { revision: 0, listed: false, report: empty_report(), scope: Scope::All, error: None }
+        Snapshot {
+            revision: 0,
+            listed: false,
+            report: empty_report(),
+            rows: Vec::new(),
+            scope: Scope::All,
+            error: None,
+        }
+    }
+
+    /// The snapshot of a complete listing.
+    pub(super) fn listed(revision: u64, report: Report, scope: Scope) -> Snapshot {
+        Snapshot { revision, listed: true, rows: sorted_rows(&report), report, scope, error: None }
     }
 }
 
@@ -66,11 +82,15 @@ pub(crate) fn follow(cluster: Cluster, printer: Printer) -> watch::Receiver<Arc<
                     scope = Scope::Namespace(cluster.namespace.clone());
                     break;
                 }
-                if sender.borrow().report == report && sender.borrow().listed {
+                let unchanged = {
+                    let last = sender.borrow();
+                    last.listed && last.report == report
+                };
+                if unchanged {
                     continue;
                 }
                 revision += 1;
-                let snapshot = Snapshot { revision, listed: true, report, scope: scope.clone(), error: None };
+                let snapshot = Snapshot::listed(revision, report, scope.clone());
                 if sender.send(Arc::new(snapshot)).is_err() {
                     return;
                 }

@@ -116,8 +116,8 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         .map_err(|error| Error::io(format!("cannot listen on {}", settings.listen), error))?;
     let address = listener.local_addr().map_err(|error| Error::io("cannot read the listening address", error))?;
     let origin = format!("http://{address}");
-    let auth = auth::Auth::new()?;
-    let url = format!("{origin}/?token={}", auth.token());
+    let (auth, token) = auth::Auth::new()?;
+    let url = format!("{origin}/?token={token}");
     let snapshots = live::follow(cluster.clone(), printer);
     let (stop, stopping) = watch::channel(false);
     let server = Arc::new(Server {

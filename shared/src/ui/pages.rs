@@ -2,6 +2,7 @@
 //! JavaScript. `assets/ui.js` adds the live rows: on each `apps` event it fetches `/apps?…&part=rows`
 //! with the page's own query and swaps the table body in.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -267,94 +268,71 @@ pub(super) fn acted(namespace: &str, name: &str, result: Result<(), ApiError>) -
     }
 }
 
-/// The Add form's fields, as a browser posts them (checkboxes send "on").
+/// The Add form as a browser posts it: its pairs by name (a checkbox is there only when checked;
+/// `confirm`, set by the button under the plan, means do it).
 #[derive(Debug, Clone, Default)]
-pub(super) struct AddForm {
-    name: Option<String>,
-    url: Option<String>,
-    branch: Option<String>,
-    tag: Option<String>,
-    path: Option<String>,
-    chart: Option<String>,
-    chart_version: Option<String>,
-    secret_ref: Option<String>,
-    target_namespace: Option<String>,
-    create_namespace: Option<String>,
-    pr: Option<String>,
-    /// Set by the button under the plan: do it.
-    confirm: Option<String>,
-}
+pub(super) struct AddForm(BTreeMap<String, String>);
+
+/// The text fields of the form: name, label, help.
+const ADD_FIELDS: [(&str, &str, &str); 9] = [
+    ("name", "Name", "a DNS-1123 label: the app's directory and Flux objects"),
+    ("url", "URL", "git (ssh://, https://), an https Helm repository, or oci://"),
+    ("branch", "Branch", "git sources; default main"),
+    ("tag", "Tag", "git or OCI tag"),
+    ("path", "Path", "kustomize directory in the source; default ./"),
+    ("chart", "Chart", "Helm chart name (Helm repository or OCI)"),
+    ("chartVersion", "Chart version", "version or semver range"),
+    ("secretRef", "Secret", "credentials Secret in the Flux namespace"),
+    ("targetNamespace", "Target namespace", "default: default"),
+];
 
 impl AddForm {
-    /// Reads a posted form (application/x-www-form-urlencoded); unknown fields are left alone.
+    /// Reads a posted form (application/x-www-form-urlencoded).
     fn parse(body: &[u8]) -> AddForm {
-        let mut form = AddForm::default();
-        for (name, value) in form_urlencoded::parse(body) {
-            let field = match &*name {
-                "name" => &mut form.name,
-                "url" => &mut form.url,
-                "branch" => &mut form.branch,
-                "tag" => &mut form.tag,
-                "path" => &mut form.path,
-                "chart" => &mut form.chart,
-                "chartVersion" => &mut form.chart_version,
-                "secretRef" => &mut form.secret_ref,
-                "targetNamespace" => &mut form.target_namespace,
-                "createNamespace" => &mut form.create_namespace,
-                "pr" => &mut form.pr,
-                "confirm" => &mut form.confirm,
-                _ => continue,
-            };
-            *field = Some(value.into_owned());
-        }
-        form
+        AddForm(form_urlencoded::parse(body).into_owned().collect())
+    }
+
+    /// A field's value; an empty one counts as left out.
+    fn text(&self, name: &str) -> Option<String> {
+        self.0.get(name).filter(|value| !value.trim().is_empty()).cloned()
+    }
+
+    fn checked(&self, name: &str) -> bool {
+        self.0.contains_key(name)
     }
 
     fn request(&self) -> AddApp {
-        let text = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
         AddApp {
-            name: self.name.clone().unwrap_or_default(),
-            url: self.url.clone().unwrap_or_default(),
-            branch: text(&self.branch),
-            tag: text(&self.tag),
-            path: text(&self.path),
-            chart: text(&self.chart),
-            chart_version: text(&self.chart_version),
-            secret_ref: text(&self.secret_ref),
-            target_namespace: text(&self.target_namespace),
-            create_namespace: self.create_namespace.is_some(),
-            pr: self.pr.is_some(),
-            dry_run: self.confirm.is_none(),
+            name: self.text("name").unwrap_or_default(),
+            url: self.text("url").unwrap_or_default(),
+            branch: self.text("branch"),
+            tag: self.text("tag"),
+            path: self.text("path"),
+            chart: self.text("chart"),
+            chart_version: self.text("chartVersion"),
+            secret_ref: self.text("secretRef"),
+            target_namespace: self.text("targetNamespace"),
+            create_namespace: self.checked("createNamespace"),
+            pr: self.checked("pr"),
+            dry_run: !self.checked("confirm"),
             ..AddApp::default()
         }
     }
 }
 
 fn add_form(form: &AddForm, allow_writes: bool) -> Markup {
-    let value = |field: &Option<String>| field.clone().unwrap_or_default();
-    let fields = [
-        ("name", "Name", &form.name, "a DNS-1123 label: the app's directory and Flux objects"),
-        ("url", "URL", &form.url, "git (ssh://, https://), an https Helm repository, or oci://"),
-        ("branch", "Branch", &form.branch, "git sources; default main"),
-        ("tag", "Tag", &form.tag, "git or OCI tag"),
-        ("path", "Path", &form.path, "kustomize directory in the source; default ./"),
-        ("chart", "Chart", &form.chart, "Helm chart name (Helm repository or OCI)"),
-        ("chartVersion", "Chart version", &form.chart_version, "version or semver range"),
-        ("secretRef", "Secret", &form.secret_ref, "credentials Secret in the Flux namespace"),
-        ("targetNamespace", "Target namespace", &form.target_namespace, "default: default"),
-    ];
     html! {
         @if !allow_writes {
             p.warning { "This UI is read-only: restart it with `kubectl gitops ui --allow-writes` to add apps." }
         }
         form.add method="post" action="/apps/new" {
             table.facts { tbody {
-                @for (name, label, field, help) in fields {
+                @for (name, label, help) in ADD_FIELDS {
                     tr { th { label for=(name) { (label) } }
-                        td { input id=(name) name=(name) value=(value(field)); } td.hint { (help) } }
+                        td { input id=(name) name=(name) value=(form.text(name).unwrap_or_default()); } td.hint { (help) } }
                 }
-                tr { th { "Create namespace" } td { input type="checkbox" name="createNamespace" checked[form.create_namespace.is_some()]; } td {} }
-                tr { th { "Pull request" } td { input type="checkbox" name="pr" checked[form.pr.is_some()]; } td.hint { "open a pull request instead of pushing" } }
+                tr { th { "Create namespace" } td { input type="checkbox" name="createNamespace" checked[form.checked("createNamespace")]; } td {} }
+                tr { th { "Pull request" } td { input type="checkbox" name="pr" checked[form.checked("pr")]; } td.hint { "open a pull request instead of pushing" } }
             } }
             button type="submit" { "Show the plan" }
         }
@@ -390,14 +368,12 @@ pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Respo
             h1 { "Add " (added.name) ": the plan" }
             pre.plan { (added.output) }
             form method="post" action="/apps/new" {
-                @for (name, field) in [("name", &form.name), ("url", &form.url), ("branch", &form.branch), ("tag", &form.tag),
-                    ("path", &form.path), ("chart", &form.chart), ("chartVersion", &form.chart_version),
-                    ("secretRef", &form.secret_ref), ("targetNamespace", &form.target_namespace),
-                    ("createNamespace", &form.create_namespace), ("pr", &form.pr)] {
-                    @if let Some(value) = field { input type="hidden" name=(name) value=(value); }
+                // What was posted goes back as it came, with the go-ahead.
+                @for (name, value) in form.0.iter().filter(|(name, _)| *name != "confirm") {
+                    input type="hidden" name=(name) value=(value);
                 }
                 input type="hidden" name="confirm" value="1";
-                button type="submit" { (if form.pr.is_some() { "Open the pull request" } else { "Commit and push" }) }
+                button type="submit" { (if form.checked("pr") { "Open the pull request" } else { "Commit and push" }) }
             }
         }
     } else {

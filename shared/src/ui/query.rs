@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::live::Snapshot;
 use crate::error::{Error, Result};
 use crate::names;
-use crate::status::{AppState, AppStatus, Scope, Summary, summarize};
+use crate::status::{AppState, AppStatus, Report, Scope, Summary, summarize};
 
 /// Rows per page unless `limit` says otherwise, and the most one page may hold.
 pub(crate) const DEFAULT_LIMIT: usize = 50;
@@ -139,9 +139,8 @@ pub(crate) struct AppsPage {
     pub(crate) watched_namespace: Option<String>,
 }
 
-/// Cuts one page out of a listing.
-pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
-    let report = &snapshot.report;
+/// A listing's rows, ours and the other Flux objects, by namespace then name.
+pub(crate) fn sorted_rows(report: &Report) -> Vec<AppRow> {
     let mut rows: Vec<AppRow> = report
         .apps
         .iter()
@@ -149,9 +148,14 @@ pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
         .chain(report.other_flux_objects.iter().map(|app| AppRow { app: app.clone(), managed: false }))
         .collect();
     rows.sort_by(|a, b| (&a.app.namespace, &a.app.name).cmp(&(&b.app.namespace, &b.app.name)));
-    let mut namespaces: Vec<String> = rows.iter().map(|row| row.app.namespace.clone()).collect();
+    rows
+}
+
+/// Cuts one page out of a snapshot: only the page's rows are copied.
+pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
+    let mut namespaces: Vec<String> = snapshot.rows.iter().map(|row| row.app.namespace.clone()).collect();
     namespaces.dedup();
-    let matching: Vec<AppRow> = rows.into_iter().filter(|row| matches(&row.app, query)).collect();
+    let matching: Vec<&AppRow> = snapshot.rows.iter().filter(|row| matches(&row.app, query)).collect();
     let summary = summarize(matching.iter().map(|row| &row.app));
     let start = match &query.after {
         None => 0,
@@ -159,7 +163,7 @@ pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
             matching.partition_point(|row| (&row.app.namespace, &row.app.name) <= (namespace, name))
         }
     };
-    let items: Vec<AppRow> = matching.iter().skip(start).take(query.limit).cloned().collect();
+    let items: Vec<AppRow> = matching.iter().skip(start).take(query.limit).map(|row| (*row).clone()).collect();
     let continue_after = (start + items.len() < matching.len())
         .then(|| items.last().map(|row| format!("{}/{}", row.app.namespace, row.app.name)))
         .flatten();
@@ -169,7 +173,7 @@ pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
         matching: matching.len(),
         summary,
         namespaces,
-        forbidden: report.forbidden.clone(),
+        forbidden: snapshot.report.forbidden.clone(),
         revision: snapshot.revision,
         watched_namespace: match &snapshot.scope {
             Scope::All => None,
@@ -206,11 +210,10 @@ mod tests {
     }
 
     fn report(rows: Vec<AppStatus>) -> Snapshot {
-        let mut snapshot = Snapshot::starting();
-        snapshot.report.summary = summarize(rows.iter());
-        snapshot.report.apps = rows;
-        snapshot.listed = true;
-        snapshot
+        let mut report = Snapshot::starting().report;
+        report.summary = summarize(rows.iter());
+        report.apps = rows;
+        Snapshot::listed(1, report, Scope::All)
     }
 
     impl Snapshot {

@@ -236,10 +236,6 @@ fn ui(env: &TestEnv, size: usize) -> Result<()> {
     println!("\nkubectl gitops ui, {size} apps ({RUNS} runs each, medians)");
     println!("  watches listed the apps (first request)   {:>8.0} ms", ms(listed));
     println!("  {UI_CLIENTS} event streams: a change reached all in {:>8.0} ms", ms(reached_all));
-    let check = |name: &str, value: f64, limit: f64, unit: &str| {
-        let verdict = if value <= limit { "PASS" } else { "FAIL" };
-        println!("  {name:<46} {value:>8.1}{unit}  (target <= {limit}{unit})  {verdict}");
-    };
     check("first page, GET /api/v1/apps?limit=50", ms(api_page), 300.0, " ms");
     check("first page, GET /apps (HTML)", ms(html_page), 300.0, " ms");
     check(&format!("watches started for {UI_CLIENTS} clients"), client_watches as f64, 0.0, "");
@@ -294,10 +290,6 @@ fn budgets(env: &TestEnv) -> Result<()> {
     for ((name, _, _), median) in rows.iter().zip(&medians) {
         println!("  {name:<46} {median:>8.1} ms");
     }
-    let check = |name: &str, value: f64, limit: f64, unit: &str| {
-        let verdict = if value <= limit { "PASS" } else { "FAIL" };
-        println!("  {:<46} {:>8.2}{unit}  (target <= {limit}{unit})  {verdict}", name, value);
-    };
     let [help, client, kubectl_client, detect, kubectl_version] = medians[..] else { unreachable!() };
     check("kubectl-gitops --help", help, 10.0, " ms");
     check("kubectl-gitops version --client", client, 10.0, " ms");
@@ -327,6 +319,12 @@ fn budgets(env: &TestEnv) -> Result<()> {
         None => println!("  the release archive: not measured (BENCH_ARCHIVE unset; `make bench` sets it)"),
     }
     Ok(())
+}
+
+/// One measurement against its budget (at most `limit`), with PASS or FAIL.
+fn check(name: &str, value: f64, limit: f64, unit: &str) {
+    let verdict = if value <= limit { "PASS" } else { "FAIL" };
+    println!("  {name:<46} {value:>8.2}{unit}  (target <= {limit}{unit})  {verdict}");
 }
 
 /// What `kubectl gitops flux` adds to flux's own start: `version --client` (no cluster) through
