@@ -46,6 +46,8 @@ requirements=(
   "unzip|unzip|the previous Flux release's manifests (tests/testenv/build-flux-previous.sh)"
   "strip|binutils|the krew test's archive of the debug binaries"
   "man|man-db|the man pages' test (make install)"
+  "chromium|chromium|the UI's browser tests (headless Chromium)"
+  "chromedriver|chromium-driver|the UI's browser tests (WebDriver)"
 )
 
 find_command() { PATH=$search_path command -v "$1" 2>/dev/null; }

@@ -22,14 +22,14 @@ pub struct Ui {
 impl Ui {
     /// Starts `binary` (a kubectl-gitops-ui build) with `--no-browser` and `extra` flags.
     pub fn start(binary: &Path, kubeconfig: &Path, extra: &[&str]) -> Ui {
-        let mut child = Command::new(binary)
-            .args(["--no-browser"])
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut command = Command::new(binary);
+        command.args(extra).env("KUBECONFIG", kubeconfig);
+        Ui::launch(command)
+    }
+
+    /// Starts `command` (a kubectl-gitops-ui with its flags and environment) with `--no-browser`.
+    pub fn launch(mut command: Command) -> Ui {
+        let mut child = command.arg("--no-browser").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let url = line.trim().strip_prefix("http://").unwrap_or_else(|| panic!("not a URL: {line:?}")).to_string();

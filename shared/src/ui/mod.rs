@@ -176,14 +176,16 @@ fn router(server: Arc<Server>) -> Router {
 }
 
 /// The headers every answer carries: no script, style or frame from elsewhere, and, because the
-/// first URL carries the token, no referrer sent on to another site.
+/// first URL carries the token, no referrer sent on to another site. Not `no-referrer`: under it
+/// browsers send `Origin: null` with a form's POST, and the origin check refuses the UI's own
+/// buttons (the browser tests found it).
 async fn protect(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"),
     );
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }

@@ -72,7 +72,7 @@ pub(super) async fn apps(State(server): State<Arc<Server>>, RawQuery(query): Raw
     let rows_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .any(|(name, value)| name == "part" && value == "rows");
     match cut(&server, &params).await {
-        Ok(listing) if rows_only => Html(rows_body(&params, &listing).into_string()).into_response(),
+        Ok(listing) if rows_only => Html(table_body(&params, &listing).into_string()).into_response(),
         Ok(listing) => layout("Apps", apps_body(&params, &listing)).into_response(),
         Err(error) if rows_only => error.into_response(),
         Err(error) => failed(error),
@@ -88,7 +88,6 @@ async fn cut(server: &Server, params: &AppsParams) -> Result<AppsPage, ApiError>
 fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
     let selected_namespace = params.namespace.clone().unwrap_or_default();
     let selected_health = params.health.clone().unwrap_or_default();
-    let summary = &listing.summary;
     html! {
         h1 { "Apps" }
         form method="get" action="/apps" {
@@ -110,28 +109,34 @@ fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
             @if let Some(limit) = &params.limit { input type="hidden" name="limit" value=(limit); }
             " " button type="submit" { "Filter" }
         }
-        p.summary {
-            (summary.apps) " apps: " (summary.ready) " ready, " (summary.failing) " failing, "
-            (summary.progressing) " progressing, " (summary.suspended) " suspended"
-        }
         @if let Some(namespace) = &listing.watched_namespace {
             p.warning { "You may not list apps in every namespace: showing namespace " (namespace) "." }
         }
         @if !listing.forbidden.is_empty() {
             p.warning { "Not allowed to read: " (listing.forbidden.join("; ")) }
         }
-        table #apps {
-            thead { tr {
-                th { "NAMESPACE" } th { "NAME" } th { "KIND" } th { "READY" } th { "SUSPENDED" }
-                th { "SOURCE REVISION" } th { "APPLIED REVISION" } th { "LAST DEPLOYED" } th { "MESSAGE" }
-            } }
-            tbody #rows data-revision=(listing.revision) { (rows_body(params, listing)) }
-        }
+        table #apps data-revision=(listing.revision) { (table_body(params, listing)) }
     }
 }
 
-/// The rows and, in a last row, the link to the next page.
-fn rows_body(params: &AppsParams, listing: &AppsPage) -> Markup {
+/// The table's inside, what the live updates swap in: the counts, the rows and, in a last row,
+/// the link to the next page.
+fn table_body(params: &AppsParams, listing: &AppsPage) -> Markup {
+    let summary = &listing.summary;
+    html! {
+        caption.summary {
+            (summary.apps) " apps: " (summary.ready) " ready, " (summary.failing) " failing, "
+            (summary.progressing) " progressing, " (summary.suspended) " suspended"
+        }
+        thead { tr {
+            th { "NAMESPACE" } th { "NAME" } th { "KIND" } th { "READY" } th { "SUSPENDED" }
+            th { "SOURCE REVISION" } th { "APPLIED REVISION" } th { "LAST DEPLOYED" } th { "MESSAGE" }
+        } }
+        tbody { (rows(params, listing)) }
+    }
+}
+
+fn rows(params: &AppsParams, listing: &AppsPage) -> Markup {
     html! {
         @for row in &listing.items { (app_row(row)) }
         @if listing.items.is_empty() { tr { td colspan="9" { "No apps match." } } }
@@ -379,11 +384,24 @@ pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Respo
     } else {
         html! {
             h1 { "Added " (added.name) }
-            pre.plan { (added.output) }
+            pre.plan { (linked(&added.output)) }
             p { "Flux applies it at its next reconcile; it then appears on the " a href="/apps" { "Apps" } " page." }
         }
     };
     layout("Add an app", body).into_response()
+}
+
+/// Text with its web addresses as links: the pull request `app add --pr` opened.
+fn linked(text: &str) -> Markup {
+    html! {
+        @for (index, word) in text.split(' ').enumerate() {
+            @if index > 0 { " " }
+            @let (address, rest) = word.split_at(word.find(char::is_whitespace).unwrap_or(word.len()));
+            @if address.starts_with("https://") || address.starts_with("http://") {
+                a href=(address) { (address) } (rest)
+            } @else { (word) }
+        }
+    }
 }
 
 /// `GET /cluster`: what `detect` reports, and the Flux runtime.

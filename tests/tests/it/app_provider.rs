@@ -43,6 +43,23 @@ impl Fixture {
     /// Installs the component manifests in `components`, with `extra` install flags.
     pub(crate) fn install_from(kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
         let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+        Fixture::install_into(env, kind, components, extra)
+    }
+
+    /// The same with the Flux controllers running once installed, and the install's deploy key
+    /// let in by the git server (as the provider would let Flux in with it): the config repo
+    /// syncs, and what is merged there is deployed.
+    pub(crate) fn install_with_flux(kind: Kind) -> Fixture {
+        let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+        env.run_flux_once_installed();
+        let fixture = Fixture::install_into(env, kind, &flux_release::components(), &[]);
+        for key in fixture.standin.deploy_keys(REPO) {
+            env.git.authorize_key(&key.key).unwrap();
+        }
+        fixture
+    }
+
+    fn install_into(env: &'static TestEnv, kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
         let standin = StandIn::start(kind);
         let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
         let https_base = format!("http://127.0.0.1:{}/", env.git.http_port);
@@ -78,7 +95,7 @@ impl Fixture {
     }
 
     /// A binary of ours with the provider, cluster and git server wired in, and no real HOME.
-    fn command(&self, binary: &str) -> Command {
+    pub(crate) fn command(&self, binary: &str) -> Command {
         let (token_var, api_var, other_token) = match self.standin.kind() {
             Kind::GitHub => ("GITHUB_TOKEN", "KUBECTL_GITOPS_GITHUB_API_URL", "GITLAB_TOKEN"),
             Kind::GitLab => ("GITLAB_TOKEN", "KUBECTL_GITOPS_GITLAB_API_URL", "GITHUB_TOKEN"),

@@ -5,6 +5,7 @@ mod any_cluster;
 mod app;
 mod app_provider;
 mod artifact;
+mod browser;
 mod cli;
 mod component;
 mod dependencies;

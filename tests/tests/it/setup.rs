@@ -36,6 +36,8 @@ fn machine_without(dir: &Path, absent: &[&str]) {
         "unzip",
         "strip",
         "man",
+        "chromium",
+        "chromedriver",
         "cargo-fmt",
         "cargo-clippy",
         "sed",

@@ -1,19 +1,29 @@
 // Live rows: the page works without this script. With it, every `apps` event (one per change
-// the server's shared watches see) refetches this page's rows (`part=rows`), with this page's filters and
-// paging, and swaps them in: no reload, no client-side copy of the listing.
+// the server's shared watches see) refetches this page's table (`part=rows`: counts and rows),
+// with this page's filters and paging, and swaps it in: no reload, no client-side copy of the
+// listing.
 "use strict";
 (function () {
-  const rows = document.getElementById("rows");
-  if (!rows || !window.EventSource) return;
+  const table = document.getElementById("apps");
+  if (!table || !window.EventSource) return;
+  // One fetch at a time; an event that arrives during one asks for one more afterwards, so the
+  // last change is never left out.
   let pending = false;
+  let again = false;
   const refresh = async function () {
-    if (pending) return;
+    if (pending) {
+      again = true;
+      return;
+    }
     pending = true;
     try {
-      const search = window.location.search;
-      const url = "/apps" + search + (search ? "&" : "?") + "part=rows";
-      const response = await fetch(url, { credentials: "same-origin" });
-      if (response.ok) rows.innerHTML = await response.text();
+      do {
+        again = false;
+        const search = window.location.search;
+        const url = "/apps" + search + (search ? "&" : "?") + "part=rows";
+        const response = await fetch(url, { credentials: "same-origin" });
+        if (response.ok) table.innerHTML = await response.text();
+      } while (again);
     } finally {
       pending = false;
     }
@@ -21,8 +31,8 @@
   const events = new EventSource("/api/v1/events");
   events.addEventListener("apps", function (event) {
     const data = JSON.parse(event.data);
-    if (String(data.revision) === rows.dataset.revision) return;
-    rows.dataset.revision = String(data.revision);
+    if (String(data.revision) === table.dataset.revision) return;
+    table.dataset.revision = String(data.revision);
     refresh();
   });
 })();

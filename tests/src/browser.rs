@@ -1,0 +1,157 @@
+//! A real headless Chromium for the UI's browser tests, driven through WebDriver: Debian's
+//! `chromium` and `chromium-driver` (installed by `make deps`), and fantoccini as the client.
+//! The tests are synchronous, so each [`Browser`] carries a small runtime of its own.
+
+#![allow(clippy::unwrap_used, reason = "a failed browser step fails the test that took it")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+
+use crate::testenv::process::free_ports;
+
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// chromedriver, the session it opened in Chromium, and the runtime the client runs on.
+pub struct Browser {
+    driver: Child,
+    client: Option<Client>,
+    runtime: tokio::runtime::Runtime,
+    /// Chromium's profile, removed with the browser.
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Starts chromedriver on a free port and a headless Chromium session through it.
+    pub fn start() -> Browser {
+        for program in [CHROMEDRIVER, CHROMIUM] {
+            assert!(
+                Path::new(program).exists(),
+                "{program} is missing: the browser tests need Debian's chromium and chromium-driver (`make deps` installs them)"
+            );
+        }
+        let port = free_ports(1).unwrap()[0];
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1400,1000", format!("--user-data-dir={}", profile.path().display()),
+                ],
+            }),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        let client = loop {
+            let connected = runtime
+                .block_on(ClientBuilder::new(HttpConnector::new()).capabilities(capabilities.clone()).connect(&url));
+            match connected {
+                Ok(client) => break client,
+                // chromedriver takes a moment to listen.
+                Err(_) if started.elapsed() < Duration::from_secs(30) => std::thread::sleep(Duration::from_millis(200)),
+                Err(error) => panic!("no WebDriver session with {CHROMIUM} through {CHROMEDRIVER} on {url}: {error}"),
+            }
+        };
+        Browser { driver, client: Some(client), runtime, _profile: profile }
+    }
+
+    fn client(&self) -> &Client {
+        self.client.as_ref().unwrap()
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.runtime.block_on(self.client().goto(url)).unwrap_or_else(|error| panic!("open {url}: {error}"));
+    }
+
+    pub fn current_url(&self) -> String {
+        self.runtime.block_on(self.client().current_url()).unwrap().to_string()
+    }
+
+    /// The visible text of the first element `css` selects, `None` when there is none.
+    pub fn text(&self, css: &str) -> Option<String> {
+        self.runtime.block_on(async {
+            let element = self.client().find(Locator::Css(css)).await.ok()?;
+            element.text().await.ok()
+        })
+    }
+
+    /// How many elements `css` selects.
+    pub fn count(&self, css: &str) -> usize {
+        self.runtime.block_on(self.client().find_all(Locator::Css(css))).map(|found| found.len()).unwrap_or(0)
+    }
+
+    /// The value of a JavaScript expression on the page.
+    pub fn eval(&self, expression: &str) -> serde_json::Value {
+        self.runtime.block_on(self.client().execute(&format!("return {expression};"), Vec::new())).unwrap()
+    }
+
+    pub fn click(&self, css: &str) {
+        self.runtime
+            .block_on(async { self.client().find(Locator::Css(css)).await?.click().await })
+            .unwrap_or_else(|error| panic!("click {css}: {error}"));
+    }
+
+    /// Types `text` into the input `css` selects, as a user does.
+    pub fn type_into(&self, css: &str, text: &str) {
+        self.runtime
+            .block_on(async {
+                let input = self.client().find(Locator::Css(css)).await?;
+                input.clear().await?;
+                input.send_keys(text).await
+            })
+            .unwrap_or_else(|error| panic!("type into {css}: {error}"));
+    }
+
+    /// Waits until the text of `css` satisfies `wanted`, checking every 50 ms; returns the text
+    /// and how long it took.
+    pub fn wait_for_text(&self, css: &str, timeout: Duration, wanted: impl Fn(&str) -> bool) -> (String, Duration) {
+        let started = Instant::now();
+        loop {
+            let text = self.text(css);
+            if let Some(text) = text.as_deref().filter(|text| wanted(text)) {
+                return (text.to_string(), started.elapsed());
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "{css} did not become what was wanted in {timeout:?}; it is {text:?}, on {} showing:\n{}",
+                self.current_url(),
+                self.text("body").unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Saves a PNG of the window as `target/ui-screenshots/<name>.png`; returns its path.
+    pub fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.runtime.block_on(self.client().screenshot()).unwrap();
+        let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ui-screenshots");
+        std::fs::create_dir_all(&directory).unwrap();
+        let path = directory.join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = self.runtime.block_on(client.close());
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}

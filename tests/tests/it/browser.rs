@@ -1,0 +1,204 @@
+//! `kubectl gitops ui` in a real headless Chromium, through WebDriver, against the real API
+//! server and Flux controllers: the Apps page, a change made with the CLI reaching an open page
+//! without a reload, a failing app's reason, and the Add form opening a pull request whose app
+//! appears once it is merged. Screenshots go to target/ui-screenshots/ (docs/ui.md shows some).
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gitops_e2e::binaries;
+use gitops_e2e::browser::Browser;
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::TestEnv;
+use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
+use gitops_e2e::ui::Ui;
+use gitops_shared::provider::Kind;
+
+use crate::app_provider::Fixture;
+
+const NAMESPACE: &str = "browser";
+const LABELS: &str = "  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\n";
+
+fn kustomization(name: &str, path: &str) -> String {
+    format!(
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\n{LABELS}spec:\n  interval: 10m0s\n  path: {path}\n  prune: true\n  targetNamespace: {NAMESPACE}\n  sourceRef:\n    kind: GitRepository\n    name: apps\n"
+    )
+}
+
+/// The cell of column `column` (1-based) of an app's row on the Apps page.
+fn cell(app: &str, column: usize) -> String {
+    format!("tr[data-app=\"{NAMESPACE}/{app}\"] td:nth-child({column})")
+}
+
+/// Waits for `kubectl gitops app status` to report `state` for an app.
+fn wait_for_state(env: &TestEnv, app: &str, state: &str) {
+    let started = Instant::now();
+    loop {
+        let run = Run::of(
+            Command::new(binaries::path("kubectl-gitops-app"))
+                .args(["status", app, "-n", NAMESPACE, "-o", "json"])
+                .env("KUBECONFIG", &env.kubeconfig),
+        );
+        let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+        if json["app"]["state"] == state {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(180), "{app} never became {state}: {}", run.render());
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", NAMESPACE]).unwrap();
+    // An app repository served over smart HTTP; `web` deploys it, `broken` names a missing path.
+    env.git.create_repo("browser-apps").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| env.git.git(work.path(), args).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(work.path().join("web")).unwrap();
+    std::fs::write(
+        work.path().join("web/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  greeting: hello\n",
+    )
+    .unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "web: a greeting"]);
+    git(&["push", "-q", &env.git.ssh_url("browser-apps"), "main"]);
+    let mut objects = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: {NAMESPACE}\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: apps\n  namespace: {NAMESPACE}\n{LABELS}spec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n",
+        env.git.http_url("browser-apps")
+    );
+    objects.push_str(&kustomization("web", "./web"));
+    objects.push_str(&kustomization("shop", "./web"));
+    objects.push_str(&kustomization("broken", "./does-not-exist"));
+    env.apply_yaml(&objects).unwrap();
+    wait_for_state(env, "web", "ready");
+    wait_for_state(env, "shop", "ready");
+    wait_for_state(env, "broken", "failing");
+
+    let ui = Ui::start(&binaries::path("kubectl-gitops-ui"), &env.kubeconfig, &[]);
+    let browser = Browser::start();
+    // The URL the command printed: its token becomes the session cookie, and the browser lands
+    // on the Apps page.
+    browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
+    assert!(browser.current_url().ends_with("/apps"), "{}", browser.current_url());
+    browser.goto(&format!("{}/apps?namespace={NAMESPACE}", ui.origin()));
+    assert_eq!(browser.count("tr[data-app]"), 3);
+    assert_eq!(browser.text("caption").as_deref(), Some("3 apps: 2 ready, 1 failing, 0 progressing, 0 suspended"));
+    for app in ["broken", "shop", "web"] {
+        assert_eq!(browser.text(&cell(app, 2)).as_deref(), Some(app));
+    }
+    assert_eq!(browser.text(&cell("web", 4)).as_deref(), Some("True"), "web is ready");
+    assert_eq!(browser.text(&cell("broken", 4)).as_deref(), Some("False"), "broken is failing");
+    assert!(browser.text(&cell("broken", 9)).unwrap().contains("kustomization path not found"));
+    browser.screenshot("apps");
+
+    // Suspending with the CLI changes the open page's row, without a reload: a mark left on the
+    // page is still there afterwards.
+    browser.eval("(window.notReloaded = true)");
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(["suspend", "web", "-n", NAMESPACE])
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.render());
+    // Timed from the moment the CLI returned, when the change is in the cluster.
+    let (_, latency) = browser.wait_for_text(&cell("web", 5), Duration::from_secs(10), |text| text == "True");
+    eprintln!("browser: the suspension reached the open page in {latency:?} after the CLI returned");
+    assert!(latency <= Duration::from_secs(2), "the row changed after {latency:?}, more than 2 s");
+    assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
+    assert_eq!(browser.text(&cell("shop", 5)).as_deref(), Some("False"), "the other rows stay");
+    assert!(browser.text("caption").unwrap().ends_with("1 suspended"), "the counts follow too");
+    browser.screenshot("apps-suspended");
+
+    // The App page of the failing app says why.
+    browser.click(&format!("{} a", cell("broken", 2)));
+    let (error, _) = browser.wait_for_text("p.error", Duration::from_secs(10), |text| !text.is_empty());
+    assert!(error.contains("kustomization path not found"), "{error}");
+    assert!(browser.text("h1").unwrap().contains("failing"));
+    browser.screenshot("app-failing");
+
+    browser.goto(&format!("{}/cluster", ui.origin()));
+    assert!(browser.text("main").unwrap().contains("Controllers"));
+    browser.screenshot("cluster");
+}
+
+#[test]
+fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
+    let fixture = Fixture::install_with_flux(Kind::GitHub);
+    let env = fixture.env;
+    env.wait_for_jsonpath(
+        &["-n", "flux-system", "kustomization", "flux-system"],
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        "True",
+        Duration::from_secs(180),
+    )
+    .unwrap();
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(
+        source.path().join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-a-pull-request\n  namespace: default\ndata:\n  added: through a pull request\n",
+    )
+    .unwrap();
+    crate::app::push_dir(env, "pr-app", source.path(), "deploy");
+
+    let mut command = fixture.command("kubectl-gitops-ui");
+    command.arg("--allow-writes").arg("--private-key-file").arg(&env.git.client_key);
+    command.arg("--known-hosts-file").arg(&env.git.known_hosts);
+    let ui = Ui::launch(command);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
+    browser.click("nav a[href=\"/apps/new\"]");
+    browser.type_into("#name", "pr-app");
+    browser.type_into("#url", &env.git.ssh_url("pr-app"));
+    browser.type_into("#path", "./deploy");
+    browser.type_into("#secretRef", "flux-system");
+    browser.click("input[name=\"pr\"]");
+    browser.screenshot("add-form");
+    let main_before = fixture.main_head();
+
+    // First the plan and its diff; nothing is pushed.
+    browser.click("form.add button[type=\"submit\"]");
+    let (plan, _) = browser.wait_for_text("pre.plan", Duration::from_secs(60), |text| text.starts_with("Plan:"));
+    assert!(plan.contains("apps/pr-app/source.yaml"), "{plan}");
+    assert_eq!(fixture.write_lines(), Vec::<String>::new(), "the plan wrote nothing to the provider");
+    assert_eq!(fixture.branches().len(), 1, "the plan pushed no branch");
+    browser.screenshot("add-plan");
+
+    // Then the pull request, linked from the page.
+    browser.click("main form button[type=\"submit\"]");
+    let (opened, _) =
+        browser.wait_for_text("pre.plan", Duration::from_secs(120), |text| text.contains("pull request opened"));
+    let link = browser.eval("document.querySelector('pre.plan a').href");
+    let pulls = fixture.standin.pull_requests("acme/fleet");
+    assert_eq!(pulls.len(), 1, "{opened}");
+    assert!(link.as_str().unwrap().ends_with("/acme/fleet/pull/1"), "{link}");
+    assert_eq!(fixture.main_head(), main_before, "a pull request leaves main alone");
+    browser.screenshot("add-pull-request");
+
+    // A reviewer merges it (the branch is one commit on main), Flux syncs, and the app shows up
+    // on the Apps page the browser keeps open.
+    browser.goto(&format!("{}/apps?q=pr-app", ui.origin()));
+    assert_eq!(browser.count("tr[data-app]"), 0);
+    let head = fixture.git(&["rev-parse", &format!("refs/heads/{}", pulls[0].head)]);
+    fixture.git(&["update-ref", "refs/heads/main", head.trim(), &main_before]);
+    env.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "annotate",
+        "--overwrite",
+        "gitrepository",
+        "flux-system",
+        &format!("reconcile.fluxcd.io/requestedAt={}", head.trim()),
+    ])
+    .unwrap();
+    browser.wait_for_text("tr[data-app=\"flux-system/pr-app\"] td:nth-child(4)", Duration::from_secs(180), |text| {
+        text == "True"
+    });
+    env.kubectl_ok(&["-n", "default", "get", "configmap", "from-a-pull-request"]).unwrap();
+    browser.screenshot("apps-after-merge");
+}
