@@ -116,6 +116,12 @@ impl Browser {
             .unwrap_or_else(|error| panic!("type into {css}: {error}"));
     }
 
+    /// The browser's cookie `name`, as a `Cookie` header carries it (`name=value`).
+    pub fn cookie(&self, name: &str) -> String {
+        let cookie = self.runtime.block_on(self.client().get_named_cookie(name)).unwrap();
+        format!("{}={}", cookie.name(), cookie.value())
+    }
+
     /// Waits until the text of `css` satisfies `wanted`, checking every 50 ms; returns the text
     /// and how long it took.
     pub fn wait_for_text(&self, css: &str, timeout: Duration, wanted: impl Fn(&str) -> bool) -> (String, Duration) {

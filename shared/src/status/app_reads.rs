@@ -3,13 +3,13 @@
 //! workloads, and the commit behind the applied revision from git. [`Viewer`] reads again and
 //! again for `--wait` and `--watch`.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 
 use super::app_report::{
-    AppRef, AppReport, Gathered, InventoryItem, PodState, Workload, applied_commit, build_report, inventory, missing,
-    pod_state, references, workload,
+    AppEvent, AppRef, AppReport, Gathered, InventoryItem, PodState, Workload, applied_commit, build_report, inventory,
+    missing, pod_state, recent_events, references, workload,
 };
 use super::collect::{Index, key, require_flux, resource, text};
 use crate::cluster::{Cluster, is_forbidden, is_not_found};
@@ -146,13 +146,24 @@ pub(super) async fn gather(
     }
     let mut inventory = inventory(&object);
     let mut workloads = Vec::new();
+    let mut events = Vec::new();
     if with_workloads {
         if inventory.is_empty() && key(&object).0 == HELM_RELEASE.kind {
             inventory = labelled_workloads(cluster, &object).await?;
         }
-        workloads = read_workloads(cluster, &inventory).await?;
+        let (read, recent) = tokio::join!(read_workloads(cluster, &inventory), read_events(cluster, &object));
+        (workloads, events) = (read?, recent);
     }
-    Ok(Some(Gathered { app: object, sources, missing: missing_objects, dependencies, inventory, workloads }))
+    Ok(Some(Gathered { app: object, sources, missing: missing_objects, dependencies, inventory, workloads, events }))
+}
+
+/// The app's recent events. They are a help, not the app's state: a user who may not list them
+/// (or an API server that dropped them) gets none, not an error.
+async fn read_events(cluster: &Cluster, app: &DynamicObject) -> Vec<AppEvent> {
+    let (kind, namespace, name) = key(app);
+    let api: Api<Event> = Api::namespaced(cluster.client.clone(), &namespace);
+    let selector = format!("involvedObject.kind={kind},involvedObject.name={name}");
+    api.list(&ListParams::default().fields(&selector)).await.map(|list| recent_events(list.items)).unwrap_or_default()
 }
 
 /// A HelmRelease without an inventory (helm-controller before Flux v2.9): its workloads are found

@@ -151,6 +151,107 @@ pub struct AppReport {
     pub waiting_on: Vec<ObjectStatus>,
     /// The commit behind the applied revision, when the source is a git repository.
     pub commit: Option<CommitInfo>,
+    /// Flux's record of what it deployed (`status.history`), newest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+    /// The app's recent Kubernetes events, newest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<AppEvent>,
+}
+
+/// One entry of Flux's `status.history`: a Kustomization's snapshot of a source revision
+/// (Flux 2.7+), or a HelmRelease's Helm release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// A Kustomization's source revision; a HelmRelease's chart version.
+    pub revision: Option<String>,
+    /// First reconciled (a HelmRelease: first deployed), RFC 3339.
+    pub first: Option<String>,
+    /// Last reconciled (last deployed), RFC 3339.
+    pub last: Option<String>,
+    /// How the last reconcile ended (`ReconciliationSucceeded`, `HealthCheckFailed`, …); a
+    /// Helm release's status (`deployed`, `superseded`, `failed`).
+    pub status: Option<String>,
+    /// How long the last reconcile took (Kustomizations).
+    pub duration: Option<String>,
+    /// How often this revision was reconciled (Kustomizations).
+    pub reconciliations: Option<i64>,
+    /// The digest of what was applied (a Helm release: of its values).
+    pub digest: Option<String>,
+}
+
+/// A Kubernetes event about the app, as Flux's controllers record them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppEvent {
+    /// When it last happened, RFC 3339.
+    pub time: Option<String>,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub reason: String,
+    pub message: String,
+    /// How often it happened.
+    pub count: i32,
+}
+
+/// How many events a report keeps.
+pub(super) const EVENTS_SHOWN: usize = 10;
+
+/// The app's `status.history`, as Flux keeps it (newest first).
+pub(super) fn history(app: &DynamicObject, helm: bool) -> Vec<HistoryEntry> {
+    let Some(entries) = app.data.pointer("/status/history").and_then(|history| history.as_array()) else {
+        return Vec::new();
+    };
+    let field =
+        |entry: &serde_json::Value, name: &str| entry.get(name).and_then(|value| value.as_str()).map(String::from);
+    entries
+        .iter()
+        .map(|entry| {
+            if helm {
+                HistoryEntry {
+                    revision: field(entry, "chartVersion"),
+                    first: field(entry, "firstDeployed"),
+                    last: field(entry, "lastDeployed"),
+                    status: field(entry, "status"),
+                    duration: None,
+                    reconciliations: None,
+                    digest: field(entry, "configDigest"),
+                }
+            } else {
+                HistoryEntry {
+                    revision: entry.pointer("/metadata/revision").and_then(|value| value.as_str()).map(String::from),
+                    first: field(entry, "firstReconciled"),
+                    last: field(entry, "lastReconciled"),
+                    status: field(entry, "lastReconciledStatus"),
+                    duration: field(entry, "lastReconciledDuration"),
+                    reconciliations: entry.get("totalReconciliations").and_then(|value| value.as_i64()),
+                    digest: field(entry, "digest"),
+                }
+            }
+        })
+        .collect()
+}
+
+/// The newest [`EVENTS_SHOWN`] events, newest first.
+pub(super) fn recent_events(events: Vec<k8s_openapi::api::core::v1::Event>) -> Vec<AppEvent> {
+    let mut events: Vec<AppEvent> = events
+        .into_iter()
+        .map(|event| AppEvent {
+            time: event
+                .last_timestamp
+                .map(|time| time.0.to_string())
+                .or_else(|| event.event_time.map(|time| time.0.to_string())),
+            kind: event.type_.unwrap_or_else(|| "Normal".into()),
+            reason: event.reason.unwrap_or_default(),
+            message: event.message.unwrap_or_default(),
+            count: event.count.unwrap_or(1),
+        })
+        .collect();
+    events.sort_by(|a, b| b.time.cmp(&a.time));
+    events.truncate(EVENTS_SHOWN);
+    events
 }
 
 /// The app named on the command line.
@@ -191,6 +292,8 @@ pub(super) struct Gathered {
     pub(super) inventory: Vec<InventoryItem>,
     /// The workloads, read.
     pub(super) workloads: Vec<Workload>,
+    /// Its recent events, read with the workloads.
+    pub(super) events: Vec<AppEvent>,
 }
 
 impl Gathered {
@@ -331,6 +434,8 @@ pub(super) fn build_report(gathered: &Gathered) -> AppReport {
         last_error,
         waiting_on,
         commit: None,
+        history: history(&gathered.app, gathered.is_helm()),
+        events: gathered.events.clone(),
     }
 }
 

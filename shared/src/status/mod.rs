@@ -20,7 +20,9 @@ use serde::Serialize;
 pub use self::app_command::{
     AppStatusArgs, AppStatusRequest, app_report, request_reconcile, run_app_status, set_suspended,
 };
-pub use self::app_report::{AppReport, InventoryItem, LastDeployed, PodState, Workload, exit_code as app_exit_code};
+pub use self::app_report::{
+    AppEvent, AppReport, HistoryEntry, InventoryItem, LastDeployed, PodState, Workload, exit_code as app_exit_code,
+};
 pub use self::collect::{Scope, collect, collect_detected};
 pub(crate) use self::live::{Live, changed_rows};
 pub use self::live::{wait_cluster, watch_cluster};

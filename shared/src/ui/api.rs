@@ -14,7 +14,7 @@ use futures::Stream;
 use serde::Serialize;
 
 use super::Server;
-use super::add::{AddApp, Added};
+use super::change::{AddApp, Changed, RemoveApp};
 use super::live::Snapshot;
 use super::query::{AppsPage, AppsParams, page};
 use crate::error::{Error, ExitCode};
@@ -133,6 +133,24 @@ pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> 
     }
 }
 
+/// Checks that `app remove NAME` would remove this app: it takes an app by name from the config
+/// repo, so the path's namespace must be where that app is, and the app must be one we added.
+pub(super) async fn removable(server: &Server, namespace: &str, name: &str) -> Result<(), ApiError> {
+    crate::names::validate_name(namespace, "namespace")?;
+    crate::names::validate_name(name, "app name")?;
+    let snapshot = listed(server).await?;
+    let key = (namespace, name);
+    match snapshot.rows.binary_search_by(|row| (row.app.namespace.as_str(), row.app.name.as_str()).cmp(&key)) {
+        Ok(index) if snapshot.rows[index].managed => Ok(()),
+        Ok(_) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            &format!("{namespace}/{name} was not added by kubectl gitops"),
+            Some("remove it from the repo that defines it"),
+        )),
+        Err(_) => Err(not_found_app(namespace, name)),
+    }
+}
+
 fn not_found_app(namespace: &str, name: &str) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -209,7 +227,7 @@ pub(super) async fn add(
     State(server): State<Arc<Server>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
-) -> Result<Json<Added>, ApiError> {
+) -> Result<Json<Changed>, ApiError> {
     let hint = Some("send the fields of `app add` as JSON (docs/api.md)");
     if media_type(&headers) != Some("application/json") {
         return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "the body must be application/json", hint));
@@ -218,6 +236,44 @@ pub(super) async fn add(
         ApiError::new(StatusCode::BAD_REQUEST, &format!("the body is not an app to add: {error}"), hint)
     })?;
     Ok(Json(request.run(&server.repo, &server.target, &server.printer).await?))
+}
+
+/// `DELETE /api/v1/apps/{namespace}/{name}?dryRun=&pr=&wait=`: `app remove NAME` from the config
+/// repo of the Flux namespace `namespace`; with `dryRun` the plan and its diff, else the commit or
+/// the pull request.
+pub(super) async fn remove(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Changed>, ApiError> {
+    removable(&server, &namespace, &name).await?;
+    let mut request = RemoveApp { name, ..RemoveApp::default() };
+    for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        let flag = match key.as_ref() {
+            "dryRun" => &mut request.dry_run,
+            "pr" => &mut request.pr,
+            "wait" => &mut request.wait,
+            other => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    &format!("unknown parameter {other:?}"),
+                    Some("DELETE takes dryRun, pr and wait (docs/api.md)"),
+                ));
+            }
+        };
+        *flag = match value.as_ref() {
+            "true" | "1" | "" => true,
+            "false" | "0" => false,
+            other => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    &format!("{key}={other:?} is not true or false"),
+                    Some("DELETE takes dryRun, pr and wait as true or false (docs/api.md)"),
+                ));
+            }
+        };
+    }
+    Ok(Json(request.run(&namespace, &server.repo, &server.target, &server.printer).await?))
 }
 
 /// One `apps` event: the snapshot's revision, and the rows that changed since the previous event

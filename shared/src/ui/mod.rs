@@ -11,9 +11,9 @@
 //!
 //! The server acts with the user's kubeconfig credentials, so RBAC decides what each user sees.
 
-mod add;
 mod api;
 mod auth;
+mod change;
 mod live;
 mod pages;
 mod query;
@@ -50,7 +50,8 @@ pub struct UiArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub address: IpAddr,
 
-    /// Allow changes from the UI and the API (suspend, resume, reconcile); read-only otherwise.
+    /// Allow changes from the UI and the API (add, remove, suspend, resume, reconcile);
+    /// read-only otherwise.
     #[arg(long)]
     pub allow_writes: bool,
 
@@ -155,7 +156,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
 fn router(server: Arc<Server>) -> Router {
     let api = Router::new()
         .route("/apps", get(api::apps).post(api::add))
-        .route("/apps/{namespace}/{name}", get(api::app))
+        .route("/apps/{namespace}/{name}", get(api::app).delete(api::remove))
         .route("/apps/{namespace}/{name}/{action}", post(api::act))
         .route("/cluster", get(api::cluster))
         .route("/events", get(api::events))
@@ -166,6 +167,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps", get(pages::apps))
         .route("/apps/new", get(pages::new_app).post(pages::add))
         .route("/apps/{namespace}/{name}", get(pages::app))
+        .route("/apps/{namespace}/{name}/remove", post(pages::remove))
         .route("/cluster", get(pages::cluster))
         .route("/assets/{file}", get(pages::asset))
         .nest("/api/v1", api)

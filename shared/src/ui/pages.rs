@@ -12,8 +12,8 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
 
 use super::Server;
-use super::add::AddApp;
 use super::api::{self, ApiError};
+use super::change::{AddApp, Changed, RemoveApp};
 use super::query::{AppRow, AppsPage, AppsParams, page};
 use crate::status::{AppReport, AppState, ObjectStatus, shorten_revision};
 
@@ -214,6 +214,11 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
                 @for action in ["reconcile", "suspend", "resume"] {
                     form method="post" action=(format!("/api/v1{base}/{action}")) { button type="submit" { (action) } }
                 }
+                // `app remove` says so when the app is not in the config repo.
+                form.remove method="post" action=(format!("{base}/remove")) {
+                    label { input type="checkbox" name="pr"; " as a pull request" } " "
+                    button type="submit" { "remove…" }
+                }
             }
         }
         h2 { "Chain" }
@@ -259,6 +264,24 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
                     }
                 } } } }
         }
+        h2 { "History" }
+        @if report.history.is_empty() { p { "Flux has recorded no deployment yet." } } @else {
+            table #history { thead { tr { th { "REVISION" } th { "STATUS" } th { "FIRST" } th { "LAST" } th { "DURATION" } th { "TIMES" } } }
+                tbody { @for entry in &report.history {
+                    tr { td { (entry.revision.as_deref().map(shorten_revision).unwrap_or_default()) } td { (entry.status.clone().unwrap_or_default()) }
+                        td { (entry.first.clone().unwrap_or_default()) } td { (entry.last.clone().unwrap_or_default()) }
+                        td { (entry.duration.clone().unwrap_or_default()) } td { (entry.reconciliations.map(|times| times.to_string()).unwrap_or_default()) } }
+                } } }
+        }
+        h2 { "Events" }
+        @if report.events.is_empty() { p { "No recent events." } } @else {
+            table #events { thead { tr { th { "TIME" } th { "TYPE" } th { "REASON" } th { "MESSAGE" } } }
+                tbody { @for event in &report.events {
+                    tr class=(if event.kind == "Warning" { "failing" } else { "ready" }) {
+                        td { (event.time.clone().unwrap_or_default()) } td { (event.kind) } td { (event.reason) }
+                        td.message { (event.message) @if event.count > 1 { " (×" (event.count) ")" } } }
+                } } }
+        }
         h2 { "Inventory" }
         p { (report.inventory.len()) " objects applied." }
     }
@@ -273,10 +296,11 @@ pub(super) fn acted(namespace: &str, name: &str, result: Result<(), ApiError>) -
     }
 }
 
-/// The Add form as a browser posts it: its pairs by name (a checkbox is there only when checked;
-/// `confirm`, set by the button under the plan, means do it).
+/// A form as a browser posts it (the Add form, the App page's Remove button): its pairs by name
+/// (a checkbox is there only when checked; `confirm`, set by the button under the plan, means
+/// do it).
 #[derive(Debug, Clone, Default)]
-pub(super) struct AddForm(BTreeMap<String, String>);
+pub(super) struct PostedForm(BTreeMap<String, String>);
 
 /// The text fields of the form: name, label, help.
 const ADD_FIELDS: [(&str, &str, &str); 9] = [
@@ -291,10 +315,10 @@ const ADD_FIELDS: [(&str, &str, &str); 9] = [
     ("targetNamespace", "Target namespace", "default: default"),
 ];
 
-impl AddForm {
+impl PostedForm {
     /// Reads a posted form (application/x-www-form-urlencoded).
-    fn parse(body: &[u8]) -> AddForm {
-        AddForm(form_urlencoded::parse(body).into_owned().collect())
+    fn parse(body: &[u8]) -> PostedForm {
+        PostedForm(form_urlencoded::parse(body).into_owned().collect())
     }
 
     /// A field's value; an empty one counts as left out.
@@ -306,7 +330,7 @@ impl AddForm {
         self.0.contains_key(name)
     }
 
-    fn request(&self) -> AddApp {
+    fn add_request(&self) -> AddApp {
         AddApp {
             name: self.text("name").unwrap_or_default(),
             url: self.text("url").unwrap_or_default(),
@@ -325,7 +349,7 @@ impl AddForm {
     }
 }
 
-fn add_form(form: &AddForm, allow_writes: bool) -> Markup {
+fn add_form(form: &PostedForm, allow_writes: bool) -> Markup {
     html! {
         @if !allow_writes {
             p.warning { "This UI is read-only: restart it with `kubectl gitops ui --allow-writes` to add apps." }
@@ -346,15 +370,15 @@ fn add_form(form: &AddForm, allow_writes: bool) -> Markup {
 
 /// `GET /apps/new`: the Add form.
 pub(super) async fn new_app(State(server): State<Arc<Server>>) -> Response {
-    layout("Add an app", html! { h1 { "Add an app" } (add_form(&AddForm::default(), server.allow_writes)) })
+    layout("Add an app", html! { h1 { "Add an app" } (add_form(&PostedForm::default(), server.allow_writes)) })
         .into_response()
 }
 
 /// `POST /apps/new`: first the plan and its diff (the dry run of `app add`) with a button to go
 /// on; then the commit or the pull request.
 pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Response {
-    let form = AddForm::parse(&body);
-    let request = form.request();
+    let form = PostedForm::parse(&body);
+    let request = form.add_request();
     let added = match request.run(&server.repo, &server.target, &server.printer).await {
         Ok(added) => added,
         Err(error) => {
@@ -368,11 +392,41 @@ pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Respo
             return (error.status(), layout("Add an app", body)).into_response();
         }
     };
-    let body = if added.dry_run {
+    let then = "Flux applies it at its next reconcile; it then appears on the Apps page.";
+    layout("Add an app", changed_body(&added, "/apps/new", &form, then)).into_response()
+}
+
+/// `POST /apps/{namespace}/{name}/remove` (the App page's Remove button): first the plan and its
+/// diff (the dry run of `app remove`) with a button to go on; then the commit or the pull request.
+pub(super) async fn remove(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    if let Err(error) = api::removable(&server, &namespace, &name).await {
+        return failed(error);
+    }
+    let form = PostedForm::parse(&body);
+    let request = RemoveApp { name, pr: form.checked("pr"), dry_run: !form.checked("confirm"), wait: false };
+    match request.run(&namespace, &server.repo, &server.target, &server.printer).await {
+        Ok(removed) => {
+            let action = format!("/apps/{namespace}/{}/remove", removed.name);
+            let then = "Flux prunes it at its next reconcile; it then leaves the Apps page.";
+            layout("Remove an app", changed_body(&removed, &action, &form, then)).into_response()
+        }
+        Err(error) => failed(error.into()),
+    }
+}
+
+/// What a change's form answers: the plan and its diff, with a button that posts the same form
+/// again with the go-ahead; then what was done (the commit, or a link to the pull request).
+fn changed_body(changed: &Changed, action: &str, form: &PostedForm, then: &str) -> Markup {
+    let verb = if action.ends_with("/remove") { "Remove" } else { "Add" };
+    if changed.dry_run {
         html! {
-            h1 { "Add " (added.name) ": the plan" }
-            pre.plan { (added.output) }
-            form method="post" action="/apps/new" {
+            h1 { (verb) " " (changed.name) ": the plan" }
+            pre.plan { (changed.output) }
+            form method="post" action=(action) {
                 // What was posted goes back as it came, with the go-ahead.
                 @for (name, value) in form.0.iter().filter(|(name, _)| *name != "confirm") {
                     input type="hidden" name=(name) value=(value);
@@ -383,12 +437,11 @@ pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Respo
         }
     } else {
         html! {
-            h1 { "Added " (added.name) }
-            pre.plan { (linked(&added.output)) }
-            p { "Flux applies it at its next reconcile; it then appears on the " a href="/apps" { "Apps" } " page." }
+            h1 { (verb) "d " (changed.name) }
+            pre.plan { (linked(&changed.output)) }
+            p { (then) " " a href="/apps" { "Apps" } }
         }
-    };
-    layout("Add an app", body).into_response()
+    }
 }
 
 /// Text with its web addresses as links: the pull request `app add --pr` opened.

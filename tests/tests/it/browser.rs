@@ -120,7 +120,20 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     let (error, _) = browser.wait_for_text("p.error", Duration::from_secs(10), |text| !text.is_empty());
     assert!(error.contains("kustomization path not found"), "{error}");
     assert!(browser.text("h1").unwrap().contains("failing"));
+    // Flux's events about it, read when the page is (so the wait reloads it).
+    let started = Instant::now();
+    while !browser.text("#events").is_some_and(|events| events.contains("kustomization path not found")) {
+        assert!(started.elapsed() < Duration::from_secs(60), "no event of broken: {:?}", browser.text("main"));
+        std::thread::sleep(Duration::from_secs(1));
+        browser.goto(&browser.current_url());
+    }
     browser.screenshot("app-failing");
+
+    // A deployed app's page has Flux's history of it.
+    browser.goto(&format!("{}/apps/{NAMESPACE}/shop", ui.origin()));
+    let history = browser.text("#history").unwrap_or_default();
+    assert!(history.contains("ReconciliationSucceeded") && history.contains("main@sha1:"), "{history}");
+    browser.screenshot("app-ready");
 
     browser.goto(&format!("{}/cluster", ui.origin()));
     assert!(browser.text("main").unwrap().contains("Controllers"));
@@ -179,6 +192,23 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert!(link.as_str().unwrap().ends_with("/acme/fleet/pull/1"), "{link}");
     assert_eq!(fixture.main_head(), main_before, "a pull request leaves main alone");
     browser.screenshot("add-pull-request");
+
+    // The API does the same: POST /apps with `pr`, in the browser's session.
+    let cookie = browser.cookie("gitops_ui_session");
+    let body =
+        format!(r#"{{"name": "pr-api", "url": "{}", "path": "./deploy", "pr": true}}"#, env.git.ssh_url("pr-app"));
+    let origin = ui.origin();
+    let answer = ui.request(
+        "POST",
+        "/api/v1/apps",
+        &[("Cookie", &cookie), ("Origin", &origin), ("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let opened: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert!(opened["output"].as_str().unwrap().ends_with("/acme/fleet/pull/2\n"), "{opened}");
+    assert_eq!(fixture.standin.pull_requests("acme/fleet").len(), 2);
+    assert_eq!(fixture.main_head(), main_before);
 
     // A reviewer merges it (the branch is one commit on main), Flux syncs, and the app shows up
     // on the Apps page the browser keeps open.

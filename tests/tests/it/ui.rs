@@ -341,4 +341,36 @@ fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
         assert!(started.elapsed() < Duration::from_secs(60), "no pod of ui-web shown: {app}");
         std::thread::sleep(Duration::from_millis(500));
     }
+
+    // DELETE is `app remove`: refusals first, then the plan, then the commit; Flux prunes the app.
+    let delete = |path: &str| ui.request("DELETE", path, &[("Cookie", &cookie), ("Origin", &origin)], b"");
+    for (path, status) in [
+        ("/api/v1/apps/flux-system/ui-app?force=true", 400),
+        ("/api/v1/apps/flux-system/ui-app?dryRun=maybe", 400),
+        ("/api/v1/apps/flux-system/nope", 404),
+        ("/api/v1/apps/default/ui-app", 404),
+    ] {
+        let answer = delete(path);
+        assert_eq!(answer.status, status, "{path}: {}", answer.body);
+        answer.error();
+    }
+    let before = env.git.head("fleet");
+    let planned = delete("/api/v1/apps/flux-system/ui-app?dryRun=true");
+    assert_eq!(planned.status, 200, "{}", planned.body);
+    let plan: serde_json::Value = serde_json::from_str(&planned.body).unwrap();
+    assert!(plan["output"].as_str().unwrap().contains("--- a/apps/ui-app/source.yaml"), "{plan}");
+    assert_eq!(env.git.head("fleet"), before, "the dry run pushed nothing");
+    let removed = delete("/api/v1/apps/flux-system/ui-app?wait=true");
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    let pushed = env.git.head("fleet");
+    assert_ne!(pushed, before);
+    let result: serde_json::Value = serde_json::from_str(&removed.body).unwrap();
+    assert_eq!(result["output"], format!("app ui-app removed at {}\n", &pushed[..12]));
+    let gone = env.kubectl_ok(&["-n", "default", "get", "configmap", "from-the-ui", "--ignore-not-found", "-o=name"]);
+    assert_eq!(gone.unwrap(), "", "Flux pruned what the app applied");
+    let started = Instant::now();
+    while ui.json(&cookie, "/api/v1/apps?q=ui-app")["matching"] != 0 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the app stayed on the listing");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

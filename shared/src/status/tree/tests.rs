@@ -348,3 +348,38 @@ fn revisions_match_by_hash_start_full_revision_or_version() {
     assert!(revision_matches("0.1.0", "0.1.0"));
     assert!(!revision_matches("0.1.10", "0.1.1"));
 }
+
+#[tokio::test]
+async fn the_report_carries_flux_history_and_the_apps_recent_events_newest_first() {
+    let event = |reason: &str, time: &str, kind: &str| {
+        serde_json::json!({
+            "metadata": {"name": format!("web.{reason}"), "namespace": "flux-system"},
+            "involvedObject": {"kind": "Kustomization", "name": "web", "namespace": "flux-system"},
+            "reason": reason, "message": format!("{reason} happened"), "type": kind,
+            "lastTimestamp": time, "count": 2,
+        })
+    };
+    let events = serde_json::json!({"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": [
+        event("ReconciliationSucceeded", "2026-12-02T13:52:44Z", "Normal"),
+        event("HealthCheckFailed", "2026-12-02T13:58:48Z", "Warning"),
+    ]});
+    let with_events = with_kustomization("web").route("/api/v1/namespaces/flux-system/events", 200, events.to_string());
+    let (_, report) = look(&with_events, "web").await;
+    let statuses: Vec<_> = report.history.iter().map(|entry| entry.status.as_deref().unwrap()).collect();
+    assert_eq!(statuses, ["HealthCheckFailed", "ReconciliationSucceeded"]);
+    let newest = &report.history[0];
+    assert_eq!(newest.revision.as_deref(), Some("main@sha1:7064a3352de59e4342ab91ab628588422731ac29"));
+    assert_eq!((newest.reconciliations, newest.duration.as_deref()), (Some(4), Some("30.163840442s")));
+    assert_eq!(newest.first.as_deref(), Some("2026-12-02T13:54:17Z"));
+    let reasons: Vec<_> = report.events.iter().map(|event| (event.reason.as_str(), event.kind.as_str())).collect();
+    assert_eq!(reasons, [("HealthCheckFailed", "Warning"), ("ReconciliationSucceeded", "Normal")]);
+    assert_eq!(report.events[0].time.as_deref(), Some("2026-12-02T13:58:48Z"));
+
+    // A HelmRelease's history is its Helm releases; events that cannot be read are none.
+    let (_, helm) =
+        look(&fake().recorded(&format!("{HELM}/hello"), "app-status/helmrelease-hello.json"), "hello").await;
+    let entry = &helm.history[0];
+    assert_eq!((entry.revision.as_deref(), entry.status.as_deref()), (Some("0.1.0"), Some("deployed")));
+    assert_eq!(entry.first.as_deref(), Some("2026-12-02T13:52:39Z"));
+    assert!(helm.events.is_empty());
+}

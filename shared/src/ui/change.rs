@@ -1,13 +1,14 @@
-//! Adding an app from the UI: the request becomes the words of `kubectl gitops app add`, parsed
-//! by the same clap definition, and runs the same `app::add` (plan, `--dry-run` with its diff,
-//! commit or pull request on the one git write path). No second implementation to drift.
+//! Adding and removing an app from the UI: the request becomes the words of `kubectl gitops app
+//! add` (or `app remove`), parsed by the same clap definition, and runs the same `app::add` (or
+//! `app::remove`): plan, `--dry-run` with its diff, commit or pull request on the one git write
+//! path. No second implementation to drift.
 
 use std::ffi::OsString;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 
-use crate::app::{self, AddArgs, RepoArgs, Target};
+use crate::app::{self, AddArgs, RemoveArgs, RepoArgs, Target};
 use crate::error::{Error, Result};
 use crate::output::Printer;
 
@@ -49,11 +50,12 @@ pub(crate) struct AddApp {
     pub(crate) wait: bool,
 }
 
-/// What `POST /api/v1/apps` answers: what `app add` printed (the plan and its diff with
-/// `dryRun`, else the commit or the pull request).
+/// What `POST /api/v1/apps` and `DELETE /api/v1/apps/{namespace}/{name}` answer: what `app add`
+/// or `app remove` printed (the plan and its diff with `dryRun`, else the commit or the pull
+/// request).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Added {
+pub(crate) struct Changed {
     pub(crate) name: String,
     pub(crate) dry_run: bool,
     pub(crate) output: String,
@@ -65,6 +67,92 @@ pub(crate) struct Added {
 struct AddCommand {
     #[command(flatten)]
     args: AddArgs,
+}
+
+/// `app remove`'s flags, parsed on their own.
+#[derive(Debug, Parser)]
+#[command(name = "remove", no_binary_name = true)]
+struct RemoveCommand {
+    #[command(flatten)]
+    args: RemoveArgs,
+}
+
+/// `DELETE /api/v1/apps/{namespace}/{name}`: `app remove NAME`, with the query's `dryRun`, `pr`
+/// and `wait` as its flags.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RemoveApp {
+    pub(crate) name: String,
+    pub(crate) pr: bool,
+    pub(crate) dry_run: bool,
+    pub(crate) wait: bool,
+}
+
+/// The words of the server's own config repo flags.
+fn repo_words(repo: &RepoArgs) -> Vec<OsString> {
+    let mut words = Vec::new();
+    for (name, value) in [
+        ("config-repo", repo.config_repo.clone()),
+        ("config-branch", repo.config_branch.clone()),
+        ("private-key-file", repo.private_key_file.as_ref().map(|path| path.display().to_string())),
+        ("known-hosts-file", repo.known_hosts_file.as_ref().map(|path| path.display().to_string())),
+    ] {
+        if let Some(value) = value {
+            words.push(format!("--{name}").into());
+            words.push(value.into());
+        }
+    }
+    words
+}
+
+/// Parses the words with a command's own flag definitions; what it refuses is bad input.
+fn parse<C: Parser>(words: Vec<OsString>, command: &str) -> Result<C> {
+    C::try_parse_from(words).map_err(|error| {
+        let text = error.to_string();
+        let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+        Error::usage(first, format!("the fields are the flags of `kubectl gitops app {command}` (docs/api.md)"))
+    })
+}
+
+/// Runs an app command the way the CLI runs it. git2's handles are not Send, so neither are
+/// `app::add`'s and `app::remove`'s futures: they run on a blocking thread of the same runtime,
+/// as the CLI runs them on its main thread.
+async fn run_blocking<F>(command: F) -> Result<String>
+where
+    F: AsyncFnOnce() -> Result<String> + Send + 'static,
+{
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(command()))
+        .await
+        .map_err(|error| Error::Internal(format!("the app command stopped: {error}")))?
+}
+
+impl RemoveApp {
+    fn words(&self, repo: &RepoArgs) -> Vec<OsString> {
+        let mut words: Vec<OsString> = vec![self.name.clone().into()];
+        for (name, set) in [("pr", self.pr), ("dry-run", self.dry_run), ("wait", self.wait)] {
+            if set {
+                words.push(format!("--{name}").into());
+            }
+        }
+        words.extend(repo_words(repo));
+        words
+    }
+
+    /// Removes the app from the config repo of the Flux namespace `namespace`.
+    pub(crate) async fn run(
+        &self,
+        namespace: &str,
+        repo: &RepoArgs,
+        target: &Target,
+        printer: &Printer,
+    ) -> Result<Changed> {
+        let command: RemoveCommand = parse(self.words(repo), "remove")?;
+        let request = command.args.request()?;
+        let target = Target { namespace: Some(namespace.to_string()), ..target.clone() };
+        let printer = *printer;
+        let output = run_blocking(async move || app::remove(&request, &target, &printer).await).await?;
+        Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
+    }
 }
 
 impl AddApp {
@@ -90,10 +178,6 @@ impl AddApp {
         flag("interval", &self.interval);
         flag("message", &self.message);
         flag("prune", &self.prune.map(|prune| prune.to_string()));
-        flag("config-repo", &repo.config_repo);
-        flag("config-branch", &repo.config_branch);
-        flag("private-key-file", &repo.private_key_file.as_ref().map(|path| path.display().to_string()));
-        flag("known-hosts-file", &repo.known_hosts_file.as_ref().map(|path| path.display().to_string()));
         for (name, values) in [("depends-on", &self.depends_on), ("cluster", &self.clusters)] {
             for value in values {
                 words.push(format!("--{name}").into());
@@ -111,25 +195,17 @@ impl AddApp {
                 words.push(format!("--{name}").into());
             }
         }
+        words.extend(repo_words(repo));
         words
     }
 
     /// Checks the request the way `app add` checks its flags, then adds the app.
-    pub(crate) async fn run(&self, repo: &RepoArgs, target: &Target, printer: &Printer) -> Result<Added> {
-        let command = AddCommand::try_parse_from(self.words(repo)).map_err(|error| {
-            let text = error.to_string();
-            let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
-            Error::usage(first, "the fields are the flags of `kubectl gitops app add` (docs/api.md)")
-        })?;
+    pub(crate) async fn run(&self, repo: &RepoArgs, target: &Target, printer: &Printer) -> Result<Changed> {
+        let command: AddCommand = parse(self.words(repo), "add")?;
         let request = command.args.request()?;
-        // git2's handles are not Send, so neither is `app::add`'s future: it runs on a blocking
-        // thread of the same runtime, as the CLI runs it on its main thread.
         let (target, printer) = (target.clone(), *printer);
-        let runtime = tokio::runtime::Handle::current();
-        let output = tokio::task::spawn_blocking(move || runtime.block_on(app::add(&request, &target, &printer)))
-            .await
-            .map_err(|error| Error::Internal(format!("adding the app stopped: {error}")))??;
-        Ok(Added { name: self.name.clone(), dry_run: self.dry_run, output })
+        let output = run_blocking(async move || app::add(&request, &target, &printer).await).await?;
+        Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
     }
 }
 
@@ -139,6 +215,19 @@ mod tests {
 
     fn parse(add: &AddApp) -> std::result::Result<AddCommand, clap::Error> {
         AddCommand::try_parse_from(add.words(&RepoArgs::default()))
+    }
+
+    #[test]
+    fn a_removal_is_app_remove_with_the_servers_repo_flags() {
+        let remove = RemoveApp { name: "shop".into(), pr: true, dry_run: true, wait: false };
+        let repo = RepoArgs { config_repo: Some("ssh://git@example.com/fleet.git".into()), ..RepoArgs::default() };
+        let args = RemoveCommand::try_parse_from(remove.words(&repo)).unwrap().args;
+        assert_eq!(args.name, "shop");
+        assert!(args.delivery.pr && args.delivery.dry_run && !args.delivery.wait);
+        assert_eq!(args.repo.config_repo.as_deref(), Some("ssh://git@example.com/fleet.git"));
+        let bad = RemoveApp { name: "Shop_1".into(), ..RemoveApp::default() };
+        let args = RemoveCommand::try_parse_from(bad.words(&RepoArgs::default())).unwrap().args;
+        assert!(args.request().unwrap_err().to_string().contains("Shop_1"));
     }
 
     #[test]
