@@ -3,7 +3,6 @@
 //! workloads, and the commit behind the applied revision from git. [`Viewer`] reads again and
 //! again for `--wait` and `--watch`.
 
-use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 
@@ -161,7 +160,7 @@ pub(super) async fn gather(
 /// (or an API server that dropped them) gets none, not an error.
 async fn read_events(cluster: &Cluster, app: &DynamicObject) -> Vec<AppEvent> {
     let (kind, namespace, name) = key(app);
-    let api: Api<Event> = Api::namespaced(cluster.client.clone(), &namespace);
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), &namespace, &core_v1("Event", "events"));
     let selector = format!("involvedObject.kind={kind},involvedObject.name={name}");
     api.list(&ListParams::default().fields(&selector)).await.map(|list| recent_events(list.items)).unwrap_or_default()
 }
@@ -237,6 +236,18 @@ async fn read_workloads(cluster: &Cluster, inventory: &[InventoryItem]) -> Resul
     futures::future::try_join_all(reads).await
 }
 
+/// A kind of the core group, read untyped: k8s-openapi's typed objects (a `Pod`, an `Event`)
+/// bring their whole deserializers into every binary that shows a few of their fields.
+fn core_v1(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
 /// The pods a workload's selector matches (at most `PODS_SHOWN`); none when its selector uses
 /// expressions or pods may not be listed.
 async fn read_pods(cluster: &Cluster, namespace: &str, workload: &DynamicObject) -> Result<Vec<PodState>> {
@@ -249,7 +260,7 @@ async fn read_pods(cluster: &Cluster, namespace: &str, workload: &DynamicObject)
     if selector.is_empty() {
         return Ok(Vec::new());
     }
-    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
+    let pods: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, &core_v1("Pod", "pods"));
     match pods.list(&ListParams::default().labels(&selector.join(",")).limit(PODS_SHOWN)).await {
         Ok(list) => Ok(list.items.iter().map(pod_state).collect()),
         Err(error) if is_forbidden(&error) || is_not_found(&error) => Ok(Vec::new()),

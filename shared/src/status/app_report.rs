@@ -74,33 +74,38 @@ pub struct PodState {
     pub message: Option<String>,
 }
 
-/// How a pod stands, from its status alone.
-pub(super) fn pod_state(pod: &k8s_openapi::api::core::v1::Pod) -> PodState {
-    let status = pod.status.clone().unwrap_or_default();
-    let conditions = status.conditions.unwrap_or_default();
-    let condition = |kind: &str| conditions.iter().find(|condition| condition.type_ == kind);
-    let ready = condition("Ready").is_some_and(|ready| ready.status == "True");
-    let containers: Vec<_> = status
-        .init_container_statuses
+/// How a pod stands, from its status alone (read untyped, see `core_v1` in app_reads.rs: the
+/// typed `Pod`'s deserializer, the whole PodSpec, weighs over 100 KB).
+pub(super) fn pod_state(pod: &DynamicObject) -> PodState {
+    let status = pod.data.get("status");
+    let field = |value: &serde_json::Value, name: &str| value.get(name).and_then(|v| v.as_str()).map(String::from);
+    let list = |name: &str| status.and_then(|status| status.get(name)).and_then(|v| v.as_array()).cloned();
+    let conditions = list("conditions").unwrap_or_default();
+    let condition =
+        |kind: &str| conditions.iter().find(|condition| condition.get("type").and_then(|t| t.as_str()) == Some(kind));
+    let is =
+        |condition: &serde_json::Value, value: &str| condition.get("status").and_then(|s| s.as_str()) == Some(value);
+    let ready = condition("Ready").is_some_and(|ready| is(ready, "True"));
+    let containers: Vec<serde_json::Value> = list("initContainerStatuses")
         .unwrap_or_default()
         .into_iter()
-        .chain(status.container_statuses.unwrap_or_default())
+        .chain(list("containerStatuses").unwrap_or_default())
         .collect();
-    let restarts = containers.iter().map(|container| i64::from(container.restart_count)).sum();
-    let from_container = containers.iter().filter(|container| !container.ready).find_map(|container| {
-        let state = container.state.as_ref()?;
-        if let Some(waiting) = &state.waiting {
-            return waiting.reason.clone().map(|reason| (reason, waiting.message.clone()));
-        }
-        let terminated = state.terminated.as_ref()?;
-        terminated.reason.clone().map(|reason| (reason, terminated.message.clone()))
-    });
-    let unscheduled = condition("PodScheduled").filter(|scheduled| scheduled.status == "False").map(|scheduled| {
-        (scheduled.reason.clone().unwrap_or_else(|| "Unschedulable".into()), scheduled.message.clone())
+    let restarts = containers.iter().filter_map(|container| container.get("restartCount")?.as_i64()).sum();
+    let from_container = containers
+        .iter()
+        .filter(|container| container.get("ready").and_then(|r| r.as_bool()) != Some(true))
+        .find_map(|container| {
+            let state = container.get("state")?;
+            let stuck = state.get("waiting").or_else(|| state.get("terminated"))?;
+            field(stuck, "reason").map(|reason| (reason, field(stuck, "message")))
+        });
+    let unscheduled = condition("PodScheduled").filter(|scheduled| is(scheduled, "False")).map(|scheduled| {
+        (field(scheduled, "reason").unwrap_or_else(|| "Unschedulable".into()), field(scheduled, "message"))
     });
     let not_ready = condition("Ready")
-        .filter(|ready| ready.status != "True")
-        .and_then(|condition| condition.reason.clone().map(|reason| (reason, condition.message.clone())));
+        .filter(|ready| !is(ready, "True"))
+        .and_then(|condition| field(condition, "reason").map(|reason| (reason, field(condition, "message"))));
     let (reason, message) = if ready {
         (None, None)
     } else {
@@ -111,7 +116,7 @@ pub(super) fn pod_state(pod: &k8s_openapi::api::core::v1::Pod) -> PodState {
     };
     PodState {
         name: pod.metadata.name.clone().unwrap_or_default(),
-        phase: status.phase.unwrap_or_else(|| "Unknown".into()),
+        phase: status.and_then(|status| field(status, "phase")).unwrap_or_else(|| "Unknown".into()),
         ready,
         restarts,
         reason,
@@ -193,7 +198,7 @@ pub struct AppEvent {
     pub reason: String,
     pub message: String,
     /// How often it happened.
-    pub count: i32,
+    pub count: i64,
 }
 
 /// How many events a report keeps.
@@ -235,18 +240,15 @@ pub(super) fn history(app: &DynamicObject, helm: bool) -> Vec<HistoryEntry> {
 }
 
 /// The newest [`EVENTS_SHOWN`] events, newest first.
-pub(super) fn recent_events(events: Vec<k8s_openapi::api::core::v1::Event>) -> Vec<AppEvent> {
+pub(super) fn recent_events(events: Vec<DynamicObject>) -> Vec<AppEvent> {
     let mut events: Vec<AppEvent> = events
-        .into_iter()
+        .iter()
         .map(|event| AppEvent {
-            time: event
-                .last_timestamp
-                .map(|time| time.0.to_string())
-                .or_else(|| event.event_time.map(|time| time.0.to_string())),
-            kind: event.type_.unwrap_or_else(|| "Normal".into()),
-            reason: event.reason.unwrap_or_default(),
-            message: event.message.unwrap_or_default(),
-            count: event.count.unwrap_or(1),
+            time: text(event, "/lastTimestamp").or_else(|| text(event, "/eventTime")),
+            kind: text(event, "/type").unwrap_or_else(|| "Normal".into()),
+            reason: text(event, "/reason").unwrap_or_default(),
+            message: text(event, "/message").unwrap_or_default(),
+            count: event.data.get("count").and_then(|count| count.as_i64()).unwrap_or(1),
         })
         .collect();
     events.sort_by(|a, b| b.time.cmp(&a.time));

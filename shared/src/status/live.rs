@@ -479,7 +479,7 @@ pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer:
 
 /// The rows that differ between two listings, in listing order; a row that is gone is shown as it
 /// was with the message `deleted`. With `failed_only`, only rows that are or were not ready.
-pub(crate) fn changed_rows(old: &Report, new: &Report, failed_only: bool) -> Vec<AppStatus> {
+fn changed_rows(old: &Report, new: &Report, failed_only: bool) -> Vec<AppStatus> {
     let rows = |report: &Report| -> BTreeMap<(String, String, String), AppStatus> {
         report
             .apps

@@ -24,7 +24,7 @@ pub use self::app_report::{
     AppEvent, AppReport, HistoryEntry, InventoryItem, LastDeployed, PodState, Workload, exit_code as app_exit_code,
 };
 pub use self::collect::{Scope, collect, collect_detected};
-pub(crate) use self::live::{Live, changed_rows};
+pub(crate) use self::live::Live;
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::render::{View, exit_code, render_table};
 pub use self::tree::render_tree;
@@ -32,7 +32,7 @@ pub use self::watch::{Limits, WaitArgs, WaitRequest};
 use crate::record::InstallRecord;
 
 /// How an app is deployed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AppKind {
     /// A Kustomization of a git (or bucket) source.

@@ -277,43 +277,47 @@ pub(super) async fn remove(
 }
 
 /// One `apps` event: the snapshot's revision, and the rows that changed since the previous event
-/// (none in the first; a deleted row comes with the message `deleted`).
+/// (none in the first; a deleted row comes with the message `deleted`). `resync`: this stream
+/// skipped snapshots (it read slower than they came), so `changed` is empty and the client reads
+/// the rows it wants again.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct AppsChanged {
+struct AppsChanged<'a> {
     revision: u64,
-    changed: Vec<AppStatus>,
+    changed: &'a [AppStatus],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    resync: bool,
 }
 
 /// `GET /api/v1/events`: Server-Sent Events, an `apps` event on every change the watches see.
-/// Each client reads the shared snapshots; no client starts a watch of its own.
+/// Each client reads the shared snapshots, whose changes are worked out once for all of them; no
+/// client starts a watch or keeps a snapshot of its own.
 pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let snapshots = server.snapshots.clone();
     let stopping = server.stopping.clone();
-    let stream = futures::stream::unfold(
-        (snapshots, stopping, None::<Arc<Snapshot>>),
-        |(mut snapshots, mut stopping, last)| async move {
+    let stream =
+        futures::stream::unfold((snapshots, stopping, None::<u64>), |(mut snapshots, mut stopping, last)| async move {
             loop {
                 let current = Arc::clone(&snapshots.borrow_and_update());
-                if current.listed && last.as_ref().is_none_or(|last| last.revision != current.revision) {
+                if current.listed && last != Some(current.revision) {
                     // The first event carries the revision only: a client reads the rows it wants
                     // with GET /apps. Sending every row to every new client would hold, at 10,000
                     // apps and 50 clients, half a gigabyte of JSON at once.
-                    let changed = match &last {
-                        Some(last) => status::changed_rows(&last.report, &current.report, false),
-                        None => Vec::new(),
+                    let (changed, resync) = match last {
+                        None => (&[][..], false),
+                        Some(last) if last == current.changed_since => (&current.changed[..], false),
+                        Some(_) => (&[][..], true),
                     };
-                    let body = AppsChanged { revision: current.revision, changed };
+                    let body = AppsChanged { revision: current.revision, changed, resync };
                     let event = Event::default().event("apps").data(serde_json::to_string(&body).unwrap_or_default());
-                    return Some((Ok(event), (snapshots, stopping, Some(current))));
+                    return Some((Ok(event), (snapshots, stopping, Some(current.revision))));
                 }
                 tokio::select! {
                     changed = snapshots.changed() => if changed.is_err() { return None },
                     _ = stopping.wait_for(|stop| *stop) => return None,
                 }
             }
-        },
-    );
+        });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 

@@ -1,12 +1,14 @@
 //! The Apps listing's filters and pages, the same for the API and the page: server-side, so a
 //! browser never receives 10,000 rows to page through itself.
 
+use std::cmp::Ordering;
+
 use serde::Serialize;
 
 use super::live::Snapshot;
 use crate::error::{Error, Result};
 use crate::names;
-use crate::status::{AppState, AppStatus, Report, Scope, Summary, summarize};
+use crate::status::{AppKind, AppState, AppStatus, Report, Scope, Summary, summarize};
 
 /// Rows per page unless `limit` says otherwise, and the most one page may hold.
 pub(crate) const DEFAULT_LIMIT: usize = 50;
@@ -106,7 +108,7 @@ fn non_empty(value: &Option<String>) -> Option<String> {
 }
 
 /// One row of the listing: a `status` row and whether kubectl-gitops manages it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppRow {
     #[serde(flatten)]
@@ -139,22 +141,60 @@ pub(crate) struct AppsPage {
     pub(crate) watched_namespace: Option<String>,
 }
 
-/// A listing's rows, ours and the other Flux objects, by namespace then name.
-pub(crate) fn sorted_rows(report: &Report) -> Vec<AppRow> {
+/// A listing's rows, ours and the other Flux objects, by namespace then name (then kind: a
+/// Kustomization and a HelmRelease may share a name).
+pub(crate) fn sorted_rows(report: Report) -> Vec<AppRow> {
     let mut rows: Vec<AppRow> = report
         .apps
-        .iter()
-        .map(|app| AppRow { app: app.clone(), managed: true })
-        .chain(report.other_flux_objects.iter().map(|app| AppRow { app: app.clone(), managed: false }))
+        .into_iter()
+        .map(|app| AppRow { app, managed: true })
+        .chain(report.other_flux_objects.into_iter().map(|app| AppRow { app, managed: false }))
         .collect();
-    rows.sort_by(|a, b| (&a.app.namespace, &a.app.name).cmp(&(&b.app.namespace, &b.app.name)));
+    rows.sort_by(|a, b| row_key(&a.app).cmp(&row_key(&b.app)));
     rows
+}
+
+fn row_key(app: &AppStatus) -> (&str, &str, AppKind) {
+    (&app.namespace, &app.name, app.kind)
+}
+
+/// The rows of `new` that differ from `old` (both sorted), in order; a row that is gone comes as
+/// it was with the message `deleted`. One walk through both, copying only what changed.
+pub(crate) fn changed_rows(old: &[AppRow], new: &[AppRow]) -> Vec<AppStatus> {
+    let (mut old, mut new) = (old.iter().peekable(), new.iter().peekable());
+    let mut changed = Vec::new();
+    loop {
+        let order = match (old.peek(), new.peek()) {
+            (None, None) => return changed,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(was), Some(now)) => row_key(&was.app).cmp(&row_key(&now.app)),
+        };
+        match order {
+            Ordering::Less => {
+                changed.extend(old.next().map(|was| AppStatus { message: Some("deleted".into()), ..was.app.clone() }))
+            }
+            Ordering::Greater => changed.extend(new.next().map(|now| now.app.clone())),
+            Ordering::Equal => {
+                if let (Some(was), Some(now)) = (old.next(), new.next())
+                    && was != now
+                {
+                    changed.push(now.app.clone());
+                }
+            }
+        }
+    }
 }
 
 /// Cuts one page out of a snapshot: only the page's rows are copied.
 pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
-    let mut namespaces: Vec<String> = snapshot.rows.iter().map(|row| row.app.namespace.clone()).collect();
-    namespaces.dedup();
+    // The rows are sorted: each namespace is one run of them.
+    let mut namespaces: Vec<String> = Vec::new();
+    for row in &snapshot.rows {
+        if namespaces.last() != Some(&row.app.namespace) {
+            namespaces.push(row.app.namespace.clone());
+        }
+    }
     let matching: Vec<&AppRow> = snapshot.rows.iter().filter(|row| matches(&row.app, query)).collect();
     let summary = summarize(matching.iter().map(|row| &row.app));
     let start = match &query.after {
@@ -173,7 +213,7 @@ pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
         matching: matching.len(),
         summary,
         namespaces,
-        forbidden: snapshot.report.forbidden.clone(),
+        forbidden: snapshot.forbidden.clone(),
         revision: snapshot.revision,
         watched_namespace: match &snapshot.scope {
             Scope::All => None,
@@ -191,7 +231,6 @@ fn matches(app: &AppStatus, query: &AppsQuery) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::AppKind;
 
     fn row(namespace: &str, name: &str, state: AppState) -> AppStatus {
         AppStatus {
@@ -209,11 +248,42 @@ mod tests {
         }
     }
 
+    fn listing(apps: Vec<AppStatus>) -> Report {
+        let flux = crate::status::Runtime { namespace: None, version: None, controllers: Vec::new(), config: None };
+        Report { flux, summary: summarize(apps.iter()), apps, other_flux_objects: Vec::new(), forbidden: Vec::new() }
+    }
+
     fn report(rows: Vec<AppStatus>) -> Snapshot {
-        let mut report = Snapshot::starting().report;
-        report.summary = summarize(rows.iter());
-        report.apps = rows;
-        Snapshot::listed(1, report, Scope::All)
+        Snapshot::listed(&Snapshot::starting(), 1, listing(rows), Scope::All)
+    }
+
+    #[test]
+    fn a_snapshot_carries_what_changed_since_the_one_before_worked_out_once() {
+        let first = report(vec![
+            row("team", "a", AppState::Ready),
+            row("team", "b", AppState::Ready),
+            row("team", "c", AppState::Ready),
+        ]);
+        assert!(first.changed.is_empty(), "the first listing has nothing to compare with");
+        let second = Snapshot::listed(
+            &first,
+            2,
+            listing(vec![
+                row("team", "d", AppState::Ready),
+                row("team", "b", AppState::Suspended),
+                row("team", "a", AppState::Ready),
+            ]),
+            Scope::All,
+        );
+        assert_eq!(second.changed_since, 1);
+        let changed: Vec<_> =
+            second.changed.iter().map(|app| (app.name.as_str(), app.state, app.message.as_deref())).collect();
+        assert_eq!(
+            changed,
+            [("b", AppState::Suspended, None), ("c", AppState::Ready, Some("deleted")), ("d", AppState::Ready, None)]
+        );
+        let rows: Vec<_> = second.rows.iter().map(|row| row.app.name.as_str()).collect();
+        assert_eq!(rows, ["a", "b", "d"]);
     }
 
     impl Snapshot {

@@ -47,8 +47,8 @@ impl Fixture {
     }
 
     /// The same with the Flux controllers running once installed, and the install's deploy key
-    /// let in by the git server (as the provider would let Flux in with it): the config repo
-    /// syncs, and what is merged there is deployed.
+    /// let in by the git server (as the provider would let Flux in with it): returns once the
+    /// config repo synced, and what is merged there is deployed.
     pub(crate) fn install_with_flux(kind: Kind) -> Fixture {
         let env = TestEnv::start(Options { flux: false }).unwrap().detach();
         env.run_flux_once_installed();
@@ -56,6 +56,13 @@ impl Fixture {
         for key in fixture.standin.deploy_keys(REPO) {
             env.git.authorize_key(&key.key).unwrap();
         }
+        env.wait_for_jsonpath(
+            &["-n", "flux-system", "kustomization", "flux-system"],
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+            "True",
+            std::time::Duration::from_secs(180),
+        )
+        .unwrap();
         fixture
     }
 

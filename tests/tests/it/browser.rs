@@ -144,13 +144,6 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
 fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     let fixture = Fixture::install_with_flux(Kind::GitHub);
     let env = fixture.env;
-    env.wait_for_jsonpath(
-        &["-n", "flux-system", "kustomization", "flux-system"],
-        "{.status.conditions[?(@.type==\"Ready\")].status}",
-        "True",
-        Duration::from_secs(180),
-    )
-    .unwrap();
     let source = tempfile::tempdir().unwrap();
     std::fs::write(
         source.path().join("configmap.yaml"),
