@@ -147,6 +147,47 @@ fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live()
 }
 
 #[test]
+fn the_api_pages_through_a_thousand_apps_in_order_without_gaps_or_repeats() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "ui-thousand"]).unwrap();
+    // Suspended, so that the controllers leave them alone while the other tests run.
+    let objects: String = (0..1000)
+        .map(|index| {
+            kustomization("ui-thousand", &format!("app-{index:04}"))
+                .replace("  prune: true\n", "  prune: true\n  suspend: true\n")
+        })
+        .collect();
+    env.apply_yaml(&objects).unwrap();
+    let ui = start(&env.kubeconfig, &[]);
+    let cookie = ui.login();
+    let started = Instant::now();
+    while ui.json(&cookie, "/api/v1/apps?namespace=ui-thousand&limit=1")["matching"] != 1000 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the listing never held the 1,000 apps");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    let mut path = "/api/v1/apps?namespace=ui-thousand&health=suspended&limit=128".to_string();
+    loop {
+        let page = ui.json(&cookie, &path);
+        assert_eq!((page["matching"].as_u64(), page["summary"]["suspended"].as_u64()), (Some(1000), Some(1000)));
+        pages += 1;
+        seen.extend(names(&page));
+        match page["continue"].as_str() {
+            Some(next) => {
+                path = format!("/api/v1/apps?namespace=ui-thousand&health=suspended&limit=128&continue={next}")
+            }
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..1000).map(|index| format!("ui-thousand/app-{index:04}")).collect();
+    assert_eq!(pages, 8, "1,000 rows in pages of 128");
+    assert_eq!(seen, expected);
+    let html = ui.get(&cookie, "/apps?namespace=ui-thousand");
+    assert_eq!(html.body.matches("data-app=").count(), 50, "the Apps page shows 50 rows a page");
+}
+
+#[test]
 fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
     let env = TestEnv::shared();
     env.kubectl(&["create", "namespace", "ui-tenant"]).unwrap();
@@ -273,6 +314,7 @@ fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
         (format!(r#"{{"name": "ui-app", "url": "{url}", "values": "x: 1"}}"#), "unknown field `values`"),
         (format!(r#"{{"name": "UI_APP", "url": "{url}"}}"#), "UI_APP"),
         (format!(r#"{{"name": "ui-app", "url": "{url}", "path": "./deploy", "chart": "x"}}"#), "cannot be used with"),
+        (r#"{"name": "ui-app", "url": "ftp://example.com/app.git"}"#.to_string(), "ftp://example.com/app.git"),
     ] {
         let answer = post(&body, "application/json");
         assert_eq!(answer.status, 400, "{body}: {}", answer.body);
