@@ -81,12 +81,14 @@ impl Browser {
         self.runtime.block_on(self.client().current_url()).unwrap().to_string()
     }
 
-    /// The visible text of the first element `css` selects, `None` when there is none.
+    /// The visible text of the first element `css` selects, `None` when there is none. Read in one
+    /// script, not found then read: the live updates swap the table in between, and an element
+    /// found before the swap is gone when it is read.
     pub fn text(&self, css: &str) -> Option<String> {
-        self.runtime.block_on(async {
-            let element = self.client().find(Locator::Css(css)).await.ok()?;
-            element.text().await.ok()
-        })
+        let script =
+            "const element = document.querySelector(arguments[0]); return element ? element.innerText.trim() : null;";
+        let text = self.runtime.block_on(self.client().execute(script, vec![serde_json::json!(css)])).unwrap();
+        text.as_str().map(String::from)
     }
 
     /// How many elements `css` selects.

@@ -1,7 +1,8 @@
 //! The typed view of a Flux object's references and status (conditions, generations, revisions,
 //! artifact, history), whatever holds it: a [`Listed`] object, parsed straight from a LIST page with
-//! every other field skipped (`status`), or a `DynamicObject` that a watch or a GET delivered
-//! (`--wait`, `--watch`, `app status`, install). Nothing else reads Flux status by JSON pointer.
+//! every other field skipped (`status`) or reduced from what a watch delivered (`--wait`,
+//! `--watch`, the UI), or a `DynamicObject` that a GET delivered (`app status`, install). Nothing
+//! else reads Flux status by JSON pointer.
 //!
 //! `status -A` on thousands of apps keeps every source and app in memory until the rows are joined,
 //! so what it keeps per object matters: a `DynamicObject`, even pruned, is a tree of
@@ -97,6 +98,10 @@ pub(crate) trait FluxObject {
     fn url(&self) -> Option<&str>;
     /// `spec.ref` of a source as a row shows it, `branch main`: the first of its fields set.
     fn source_ref_text(&self) -> Option<String>;
+    /// `spec.ref.branch` of a source.
+    fn branch(&self) -> Option<&str>;
+    /// `spec.secretRef.name` of a source: its credentials.
+    fn secret_name(&self) -> Option<&str>;
     /// `spec.sourceRef`.
     fn source_ref(&self) -> Option<Reference<'_>>;
     /// `spec.chartRef` of a HelmRelease.
@@ -179,6 +184,14 @@ impl FluxObject for DynamicObject {
             .find_map(|field| reference.get(*field).and_then(|v| v.as_str()).map(|value| format!("{field} {value}")))
     }
 
+    fn branch(&self) -> Option<&str> {
+        str_at(self, "/spec/ref/branch")
+    }
+
+    fn secret_name(&self) -> Option<&str> {
+        str_at(self, "/spec/secretRef/name")
+    }
+
     fn source_ref(&self) -> Option<Reference<'_>> {
         self.data.pointer("/spec/sourceRef").map(Reference::of_value)
     }
@@ -243,7 +256,7 @@ impl FluxObject for DynamicObject {
 }
 
 /// A Flux object as a LIST page delivers it, reduced while parsing to what a row reads.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 pub(crate) struct Listed {
     /// List items carry no kind: the LIST's kind is set after parsing.
     #[serde(skip)]
@@ -262,9 +275,26 @@ impl Listed {
         self.kind = kind;
         self
     }
+
+    /// The same reduction of an object a watch delivered: what the watches keep of each object
+    /// (at 10,000 apps, a `DynamicObject` even pruned weighs several kilobytes, this one about one).
+    pub(crate) fn of_object(object: &DynamicObject, kind: &'static str) -> Listed {
+        let part = |name: &str| object.data.get(name).unwrap_or(&serde_json::Value::Null);
+        Listed {
+            kind,
+            metadata: Meta {
+                name: object.metadata.name.clone().unwrap_or_default(),
+                namespace: object.metadata.namespace.clone().unwrap_or_default(),
+                generation: object.metadata.generation,
+                ours: object.is_ours(),
+            },
+            spec: Option::<Spec>::deserialize(part("spec")).ok().flatten().unwrap_or_default(),
+            status: Option::<Status>::deserialize(part("status")).ok().flatten().unwrap_or_default(),
+        }
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 struct Meta {
     #[serde(default)]
     name: String,
@@ -281,7 +311,7 @@ fn managed_by_us<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::
         == Some(record::MANAGED_BY_VALUE))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Spec {
     suspend: Option<bool>,
@@ -289,6 +319,7 @@ struct Spec {
     #[serde(rename = "ref")]
     source_ref_fields: Option<SourceRefFields>,
     source_ref: Option<OwnedReference>,
+    secret_ref: Option<SecretRef>,
     // The HelmRelease fields are boxed: most objects listed are sources and Kustomizations.
     chart_ref: Option<Box<OwnedReference>>,
     #[serde(default, deserialize_with = "chart_template")]
@@ -310,7 +341,7 @@ fn chart_template<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<B
 }
 
 /// `spec.ref` of a GitRepository or OCIRepository.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 struct SourceRefFields {
     commit: Option<String>,
     tag: Option<String>,
@@ -335,7 +366,13 @@ impl SourceRefFields {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// A source's `spec.secretRef`.
+#[derive(Debug, Default, Clone, Deserialize)]
+struct SecretRef {
+    name: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
 struct OwnedReference {
     kind: Option<String>,
     name: Option<String>,
@@ -348,19 +385,19 @@ impl OwnedReference {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 struct ChartTemplate {
     spec: Option<ChartSpec>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ChartSpec {
     source_ref: Option<OwnedReference>,
     version: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Status {
     artifact: Option<Artifact>,
@@ -374,12 +411,12 @@ struct Status {
     deployed: Option<Box<Snapshot>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 struct Artifact {
     revision: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Condition {
     #[serde(rename = "type")]
@@ -397,7 +434,7 @@ fn first_ready<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cond
 
 /// A HelmRelease `status.history` snapshot (a Kustomization's snapshots have no `status` and are
 /// never the deployed one).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Snapshot {
     status: Option<String>,
@@ -440,6 +477,14 @@ impl FluxObject for Listed {
     fn source_ref_text(&self) -> Option<String> {
         let fields = self.spec.source_ref_fields.as_ref()?;
         REF_FIELDS.iter().find_map(|field| fields.get(field).map(|value| format!("{field} {value}")))
+    }
+
+    fn branch(&self) -> Option<&str> {
+        self.spec.source_ref_fields.as_ref()?.branch.as_deref()
+    }
+
+    fn secret_name(&self) -> Option<&str> {
+        self.spec.secret_ref.as_ref()?.name.as_deref()
     }
 
     fn source_ref(&self) -> Option<Reference<'_>> {
@@ -653,5 +698,25 @@ mod tests {
         assert_eq!(page.items.len(), 2);
         let last: Page = serde_json::from_value(json!({"metadata": {"continue": ""}, "items": []})).unwrap();
         assert_eq!(last.next(), None);
+    }
+
+    #[test]
+    fn a_watched_object_reduces_to_what_a_listed_one_keeps() {
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": "web-3", "namespace": "ui-team", "generation": 2,
+                         "labels": {"app.kubernetes.io/managed-by": "kubectl-gitops"}},
+            "spec": {"interval": "10m0s", "path": "./web-3", "prune": true, "suspend": true,
+                     "sourceRef": {"kind": "GitRepository", "name": "missing-source"}},
+            "status": {"observedGeneration": 1, "conditions": [
+                {"type": "Ready", "status": "False", "reason": "ArtifactFailed", "message": "not found"}]}
+        }))
+        .unwrap();
+        let listed = Listed::of_object(&object, "Kustomization");
+        assert!(listed.suspended());
+        assert!(listed.is_ours());
+        assert_eq!((listed.generation(), listed.observed_generation()), (Some(2), Some(1)));
+        assert_eq!(listed.source_ref().and_then(|reference| reference.name), Some("missing-source"));
+        assert_eq!(listed.ready_condition().and_then(|ready| ready.reason), Some("ArtifactFailed"));
     }
 }

@@ -281,10 +281,9 @@ async fn lookup_commit(
 }
 
 /// The URL of a GitRepository and the credentials of its Secret, as Flux reaches it.
-pub(super) async fn git_remote(cluster: &Cluster, source: &DynamicObject) -> std::result::Result<Remote, String> {
+pub(super) async fn git_remote(cluster: &Cluster, source: &impl FluxObject) -> std::result::Result<Remote, String> {
     let url = source.url().ok_or("the GitRepository has no URL")?;
-    let secret = text(source, "/spec/secretRef/name");
-    crate::repo_access::flux_remote(cluster, source.namespace(), url, secret.as_deref()).await
+    crate::repo_access::flux_remote(cluster, source.namespace(), url, source.secret_name()).await
 }
 
 /// Runs a libgit2 call off the async threads, giving up after [`crate::timeouts::GIT_READ`].

@@ -15,8 +15,7 @@ use crate::flux::api::{
     FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY, ServedApis,
 };
 pub(super) use crate::flux::status::Key;
-use crate::flux::status::{FluxObject, Listed, Page, Reference, deployed_snapshot};
-use crate::record;
+use crate::flux::status::{FluxObject, Listed, Page, Reference};
 
 /// Page size of each LIST.
 const PAGE: u32 = 500;
@@ -200,59 +199,6 @@ async fn list(cluster: &Cluster, served: &ServedApis, kind: &'static FluxKind, s
 pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResource> {
     let version = served.version_for(kind)?;
     Some(kind.at(version))
-}
-
-/// Sets a watched object's kind, which list items leave out and keys are made of, and
-/// [`prune`]s it.
-pub(super) fn type_and_prune(object: &mut DynamicObject, api_version: &str, kind: &FluxKind) {
-    object.types = Some(kube::core::TypeMeta { api_version: api_version.to_string(), kind: kind.kind.to_string() });
-    prune(object);
-}
-
-/// Keeps only the fields a row (and a wait's judgement of it) reads, so that the watches' objects
-/// stay small (managed fields, annotations and most of spec and status are dropped).
-fn prune(object: &mut DynamicObject) {
-    let ours = object.is_ours();
-    object.metadata = kube::core::ObjectMeta {
-        name: object.metadata.name.take(),
-        namespace: object.metadata.namespace.take(),
-        labels: ours.then(|| [(record::MANAGED_BY_LABEL.to_string(), record::MANAGED_BY_VALUE.to_string())].into()),
-        generation: object.metadata.generation,
-        ..Default::default()
-    };
-    let field = |pointer: &str| object.data.pointer(pointer).cloned();
-    let mut spec = serde_json::Map::new();
-    for name in ["sourceRef", "chartRef", "suspend", "url", "ref", "secretRef"] {
-        if let Some(value) = field(&format!("/spec/{name}")) {
-            spec.insert(name.to_string(), value);
-        }
-    }
-    if let Some(chart) = field("/spec/chart/spec") {
-        let chart_spec = serde_json::json!({"sourceRef": chart.get("sourceRef"), "version": chart.get("version")});
-        spec.insert("chart".to_string(), serde_json::json!({"spec": chart_spec}));
-    }
-    let mut status = serde_json::Map::new();
-    if let Some(revision) = field("/status/artifact/revision") {
-        status.insert("artifact".to_string(), serde_json::json!({"revision": revision}));
-    }
-    for name in ["lastAppliedRevision", "lastAttemptedRevision", "observedGeneration"] {
-        if let Some(value) = field(&format!("/status/{name}")) {
-            status.insert(name.to_string(), value);
-        }
-    }
-    if let Some(deployed) = object.data.pointer("/status/history").and_then(deployed_snapshot) {
-        status.insert("history".to_string(), serde_json::Value::Array(vec![deployed.clone()]));
-    }
-    if let Some(chart) = field("/status/helmChart") {
-        status.insert("helmChart".to_string(), chart);
-    }
-    let conditions = object.data.pointer("/status/conditions").and_then(|c| c.as_array());
-    if let Some(ready) =
-        conditions.and_then(|c| c.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready")))
-    {
-        status.insert("conditions".to_string(), serde_json::Value::Array(vec![ready.clone()]));
-    }
-    object.data = serde_json::json!({"spec": spec, "status": status});
 }
 
 /// The objects of one LIST; a forbidden LIST is noted and skipped, other errors fail.

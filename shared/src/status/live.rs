@@ -6,21 +6,15 @@
 //! and `flux bootstrap` create) is waited for even outside the scope: `-n team-a` adds a watch of
 //! it and of the sources of the Flux namespace.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Deref;
-use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::DynamicObject;
-use kube::discovery::ApiResource;
-use kube::runtime::reflector::{self, ObjectRef, store::Writer};
 use kube::runtime::watcher::{self, Event};
 
 use super::app_reads::{git_remote, run_git};
-use super::collect::{
-    Key, Lookup, Scope, assemble, detect_flux, key, kustomization_row, reference, resource, runtime, text,
-    type_and_prune,
-};
+use super::collect::{Key, Lookup, Scope, assemble, detect_flux, kustomization_row, resource, runtime};
 use super::render::View;
 use super::watch::{
     Change, Followed, REDRAW, Selector, Triggers, Verdict, WaitRequest, Waited, events_hint, forbidden, judge_row,
@@ -34,20 +28,24 @@ use crate::flux::api::{
     FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY,
 };
 use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux::status::{FluxObject, Listed};
 use crate::output::Printer;
 
 /// How many blocking objects a timeout names before it only counts the rest.
 const NAMED_AT_TIMEOUT: usize = 10;
 
 /// The objects of one watch: a Flux kind, in scope or (`extra`) the sync's namespace out of scope.
-/// kube's reflector keeps them: a (re)started watch's list replaces them once it is complete.
+/// Each is kept reduced to what a row reads ([`Listed`], as `status` reduces its LIST pages): at
+/// 10,000 apps the UI keeps 20,000 of them for as long as it runs. A (re)started watch's list
+/// replaces them once it is complete, as kube's reflector does.
 struct Store {
     kind: &'static FluxKind,
-    resource: ApiResource,
     /// Watches the Flux namespace outside the scope, for the sync: its rows are not shown.
     extra: bool,
-    writer: Writer<DynamicObject>,
-    objects: reflector::Store<DynamicObject>,
+    /// By (namespace, name).
+    objects: HashMap<(String, String), Listed>,
+    /// What a (re)started watch has listed so far.
+    relisting: Option<HashMap<(String, String), Listed>>,
     /// The first list completed (or was forbidden).
     listed: bool,
     /// Why the first list has not completed, when a watch call failed.
@@ -55,21 +53,34 @@ struct Store {
 }
 
 impl Store {
-    fn new(kind: &'static FluxKind, resource: ApiResource, extra: bool) -> Store {
-        let writer = Writer::new(resource.clone());
-        let objects = writer.as_reader();
-        Store { kind, resource, extra, writer, objects, listed: false, error: None }
+    fn new(kind: &'static FluxKind, extra: bool) -> Store {
+        Store { kind, extra, objects: HashMap::new(), relisting: None, listed: false, error: None }
     }
 
-    /// Keeps a watch event's object the way rows read it (its kind set, pruned), then applies it.
     fn apply(&mut self, event: Event<DynamicObject>) {
-        let (api_version, kind) = (self.resource.api_version.as_str(), self.kind);
-        let event = event.modify(|object| type_and_prune(object, api_version, kind));
-        self.writer.apply_watcher_event(&event);
+        let kind = self.kind.kind;
+        let reduced = |object: &DynamicObject| {
+            ((object.namespace().to_string(), object.name().to_string()), Listed::of_object(object, kind))
+        };
+        match event {
+            Event::Init => self.relisting = Some(HashMap::new()),
+            Event::InitApply(object) => {
+                let (key, listed) = reduced(&object);
+                self.relisting.get_or_insert_default().insert(key, listed);
+            }
+            Event::InitDone => self.objects = self.relisting.take().unwrap_or_default(),
+            Event::Apply(object) => {
+                let (key, listed) = reduced(&object);
+                self.objects.insert(key, listed);
+            }
+            Event::Delete(object) => {
+                self.objects.remove(&(object.namespace().to_string(), object.name().to_string()));
+            }
+        }
     }
 
-    fn get(&self, (_, namespace, name): &Key) -> Option<Arc<DynamicObject>> {
-        self.objects.get(&ObjectRef::new_with(name, self.resource.clone()).within(namespace))
+    fn get(&self, (_, namespace, name): &Key) -> Option<&Listed> {
+        self.objects.get(&(namespace.clone(), name.clone()))
     }
 
     fn is_app_kind(&self) -> bool {
@@ -90,9 +101,9 @@ pub(crate) struct Live {
 }
 
 impl Lookup for Live {
-    type Object = DynamicObject;
+    type Object = Listed;
 
-    fn find<'a>(&'a self, key: &Key) -> Option<impl Deref<Target = DynamicObject> + use<'a>> {
+    fn find<'a>(&'a self, key: &Key) -> Option<impl Deref<Target = Listed> + use<'a>> {
         self.stores.iter().filter(|store| store.kind.kind == key.0).find_map(|store| store.get(key))
     }
 }
@@ -122,7 +133,7 @@ impl Live {
         let mut followed = Vec::new();
         for (kind, namespace, selector, extra) in wanted {
             let Some(resource) = resource(&served, kind) else { continue };
-            stores.push(Store::new(kind, resource.clone(), extra));
+            stores.push(Store::new(kind, extra));
             followed.push(Followed { resource, namespace, selector });
         }
         let mut triggers = Triggers::new(&cluster, printer);
@@ -200,13 +211,12 @@ impl Live {
 
     /// The listing as `status` shows it, from what the watches reported.
     pub(crate) fn report(&self) -> Report {
-        let apps: Vec<Arc<DynamicObject>> = self
+        let apps = self
             .stores
             .iter()
             .filter(|store| !store.extra && store.is_app_kind())
-            .flat_map(|store| store.objects.state())
-            .collect();
-        assemble(self.runtime.clone(), apps.iter().map(|app| &**app), self, self.forbidden.clone())
+            .flat_map(|store| store.objects.values());
+        assemble(self.runtime.clone(), apps, self, self.forbidden.clone())
     }
 
     /// The config repo sync: Kustomization `flux-system` in the Flux namespace.
@@ -245,7 +255,7 @@ pub(super) enum Part {
 
 /// Judges a row for the cluster-wide wait: suspended counts as done (as the listing's exit code
 /// counts it); otherwise Ready with its spec observed at what its source offers.
-pub(super) fn judge_listed(object: &DynamicObject, row: &AppStatus) -> Verdict {
+pub(super) fn judge_listed(object: &impl FluxObject, row: &AppStatus) -> Verdict {
     if row.state == AppState::Suspended {
         return Verdict::Ready;
     }
@@ -254,7 +264,7 @@ pub(super) fn judge_listed(object: &DynamicObject, row: &AppStatus) -> Verdict {
 
 /// Judges the config repo sync: Ready at `target` (a commit or revision; `None`: at what its
 /// source fetched). While its source has not fetched the target yet, that is what is waited for.
-pub(super) fn judge_sync(sync: &DynamicObject, row: &AppStatus, target: Option<&str>) -> Verdict {
+pub(super) fn judge_sync(sync: &impl FluxObject, row: &AppStatus, target: Option<&str>) -> Verdict {
     match judge_row(sync, row, target, None) {
         Verdict::Waiting { why, healthy } => {
             let source = row.objects.len().checked_sub(2).map(|index| &row.objects[index]);
@@ -294,7 +304,7 @@ struct ClusterWait {
 
 impl ClusterWait {
     /// The revision the sync must reach: `--revision`, else the head of its branch.
-    async fn target(&mut self, sync: &DynamicObject) -> Option<String> {
+    async fn target(&mut self, sync: &Listed) -> Option<String> {
         if let Some(revision) = &self.revision {
             return Some(revision.clone());
         }
@@ -318,17 +328,16 @@ impl ClusterWait {
     }
 
     /// `git ls-remote` of the sync's GitRepository branch, with the credentials of its Secret.
-    async fn ask_head(&self, sync: &DynamicObject) -> std::result::Result<String, String> {
-        let (_, sync_namespace, _) = key(sync);
-        let source_ref = sync.data.pointer("/spec/sourceRef").ok_or("the sync has no sourceRef")?;
-        if source_ref.get("kind").and_then(|kind| kind.as_str()) != Some(GIT_REPOSITORY.kind) {
+    async fn ask_head(&self, sync: &Listed) -> std::result::Result<String, String> {
+        let source_ref = sync.source_ref().ok_or("the sync has no sourceRef")?;
+        if source_ref.kind != Some(GIT_REPOSITORY.kind) {
             return Err("its source is not a GitRepository".into());
         }
-        let source_key = reference(Some(source_ref), "", &sync_namespace).ok_or("the sync's sourceRef has no name")?;
+        let source_key = source_ref.key("", sync.namespace()).ok_or("the sync's sourceRef has no name")?;
         let (_, namespace, name) = &source_key;
         let source = self.live.find(&source_key).ok_or(format!("GitRepository {namespace}/{name} not found"))?;
-        let branch = text(&source, "/spec/ref/branch").ok_or("the GitRepository follows no branch")?;
-        let remote = git_remote(&self.live.cluster, &source).await?;
+        let branch = source.branch().ok_or("the GitRepository follows no branch")?.to_string();
+        let remote = git_remote(&self.live.cluster, &*source).await?;
         let asked = branch.clone();
         match run_git(move || crate::git::remote_head(&remote, &asked)).await? {
             Some(head) => Ok(head),
@@ -375,7 +384,7 @@ impl Waited for ClusterWait {
                     continue;
                 }
                 if let Some(object) = self.live.find(&key) {
-                    verdicts.push((Part::Row(key), judge_listed(&object, row)));
+                    verdicts.push((Part::Row(key), judge_listed(&*object, row)));
                 }
             }
         }

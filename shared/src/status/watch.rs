@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use super::app_reads::{Viewer, WORKLOAD_KINDS, flux_kind, workload_resource};
 pub(crate) use super::app_report::WAITING_REASONS;
 use super::app_report::{AppReport, Gathered, describe, references};
-use super::collect::{key, resource, text};
+use super::collect::{key, resource};
 use super::tree::{print, render};
 use super::{AppState, AppStatus, ObjectStatus};
 use crate::cli::OutputFormat;
@@ -271,7 +271,7 @@ pub(super) fn judge(gathered: &Gathered, report: &AppReport, wanted: Option<&str
 /// that revision (or its source failing); or still on the way, because of `explanation` when
 /// given, else the first object of its chain that is not ready.
 pub(super) fn judge_row(
-    object: &DynamicObject,
+    object: &impl FluxObject,
     app: &AppStatus,
     wanted: Option<&str>,
     explanation: Option<&ObjectStatus>,
@@ -279,7 +279,7 @@ pub(super) fn judge_row(
     let Some(own) = app.objects.last() else {
         return Verdict::Waiting { why: "no status yet".into(), healthy: false };
     };
-    let is_helm = key(object).0 == HELM_RELEASE.kind;
+    let is_helm = object.kind() == HELM_RELEASE.kind;
     // What the source offers: a Kustomization applies the source's artifact; a HelmRelease
     // installs its chart's (the object before it in the chain).
     let offered = app.objects.len().checked_sub(2).and_then(|index| app.objects[index].revision.as_deref());
@@ -306,7 +306,7 @@ pub(super) fn judge_row(
         let waiting = WAITING_REASONS.contains(&blocker.reason.as_deref().unwrap_or(""));
         // Without a recorded attempt (a build that failed before applying), it tried what its
         // source offers.
-        let attempt = text(object, "/status/lastAttemptedRevision").or_else(|| offered.map(String::from));
+        let attempt = object.last_attempted_revision().or(offered).map(String::from);
         // The app failing at an older revision is not the answer: the new one may fix it.
         let at_wanted = attempt.as_deref().is_none_or(at_target);
         if !is_app || (!waiting && at_wanted) {

@@ -277,14 +277,14 @@ pub(super) async fn remove(
 }
 
 /// One `apps` event: the snapshot's revision, and the rows that changed since the previous event
-/// (none in the first; a deleted row comes with the message `deleted`). `resync`: this stream
-/// skipped snapshots (it read slower than they came), so `changed` is empty and the client reads
-/// the rows it wants again.
+/// (none in the first; a deleted row comes with the message `deleted`). `resync`: this stream fell
+/// further behind than the snapshots remember (or the watches restarted), so `changed` is empty
+/// and the client reads the rows it wants again.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct AppsChanged<'a> {
+struct AppsChanged {
     revision: u64,
-    changed: &'a [AppStatus],
+    changed: Vec<AppStatus>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     resync: bool,
 }
@@ -303,10 +303,10 @@ pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream
                     // The first event carries the revision only: a client reads the rows it wants
                     // with GET /apps. Sending every row to every new client would hold, at 10,000
                     // apps and 50 clients, half a gigabyte of JSON at once.
-                    let (changed, resync) = match last {
-                        None => (&[][..], false),
-                        Some(last) if last == current.changed_since => (&current.changed[..], false),
-                        Some(_) => (&[][..], true),
+                    let (changed, resync) = match last.map(|last| current.changed_since(last)) {
+                        None => (Vec::new(), false),
+                        Some(Some(changed)) => (changed, false),
+                        Some(None) => (Vec::new(), true),
                     };
                     let body = AppsChanged { revision: current.revision, changed, resync };
                     let event = Event::default().event("apps").data(serde_json::to_string(&body).unwrap_or_default());

@@ -1,7 +1,8 @@
-//! The listing every client reads: one set of watches for the whole server (the reflectors of
+//! The listing every client reads: one set of watches for the whole server (the watches of
 //! `status --watch`), published as a new [`Snapshot`] on each change. Fifty clients are fifty
 //! receivers of one channel, not fifty watches.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -10,6 +11,11 @@ use super::query::{AppRow, changed_rows, sorted_rows};
 use crate::cluster::Cluster;
 use crate::output::Printer;
 use crate::status::{AppStatus, Live, Report, Scope};
+
+/// How many past changes a snapshot keeps for streams that fell behind, and how many changed rows
+/// in all at most.
+const KEPT_CHANGES: usize = 8;
+const KEPT_ROWS: usize = 1_000;
 
 /// The listing at one moment.
 #[derive(Debug, Clone)]
@@ -22,10 +28,10 @@ pub(crate) struct Snapshot {
     /// and live refresh cuts from these instead of sorting the listing again. The snapshot holds
     /// them and nothing else of the listing: at 10,000 apps a second copy costs megabytes.
     pub(crate) rows: Vec<AppRow>,
-    /// The rows that changed since the listed snapshot `changed_since` (a deleted row with the
-    /// message `deleted`): worked out once here, not once per event stream.
-    pub(crate) changed: Vec<AppStatus>,
-    pub(crate) changed_since: u64,
+    /// The last changes that led here, oldest first: the revision each one made and the rows it
+    /// changed (a deleted row with the message `deleted`). Worked out once here, not once per
+    /// event stream; a stream that missed a snapshot or two sends what they changed too.
+    pub(super) changes: Vec<(u64, Arc<Vec<AppStatus>>)>,
     /// What the user may not read, as `status` reports it.
     pub(crate) forbidden: Vec<String>,
     /// Where the watches look: every namespace, or the user's own when that is all RBAC allows.
@@ -40,8 +46,7 @@ impl Snapshot {
             revision: 0,
             listed: false,
             rows: Vec::new(),
-            changed: Vec::new(),
-            changed_since: 0,
+            changes: Vec::new(),
             forbidden: Vec::new(),
             scope: Scope::All,
             error: None,
@@ -52,8 +57,35 @@ impl Snapshot {
     pub(super) fn listed(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Snapshot {
         let forbidden = report.forbidden.clone();
         let rows = sorted_rows(report);
-        let changed = if last.listed { changed_rows(&last.rows, &rows) } else { Vec::new() };
-        Snapshot { revision, listed: true, rows, changed, changed_since: last.revision, forbidden, scope, error: None }
+        // After a failed or unlisted snapshot there is nothing to compare with: streams resync.
+        let mut changes = Vec::new();
+        if last.listed {
+            changes.clone_from(&last.changes);
+            changes.push((revision, Arc::new(changed_rows(&last.rows, &rows))));
+            // Bounded by count and by rows, so that a change of every row is not kept eight times.
+            while changes.len() > KEPT_CHANGES
+                || changes.len() > 1 && changes.iter().map(|(_, rows)| rows.len()).sum::<usize>() > KEPT_ROWS
+            {
+                changes.remove(0);
+            }
+        }
+        Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None }
+    }
+
+    /// The rows changed since the snapshot `revision`, each once as it is now; `None` when this
+    /// snapshot no longer knows (the stream fell too far behind, or the watches restarted).
+    pub(crate) fn changed_since(&self, revision: u64) -> Option<Vec<AppStatus>> {
+        if revision == self.revision {
+            return Some(Vec::new());
+        }
+        let start = self.changes.iter().position(|(made, _)| *made == revision + 1)?;
+        let mut changed = BTreeMap::new();
+        for (_, rows) in &self.changes[start..] {
+            for row in rows.iter() {
+                changed.insert((row.namespace.clone(), row.name.clone(), row.kind), row.clone());
+            }
+        }
+        Some(changed.into_values().collect())
     }
 
     /// The same listing as `last`: nothing to send.

@@ -1,6 +1,6 @@
 //! `kubectl gitops ui`: a web UI and a JSON API on 127.0.0.1, over the same core as the CLI.
 //!
-//! - [`live`]: one watch per Flux kind (the reflectors of `status --watch`), shared by every
+//! - [`live`]: one watch per Flux kind (the watches of `status --watch`), shared by every
 //!   client; each change becomes a new [`live::Snapshot`] that pages, the API and the
 //!   Server-Sent Events read.
 //! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the

@@ -264,7 +264,7 @@ mod tests {
             row("team", "b", AppState::Ready),
             row("team", "c", AppState::Ready),
         ]);
-        assert!(first.changed.is_empty(), "the first listing has nothing to compare with");
+        assert_eq!(first.changed_since(0), None, "the first listing has nothing to compare with");
         let second = Snapshot::listed(
             &first,
             2,
@@ -275,15 +275,29 @@ mod tests {
             ]),
             Scope::All,
         );
-        assert_eq!(second.changed_since, 1);
-        let changed: Vec<_> =
-            second.changed.iter().map(|app| (app.name.as_str(), app.state, app.message.as_deref())).collect();
-        assert_eq!(
-            changed,
-            [("b", AppState::Suspended, None), ("c", AppState::Ready, Some("deleted")), ("d", AppState::Ready, None)]
-        );
+        let summary = |changed: Vec<AppStatus>| -> Vec<(String, AppState, Option<String>)> {
+            changed.into_iter().map(|app| (app.name, app.state, app.message)).collect()
+        };
+        let b_suspended = ("b".to_string(), AppState::Suspended, None);
+        let c_deleted = ("c".to_string(), AppState::Ready, Some("deleted".to_string()));
+        let d_added = ("d".to_string(), AppState::Ready, None);
+        assert_eq!(summary(second.changed_since(1).unwrap()), [b_suspended.clone(), c_deleted.clone(), d_added]);
         let rows: Vec<_> = second.rows.iter().map(|row| row.app.name.as_str()).collect();
         assert_eq!(rows, ["a", "b", "d"]);
+
+        // A stream two snapshots behind gets both changes, each row once as it is now.
+        let third = Snapshot::listed(
+            &second,
+            3,
+            listing(vec![row("team", "a", AppState::Ready), row("team", "b", AppState::Suspended)]),
+            Scope::All,
+        );
+        let d_deleted = ("d".to_string(), AppState::Ready, Some("deleted".to_string()));
+        assert_eq!(summary(third.changed_since(2).unwrap()), std::slice::from_ref(&d_deleted));
+        assert_eq!(summary(third.changed_since(1).unwrap()), [b_suspended, c_deleted, d_deleted]);
+        assert_eq!(third.changed_since(3), Some(Vec::new()));
+        // One it does not know of (before the first listing, or from before a restart): resync.
+        assert_eq!(third.changed_since(0), None);
     }
 
     impl Snapshot {

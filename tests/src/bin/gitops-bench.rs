@@ -191,7 +191,16 @@ fn ui(env: &TestEnv, size: usize) -> Result<()> {
     let server = gitops_e2e::ui::Ui::start(&binaries_path("kubectl-gitops-ui"), &env.kubeconfig, &[]);
     let cookie = server.login();
     let started = Instant::now();
-    let first = server.json(&cookie, "/api/v1/apps?limit=50");
+    // Until the watches have listed everything the server answers 503 after waiting 20 s; on a
+    // loaded machine listing 20,000 objects can take longer.
+    let first = loop {
+        let answer = server.get(&cookie, "/api/v1/apps?limit=50");
+        match answer.status {
+            200 => break serde_json::from_str::<serde_json::Value>(&answer.body)?,
+            503 if started.elapsed() < Duration::from_secs(300) => continue,
+            status => bail!("GET /api/v1/apps: {status} {}", answer.body),
+        }
+    };
     let listed = started.elapsed();
     let matching = first["matching"].as_u64().unwrap_or(0) as usize;
     if matching < size {

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::cli::OutputFormat;
 use crate::output::style::Style;
-use crate::status::collect::Index;
+use crate::status::collect::{Index, key};
 use crate::status::tests::detected;
 use crate::status::watch::Limits;
 use crate::testing::quiet;
