@@ -42,14 +42,22 @@ struct Store {
     kind: &'static FluxKind,
     /// Watches the Flux namespace outside the scope, for the sync: its rows are not shown.
     extra: bool,
-    /// By (namespace, name).
-    objects: HashMap<(String, String), Listed>,
+    objects: Objects,
     /// What a (re)started watch has listed so far.
-    relisting: Option<HashMap<(String, String), Listed>>,
+    relisting: Option<Objects>,
     /// The first list completed (or was forbidden).
     listed: bool,
     /// Why the first list has not completed, when a watch call failed.
     error: Option<String>,
+}
+
+/// A watch's objects by namespace, then name: a lookup (every row looks up its source) borrows
+/// the key instead of building one.
+type Objects = HashMap<String, HashMap<String, Listed>>;
+
+fn insert(objects: &mut Objects, object: &DynamicObject, kind: &'static str) {
+    let names = objects.entry(object.namespace().to_string()).or_default();
+    names.insert(object.name().to_string(), Listed::of_object(object, kind));
 }
 
 impl Store {
@@ -59,28 +67,25 @@ impl Store {
 
     fn apply(&mut self, event: Event<DynamicObject>) {
         let kind = self.kind.kind;
-        let reduced = |object: &DynamicObject| {
-            ((object.namespace().to_string(), object.name().to_string()), Listed::of_object(object, kind))
-        };
         match event {
             Event::Init => self.relisting = Some(HashMap::new()),
-            Event::InitApply(object) => {
-                let (key, listed) = reduced(&object);
-                self.relisting.get_or_insert_default().insert(key, listed);
-            }
+            Event::InitApply(object) => insert(self.relisting.get_or_insert_default(), &object, kind),
             Event::InitDone => self.objects = self.relisting.take().unwrap_or_default(),
-            Event::Apply(object) => {
-                let (key, listed) = reduced(&object);
-                self.objects.insert(key, listed);
-            }
+            Event::Apply(object) => insert(&mut self.objects, &object, kind),
             Event::Delete(object) => {
-                self.objects.remove(&(object.namespace().to_string(), object.name().to_string()));
+                if let Some(names) = self.objects.get_mut(object.namespace()) {
+                    names.remove(object.name());
+                }
             }
         }
     }
 
     fn get(&self, (_, namespace, name): &Key) -> Option<&Listed> {
-        self.objects.get(&(namespace.clone(), name.clone()))
+        self.objects.get(namespace)?.get(name)
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Listed> {
+        self.objects.values().flat_map(HashMap::values)
     }
 
     fn is_app_kind(&self) -> bool {
@@ -211,11 +216,7 @@ impl Live {
 
     /// The listing as `status` shows it, from what the watches reported.
     pub(crate) fn report(&self) -> Report {
-        let apps = self
-            .stores
-            .iter()
-            .filter(|store| !store.extra && store.is_app_kind())
-            .flat_map(|store| store.objects.values());
+        let apps = self.stores.iter().filter(|store| !store.extra && store.is_app_kind()).flat_map(Store::all);
         assemble(self.runtime.clone(), apps, self, self.forbidden.clone())
     }
 

@@ -106,7 +106,7 @@ pub(super) async fn guard(State(server): State<Arc<Server>>, request: Request, n
                 api,
                 StatusCode::FORBIDDEN,
                 "the UI is read-only",
-                "restart it with `kubectl gitops ui --allow-writes` to suspend, resume or reconcile from it",
+                "restart it with `kubectl gitops ui --allow-writes` to add, remove, suspend, resume or reconcile apps from it",
             );
         }
         if let Some(refusal) = refuse_body(api, request.headers()) {

@@ -104,6 +104,11 @@ fn repo_words(repo: &RepoArgs) -> Vec<OsString> {
     words
 }
 
+/// The flags without a value that are set, as words.
+fn switches(words: &mut Vec<OsString>, flags: &[(&str, bool)]) {
+    words.extend(flags.iter().filter(|(_, set)| *set).map(|(name, _)| format!("--{name}").into()));
+}
+
 /// Parses the words with a command's own flag definitions; what it refuses is bad input.
 fn parse<C: Parser>(words: Vec<OsString>, command: &str) -> Result<C> {
     C::try_parse_from(words).map_err(|error| {
@@ -129,11 +134,7 @@ where
 impl RemoveApp {
     fn words(&self, repo: &RepoArgs) -> Vec<OsString> {
         let mut words: Vec<OsString> = vec![self.name.clone().into()];
-        for (name, set) in [("pr", self.pr), ("dry-run", self.dry_run), ("wait", self.wait)] {
-            if set {
-                words.push(format!("--{name}").into());
-            }
-        }
+        switches(&mut words, &[("pr", self.pr), ("dry-run", self.dry_run), ("wait", self.wait)]);
         words.extend(repo_words(repo));
         words
     }
@@ -184,17 +185,16 @@ impl AddApp {
                 words.push(value.into());
             }
         }
-        for (name, set) in [
-            ("create-namespace", self.create_namespace),
-            ("update", self.update),
-            ("pr", self.pr),
-            ("dry-run", self.dry_run),
-            ("wait", self.wait),
-        ] {
-            if set {
-                words.push(format!("--{name}").into());
-            }
-        }
+        switches(
+            &mut words,
+            &[
+                ("create-namespace", self.create_namespace),
+                ("update", self.update),
+                ("pr", self.pr),
+                ("dry-run", self.dry_run),
+                ("wait", self.wait),
+            ],
+        );
         words.extend(repo_words(repo));
         words
     }

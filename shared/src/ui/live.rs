@@ -53,15 +53,19 @@ impl Snapshot {
         }
     }
 
-    /// The snapshot of a complete listing, after `last`.
-    pub(super) fn listed(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Snapshot {
+    /// The snapshot of a complete listing after `last`; `None` when nothing changed since it.
+    pub(super) fn next(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Option<Snapshot> {
         let forbidden = report.forbidden.clone();
         let rows = sorted_rows(report);
         // After a failed or unlisted snapshot there is nothing to compare with: streams resync.
         let mut changes = Vec::new();
         if last.listed {
+            let changed = changed_rows(&last.rows, &rows);
+            if changed.is_empty() && forbidden == last.forbidden && scope == last.scope {
+                return None;
+            }
             changes.clone_from(&last.changes);
-            changes.push((revision, Arc::new(changed_rows(&last.rows, &rows))));
+            changes.push((revision, Arc::new(changed)));
             // Bounded by count and by rows, so that a change of every row is not kept eight times.
             while changes.len() > KEPT_CHANGES
                 || changes.len() > 1 && changes.iter().map(|(_, rows)| rows.len()).sum::<usize>() > KEPT_ROWS
@@ -69,7 +73,7 @@ impl Snapshot {
                 changes.remove(0);
             }
         }
-        Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None }
+        Some(Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None })
     }
 
     /// The rows changed since the snapshot `revision`, each once as it is now; `None` when this
@@ -86,11 +90,6 @@ impl Snapshot {
             }
         }
         Some(changed.into_values().collect())
-    }
-
-    /// The same listing as `last`: nothing to send.
-    fn same_as(&self, last: &Snapshot) -> bool {
-        last.listed && last.rows == self.rows && last.forbidden == self.forbidden && last.scope == self.scope
     }
 }
 
@@ -129,11 +128,10 @@ pub(crate) fn follow(cluster: Cluster, printer: Printer) -> watch::Receiver<Arc<
                     break;
                 }
                 let last = Arc::clone(&sender.borrow());
-                let snapshot = Snapshot::listed(&last, revision + 1, live.report(), scope.clone());
-                drop(last);
-                if snapshot.same_as(&sender.borrow()) {
+                let Some(snapshot) = Snapshot::next(&last, revision + 1, live.report(), scope.clone()) else {
                     continue;
-                }
+                };
+                drop(last);
                 revision += 1;
                 if sender.send(Arc::new(snapshot)).is_err() {
                     return;

@@ -393,7 +393,7 @@ pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Respo
         }
     };
     let then = "Flux applies it at its next reconcile; it then appears on the Apps page.";
-    layout("Add an app", changed_body(&added, "/apps/new", &form, then)).into_response()
+    layout("Add an app", changed_body("Add", &added, "/apps/new", &form, then)).into_response()
 }
 
 /// `POST /apps/{namespace}/{name}/remove` (the App page's Remove button): first the plan and its
@@ -412,7 +412,7 @@ pub(super) async fn remove(
         Ok(removed) => {
             let action = format!("/apps/{namespace}/{}/remove", removed.name);
             let then = "Flux prunes it at its next reconcile; it then leaves the Apps page.";
-            layout("Remove an app", changed_body(&removed, &action, &form, then)).into_response()
+            layout("Remove an app", changed_body("Remove", &removed, &action, &form, then)).into_response()
         }
         Err(error) => failed(error.into()),
     }
@@ -420,8 +420,7 @@ pub(super) async fn remove(
 
 /// What a change's form answers: the plan and its diff, with a button that posts the same form
 /// again with the go-ahead; then what was done (the commit, or a link to the pull request).
-fn changed_body(changed: &Changed, action: &str, form: &PostedForm, then: &str) -> Markup {
-    let verb = if action.ends_with("/remove") { "Remove" } else { "Add" };
+fn changed_body(verb: &str, changed: &Changed, action: &str, form: &PostedForm, then: &str) -> Markup {
     if changed.dry_run {
         html! {
             h1 { (verb) " " (changed.name) ": the plan" }

@@ -254,7 +254,7 @@ mod tests {
     }
 
     fn report(rows: Vec<AppStatus>) -> Snapshot {
-        Snapshot::listed(&Snapshot::starting(), 1, listing(rows), Scope::All)
+        Snapshot::next(&Snapshot::starting(), 1, listing(rows), Scope::All).unwrap()
     }
 
     #[test]
@@ -265,7 +265,7 @@ mod tests {
             row("team", "c", AppState::Ready),
         ]);
         assert_eq!(first.changed_since(0), None, "the first listing has nothing to compare with");
-        let second = Snapshot::listed(
+        let second = Snapshot::next(
             &first,
             2,
             listing(vec![
@@ -274,7 +274,8 @@ mod tests {
                 row("team", "a", AppState::Ready),
             ]),
             Scope::All,
-        );
+        )
+        .unwrap();
         let summary = |changed: Vec<AppStatus>| -> Vec<(String, AppState, Option<String>)> {
             changed.into_iter().map(|app| (app.name, app.state, app.message)).collect()
         };
@@ -286,16 +287,20 @@ mod tests {
         assert_eq!(rows, ["a", "b", "d"]);
 
         // A stream two snapshots behind gets both changes, each row once as it is now.
-        let third = Snapshot::listed(
+        let third = Snapshot::next(
             &second,
             3,
             listing(vec![row("team", "a", AppState::Ready), row("team", "b", AppState::Suspended)]),
             Scope::All,
-        );
+        )
+        .unwrap();
         let d_deleted = ("d".to_string(), AppState::Ready, Some("deleted".to_string()));
         assert_eq!(summary(third.changed_since(2).unwrap()), std::slice::from_ref(&d_deleted));
         assert_eq!(summary(third.changed_since(1).unwrap()), [b_suspended, c_deleted, d_deleted]);
         assert_eq!(third.changed_since(3), Some(Vec::new()));
+        // The same listing again is no new snapshot.
+        let same = listing(vec![row("team", "a", AppState::Ready), row("team", "b", AppState::Suspended)]);
+        assert!(Snapshot::next(&third, 4, same, Scope::All).is_none());
         // One it does not know of (before the first listing, or from before a restart): resync.
         assert_eq!(third.changed_since(0), None);
     }
