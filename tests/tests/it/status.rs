@@ -235,7 +235,12 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
     assert_eq!(paused.code, Some(0), "suspended counts as status counts it");
     assert!(paused.stdout.starts_with("App flux-system/paused (kustomize): suspended\n"), "{}", paused.stdout);
 
-    let unfetchable = app_status(env, &["bad-source"]);
+    // source-controller retries the unreachable repository: while it does, the GitRepository is
+    // Ready=Unknown ("building artifact") for a moment.
+    let unfetchable = settled(
+        || app_status(env, &["bad-source"]),
+        |run| run.stdout.contains("Last error:    GitRepository flux-system/unreachable: "),
+    );
     assert_eq!(unfetchable.code, Some(1));
     assert!(
         unfetchable.stdout.contains("Last error:    GitRepository flux-system/unreachable: "),
