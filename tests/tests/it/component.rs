@@ -107,7 +107,10 @@ fn a_component_pushed_as_an_artifact_installs_lists_and_upgrades_through_git() {
     env.wait_for_jsonpath(&[CRD], established, "True", Duration::from_secs(180)).unwrap();
     let deployment = ["-n", "widgets-system", "deployment/widgets-controller"];
     env.wait_for_jsonpath(&deployment, "{.status.availableReplicas}", "1", Duration::from_secs(180)).unwrap();
-    let rows = list_until(env, "the component Ready at v0.0.1", |rows| rows.len() == 1 && rows[0]["ready"] == true);
+    // Ready and the applied revision can be read a moment apart: wait for both.
+    let rows = list_until(env, "the component Ready at v0.0.1", |rows| {
+        rows.len() == 1 && rows[0]["ready"] == true && rows[0]["applied"] != ""
+    });
     let row = &rows[0];
     assert_eq!(row["name"], "widgets-controller");
     assert_eq!(row["tag"], "v0.0.1");
