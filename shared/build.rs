@@ -65,6 +65,7 @@ fn write_embedded_flux(out_dir: &Path) {
 #[serde(deny_unknown_fields)]
 struct Dependencies {
     flux: Flux,
+    monitoring: Monitoring,
     kubernetes: Kubernetes,
     testenv: Vec<TestenvPart>,
 }
@@ -78,6 +79,13 @@ struct Flux {
     archive_windows: String,
     checksums: String,
     checksums_sha256: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Monitoring {
+    chart_url: String,
+    chart_version: String,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +126,8 @@ fn write_dependencies(out_dir: &Path) {
         ("FLUX_ARCHIVE_WINDOWS", "The CLI archive's name template on Windows.", &deps.flux.archive_windows),
         ("FLUX_CHECKSUMS", "The checksums file's name template.", &deps.flux.checksums),
         ("KUBERNETES_MINIMUM", "The oldest Kubernetes the Flux line supports.", &deps.kubernetes.minimum),
+        ("MONITORING_CHART_URL", "Where `monitoring install`'s chart is published.", &deps.monitoring.chart_url),
+        ("MONITORING_CHART_VERSION", "The version of `monitoring install`'s chart.", &deps.monitoring.chart_version),
     ];
     for (name, doc, value) in constants {
         code.push_str(&format!("/// {doc}\npub const {name}: &str = {value:?};\n"));

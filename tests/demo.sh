@@ -137,6 +137,10 @@ rm -rf "$ui_dir"
 step 'kubectl gitops status'
 kubectl gitops status
 
+step 'kubectl gitops app history podinfo; kubectl gitops metrics dora (docs/history.md)'
+kubectl gitops app history podinfo
+kubectl gitops metrics dora
+
 step 'kubectl gitops app suspend podinfo; kubectl gitops app list'
 kubectl gitops app suspend podinfo
 kubectl gitops app list

@@ -11,7 +11,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
         &["error", "diagnostic", "manpage", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"],
     ),
     ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
-    ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key"]),
+    ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments"]),
     (
         "commands",
         &[
@@ -25,6 +25,9 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "artifact",
             "upgrade",
             "ui",
+            "metrics",
+            "tenant",
+            "monitoring",
         ],
     ),
     ("edge", &["runtime"]),

@@ -80,6 +80,10 @@ pub enum OutputFormat {
     Yaml,
     /// One `kind/name` per line.
     Name,
+    /// The Prometheus text exposition format, for a textfile collector. Only `metrics dora`
+    /// prints it, so the other commands' help does not offer it (that command's help says so).
+    #[value(hide = true)]
+    Prometheus,
 }
 
 /// `--color` values.

@@ -133,6 +133,34 @@ pub fn is_forbidden(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 403)
 }
 
+/// Every item of a paginated LIST, page by page (`params` sets the page size and selectors):
+/// `page` asks for one page, `each` takes its items. Only a page is held at a time.
+pub async fn list_pages<T, Fut>(
+    params: kube::api::ListParams,
+    mut page: impl FnMut(kube::api::ListParams) -> Fut,
+    mut each: impl FnMut(T),
+) -> Result<(), kube::Error>
+where
+    T: Clone,
+    Fut: Future<Output = Result<kube::api::ObjectList<T>, kube::Error>>,
+{
+    let mut params = params;
+    loop {
+        let list = page(params.clone()).await?;
+        let next = list.metadata.continue_.clone().filter(|token| !token.is_empty());
+        list.items.into_iter().for_each(&mut each);
+        match next {
+            Some(token) => {
+                // The token carries the resourceVersion; the API server refuses both at once.
+                params.resource_version = None;
+                params.version_match = None;
+                params = params.continue_token(&token);
+            }
+            None => return Ok(()),
+        }
+    }
+}
+
 /// Runs an API read again while the API server answers 429: the storage of a CRD created a moment
 /// ago is still initializing (or the server sheds load), which passes within seconds. Gives up
 /// after `patience` with the last answer.

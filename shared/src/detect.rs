@@ -9,7 +9,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE, is_forbidden, is_not_found};
@@ -243,8 +243,12 @@ fn flux_installation(namespace: String, label_version: Option<String>, controlle
 }
 
 /// The Flux controller Deployments in a namespace (one LIST by label), sorted by name.
+///
+/// Read as `DynamicObject`s: the typed Deployment's parser (its pod spec, volumes, …) weighs about
+/// 150 KB in every binary that detects, for the four fields read here.
 pub async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<Controller>> {
-    let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), namespace);
+    let resource = ApiResource::erase::<Deployment>(&());
+    let deployments = Api::<DynamicObject>::namespaced_with(cluster.client.clone(), namespace, &resource);
     let list = match deployments.list(&ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"))).await
     {
         Ok(list) => list,
@@ -256,16 +260,18 @@ pub async fn read_controllers(cluster: &Cluster, namespace: &str) -> Result<Vec<
     Ok(controllers)
 }
 
-fn controller_from_deployment(deployment: &Deployment) -> Option<Controller> {
+fn controller_from_deployment(deployment: &DynamicObject) -> Option<Controller> {
     let labels = deployment.metadata.labels.as_ref();
     let name =
         labels.and_then(|labels| labels.get(COMPONENT_LABEL).cloned()).or_else(|| deployment.metadata.name.clone())?;
-    let image = deployment.spec.template.spec.as_ref().and_then(|pod| {
-        pod.containers.iter().find(|c| c.name == "manager").or(pod.containers.first()).and_then(|c| c.image.clone())
+    let containers = deployment.data.pointer("/spec/template/spec/containers").and_then(|c| c.as_array());
+    let image = containers.and_then(|containers| {
+        let named = |container: &&serde_json::Value| container.get("name").and_then(|n| n.as_str()) == Some("manager");
+        containers.iter().find(named).or(containers.first())?.get("image")?.as_str()
     });
-    let tag = image.as_deref().and_then(image_tag).map(String::from);
-    let desired = deployment.spec.replicas.unwrap_or(1);
-    let ready_replicas = deployment.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0);
+    let tag = image.and_then(image_tag).map(String::from);
+    let desired = deployment.data.pointer("/spec/replicas").and_then(|r| r.as_i64()).unwrap_or(1);
+    let ready_replicas = deployment.data.pointer("/status/readyReplicas").and_then(|r| r.as_i64()).unwrap_or(0);
     Some(Controller { name, tag, ready: desired > 0 && ready_replicas >= desired })
 }
 
@@ -276,7 +282,8 @@ fn image_tag(image: &str) -> Option<&str> {
     last_segment.split_once(':').map(|(_, tag)| tag)
 }
 
-async fn read_record(cluster: &Cluster, namespace: &str) -> Result<Option<InstallRecord>> {
+/// Our install record in `namespace`, `None` when there is none or it may not be read.
+pub(crate) async fn read_record(cluster: &Cluster, namespace: &str) -> Result<Option<InstallRecord>> {
     let configmaps = Api::<ConfigMap>::namespaced(cluster.client.clone(), namespace);
     match configmaps.get_opt(record::CONFIGMAP_NAME).await {
         Ok(found) => Ok(found.as_ref().and_then(InstallRecord::from_configmap)),

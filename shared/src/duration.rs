@@ -72,6 +72,21 @@ pub fn format(duration: Duration) -> String {
     }
 }
 
+/// A duration as Prometheus writes one (`10m`, `1d`, `90s`): its largest whole unit.
+pub fn format_prometheus(value: Duration) -> String {
+    let seconds = value.as_secs();
+    let millis = value.as_millis();
+    if !millis.is_multiple_of(1000) || seconds == 0 {
+        return format!("{millis}ms");
+    }
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if seconds.is_multiple_of(size) {
+            return format!("{}{unit}", seconds / size);
+        }
+    }
+    format!("{seconds}s")
+}
+
 /// Formats an age the way kubectl's AGE column does: `45s`, `12m`, `3h4m`, `2d5h`, `400d`.
 pub fn format_age(age: Duration) -> String {
     let seconds = age.as_secs();
@@ -148,6 +163,15 @@ mod tests {
         assert!(parse("5x").unwrap_err().contains("unknown unit"));
         assert!(parse("m").unwrap_err().contains("expected a number"));
         assert!(parse("5s3").unwrap_err().contains("missing unit"));
+    }
+
+    #[test]
+    fn durations_are_written_as_prometheus_reads_them() {
+        assert_eq!(format_prometheus(Duration::from_secs(600)), "10m");
+        assert_eq!(format_prometheus(Duration::from_secs(86_400)), "1d");
+        assert_eq!(format_prometheus(Duration::from_secs(90)), "90s");
+        assert_eq!(format_prometheus(Duration::from_secs(7200)), "2h");
+        assert_eq!(format_prometheus(Duration::from_millis(1500)), "1500ms");
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub const FILE_NAME: &str = "gitops.yaml";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`].
 pub const MANAGED_BY_VALUE: &str = "kubectl-gitops";
+/// Label on the Flux objects of a platform app (`platform add`): [`PLATFORM_TIER`].
+pub const TIER_LABEL: &str = "kubectl-gitops.io/tier";
+/// Value of [`TIER_LABEL`] for platform apps.
+pub const PLATFORM_TIER: &str = "platform";
 
 /// What `install` recorded about this cluster's GitOps setup.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 15] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -14,6 +14,10 @@ pub const ALL: [&str; 11] = [
     "kubectl-gitops-component",
     "kubectl-gitops-flux",
     "kubectl-gitops-ui",
+    "kubectl-gitops-metrics",
+    "kubectl-gitops-tenant",
+    "kubectl-gitops-monitoring",
+    "kubectl-gitops-platform",
     "kubectl_complete-gitops",
 ];
 

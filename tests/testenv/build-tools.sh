@@ -3,8 +3,13 @@
 # their Go modules, into a cache directory keyed by the wrappers and this script:
 #   krew        sigs.k8s.io/krew ./cmd/krew, the krew end-to-end test (tests/tests/it/krew.rs)
 #   actionlint  github.com/rhysd/actionlint ./cmd/actionlint, `make lint` on .github/workflows
+#   prometheus  github.com/prometheus/prometheus ./cmd/prometheus, and
+#   promtool    ./cmd/promtool of the same module (one wrapper, tools/prometheus): the monitoring
+#               end-to-end test (tests/tests/it/monitoring.rs). Without the web UI's assets
+#               (upstream adds them with `-tags builtinassets`): the HTTP API is what the test uses.
 # Flags as upstream's release builds: krew `-tags netgo -ldflags "-w -X …version.gitTag=<tag>"`,
-# actionlint `-ldflags "-s -w -X github.com/rhysd/actionlint.version=<tag>"`.
+# actionlint `-ldflags "-s -w -X github.com/rhysd/actionlint.version=<tag>"`, prometheus and
+# promtool `-tags netgo -ldflags "-s -w -X github.com/prometheus/common/version.Version=<tag>"`.
 #
 # Usage: tests/testenv/build-tools.sh
 #   The last line of stdout is the cache directory; progress goes to stderr.
@@ -29,10 +34,14 @@ export CGO_ENABLED=0
 export GOFLAGS=-mod=readonly
 unset GOOS GOARCH GOARM GOAMD64 || true
 
-# tool name, module, main package, extra go build arguments (the version is appended to -X)
+# tool name, module, main package, extra go build arguments, ldflags (the version is appended to
+# the last -X), and the wrapper module under tools/ when it is not the tool's name
+prometheus_version="-s -w -X github.com/prometheus/common/version.Version="
 tools=(
 	"krew|sigs.k8s.io/krew|sigs.k8s.io/krew/cmd/krew|-tags netgo|-w -X sigs.k8s.io/krew/internal/version.gitTag="
 	"actionlint|github.com/rhysd/actionlint|github.com/rhysd/actionlint/cmd/actionlint||-s -w -X github.com/rhysd/actionlint.version="
+	"prometheus|github.com/prometheus/prometheus|github.com/prometheus/prometheus/cmd/prometheus|-tags netgo|$prometheus_version"
+	"promtool|github.com/prometheus/prometheus|github.com/prometheus/prometheus/cmd/promtool|-tags netgo|${prometheus_version}|prometheus"
 )
 
 key=$(
@@ -69,8 +78,8 @@ nice_level=${TESTENV_NICE:-10}
 now() { date +%s.%N; }
 
 for entry in "${tools[@]}"; do
-	IFS='|' read -r name module package tags ldflags <<<"$entry"
-	wrapper=$here/tools/$name
+	IFS='|' read -r name module package tags ldflags wrapper_name <<<"$entry"
+	wrapper=$here/tools/${wrapper_name:-$name}
 	[[ -f $wrapper/go.mod ]] || die "no wrapper module $wrapper"
 	start=$(now)
 	(cd "$wrapper" && nice -n "$nice_level" go mod download) || die "go mod download failed in $wrapper"
@@ -87,6 +96,8 @@ done
 
 "$dir/bin/krew" version >&2 || die "the built krew does not run"
 "$dir/bin/actionlint" -version >&2 || die "the built actionlint does not run"
+"$dir/bin/prometheus" --version >&2 || die "the built prometheus does not run"
+"$dir/bin/promtool" --version >&2 || die "the built promtool does not run"
 touch "$dir/bin/.complete"
 log "done"
 printf '%s\n' "$dir"

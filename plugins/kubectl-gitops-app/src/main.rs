@@ -5,7 +5,7 @@ use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
-use gitops_shared::status::{self, AppStatusArgs};
+use gitops_shared::status::{self, AppHistoryArgs, AppStatusArgs};
 use gitops_shared::version::VERSION_LINE;
 
 /// Add, list, remove, suspend and resume apps: Flux manifests in the config repo, committed
@@ -45,6 +45,16 @@ enum Command {
     Resume(SuspendArgs),
     /// One app as a tree: source, Kustomization or HelmRelease, chart, workloads; why it is not ready.
     Status(AppStatusArgs),
+    /// Every deployment of an app, oldest first: revision, commit, outcome, rollbacks
+    ///
+    /// Flux keeps an app's last 5 deployments; each look (this command, app status, status and
+    /// the UI) keeps them in the app's ledger ConfigMap, so the history goes back further.
+    ///
+    /// Examples:
+    ///   kubectl gitops app history web
+    ///   kubectl gitops app history web -o json
+    #[command(verbatim_doc_comment)]
+    History(AppHistoryArgs),
 }
 
 gitops_shared::command_line!(Cli);
@@ -56,6 +66,9 @@ fn main() -> std::process::ExitCode {
         let text = match &cli.command {
             Command::Status(args) => {
                 return status::run_app_status(&args.request(global)?, &target.connection, &printer).await;
+            }
+            Command::History(args) => {
+                return status::run_app_history(&args.request(global)?, &target.connection, &printer).await;
             }
             Command::Add(args) => app::add(&args.request()?, &target, &printer).await?,
             Command::List(args) => app::list(&args.request(global)?, &target, &printer).await?,

@@ -72,11 +72,15 @@ fn main() -> std::process::ExitCode {
         if let Some(wait) = cli.wait.request() {
             return status::wait_cluster(cluster, &scope, view, &wait, printer).await;
         }
-        let report = view.shown(status::collect(&cluster, &scope).await?);
+        let keeper = status::HistoryKeeper::start(&cluster, &scope, printer);
+        let report = status::collect(&cluster, &scope).await?;
+        let keeping = keeper.keep(&report);
+        let report = view.shown(report);
         match format {
             OutputFormat::Json | OutputFormat::Yaml => printer.structured(&report, format)?,
             _ => printer.data(&view.render(&report)?)?,
         }
+        let _ = keeping.await;
         Ok(status::exit_code(&report))
     })
 }

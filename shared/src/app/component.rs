@@ -162,7 +162,7 @@ pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer
         objects: Vec::new(),
         wait: None,
         notes: Vec::new(),
-        wants_ready: Some(true),
+        awaits: super::Awaits::one(&context.namespace, &request.name, true),
         already_there: Some(format!("component {} follows {} already; nothing to change\n", request.name, request.tag)),
     };
     drive(&context, &request.delivery, change, Some(checkout), &replan).await

@@ -163,6 +163,13 @@ pub async fn execute(
                     }
                 }
             }
+            Step::CheckPullRequest { branch } => {
+                let (Some(repo), Some((opened, _))) = (repo, &outcome.pull_request) else {
+                    return Err(Error::Internal("nothing to check: no pull request was opened".into()));
+                };
+                let held = check_pull_request(repo, branch, opened.number, &plan.files).await?;
+                done(&format!("checked: #{} is open and {branch} holds {held}", opened.number));
+            }
             // The command waits once the change is delivered (`finish`), with what it knows of
             // the cluster and the app.
             Step::Wait => {}
@@ -171,4 +178,46 @@ pub async fn execute(
     })
     .await?;
     Ok(outcome)
+}
+
+/// Reads an opened pull request back: the provider lists it open from `branch` (as `number`),
+/// and `branch`, cloned afresh, holds each planned file as planned (a deleted one absent).
+/// Returns what it holds, in words: the Flux objects of the files it adds or changes.
+async fn check_pull_request(repo: &ConfigRepo, branch: &str, number: u64, files: &[FileChange]) -> Result<String> {
+    let hosted = repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
+    let listed = hosted.provider.find_open_pull_request(&hosted.repo, branch, &repo.branch).await?;
+    if listed.as_ref().map(|pull| pull.number) != Some(number) {
+        return Err(Error::Remote {
+            message: format!("{} does not list #{number} as open from {branch} into {}", hosted.repo, repo.branch),
+            hint: Some("someone may have closed it meanwhile; run the command again to open it again".into()),
+        });
+    }
+    let checkout = crate::git::in_place(|| Checkout::clone(&repo.remote, branch))?;
+    let mut differs = Vec::new();
+    let mut objects = Vec::new();
+    for file in files {
+        let held = plan::read(&checkout, &file.path)?;
+        if held != file.after {
+            differs.push(file.path.as_str());
+        }
+        for document in
+            file.after.as_deref().and_then(|text| crate::yaml::documents_from_str(text).ok()).unwrap_or_default()
+        {
+            if let (Some(kind), Some(name)) = (document["kind"].as_str(), document["metadata"]["name"].as_str())
+                && document["apiVersion"].as_str().is_some_and(|version| version.contains("fluxcd.io"))
+            {
+                objects.push(format!("{kind} {name}"));
+            }
+        }
+    }
+    if !differs.is_empty() {
+        return Err(Error::Remote {
+            message: format!("branch {branch} of #{number} does not hold the planned change: {}", differs.join(", ")),
+            hint: Some(format!("someone pushed to {branch}; close #{number}, delete the branch and run this again")),
+        });
+    }
+    Ok(match objects.is_empty() {
+        true => format!("the {} planned file change(s)", files.len()),
+        false => format!("the {} planned file change(s): {}", files.len(), objects.join(", ")),
+    })
 }

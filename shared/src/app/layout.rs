@@ -44,20 +44,25 @@ pub struct ClusterDir {
 }
 
 impl ClusterDir {
-    /// `<cluster>/apps`.
-    pub fn apps_dir(&self) -> String {
-        format!("{}/{APPS_DIR}", self.path)
-    }
-
     /// `<cluster>/apps/<app>`.
     pub fn app_dir(&self, app: &str) -> String {
-        format!("{}/{APPS_DIR}/{app}", self.path)
+        self.entry_dir(APPS_DIR, app)
+    }
+
+    /// `<cluster>/<root>/<name>`: the overlay of one entry of a list (`apps`, `tenants`).
+    pub fn entry_dir(&self, root: &str, name: &str) -> String {
+        format!("{}/{root}/{name}", self.path)
+    }
+
+    /// `<cluster>/<root>/kustomization.yaml`: the cluster's list of apps (`apps`) or tenants.
+    pub fn list_file(&self, root: &str) -> String {
+        format!("{}/{root}/{KUSTOMIZATION_FILE}", self.path)
     }
 }
 
-/// `apps/<app>`.
-pub fn app_dir(app: &str) -> String {
-    format!("{APPS_DIR}/{app}")
+/// The clusters' directories in words: `clusters/dev, clusters/uat`.
+pub fn paths(clusters: &[ClusterDir]) -> String {
+    clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// The clusters installed into the repo: every `gitops.yaml` install record, by cluster name.
@@ -96,7 +101,7 @@ pub fn parse_record(text: &str) -> Option<InstallRecord> {
 
 /// The files of the shared definition `apps/<app>/`, path → contents.
 pub fn app_files(spec: &AppSpec, namespace: &str, versions: &Versions) -> Result<BTreeMap<String, String>> {
-    let dir = app_dir(&spec.name);
+    let dir = spec.definition_dir();
     let shared_values = generated_values(&format!("{}-values", spec.name), &spec.values);
     let source = spec.source_object(namespace, versions)?;
     let mut release =
@@ -139,9 +144,8 @@ pub fn cluster_files(
     namespace: &str,
     values: &[ValuesFile],
 ) -> Result<BTreeMap<String, String>> {
-    let dir = cluster.app_dir(&spec.name);
-    let up = "../".repeat(dir.split('/').count());
-    let mut kustomization = kustomize_config(vec![format!("{up}{}", app_dir(&spec.name))]);
+    let dir = cluster.entry_dir(spec.tier.root(), &spec.name);
+    let mut kustomization = overlay_config(&dir, &spec.definition_dir());
     let mut files = BTreeMap::new();
     if let Some((generator, references)) = generated_values(&format!("{}-{}-values", spec.name, cluster.name), values) {
         add_generator(&mut kustomization, generator, namespace, &spec.name);
@@ -239,8 +243,16 @@ pub fn with_suspend_patches(overlay: &str, objects: &[SuspendPatch], suspend: bo
 /// The JSON pointer a suspend patch writes.
 const SUSPEND_PATH: &str = "/spec/suspend";
 
-fn kustomize_config(resources: Vec<String>) -> Value {
+/// A kustomize configuration listing `resources`.
+pub fn kustomize_config(resources: Vec<String>) -> Value {
     json!({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources})
+}
+
+/// The kustomize configuration of a cluster overlay in `dir`: the shared definition in
+/// `definition_dir`, named relative to `dir`.
+pub fn overlay_config(dir: &str, definition_dir: &str) -> Value {
+    let up = "../".repeat(dir.split('/').count());
+    kustomize_config(vec![format!("{up}{definition_dir}")])
 }
 
 /// A ConfigMap generator over values files and the `valuesFrom` entries that read them.

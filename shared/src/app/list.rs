@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::layout::{self, ClusterDir};
 use super::settings::{ListRequest, Target};
+use super::spec::Tier;
 use super::{clone, context, plan};
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
@@ -44,7 +45,10 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
         (false, None) => Scope::Namespace(context.namespace.clone()),
     };
     let live = match (&context.cluster, &context.detection) {
-        (Some(cluster), Some(detection)) => status::collect_detected(cluster, &scope, detection.clone()).await?.apps,
+        (Some(cluster), Some(detection)) => {
+            let report = status::collect_detected(cluster, &scope, detection.clone()).await?;
+            if args.tier == Tier::Platform { report.platform } else { report.apps }
+        }
         _ => Vec::new(),
     };
     let current = context.record().map(|record| record.cluster_name.clone());
@@ -57,14 +61,15 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
             let known = clusters.iter().map(|cluster| cluster.name.as_str()).collect::<Vec<_>>().join(", ");
             return Err(Error::usage(format!("unknown cluster {wanted:?}"), format!("clusters in the repo: {known}")));
         }
-        repo_rows(&checkout, &clusters, &context.namespace, args.cluster.as_deref(), current.as_deref(), &live)?
+        let listed = Listed { root: args.tier.root(), only: args.cluster.as_deref(), current: current.as_deref() };
+        repo_rows(&checkout, &clusters, &context.namespace, &listed, &live)?
     } else {
         live.iter().map(|app| live_row(app, current.as_deref())).collect()
     };
     if rows.is_empty() && matches!(format, OutputFormat::Table | OutputFormat::Wide) {
-        printer.detail("no apps found");
+        printer.detail(&format!("no {}s found", args.tier.noun()));
     }
-    render(&rows, format, args.headers)
+    render(&rows, format, args.headers, args.tier)
 }
 
 fn live_row(app: &AppStatus, cluster: Option<&str>) -> AppRow {
@@ -80,19 +85,27 @@ fn live_row(app: &AppStatus, cluster: Option<&str>) -> AppRow {
     }
 }
 
-/// The apps defined under `apps/`, with the clusters listing each; the current cluster's live
-/// state is joined in when it runs the app.
+/// Which apps [`repo_rows`] reads: those under `root`, listed by `only` (else any) cluster, and
+/// the cluster whose live state is joined in.
+struct Listed<'a> {
+    root: &'a str,
+    only: Option<&'a str>,
+    current: Option<&'a str>,
+}
+
+/// The apps defined under `apps/` (or `platform/`), with the clusters listing each; the current
+/// cluster's live state is joined in when it runs the app.
 fn repo_rows(
     checkout: &crate::git::Checkout,
     clusters: &[ClusterDir],
     namespace: &str,
-    only: Option<&str>,
-    current: Option<&str>,
+    wanted: &Listed<'_>,
     live: &[AppStatus],
 ) -> Result<Vec<AppRow>> {
+    let Listed { root, only, current } = *wanted;
     let mut listed: Vec<(String, Vec<String>)> = Vec::new();
     for cluster in clusters {
-        let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+        let list_path = cluster.list_file(root);
         let apps = plan::read(checkout, &list_path)?.map(|text| layout::listed_apps(&text)).unwrap_or_default();
         for app in apps {
             match listed.iter_mut().find(|(name, _)| *name == app) {
@@ -101,10 +114,11 @@ fn repo_rows(
             }
         }
     }
-    let mut definitions: Vec<String> = plan::files_under(checkout, layout::APPS_DIR)?
+    let prefix = format!("{root}/");
+    let mut definitions: Vec<String> = plan::files_under(checkout, root)?
         .iter()
         .filter_map(|path| {
-            path.strip_prefix("apps/").and_then(|rest| rest.split_once('/')).map(|(app, _)| app.to_string())
+            path.strip_prefix(&prefix).and_then(|rest| rest.split_once('/')).map(|(app, _)| app.to_string())
         })
         .collect();
     definitions.dedup();
@@ -115,7 +129,7 @@ fn repo_rows(
             continue;
         }
         let definition = |file: &str| -> Result<Option<serde_json::Value>> {
-            let text = plan::read(checkout, &format!("{}/{file}", layout::app_dir(&app)))?;
+            let text = plan::read(checkout, &format!("{root}/{app}/{file}"))?;
             Ok(text
                 .and_then(|text| crate::yaml::documents_from_str(&text).ok())
                 .and_then(|docs| docs.into_iter().next()))
@@ -154,10 +168,10 @@ fn kind_word(app: &AppStatus) -> String {
 }
 
 /// The rows as a table (`NAME KIND SOURCE CLUSTERS READY SUSPENDED REVISION`), names or data.
-pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool) -> Result<String> {
+pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool, tier: Tier) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&rows, format),
-        OutputFormat::Name => Ok(rows.iter().map(|row| format!("app/{}\n", row.name)).collect()),
+        OutputFormat::Name => Ok(rows.iter().map(|row| format!("{}/{}\n", tier.command(), row.name)).collect()),
         _ => {
             let wide = format == OutputFormat::Wide;
             let mut table = Table::new(["NAME", "KIND", "SOURCE", "CLUSTERS", "READY", "SUSPENDED", "REVISION"]);

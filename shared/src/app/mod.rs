@@ -9,6 +9,7 @@
 //! 4. `--dry-run` prints the plan; otherwise [`deliver::execute`] carries out the same plan.
 
 pub mod args;
+pub mod chart;
 pub mod component;
 pub(crate) mod deliver;
 pub mod layout;
@@ -65,12 +66,12 @@ impl Context {
     }
 
     /// The current cluster's install record.
-    fn record(&self) -> Option<&InstallRecord> {
+    pub(crate) fn record(&self) -> Option<&InstallRecord> {
         self.detection.as_ref()?.gitops.as_ref()
     }
 
     /// The config repo, for commands that read or write it.
-    fn repo(&self) -> Result<&ConfigRepo> {
+    pub(crate) fn repo(&self) -> Result<&ConfigRepo> {
         self.repo.as_ref().ok_or_else(|| Error::Internal("the config repo was not resolved".into()))
     }
 }
@@ -307,19 +308,18 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         add_changes(spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
     };
     let files = build(&checkout)?;
-    let cluster_list = clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ");
+    let cluster_list = layout::paths(&clusters);
     let message = args.delivery.message.clone().unwrap_or_else(|| {
-        let verb =
-            if files.iter().any(|file| file.path.starts_with(&layout::app_dir(&spec.name)) && file.before.is_some()) {
-                "Update"
-            } else {
-                "Add"
-            };
-        format!("{verb} app {} ({}) to {cluster_list}", spec.name, spec.kind().word())
+        let verb = if files.iter().any(|file| file.path.starts_with(&spec.definition_dir()) && file.before.is_some()) {
+            "Update"
+        } else {
+            "Add"
+        };
+        format!("{verb} {} {} ({}) to {cluster_list}", spec.tier.noun(), spec.name, spec.kind().word())
     });
     let (source, release) = (spec.source_kind().kind, spec.release_kind().kind);
     let change = Change {
-        noun: "app",
+        noun: spec.tier.noun(),
         verb: "add",
         done: "added",
         app: &spec.name,
@@ -336,13 +336,30 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
             .wait
             .then(|| format!("wait until {release} {}/{} is Ready at the pushed commit", context.namespace, spec.name)),
         notes: Vec::new(),
-        wants_ready: Some(true),
+        awaits: Awaits::one(&context.namespace, &spec.name, true),
         already_there: Some(format!(
-            "app {} is already in the config repo for {cluster_list}; nothing to change\n",
+            "{} {} is already in the config repo for {cluster_list}; nothing to change\n",
+            spec.tier.noun(),
             spec.name
         )),
     };
-    drive(&context, &args.delivery, change, Some(checkout), &build).await
+    // A platform app is every team's: reviewed, like an upgrade.
+    let delivery = match spec.tier {
+        spec::Tier::Platform => reviewed(&args.delivery, &context),
+        spec::Tier::App => args.delivery.clone(),
+    };
+    drive(&context, &delivery, change, Some(checkout), &build).await
+}
+
+/// The delivery of a change that is reviewed (an upgrade, a platform app): without `--pr` or
+/// `--auto-merge`, a pull request where the config repo has them (GitHub, GitLab); a plain git
+/// server takes the commit, as `--auto-merge` does.
+pub(crate) fn reviewed(delivery: &DeliverySettings, context: &Context) -> DeliverySettings {
+    let mut delivery = delivery.clone();
+    if delivery.mode == DeliveryMode::Auto && context.repo.as_ref().is_some_and(|repo| repo.hosted.is_some()) {
+        delivery.mode = DeliveryMode::PullRequest;
+    }
+    delivery
 }
 
 /// The file changes of an add: the shared definition, each cluster's overlay and app list.
@@ -356,7 +373,7 @@ fn add_changes(
     checkout: &Checkout,
 ) -> Result<Vec<FileChange>> {
     let shared = if per_cluster_values { AppSpec { values: Vec::new(), ..spec.clone() } } else { spec.clone() };
-    let definition_dir = layout::app_dir(&spec.name);
+    let definition_dir = spec.definition_dir();
     let mut wanted = layout::app_files(&shared, namespace, versions)?;
     let mut dirs = vec![definition_dir.clone()];
     let refuse_different = |what: &str, changes: &[FileChange]| {
@@ -374,47 +391,45 @@ fn add_changes(
     for cluster in clusters {
         let values = if per_cluster_values { spec.values.as_slice() } else { &[] };
         let overlay = layout::cluster_files(spec, cluster, namespace, values)?;
-        let overlay_dir = cluster.app_dir(&spec.name);
+        let overlay_dir = cluster.entry_dir(spec.tier.root(), &spec.name);
         let overlay_changes = plan::diff(checkout, &overlay, std::slice::from_ref(&overlay_dir))?;
         if !update && !overlay_changes.is_empty() && !plan::files_under(checkout, &overlay_dir)?.is_empty() {
             return Err(refuse_different(&format!("setup in {}", cluster.path), &overlay_changes));
         }
         wanted.extend(overlay);
         dirs.push(overlay_dir);
-        let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+        let list_path = cluster.list_file(spec.tier.root());
         let list = layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &spec.name, true)?;
         wanted.insert(list_path, list);
     }
     plan::diff(checkout, &wanted, &dirs)
 }
 
-/// `app remove`.
+/// `app remove` (and `platform remove`: `args.tier`).
 pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
     let context = context(target, &args.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
-    let build = |checkout: &Checkout| remove_changes(&args.name, &clusters, checkout);
+    let root = args.tier.root();
+    let build = |checkout: &Checkout| remove_listed(root, &args.name, &clusters, checkout);
     let files = build(&checkout)?;
-    let cluster_list = clusters.iter().map(|cluster| cluster.path.as_str()).collect::<Vec<_>>().join(", ");
+    let cluster_list = layout::paths(&clusters);
+    let noun = args.tier.noun();
     if files.is_empty() {
         return Err(Error::usage(
-            format!("app {} is not in the config repo for {cluster_list}", args.name),
-            "`kubectl gitops app list --repo` lists the apps and their clusters",
+            format!("{noun} {} is not in the config repo for {cluster_list}", args.name),
+            format!("`kubectl gitops {} list --repo` lists them and their clusters", args.tier.command()),
         ));
     }
-    let definition_goes =
-        files.iter().any(|file| file.after.is_none() && file.path.starts_with(&layout::app_dir(&args.name)));
+    let definition_dir = format!("{root}/{}", args.name);
+    let definition_goes = files.iter().any(|file| file.after.is_none() && file.path.starts_with(&definition_dir));
     let mut notes =
-        vec![format!("Flux prunes the app's objects and workloads from {cluster_list} once it applies the commit")];
+        vec![format!("Flux prunes the {noun}'s objects and workloads from {cluster_list} once it applies the commit")];
     if !definition_goes {
-        notes.push(format!(
-            "other clusters still list {}, so its definition stays in {}",
-            args.name,
-            layout::app_dir(&args.name)
-        ));
+        notes.push(format!("other clusters still list {}, so its definition stays in {definition_dir}", args.name));
     }
     let change = Change {
-        noun: "app",
+        noun,
         verb: "remove",
         done: "removed",
         app: &args.name,
@@ -422,41 +437,46 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
             .delivery
             .message
             .clone()
-            .unwrap_or_else(|| format!("Remove app {} from {cluster_list}", args.name)),
+            .unwrap_or_else(|| format!("Remove {noun} {} from {cluster_list}", args.name)),
         files,
         patches: Vec::new(),
         migrations: Vec::new(),
         objects: vec![format!("everything labelled {}={}", spec::APP_LABEL, args.name)],
         wait: args.delivery.wait.then(|| format!("wait until Flux has pruned {}", args.name)),
         notes,
-        wants_ready: Some(false),
+        awaits: Awaits::one(&context.namespace, &args.name, false),
         already_there: None,
     };
     drive(&context, &args.delivery, change, Some(checkout), &build).await
 }
 
-/// The file changes of a remove: each cluster's overlay and list entry, and the shared
-/// definition once no cluster in the repo lists the app.
-fn remove_changes(app: &str, clusters: &[ClusterDir], checkout: &Checkout) -> Result<Vec<FileChange>> {
+/// The file changes that take `name` off the clusters' lists under `root` (`apps`, `tenants`):
+/// each cluster's overlay and list entry, and the shared definition `<root>/<name>` once no
+/// cluster in the repo lists it.
+pub(crate) fn remove_listed(
+    root: &str,
+    name: &str,
+    clusters: &[ClusterDir],
+    checkout: &Checkout,
+) -> Result<Vec<FileChange>> {
     let mut wanted = std::collections::BTreeMap::new();
     let mut dirs = Vec::new();
     for cluster in clusters {
-        let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
+        let list_path = cluster.list_file(root);
         if let Some(list) = plan::read(checkout, &list_path)? {
-            wanted.insert(list_path, layout::app_list(Some(&list), app, false)?);
+            wanted.insert(list_path, layout::app_list(Some(&list), name, false)?);
         }
-        dirs.push(cluster.app_dir(app));
+        dirs.push(cluster.entry_dir(root, name));
     }
     let still_listed =
         layout::clusters_in(checkout)?.iter().filter(|cluster| !clusters.contains(cluster)).any(|cluster| {
-            let list_path = format!("{}/{}", cluster.apps_dir(), layout::KUSTOMIZATION_FILE);
-            plan::read(checkout, &list_path)
+            plan::read(checkout, &cluster.list_file(root))
                 .ok()
                 .flatten()
-                .is_some_and(|list| layout::listed_apps(&list).iter().any(|listed| listed == app))
+                .is_some_and(|list| layout::listed_apps(&list).iter().any(|listed| listed == name))
         });
     if !still_listed {
-        dirs.push(layout::app_dir(app));
+        dirs.push(format!("{root}/{name}"));
     }
     plan::diff(checkout, &wanted, &dirs)
 }
@@ -498,7 +518,7 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
         } else {
             vec!["only the cluster changes; pass --persist to record it in the config repo too".to_string()]
         },
-        wants_ready: Some(false),
+        awaits: Awaits::one(&context.namespace, &args.name, false),
         already_there: None,
     };
     drive(&context, &args.delivery, change, checkout, &replan).await
@@ -574,17 +594,32 @@ pub(crate) struct Change<'a> {
     pub objects: Vec<String>,
     pub wait: Option<String>,
     pub notes: Vec<String>,
-    /// What `--wait` waits for: the app Ready (`Some(true)`) or gone; `None`: the caller waits
+    /// What `--wait` waits for once the sync applied the commit; `None`: the caller waits
     /// itself, on the commit [`drive_change`] returns.
-    pub wants_ready: Option<bool>,
+    pub awaits: Option<Awaits>,
     /// The answer when the config repo already holds the change (`None`: not a question).
     pub already_there: Option<String>,
+}
+
+/// The releases a change's `--wait` follows after the push: Kustomizations or HelmReleases by
+/// (namespace, name), Ready or gone.
+pub(crate) struct Awaits {
+    pub objects: Vec<(String, String)>,
+    /// Ready (`true`), or gone.
+    pub ready: bool,
+}
+
+impl Awaits {
+    /// One release.
+    pub fn one(namespace: &str, name: &str, ready: bool) -> Option<Awaits> {
+        Some(Awaits { objects: vec![(namespace.to_string(), name.to_string())], ready })
+    }
 }
 
 /// The one driver of add, remove, suspend and resume: plans the change (how it is delivered),
 /// then prints the plan (`--dry-run`), or carries it out ([`deliver::execute`]: patches, then
 /// the commit, re-planned with `replan` on a refused push) and waits when asked.
-async fn drive(
+pub(crate) async fn drive(
     context: &Context,
     args: &DeliverySettings,
     change: Change<'_>,
@@ -645,7 +680,7 @@ pub(crate) async fn drive_change(
     let cluster = context.cluster.as_ref();
     let outcome =
         deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
-    let what = Done { noun: change.noun, name: change.app, done: change.done, wants_ready: change.wants_ready };
+    let what = Done { noun: change.noun, name: change.app, done: change.done, awaits: change.awaits.as_ref() };
     let line = finish(context, &plan, &outcome, &what, args.timeout).await?;
     Ok(Driven { line, outcome: Some(outcome) })
 }
@@ -656,8 +691,8 @@ struct Done<'a> {
     noun: &'a str,
     name: &'a str,
     done: &'a str,
-    /// What `--wait` waits for: Ready (`Some(true)`) or gone; `None`: the caller waits.
-    wants_ready: Option<bool>,
+    /// What `--wait` waits for; `None`: the caller waits.
+    awaits: Option<&'a Awaits>,
 }
 
 /// After execution: the lines to print, and `--wait`.
@@ -668,7 +703,7 @@ async fn finish(
     what: &Done<'_>,
     timeout: Duration,
 ) -> Result<String> {
-    let Done { noun: what_noun, name: app, done, wants_ready } = *what;
+    let Done { noun: what_noun, name: app, done, awaits } = *what;
     if let Some((pull_request, state)) = &outcome.pull_request {
         let noun = match &plan.delivery {
             Delivery::PullRequest { noun, .. } => noun,
@@ -678,7 +713,7 @@ async fn finish(
             crate::provider::PullRequestOutcome::Created => "opened",
             crate::provider::PullRequestOutcome::Updated => "updated",
         };
-        if plan.wait.is_some() && wants_ready.is_some() {
+        if plan.wait.is_some() && awaits.is_some() {
             context.printer.warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
         }
         return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
@@ -688,15 +723,16 @@ async fn finish(
     }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     if plan.wait.is_some()
-        && let Some(wants_ready) = wants_ready
+        && let Some(awaits) = awaits
         && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
     {
-        wait::after_push(cluster, context, app, commit, timeout, wants_ready).await?;
+        let awaited = wait::Awaited { noun: what_noun, name: app, objects: &awaits.objects, wants_ready: awaits.ready };
+        wait::after_push(cluster, context, &awaited, commit, timeout).await?;
     }
     Ok(format!("{what_noun} {app} {done}{at}\n"))
 }
 
-mod wait;
+pub(crate) mod wait;
 
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,12 @@ pub enum Step {
         /// The branch pushed by the step before.
         branch: String,
     },
+    /// Read the pull request back before saying it is there: the provider lists it open from
+    /// the branch, and the branch, cloned again, holds exactly the planned files.
+    CheckPullRequest {
+        /// The branch of the pull request.
+        branch: String,
+    },
     /// Wait for Flux to apply the commit (`--wait`); the command does it once delivered.
     Wait,
 }
@@ -121,6 +127,12 @@ impl Plan {
                     steps.push((
                         Step::OpenPullRequest { branch: branch.clone() },
                         format!("open a {noun} from {branch} into {} (or update the open one)", self.branch),
+                    ));
+                    steps.push((
+                        Step::CheckPullRequest { branch: branch.clone() },
+                        format!(
+                            "check that the {noun} is open and its branch holds the {count} planned file change(s)"
+                        ),
                     ));
                 }
             }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{AddArgs, ComponentUpgradeArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
-use super::spec::{self, AppSpec};
+use super::spec::{self, AppSpec, Tier};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::Connection;
 use crate::error::{Error, Result};
@@ -158,6 +158,8 @@ impl AddArgs {
 pub struct RemoveRequest {
     /// The app, a valid name.
     pub name: String,
+    /// An app, or a platform app (`platform remove`).
+    pub tier: Tier,
     /// `--cluster`: remove it from these only (default: the current cluster).
     pub clusters: Vec<String>,
     /// The config repo.
@@ -172,6 +174,7 @@ impl RemoveArgs {
         crate::names::validate_name(&self.name, "app name")?;
         Ok(RemoveRequest {
             name: self.name.clone(),
+            tier: Tier::App,
             delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,
             clusters: self.clusters.clone(),
@@ -261,18 +264,21 @@ pub struct ListRequest {
     pub repo: RepoSettings,
     /// `-o`, one `app list` prints.
     pub format: OutputFormat,
+    /// Apps, or platform apps (`platform list`).
+    pub tier: Tier,
     /// Column headers (`--no-headers` turns them off).
     pub headers: bool,
 }
+
+/// What a list (`app list`, `tenant list`) prints: a table, its names, or the rows as data.
+pub const LIST_FORMATS: [OutputFormat; 5] =
+    [OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name];
 
 impl ListArgs {
     /// The request these flags and the shared ones make.
     pub fn request(&self, global: &GlobalArgs) -> Result<ListRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(
-            format,
-            &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name],
-        )?;
+        crate::output::ensure_supported(format, &LIST_FORMATS)?;
         Ok(ListRequest {
             all_namespaces: self.all_namespaces,
             cluster: self.cluster.clone(),
@@ -280,6 +286,7 @@ impl ListArgs {
             repo: self.repo_access.settings()?,
             format,
             headers: !global.no_headers,
+            tier: Tier::App,
         })
     }
 }

@@ -23,6 +23,43 @@ mod constraint;
 /// The label naming the app on every object `app add` generates; `app list` selects on it.
 pub const APP_LABEL: &str = "kubectl-gitops.io/app";
 
+/// Where an app belongs: with the teams' apps (`apps/`), or with the cluster-wide services every
+/// team uses (`platform/`, `kubectl gitops platform add`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tier {
+    /// `app add`.
+    #[default]
+    App,
+    /// `platform add`.
+    Platform,
+}
+
+impl Tier {
+    /// The directory of its definitions, and of each cluster's list: `apps` or `platform`.
+    pub fn root(self) -> &'static str {
+        match self {
+            Tier::App => super::layout::APPS_DIR,
+            Tier::Platform => crate::record::PLATFORM_TIER,
+        }
+    }
+
+    /// The command that manages it: `app` or `platform`.
+    pub fn command(self) -> &'static str {
+        match self {
+            Tier::App => "app",
+            Tier::Platform => "platform",
+        }
+    }
+
+    /// What messages call one: `app` or `platform app`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Tier::App => "app",
+            Tier::Platform => "platform app",
+        }
+    }
+}
+
 /// How an app is deployed; the KIND column of `app list`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppKind {
@@ -122,6 +159,8 @@ pub struct AppSpec {
     pub depends_on: Vec<String>,
     /// Values files: shared by every cluster without `--cluster`, else for those clusters.
     pub values: Vec<ValuesFile>,
+    /// An app, or a platform app.
+    pub tier: Tier,
 }
 
 impl AppSpec {
@@ -241,6 +280,7 @@ impl AppSpec {
             prune: args.prune,
             depends_on: args.depends_on.clone(),
             values,
+            tier: Tier::App,
         })
     }
 
@@ -255,10 +295,19 @@ impl AppSpec {
 
     /// The labels every generated object carries.
     pub fn labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
+        let mut labels = BTreeMap::from([
             (MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string()),
             (APP_LABEL.to_string(), self.name.clone()),
-        ])
+        ]);
+        if self.tier == Tier::Platform {
+            labels.insert(crate::record::TIER_LABEL.to_string(), crate::record::PLATFORM_TIER.to_string());
+        }
+        labels
+    }
+
+    /// Where its shared definition lives: `apps/<name>` or `platform/<name>`.
+    pub fn definition_dir(&self) -> String {
+        format!("{}/{}", self.tier.root(), self.name)
     }
 
     /// The source object, at the API version the cluster serves.
@@ -420,7 +469,7 @@ impl Versions {
         }
     }
 
-    fn get(&self, kind: &FluxKind) -> Result<&str> {
+    pub(crate) fn get(&self, kind: &FluxKind) -> Result<&str> {
         self.lookup(kind).ok_or_else(|| {
             Error::usage(
                 format!("this cluster's Flux does not serve {} ({})", kind.kind, kind.group),
@@ -503,7 +552,7 @@ fn validate_oci_tag(tag: &str) -> Result<()> {
 }
 
 /// A path inside a source, as Flux wants it: `./dir`, never leaving the source.
-fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
+pub(crate) fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
     let Some(path) = path else {
         return Ok("./".to_string());
     };

@@ -187,6 +187,10 @@ fn dry_run_text_is_numbered_steps_and_a_unified_diff() {
     insta::assert_snapshot!(plan(files.clone(), Delivery::Push).render());
     let text = plan(files.clone(), pull).render();
     assert!(text.contains("  2. open a pull request from gitops/add-web-"), "{text}");
+    assert!(
+        text.contains("  3. check that the pull request is open and its branch holds the 3 planned file change(s)"),
+        "{text}"
+    );
     let body = plan(files, Delivery::Push).pull_request_body();
     assert!(
         body.contains(
@@ -331,4 +335,22 @@ fn names_and_refs_are_checked_with_the_flags() {
         let args = [&["web"][..], flags].concat();
         assert_eq!(refused(&args).to_string(), message, "{flags:?}");
     }
+}
+
+#[test]
+fn a_platform_app_lives_in_platform_and_says_so_in_its_labels() {
+    let mut platform = spec(&["ingress", "--url", "https://charts.example.com", "--chart", "ingress"]);
+    platform.tier = spec::Tier::Platform;
+    let files = layout::app_files(&platform, "flux-system", &Versions::pinned()).unwrap();
+    assert!(files.keys().all(|path| path.starts_with("platform/ingress/")), "{:?}", files.keys());
+    assert!(files["platform/ingress/release.yaml"].contains("kubectl-gitops.io/tier: platform"));
+    let dev = ClusterDir { name: "dev".into(), path: "clusters/dev".into() };
+    let overlay = layout::cluster_files(&platform, &dev, "flux-system", &[]).unwrap();
+    let (path, text) = overlay.iter().next().unwrap();
+    assert_eq!(path, "clusters/dev/platform/ingress/kustomization.yaml");
+    assert!(text.contains("- ../../../../platform/ingress"), "{text}");
+    let app = spec(&["web", "--url", "https://charts.example.com", "--chart", "web"]);
+    assert!(
+        !layout::app_files(&app, "flux-system", &Versions::pinned()).unwrap()["apps/web/release.yaml"].contains("tier")
+    );
 }

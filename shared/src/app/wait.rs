@@ -21,23 +21,38 @@ use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITIN
 enum Part {
     /// The config repo's sync, Kustomization `flux-system`: it must apply the pushed commit.
     Sync,
-    /// The app's Kustomization or HelmRelease: Ready at its spec (add), or gone (remove).
-    App,
+    /// One Kustomization or HelmRelease: Ready at its spec (add), or gone (remove).
+    Release(String, String),
 }
 
-/// One Flux kind in the Flux namespace, at the version the cluster serves.
+/// What a change made, for the wait after its push: an app's release in the Flux namespace, or
+/// a tenant's Kustomizations in its namespaces.
+pub(crate) struct Awaited<'a> {
+    /// `app` or `tenant`: what the title names.
+    pub noun: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// The releases (namespace, name) to judge once the sync has applied the commit; none:
+    /// the sync alone.
+    pub objects: &'a [(String, String)],
+    /// Ready (add), or gone (remove).
+    pub wants_ready: bool,
+}
+
+/// One Flux kind, at the version the cluster serves.
 struct Kind {
     kind: &'static FluxKind,
     resource: ApiResource,
-    api: Api<DynamicObject>,
 }
 
 impl Kind {
-    fn new(cluster: &Cluster, context: &Context, kind: &'static FluxKind) -> Option<Kind> {
+    fn new(context: &Context, kind: &'static FluxKind) -> Option<Kind> {
         let version = context.versions.lookup(kind)?;
-        let resource = kind.at(version);
-        let api = Api::namespaced_with(cluster.client.clone(), &context.namespace, &resource);
-        Some(Kind { kind, resource, api })
+        Some(Kind { kind, resource: kind.at(version) })
+    }
+
+    fn api(&self, cluster: &Cluster, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(cluster.client.clone(), namespace, &self.resource)
     }
 
     fn followed(&self, namespace: &str, name: &str) -> Followed {
@@ -51,33 +66,33 @@ impl Kind {
 
 struct AfterPush<'a> {
     cluster: &'a Cluster,
+    /// The Flux namespace, where the sync is.
     namespace: &'a str,
-    app: &'a str,
+    awaited: &'a Awaited<'a>,
     commit: &'a str,
-    wants_ready: bool,
     syncs: Kind,
-    /// The kinds the app may be: Kustomization and, when served, HelmRelease.
+    /// The kinds a release may be: Kustomization and, when served, HelmRelease.
     releases: Vec<Kind>,
     triggers: Triggers,
 }
 
-impl AfterPush<'_> {
-    fn name(&self, kind: &FluxKind, name: &str) -> String {
-        format!("{} {}/{name}", kind.kind, self.namespace)
-    }
+fn name(kind: &FluxKind, namespace: &str, name: &str) -> String {
+    format!("{} {namespace}/{name}", kind.kind)
+}
 
+impl AfterPush<'_> {
     async fn judge_sync(&self) -> Result<Verdict> {
-        let sync = self.syncs.api.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
+        let api = self.syncs.api(self.cluster, self.namespace);
+        let sync = api.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
+        let sync_name = name(&api::KUSTOMIZATION, self.namespace, SYNC_NAME);
         let Some(sync) = sync else {
-            let why = format!("{} does not exist", self.name(&api::KUSTOMIZATION, SYNC_NAME));
-            return Ok(Verdict::Waiting { why, healthy: false });
+            return Ok(Verdict::Waiting { why: format!("{sync_name} does not exist"), healthy: false });
         };
         let applied = sync.last_applied_revision().unwrap_or_default();
         if applied.ends_with(self.commit) {
             return Ok(Verdict::Ready);
         }
         let attempted = sync.last_attempted_revision().unwrap_or_default();
-        let name = self.name(&api::KUSTOMIZATION, SYNC_NAME);
         Ok(match sync.ready_condition() {
             Some(ready)
                 if ready.is_false()
@@ -86,35 +101,41 @@ impl AfterPush<'_> {
             {
                 Verdict::Failing {
                     attempt: Some(attempted.to_string()),
-                    why: format!("{name}: {}: {}", ready.reason(), ready.message()),
+                    why: format!("{sync_name}: {}: {}", ready.reason(), ready.message()),
                 }
             }
             _ => {
                 let applied = if applied.is_empty() { "nothing yet" } else { applied };
                 Verdict::Waiting {
-                    why: format!("{name} applied {applied}, waiting for {}", short(self.commit)),
+                    why: format!("{sync_name} applied {applied}, waiting for {}", short(self.commit)),
                     healthy: false,
                 }
             }
         })
     }
 
-    async fn judge_app(&self) -> Result<Verdict> {
+    async fn judge_release(&self, namespace: &str, release_name: &str) -> Result<Verdict> {
         let mut found = None;
         for release in &self.releases {
-            if let Some(object) = release.api.get_opt(self.app).await.map_err(|error| self.cluster.error(error))? {
+            let api = release.api(self.cluster, namespace);
+            if let Some(object) = api.get_opt(release_name).await.map_err(|error| self.cluster.error(error))? {
                 found = Some((release.kind, object));
             }
         }
-        Ok(match (found, self.wants_ready) {
+        let awaited = self.awaited;
+        Ok(match (found, awaited.wants_ready) {
             (None, false) => Verdict::Ready,
-            (Some((kind, _)), false) => {
-                Verdict::Waiting { why: format!("{} is still there", self.name(kind, self.app)), healthy: false }
-            }
-            (None, true) => Verdict::Waiting { why: format!("app {} is not created yet", self.app), healthy: false },
+            (Some((kind, _)), false) => Verdict::Waiting {
+                why: format!("{} is still there", name(kind, namespace, release_name)),
+                healthy: false,
+            },
+            (None, true) => Verdict::Waiting {
+                why: format!("{} {} is not created yet in {namespace}", awaited.noun, awaited.name),
+                healthy: false,
+            },
             (Some((kind, object)), true) => {
                 let current = object.is_current();
-                let name = self.name(kind, self.app);
+                let name = name(kind, namespace, release_name);
                 match object.ready_condition() {
                     Some(ready) if current && ready.is_true() => Verdict::Ready,
                     Some(ready) if current && ready.is_false() && !WAITING_REASONS.contains(&ready.reason()) => {
@@ -139,13 +160,19 @@ impl Waited for AfterPush<'_> {
 
     async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
         let sync = self.judge_sync().await?;
-        // The app is judged once the sync has applied the commit: before, what the cluster holds
-        // is the app as it was.
-        let app = match sync {
-            Verdict::Ready => self.judge_app().await?,
-            _ => Verdict::Waiting { why: "the sync has not applied the commit yet".into(), healthy: false },
-        };
-        Ok(vec![(Part::Sync, sync), (Part::App, app)])
+        let applied = matches!(sync, Verdict::Ready);
+        let mut parts = vec![(Part::Sync, sync)];
+        for (namespace, release) in self.awaited.objects {
+            // A release is judged once the sync has applied the commit: before, what the
+            // cluster holds is the release as it was.
+            let verdict = if applied {
+                self.judge_release(namespace, release).await?
+            } else {
+                Verdict::Waiting { why: "the sync has not applied the commit yet".into(), healthy: false }
+            };
+            parts.push((Part::Release(namespace.clone(), release.clone()), verdict));
+        }
+        Ok(parts)
     }
 
     async fn changed(&mut self) {
@@ -153,7 +180,11 @@ impl Waited for AfterPush<'_> {
     }
 
     fn hint(&self) -> Option<String> {
-        Some("`kubectl gitops app status NAME` shows why; raise --timeout to wait longer".into())
+        let shows = match self.awaited.noun {
+            "app" => format!("`kubectl gitops app status {}`", self.awaited.name),
+            noun => format!("`kubectl gitops {noun} list`"),
+        };
+        Some(format!("{shows} shows why; raise --timeout to wait longer"))
     }
 
     fn timed_out(&self, waiting: &[(&Part, &str)], timeout: Duration) -> Error {
@@ -169,49 +200,48 @@ impl Waited for AfterPush<'_> {
     }
 }
 
-/// Waits for the sync to apply `commit`, then for the app to be Ready (`wants_ready`) or gone.
-pub async fn after_push(
+/// Waits for the sync to apply `commit`, then for what the change made to be Ready or gone.
+pub(crate) async fn after_push(
     cluster: &Cluster,
     context: &Context,
-    app: &str,
+    awaited: &Awaited<'_>,
     commit: &str,
     timeout: Duration,
-    wants_ready: bool,
 ) -> Result<()> {
     let (Some(sources), Some(syncs)) =
-        (Kind::new(cluster, context, &api::GIT_REPOSITORY), Kind::new(cluster, context, &api::KUSTOMIZATION))
+        (Kind::new(context, &api::GIT_REPOSITORY), Kind::new(context, &api::KUSTOMIZATION))
     else {
         return Err(Error::Internal("the cluster serves no GitRepository or Kustomization".into()));
     };
+    let namespace = context.namespace.as_str();
     // Ask for a fetch now instead of at the next interval.
-    for api in [&sources.api, &syncs.api] {
-        if let Err(error) = crate::flux::reconcile::request(api, SYNC_NAME).await {
+    for kind in [&sources, &syncs] {
+        if let Err(error) = crate::flux::reconcile::request(&kind.api(cluster, namespace), SYNC_NAME).await {
             context
                 .printer
                 .warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
         }
     }
-    let namespace = context.namespace.as_str();
-    let releases: Vec<Kind> = [&api::KUSTOMIZATION, &api::HELM_RELEASE]
-        .into_iter()
-        .filter_map(|kind| Kind::new(cluster, context, kind))
-        .collect();
+    let releases: Vec<Kind> =
+        [&api::KUSTOMIZATION, &api::HELM_RELEASE].into_iter().filter_map(|kind| Kind::new(context, kind)).collect();
     let mut triggers = Triggers::new(cluster, context.printer);
     let mut followed = vec![syncs.followed(namespace, SYNC_NAME)];
-    followed.extend(releases.iter().map(|release| release.followed(namespace, app)));
+    for (release_namespace, release) in awaited.objects {
+        followed.extend(releases.iter().map(|kind| kind.followed(release_namespace, release)));
+    }
     triggers.follow(followed);
-    let title = if wants_ready {
-        format!(
-            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and app {app} to be Ready",
+    let (noun, what) = (awaited.noun, awaited.name);
+    let title = match awaited.wants_ready {
+        true => format!(
+            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and {noun} {what} to be Ready",
             short(commit)
-        )
-    } else {
-        format!(
-            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and Flux to prune app {app}",
+        ),
+        false => format!(
+            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and Flux to prune {noun} {what}",
             short(commit)
-        )
+        ),
     };
-    let mut waited = AfterPush { cluster, namespace, app, commit, wants_ready, syncs, releases, triggers };
+    let mut waited = AfterPush { cluster, namespace, awaited, commit, syncs, releases, triggers };
     // It ends Ok only when every part is Ready; a failure or the timeout is an error.
     let limits = Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD };
     wait_until(&mut waited, &title, limits, &context.printer).await.map(drop)

@@ -11,6 +11,9 @@ pub mod release;
 pub mod status;
 pub mod storage;
 
+/// The label `flux create tenant` puts on every object of a tenant: the team's name.
+pub const TENANT_LABEL: &str = "toolkit.fluxcd.io/tenant";
+
 /// The Flux release kubectl-gitops installs and tests against by default.
 pub const PINNED_VERSION: &str = crate::dependencies::FLUX_VERSION;
 

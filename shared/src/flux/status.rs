@@ -15,6 +15,7 @@ use kube::api::DynamicObject;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 
+use crate::flux::TENANT_LABEL;
 use crate::record;
 
 /// An object's (kind, namespace, name).
@@ -92,6 +93,10 @@ pub(crate) trait FluxObject {
     fn name(&self) -> &str;
     /// Labelled `app.kubernetes.io/managed-by=kubectl-gitops`.
     fn is_ours(&self) -> bool;
+    /// The team of a tenant's object: its `toolkit.fluxcd.io/tenant` label.
+    fn tenant(&self) -> Option<&str>;
+    /// A platform app's object: labelled `kubectl-gitops.io/tier=platform`.
+    fn is_platform(&self) -> bool;
     /// `spec.suspend`.
     fn suspended(&self) -> bool;
     /// `spec.url` of a source.
@@ -126,6 +131,9 @@ pub(crate) trait FluxObject {
     fn ready_condition(&self) -> Option<Ready<'_>>;
     /// The newest `deployed` snapshot of a HelmRelease's `status.history`.
     fn deployed(&self) -> Option<Deployed<'_>>;
+    /// The fingerprint of `status.history` (`deployments::history_fingerprint`): what a ledger
+    /// compares to know whether Flux deployed something it has not kept yet.
+    fn history_fingerprint(&self) -> Option<String>;
 
     /// The controller has seen the current spec: `status.observedGeneration` is the generation.
     fn is_current(&self) -> bool {
@@ -167,6 +175,15 @@ impl FluxObject for DynamicObject {
     fn is_ours(&self) -> bool {
         self.metadata.labels.as_ref().and_then(|labels| labels.get(record::MANAGED_BY_LABEL)).map(String::as_str)
             == Some(record::MANAGED_BY_VALUE)
+    }
+
+    fn tenant(&self) -> Option<&str> {
+        self.metadata.labels.as_ref().and_then(|labels| labels.get(TENANT_LABEL)).map(String::as_str)
+    }
+
+    fn is_platform(&self) -> bool {
+        self.metadata.labels.as_ref().and_then(|labels| labels.get(record::TIER_LABEL)).map(String::as_str)
+            == Some(record::PLATFORM_TIER)
     }
 
     fn suspended(&self) -> bool {
@@ -253,6 +270,10 @@ impl FluxObject for DynamicObject {
             last_deployed: field("lastDeployed"),
         })
     }
+
+    fn history_fingerprint(&self) -> Option<String> {
+        self.data.pointer("/status/history").and_then(crate::deployments::history_fingerprint)
+    }
 }
 
 /// A Flux object as a LIST page delivers it, reduced while parsing to what a row reads.
@@ -286,7 +307,11 @@ impl Listed {
                 name: object.metadata.name.clone().unwrap_or_default(),
                 namespace: object.metadata.namespace.clone().unwrap_or_default(),
                 generation: object.metadata.generation,
-                ours: object.is_ours(),
+                labels: Labels {
+                    ours: object.is_ours(),
+                    tenant: object.tenant().map(String::from),
+                    platform: object.is_platform(),
+                },
             },
             spec: Option::<Spec>::deserialize(part("spec")).ok().flatten().unwrap_or_default(),
             status: Option::<Status>::deserialize(part("status")).ok().flatten().unwrap_or_default(),
@@ -301,14 +326,28 @@ struct Meta {
     #[serde(default)]
     namespace: String,
     generation: Option<i64>,
-    #[serde(default, rename = "labels", deserialize_with = "managed_by_us")]
-    ours: bool,
+    #[serde(default, deserialize_with = "labels_read")]
+    labels: Labels,
 }
 
-fn managed_by_us<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    let labels: Option<HashMap<String, String>> = Option::deserialize(deserializer)?;
-    Ok(labels.as_ref().and_then(|labels| labels.get(record::MANAGED_BY_LABEL)).map(String::as_str)
-        == Some(record::MANAGED_BY_VALUE))
+/// What a row reads of an object's labels (the rest is not kept).
+#[derive(Debug, Default, Clone)]
+struct Labels {
+    /// `app.kubernetes.io/managed-by=kubectl-gitops`.
+    ours: bool,
+    /// `toolkit.fluxcd.io/tenant`.
+    tenant: Option<String>,
+    /// `kubectl-gitops.io/tier=platform`.
+    platform: bool,
+}
+
+fn labels_read<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Labels, D::Error> {
+    let mut labels: HashMap<String, String> = Option::deserialize(deserializer)?.unwrap_or_default();
+    Ok(Labels {
+        ours: labels.get(record::MANAGED_BY_LABEL).map(String::as_str) == Some(record::MANAGED_BY_VALUE),
+        platform: labels.get(record::TIER_LABEL).map(String::as_str) == Some(record::PLATFORM_TIER),
+        tenant: labels.remove(TENANT_LABEL),
+    })
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -407,8 +446,15 @@ struct Status {
     helm_chart: Option<String>,
     #[serde(default, rename = "conditions", deserialize_with = "first_ready")]
     ready: Option<Condition>,
-    #[serde(default, rename = "history", deserialize_with = "first_deployed")]
+    #[serde(default, rename = "history", deserialize_with = "read_history")]
+    history: History,
+}
+
+/// What a row keeps of `status.history`: a HelmRelease's deployed snapshot, and the fingerprint.
+#[derive(Debug, Default, Clone)]
+struct History {
     deployed: Option<Box<Snapshot>>,
+    fingerprint: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -437,16 +483,17 @@ fn first_ready<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cond
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Snapshot {
-    status: Option<String>,
     chart_version: Option<String>,
     app_version: Option<String>,
     last_deployed: Option<String>,
 }
 
-/// The newest snapshot that is `deployed`, as [`deployed_snapshot`] picks it.
-fn first_deployed<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Box<Snapshot>>, D::Error> {
-    let history: Option<Vec<Snapshot>> = Option::deserialize(deserializer)?;
-    Ok(history.into_iter().flatten().find(|snapshot| snapshot.status.as_deref() == Some("deployed")).map(Box::new))
+/// The newest snapshot that is `deployed`, as [`deployed_snapshot`] picks it, and the history's
+/// fingerprint.
+fn read_history<'de, D: Deserializer<'de>>(deserializer: D) -> Result<History, D::Error> {
+    let Some(history) = Option::<serde_json::Value>::deserialize(deserializer)? else { return Ok(History::default()) };
+    let deployed = deployed_snapshot(&history).and_then(|snapshot| Snapshot::deserialize(snapshot).ok()).map(Box::new);
+    Ok(History { deployed, fingerprint: crate::deployments::history_fingerprint(&history) })
 }
 
 impl FluxObject for Listed {
@@ -463,7 +510,15 @@ impl FluxObject for Listed {
     }
 
     fn is_ours(&self) -> bool {
-        self.metadata.ours
+        self.metadata.labels.ours
+    }
+
+    fn tenant(&self) -> Option<&str> {
+        self.metadata.labels.tenant.as_deref()
+    }
+
+    fn is_platform(&self) -> bool {
+        self.metadata.labels.platform
     }
 
     fn suspended(&self) -> bool {
@@ -537,11 +592,15 @@ impl FluxObject for Listed {
     }
 
     fn deployed(&self) -> Option<Deployed<'_>> {
-        self.status.deployed.as_deref().map(|snapshot| Deployed {
+        self.status.history.deployed.as_deref().map(|snapshot| Deployed {
             chart_version: snapshot.chart_version.as_deref(),
             app_version: snapshot.app_version.as_deref(),
             last_deployed: snapshot.last_deployed.as_deref(),
         })
+    }
+
+    fn history_fingerprint(&self) -> Option<String> {
+        self.status.history.fingerprint.clone()
     }
 }
 

@@ -1,11 +1,12 @@
 //! One commit's author, time and subject, fetched on its own: `app status` explains the
-//! revision Flux applied without cloning the repository.
+//! revision Flux applied without cloning the repository. And a branch's log ([`log`]), for
+//! `app history`: the commits behind each deployment.
 //!
 //! A shallow fetch (depth 1) of the ref the revision came from usually brings the commit,
 //! since Flux applies the tip. When the ref moved on, the commit is asked for by hash (servers
 //! that allow it, like GitHub and GitLab), and last the ref is fetched deeper.
 
-use git2::{AutotagOption, FetchOptions, Oid, Repository};
+use git2::{AutotagOption, Commit, FetchOptions, Oid, Repository, Sort};
 
 use super::{Endpoint, GitError, Remote, Session};
 
@@ -15,7 +16,7 @@ const DEEP_FETCH: i32 = 200;
 const FETCHED: &str = "refs/kubectl-gitops/fetched";
 
 /// A commit as `git log -1` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommitInfo {
     /// The full hash.
     pub sha: String,
@@ -27,6 +28,45 @@ pub struct CommitInfo {
     pub time: String,
     /// The first line of the message.
     pub subject: String,
+    /// The commit it reverts, when its message says so as `git revert` writes it ("This
+    /// reverts commit <hash>.").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverts: Option<String>,
+}
+
+impl CommitInfo {
+    fn of(commit: &Commit<'_>) -> CommitInfo {
+        let author = commit.author();
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        CommitInfo {
+            sha: commit.id().to_string(),
+            author: String::from_utf8_lossy(author.name_bytes()).into_owned(),
+            email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
+            time: crate::duration::format_timestamp(author.when().seconds()),
+            subject: commit
+                .summary_bytes()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .unwrap_or_default(),
+            reverts: reverted(&message),
+        }
+    }
+}
+
+/// The hash in "This reverts commit <hash>." of a message `git revert` wrote.
+fn reverted(message: &str) -> Option<String> {
+    let (_, after) = message.split_once("This reverts commit ")?;
+    let hash: String = after.chars().take_while(char::is_ascii_hexdigit).collect();
+    (hash.len() == 40).then_some(hash)
+}
+
+/// A commit of a branch's log, with its parents and whether it changed the path asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedCommit {
+    pub info: CommitInfo,
+    /// The parents' hashes (those beyond a shallow fetch's depth are not in the log).
+    pub parents: Vec<String>,
+    /// It changed something under the path (always, without a path or for a root commit).
+    pub touches_path: bool,
 }
 
 /// Fetches commit `sha` of the remote into a scratch repository (deleted on return) and reads it.
@@ -36,11 +76,7 @@ pub struct CommitInfo {
 pub fn show_commit(remote: &Remote, reference: Option<&str>, sha: &str) -> Result<CommitInfo, GitError> {
     let oid = Oid::from_str(sha)?;
     let endpoint = Endpoint::parse(&remote.url)?;
-    let dir = tempfile::Builder::new()
-        .prefix("kubectl-gitops-log-")
-        .tempdir()
-        .map_err(|source| GitError::Io { context: "cannot create a temp dir for the fetch".into(), source })?;
-    let repo = Repository::init_bare(dir.path())?;
+    let (_dir, repo) = scratch_repository()?;
     let by_ref = reference.map(|name| format!("+{name}:{FETCHED}"));
     let mut attempts: Vec<(String, i32)> = by_ref.iter().map(|refspec| (refspec.clone(), 1)).collect();
     attempts.push((format!("+{sha}:{FETCHED}-sha"), 1));
@@ -68,17 +104,7 @@ pub fn show_commit(remote: &Remote, reference: Option<&str>, sha: &str) -> Resul
             }
         }
         if let Ok(commit) = repo.find_commit(oid) {
-            let author = commit.author();
-            return Ok(CommitInfo {
-                sha: sha.to_string(),
-                author: String::from_utf8_lossy(author.name_bytes()).into_owned(),
-                email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
-                time: crate::duration::format_timestamp(author.when().seconds()),
-                subject: commit
-                    .summary_bytes()
-                    .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                    .unwrap_or_default(),
-            });
+            return Ok(CommitInfo::of(&commit));
         }
     }
     Err(last_error.unwrap_or_else(|| {
@@ -89,18 +115,77 @@ pub fn show_commit(remote: &Remote, reference: Option<&str>, sha: &str) -> Resul
     }))
 }
 
+/// The last [`DEEP_FETCH`] commits of `reference` (a full ref, `refs/heads/main`), newest
+/// first, each marked with whether it changed something under one of `paths` (repo-relative
+/// directories as a Kustomization's `spec.path` gives them: `./apps/web`; none, or `./`, is
+/// the whole tree).
+pub fn log(remote: &Remote, reference: &str, paths: &[String]) -> Result<Vec<LoggedCommit>, GitError> {
+    let endpoint = Endpoint::parse(&remote.url)?;
+    let (_dir, repo) = scratch_repository()?;
+    let session = Session::new(remote, &endpoint);
+    let mut options = FetchOptions::new();
+    // libgit2's local transport cannot fetch shallow; a local repository is read whole.
+    let depth = if endpoint == Endpoint::Local { 0 } else { DEEP_FETCH };
+    options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None).depth(depth);
+    let mut origin = repo.remote_anonymous(&remote.url)?;
+    origin
+        .fetch(&[format!("+{reference}:{FETCHED}").as_str()], Some(&mut options), None)
+        .map_err(|error| session.finish(error))?;
+    let paths: Vec<&str> = paths.iter().map(|path| path.trim_start_matches("./").trim_end_matches('/')).collect();
+    let whole_tree = paths.iter().all(|path| path.is_empty() || *path == ".");
+    let mut walk = repo.revwalk()?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)?;
+    walk.push_ref(FETCHED)?;
+    let mut commits = Vec::new();
+    for oid in walk.take(usize::try_from(DEEP_FETCH).unwrap_or(usize::MAX)) {
+        let commit = repo.find_commit(oid?)?;
+        let parents: Vec<Commit<'_>> = commit.parents().collect();
+        let touches_path = match parents.first() {
+            Some(parent) if !whole_tree => paths.iter().any(|path| entry_id(&commit, path) != entry_id(parent, path)),
+            _ => true,
+        };
+        commits.push(LoggedCommit {
+            info: CommitInfo::of(&commit),
+            parents: commit.parent_ids().map(|id| id.to_string()).collect(),
+            touches_path,
+        });
+    }
+    Ok(commits)
+}
+
+/// An empty bare repository in a temp dir, deleted when the dir is dropped: what a fetch lands in.
+fn scratch_repository() -> Result<(tempfile::TempDir, Repository), GitError> {
+    let dir = tempfile::Builder::new()
+        .prefix("kubectl-gitops-log-")
+        .tempdir()
+        .map_err(|source| GitError::Io { context: "cannot create a temp dir for the fetch".into(), source })?;
+    let repo = Repository::init_bare(dir.path())?;
+    Ok((dir, repo))
+}
+
+/// The id of the tree or blob at `path` in a commit's tree, `None` when there is none.
+fn entry_id(commit: &Commit<'_>, path: &str) -> Option<Oid> {
+    commit.tree().ok()?.get_path(std::path::Path::new(path)).ok().map(|entry| entry.id())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::git::{Auth, Checkout, Signature};
 
-    #[test]
-    fn reads_the_tip_and_an_older_commit_of_a_branch() {
+    /// A bare repository to push to, a checkout of it and an author.
+    fn empty_repo() -> (tempfile::TempDir, Remote, Signature, Checkout) {
         let dir = tempfile::tempdir().unwrap();
         Repository::init_bare(dir.path()).unwrap();
         let remote = Remote { url: format!("file://{}", dir.path().display()), auth: Auth::Anonymous };
         let author = Signature { name: "Jane Doe".into(), email: "jane@example.invalid".into() };
-        let mut checkout = Checkout::clone(&remote, "main").unwrap();
+        let checkout = Checkout::clone(&remote, "main").unwrap();
+        (dir, remote, author, checkout)
+    }
+
+    #[test]
+    fn reads_the_tip_and_an_older_commit_of_a_branch() {
+        let (_dir, remote, author, mut checkout) = empty_repo();
         checkout.write("a.yaml", b"a: 1\n").unwrap();
         let first = checkout.commit("Add a\n\nwith a body", &author).unwrap().unwrap();
         checkout.write("b.yaml", b"b: 1\n").unwrap();
@@ -117,5 +202,32 @@ mod tests {
         assert_eq!(older.subject, "Add a");
         let missing = show_commit(&remote, Some("refs/heads/main"), &"0".repeat(40));
         assert!(missing.is_err());
+    }
+
+    #[test]
+    fn logs_a_branch_with_the_commits_that_changed_a_path_and_reverts() {
+        let (_dir, remote, author, mut checkout) = empty_repo();
+        checkout.write("apps/web/a.yaml", b"a: 1\n").unwrap();
+        let first = checkout.commit("Add web", &author).unwrap().unwrap();
+        checkout.write("README.md", b"hello\n").unwrap();
+        checkout.commit("Readme", &author).unwrap().unwrap();
+        checkout.write("apps/web/a.yaml", b"a: 2\n").unwrap();
+        let message = format!("Revert \"Add web\"\n\nThis reverts commit {first}.\n");
+        let third = checkout.commit(&message, &author).unwrap().unwrap();
+        checkout.push().unwrap();
+
+        let log = log(&remote, "refs/heads/main", &["./apps/web".into()]).unwrap();
+        let seen: Vec<(&str, bool)> =
+            log.iter().map(|commit| (commit.info.subject.as_str(), commit.touches_path)).collect();
+        assert_eq!(seen, [("Revert \"Add web\"", true), ("Readme", false), ("Add web", true)]);
+        assert_eq!(log[0].info.sha, third);
+        assert_eq!(log[0].info.reverts.as_deref(), Some(first.as_str()));
+        assert_eq!(log[1].parents, [first.as_str()]);
+        assert!(log[2].parents.is_empty());
+        let whole = super::log(&remote, "refs/heads/main", &["./".into()]).unwrap();
+        assert!(whole.iter().all(|commit| commit.touches_path));
+        let either = super::log(&remote, "refs/heads/main", &["apps/db".into(), "README.md".into()]).unwrap();
+        let touched: Vec<bool> = either.iter().map(|commit| commit.touches_path).collect();
+        assert_eq!(touched, [false, true, true], "the root commit counts as touching");
     }
 }

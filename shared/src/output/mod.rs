@@ -49,6 +49,7 @@ fn format_name(format: OutputFormat) -> &'static str {
         OutputFormat::Json => "json",
         OutputFormat::Yaml => "yaml",
         OutputFormat::Name => "name",
+        OutputFormat::Prometheus => "prometheus",
     }
 }
 

@@ -56,6 +56,23 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// A plain HTTP client with our user agent and the provider timeouts (connect 10 s, a request
+/// 30 s), for the other servers commands ask: Helm repositories, Prometheus.
+pub fn http_client() -> Result<reqwest::Client, ProviderError> {
+    install_crypto_provider();
+    reqwest::Client::builder()
+        .user_agent(USER_AGENT)
+        .connect_timeout(crate::timeouts::PROVIDER_CONNECT)
+        .timeout(crate::timeouts::PROVIDER_REQUEST)
+        .build()
+        .map_err(|error| {
+            ProviderError::Transport(format!(
+                "cannot build an HTTP client: {}",
+                crate::diagnostic::chain_to_line(&error)
+            ))
+        })
+}
+
 /// Which git provider a host runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {

@@ -13,7 +13,7 @@ use super::tree::print;
 use super::watch::{WaitArgs, WaitRequest};
 use crate::apply::FIELD_MANAGER;
 use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
+use crate::cluster::{Cluster, Connection};
 use crate::error::{ExitCode, Result};
 use crate::flux::api as flux_api;
 use crate::output::Printer;
@@ -46,15 +46,7 @@ impl AppStatusArgs {
             (false, Some(wait)) => Follow::Wait(wait),
             (false, None) => Follow::Once,
         };
-        Ok(AppStatusRequest {
-            app: AppRef {
-                namespace: global.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string()),
-                name: self.name.clone(),
-            },
-            git: !self.no_git,
-            format,
-            follow,
-        })
+        Ok(AppStatusRequest { app: AppRef::of(&self.name, global), git: !self.no_git, format, follow })
     }
 }
 

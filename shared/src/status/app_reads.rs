@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::flux::api::{self as flux_api, FluxKind, HELM_RELEASE, KUSTOMIZATION, ServedApis};
 use crate::flux::status::FluxObject;
 use crate::git::Remote;
-use crate::git::log::{CommitInfo, show_commit};
+use crate::git::log::{CommitInfo, LoggedCommit, show_commit};
 use crate::output::Printer;
 
 /// The kinds whose replicas the tree shows.
@@ -46,6 +46,13 @@ impl Viewer {
         if whole && self.git {
             report.commit = self.commit(&gathered).await;
         }
+        if whole {
+            // `app status` is not asked for the history: keeping it is a detail.
+            let (_, not_kept) = super::remember::remember(&self.cluster, &gathered, report.commit.as_slice()).await;
+            if let Some(why) = not_kept {
+                self.printer.detail(&why);
+            }
+        }
         Ok(Some((gathered, report)))
     }
 
@@ -69,7 +76,7 @@ impl Viewer {
 }
 
 /// The Flux kinds this cluster serves, from one discovery request.
-pub(super) async fn served_apis(cluster: &Cluster) -> Result<ServedApis> {
+pub(crate) async fn served_apis(cluster: &Cluster) -> Result<ServedApis> {
     let discovery = cluster.client.list_api_groups_aggregated().await.map_err(|error| cluster.error(error))?;
     let served = ServedApis::from_discovery(&discovery);
     require_flux(&served)?;
@@ -266,6 +273,58 @@ async fn read_pods(cluster: &Cluster, namespace: &str, workload: &DynamicObject)
         Err(error) if is_forbidden(&error) || is_not_found(&error) => Ok(Vec::new()),
         Err(error) => Err(cluster.error(error)),
     }
+}
+
+/// The log of the app's git source (a Kustomization's GitRepository: its branch or tag, marked
+/// with the commits that changed the Kustomization's path); `None` when the app has no git
+/// source.
+pub(super) async fn source_log(
+    cluster: &Cluster,
+    gathered: &Gathered,
+) -> Option<std::result::Result<Vec<LoggedCommit>, String>> {
+    let source = gathered.sources.values().find(|object| key(object).0 == "GitRepository")?;
+    let reference = applied_commit(gathered).and_then(|(_, reference, _)| reference).or_else(|| {
+        let field = |name: &str| text(source, &format!("/spec/ref/{name}"));
+        field("name")
+            .or_else(|| field("branch").map(|branch| format!("refs/heads/{branch}")))
+            .or_else(|| field("tag").map(|tag| format!("refs/tags/{tag}")))
+    })?;
+    let paths: Vec<String> =
+        if gathered.is_helm() { Vec::new() } else { text(&gathered.app, "/spec/path").into_iter().collect() };
+    Some(
+        async {
+            let remote = git_remote(cluster, source).await?;
+            run_git(move || crate::git::log::log(&remote, &reference, &paths)).await
+        }
+        .await,
+    )
+}
+
+/// The config repo's log for an app `app add` added (docs/layout.md): the commits that changed
+/// its definition (`apps/<app>/`) or this cluster's overlay (`<cluster path>/apps/<app>/`),
+/// read with the credentials of the GitRepository the cluster syncs from. `None` for an app we
+/// did not add, or on a cluster without our install record.
+pub(super) async fn config_log(
+    cluster: &Cluster,
+    served: &ServedApis,
+    gathered: &Gathered,
+) -> Option<std::result::Result<Vec<LoggedCommit>, String>> {
+    if !gathered.app.is_ours() {
+        return None;
+    }
+    let namespace = gathered.app.namespace();
+    let record = crate::detect::read_record(cluster, namespace).await.ok()??;
+    let sync = get_flux(cluster, served, "GitRepository", namespace, "flux-system").await.ok()??;
+    let name = gathered.app.name();
+    let paths = vec![format!("apps/{name}"), format!("{}/apps/{name}", record.path.trim_end_matches('/'))];
+    let reference = format!("refs/heads/{}", record.branch);
+    Some(
+        async {
+            let remote = git_remote(cluster, &sync).await?;
+            run_git(move || crate::git::log::log(&remote, &reference, &paths)).await
+        }
+        .await,
+    )
 }
 
 /// Fetches one commit with the credentials of the GitRepository's Secret.

@@ -265,6 +265,14 @@ pub(super) struct AppRef {
 
 impl AppRef {
     /// The error for an app that does not exist.
+    /// The app NAME of `-n` (default: the Flux namespace), as `app status` and `app history` take it.
+    pub(super) fn of(name: &str, global: &crate::cli::GlobalArgs) -> AppRef {
+        AppRef {
+            namespace: global.namespace.clone().unwrap_or_else(|| crate::cluster::DEFAULT_FLUX_NAMESPACE.to_string()),
+            name: name.to_string(),
+        }
+    }
+
     pub(super) fn not_found(&self) -> Error {
         Error::Usage {
             message: format!(

@@ -7,7 +7,7 @@ use kube::Resource;
 use kube::api::{DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 
-use super::{AppKind, AppState, AppStatus, ObjectStatus, Report, Runtime, summarize};
+use super::{AppKind, AppState, AppStatus, ObjectStatus, Report, Runtime, Summary, summarize};
 use crate::cluster::{Cluster, is_forbidden};
 use crate::detect::{self, ClusterState};
 use crate::error::{Error, Result};
@@ -148,11 +148,26 @@ pub(super) fn assemble<'a, O: FluxObject + 'a>(
         })
         .collect();
     rows.sort_by(|(_, a), (_, b)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    let (ours, others): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(ours, _)| *ours);
-    let apps: Vec<AppStatus> = ours.into_iter().map(|(_, row)| row).collect();
-    let other_flux_objects: Vec<AppStatus> = others.into_iter().map(|(_, row)| row).collect();
-    let summary = summarize(apps.iter().chain(&other_flux_objects));
-    Report { flux, apps, other_flux_objects, forbidden, summary }
+    let mut report = Report {
+        flux,
+        platform: Vec::new(),
+        apps: Vec::new(),
+        tenants: Vec::new(),
+        other_flux_objects: Vec::new(),
+        forbidden,
+        summary: Summary::default(),
+    };
+    for (ours, row) in rows {
+        let section = match (row.tenant.is_some(), row.platform && ours, ours) {
+            (true, _, _) => &mut report.tenants,
+            (false, true, _) => &mut report.platform,
+            (false, false, true) => &mut report.apps,
+            (false, false, false) => &mut report.other_flux_objects,
+        };
+        section.push(row);
+    }
+    report.summary = summarize(report.rows());
+    report
 }
 
 /// An error for a cluster without the Flux APIs status reads (no Kustomization, no HelmRelease).
@@ -196,7 +211,7 @@ async fn list(cluster: &Cluster, served: &ServedApis, kind: &'static FluxKind, s
 
 /// The API resource of a Flux kind at the version the cluster serves (older Flux releases serve
 /// older versions: source v1beta2, helm v2beta1); `None` when the kind is not served.
-pub(super) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResource> {
+pub(crate) fn resource(served: &ServedApis, kind: &FluxKind) -> Option<ApiResource> {
     let version = served.version_for(kind)?;
     Some(kind.at(version))
 }
@@ -359,5 +374,8 @@ fn row<O: FluxObject>(
         last_deployed,
         message,
         objects,
+        tenant: object.tenant().map(String::from),
+        platform: object.is_platform(),
+        history_fingerprint: object.history_fingerprint(),
     }
 }

@@ -379,7 +379,7 @@ impl Waited for ClusterWait {
         }
         if !self.view.cluster_only {
             let report = self.live.report();
-            for row in report.apps.iter().chain(&report.other_flux_objects) {
+            for row in report.rows() {
                 let key = row_key(row);
                 if key == sync_key {
                     continue;
@@ -492,9 +492,7 @@ pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer:
 fn changed_rows(old: &Report, new: &Report, failed_only: bool) -> Vec<AppStatus> {
     let rows = |report: &Report| -> BTreeMap<(String, String, String), AppStatus> {
         report
-            .apps
-            .iter()
-            .chain(&report.other_flux_objects)
+            .rows()
             .map(|row| {
                 let (kind, namespace, name) = row_key(row);
                 ((namespace, name, kind), row.clone())

@@ -7,10 +7,12 @@
 //! (live.rs), with the machinery `app status` waits and watches with (watch.rs).
 
 mod app_command;
+mod app_history;
 mod app_reads;
 mod app_report;
 mod collect;
 mod live;
+mod remember;
 mod render;
 mod tree;
 pub(crate) mod watch;
@@ -20,12 +22,17 @@ use serde::Serialize;
 pub use self::app_command::{
     AppStatusArgs, AppStatusRequest, app_report, request_reconcile, run_app_status, set_suspended,
 };
+pub use self::app_history::{AppHistory, AppHistoryArgs, AppHistoryRequest, app_history, run_app_history};
+pub(crate) use self::app_reads::served_apis;
 pub use self::app_report::{
     AppEvent, AppReport, HistoryEntry, InventoryItem, LastDeployed, PodState, Workload, exit_code as app_exit_code,
 };
+pub(crate) use self::collect::resource;
 pub use self::collect::{Scope, collect, collect_detected};
 pub(crate) use self::live::Live;
 pub use self::live::{wait_cluster, watch_cluster};
+pub use self::remember::HistoryKeeper;
+pub(crate) use self::remember::{LEDGERS_PER_LOOK, histories, kept_fingerprints, remember_changed};
 pub use self::render::{View, exit_code, render_table};
 pub use self::tree::render_tree;
 pub use self::watch::{Limits, WaitArgs, WaitRequest};
@@ -120,6 +127,15 @@ pub struct AppStatus {
     pub message: Option<String>,
     /// The chain, source first.
     pub objects: Vec<ObjectStatus>,
+    /// The team, for a tenant's Kustomization or HelmRelease (label `toolkit.fluxcd.io/tenant`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// A platform app's (label `kubectl-gitops.io/tier=platform`); not shown, its section says it.
+    #[serde(skip)]
+    pub platform: bool,
+    /// The fingerprint of the app's `status.history`, for keeping it in its ledger (not shown).
+    #[serde(skip)]
+    pub history_fingerprint: Option<String>,
 }
 
 /// The Flux runtime the header describes.
@@ -157,8 +173,12 @@ pub struct Summary {
 pub struct Report {
     /// The Flux runtime.
     pub flux: Runtime,
+    /// Platform apps (`platform add`: labelled `kubectl-gitops.io/tier=platform` too).
+    pub platform: Vec<AppStatus>,
     /// Apps kubectl-gitops manages (labelled `app.kubernetes.io/managed-by=kubectl-gitops`).
     pub apps: Vec<AppStatus>,
+    /// What tenants sync (labelled `toolkit.fluxcd.io/tenant`): each team's Kustomizations.
+    pub tenants: Vec<AppStatus>,
     /// Other Kustomizations and HelmReleases (the `flux-system` sync among them).
     pub other_flux_objects: Vec<AppStatus>,
     /// Namespaces we were not allowed to read.
@@ -171,10 +191,17 @@ impl Report {
     /// Keeps only rows that are not ready (`--failed-only`), recounting the summary over what is shown.
     pub fn failed_only(mut self) -> Report {
         let keep = |app: &AppStatus| matches!(app.state, AppState::Failing | AppState::Progressing);
+        self.platform.retain(keep);
         self.apps.retain(keep);
+        self.tenants.retain(keep);
         self.other_flux_objects.retain(keep);
-        self.summary = summarize(self.apps.iter().chain(&self.other_flux_objects));
+        self.summary = summarize(self.rows());
         self
+    }
+
+    /// Every row: platform apps, apps, tenants, other Flux objects.
+    pub fn rows(&self) -> impl Iterator<Item = &AppStatus> {
+        self.platform.iter().chain(&self.apps).chain(&self.tenants).chain(&self.other_flux_objects)
     }
 }
 

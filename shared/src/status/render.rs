@@ -35,7 +35,9 @@ impl View {
     /// The report without rows under `--cluster-only` (what `--failed-only` drops is kept).
     pub(super) fn scoped(&self, mut report: Report) -> Report {
         if self.cluster_only {
+            report.platform.clear();
             report.apps.clear();
+            report.tenants.clear();
             report.other_flux_objects.clear();
             report.summary = super::summarize(std::iter::empty());
         }
@@ -104,7 +106,13 @@ pub fn render_table(
         )),
         None => text.push_str("Config repo: none (not installed by kubectl-gitops)\n"),
     }
-    for (title, rows) in [("Apps", &report.apps), ("Other Flux objects", &report.other_flux_objects)] {
+    let sections = [
+        ("Platform", &report.platform),
+        ("Apps", &report.apps),
+        ("Tenants", &report.tenants),
+        ("Other Flux objects", &report.other_flux_objects),
+    ];
+    for (title, rows) in sections {
         if rows.is_empty() {
             continue;
         }

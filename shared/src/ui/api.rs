@@ -18,7 +18,8 @@ use super::change::{AddApp, Changed, RemoveApp};
 use super::live::Snapshot;
 use super::query::{AppsPage, AppsParams, page};
 use crate::error::{Error, ExitCode};
-use crate::status::{self, AppReport, AppStatus};
+use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest, dora_report};
+use crate::status::{self, AppHistory, AppReport, AppStatus};
 
 /// How long a request waits for the watches' first listing before answering 503.
 const FIRST_LISTING: Duration = Duration::from_secs(20);
@@ -131,6 +132,51 @@ pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> 
         Some(report) => Ok(report),
         None => Err(not_found_app(namespace, name)),
     }
+}
+
+/// `GET /api/v1/apps/{namespace}/{name}/history`: what `app history -o json` prints, with the
+/// commits read from the app's git source as the command reads them.
+pub(super) async fn history(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<AppHistory>, ApiError> {
+    Ok(Json(app_history(&server, &namespace, &name).await?))
+}
+
+pub(super) async fn app_history(server: &Server, namespace: &str, name: &str) -> Result<AppHistory, ApiError> {
+    crate::names::validate_name(namespace, "namespace")?;
+    crate::names::validate_name(name, "app name")?;
+    match status::app_history(&server.cluster, namespace, name, true, &server.printer).await {
+        Err(Error::Usage { .. }) => Err(not_found_app(namespace, name)),
+        other => Ok(other?),
+    }
+}
+
+/// `GET /api/v1/metrics/dora?since=&failureWindow=&namespace=&app=`: what `metrics dora -o json`
+/// prints (every namespace unless `namespace` is given).
+pub(super) async fn dora(
+    State(server): State<Arc<Server>>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<DoraReport>, ApiError> {
+    let (mut since, mut failure_window) = (DEFAULT_SINCE.to_string(), DEFAULT_FAILURE_WINDOW.to_string());
+    let (mut namespace, mut app) = (None, None);
+    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match name.as_ref() {
+            "since" => since = value.into_owned(),
+            "failureWindow" => failure_window = value.into_owned(),
+            "namespace" => namespace = Some(value.into_owned()),
+            "app" => app = Some(value.into_owned()),
+            other => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    &format!("unknown parameter {other:?}"),
+                    Some("use since, failureWindow, namespace and app"),
+                ));
+            }
+        }
+    }
+    let request = DoraRequest::new(namespace, app, &since, &failure_window)?;
+    Ok(Json(dora_report(&server.cluster, &request).await?))
 }
 
 /// Checks that `app remove NAME` would remove this app: it takes an app by name from the config

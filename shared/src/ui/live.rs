@@ -2,15 +2,16 @@
 //! `status --watch`), published as a new [`Snapshot`] on each change. Fifty clients are fifty
 //! receivers of one channel, not fifty watches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
 use super::query::{AppRow, changed_rows, sorted_rows};
 use crate::cluster::Cluster;
+use crate::deployments::ledger::AppId;
 use crate::output::Printer;
-use crate::status::{AppStatus, Live, Report, Scope};
+use crate::status::{self, AppStatus, Live, Report, Scope};
 
 /// How many past changes a snapshot keeps for streams that fell behind, and how many changed rows
 /// in all at most.
@@ -100,6 +101,7 @@ impl Snapshot {
 /// page.
 pub(crate) fn follow(cluster: Cluster, printer: Printer) -> watch::Receiver<Arc<Snapshot>> {
     let (sender, receiver) = watch::channel(Arc::new(Snapshot::starting()));
+    keep_histories(cluster.clone(), printer, receiver.clone());
     tokio::spawn(async move {
         let mut scope = Scope::All;
         let mut revision = 0;
@@ -140,4 +142,46 @@ pub(crate) fn follow(cluster: Cluster, printer: Printer) -> watch::Receiver<Arc<
         }
     });
     receiver
+}
+
+/// Keeps the deployment histories the watches see in the apps' ledgers (docs/history.md), in
+/// the background: every row of the first complete listing, then the rows each change touched.
+/// When the ledgers cannot be listed (RBAC), it stops; `-v` says why.
+fn keep_histories(cluster: Cluster, printer: Printer, mut snapshots: watch::Receiver<Arc<Snapshot>>) {
+    tokio::spawn(async move {
+        let mut kept: Option<HashMap<AppId, String>> = None;
+        let mut merged_up_to: Option<u64> = None;
+        while snapshots.changed().await.is_ok() {
+            let snapshot = Arc::clone(&snapshots.borrow_and_update());
+            if !snapshot.listed {
+                merged_up_to = None;
+                continue;
+            }
+            let changed = merged_up_to.and_then(|revision| snapshot.changed_since(revision));
+            let seen = match &changed {
+                Some(rows) => status::histories(rows.iter()),
+                None => status::histories(snapshot.rows.iter().map(|row| &row.app)),
+            };
+            merged_up_to = Some(snapshot.revision);
+            let known = match &mut kept {
+                Some(known) => known,
+                None => {
+                    let namespace = match &snapshot.scope {
+                        Scope::All => None,
+                        Scope::Namespace(namespace) => Some(namespace.as_str()),
+                    };
+                    let Some(known) = status::kept_fingerprints(&cluster, namespace, &printer).await else { return };
+                    kept.insert(known)
+                }
+            };
+            let stale = seen.iter().filter(|(app, fingerprint)| known.get(app) != Some(fingerprint)).count();
+            for (app, fingerprint) in status::remember_changed(&cluster, seen, known, &printer).await {
+                known.insert(app, fingerprint);
+            }
+            if stale > status::LEDGERS_PER_LOOK {
+                // One look writes a bounded number; the next snapshot looks at every row again.
+                merged_up_to = None;
+            }
+        }
+    });
 }

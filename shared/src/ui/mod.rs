@@ -6,6 +6,7 @@
 //! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the
 //!   read-only default.
 //! - [`api`]: `/api/v1`, JSON, the schemas `-o json` prints (docs/api.md).
+//! - [`dora`]: the Apps page's DORA panel, `metrics dora` worked out in the background.
 //! - [`pages`]: server-rendered HTML that works without JavaScript; `assets/ui.js` only swaps
 //!   the rows in when the events say they changed.
 //!
@@ -14,6 +15,7 @@
 mod api;
 mod auth;
 mod change;
+mod dora;
 mod live;
 mod pages;
 mod query;
@@ -104,6 +106,8 @@ pub(crate) struct Server {
     origin: String,
     auth: auth::Auth,
     snapshots: watch::Receiver<Arc<live::Snapshot>>,
+    /// The Apps page's DORA panel, worked out in the background.
+    dora: watch::Receiver<dora::Panel>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
     stopping: watch::Receiver<bool>,
     printer: Printer,
@@ -120,6 +124,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
     let (auth, token) = auth::Auth::new()?;
     let url = format!("{origin}/?token={token}");
     let snapshots = live::follow(cluster.clone(), printer);
+    let dora = dora::follow(cluster.clone(), snapshots.clone());
     let (stop, stopping) = watch::channel(false);
     let server = Arc::new(Server {
         cluster,
@@ -129,6 +134,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         origin,
         auth,
         snapshots,
+        dora,
         stopping,
         printer,
     });
@@ -157,8 +163,10 @@ fn router(server: Arc<Server>) -> Router {
     let api = Router::new()
         .route("/apps", get(api::apps).post(api::add))
         .route("/apps/{namespace}/{name}", get(api::app).delete(api::remove))
+        .route("/apps/{namespace}/{name}/history", get(api::history))
         .route("/apps/{namespace}/{name}/{action}", post(api::act))
         .route("/cluster", get(api::cluster))
+        .route("/metrics/dora", get(api::dora))
         .route("/events", get(api::events))
         .route("/openapi.json", get(api::openapi))
         .fallback(api::not_found);
@@ -168,6 +176,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/new", get(pages::new_app).post(pages::add))
         .route("/apps/{namespace}/{name}", get(pages::app))
         .route("/apps/{namespace}/{name}/remove", post(pages::remove))
+        .route("/apps/{namespace}/{name}/history", get(pages::history))
         .route("/cluster", get(pages::cluster))
         .route("/assets/{file}", get(pages::asset))
         .nest("/api/v1", api)

@@ -15,7 +15,10 @@ use super::Server;
 use super::api::{self, ApiError};
 use super::change::{AddApp, Changed, RemoveApp};
 use super::query::{AppRow, AppsPage, AppsParams, page};
-use crate::status::{AppReport, AppState, ObjectStatus, shorten_revision};
+use crate::deployments::dora::Metrics;
+use crate::deployments::timeline::Row;
+use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraRequest, dora_report};
+use crate::status::{AppHistory, AppReport, AppState, ObjectStatus, shorten_revision};
 
 const CSS: &str = include_str!("assets/ui.css");
 const JS: &str = include_str!("assets/ui.js");
@@ -73,7 +76,10 @@ pub(super) async fn apps(State(server): State<Arc<Server>>, RawQuery(query): Raw
         .any(|(name, value)| name == "part" && value == "rows");
     match cut(&server, &params).await {
         Ok(listing) if rows_only => Html(table_body(&params, &listing).into_string()).into_response(),
-        Ok(listing) => layout("Apps", apps_body(&params, &listing)).into_response(),
+        Ok(listing) => {
+            let panel = server.dora.borrow().clone();
+            layout("Apps", html! { (apps_body(&params, &listing)) (dora_panel(panel)) }).into_response()
+        }
         Err(error) if rows_only => error.into_response(),
         Err(error) => failed(error),
     }
@@ -116,6 +122,22 @@ fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
             p.warning { "Not allowed to read: " (listing.forbidden.join("; ")) }
         }
         table #apps data-revision=(listing.revision) { (table_body(params, listing)) }
+    }
+}
+
+/// The DORA figures of every app, as the last background round made them.
+fn dora_panel(panel: super::dora::Panel) -> Markup {
+    html! {
+        h2 { "Delivery (DORA)" }
+        @match panel.as_deref() {
+            None => p.hint { "Being worked out from the apps' histories…" },
+            Some(Err(why)) => p.warning { "Not available: " (why) },
+            Some(Ok(figures)) => {
+                (dora_figures(&figures.overall, &format!("Every app, since {}", figures.since)))
+                @for unread in &figures.unread { p.warning { "Not read: " (unread) } }
+                p.hint { "As of " (figures.until) "; per app: " code { "kubectl gitops metrics dora -A" } "." }
+            }
+        }
     }
 }
 
@@ -265,6 +287,7 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
                 } } } }
         }
         h2 { "History" }
+        p { a #all-deployments href=(format!("{base}/history")) { "Every deployment kept, with DORA figures →" } }
         @if report.history.is_empty() { p { "Flux has recorded no deployment yet." } } @else {
             table #history { thead { tr { th { "REVISION" } th { "STATUS" } th { "FIRST" } th { "LAST" } th { "DURATION" } th { "TIMES" } } }
                 tbody { @for entry in &report.history {
@@ -284,6 +307,79 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
         }
         h2 { "Inventory" }
         p { (report.inventory.len()) " objects applied." }
+    }
+}
+
+/// `GET /apps/{namespace}/{name}/history`: the history tab, `app history` and the app's DORA
+/// figures.
+pub(super) async fn history(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    let request = DoraRequest::new(Some(namespace.clone()), Some(name.clone()), DEFAULT_SINCE, DEFAULT_FAILURE_WINDOW);
+    let history = api::app_history(&server, &namespace, &name).await;
+    let figures = match (&history, request) {
+        (Ok(history), Ok(request)) if !history.deployments.is_empty() => {
+            dora_report(&server.cluster, &request).await.ok().map(|report| report.overall)
+        }
+        _ => None,
+    };
+    match history {
+        Ok(history) => layout(&format!("{name} history"), history_body(&history, figures.as_ref())).into_response(),
+        Err(error) => failed(error),
+    }
+}
+
+fn history_body(history: &AppHistory, figures: Option<&Metrics>) -> Markup {
+    html! {
+        h1 { a href=(format!("/apps/{}/{}", history.namespace, history.name)) { (history.namespace) "/" (history.name) } " · history" }
+        @if let Some(figures) = figures { (dora_figures(figures, "Last 30 days")) }
+        @if history.deployments.is_empty() { p { "Flux has recorded no deployment yet (Flux 2.7 or later records them)." } } @else {
+            table #deployments { thead { tr { th { "FIRST RECONCILED" } th { "REVISION" } th { "OUTCOME" } th { "COMMIT" } th { "AUTHOR" } th { "MARKS" } } }
+                tbody { @for row in history.deployments.iter().rev() {
+                    @let deployment = &row.deployment;
+                    tr class=(if row.failed_change() { "failing" } else { "ready" }) {
+                        td { (deployment.first) } td { (shorten_revision(&deployment.revision)) }
+                        td.state { (deployment.status) }
+                        td { (deployment.commit.as_ref().map(|commit| commit.subject.clone()).unwrap_or_default()) }
+                        td { (deployment.commit.as_ref().map(|commit| commit.author.clone()).unwrap_or_default()) }
+                        td { (marks(row).join(", ")) }
+                    }
+                } } }
+            p.hint { "Newest first. Flux keeps 5 deployments per app; the ledger ConfigMap keeps what every look saw." }
+        }
+    }
+}
+
+/// What a timeline row is marked with, in words.
+fn marks(row: &Row) -> Vec<&'static str> {
+    [(row.failed, "failed"), (row.rollback, "rollback"), (row.rolled_back, "rolled back"), (row.reverted, "reverted")]
+        .into_iter()
+        .filter_map(|(marked, word)| marked.then_some(word))
+        .collect()
+}
+
+/// The four figures, as a small table.
+fn dora_figures(figures: &Metrics, title: &str) -> Markup {
+    let seconds = |value: Option<u64>| {
+        value.map_or_else(|| "-".to_string(), |value| crate::duration::format(std::time::Duration::from_secs(value)))
+    };
+    html! {
+        table.facts #dora { caption.summary { (title) ": DORA" }
+            tbody {
+                tr { th { "Deployments" } td { (figures.deployments) " (" (figures.succeeded) " ready), "
+                    (format!("{:.2}", figures.deployment_frequency.per_day)) " a day" } }
+                tr { th { "Lead time" } td { "median " (seconds(figures.lead_time.median_seconds)) ", p90 "
+                    (seconds(figures.lead_time.p90_seconds)) " (n=" (figures.lead_time.samples) ")" } }
+                tr { th { "Change failure rate" } td { @match figures.change_failure_rate.rate {
+                    Some(rate) => { (format!("{:.0}%", rate * 100.0)) " (" (figures.change_failure_rate.failed) "/" (figures.change_failure_rate.deployments) ")" }
+                    None => { "-" }
+                } } }
+                tr { th { "Time to restore" } td { "median " (seconds(figures.time_to_restore.median_seconds))
+                    " (n=" (figures.time_to_restore.samples) ")" } }
+            }
+        }
+        @for unseen in &figures.unseen { p.hint { "Not seen: " (unseen) } }
     }
 }
 

@@ -145,9 +145,11 @@ pub(crate) struct AppsPage {
 /// Kustomization and a HelmRelease may share a name).
 pub(crate) fn sorted_rows(report: Report) -> Vec<AppRow> {
     let mut rows: Vec<AppRow> = report
-        .apps
+        .platform
         .into_iter()
+        .chain(report.apps)
         .map(|app| AppRow { app, managed: true })
+        .chain(report.tenants.into_iter().map(|app| AppRow { app, managed: false }))
         .chain(report.other_flux_objects.into_iter().map(|app| AppRow { app, managed: false }))
         .collect();
     rows.sort_by(|a, b| row_key(&a.app).cmp(&row_key(&b.app)));
@@ -245,12 +247,24 @@ mod tests {
             last_deployed: None,
             message: None,
             objects: Vec::new(),
+            tenant: None,
+            platform: false,
+            history_fingerprint: None,
         }
     }
 
     fn listing(apps: Vec<AppStatus>) -> Report {
         let flux = crate::status::Runtime { namespace: None, version: None, controllers: Vec::new(), config: None };
-        Report { flux, summary: summarize(apps.iter()), apps, other_flux_objects: Vec::new(), forbidden: Vec::new() }
+        let (tenants, other_flux_objects, forbidden) = (Vec::new(), Vec::new(), Vec::new());
+        Report {
+            flux,
+            summary: summarize(apps.iter()),
+            platform: Vec::new(),
+            apps,
+            tenants,
+            other_flux_objects,
+            forbidden,
+        }
     }
 
     fn report(rows: Vec<AppStatus>) -> Snapshot {

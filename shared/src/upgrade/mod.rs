@@ -22,7 +22,6 @@ pub use self::args::{UpgradeArgs, UpgradeRequest};
 use self::preflight::{OtherRepo, describe_other_repo, other_repos, scan};
 use self::report::{Check, Versions};
 use crate::app::layout::{self, ClusterDir};
-use crate::app::settings::DeliveryMode;
 use crate::app::{self, Change, Context, Target};
 use crate::cli::OutputFormat;
 use crate::error::{Error, ExitCode, Result};
@@ -124,16 +123,12 @@ pub async fn run(
             )
         }),
         notes,
-        wants_ready: None,
+        awaits: None,
         already_there: Some(format!("the config repo holds Flux {} for {cluster_list} already\n", request.target)),
     };
     let context = &inspection.context;
-    // An upgrade is reviewed: a pull request is the default where the config repo has them
-    // (GitHub, GitLab); a plain git server takes the commit, as --auto-merge does.
-    let mut delivery = request.delivery.clone();
-    if delivery.mode == DeliveryMode::Auto && context.repo.as_ref().is_some_and(|repo| repo.hosted.is_some()) {
-        delivery.mode = DeliveryMode::PullRequest;
-    }
+    // An upgrade is reviewed.
+    let delivery = app::reviewed(&request.delivery, context);
     let Inspection { checkout, .. } = inspection;
     let head = checkout.head();
     let branch = context_branch(context)?;

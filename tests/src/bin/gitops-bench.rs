@@ -1,7 +1,9 @@
 //! `make bench`: `kubectl gitops status -A` (table and `-o json`) against `kubectl get`, the raw LIST
 //! floor and the real `flux get kustomizations -A`, on the same API server in the same run, for N apps
 //! (a GitRepository and a Kustomization each) whose status looks like what Flux writes: conditions,
-//! an artifact, applied revisions, a 20-entry inventory and 5 history snapshots.
+//! an artifact, applied revisions, a 20-entry inventory and 5 history snapshots, each app with its
+//! deployment ledger (docs/history.md) as an earlier look kept it; and `kubectl gitops metrics
+//! dora -A` over the same apps, against `status -A -o json`.
 //!
 //! Prints each row's median wall time and peak RSS, the size of the LIST responses, and the ratios
 //! the targets in docs/performance.md are about, each with PASS or FAIL. The Flux CRDs are installed
@@ -426,8 +428,15 @@ fn report(env: &TestEnv, api: &Api, size: usize, seeding: Duration, flux: &Resul
         bytes: 0,
     };
     // status shows one row per Kustomization; kubectl lists the GitRepositories too.
+    let dora = binaries_path("kubectl-gitops-metrics");
     let mut rows = vec![
         command("kubectl gitops status -A -o json", &status, &["-A", "-o", "json"], Expect::JsonItems(size)),
+        command(
+            "kubectl gitops metrics dora -A -o json",
+            &dora,
+            &["dora", "-A", "-o", "json"],
+            Expect::JsonItems(size),
+        ),
         command("kubectl gitops status -A (table)", &status, &["-A"], Expect::Lines(size)),
         command(
             "kubectl get <5 Flux kinds> -A -o json",
@@ -480,8 +489,11 @@ fn report(env: &TestEnv, api: &Api, size: usize, seeding: Duration, flux: &Resul
     }
 
     let find = |prefix: &str| rows.iter().find(|row| row.name.starts_with(prefix));
-    let (kubectl, floor, flux_get) = (&rows[2], &rows[3], find("flux get"));
-    targets("targets", (&rows[0], &rows[1]), kubectl, floor, flux_get);
+    let (kubectl, floor, flux_get) = (&rows[3], &rows[4], find("flux get"));
+    targets("targets", (&rows[0], &rows[2]), kubectl, floor, flux_get);
+    // Every app's 5 deployments (Flux's and its ledger's) against the listing of the same apps.
+    let dora_ratio = rows[1].median().as_secs_f64() / rows[0].median().as_secs_f64();
+    check("metrics dora / status -A -o json", dora_ratio, 2.0, "");
     if let (Some(json), Some(table)) = (find("baseline: status -A -o json"), find("baseline: status -A (table)")) {
         targets("targets, baseline", (json, table), kubectl, floor, flux_get);
     }
@@ -683,6 +695,13 @@ fn seed(api: &Api, from: usize, to: usize) -> Result<()> {
                 body: object.to_string(),
             });
         }
+        creates.push(Request {
+            method: "POST",
+            path: format!("/api/v1/namespaces/{}/configmaps", app.namespace),
+            content_type: "application/json",
+            agent: "kubectl-gitops-bench",
+            body: app.ledger().to_string(),
+        });
     }
     api.send_all("creating objects", &creates, 201)?;
     let created = started.elapsed();
@@ -899,7 +918,18 @@ impl App {
                 serde_json::json!({ "id": format!("{}_{}-{suffix}_{group}_{kind}", self.namespace, self.name), "v": version })
             })
             .collect();
-        // Newest first, as kustomize-controller keeps it.
+        serde_json::json!({
+            "observedGeneration": 1,
+            "conditions": conditions,
+            "lastAppliedRevision": applied_revision,
+            "lastAttemptedRevision": revision,
+            "inventory": { "entries": entries },
+            "history": self.history(),
+        })
+    }
+
+    /// The Kustomization's `status.history`: newest first, as kustomize-controller keeps it.
+    fn history(&self) -> serde_json::Value {
         let history: Vec<serde_json::Value> = (0..HISTORY)
             .map(|age| {
                 let status =
@@ -915,13 +945,49 @@ impl App {
                 })
             })
             .collect();
+        serde_json::Value::Array(history)
+    }
+
+    /// The app's ledger as an earlier look kept it: the same 5 deployments, each with its commit
+    /// (authored 2 minutes before it was first reconciled), and the history's fingerprint, so
+    /// that `status` finds nothing new to keep.
+    fn ledger(&self) -> serde_json::Value {
+        use gitops_shared::deployments::{self, AppKind, ledger};
+        let history = self.history();
+        let flux = deployments::from_flux(AppKind::Kustomization, Some(&history));
+        let mut kept = Vec::new();
+        deployments::merge(&mut kept, &flux);
+        let commits: Vec<gitops_shared::git::log::CommitInfo> = kept
+            .iter()
+            .filter_map(|deployment| {
+                let first = gitops_shared::duration::parse_timestamp(&deployment.first)?;
+                Some(gitops_shared::git::log::CommitInfo {
+                    sha: deployment.commit_sha()?.to_string(),
+                    author: "Jane Doe".into(),
+                    email: "jane@example.invalid".into(),
+                    time: gitops_shared::duration::format_timestamp(first as i64 - 120),
+                    subject: format!("Change {}", self.name),
+                    reverts: None,
+                })
+            })
+            .collect();
+        deployments::attach_commits(&mut kept, &commits);
+        let id =
+            ledger::AppId { kind: AppKind::Kustomization, namespace: self.namespace.clone(), name: self.name.clone() };
         serde_json::json!({
-            "observedGeneration": 1,
-            "conditions": conditions,
-            "lastAppliedRevision": applied_revision,
-            "lastAttemptedRevision": revision,
-            "inventory": { "entries": entries },
-            "history": history,
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": id.ledger_name(),
+                "namespace": self.namespace,
+                "labels": {
+                    "app.kubernetes.io/managed-by": "kubectl-gitops",
+                    ledger::APP_LABEL: self.name,
+                    ledger::KIND_LABEL: "Kustomization",
+                },
+                "annotations": { ledger::FINGERPRINT_ANNOTATION: deployments::history_fingerprint(&history) },
+            },
+            "data": { ledger::DATA_KEY: serde_json::to_string(&kept).unwrap_or_default() },
         })
     }
 }

@@ -60,6 +60,9 @@ pub struct TestEnv {
     pub helm: HelmRepository,
     /// How long start-up took.
     pub startup: Duration,
+    /// Each running Flux controller and the 127.0.0.1 port of its metrics endpoint (what the
+    /// `http-prom` container port is in a cluster).
+    pub flux_metrics: Mutex<Vec<(&'static str, u16)>>,
     pki: Pki,
     ports: Ports,
     supervisor: Mutex<Supervisor>,
@@ -197,6 +200,7 @@ impl TestEnv {
             registry,
             helm,
             startup: Duration::ZERO,
+            flux_metrics: Mutex::new(Vec::new()),
             pki,
             ports,
             supervisor: Mutex::new(supervisor),
@@ -378,6 +382,8 @@ impl TestEnv {
                 command
             })?;
         }
+        let metrics = FLUX_CONTROLLERS.iter().enumerate().map(|(index, controller)| (*controller, free[index * 2]));
+        *self.flux_metrics.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = metrics.collect();
         let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len()).map(|index| free[index * 2 + 1]).collect();
         wait_until("the Flux controllers' /readyz", Duration::from_secs(120), || {
             self.supervisor().check_alive()?;

@@ -91,7 +91,8 @@ impl GitServer {
 
     /// Waits until both servers accept connections.
     pub fn wait_ready(&self, supervisor: &mut Supervisor) -> Result<()> {
-        wait_until("sshd and the git HTTP server", Duration::from_secs(20), || {
+        // 20 s was not enough once on a loaded 2-core machine, with several environments starting.
+        wait_until("sshd and the git HTTP server", Duration::from_secs(60), || {
             supervisor.check_alive()?;
             Ok(port_open(self.ssh_port) && port_open(self.http_port))
         })

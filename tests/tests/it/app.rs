@@ -117,6 +117,20 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     let head = env.git.head("fleet");
     assert_eq!(added.stdout, format!("app podinfo added at {}\n", &head[..12]));
     env.kubectl_ok(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
+    // Its history: the deployment, the source commit behind it, and the config repo commit
+    // that added it (both read with the cluster's own deploy key).
+    let history = Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(["history", "podinfo", "-o", "json"])
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(history.code, Some(0), "{}", history.stderr);
+    assert!(!history.stderr.contains("warning"), "{}", history.stderr);
+    let history: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
+    let deployment = &history["deployments"][0];
+    assert_eq!(deployment["commit"]["subject"], "app", "{history:#}");
+    let config_changes = deployment["configChanges"].to_string();
+    assert!(config_changes.contains(&head) && config_changes.contains("Add app podinfo"), "{history:#}");
     // --wait watches (the engine of `status --wait`) instead of reading the objects every second.
     let watched: Vec<String> = env
         .our_requests()

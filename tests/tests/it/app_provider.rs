@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gitops_e2e::snapshot::Run;
@@ -237,6 +237,13 @@ fn github_pull_request_is_opened_and_updated_on_a_rerun() {
     assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
     let url = format!("http://127.0.0.1:{}/acme/fleet/pull/1", fixture.env.git.http_port);
     assert_eq!(run.stdout, format!("pull request opened: {url}\n"));
+    // Read back before it is reported: listed open, and its branch holds the planned files.
+    assert!(
+        run.stderr.contains("#1 is open and gitops/add-podinfo-")
+            && run.stderr.contains("holds the 5 planned file change(s): Kustomization podinfo, GitRepository podinfo"),
+        "{}",
+        run.stderr
+    );
 
     let writes = fixture.standin.writes();
     assert_eq!(fixture.write_lines(), ["POST /repos/acme/fleet/pulls"], "one write: the pull request");
@@ -478,9 +485,39 @@ fn a_pull_request_that_fails_to_open_takes_its_branch_away_again() {
 
     let run = fixture.app(&[&ADD[..], &["--pr"]].concat());
     assert_eq!(run.code, Some(4), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("error: step 2/2"), "names the step: {}", run.stderr);
+    assert!(run.stderr.contains("error: step 2/3"), "names the step: {}", run.stderr);
     assert!(run.stderr.contains("pull requests are disabled for this repository"), "{}", run.stderr);
     assert_eq!(fixture.write_lines(), ["POST /repos/acme/fleet/pulls"]);
     assert!(fixture.standin.pull_requests(REPO).is_empty());
     assert_eq!(fixture.branches(), [("main".to_string(), main_before)], "the branch pushed for it is gone");
+}
+
+/// `platform add` on a provider: the chart is looked up first, a pull request is the default,
+/// and it is read back (open, its branch holding the HelmRelease and its source) before it is
+/// reported.
+#[test]
+fn a_platform_app_pull_request_is_validated_before_it_is_reported() {
+    let fixture = Fixture::install(Kind::GitHub);
+    fixture.env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
+    let url = fixture.env.helm.url.clone();
+    let missing =
+        fixture.pushing("kubectl-gitops-platform", &["add", "ingress", "--url", &url, "--chart", "nginx", "--pr"]);
+    assert_eq!(missing.code, Some(2), "{}", missing.stderr);
+    assert!(missing.stderr.contains("chart nginx is not in the Helm repository"), "{}", missing.stderr);
+    assert_eq!(fixture.write_lines(), Vec::<String>::new(), "nothing asked of the provider but reads");
+
+    // No --pr: a platform app is reviewed, so a pull request is the default on a provider.
+    let run = fixture.pushing("kubectl-gitops-platform", &["add", "ingress", "--url", &url, "--chart", "hello"]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert!(run.stdout.starts_with("pull request opened: "), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("holds the 5 planned file change(s): HelmRelease ingress, HelmRepository ingress"),
+        "{}",
+        run.stderr
+    );
+    let pulls = fixture.standin.pull_requests(REPO);
+    assert_eq!(pulls.len(), 1);
+    let release = fixture.show(&format!("{}:platform/ingress/release.yaml", pulls[0].head));
+    assert!(release.contains("kind: HelmRelease") && release.contains("kubectl-gitops.io/tier: platform"), "{release}");
+    assert!(fixture.show(&format!("{}:clusters/dev/platform/kustomization.yaml", pulls[0].head)).contains("- ingress"));
 }

@@ -134,6 +134,13 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     let history = browser.text("#history").unwrap_or_default();
     assert!(history.contains("ReconciliationSucceeded") && history.contains("main@sha1:"), "{history}");
     browser.screenshot("app-ready");
+    // Its history tab: every deployment kept, under its DORA figures.
+    browser.click("#all-deployments");
+    let (deployments, _) =
+        browser.wait_for_text("#deployments", Duration::from_secs(10), |text| text.contains("ReconciliationSucceeded"));
+    assert!(deployments.contains("main@sha1:"), "{deployments}");
+    assert!(browser.text("#dora").unwrap_or_default().contains("Change failure rate"), "{:?}", browser.text("main"));
+    browser.screenshot("app-history");
 
     browser.goto(&format!("{}/cluster", ui.origin()));
     assert!(browser.text("main").unwrap().contains("Controllers"));

@@ -55,7 +55,7 @@ fn unknown_command_suggests_the_closest() {
     ----- stderr -----
     error: unknown command "stauts"
     hint: did you mean "status"?
-    installed commands: "app", "artifact", "completion", "component", "detect", "flux", "install", "status", "ui", "upgrade" and "version"
+    installed commands: "app", "artifact", "completion", "component", "detect", "flux", "install", "metrics", "monitoring", "platform", "status", "tenant", "ui", "upgrade" and "version"
     "#);
 }
 
@@ -455,4 +455,60 @@ fn app_add_export_includes_the_values() {
 #[test]
 fn status_help() {
     insta::assert_snapshot!(run("kubectl-gitops-status", &["-h"]).render());
+}
+
+#[test]
+fn metrics_dora_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-metrics", &["dora", "-h"]).render());
+}
+
+#[test]
+fn tenant_add_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-tenant", &["add", "-h"]).render());
+}
+
+/// `tenant add|list|remove` refuse bad flags before connecting (no kubeconfig here).
+#[test]
+fn tenant_bad_input_is_a_usage_error_before_anything_happens() {
+    let cases: [&[&str]; 6] = [
+        &["add", "Team_A", "--with-namespace", "a"],
+        &["add", "team-a"],
+        &["add", "team-a", "--with-namespace", "a", "--role", "cluster-admin"],
+        &["add", "team-a", "--with-namespace", "a", "--repo", "https://h/x", "--path", "../up"],
+        &["remove", "Team_X"],
+        &["list", "-o", "prometheus"],
+    ];
+    let mut text = String::new();
+    for args in cases {
+        let run = run("kubectl-gitops-tenant", args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with("error: ") && run.stderr.contains("\nhint: "), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        text.push_str(&format!("$ kubectl-gitops-tenant {}\n{}\n", args.join(" "), run.stderr));
+    }
+    insta::assert_snapshot!(text);
+}
+
+/// `metrics dora` and `app history` refuse bad flags before connecting (no kubeconfig here).
+#[test]
+fn history_and_dora_bad_input_is_a_usage_error_before_anything_happens() {
+    let cases: [(&str, &[&str]); 8] = [
+        ("kubectl-gitops-metrics", &["dora", "--since", "forever"]),
+        ("kubectl-gitops-metrics", &["dora", "--since", "0d"]),
+        ("kubectl-gitops-metrics", &["dora", "--failure-window=1x"]),
+        ("kubectl-gitops-metrics", &["dora", "--app", "Web_App"]),
+        ("kubectl-gitops-metrics", &["dora", "-o", "wide"]),
+        ("kubectl-gitops-app", &["history", "Web_App"]),
+        ("kubectl-gitops-app", &["history", "web", "-o", "prometheus"]),
+        ("kubectl-gitops-status", &["-o", "prometheus"]),
+    ];
+    let mut text = String::new();
+    for (binary, args) in cases {
+        let run = run(binary, args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with("error: ") && run.stderr.contains("\nhint: "), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        text.push_str(&format!("$ {binary} {}\n{}\n", args.join(" "), run.stderr));
+    }
+    insta::assert_snapshot!(text);
 }

@@ -268,12 +268,27 @@ fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_remove
     let prefix = tempfile::tempdir().unwrap();
     make("install-files", prefix.path());
     let mut expected: Vec<String> = ALL.iter().map(|name| format!("bin/{name}")).collect();
-    let commands = ["install", "app", "status", "upgrade", "detect", "artifact", "component", "flux", "ui"];
+    let commands = [
+        "install",
+        "app",
+        "status",
+        "upgrade",
+        "detect",
+        "artifact",
+        "component",
+        "flux",
+        "ui",
+        "metrics",
+        "tenant",
+        "monitoring",
+        "platform",
+    ];
     expected.extend(commands.map(|command| format!("bin/kubectl_complete-gitops-{command}")));
     let pages = ["kubectl-gitops", "kubectl-gitops-app", "kubectl-gitops-artifact", "kubectl-gitops-component"]
         .into_iter()
         .chain(["kubectl-gitops-detect", "kubectl-gitops-install", "kubectl-gitops-status", "kubectl-gitops-upgrade"])
-        .chain(["kubectl-gitops-ui"]);
+        .chain(["kubectl-gitops-ui", "kubectl-gitops-metrics", "kubectl-gitops-tenant", "kubectl-gitops-monitoring"])
+        .chain(["kubectl-gitops-platform"]);
     expected.extend(pages.clone().map(|page| format!("share/man/man1/{page}.1")));
     expected.extend([
         "share/bash-completion/completions/kubectl-gitops".to_string(),

@@ -42,7 +42,11 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-detect",
             "kubectl-gitops-flux",
             "kubectl-gitops-install",
+            "kubectl-gitops-metrics",
+            "kubectl-gitops-monitoring",
+            "kubectl-gitops-platform",
             "kubectl-gitops-status",
+            "kubectl-gitops-tenant",
             "kubectl-gitops-ui",
             "kubectl-gitops-upgrade"
         ]

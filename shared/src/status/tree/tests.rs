@@ -149,6 +149,7 @@ async fn the_json_is_the_documented_schema() {
         email: "jane@example.invalid".into(),
         time: "2026-12-02T13:52:00Z".into(),
         subject: "Add the web app".into(),
+        reverts: None,
     });
     let mut json = serde_json::to_value(&report).unwrap();
     // The row is the listing's, documented with `status`; the rest is app status's own.

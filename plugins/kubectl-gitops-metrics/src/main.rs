@@ -1,0 +1,45 @@
+//! `kubectl gitops metrics`: DORA metrics from the apps' deployment history.
+
+use clap::{Parser, Subcommand};
+use gitops_shared::cli::GlobalArgs;
+use gitops_shared::cluster::Connection;
+use gitops_shared::metrics::{self, DoraArgs};
+use gitops_shared::runtime;
+use gitops_shared::version::VERSION_LINE;
+
+/// DORA metrics from the apps' deployment history: what Flux keeps in status.history and what
+/// kubectl-gitops kept beyond it in each app's ledger (docs/history.md).
+#[derive(Debug, Parser)]
+#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Deployment frequency, lead time for changes, change failure rate and time to restore.
+    ///
+    /// Per app and overall, each with its sample size and what it could not see. -o prometheus
+    /// prints the text exposition format for node-exporter's textfile collector.
+    ///
+    /// Examples:
+    ///   kubectl gitops metrics dora -A
+    ///   kubectl gitops metrics dora --app web --since 7d -o json
+    ///   kubectl gitops metrics dora -A -o prometheus > /var/lib/node-exporter/gitops.prom
+    #[command(verbatim_doc_comment)]
+    Dora(DoraArgs),
+}
+
+gitops_shared::command_line!(Cli);
+
+fn main() -> std::process::ExitCode {
+    runtime::main("kubectl gitops metrics", |cli: Cli, printer| async move {
+        let connection = Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST);
+        match &cli.command {
+            Command::Dora(args) => metrics::run_dora(&args.request(&cli.global)?, &connection, &printer).await,
+        }
+    })
+}

@@ -1,0 +1,97 @@
+//! The monitoring stack's files without a cluster: what each holds, and that the alerts and the
+//! dashboards query what the PodMonitor and kube-state-metrics produce. The expressions are
+//! parsed by the real promtool and evaluated by a real Prometheus in tests/tests/it/monitoring.rs.
+
+use super::manifests::{self, CONTROLLERS, METRICS_PORT};
+use super::rules::{self, Thresholds};
+use crate::app::spec::Versions;
+use crate::yaml;
+
+#[test]
+fn the_stack_is_two_kustomizations_of_files_in_platform() {
+    let files = manifests::stack_files(&Versions::pinned(), &Thresholds::default()).unwrap();
+    let paths: Vec<&str> = files.keys().map(String::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "platform/monitoring/configs/dashboards/flux-cluster.json",
+            "platform/monitoring/configs/dashboards/flux-control-plane.json",
+            "platform/monitoring/configs/kustomization.yaml",
+            "platform/monitoring/configs/podmonitor.yaml",
+            "platform/monitoring/configs/rules.yaml",
+            "platform/monitoring/controllers/kustomization.yaml",
+            "platform/monitoring/controllers/namespace.yaml",
+            "platform/monitoring/controllers/release.yaml",
+            "platform/monitoring/controllers/source.yaml",
+        ]
+    );
+    let release = &yaml::documents_from_str(&files["platform/monitoring/controllers/release.yaml"]).unwrap()[0];
+    assert_eq!(release["spec"]["chartRef"]["kind"], "OCIRepository");
+    assert_eq!(release["spec"]["install"]["crds"], "Create");
+    let ksm = &release["spec"]["values"]["kube-state-metrics"];
+    assert_eq!(ksm["extraArgs"][0], "--custom-resource-state-only=true");
+    let kinds: Vec<&str> = ksm["customResourceState"]["config"]["spec"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|resource| resource["groupVersionKind"]["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"Kustomization") && kinds.contains(&"HelmRelease") && kinds.contains(&"GitRepository"));
+    let source = &yaml::documents_from_str(&files["platform/monitoring/controllers/source.yaml"]).unwrap()[0];
+    assert_eq!(source["spec"]["ref"]["tag"], manifests::CHART_VERSION, "pinned in dependencies.toml");
+    let configs: serde_json::Value = yaml::from_str(&files["platform/monitoring/configs/kustomization.yaml"]).unwrap();
+    assert_eq!(configs["configMapGenerator"][0]["options"]["labels"]["grafana_dashboard"], "1");
+}
+
+#[test]
+fn the_pod_monitor_selects_the_flux_controllers_on_their_metrics_port() {
+    let monitor = manifests::pod_monitor();
+    assert_eq!(monitor["spec"]["podMetricsEndpoints"][0]["port"], METRICS_PORT);
+    let selected = &monitor["spec"]["selector"]["matchExpressions"][0];
+    assert_eq!((selected["key"].as_str(), selected["operator"].as_str()), (Some("app"), Some("In")));
+    assert_eq!(selected["values"].as_array().unwrap().len(), CONTROLLERS.len());
+}
+
+#[test]
+fn the_four_alerts_use_the_thresholds() {
+    let thresholds = Thresholds { slow_reconcile: std::time::Duration::from_millis(500), ..Thresholds::default() };
+    let rule = rules::prometheus_rule(&thresholds);
+    let alerts = rule["spec"]["groups"][0]["rules"].as_array().unwrap();
+    let named = |name: &str| alerts.iter().find(|alert| alert["alert"] == name).unwrap().clone();
+    assert_eq!(named("FluxObjectNotReady")["for"], "10m");
+    assert!(named("FluxObjectNotReady")["expr"].as_str().unwrap().contains("gotk_resource_info{ready=\"False\""));
+    assert_eq!(named("FluxObjectSuspended")["for"], "1d");
+    assert_eq!(named("FluxControllerDown")["expr"], "up{job=\"monitoring/flux-system\"} == 0");
+    assert!(named("FluxReconciliationSlow")["expr"].as_str().unwrap().ends_with("> 0.5"));
+    assert_eq!(named("FluxReconciliationSlow")["for"], "15m");
+}
+
+#[test]
+fn every_expression_is_plain_promql() {
+    let expressions = rules::expressions(&Thresholds::default());
+    assert_eq!(expressions.len(), 4 + 6 + 7);
+    for expr in expressions {
+        assert!(!expr.contains('$'), "no Grafana variables: {expr}");
+    }
+}
+
+#[test]
+fn a_flux_without_helm_controller_cannot_run_the_stack() {
+    use crate::flux::api::ServedApis;
+    let served = ServedApis::from_pairs([("GitRepository", "v1"), ("OCIRepository", "v1"), ("Kustomization", "v1")]);
+    let error = super::require_kinds(&Versions::served(served)).unwrap_err();
+    assert!(error.to_string().contains("does not serve HelmRelease (helm.toolkit.fluxcd.io)"), "{error}");
+    super::require_kinds(&Versions::pinned()).unwrap();
+}
+
+#[test]
+fn the_flags_default_to_the_default_thresholds() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Install {
+        #[command(flatten)]
+        install: super::InstallArgs,
+    }
+    let parsed = Install::try_parse_from(["install"]).unwrap();
+    assert_eq!(parsed.install.request().unwrap().thresholds, Thresholds::default());
+}

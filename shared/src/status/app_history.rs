@@ -1,0 +1,198 @@
+//! `kubectl gitops app history NAME`: the app's deployments in order, from its ledger and Flux's
+//! `status.history`, with the commits of its git source (docs/history.md).
+
+use serde::Serialize;
+
+use super::app_reads::{config_log, gather, served_apis, source_log};
+use super::app_report::AppRef;
+use super::collect::key;
+use super::remember::remember;
+use super::shorten_revision;
+use crate::cli::{GlobalArgs, OutputFormat};
+use crate::cluster::{Cluster, Connection};
+use crate::deployments::timeline::{self, Row};
+use crate::error::{ExitCode, Result};
+use crate::git::log::LoggedCommit;
+use crate::output::Printer;
+use crate::output::table::Table;
+
+/// `kubectl gitops app history NAME`: every deployment of an app, oldest first.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AppHistoryArgs {
+    /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
+    pub name: String,
+
+    /// Don't read the app's git source for the commits behind each deployment.
+    #[arg(long)]
+    pub no_git: bool,
+}
+
+impl AppHistoryArgs {
+    /// The request these flags and the shared ones make; an `-o` it cannot print is refused here.
+    pub fn request(&self, global: &GlobalArgs) -> Result<AppHistoryRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        crate::names::validate_name(&self.name, "app name")?;
+        Ok(AppHistoryRequest {
+            app: AppRef::of(&self.name, global),
+            git: !self.no_git,
+            format,
+            headers: !global.no_headers,
+        })
+    }
+}
+
+/// `app history NAME`, resolved from its flags.
+#[derive(Debug, Clone)]
+pub struct AppHistoryRequest {
+    app: AppRef,
+    git: bool,
+    format: OutputFormat,
+    headers: bool,
+}
+
+/// What `app history -o json` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppHistory {
+    /// `Kustomization` or `HelmRelease`.
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// Every deployment kept, oldest first.
+    pub deployments: Vec<Row>,
+}
+
+/// Runs `kubectl gitops app history NAME`: prints the timeline and keeps what it saw in the
+/// app's ledger.
+pub async fn run_app_history(
+    request: &AppHistoryRequest,
+    connection: &Connection,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let cluster = Cluster::connect(connection, printer).await?;
+    let history = app_history(&cluster, &request.app.namespace, &request.app.name, request.git, printer).await?;
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&history, request.format)?,
+        _ => {
+            if history.deployments.is_empty() {
+                printer.warning(&format!(
+                    "{} {}/{} has no deployment history yet (Flux 2.7 or later records it)",
+                    history.kind, history.namespace, history.name
+                ));
+            }
+            printer.data(&render(&history.deployments, request.headers))?;
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// The timeline of one app (the UI's history tab calls this too).
+pub async fn app_history(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    git: bool,
+    printer: &Printer,
+) -> Result<AppHistory> {
+    let served = served_apis(cluster).await?;
+    let app = AppRef { namespace: namespace.to_string(), name: name.to_string() };
+    let Some(gathered) = gather(cluster, &served, &app, false).await? else { return Err(app.not_found()) };
+    let (log, config_log) = if git {
+        let (source, config) = tokio::join!(source_log(cluster, &gathered), config_log(cluster, &served, &gathered));
+        (read_log(source, "the app's git source", printer), read_log(config, "the config repo", printer))
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let commits: Vec<_> = log.iter().map(|commit| commit.info.clone()).collect();
+    let (kept, not_kept) = remember(cluster, &gathered, &commits).await;
+    if let Some(why) = not_kept {
+        printer.warning(&format!("{why}; showing what Flux keeps"));
+    }
+    Ok(AppHistory {
+        kind: key(&gathered.app).0,
+        namespace: app.namespace.clone(),
+        name: app.name.clone(),
+        deployments: timeline::build(&kept, &log, &config_log),
+    })
+}
+
+/// A log read, or a warning saying why it could not be (the history is shown without it).
+fn read_log(
+    read: Option<std::result::Result<Vec<LoggedCommit>, String>>,
+    what: &str,
+    printer: &Printer,
+) -> Vec<LoggedCommit> {
+    match read {
+        Some(Ok(log)) => log,
+        Some(Err(why)) => {
+            printer.warning(&format!("cannot read {what}: {why}"));
+            Vec::new()
+        }
+        None => Vec::new(),
+    }
+}
+
+/// The table: one row per deployment, oldest first.
+fn render(rows: &[Row], headers: bool) -> String {
+    let mut table =
+        Table::new(["first reconciled", "revision", "outcome", "duration", "commit", "author", "changes", "marks"]);
+    for row in rows {
+        let deployment = &row.deployment;
+        let mut marks = Vec::new();
+        if row.rollback {
+            marks.push("rollback");
+        }
+        if row.rolled_back {
+            marks.push("rolled back");
+        }
+        if row.reverted {
+            marks.push("reverted");
+        }
+        if deployment.observed {
+            marks.push("time as seen");
+        }
+        let revision = match deployment.release {
+            Some(release) => format!("release {release} (chart {})", deployment.revision),
+            None => shorten_revision(&deployment.revision),
+        };
+        let outcome = if row.failed { format!("failed: {}", deployment.status) } else { deployment.status.clone() };
+        table.push([
+            deployment.first.clone(),
+            revision,
+            outcome,
+            deployment.duration.as_deref().map_or_else(|| "-".into(), rounded),
+            deployment.commit.as_ref().map_or_else(|| "-".into(), |commit| commit.subject.clone()),
+            deployment.commit.as_ref().map_or_else(|| "-".into(), |commit| commit.author.clone()),
+            changes(row),
+            if marks.is_empty() { "-".into() } else { marks.join(", ") },
+        ]);
+    }
+    table.render(headers)
+}
+
+/// A Go duration as Flux writes it (`223.743723ms`), to the millisecond or tenth of a second.
+fn rounded(duration: &str) -> String {
+    match crate::duration::parse(duration) {
+        Ok(parsed) if parsed.as_secs() == 0 => format!("{}ms", parsed.as_millis()),
+        Ok(parsed) => format!("{:.1}s", parsed.as_secs_f64()),
+        Err(_) => duration.to_string(),
+    }
+}
+
+/// The CHANGES cell: the source commits it brought and the config repo commits before it.
+fn changes(row: &Row) -> String {
+    let count = |count: usize, one: &str, many: &str| match count {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        count => Some(format!("{count} {many}")),
+    };
+    let parts: Vec<String> = [
+        count(row.changes.len(), "commit", "commits"),
+        count(row.config_changes.len(), "config commit", "config commits"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() { "-".into() } else { parts.join(", ") }
+}

@@ -1,0 +1,259 @@
+//! `kubectl gitops tenant`: teams connected to namespaces through the config repo
+//! (docs/tenants.md). A tenant is a directory of the config repo (see [`layout`]) that Flux
+//! applies: the team's namespaces, the ServiceAccount Flux impersonates for it and what that
+//! account may do there, and the team's own repo synced into each namespace as that account.
+//!
+//! `add` and `remove` run like `app add|remove` and through the same driver: the flags become a
+//! request (bad input stops before any I/O), the context is resolved read-only, the change is
+//! planned against a clone of the config repo, and `--dry-run` prints the plan that execution
+//! would consume (one commit or one pull request, re-planned on a refused push).
+
+pub mod args;
+pub mod layout;
+mod list;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::Api;
+
+pub use self::args::{TenantAddArgs, TenantListArgs, TenantRemoveArgs};
+use self::args::{TenantAddRequest, TenantRemoveRequest};
+use self::layout::{Inputs, TENANT_LABEL, TENANTS_DIR};
+pub use self::list::list;
+use crate::app::layout::{self as app_layout, ClusterDir, KUSTOMIZATION_FILE};
+use crate::app::plan::FileChange;
+use crate::app::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
+use crate::error::{Error, Result};
+use crate::git::Checkout;
+use crate::output::Printer;
+use crate::plan;
+
+/// `tenant add`.
+pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer) -> Result<String> {
+    // `-n` named one of the team's namespaces; the Flux namespace comes from the cluster.
+    let target = Target { namespace: None, ..target.clone() };
+    let context = app::context(&target, &request.config, true, printer).await?;
+    refuse_reserved(request, &context.namespace)?;
+    let adopted = existing_namespaces(&context, request).await?;
+    let checkout = clone(context.repo()?)?;
+    let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
+    let inputs = Inputs { versions: &context.versions, adopted: &adopted };
+    let build = |checkout: &Checkout| add_changes(request, &inputs, &clusters, checkout);
+    let files = build(&checkout)?;
+    let cluster_list = app_layout::paths(&clusters);
+    let namespaces = request.namespaces.join(", ");
+    let message = request.delivery.message.clone().unwrap_or_else(|| {
+        let verb = if files.iter().any(|file| file.before.is_some() && file.path.starts_with(TENANTS_DIR)) {
+            "Update"
+        } else {
+            "Add"
+        };
+        format!("{verb} tenant {} ({namespaces}) to {cluster_list}", request.name)
+    });
+    let mut objects: Vec<String> = request
+        .namespaces
+        .iter()
+        .map(|namespace| {
+            format!(
+                "Namespace {namespace}, ServiceAccount {namespace}/{}, RoleBinding {namespace}/{}-reconciler (ClusterRole {})",
+                request.service_account, request.name, request.role
+            )
+        })
+        .collect();
+    let synced: Vec<(String, String)> = match &request.repo {
+        Some(_) => request.namespaces.iter().map(|namespace| (namespace.clone(), request.name.clone())).collect(),
+        None => Vec::new(),
+    };
+    objects.extend(synced.iter().map(|(namespace, name)| format!("GitRepository + Kustomization {namespace}/{name}")));
+    let mut notes: Vec<String> = adopted
+        .iter()
+        .map(|namespace| format!("namespace {namespace} exists already: it is kept when the tenant is removed"))
+        .collect();
+    if request.lockdown {
+        notes.push(
+            "lockdown: the controllers' Deployments are patched; apps in the Flux namespace run as the controllers' ServiceAccounts"
+                .to_string(),
+        );
+    }
+    let change = Change {
+        noun: "tenant",
+        verb: "add",
+        done: "added",
+        app: &request.name,
+        message,
+        files,
+        patches: Vec::new(),
+        migrations: Vec::new(),
+        objects,
+        wait: request.delivery.wait.then(|| match synced.is_empty() {
+            true => format!("wait until the cluster has applied the commit ({namespaces})"),
+            false => format!("wait until Kustomization {} is Ready in {namespaces}", request.name),
+        }),
+        notes,
+        awaits: Some(Awaits { objects: synced, ready: true }),
+        already_there: Some(format!(
+            "tenant {} is already in the config repo for {cluster_list}; nothing to change\n",
+            request.name
+        )),
+    };
+    drive(&context, &request.delivery, change, Some(checkout), &build).await
+}
+
+/// The file changes of an add: the team's definition, each cluster's overlay and tenant list,
+/// and with `--lockdown` the cluster's Flux patches.
+fn add_changes(
+    request: &TenantAddRequest,
+    inputs: &Inputs<'_>,
+    clusters: &[ClusterDir],
+    checkout: &Checkout,
+) -> Result<Vec<FileChange>> {
+    let owners = layout::namespace_owners(checkout)?;
+    refuse_owned(
+        request,
+        owners.iter().map(|(namespace, team)| (namespace.as_str(), team.as_str())),
+        "the config repo",
+    )?;
+    let definition_dir = layout::tenant_dir(&request.name);
+    let mut wanted = layout::tenant_files(request, inputs)?;
+    let mut dirs = vec![definition_dir];
+    for cluster in clusters {
+        wanted.extend(layout::cluster_files(&request.name, cluster)?);
+        dirs.push(cluster.entry_dir(TENANTS_DIR, &request.name));
+        let list_path = cluster.list_file(TENANTS_DIR);
+        let list = app_layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &request.name, true)?;
+        wanted.insert(list_path, list);
+        if request.lockdown {
+            lock_down(cluster, checkout, &mut wanted)?;
+        }
+    }
+    plan::diff(checkout, &wanted, &dirs)
+}
+
+/// `--lockdown`: the Flux patches of `<cluster>/flux-system/kustomization.yaml`, and the app
+/// list's apps running as the controllers' ServiceAccounts.
+fn lock_down(cluster: &ClusterDir, checkout: &Checkout, wanted: &mut BTreeMap<String, String>) -> Result<()> {
+    let flux_system = format!("{}/{}/{KUSTOMIZATION_FILE}", cluster.path, crate::flux::bootstrap::SYNC_NAME);
+    let text = plan::read(checkout, &flux_system)?.ok_or_else(|| {
+        Error::usage(
+            format!("{flux_system} is not in the config repo, so there is nothing to lock down"),
+            "install the cluster with `kubectl gitops install` first, or leave out --lockdown",
+        )
+    })?;
+    wanted.insert(flux_system, layout::with_lockdown(&text)?);
+    let app_list = cluster.list_file(app_layout::APPS_DIR);
+    let apps = match plan::read(checkout, &app_list)? {
+        Some(text) => text,
+        None => app_layout::app_list(None, "", false)?,
+    };
+    wanted.insert(app_list, layout::with_app_accounts(&apps)?);
+    Ok(())
+}
+
+/// Refuses the Flux namespace and Kubernetes' own: an admin there could run anything as the
+/// controllers, or as the cluster itself.
+fn refuse_reserved(request: &TenantAddRequest, flux_namespace: &str) -> Result<()> {
+    let reserved = |namespace: &str| namespace == flux_namespace || namespace.starts_with("kube-");
+    match request.namespaces.iter().find(|namespace| reserved(namespace)) {
+        Some(namespace) => Err(Error::usage(
+            format!("namespace {namespace} cannot be a tenant's: it belongs to Flux or to Kubernetes"),
+            "give the team namespaces of its own",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Refuses namespaces that another tenant owns, as `where_` tells.
+fn refuse_owned<'a>(
+    request: &TenantAddRequest,
+    owners: impl IntoIterator<Item = (&'a str, &'a str)>,
+    where_: &str,
+) -> Result<()> {
+    for (namespace, team) in owners {
+        if team != request.name && request.namespaces.iter().any(|wanted| wanted == namespace) {
+            return Err(Error::usage(
+                format!("namespace {namespace} already belongs to tenant {team} (in {where_})"),
+                format!(
+                    "pick another namespace, or remove it from {team} first (`kubectl gitops tenant remove {team}`)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The team's namespaces that exist in the cluster and belong to no tenant (they are adopted,
+/// and kept on removal); refuses one that another tenant owns there.
+async fn existing_namespaces(context: &Context, request: &TenantAddRequest) -> Result<Vec<String>> {
+    let Some(cluster) = &context.cluster else { return Ok(Vec::new()) };
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let mut adopted = Vec::new();
+    for name in &request.namespaces {
+        let found = match namespaces.get_opt(name).await {
+            Ok(found) => found,
+            Err(error) => {
+                context.printer.warning(&format!(
+                    "could not read namespace {name}, so whether it exists is not known: {}",
+                    crate::diagnostic::describe(&error)
+                ));
+                continue;
+            }
+        };
+        let Some(found) = found else { continue };
+        match found.metadata.labels.as_ref().and_then(|labels| labels.get(TENANT_LABEL)) {
+            Some(team) => refuse_owned(request, [(name.as_str(), team.as_str())], "the cluster")?,
+            None => adopted.push(name.clone()),
+        }
+    }
+    Ok(adopted)
+}
+
+/// `tenant remove`.
+pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
+    let target = Target { namespace: None, ..target.clone() };
+    let context = app::context(&target, &request.config, true, printer).await?;
+    let checkout = clone(context.repo()?)?;
+    let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
+    let build = |checkout: &Checkout| app::remove_listed(TENANTS_DIR, &request.name, &clusters, checkout);
+    let files = build(&checkout)?;
+    let cluster_list = app_layout::paths(&clusters);
+    if files.is_empty() {
+        return Err(Error::usage(
+            format!("tenant {} is not in the config repo for {cluster_list}", request.name),
+            "`kubectl gitops tenant list` lists the tenants",
+        ));
+    }
+    // What the team syncs, read before the files go: its Kustomizations are waited on to go.
+    let owners = layout::namespace_owners(&checkout)?;
+    let namespaces: Vec<String> =
+        owners.iter().filter(|(_, team)| **team == request.name).map(|(namespace, _)| namespace.clone()).collect();
+    let synced: Vec<(String, String)> =
+        namespaces.iter().map(|namespace| (namespace.clone(), request.name.clone())).collect();
+    let change = Change {
+        noun: "tenant",
+        verb: "remove",
+        done: "removed",
+        app: &request.name,
+        message: request
+            .delivery
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("Remove tenant {} from {cluster_list}", request.name)),
+        files,
+        patches: Vec::new(),
+        migrations: Vec::new(),
+        objects: vec![format!("everything labelled {TENANT_LABEL}={}", request.name)],
+        wait: request.delivery.wait.then(|| format!("wait until Flux has pruned tenant {}", request.name)),
+        notes: vec![format!(
+            "Flux prunes the namespaces it created for {} ({}) and what the team deployed into them",
+            request.name,
+            namespaces.join(", ")
+        )],
+        awaits: Some(Awaits { objects: synced, ready: false }),
+        already_there: None,
+    };
+    drive(&context, &request.delivery, change, Some(checkout), &build).await
+}
+
+#[cfg(test)]
+mod tests;
