@@ -28,6 +28,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "metrics",
             "tenant",
             "monitoring",
+            "pr",
         ],
     ),
     ("edge", &["runtime"]),

@@ -33,6 +33,7 @@ pub mod oci;
 pub mod output;
 pub mod plan;
 pub mod plugin;
+pub mod pr;
 pub mod provider;
 pub mod publish;
 pub mod record;

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 
 /// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
-pub const COMMANDS: [(&str, &str); 13] = [
+pub const COMMANDS: [(&str, &str); 14] = [
     ("install", "Bootstrap Flux and the GitOps repo layout into a cluster"),
     ("app", "Add, list, remove, suspend and resume apps in the config repo"),
     ("status", "What runs where, at which commit, healthy or not, and why"),
@@ -29,6 +29,7 @@ pub const COMMANDS: [(&str, &str); 13] = [
     ("tenant", "Connect teams to namespaces, each with its own repo"),
     ("monitoring", "Prometheus, Grafana and alerts for Flux"),
     ("platform", "Cluster-wide services every team uses"),
+    ("pr", "List and validate the pull requests kubectl-gitops opened"),
 ];
 
 /// Directories searched for command binaries, in order: `KUBECTL_GITOPS_PLUGIN_DIR`, the

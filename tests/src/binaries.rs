@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 15] = [
+pub const ALL: [&str; 16] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -15,6 +15,7 @@ pub const ALL: [&str; 15] = [
     "kubectl-gitops-flux",
     "kubectl-gitops-ui",
     "kubectl-gitops-metrics",
+    "kubectl-gitops-pr",
     "kubectl-gitops-tenant",
     "kubectl-gitops-monitoring",
     "kubectl-gitops-platform",

@@ -165,6 +165,8 @@ struct Repo {
 #[derive(Debug)]
 struct PullRecord {
     id: u64,
+    /// The login of whoever opened it.
+    author: String,
     snapshot: PullSnapshot,
 }
 
@@ -388,12 +390,17 @@ impl StandIn {
         id
     }
 
-    /// Opens a pull (merge) request directly; returns its number.
+    /// Opens a pull (merge) request directly, as [`USER`]; returns its number.
     pub fn add_pull_request(&self, path: &str, head: &str, base: &str, title: &str) -> u64 {
+        self.add_pull_request_with_body(path, head, base, title, "")
+    }
+
+    /// [`StandIn::add_pull_request`] with a body (GitLab: description).
+    pub fn add_pull_request_with_body(&self, path: &str, head: &str, base: &str, title: &str, body: &str) -> u64 {
         let mut state = self.state();
         let id = state.next_id();
         let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
-        repo.open_pull(id, head, base, title, "")
+        repo.open_pull(id, USER, head, base, title, body)
     }
 
     /// The id of a GitHub organization or GitLab group (what GitLab's `namespace_id` takes).
@@ -522,11 +529,12 @@ impl Repo {
         self.protection_rules.iter().any(|rule| glob_matches(rule, branch))
     }
 
-    fn open_pull(&mut self, id: u64, head: &str, base: &str, title: &str, body: &str) -> u64 {
+    fn open_pull(&mut self, id: u64, author: &str, head: &str, base: &str, title: &str, body: &str) -> u64 {
         let number = self.next_number;
         self.next_number += 1;
         self.pulls.push(PullRecord {
             id,
+            author: author.to_string(),
             snapshot: PullSnapshot {
                 number,
                 title: title.to_string(),
@@ -925,6 +933,14 @@ fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "url": format!("{}/repos/{}/pulls/{}", state.origin, repo.path(), snapshot.number),
         "head": { "ref": snapshot.head, "label": format!("{}:{}", repo.owner, snapshot.head), "sha": sha(&snapshot.head) },
         "base": { "ref": snapshot.base, "label": format!("{}:{}", repo.owner, snapshot.base), "sha": sha(&snapshot.base) },
+        "user": { "login": pull.author, "type": "User" },
+        "created_at": now_rfc3339(),
+        "merged_at": null,
+        "merged": false,
+        // The Pull Request shape (a single request's) says whether it can be merged; no conflicts
+        // are modelled, so an open request whose branch exists can.
+        "mergeable": snapshot.open && repo.branches.contains_key(&snapshot.head),
+        "mergeable_state": if snapshot.open && repo.branches.contains_key(&snapshot.head) { "clean" } else { "unknown" },
     })
 }
 
@@ -1176,7 +1192,8 @@ fn github_repo_route(state: &mut State, route: &Route<'_>) -> Response {
                     &json!([{ "resource": "PullRequest", "code": "custom", "message": message }]),
                 );
             }
-            let number = repo.open_pull(next_id, head, base, title, str_field(body, "body").unwrap_or(""));
+            let number =
+                repo.open_pull(next_id, &caller.login, head, base, title, str_field(body, "body").unwrap_or(""));
             github_pull_response(state, path, number, 201)
         }
         ("PATCH" | "GET", ["pulls", number]) => {
@@ -1265,6 +1282,12 @@ fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "state": if snapshot.open { "opened" } else { "closed" },
         "source_branch": snapshot.head,
         "target_branch": snapshot.base,
+        "sha": repo.branches.get(&snapshot.head),
+        "author": { "id": 1, "username": pull.author, "name": pull.author, "state": "active" },
+        "created_at": now_rfc3339(),
+        // No conflicts are modelled: an open request whose branch exists can be merged.
+        "detailed_merge_status": if snapshot.open && repo.branches.contains_key(&snapshot.head) { "mergeable" } else { "not_open" },
+        "merge_status": if snapshot.open && repo.branches.contains_key(&snapshot.head) { "can_be_merged" } else { "cannot_be_merged" },
         "draft": false,
         "web_url": format!("{}/-/merge_requests/{}", state.web_url(repo), snapshot.number),
     })
@@ -1509,7 +1532,14 @@ fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
                 );
                 return respond(409, &json!({ "message": [message] }));
             }
-            let number = repo.open_pull(next_id, source, target, title, str_field(body, "description").unwrap_or(""));
+            let number = repo.open_pull(
+                next_id,
+                &caller.login,
+                source,
+                target,
+                title,
+                str_field(body, "description").unwrap_or(""),
+            );
             gitlab_mr_response(state, path, number, 201)
         }
         ("PUT" | "GET", ["merge_requests", iid]) => {

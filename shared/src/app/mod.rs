@@ -140,7 +140,7 @@ pub async fn context(
 }
 
 /// The provider in front of the config repo, from the install record.
-fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
+pub(crate) fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
     let Some(record) = record else { return Ok(None) };
     let (Some(kind), Some(repository)) = (record.provider.as_deref().and_then(Kind::from_id), &record.repository)
     else {
@@ -231,7 +231,7 @@ async fn delivery(
         });
     }
     let pull_request = Delivery::PullRequest {
-        branch: format!("gitops/{verb}-{app}-{}", plan::change_hash(files)),
+        branch: plan::pull_request_branch(verb, app, files),
         noun: hosted.provider.kind().pull_request_noun(),
     };
     match args.mode {

@@ -176,11 +176,17 @@ impl Plan {
         text
     }
 
-    /// The pull request body: the files and objects the change touches.
+    /// The pull request body: the files and objects the change touches. Each file it writes
+    /// names its planned contents' blob id, so that `pr show` can name a file edited by hand.
     pub fn pull_request_body(&self) -> String {
-        let mut body = String::from("Opened by `kubectl gitops`.\n\n### Files\n");
+        let mut body = format!("{PULL_REQUEST_MARK}\n\n{FILES_HEADING}\n");
         for file in &self.files {
-            body.push_str(&format!("- {} `{}`\n", file.verb(), file.path));
+            match &file.after {
+                Some(after) => {
+                    body.push_str(&format!("- {} `{}` (blob {})\n", file.verb(), file.path, blob_id(after.as_bytes())))
+                }
+                None => body.push_str(&format!("- {} `{}`\n", file.verb(), file.path)),
+            }
         }
         if !self.objects.is_empty() {
             body.push_str("\n### Flux objects\n");
@@ -204,10 +210,86 @@ impl Plan {
     }
 }
 
-/// The short hash naming a pull request branch: the git hash of the change's paths and contents.
+/// The first line of every pull request body we write: how `pr` knows its own.
+pub const PULL_REQUEST_MARK: &str = "Opened by `kubectl gitops`.";
+/// The body's list of the planned files.
+const FILES_HEADING: &str = "### Files";
+/// Every pull request branch we push starts with this.
+pub const PULL_REQUEST_BRANCH_PREFIX: &str = "gitops/";
+
+/// The branch of a change's pull request, `gitops/<verb>-<app>-<change hash>`: the same change
+/// gives the same branch, so a re-run updates its pull request instead of failing.
+pub fn pull_request_branch(verb: &str, app: &str, files: &[FileChange]) -> String {
+    format!("{PULL_REQUEST_BRANCH_PREFIX}{verb}-{app}-{}", change_hash(files))
+}
+
+/// What a pull request branch's name says: `gitops/<verb>-<name>-<hash>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchName {
+    /// `add`, `remove`, `upgrade`, …
+    pub verb: String,
+    /// The app, tenant or component changed.
+    pub name: String,
+    /// [`change_hash`] of the planned file changes.
+    pub hash: String,
+}
+
+impl BranchName {
+    /// `None` for a branch we did not name.
+    pub fn parse(branch: &str) -> Option<BranchName> {
+        let rest = branch.strip_prefix(PULL_REQUEST_BRANCH_PREFIX)?;
+        let (verb, rest) = rest.split_once('-')?;
+        let (name, hash) = rest.rsplit_once('-')?;
+        let hex = hash.len() == 7 && hash.chars().all(|c| c.is_ascii_hexdigit());
+        (hex && !verb.is_empty() && !name.is_empty()).then(|| BranchName {
+            verb: verb.to_string(),
+            name: name.to_string(),
+            hash: hash.to_string(),
+        })
+    }
+}
+
+/// One line of a pull request body's file list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFile {
+    /// `add`, `update` or `delete`.
+    pub verb: String,
+    /// The path.
+    pub path: String,
+    /// The planned contents' [`blob_id`]; `None` for a deletion (or a body written before
+    /// bodies carried them).
+    pub blob: Option<String>,
+}
+
+/// The file list of a pull request body we wrote ([`Plan::pull_request_body`]).
+pub fn listed_files(body: &str) -> Vec<ListedFile> {
+    let Some((_, list)) = body.split_once(FILES_HEADING) else { return Vec::new() };
+    list.lines()
+        .skip_while(|line| line.trim().is_empty())
+        .map_while(|line| line.strip_prefix("- "))
+        .filter_map(|line| {
+            let (verb, rest) = line.split_once(" `")?;
+            let (path, rest) = rest.split_once('`')?;
+            let blob = rest.trim().strip_prefix("(blob ").and_then(|blob| blob.strip_suffix(')')).map(String::from);
+            Some(ListedFile { verb: verb.to_string(), path: path.to_string(), blob })
+        })
+        .collect()
+}
+
+/// A file's git blob id, shortened to 12 hex digits: what `git hash-object` prints for it.
+pub fn blob_id(contents: &[u8]) -> String {
+    let oid = git2::Oid::hash_object(git2::ObjectType::Blob, contents)
+        .map_or_else(|_| String::from("000000000000"), |oid| oid.to_string());
+    oid[..12].to_string()
+}
+
+/// The short hash naming a pull request branch: the git hash of the change's paths and
+/// contents, in path order (so the branch's own change, read back in any order, hashes the same).
 pub fn change_hash(files: &[FileChange]) -> String {
+    let mut sorted: Vec<&FileChange> = files.iter().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
     let mut material = String::new();
-    for file in files {
+    for file in sorted {
         material.push_str(&file.path);
         material.push('\0');
         material.push_str(file.after.as_deref().unwrap_or("<deleted>"));

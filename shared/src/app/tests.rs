@@ -191,13 +191,25 @@ fn dry_run_text_is_numbered_steps_and_a_unified_diff() {
         text.contains("  3. check that the pull request is open and its branch holds the 3 planned file change(s)"),
         "{text}"
     );
-    let body = plan(files, Delivery::Push).pull_request_body();
+    let body = plan(files.clone(), Delivery::Push).pull_request_body();
+    let (source_blob, list_blob) = (plan::blob_id(b"kind: GitRepository\n"), plan::blob_id(b"resources:\n- web\n"));
     assert!(
-        body.contains(
-            "- add `apps/web/source.yaml`\n- update `clusters/dev/apps/kustomization.yaml`\n- delete `old.yaml`\n"
-        ),
+        body.contains(&format!(
+            "- add `apps/web/source.yaml` (blob {source_blob})\n- update `clusters/dev/apps/kustomization.yaml` (blob {list_blob})\n- delete `old.yaml`\n"
+        )),
         "{body}"
     );
+    // `pr show` reads the list back.
+    let listed = plan::listed_files(&body);
+    assert_eq!(
+        listed.iter().map(|file| (file.verb.as_str(), file.path.as_str(), file.blob.clone())).collect::<Vec<_>>(),
+        [
+            ("add", "apps/web/source.yaml", Some(source_blob)),
+            ("update", "clusters/dev/apps/kustomization.yaml", Some(list_blob)),
+            ("delete", "old.yaml", None)
+        ]
+    );
+    assert_eq!(plan::blob_id(b"hello\n"), "ce013625030b", "git hash-object of hello");
     assert!(plan(Vec::new(), Delivery::Push).render().starts_with("Nothing to change"));
 }
 
@@ -207,6 +219,22 @@ fn the_branch_hash_follows_the_change() {
     assert_eq!(plan::change_hash(&change("x")), plan::change_hash(&change("x")), "a re-run finds its branch");
     assert_ne!(plan::change_hash(&change("x")), plan::change_hash(&change("y")));
     assert_eq!(plan::change_hash(&change("x")).len(), 7);
+    let two = |first: &str, second: &str| {
+        [first, second].map(|path| FileChange { path: path.into(), before: None, after: Some("x".into()) }).to_vec()
+    };
+    assert_eq!(plan::change_hash(&two("a", "b")), plan::change_hash(&two("b", "a")), "in path order");
+}
+
+#[test]
+fn a_pull_request_branch_names_its_verb_name_and_hash() {
+    let files = vec![FileChange { path: "a".into(), before: None, after: Some("x".into()) }];
+    let branch = plan::pull_request_branch("add", "my-web-app", &files);
+    let parsed = plan::BranchName::parse(&branch).unwrap();
+    assert_eq!((parsed.verb.as_str(), parsed.name.as_str()), ("add", "my-web-app"));
+    assert_eq!(parsed.hash, plan::change_hash(&files));
+    for other in ["feature/x", "gitops/add", "gitops/add-web", "gitops/add-web-xyz1234", "gitops/-web-1234567"] {
+        assert_eq!(plan::BranchName::parse(other), None, "{other}");
+    }
 }
 
 #[test]

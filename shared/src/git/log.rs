@@ -153,6 +153,54 @@ pub fn log(remote: &Remote, reference: &str, paths: &[String]) -> Result<Vec<Log
     Ok(commits)
 }
 
+/// What a branch changes on top of another: its own change, as a pull request shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchChange {
+    /// The branch's head commit.
+    pub head: String,
+    /// The last commit the two branches share.
+    pub merge_base: String,
+    /// Each file the branch changes since the merge base, by path (sorted): its contents on the
+    /// branch, `None` when the branch deletes it.
+    pub files: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// What `branch` of the remote changes since it left `base` (`git diff base...branch`); `None`
+/// when the remote has no `branch`. Both are fetched whole into a scratch repository.
+pub fn branch_change(remote: &Remote, base: &str, branch: &str) -> Result<Option<BranchChange>, GitError> {
+    let endpoint = Endpoint::parse(&remote.url)?;
+    let (_dir, repo) = scratch_repository()?;
+    let session = Session::new(remote, &endpoint);
+    let mut options = FetchOptions::new();
+    options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None);
+    let (base_ref, branch_ref) = (format!("{FETCHED}-base"), format!("{FETCHED}-branch"));
+    let refspecs =
+        [format!("+{}:{base_ref}", super::branch_ref(base)?), format!("+{}:{branch_ref}", super::branch_ref(branch)?)];
+    let mut origin = repo.remote_anonymous(&remote.url)?;
+    origin.fetch(&refspecs, Some(&mut options), None).map_err(|error| session.finish(error))?;
+    drop(options);
+    let target = |name: &str| repo.find_reference(name).ok().and_then(|reference| reference.target());
+    let Some(head) = target(&branch_ref) else { return Ok(None) };
+    let Some(base_head) = target(&base_ref) else {
+        return Err(GitError::Other(git2::Error::from_str(&format!("the remote has no branch {base}"))));
+    };
+    let merge_base = repo.merge_base(base_head, head)?;
+    let (old_tree, new_tree) = (repo.find_commit(merge_base)?.tree()?, repo.find_commit(head)?.tree()?);
+    let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    let mut files = Vec::new();
+    for delta in diff.deltas() {
+        let file = if delta.status() == git2::Delta::Deleted { delta.old_file() } else { delta.new_file() };
+        let Some(path) = file.path().map(|path| path.to_string_lossy().into_owned()) else { continue };
+        let contents = match delta.status() {
+            git2::Delta::Deleted => None,
+            _ => Some(repo.find_blob(file.id())?.content().to_vec()),
+        };
+        files.push((path, contents));
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Some(BranchChange { head: head.to_string(), merge_base: merge_base.to_string(), files }))
+}
+
 /// An empty bare repository in a temp dir, deleted when the dir is dropped: what a fetch lands in.
 fn scratch_repository() -> Result<(tempfile::TempDir, Repository), GitError> {
     let dir = tempfile::Builder::new()
@@ -181,6 +229,38 @@ mod tests {
         let author = Signature { name: "Jane Doe".into(), email: "jane@example.invalid".into() };
         let checkout = Checkout::clone(&remote, "main").unwrap();
         (dir, remote, author, checkout)
+    }
+
+    #[test]
+    fn a_branch_change_is_what_it_changes_since_it_left_the_base() {
+        let (_dir, remote, author, mut checkout) = empty_repo();
+        checkout.write("kept.yaml", b"k: 1\n").unwrap();
+        checkout.write("gone.yaml", b"g: 1\n").unwrap();
+        checkout.write("edited.yaml", b"e: 1\n").unwrap();
+        let base = checkout.commit("base", &author).unwrap().unwrap();
+        checkout.push().unwrap();
+        checkout.remove("gone.yaml").unwrap();
+        checkout.write("edited.yaml", b"e: 2\n").unwrap();
+        checkout.write("new/added.yaml", b"a: 1\n").unwrap();
+        let head = checkout.commit("change", &author).unwrap().unwrap();
+        checkout.push_to_branch("gitops/change").unwrap();
+        // The base moves on after the branch left it: not part of the branch's change.
+        let mut main = Checkout::clone(&remote, "main").unwrap();
+        main.write("later.yaml", b"l: 1\n").unwrap();
+        main.commit("later", &author).unwrap();
+        main.push().unwrap();
+
+        let change = branch_change(&remote, "main", "gitops/change").unwrap().unwrap();
+        assert_eq!((change.head.as_str(), change.merge_base.as_str()), (head.as_str(), base.as_str()));
+        assert_eq!(
+            change.files,
+            [
+                ("edited.yaml".to_string(), Some(b"e: 2\n".to_vec())),
+                ("gone.yaml".to_string(), None),
+                ("new/added.yaml".to_string(), Some(b"a: 1\n".to_vec())),
+            ]
+        );
+        assert_eq!(branch_change(&remote, "main", "gitops/absent").unwrap(), None);
     }
 
     #[test]

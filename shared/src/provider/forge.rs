@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use serde::Deserialize;
 
-use super::{DeployKey, Provider, ProviderError, PullRequest, RepoInfo, RepoRef, encode_segment};
+use super::{DeployKey, Provider, ProviderError, PullRequest, PullRequestDetails, RepoInfo, RepoRef, encode_segment};
 
 /// What one provider's REST API calls things, where it keeps them and how it answers.
 pub(super) trait Forge {
@@ -50,6 +50,10 @@ pub(super) trait Forge {
 
     /// Below [`Forge::repository_path`].
     const CHANGE_REQUESTS: &'static str;
+    /// A request as the API returns it, read whole.
+    type Details: DeserializeOwned + Into<PullRequestDetails>;
+    /// The `state` query value of open requests.
+    const OPEN: &'static str;
     /// The query that finds the open request from `head_branch` into `base`.
     fn open_change_requests(repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)>;
     /// The body that opens a request.
@@ -241,4 +245,25 @@ pub(super) async fn update_pull_request<F: Forge>(
     let edited = path::<F>(repo, &format!("{}/{number}", F::CHANGE_REQUESTS));
     let reply = provider.call(F::EDIT, &edited, &[], Some(&request)).await?;
     Ok(provider.expect::<ChangeRequest>(&reply, 200, &what)?.into())
+}
+
+pub(super) async fn list_open_pull_requests<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+) -> Result<Vec<PullRequestDetails>, ProviderError> {
+    let what = format!("listing the open {}s of {} {repo}", F::CHANGE_REQUEST.0, F::REPOSITORY);
+    let listing = path::<F>(repo, &format!("{}?state={}", F::CHANGE_REQUESTS, F::OPEN));
+    let requests: Vec<F::Details> = provider.get_all(&listing, &what).await?;
+    Ok(requests.into_iter().map(Into::into).collect())
+}
+
+pub(super) async fn get_pull_request<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+) -> Result<Option<PullRequestDetails>, ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("reading {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let request = path::<F>(repo, &format!("{}/{number}", F::CHANGE_REQUESTS));
+    Ok(provider.get_if_found::<F::Details>(&request, &what).await?.map(Into::into))
 }

@@ -7,7 +7,7 @@
 //! - deploy keys: `GET|POST /repos/{owner}/{repo}/keys`, `DELETE …/keys/{key_id}`
 //!   (deploy-keys/deploy-keys)
 //! - references: `POST /repos/{owner}/{repo}/git/refs` (git/refs)
-//! - pull requests: `GET|POST /repos/{owner}/{repo}/pulls`, `PATCH …/pulls/{pull_number}`
+//! - pull requests: `GET|POST /repos/{owner}/{repo}/pulls`, `GET|PATCH …/pulls/{pull_number}`
 //!   (pulls/pulls)
 
 use reqwest::Method;
@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::forge::{self, Forge};
-use super::{Provider, ProviderError, Reply, RepoInfo, RepoRef, encode_segment};
+use super::{Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment};
 
 /// `/repos/{owner}/{repo}{suffix}`, each part encoded.
 pub(super) fn repo_path(repo: &RepoRef, suffix: &str) -> String {
@@ -54,6 +54,57 @@ impl From<Repository> for RepoInfo {
 #[derive(Deserialize)]
 pub(super) struct User {
     pub(super) login: String,
+}
+
+/// A pull request (GitHub's Pull Request shape; its listing's Pull Request Simple lacks
+/// `mergeable`).
+#[derive(Deserialize)]
+pub(super) struct Pull {
+    number: u64,
+    html_url: String,
+    title: String,
+    body: Option<String>,
+    /// `open` or `closed`; a merged one is closed with `merged_at` set.
+    state: String,
+    merged_at: Option<String>,
+    head: Option<PullEnd>,
+    base: Option<PullEnd>,
+    mergeable: Option<bool>,
+    mergeable_state: Option<String>,
+    user: Option<User>,
+    created_at: Option<String>,
+}
+
+/// A pull request's `head` or `base`.
+#[derive(Deserialize)]
+pub(super) struct PullEnd {
+    #[serde(rename = "ref")]
+    branch: String,
+    sha: Option<String>,
+}
+
+impl From<Pull> for PullRequestDetails {
+    fn from(pull: Pull) -> PullRequestDetails {
+        let state = match (pull.state.as_str(), &pull.merged_at) {
+            ("open", _) => PullState::Open,
+            (_, Some(_)) => PullState::Merged,
+            _ => PullState::Closed,
+        };
+        PullRequestDetails {
+            number: pull.number,
+            url: pull.html_url,
+            title: pull.title,
+            body: pull.body.unwrap_or_default(),
+            head_sha: pull.head.as_ref().and_then(|head| head.sha.clone()),
+            head_branch: pull.head.map(|head| head.branch),
+            base_branch: pull.base.map(|base| base.branch),
+            state,
+            mergeable: pull.mergeable,
+            merge_detail: pull.mergeable_state,
+            author: pull.user.map(|user| user.login),
+            created_at: pull.created_at,
+        }
+    }
 }
 
 pub(super) async fn create_repository(
@@ -143,6 +194,9 @@ impl Forge for GitHub {
     const BRANCH_EXISTS: u16 = 422;
 
     const CHANGE_REQUESTS: &'static str = "/pulls";
+
+    type Details = Pull;
+    const OPEN: &'static str = "open";
 
     fn open_change_requests(repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)> {
         vec![("state", "open".into()), ("head", format!("{}:{head_branch}", repo.owner)), ("base", base.into())]

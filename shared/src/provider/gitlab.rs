@@ -8,14 +8,14 @@
 //!   `POST /projects/:id/repository/branches`; `GET /projects/:id/protected_branches/:name`
 //! - deploy keys: `GET|POST /projects/:id/deploy_keys`, `DELETE …/deploy_keys/:key_id`
 //! - merge requests: `GET|POST /projects/:id/merge_requests`,
-//!   `PUT /projects/:id/merge_requests/:merge_request_iid`
+//!   `GET|PUT /projects/:id/merge_requests/:merge_request_iid`
 
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::forge::{self, Forge};
-use super::{Provider, ProviderError, Reply, RepoInfo, RepoRef, encode_segment};
+use super::{Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment};
 
 /// `/projects/{url-encoded owner/name}`.
 pub(super) fn project_path(repo: &RepoRef) -> String {
@@ -111,6 +111,69 @@ pub(super) async fn create_repository(
     }
 }
 
+/// A merge request.
+#[derive(Deserialize)]
+pub(super) struct MergeRequest {
+    iid: u64,
+    web_url: String,
+    title: String,
+    description: Option<String>,
+    /// `opened`, `closed`, `locked` or `merged`.
+    state: String,
+    source_branch: String,
+    target_branch: String,
+    sha: Option<String>,
+    /// GitLab 15.6 and later: `mergeable`, or why not (`conflict`, `not_approved`, …), or
+    /// `checking`/`unchecked` while it is worked out.
+    detailed_merge_status: Option<String>,
+    /// Before 15.6 (deprecated since): `can_be_merged`, `cannot_be_merged`, `unchecked`, …
+    merge_status: Option<String>,
+    author: Option<Author>,
+    created_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Author {
+    username: String,
+}
+
+/// Whether a merge request can be merged, from its `detailed_merge_status` or else its
+/// `merge_status`; `None` while GitLab is still working it out.
+fn mergeable(detailed: Option<&str>, legacy: Option<&str>) -> Option<bool> {
+    match (detailed, legacy) {
+        (Some("mergeable"), _) => Some(true),
+        (Some("checking" | "unchecked" | "preparing" | "approvals_syncing"), _) => None,
+        (Some(_), _) => Some(false),
+        (None, Some("can_be_merged")) => Some(true),
+        (None, Some("cannot_be_merged")) => Some(false),
+        (None, _) => None,
+    }
+}
+
+impl From<MergeRequest> for PullRequestDetails {
+    fn from(request: MergeRequest) -> PullRequestDetails {
+        let state = match request.state.as_str() {
+            "opened" => PullState::Open,
+            "merged" => PullState::Merged,
+            _ => PullState::Closed,
+        };
+        PullRequestDetails {
+            number: request.iid,
+            url: request.web_url,
+            title: request.title,
+            body: request.description.unwrap_or_default(),
+            head_branch: Some(request.source_branch),
+            head_sha: request.sha,
+            base_branch: Some(request.target_branch),
+            state,
+            mergeable: mergeable(request.detailed_merge_status.as_deref(), request.merge_status.as_deref()),
+            merge_detail: request.detailed_merge_status.or(request.merge_status),
+            author: request.author.map(|author| author.username),
+            created_at: request.created_at,
+        }
+    }
+}
+
 /// GitLab's side of the calls both providers make alike.
 pub(super) struct GitLab;
 
@@ -152,6 +215,9 @@ impl Forge for GitLab {
     const BRANCH_EXISTS: u16 = 400;
 
     const CHANGE_REQUESTS: &'static str = "/merge_requests";
+
+    type Details = MergeRequest;
+    const OPEN: &'static str = "opened";
 
     fn open_change_requests(_repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)> {
         vec![("state", "opened".into()), ("source_branch", head_branch.into()), ("target_branch", base.into())]

@@ -308,6 +308,50 @@ pub struct PullRequest {
     pub title: String,
 }
 
+/// Where a pull or merge request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PullState {
+    /// Open: it can still be merged.
+    Open,
+    /// Closed without merging (GitLab: `closed` or `locked`).
+    Closed,
+    /// Merged.
+    Merged,
+}
+
+/// A pull or merge request read whole: what `pr list` and `pr show` look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestDetails {
+    /// GitHub `number`, GitLab `iid`.
+    pub number: u64,
+    /// Its web page.
+    pub url: String,
+    /// Its title.
+    pub title: String,
+    /// GitHub `body`, GitLab `description` (empty when there is none).
+    pub body: String,
+    /// The source branch: GitHub `head.ref` (absent from a trimmed listing), GitLab
+    /// `source_branch`.
+    pub head_branch: Option<String>,
+    /// The source branch's commit: GitHub `head.sha`, GitLab `sha`.
+    pub head_sha: Option<String>,
+    /// The target branch: GitHub `base.ref`, GitLab `target_branch`.
+    pub base_branch: Option<String>,
+    /// Open, closed or merged.
+    pub state: PullState,
+    /// Whether it can be merged as it is; `None` while the provider has not worked it out
+    /// (GitHub answers `null` at first and computes it in the background).
+    pub mergeable: Option<bool>,
+    /// The provider's word for why (GitHub `mergeable_state`, GitLab `detailed_merge_status`
+    /// or `merge_status`).
+    pub merge_detail: Option<String>,
+    /// Who opened it (GitHub `user.login`, GitLab `author.username`).
+    pub author: Option<String>,
+    /// When it was opened (RFC 3339).
+    pub created_at: Option<String>,
+}
+
 /// What [`Provider::ensure_pull_request`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PullRequestOutcome {
@@ -724,6 +768,26 @@ impl Provider {
     ) -> Result<PullRequest, ProviderError> {
         self.check(repo)?;
         by_forge!(self.update_pull_request(repo, number, title, body))
+    }
+
+    /// The open pull requests of the repository (all pages). GitHub
+    /// `GET /repos/{owner}/{repo}/pulls?state=open`; GitLab
+    /// `GET /projects/:id/merge_requests?state=opened`. GitHub's listing does not say whether a
+    /// request is mergeable: [`Provider::get_pull_request`] does.
+    pub async fn list_open_pull_requests(&self, repo: &RepoRef) -> Result<Vec<PullRequestDetails>, ProviderError> {
+        self.check(repo)?;
+        by_forge!(self.list_open_pull_requests(repo))
+    }
+
+    /// Pull request `number`, or `None` when the provider answers 404. GitHub
+    /// `GET /repos/{owner}/{repo}/pulls/{number}`; GitLab `GET /projects/:id/merge_requests/:iid`.
+    pub async fn get_pull_request(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+    ) -> Result<Option<PullRequestDetails>, ProviderError> {
+        self.check(repo)?;
+        by_forge!(self.get_pull_request(repo, number))
     }
 
     /// Opens a pull request from `head_branch` into `base`, or, when one is open already (a

@@ -6,8 +6,8 @@
 
 mod github {
     use super::super::forge::{Branch, ChangeRequest, Key};
-    use super::super::github::{Repository, User};
-    use super::super::{DeployKey, PullRequest, RepoInfo};
+    use super::super::github::{Pull, Repository, User};
+    use super::super::{DeployKey, PullRequest, PullRequestDetails, PullState, RepoInfo};
 
     #[test]
     fn full_repository_reads_urls_default_branch_and_push_permission() {
@@ -54,11 +54,25 @@ mod github {
         assert_eq!(pull.url, "https://github.com/octocat/Hello-World/pull/1347");
         assert_eq!(pull.title, "Amazing new feature");
     }
+
+    /// The published listing lacks `head` and `base` (trimmed, PROVENANCE.md) and, being Pull
+    /// Request Simple, `mergeable`: those read as unknown.
+    #[test]
+    fn pull_request_details_read_state_body_author_and_time() {
+        let pulls: Vec<Pull> = serde_json::from_str(published_example!("github", "list-pull-requests.json")).unwrap();
+        let pull = PullRequestDetails::from(pulls.into_iter().next().unwrap());
+        assert_eq!((pull.number, pull.state), (1347, PullState::Open));
+        assert_eq!(pull.body, "Please pull these awesome changes in!");
+        assert_eq!(pull.author.as_deref(), Some("octocat"));
+        assert_eq!(pull.created_at.as_deref(), Some("2011-01-26T19:01:12Z"));
+        assert_eq!((pull.head_branch, pull.mergeable), (None, None));
+    }
 }
 
 mod gitlab {
     use super::super::forge::{Branch, ChangeRequest, Key};
-    use super::super::{DeployKey, PullRequest};
+    use super::super::gitlab::MergeRequest;
+    use super::super::{DeployKey, PullRequest, PullRequestDetails, PullState};
 
     #[test]
     fn deploy_keys_read_id_title_key_and_can_push_as_read_only() {
@@ -89,5 +103,19 @@ mod gitlab {
         assert_eq!(request.number, 1);
         assert_eq!(request.url, "http://gitlab.example.com/my-group/my-project/merge_requests/1");
         assert_eq!(request.title, "test1");
+    }
+
+    #[test]
+    fn merge_request_details_read_branches_state_author_and_merge_status() {
+        let requests: Vec<MergeRequest> =
+            serde_json::from_str(published_example!("gitlab", "list-project-merge-requests.json")).unwrap();
+        let request = PullRequestDetails::from(requests.into_iter().next().unwrap());
+        assert_eq!((request.number, request.state), (1, PullState::Merged));
+        assert_eq!((request.head_branch.as_deref(), request.base_branch.as_deref()), (Some("test1"), Some("master")));
+        assert_eq!(request.head_sha.as_deref(), Some("8888888888888888888888888888888888888888"));
+        assert_eq!(request.body, "fixed login page css paddings");
+        assert_eq!(request.author.as_deref(), Some("admin"));
+        assert_eq!(request.created_at.as_deref(), Some("2017-04-29T08:46:00Z"));
+        assert_eq!((request.mergeable, request.merge_detail.as_deref()), (Some(true), Some("can_be_merged")));
     }
 }

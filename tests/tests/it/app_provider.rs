@@ -103,11 +103,23 @@ impl Fixture {
 
     /// A binary of ours with the provider, cluster and git server wired in, and no real HOME.
     pub(crate) fn command(&self, binary: &str) -> Command {
+        self.wired(Command::new(binaries::path(binary)))
+    }
+
+    /// `kubectl gitops ARGS` through the real kubectl, our binaries first on PATH (as krew lays
+    /// them out), wired in like [`Fixture::command`].
+    pub(crate) fn kubectl_gitops<S: AsRef<std::ffi::OsStr>>(&self, plugins: &Path, args: &[S]) -> Run {
+        let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = Command::new(binaries::kubectl());
+        command.arg("gitops").args(args).env("PATH", path);
+        Run::of(&mut self.wired(command))
+    }
+
+    fn wired(&self, mut command: Command) -> Command {
         let (token_var, api_var, other_token) = match self.standin.kind() {
             Kind::GitHub => ("GITHUB_TOKEN", "KUBECTL_GITOPS_GITHUB_API_URL", "GITLAB_TOKEN"),
             Kind::GitLab => ("GITLAB_TOKEN", "KUBECTL_GITOPS_GITLAB_API_URL", "GITHUB_TOKEN"),
         };
-        let mut command = Command::new(binaries::path(binary));
         command
             .env("KUBECONFIG", &self.env.kubeconfig)
             .env("HOME", self.home.path())

@@ -45,6 +45,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-metrics",
             "kubectl-gitops-monitoring",
             "kubectl-gitops-platform",
+            "kubectl-gitops-pr",
             "kubectl-gitops-status",
             "kubectl-gitops-tenant",
             "kubectl-gitops-ui",

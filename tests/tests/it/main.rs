@@ -18,6 +18,7 @@ mod install;
 mod install_provider;
 mod kubectl;
 mod monitoring;
+mod pr;
 mod provider;
 mod setup;
 mod status;

@@ -745,8 +745,45 @@ fn github_stand_in_answers_in_the_published_shapes() {
     let (status, got) = raw(&stand_in, "GET", "/repos/acme/fleet/pulls?state=open", None);
     assert_eq!(status, 200);
     let pulls = published!("github/list-pull-requests.json");
-    assert_same_shape("GET …/pulls", &pulls[0], &got[0], &["/number", "/html_url", "/title"]);
+    assert_same_shape("GET …/pulls", &pulls[0], &got[0], GITHUB_PULL_PATHS);
+    let (status, got) = raw(&stand_in, "GET", "/repos/acme/fleet/pulls/1", None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET …/pulls/{number}", &pulls[0], &got, GITHUB_PULL_PATHS);
 }
+
+/// What `pr list` and `pr show` read of a pull request. `head`, `base` and `mergeable` are not in
+/// the published listing (trimmed, and Pull Request Simple has no `mergeable`; PROVENANCE.md);
+/// `merged_at` is read too, but the published example's is a time and an open request's is null.
+const GITHUB_PULL_PATHS: &[&str] = &[
+    "/number",
+    "/html_url",
+    "/title",
+    "/body",
+    "/state",
+    "/user/login",
+    "/created_at",
+    "/head/ref",
+    "/head/sha",
+    "/base/ref",
+    "/mergeable",
+    "/mergeable_state",
+];
+/// What `pr list` and `pr show` read of a merge request (`detailed_merge_status` is newer than
+/// the published example, which has `merge_status`).
+const GITLAB_MERGE_REQUEST_PATHS: &[&str] = &[
+    "/iid",
+    "/web_url",
+    "/title",
+    "/description",
+    "/state",
+    "/source_branch",
+    "/target_branch",
+    "/sha",
+    "/author/username",
+    "/created_at",
+    "/merge_status",
+    "/detailed_merge_status",
+];
 
 #[test]
 fn gitlab_stand_in_answers_in_the_published_shapes() {
@@ -778,5 +815,8 @@ fn gitlab_stand_in_answers_in_the_published_shapes() {
     let (status, got) = raw(&stand_in, "GET", &format!("{project}/merge_requests?state=opened"), None);
     assert_eq!(status, 200);
     let requests = published!("gitlab/list-project-merge-requests.json");
-    assert_same_shape("GET …/merge_requests", &requests[0], &got[0], &["/iid", "/web_url", "/title"]);
+    assert_same_shape("GET …/merge_requests", &requests[0], &got[0], GITLAB_MERGE_REQUEST_PATHS);
+    let (status, got) = raw(&stand_in, "GET", &format!("{project}/merge_requests/1"), None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET …/merge_requests/:iid", &requests[0], &got, GITLAB_MERGE_REQUEST_PATHS);
 }

@@ -1,0 +1,62 @@
+//! `kubectl gitops pr`: the pull requests kubectl-gitops opened on the config repo.
+
+use clap::{Parser, Subcommand};
+use gitops_shared::app::Target;
+use gitops_shared::cli::GlobalArgs;
+use gitops_shared::error::ExitCode;
+use gitops_shared::pr::{self, ShowArgs};
+use gitops_shared::runtime;
+use gitops_shared::version::VERSION_LINE;
+
+/// The pull (merge) requests kubectl-gitops opened on the config repo (app add --pr, platform
+/// add, upgrade, …): listed, and validated against what was planned. The config repo and its
+/// provider are the ones the current cluster was installed with (GitHub or GitLab).
+#[derive(Debug, Parser)]
+#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The open pull requests kubectl-gitops opened: what each changes, whether it can be merged, its age.
+    ///
+    /// Examples:
+    ///   kubectl gitops pr list
+    ///   kubectl gitops pr list -o json
+    #[command(verbatim_doc_comment)]
+    List,
+    /// Validate one: it is open, into the branch Flux follows, its branch holds exactly the planned change, and it can be merged.
+    ///
+    /// Exit 0 when every check passes, 1 when one fails (each finding named), 2 for a number
+    /// that is not a pull request of the config repo or one kubectl-gitops did not open.
+    ///
+    /// Examples:
+    ///   kubectl gitops pr show 42
+    ///   kubectl gitops pr show https://github.com/acme/fleet/pull/42 -o json
+    #[command(verbatim_doc_comment)]
+    Show(ShowArgs),
+}
+
+gitops_shared::command_line!(Cli);
+
+fn main() -> std::process::ExitCode {
+    runtime::main("kubectl gitops pr", |cli: Cli, printer| async move {
+        let global = &cli.global;
+        let target = Target::from_args(global);
+        match &cli.command {
+            Command::List => {
+                printer.data(&pr::list(&pr::list_request(global)?, &target, &printer).await?)?;
+                Ok(ExitCode::Ok)
+            }
+            Command::Show(args) => {
+                let (text, valid) = pr::show(&args.request(global)?, &target, &printer).await?;
+                printer.data(&text)?;
+                Ok(if valid { ExitCode::Ok } else { ExitCode::No })
+            }
+        }
+    })
+}

@@ -1,0 +1,435 @@
+//! `kubectl gitops pr`: the pull (merge) requests kubectl-gitops opened on the config repo,
+//! listed (`pr list`) and validated (`pr show`).
+//!
+//! Ours are known by their branch, `gitops/<verb>-<name>-<hash>` ([`plan::BranchName`]), and
+//! their body's first line ([`plan::PULL_REQUEST_MARK`]). The branch name carries the hash of
+//! the planned change ([`plan::change_hash`]), so `pr show` checks the branch against the plan
+//! without trusting the body, which anyone with access can edit; the body's file list, with
+//! each planned file's blob id, only serves to name what differs.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::app::args::RepoArgs;
+use crate::app::plan::{self, BranchName, FileChange};
+use crate::app::settings::RepoSettings;
+use crate::app::{self, HostedRepo, Target};
+use crate::cli::{GlobalArgs, OutputFormat};
+use crate::duration;
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use crate::output::table::Table;
+use crate::provider::{PullRequestDetails, PullState};
+use crate::record::InstallRecord;
+
+/// How often, and how far apart, `pr show` asks again while the provider has not worked out
+/// whether a request is mergeable (GitHub computes it in the background after the first read).
+const MERGEABLE_POLLS: u32 = 5;
+const MERGEABLE_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// `pr show` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    /// The pull request: its number (`42`, `#42`, `!42`) or its web address.
+    #[arg(value_name = "NUMBER|URL")]
+    pub reference: String,
+
+    /// Where its branch is read from (it is cloned, so a key that may read it is needed).
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `pr list` or `pr show`, resolved.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `pr show`: the number; `pr list`: `None`.
+    pub number: Option<u64>,
+    /// `pr show URL`: the address given, which must be the request's own.
+    pub url: Option<String>,
+    /// How to reach the config repo (`pr show` clones the branch).
+    pub repo: RepoSettings,
+    /// `-o`.
+    pub format: OutputFormat,
+    /// Print the header lines.
+    pub headers: bool,
+}
+
+impl ShowArgs {
+    /// Checks the reference: a number, or an address ending in one.
+    pub fn request(&self, global: &GlobalArgs) -> Result<Request> {
+        let mut request = list_request(global)?;
+        let reference = self.reference.trim();
+        let last = reference.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+        let digits = last.trim_start_matches(['#', '!']);
+        let number = digits.parse::<u64>().ok().filter(|number| *number > 0).ok_or_else(|| {
+            Error::usage(
+                format!("{:?} is not a pull request number or address", self.reference),
+                "give its number (42) or its address (https://github.com/acme/fleet/pull/42)",
+            )
+        })?;
+        request.number = Some(number);
+        request.repo = self.repo.settings()?;
+        request.url = reference.contains("://").then(|| reference.trim_end_matches('/').to_string());
+        Ok(request)
+    }
+}
+
+/// `pr list`'s flags, checked.
+pub fn list_request(global: &GlobalArgs) -> Result<Request> {
+    let format = global.output_format();
+    crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+    Ok(Request { number: None, url: None, repo: RepoSettings::default(), format, headers: !global.no_headers })
+}
+
+/// One of our open pull requests, as `pr list` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub number: u64,
+    pub title: String,
+    pub url: String,
+    pub branch: String,
+    /// `add`, `remove`, `upgrade`, … from the branch name.
+    pub verb: String,
+    /// The app, tenant or component the change is about.
+    pub name: String,
+    /// `null` while the provider has not worked it out.
+    pub mergeable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Listing {
+    pull_requests: Vec<Row>,
+}
+
+/// `pr list`: the open pull requests we opened, oldest first.
+pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Result<String> {
+    // Only the provider is asked: no clone, so no key is needed.
+    let context = app::context(target, &request.repo, false, printer).await?;
+    let hosted = app::hosted_repo(context.record())?.ok_or_else(|| no_pull_requests(context.record()))?;
+    let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
+    let mut rows = Vec::new();
+    for listed in open.into_iter().filter(is_ours) {
+        // A listing does not say whether a request is mergeable (GitHub): read each one.
+        let details = hosted.provider.get_pull_request(&hosted.repo, listed.number).await?.unwrap_or(listed);
+        let Some(branch) = details.head_branch.as_deref().and_then(BranchName::parse) else { continue };
+        rows.push(Row {
+            number: details.number,
+            title: details.title,
+            url: details.url,
+            branch: details.head_branch.clone().unwrap_or_default(),
+            verb: branch.verb,
+            name: branch.name,
+            mergeable: details.mergeable,
+            merge_detail: details.merge_detail,
+            author: details.author,
+            created_at: details.created_at,
+        });
+    }
+    rows.sort_by_key(|row| row.number);
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&Listing { pull_requests: rows }, request.format)
+        }
+        _ => Ok(render_list(&rows, request.headers, hosted.provider.kind().pull_request_noun())),
+    }
+}
+
+fn render_list(rows: &[Row], headers: bool, noun: &str) -> String {
+    if rows.is_empty() {
+        return format!("no open {noun} opened by kubectl gitops\n");
+    }
+    let now = duration::now();
+    let mut table = Table::new(["NUMBER", "CHANGE", "MERGEABLE", "AGE", "TITLE", "URL"]);
+    for row in rows {
+        let age = row
+            .created_at
+            .as_deref()
+            .and_then(duration::parse_timestamp)
+            .map(|at| duration::format_age(Duration::from_secs(now.saturating_sub(at))));
+        table.push([
+            row.number.to_string(),
+            format!("{} {}", row.verb, row.name),
+            mergeable_word(row.mergeable, row.merge_detail.as_deref()),
+            age.unwrap_or_else(|| "-".into()),
+            row.title.clone(),
+            row.url.clone(),
+        ]);
+    }
+    table.render(headers)
+}
+
+fn mergeable_word(mergeable: Option<bool>, detail: Option<&str>) -> String {
+    match (mergeable, detail) {
+        (Some(true), _) => "yes".into(),
+        (Some(false), Some(detail)) => format!("no ({detail})"),
+        (Some(false), None) => "no".into(),
+        (None, _) => "unknown".into(),
+    }
+}
+
+/// One check of `pr show`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// `open`, `base`, `change`, `mergeable`.
+    pub name: &'static str,
+    pub ok: bool,
+    /// What was found, in words.
+    pub detail: String,
+}
+
+/// What `pr show` found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Validation {
+    pub number: u64,
+    pub title: String,
+    pub url: String,
+    pub branch: String,
+    pub base: String,
+    /// The branch's head commit, as git reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    pub valid: bool,
+    pub checks: Vec<Check>,
+}
+
+/// `pr show`: validates one pull request we opened. The text to print, and whether it is valid.
+pub async fn show(request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
+    let number = request.number.ok_or_else(|| Error::Internal("pr show without a number".into()))?;
+    let context = app::context(target, &request.repo, true, printer).await?;
+    let repo = context.repo()?.clone();
+    let hosted = repo.hosted.clone().ok_or_else(|| no_pull_requests(context.record()))?;
+    let (noun, sign) = (hosted.provider.kind().pull_request_noun(), sign(&hosted));
+    let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
+        Error::usage(
+            format!("{} has no {noun} {sign}{number}", hosted.repo),
+            "`kubectl gitops pr list` lists the open ones kubectl gitops opened",
+        )
+    })?;
+    if let Some(given) = &request.url
+        && details.url.trim_end_matches('/') != given
+    {
+        return Err(Error::usage(
+            format!("{given} is not {noun} {sign}{number} of {}, which is {}", hosted.repo, details.url),
+            "give a pull request of the config repo the current cluster was installed from, or its number",
+        ));
+    }
+    let head_branch = details.head_branch.clone().unwrap_or_default();
+    let Some(branch_name) = BranchName::parse(&head_branch).filter(|_| is_ours(&details)) else {
+        return Err(Error::usage(
+            format!("{sign}{number} of {} was not opened by kubectl gitops (branch {head_branch:?})", hosted.repo),
+            "pr show validates the pull requests kubectl gitops opened: their branches start with gitops/",
+        ));
+    };
+    let mut polls = 1;
+    while details.state == PullState::Open && details.mergeable.is_none() && polls < MERGEABLE_POLLS {
+        printer.progress(&format!("{} is still working out whether {sign}{number} can be merged", hosted.repo));
+        tokio::time::sleep(MERGEABLE_POLL_INTERVAL).await;
+        details = hosted.provider.get_pull_request(&hosted.repo, number).await?.unwrap_or(details);
+        polls += 1;
+    }
+    let change = crate::git::in_place(|| crate::git::log::branch_change(&repo.remote, &repo.branch, &head_branch))?;
+    let mut checks = vec![state_check(&details), base_check(&details, &repo.branch)];
+    checks.extend(change_checks(&branch_name, &details.body, change.as_ref(), &head_branch));
+    checks.push(mergeable_check(&details));
+    let validation = Validation {
+        number,
+        title: details.title,
+        url: details.url,
+        branch: head_branch,
+        base: details.base_branch.unwrap_or_default(),
+        head: change.map(|change| change.head),
+        valid: checks.iter().all(|check| check.ok),
+        checks,
+    };
+    let text = match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&validation, request.format)?,
+        _ => render_validation(&validation, sign),
+    };
+    Ok((text, validation.valid))
+}
+
+/// Why there are no pull requests to read: no install record, or a config repo on a plain git
+/// server.
+fn no_pull_requests(record: Option<&InstallRecord>) -> Error {
+    match record {
+        None => Error::usage(
+            "this cluster has no kubectl-gitops install record, so no config repo with pull requests",
+            "run `kubectl gitops install --provider github|gitlab`",
+        ),
+        Some(record) => Error::usage(
+            format!("the config repo {} is on a plain git server, which has no pull requests", record.url),
+            "pull requests come with a config repo on GitHub or GitLab (install --provider github|gitlab)",
+        ),
+    }
+}
+
+fn sign(hosted: &HostedRepo) -> &'static str {
+    match hosted.provider.kind() {
+        crate::provider::Kind::GitHub => "#",
+        crate::provider::Kind::GitLab => "!",
+    }
+}
+
+/// Opened by us: our branch and our body.
+fn is_ours(details: &PullRequestDetails) -> bool {
+    details.head_branch.as_deref().is_some_and(|branch| BranchName::parse(branch).is_some())
+        && details.body.starts_with(plan::PULL_REQUEST_MARK)
+}
+
+fn state_check(details: &PullRequestDetails) -> Check {
+    let (ok, detail) = match details.state {
+        PullState::Open => (true, "open".to_string()),
+        PullState::Merged => (false, "merged already".to_string()),
+        PullState::Closed => (false, "closed without merging".to_string()),
+    };
+    Check { name: "open", ok, detail }
+}
+
+fn base_check(details: &PullRequestDetails, config_branch: &str) -> Check {
+    match details.base_branch.as_deref() {
+        Some(base) if base == config_branch => {
+            Check { name: "base", ok: true, detail: format!("into {base}, the branch Flux follows") }
+        }
+        base => Check {
+            name: "base",
+            ok: false,
+            detail: format!("into {}, not {config_branch}, the branch Flux follows", base.unwrap_or("?")),
+        },
+    }
+}
+
+/// Whether the branch holds exactly the planned change: its own change hashes to the hash in its
+/// name; when not, each file that differs from the body's list is named.
+fn change_checks(
+    branch: &BranchName,
+    body: &str,
+    change: Option<&crate::git::log::BranchChange>,
+    head_branch: &str,
+) -> Vec<Check> {
+    let Some(change) = change else {
+        return vec![Check { name: "change", ok: false, detail: format!("branch {head_branch} no longer exists") }];
+    };
+    let held: Vec<FileChange> = change
+        .files
+        .iter()
+        .map(|(path, contents)| FileChange {
+            path: path.clone(),
+            before: None,
+            after: contents.as_ref().map(|bytes| String::from_utf8_lossy(bytes).into_owned()),
+        })
+        .collect();
+    if plan::change_hash(&held) == branch.hash {
+        let objects = flux_objects(&held);
+        let what = if objects.is_empty() { String::new() } else { format!(": {}", objects.join(", ")) };
+        return vec![Check {
+            name: "change",
+            ok: true,
+            detail: format!("the branch holds exactly the planned change, {} file(s){what}", held.len()),
+        }];
+    }
+    let listed = plan::listed_files(body);
+    let mut checks = Vec::new();
+    for file in &listed {
+        let on_branch = held.iter().find(|held| held.path == file.path);
+        match (on_branch, file.verb.as_str()) {
+            (None, _) => checks
+                .push(differs(format!("{} is planned ({}) but the branch does not change it", file.path, file.verb))),
+            (Some(held), "delete") if held.after.is_some() => {
+                checks.push(differs(format!("{} is planned to be deleted but the branch keeps it", file.path)))
+            }
+            (Some(held), _) => {
+                let found = held.after.as_deref().map(|after| plan::blob_id(after.as_bytes()));
+                if let Some(planned) = &file.blob
+                    && found.as_ref() != Some(planned)
+                {
+                    let found = found.map_or_else(|| "deleted".to_string(), |blob| format!("blob {blob}"));
+                    checks.push(differs(format!(
+                        "{} differs from the plan: {found} on the branch, blob {planned} planned",
+                        file.path
+                    )));
+                }
+            }
+        }
+    }
+    for extra in held.iter().filter(|held| !listed.iter().any(|file| file.path == held.path)) {
+        let verb = if extra.after.is_some() { "writes" } else { "deletes" };
+        checks.push(differs(format!("the branch also {verb} {}, which is not in the plan", extra.path)));
+    }
+    if checks.is_empty() {
+        checks.push(Check {
+            name: "change",
+            ok: false,
+            detail: format!(
+                "the branch's change does not hash to {} (the plan's, in the branch name); its files: {}",
+                branch.hash,
+                held.iter().map(|file| file.path.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
+    checks
+}
+
+/// A failed `change` check.
+fn differs(detail: String) -> Check {
+    Check { name: "change", ok: false, detail }
+}
+
+/// The Flux objects (`Kind name`) the files write.
+fn flux_objects(files: &[FileChange]) -> Vec<String> {
+    let mut objects = Vec::new();
+    for text in files.iter().filter_map(|file| file.after.as_deref()) {
+        for document in crate::yaml::documents_from_str(text).unwrap_or_default() {
+            if let (Some(kind), Some(name)) = (document["kind"].as_str(), document["metadata"]["name"].as_str())
+                && document["apiVersion"].as_str().is_some_and(|version| version.contains("fluxcd.io"))
+            {
+                objects.push(format!("{kind} {name}"));
+            }
+        }
+    }
+    objects
+}
+
+fn mergeable_check(details: &PullRequestDetails) -> Check {
+    let detail = details.merge_detail.as_deref();
+    let (ok, detail) = match details.mergeable {
+        Some(true) => (true, "mergeable".to_string()),
+        Some(false) => (false, format!("not mergeable ({})", detail.unwrap_or("the provider does not say why"))),
+        None => (false, "not known yet: the provider is still working it out; run pr show again".to_string()),
+    };
+    Check { name: "mergeable", ok, detail }
+}
+
+fn render_validation(validation: &Validation, sign: &str) -> String {
+    let mut text = format!(
+        "{sign}{} {}\n{}\nbranch {} into {}{}\n\n",
+        validation.number,
+        validation.title,
+        validation.url,
+        validation.branch,
+        validation.base,
+        validation.head.as_deref().map(|head| format!(" at {}", &head[..head.len().min(12)])).unwrap_or_default()
+    );
+    for check in &validation.checks {
+        text.push_str(&format!("{:<4}  {:<9}  {}\n", if check.ok { "ok" } else { "FAIL" }, check.name, check.detail));
+    }
+    let failed = validation.checks.iter().filter(|check| !check.ok).count();
+    text.push_str(&match failed {
+        0 => format!("\n{sign}{} is valid\n", validation.number),
+        count => format!("\n{sign}{} is not valid: {count} finding(s)\n", validation.number),
+    });
+    text
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+#![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+use super::*;
+use crate::app::plan::{Delivery, Plan};
+use crate::git::log::BranchChange;
+
+fn planned() -> Vec<FileChange> {
+    let file = |path: &str, after: Option<&str>| FileChange {
+        path: path.into(),
+        before: after.is_none().then(|| "old\n".to_string()),
+        after: after.map(String::from),
+    };
+    vec![
+        file(
+            "apps/web/release.yaml",
+            Some("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: web\n"),
+        ),
+        file(
+            "apps/web/source.yaml",
+            Some("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: web\n"),
+        ),
+        file("clusters/dev/apps/old.yaml", None),
+    ]
+}
+
+/// The body and branch name `app add` gives the planned files.
+fn opened(files: &[FileChange]) -> (String, BranchName) {
+    let plan = Plan {
+        message: "Add app web".into(),
+        repo: "https://example.com/fleet".into(),
+        branch: "main".into(),
+        files: files.to_vec(),
+        delivery: Delivery::Push,
+        patches: Vec::new(),
+        migrations: Vec::new(),
+        objects: Vec::new(),
+        wait: None,
+        notes: Vec::new(),
+    };
+    let branch = plan::pull_request_branch("add", "web", files);
+    (plan.pull_request_body(), BranchName::parse(&branch).unwrap())
+}
+
+/// The branch's change as git reads it back.
+fn held(files: &[FileChange]) -> BranchChange {
+    BranchChange {
+        head: "a".repeat(40),
+        merge_base: "b".repeat(40),
+        files: files.iter().map(|file| (file.path.clone(), file.after.clone().map(String::into_bytes))).collect(),
+    }
+}
+
+#[test]
+fn a_branch_that_holds_the_plan_is_one_passing_check_naming_its_flux_objects() {
+    let (body, branch) = opened(&planned());
+    let checks = change_checks(&branch, &body, Some(&held(&planned())), "gitops/add-web-x");
+    assert_eq!(
+        checks,
+        [Check {
+            name: "change",
+            ok: true,
+            detail: "the branch holds exactly the planned change, 3 file(s): Kustomization web, GitRepository web"
+                .into()
+        }]
+    );
+}
+
+#[test]
+fn each_difference_from_the_plan_is_named() {
+    let (body, branch) = opened(&planned());
+    let mut edited = planned();
+    edited[0].after = Some("edited by hand\n".into());
+    edited[2].after = Some("kept\n".into());
+    edited.push(FileChange { path: "extra.yaml".into(), before: None, after: Some("x\n".into()) });
+    edited.remove(1);
+    let checks = change_checks(&branch, &body, Some(&held(&edited)), "gitops/add-web-x");
+    let details: Vec<&str> = checks.iter().map(|check| check.detail.as_str()).collect();
+    let hand = plan::blob_id(b"edited by hand\n");
+    let planned_blob = plan::blob_id(planned()[0].after.as_deref().unwrap().as_bytes());
+    assert_eq!(
+        details,
+        [
+            format!(
+                "apps/web/release.yaml differs from the plan: blob {hand} on the branch, blob {planned_blob} planned"
+            )
+            .as_str(),
+            "apps/web/source.yaml is planned (add) but the branch does not change it",
+            "clusters/dev/apps/old.yaml is planned to be deleted but the branch keeps it",
+            "the branch also writes extra.yaml, which is not in the plan",
+        ]
+    );
+    assert!(checks.iter().all(|check| !check.ok && check.name == "change"));
+}
+
+#[test]
+fn an_edited_body_does_not_make_an_edited_branch_valid() {
+    let mut edited = planned();
+    edited[0].after = Some("edited by hand\n".into());
+    // Someone rewrote the body to match the edit; the branch name still carries the plan's hash.
+    let (_, branch) = opened(&planned());
+    let (forged_body, _) = opened(&edited);
+    let checks = change_checks(&branch, &forged_body, Some(&held(&edited)), "gitops/add-web-x");
+    assert_eq!(checks.len(), 1);
+    assert!(!checks[0].ok);
+    assert!(
+        checks[0].detail.starts_with(&format!("the branch's change does not hash to {}", branch.hash)),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn a_deleted_branch_is_a_finding() {
+    let (body, branch) = opened(&planned());
+    let checks = change_checks(&branch, &body, None, "gitops/add-web-1234567");
+    assert_eq!(checks[0].detail, "branch gitops/add-web-1234567 no longer exists");
+}
+
+fn details(state: PullState, mergeable: Option<bool>) -> PullRequestDetails {
+    let (body, _) = opened(&planned());
+    PullRequestDetails {
+        number: 7,
+        url: "https://github.com/acme/fleet/pull/7".into(),
+        title: "Add app web".into(),
+        body,
+        head_branch: Some(plan::pull_request_branch("add", "web", &planned())),
+        head_sha: None,
+        base_branch: Some("main".into()),
+        state,
+        mergeable,
+        merge_detail: mergeable.map(|yes| if yes { "clean" } else { "dirty" }.to_string()),
+        author: Some("alice".into()),
+        created_at: None,
+    }
+}
+
+#[test]
+fn state_base_and_mergeable_checks() {
+    assert!(state_check(&details(PullState::Open, Some(true))).ok);
+    assert_eq!(state_check(&details(PullState::Merged, None)).detail, "merged already");
+    assert_eq!(state_check(&details(PullState::Closed, None)).detail, "closed without merging");
+    assert!(base_check(&details(PullState::Open, None), "main").ok);
+    assert_eq!(
+        base_check(&details(PullState::Open, None), "production").detail,
+        "into main, not production, the branch Flux follows"
+    );
+    assert!(mergeable_check(&details(PullState::Open, Some(true))).ok);
+    assert_eq!(mergeable_check(&details(PullState::Open, Some(false))).detail, "not mergeable (dirty)");
+    assert!(!mergeable_check(&details(PullState::Open, None)).ok, "unknown is not valid");
+}
+
+#[test]
+fn ours_are_known_by_branch_and_body() {
+    assert!(is_ours(&details(PullState::Open, None)));
+    let mut theirs = details(PullState::Open, None);
+    theirs.body = "Fixes a typo".into();
+    assert!(!is_ours(&theirs));
+    let mut branch = details(PullState::Open, None);
+    branch.head_branch = Some("feature/typo".into());
+    assert!(!is_ours(&branch));
+}
+
+#[test]
+fn a_reference_is_a_number_or_an_address_ending_in_one() {
+    let global = GlobalArgs::default();
+    for (reference, number) in [
+        ("42", 42),
+        ("#42", 42),
+        ("!42", 42),
+        ("https://github.com/acme/fleet/pull/42", 42),
+        ("https://gitlab.com/acme/fleet/-/merge_requests/7/", 7),
+    ] {
+        let request = ShowArgs { reference: reference.into(), repo: RepoArgs::default() }.request(&global).unwrap();
+        assert_eq!(request.number, Some(number), "{reference}");
+        assert_eq!(request.url.is_some(), reference.contains("://"), "{reference}");
+    }
+    for bad in ["", "0", "web", "https://github.com/acme/fleet/pulls"] {
+        let error = ShowArgs { reference: bad.into(), repo: RepoArgs::default() }.request(&global).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
+    }
+}
+
+#[test]
+fn the_validation_reads_check_by_check() {
+    let validation = Validation {
+        number: 7,
+        title: "Add app web".into(),
+        url: "https://github.com/acme/fleet/pull/7".into(),
+        branch: "gitops/add-web-1234567".into(),
+        base: "main".into(),
+        head: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        valid: false,
+        checks: vec![
+            state_check(&details(PullState::Open, Some(false))),
+            mergeable_check(&details(PullState::Open, Some(false))),
+        ],
+    };
+    insta::assert_snapshot!(render_validation(&validation, "#"), @r"
+    #7 Add app web
+    https://github.com/acme/fleet/pull/7
+    branch gitops/add-web-1234567 into main at 0123456789ab
+
+    ok    open       open
+    FAIL  mergeable  not mergeable (dirty)
+
+    #7 is not valid: 1 finding(s)
+    ");
+}

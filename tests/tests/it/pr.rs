@@ -1,0 +1,161 @@
+//! `kubectl gitops pr list|show` through the real kubectl, against the GitHub and GitLab
+//! stand-in in front of the real git server: a pull request `app add --pr` opened is listed and
+//! valid; a hand edit of its branch is named file by file; a number that is not a pull request,
+//! and one we did not open, are refused.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::process::Command;
+
+use gitops_e2e::{binaries, flux_release};
+use gitops_shared::provider::Kind;
+use serde_json::Value;
+
+use crate::app_provider::Fixture;
+
+const REPO: &str = "acme/fleet";
+const ADD: [&str; 7] =
+    ["add", "podinfo", "--url", "https://github.com/stefanprodan/podinfo", "--path", "./deploy", "--pr"];
+
+/// The config repo installed on `kind`, with `app add podinfo --pr` opened as request 1.
+fn opened(kind: Kind) -> Fixture {
+    let fixture = Fixture::install_from(kind, &flux_release::components(), &[]);
+    let run = fixture.pushing("kubectl-gitops-app", &ADD);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    fixture
+}
+
+/// `ARGS --private-key-file … --known-hosts-file …`: `pr show` clones the branch.
+fn with_key(fixture: &Fixture, args: &[&str]) -> Vec<String> {
+    let key = fixture.env.git.client_key.display().to_string();
+    let hosts = fixture.env.git.known_hosts.display().to_string();
+    args.iter()
+        .map(|arg| arg.to_string())
+        .chain(["--private-key-file".into(), key, "--known-hosts-file".into(), hosts])
+        .collect()
+}
+
+/// Pushes a hand edit of `path` to `branch` on the git server, the way a reviewer would.
+fn edit_by_hand(fixture: &Fixture, branch: &str, path: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let bare = fixture.env.git.repos.join(format!("{REPO}.git"));
+    let git = |args: &[&str]| {
+        let output = Command::new("git")
+            .args(["-c", "user.name=Reviewer", "-c", "user.email=reviewer@example.invalid"])
+            .args(args)
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    git(&["clone", "--branch", branch, bare.to_str().unwrap(), "."]);
+    let file = work.path().join(path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}# tuned by hand\n")).unwrap();
+    git(&["commit", "-am", "tune by hand"]);
+    git(&["push", "origin", branch]);
+}
+
+#[test]
+fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
+    let fixture = opened(Kind::GitHub);
+    let plugins = binaries::plugin_dir();
+
+    let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
+    assert_eq!(list.code, Some(0), "{}\n{}", list.stdout, list.stderr);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    let rows = listed["pullRequests"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{listed:#}");
+    let branch = rows[0]["branch"].as_str().unwrap().to_string();
+    assert!(branch.starts_with("gitops/add-podinfo-"), "{listed:#}");
+    assert_eq!((rows[0]["number"].as_u64(), rows[0]["verb"].as_str()), (Some(1), Some("add")));
+    assert_eq!((rows[0]["name"].as_str(), rows[0]["mergeable"].as_bool()), (Some("podinfo"), Some(true)));
+    assert_eq!(rows[0]["author"], "alice");
+    let table = fixture.kubectl_gitops(plugins.path(), &["pr", "list"]);
+    assert!(table.stdout.starts_with("NUMBER   CHANGE        MERGEABLE   AGE"), "{}", table.stdout);
+    assert!(table.stdout.contains("\n1        add podinfo   yes "), "{}", table.stdout);
+
+    // Valid as opened: every check passes, exit 0.
+    let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
+    assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
+    for line in [
+        "ok    open       open\n",
+        "ok    base       into main, the branch Flux follows\n",
+        "ok    change     the branch holds exactly the planned change, 5 file(s): Kustomization podinfo, GitRepository podinfo\n",
+        "ok    mergeable  mergeable\n",
+        "#1 is valid\n",
+    ] {
+        assert!(show.stdout.contains(line), "{line:?} in:\n{}", show.stdout);
+    }
+    assert!(show.stdout.starts_with("#1 Add app podinfo (kustomize) to clusters/dev\n"), "{}", show.stdout);
+    let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
+    assert!(show.stdout.contains(&format!("branch {branch} into main at {}", &head[..12])), "{}", show.stdout);
+    let writes = fixture.standin.writes().len();
+
+    // A reviewer's hand edit on the branch: not valid, exit 1, the file named.
+    edit_by_hand(&fixture, &branch, "apps/podinfo/release.yaml");
+    let show =
+        fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1", "-o", "json"]).as_slice());
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    let validation: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(validation["valid"], false);
+    let failed: Vec<&str> = validation["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|check| check["ok"] == false)
+        .map(|check| check["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed.len(), 1, "{validation:#}");
+    assert!(failed[0].starts_with("apps/podinfo/release.yaml differs from the plan: blob "), "{validation:#}");
+    assert_eq!(fixture.standin.writes().len(), writes, "pr list and pr show write nothing");
+
+    // A number that is no pull request, and a pull request we did not open: usage errors.
+    let missing = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "99"]).as_slice());
+    assert_eq!(missing.code, Some(2), "{}\n{}", missing.stdout, missing.stderr);
+    assert!(missing.stderr.starts_with("error: acme/fleet has no pull request #99\nhint: "), "{}", missing.stderr);
+    fixture.standin.add_branch(REPO, "feature/typo", &fixture.main_head());
+    let theirs = fixture.standin.add_pull_request(REPO, "feature/typo", "main", "Fix a typo");
+    let other =
+        fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", &theirs.to_string()]).as_slice());
+    assert_eq!(other.code, Some(2), "{}\n{}", other.stdout, other.stderr);
+    assert!(
+        other
+            .stderr
+            .contains(&format!("#{theirs} of acme/fleet was not opened by kubectl gitops (branch \"feature/typo\")")),
+        "{}",
+        other.stderr
+    );
+    let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(listed["pullRequests"].as_array().unwrap().len(), 1, "only ours: {listed:#}");
+    let bad = fixture.kubectl_gitops(plugins.path(), &["pr", "show", "web"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+}
+
+#[test]
+fn gitlab_merge_requests_are_validated_by_their_iid() {
+    let fixture = opened(Kind::GitLab);
+    let plugins = binaries::plugin_dir();
+    let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    let url = listed["pullRequests"][0]["url"].as_str().unwrap().to_string();
+    assert!(url.ends_with("/-/merge_requests/1"), "{listed:#}");
+    let elsewhere = fixture.kubectl_gitops(
+        plugins.path(),
+        with_key(&fixture, &["pr", "show", "https://gitlab.example.com/other/repo/-/merge_requests/1"]).as_slice(),
+    );
+    assert_eq!(elsewhere.code, Some(2), "another repo's address: {}", elsewhere.stderr);
+    assert!(
+        elsewhere.stderr.starts_with(
+            "error: https://gitlab.example.com/other/repo/-/merge_requests/1 is not merge request !1 of acme/fleet, which is "
+        ),
+        "{}",
+        elsewhere.stderr
+    );
+    let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", &url]).as_slice());
+    assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.starts_with("!1 Add app podinfo (kustomize) to clusters/dev\n"), "{}", show.stdout);
+    assert!(show.stdout.contains("ok    mergeable  mergeable\n"), "{}", show.stdout);
+    assert!(show.stdout.ends_with("!1 is valid\n"), "{}", show.stdout);
+}
