@@ -29,7 +29,7 @@ pub const COMMANDS: [(&str, &str); 14] = [
     ("tenant", "Connect teams to namespaces, each with its own repo"),
     ("monitoring", "Prometheus, Grafana and alerts for Flux"),
     ("platform", "Cluster-wide services every team uses"),
-    ("pr", "List and validate the pull requests kubectl-gitops opened"),
+    ("pr", "List, validate, approve and merge the pull requests kubectl-gitops opened"),
 ];
 
 /// Directories searched for command binaries, in order: `KUBECTL_GITOPS_PLUGIN_DIR`, the

@@ -10,13 +10,20 @@
 //!   `GET /user`, `GET /repos/{o}/{r}`, `POST /user/repos`, `POST /orgs/{org}/repos`,
 //!   `GET /repos/{o}/{r}/branches/{branch}`, `GET|POST /repos/{o}/{r}/keys`,
 //!   `DELETE /repos/{o}/{r}/keys/{id}`, `POST /repos/{o}/{r}/git/refs`,
-//!   `GET|POST /repos/{o}/{r}/pulls`, `PATCH /repos/{o}/{r}/pulls/{n}`.
+//!   `GET|POST /repos/{o}/{r}/pulls`, `GET|PATCH /repos/{o}/{r}/pulls/{n}`,
+//!   `POST /repos/{o}/{r}/pulls/{n}/reviews`, `PUT /repos/{o}/{r}/pulls/{n}/merge`.
 //! - GitLab (REST API v4), served under `/api/v4`: `GET /user`, `GET /namespaces/:id`,
 //!   `GET /projects/:id`, `POST /projects`, `GET|POST /projects/:id/repository/branches[/:b]`,
 //!   `GET /projects/:id/protected_branches/:name`, `GET|POST /projects/:id/deploy_keys`,
 //!   `DELETE /projects/:id/deploy_keys/:key_id`, `GET|POST /projects/:id/merge_requests`,
-//!   `PUT /projects/:id/merge_requests/:iid`. `:id` is the URL-encoded path (`a%2Fb%2Fc`) or
-//!   the numeric id.
+//!   `GET|PUT /projects/:id/merge_requests/:iid`, `POST …/:iid/approve`, `PUT …/:iid/merge`.
+//!   `:id` is the URL-encoded path (`a%2Fb%2Fc`) or the numeric id.
+//!
+//! Merges are real when the repository is in the git server's storage: `git merge-tree`
+//! and `git commit-tree` make the merge (or squash) commit and the base branch moves to it; a
+//! conflict answers 405, as both providers do. A merge guarded by a `sha` other than the head
+//! answers 409. Rebase merges are not allowed on the stand-in's repositories (GitHub's 405 for a
+//! repository that disallows them). GitHub refuses an author's approval of their own request.
 //!
 //! Every request is recorded ([`StandIn::requests`]): method, raw path, decoded query, headers
 //! with the token replaced by `***`, JSON body, and which user the token belonged to. Failures
@@ -127,6 +134,10 @@ pub struct PullSnapshot {
     pub base: String,
     /// Whether it is open.
     pub open: bool,
+    /// Whether it was merged (then it is not open).
+    pub merged: bool,
+    /// Who approved it, in order.
+    pub approved_by: Vec<String>,
 }
 
 /// A running stand-in. Dropping it stops the server.
@@ -461,6 +472,86 @@ impl StandIn {
 }
 
 /// The branches of a bare repository and their commits; `None` when git cannot read it.
+/// Why a merge was refused.
+enum Refusal {
+    Missing,
+    NotMergeable,
+    HeadMoved,
+}
+
+/// Merges open request `number` of the repository at `path` if its head is `sha` (when given):
+/// in the git server's storage when the repository is there (a merge commit, or with `squash`
+/// one commit on the base), else in the model alone. Returns the new base commit.
+fn merge_pull(
+    state: &mut State,
+    path: &str,
+    number: &str,
+    sha: Option<&str>,
+    squash: bool,
+    login: &str,
+) -> Result<String, Refusal> {
+    let storage = state.git_storage.clone();
+    let repo = state.repo_mut(path).ok_or(Refusal::Missing)?;
+    let pull = repo.pull(number).ok_or(Refusal::Missing)?.snapshot.clone();
+    let (Some(head), Some(base)) = (repo.branches.get(&pull.head).cloned(), repo.branches.get(&pull.base).cloned())
+    else {
+        return Err(Refusal::NotMergeable);
+    };
+    if !pull.open {
+        return Err(Refusal::NotMergeable);
+    }
+    if sha.is_some_and(|sha| sha != head) {
+        return Err(Refusal::HeadMoved);
+    }
+    let message = format!("Merge pull request #{} from {}\n\n{}", pull.number, pull.head, pull.title);
+    let merged = match storage.map(|dir| dir.join(&repo.owner).join(format!("{}.git", repo.name))) {
+        Some(dir) if dir.is_dir() => git_merge(&dir, (&pull.base, &base), &head, squash, &message, login)?,
+        _ => head.clone(),
+    };
+    repo.branches.insert(pull.base.clone(), merged.clone());
+    let record = repo.pull_mut(number).ok_or(Refusal::Missing)?;
+    record.snapshot.open = false;
+    record.snapshot.merged = true;
+    Ok(merged)
+}
+
+/// Makes the merge commit of `head` into the base branch (name, commit) in a bare repository
+/// and moves the branch to it, only if it is still at that commit.
+fn git_merge(
+    dir: &Path,
+    (branch, base): (&str, &str),
+    head: &str,
+    squash: bool,
+    message: &str,
+    login: &str,
+) -> Result<String, Refusal> {
+    let git = |args: &[&str]| -> Option<String> {
+        let output = Command::new("git")
+            .arg("--git-dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("GIT_DIR")
+            .env("GIT_AUTHOR_NAME", login)
+            .env("GIT_AUTHOR_EMAIL", format!("{login}@users.noreply.example"))
+            .env("GIT_COMMITTER_NAME", "stand-in")
+            .env("GIT_COMMITTER_EMAIL", "stand-in@users.noreply.example")
+            .output()
+            .ok()?;
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    // Exit 1 with conflicts: not mergeable.
+    let tree = git(&["merge-tree", "--write-tree", base, head]).ok_or(Refusal::NotMergeable)?;
+    let tree = tree.lines().next().unwrap_or_default().to_string();
+    let mut commit = vec!["commit-tree", tree.as_str(), "-p", base];
+    if !squash {
+        commit.extend(["-p", head]);
+    }
+    commit.extend(["-m", message]);
+    let merged = git(&commit).ok_or(Refusal::NotMergeable)?;
+    git(&["update-ref", &format!("refs/heads/{branch}"), &merged, base]).ok_or(Refusal::HeadMoved)?;
+    Ok(merged)
+}
+
 fn read_branches(dir: &Path) -> Option<BTreeMap<String, String>> {
     let output = Command::new("git")
         .arg("--git-dir")
@@ -542,9 +633,20 @@ impl Repo {
                 head: head.to_string(),
                 base: base.to_string(),
                 open: true,
+                merged: false,
+                approved_by: Vec::new(),
             },
         });
         number
+    }
+
+    /// Request `number` (as the path gives it).
+    fn pull(&self, number: &str) -> Option<&PullRecord> {
+        self.pulls.iter().find(|pull| pull.snapshot.number.to_string() == number)
+    }
+
+    fn pull_mut(&mut self, number: &str) -> Option<&mut PullRecord> {
+        self.pulls.iter_mut().find(|pull| pull.snapshot.number.to_string() == number)
     }
 
     /// The requests that are open (`Some(true)`), closed (`Some(false)`), or all (`None`).
@@ -935,8 +1037,8 @@ fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "base": { "ref": snapshot.base, "label": format!("{}:{}", repo.owner, snapshot.base), "sha": sha(&snapshot.base) },
         "user": { "login": pull.author, "type": "User" },
         "created_at": now_rfc3339(),
-        "merged_at": null,
-        "merged": false,
+        "merged_at": if snapshot.merged { Value::from(now_rfc3339()) } else { Value::Null },
+        "merged": snapshot.merged,
         // The Pull Request shape (a single request's) says whether it can be merged; no conflicts
         // are modelled, so an open request whose branch exists can.
         "mergeable": snapshot.open && repo.branches.contains_key(&snapshot.head),
@@ -1196,6 +1298,48 @@ fn github_repo_route(state: &mut State, route: &Route<'_>) -> Response {
                 repo.open_pull(next_id, &caller.login, head, base, title, str_field(body, "body").unwrap_or(""));
             github_pull_response(state, path, number, 201)
         }
+        ("POST", ["pulls", number, "reviews"]) => {
+            let doc = "pulls/reviews#create-a-review-for-a-pull-request";
+            let Some(pull) = state.repo(path).and_then(|repo| repo.pull(number)) else {
+                return github_error(404, "Not Found", doc);
+            };
+            if str_field(body, "event") == Some("APPROVE") && pull.author == caller.login {
+                return github_validation(doc, &json!(["Review Can not approve your own pull request"]));
+            }
+            let head = state.repo(path).and_then(|repo| repo.branches.get(&pull.snapshot.head).cloned());
+            if let Some(commit) = str_field(body, "commit_id")
+                && Some(commit) != head.as_deref()
+            {
+                return github_validation(doc, &json!(["Commit is not part of the pull request"]));
+            }
+            let login = caller.login.clone();
+            if let Some(pull) = state.repo_mut(path).and_then(|repo| repo.pull_mut(number))
+                && str_field(body, "event") == Some("APPROVE")
+            {
+                pull.snapshot.approved_by.push(login.clone());
+            }
+            respond(
+                200,
+                &json!({ "id": next_id, "user": { "login": login }, "state": "APPROVED", "commit_id": head, "body": "" }),
+            )
+        }
+        ("PUT", ["pulls", number, "merge"]) => {
+            let doc = "pulls/pulls#merge-a-pull-request";
+            if str_field(body, "merge_method") == Some("rebase") {
+                return github_error(405, "Rebase merges are not allowed on this repository.", doc);
+            }
+            let squash = str_field(body, "merge_method") == Some("squash");
+            match merge_pull(state, path, number, str_field(body, "sha"), squash, &caller.login) {
+                Ok(sha) => {
+                    respond(200, &json!({ "sha": sha, "merged": true, "message": "Pull Request successfully merged" }))
+                }
+                Err(Refusal::Missing) => github_error(404, "Not Found", doc),
+                Err(Refusal::NotMergeable) => github_error(405, "Pull Request is not mergeable", doc),
+                Err(Refusal::HeadMoved) => {
+                    github_error(409, "Head branch was modified. Review and try the merge again.", doc)
+                }
+            }
+        }
         ("PATCH" | "GET", ["pulls", number]) => {
             let Some(repo) = state.repo_mut(path) else {
                 return github_error(404, "Not Found", "");
@@ -1279,7 +1423,7 @@ fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "project_id": repo.id,
         "title": snapshot.title,
         "description": snapshot.body,
-        "state": if snapshot.open { "opened" } else { "closed" },
+        "state": if snapshot.merged { "merged" } else if snapshot.open { "opened" } else { "closed" },
         "source_branch": snapshot.head,
         "target_branch": snapshot.base,
         "sha": repo.branches.get(&snapshot.head),
@@ -1541,6 +1685,37 @@ fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
                 str_field(body, "description").unwrap_or(""),
             );
             gitlab_mr_response(state, path, number, 201)
+        }
+        ("POST", ["merge_requests", iid, "approve"]) => {
+            let head = state
+                .repo(path)
+                .and_then(|repo| repo.pull(iid))
+                .and_then(|pull| state.repo(path).and_then(|repo| repo.branches.get(&pull.snapshot.head).cloned()));
+            if let Some(sha) = str_field(body, "sha")
+                && Some(sha) != head.as_deref()
+            {
+                return respond(409, &json!({ "message": "SHA does not match HEAD of source branch" }));
+            }
+            let login = caller.login.clone();
+            let Some(pull) = state.repo_mut(path).and_then(|repo| repo.pull_mut(iid)) else {
+                return gitlab_not_found("404 Not found");
+            };
+            pull.snapshot.approved_by.push(login.clone());
+            let approvers: Vec<Value> =
+                pull.snapshot.approved_by.iter().map(|user| json!({ "user": { "username": user } })).collect();
+            respond(201, &json!({ "iid": pull.snapshot.number, "approved": true, "approved_by": approvers }))
+        }
+        ("PUT", ["merge_requests", iid, "merge"]) => {
+            let squash = bool_field(body, "squash").unwrap_or(false);
+            let number = iid.parse::<u64>().unwrap_or_default();
+            match merge_pull(state, path, iid, str_field(body, "sha"), squash, &caller.login) {
+                Ok(_) => gitlab_mr_response(state, path, number, 200),
+                Err(Refusal::Missing) => gitlab_not_found("404 Not found"),
+                Err(Refusal::NotMergeable) => respond(405, &json!({ "message": "405 Method Not Allowed" })),
+                Err(Refusal::HeadMoved) => {
+                    respond(409, &json!({ "message": "SHA does not match HEAD of source branch" }))
+                }
+            }
         }
         ("PUT" | "GET", ["merge_requests", iid]) => {
             let Some(repo) = state.repo_mut(path) else {

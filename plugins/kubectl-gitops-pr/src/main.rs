@@ -4,12 +4,13 @@ use clap::{Parser, Subcommand};
 use gitops_shared::app::Target;
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
-use gitops_shared::pr::{self, ShowArgs};
+use gitops_shared::output::Printer;
+use gitops_shared::pr::{self, Action, MergeArgs, ShowArgs};
 use gitops_shared::runtime;
 use gitops_shared::version::VERSION_LINE;
 
 /// The pull (merge) requests kubectl-gitops opened on the config repo (app add --pr, platform
-/// add, upgrade, …): listed, and validated against what was planned. The config repo and its
+/// add, upgrade, …): listed, validated against what was planned, approved and merged. The config repo and its
 /// provider are the ones the current cluster was installed with (GitHub or GitLab).
 #[derive(Debug, Parser)]
 #[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
@@ -39,9 +40,34 @@ enum Command {
     ///   kubectl gitops pr show https://github.com/acme/fleet/pull/42 -o json
     #[command(verbatim_doc_comment)]
     Show(ShowArgs),
+    /// Validate one as `show` does, then approve it at the commit validated.
+    ///
+    /// Nothing is approved when a check fails (exit 1, the findings printed). The provider
+    /// refuses an approval by the request's own author (GitHub) and one whose head moved since.
+    ///
+    /// Examples:
+    ///   GITHUB_TOKEN=$REVIEWER_TOKEN kubectl gitops pr approve 42
+    #[command(verbatim_doc_comment)]
+    Approve(ShowArgs),
+    /// Validate one as `show` does, then merge it, guarded by the commit validated.
+    ///
+    /// Nothing is merged when a check fails (exit 1, the findings printed), or when its branch
+    /// moved after it was validated (the provider refuses: exit 4).
+    ///
+    /// Examples:
+    ///   kubectl gitops pr merge 42
+    ///   kubectl gitops pr merge 42 --method squash
+    #[command(verbatim_doc_comment)]
+    Merge(MergeArgs),
 }
 
 gitops_shared::command_line!(Cli);
+
+/// Prints what `approve` or `merge` did, or the findings that stopped it (exit 1).
+fn acted(printer: &Printer, (text, done): (String, bool)) -> gitops_shared::error::Result<ExitCode> {
+    printer.data(&text)?;
+    Ok(if done { ExitCode::Ok } else { ExitCode::No })
+}
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops pr", |cli: Cli, printer| async move {
@@ -56,6 +82,13 @@ fn main() -> std::process::ExitCode {
                 let (text, valid) = pr::show(&args.request(global)?, &target, &printer).await?;
                 printer.data(&text)?;
                 Ok(if valid { ExitCode::Ok } else { ExitCode::No })
+            }
+            Command::Approve(args) => {
+                acted(&printer, pr::act(Action::Approve, &args.request(global)?, &target, &printer).await?)
+            }
+            Command::Merge(args) => {
+                let action = Action::Merge(args.method);
+                acted(&printer, pr::act(action, &args.show.request(global)?, &target, &printer).await?)
             }
         }
     })

@@ -21,7 +21,7 @@ use crate::duration;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::output::table::Table;
-use crate::provider::{PullRequestDetails, PullState};
+use crate::provider::{MergeMethod, PullRequestDetails, PullState};
 use crate::record::InstallRecord;
 
 /// How often, and how far apart, `pr show` asks again while the provider has not worked out
@@ -203,8 +203,73 @@ pub struct Validation {
     pub checks: Vec<Check>,
 }
 
+/// `pr merge` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    #[command(flatten)]
+    pub show: ShowArgs,
+
+    /// How to merge: a merge commit, one squashed commit, or the commits rebased (GitHub only).
+    #[arg(long, value_enum, default_value_t = MergeMethod::Merge)]
+    pub method: MergeMethod,
+}
+
+/// What `pr approve` or `pr merge` does once the request is valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Approve it at the validated head.
+    Approve,
+    /// Merge it, guarded by the validated head.
+    Merge(MergeMethod),
+}
+
+/// `pr approve` and `pr merge`: validates the request as `pr show` does, and acts only when it
+/// is valid, at the head it validated (the provider refuses when the head moved since). The
+/// text to print, and whether it acted (`false`: the findings, exit 1).
+pub async fn act(action: Action, request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
+    let validated = validate(request, target, printer).await?;
+    let Validated { validation, hosted, sign } = &validated;
+    let number = validation.number;
+    let head = validation.head.as_deref().filter(|_| validation.valid);
+    let Some(head) = head else {
+        let mut text = render_validation(validation, sign);
+        let verb = if action == Action::Approve { "approved" } else { "merged" };
+        text.push_str(&format!("{sign}{number} was not {verb}\n"));
+        return Ok((text, false));
+    };
+    let at = &head[..head.len().min(12)];
+    let text = match action {
+        Action::Approve => {
+            hosted.provider.approve_pull_request(&hosted.repo, number, head).await?;
+            format!("approved {sign}{number} at {at}\n")
+        }
+        Action::Merge(method) => {
+            hosted.provider.merge_pull_request(&hosted.repo, number, head, method).await?;
+            format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base)
+        }
+    };
+    Ok((text, true))
+}
+
+/// A validated request, and the provider in front of its repo.
+struct Validated {
+    validation: Validation,
+    hosted: HostedRepo,
+    sign: &'static str,
+}
+
 /// `pr show`: validates one pull request we opened. The text to print, and whether it is valid.
 pub async fn show(request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
+    let Validated { validation, sign, .. } = validate(request, target, printer).await?;
+    let text = match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&validation, request.format)?,
+        _ => render_validation(&validation, sign),
+    };
+    Ok((text, validation.valid))
+}
+
+/// The checks of `pr show`, on the request `request` names.
+async fn validate(request: &Request, target: &Target, printer: &Printer) -> Result<Validated> {
     let number = request.number.ok_or_else(|| Error::Internal("pr show without a number".into()))?;
     let context = app::context(target, &request.repo, true, printer).await?;
     let repo = context.repo()?.clone();
@@ -252,11 +317,7 @@ pub async fn show(request: &Request, target: &Target, printer: &Printer) -> Resu
         valid: checks.iter().all(|check| check.ok),
         checks,
     };
-    let text = match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&validation, request.format)?,
-        _ => render_validation(&validation, sign),
-    };
-    Ok((text, validation.valid))
+    Ok(Validated { validation, hosted, sign })
 }
 
 /// Why there are no pull requests to read: no install record, or a config repo on a plain git

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use serde::Deserialize;
 
-use super::{DeployKey, Provider, ProviderError, PullRequest, PullRequestDetails, RepoInfo, RepoRef, encode_segment};
+use super::{
+    DeployKey, MergeMethod, Provider, ProviderError, PullRequest, PullRequestDetails, RepoInfo, RepoRef, encode_segment,
+};
 
 /// What one provider's REST API calls things, where it keeps them and how it answers.
 pub(super) trait Forge {
@@ -50,6 +52,11 @@ pub(super) trait Forge {
 
     /// Below [`Forge::repository_path`].
     const CHANGE_REQUESTS: &'static str;
+    /// Below a request's path, where an approval is posted, and its body; the status of success.
+    fn approval(head_sha: &str) -> (&'static str, Value);
+    const APPROVED: u16;
+    /// The body of a merge guarded by `head_sha`.
+    fn merge(head_sha: &str, method: MergeMethod) -> Value;
     /// A request as the API returns it, read whole.
     type Details: DeserializeOwned + Into<PullRequestDetails>;
     /// The `state` query value of open requests.
@@ -266,4 +273,53 @@ pub(super) async fn get_pull_request<F: Forge>(
     let what = format!("reading {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let request = path::<F>(repo, &format!("{}/{number}", F::CHANGE_REQUESTS));
     Ok(provider.get_if_found::<F::Details>(&request, &what).await?.map(Into::into))
+}
+
+pub(super) async fn approve_pull_request<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    head_sha: &str,
+) -> Result<(), ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("approving {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let (below, body) = F::approval(head_sha);
+    let approval = path::<F>(repo, &format!("{}/{number}{below}", F::CHANGE_REQUESTS));
+    let reply = provider.call(Method::POST, &approval, &[], Some(&body)).await?;
+    provider.expect_status(&reply, &[F::APPROVED], &what).map_err(|error| moved(error, noun, sign, number))
+}
+
+pub(super) async fn merge_pull_request<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    head_sha: &str,
+    method: MergeMethod,
+) -> Result<(), ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("merging {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let merge = path::<F>(repo, &format!("{}/{number}/merge", F::CHANGE_REQUESTS));
+    let reply = provider.call(Method::PUT, &merge, &[], Some(&F::merge(head_sha, method))).await?;
+    provider.expect_status(&reply, &[200], &what).map_err(|error| match error {
+        ProviderError::Api { status: 405, message, .. } => ProviderError::Api {
+            status: 405,
+            message,
+            hint: Some(format!("`kubectl gitops pr show {number}` says why it cannot be merged")),
+        },
+        other => moved(other, noun, sign, number).with_forbidden_hint(|| {
+            format!("merging needs write access to {repo} and the right to merge into its base branch: ask its owners")
+        }),
+    })
+}
+
+/// A 409 to a guarded approval or merge: the head moved since it was validated.
+fn moved(error: ProviderError, noun: &str, sign: &str, number: u64) -> ProviderError {
+    match error {
+        ProviderError::Api { status: 409, message, .. } => ProviderError::Api {
+            status: 409,
+            message: format!("{message}: the head of {noun} {sign}{number} moved since it was validated"),
+            hint: Some(format!("run `kubectl gitops pr show {number}` again to validate what it holds now")),
+        },
+        other => other,
+    }
 }

@@ -7,15 +7,18 @@
 //! - deploy keys: `GET|POST /repos/{owner}/{repo}/keys`, `DELETE …/keys/{key_id}`
 //!   (deploy-keys/deploy-keys)
 //! - references: `POST /repos/{owner}/{repo}/git/refs` (git/refs)
-//! - pull requests: `GET|POST /repos/{owner}/{repo}/pulls`, `GET|PATCH …/pulls/{pull_number}`
-//!   (pulls/pulls)
+//! - pull requests: `GET|POST /repos/{owner}/{repo}/pulls`, `GET|PATCH …/pulls/{pull_number}`,
+//!   `PUT …/pulls/{pull_number}/merge` (pulls/pulls); `POST …/pulls/{pull_number}/reviews`
+//!   (pulls/reviews)
 
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::forge::{self, Forge};
-use super::{Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment};
+use super::{
+    MergeMethod, Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment,
+};
 
 /// `/repos/{owner}/{repo}{suffix}`, each part encoded.
 pub(super) fn repo_path(repo: &RepoRef, suffix: &str) -> String {
@@ -194,6 +197,15 @@ impl Forge for GitHub {
     const BRANCH_EXISTS: u16 = 422;
 
     const CHANGE_REQUESTS: &'static str = "/pulls";
+
+    fn approval(head_sha: &str) -> (&'static str, Value) {
+        ("/reviews", json!({ "event": "APPROVE", "commit_id": head_sha }))
+    }
+    const APPROVED: u16 = 200;
+
+    fn merge(head_sha: &str, method: MergeMethod) -> Value {
+        json!({ "merge_method": method.id(), "sha": head_sha })
+    }
 
     type Details = Pull;
     const OPEN: &'static str = "open";

@@ -8,14 +8,17 @@
 //!   `POST /projects/:id/repository/branches`; `GET /projects/:id/protected_branches/:name`
 //! - deploy keys: `GET|POST /projects/:id/deploy_keys`, `DELETE …/deploy_keys/:key_id`
 //! - merge requests: `GET|POST /projects/:id/merge_requests`,
-//!   `GET|PUT /projects/:id/merge_requests/:merge_request_iid`
+//!   `GET|PUT /projects/:id/merge_requests/:merge_request_iid`, `PUT …/:merge_request_iid/merge`,
+//!   `POST …/:merge_request_iid/approve` (merge_request_approvals)
 
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::forge::{self, Forge};
-use super::{Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment};
+use super::{
+    MergeMethod, Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment,
+};
 
 /// `/projects/{url-encoded owner/name}`.
 pub(super) fn project_path(repo: &RepoRef) -> String {
@@ -215,6 +218,15 @@ impl Forge for GitLab {
     const BRANCH_EXISTS: u16 = 400;
 
     const CHANGE_REQUESTS: &'static str = "/merge_requests";
+
+    fn approval(head_sha: &str) -> (&'static str, Value) {
+        ("/approve", json!({ "sha": head_sha }))
+    }
+    const APPROVED: u16 = 201;
+
+    fn merge(head_sha: &str, method: MergeMethod) -> Value {
+        json!({ "sha": head_sha, "squash": method == MergeMethod::Squash })
+    }
 
     type Details = MergeRequest;
     const OPEN: &'static str = "opened";

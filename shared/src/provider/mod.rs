@@ -352,6 +352,29 @@ pub struct PullRequestDetails {
     pub created_at: Option<String>,
 }
 
+/// How `pr merge` merges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MergeMethod {
+    /// A merge commit.
+    Merge,
+    /// One commit with the whole change.
+    Squash,
+    /// The branch's commits replayed onto the base (GitHub only: on GitLab the project's
+    /// merge method decides).
+    Rebase,
+}
+
+impl MergeMethod {
+    /// GitHub's `merge_method` value.
+    pub fn id(self) -> &'static str {
+        match self {
+            MergeMethod::Merge => "merge",
+            MergeMethod::Squash => "squash",
+            MergeMethod::Rebase => "rebase",
+        }
+    }
+}
+
 /// What [`Provider::ensure_pull_request`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PullRequestOutcome {
@@ -788,6 +811,35 @@ impl Provider {
     ) -> Result<Option<PullRequestDetails>, ProviderError> {
         self.check(repo)?;
         by_forge!(self.get_pull_request(repo, number))
+    }
+
+    /// Approves pull request `number` at commit `head_sha`. GitHub
+    /// `POST /repos/{owner}/{repo}/pulls/{number}/reviews` (`event: APPROVE`, `commit_id`);
+    /// GitLab `POST /projects/:id/merge_requests/:iid/approve` (`sha`: GitLab refuses with 409
+    /// when the head moved). GitHub refuses an author's approval of their own request (422).
+    pub async fn approve_pull_request(&self, repo: &RepoRef, number: u64, head_sha: &str) -> Result<(), ProviderError> {
+        self.check(repo)?;
+        by_forge!(self.approve_pull_request(repo, number, head_sha))
+    }
+
+    /// Merges pull request `number` if its head is still `head_sha` (both providers answer 409
+    /// otherwise). GitHub
+    /// `PUT /repos/{owner}/{repo}/pulls/{number}/merge` (`merge_method`, `sha`); GitLab
+    /// `PUT /projects/:id/merge_requests/:iid/merge` (`sha`, `squash`).
+    pub async fn merge_pull_request(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        head_sha: &str,
+        method: MergeMethod,
+    ) -> Result<(), ProviderError> {
+        self.check(repo)?;
+        if self.kind == Kind::GitLab && method == MergeMethod::Rebase {
+            return Err(ProviderError::InvalidConfig(
+                "GitLab merges with the project's merge method: use --method merge or squash".to_string(),
+            ));
+        }
+        by_forge!(self.merge_pull_request(repo, number, head_sha, method))
     }
 
     /// Opens a pull request from `head_branch` into `base`, or, when one is open already (a

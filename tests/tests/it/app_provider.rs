@@ -109,10 +109,15 @@ impl Fixture {
     /// `kubectl gitops ARGS` through the real kubectl, our binaries first on PATH (as krew lays
     /// them out), wired in like [`Fixture::command`].
     pub(crate) fn kubectl_gitops<S: AsRef<std::ffi::OsStr>>(&self, plugins: &Path, args: &[S]) -> Run {
+        Run::of(&mut self.kubectl_gitops_command(plugins, args))
+    }
+
+    /// The command [`Fixture::kubectl_gitops`] runs, to change before running it.
+    pub(crate) fn kubectl_gitops_command<S: AsRef<std::ffi::OsStr>>(&self, plugins: &Path, args: &[S]) -> Command {
         let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
         let mut command = Command::new(binaries::kubectl());
         command.arg("gitops").args(args).env("PATH", path);
-        Run::of(&mut self.wired(command))
+        self.wired(command)
     }
 
     fn wired(&self, mut command: Command) -> Command {

@@ -1,12 +1,15 @@
 //! `kubectl gitops pr list|show` through the real kubectl, against the GitHub and GitLab
 //! stand-in in front of the real git server: a pull request `app add --pr` opened is listed and
 //! valid; a hand edit of its branch is named file by file; a number that is not a pull request,
-//! and one we did not open, are refused.
+//! and one we did not open, are refused. A reviewer approves it and it is merged for real on the
+//! git server: refused for its author, for a rebase the repository does not allow and for a token
+//! without write access, each leaving it open.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
 use std::process::Command;
 
+use gitops_e2e::snapshot::Run;
 use gitops_e2e::{binaries, flux_release};
 use gitops_shared::provider::Kind;
 use serde_json::Value;
@@ -158,4 +161,79 @@ fn gitlab_merge_requests_are_validated_by_their_iid() {
     assert!(show.stdout.starts_with("!1 Add app podinfo (kustomize) to clusters/dev\n"), "{}", show.stdout);
     assert!(show.stdout.contains("ok    mergeable  mergeable\n"), "{}", show.stdout);
     assert!(show.stdout.ends_with("!1 is valid\n"), "{}", show.stdout);
+}
+
+#[test]
+fn github_pull_request_is_approved_by_a_reviewer_and_merged_into_the_config_branch() {
+    let fixture = opened(Kind::GitHub);
+    let plugins = binaries::plugin_dir();
+    let main_before = fixture.main_head();
+    let branch = fixture.standin.pull_requests(REPO)[0].head.clone();
+    let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]).trim().to_string();
+
+    // Its author may not approve it (GitHub's rule); a reviewer may, at the validated head.
+    let own = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "approve", "1"]).as_slice());
+    assert_eq!(own.code, Some(4), "{}\n{}", own.stdout, own.stderr);
+    assert!(own.stderr.contains("Can not approve your own pull request"), "{}", own.stderr);
+    fixture.standin.add_token("reviewer-token", "bob", false);
+    let approve = Run::of(
+        fixture
+            .kubectl_gitops_command(plugins.path(), with_key(&fixture, &["pr", "approve", "1"]).as_slice())
+            .env("GITHUB_TOKEN", "reviewer-token"),
+    );
+    assert_eq!(approve.code, Some(0), "{}\n{}", approve.stdout, approve.stderr);
+    assert_eq!(approve.stdout, format!("approved #1 at {}\n", &head[..12]));
+    assert_eq!(fixture.standin.pull_requests(REPO)[0].approved_by, ["bob"]);
+
+    // Refused merges leave it open and main where it was.
+    let rebase = fixture
+        .kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1", "--method", "rebase"]).as_slice());
+    assert_eq!(rebase.code, Some(4), "{}\n{}", rebase.stdout, rebase.stderr);
+    assert!(rebase.stderr.contains("Rebase merges are not allowed on this repository."), "{}", rebase.stderr);
+    fixture.standin.set_token_can_push(false);
+    let forbidden = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1"]).as_slice());
+    fixture.standin.set_token_can_push(true);
+    assert_eq!(forbidden.code, Some(4), "{}\n{}", forbidden.stdout, forbidden.stderr);
+    assert!(forbidden.stderr.starts_with("error: forbidden: "), "{}", forbidden.stderr);
+    assert!(forbidden.stderr.contains("hint: merging needs write access to acme/fleet"), "{}", forbidden.stderr);
+    assert_eq!(fixture.main_head(), main_before, "nothing merged");
+    assert!(fixture.standin.pull_requests(REPO)[0].open);
+
+    // Merged: a merge commit on main with the branch as its second parent, holding the app.
+    let merge = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1"]).as_slice());
+    assert_eq!(merge.code, Some(0), "{}\n{}", merge.stdout, merge.stderr);
+    assert_eq!(merge.stdout, format!("merged #1 (merge) into main at {}\n", &head[..12]));
+    let parents = fixture.git(&["rev-list", "--parents", "-n", "1", "refs/heads/main"]);
+    assert_eq!(parents.split_whitespace().skip(1).collect::<Vec<_>>(), [main_before.as_str(), head.as_str()]);
+    let list = fixture.show("main:clusters/dev/apps/kustomization.yaml");
+    assert!(list.contains("- podinfo\n"), "{list}");
+    let pull = &fixture.standin.pull_requests(REPO)[0];
+    assert!(pull.merged && !pull.open, "{pull:?}");
+
+    // Merged already: no longer valid, and not merged twice.
+    let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.contains("FAIL  open       merged already\n"), "{}", show.stdout);
+    let again = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1"]).as_slice());
+    assert_eq!(again.code, Some(1), "{}\n{}", again.stdout, again.stderr);
+    assert!(again.stdout.ends_with("#1 was not merged\n"), "{}", again.stdout);
+    let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(listed["pullRequests"], serde_json::json!([]), "merged: no longer open");
+}
+
+#[test]
+fn gitlab_merge_request_is_squashed_into_the_config_branch() {
+    let fixture = opened(Kind::GitLab);
+    let plugins = binaries::plugin_dir();
+    let main_before = fixture.main_head();
+    let approve = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "approve", "!1"]).as_slice());
+    assert_eq!(approve.code, Some(0), "{}\n{}", approve.stdout, approve.stderr);
+    let merge = fixture
+        .kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1", "--method", "squash"]).as_slice());
+    assert_eq!(merge.code, Some(0), "{}\n{}", merge.stdout, merge.stderr);
+    assert!(merge.stdout.starts_with("merged !1 (squash) into main at "), "{}", merge.stdout);
+    let parents = fixture.git(&["rev-list", "--parents", "-n", "1", "refs/heads/main"]);
+    assert_eq!(parents.split_whitespace().skip(1).collect::<Vec<_>>(), [main_before.as_str()], "one commit on main");
+    assert!(fixture.show("main:apps/podinfo/source.yaml").contains("url: https://github.com/stefanprodan/podinfo"));
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use gitops_e2e::standin::{self, INITIAL_SHA, Recorded, StandIn};
 use gitops_shared::provider::{
-    DeployKeyOutcome, Kind, Provider, ProviderConfig, ProviderError, PullRequestOutcome, RepoRef, Token,
+    DeployKeyOutcome, Kind, MergeMethod, Provider, ProviderConfig, ProviderError, PullRequestOutcome, PullState,
+    RepoRef, Token,
 };
 use serde_json::json;
 
@@ -819,4 +820,76 @@ fn gitlab_stand_in_answers_in_the_published_shapes() {
     let (status, got) = raw(&stand_in, "GET", &format!("{project}/merge_requests/1"), None);
     assert_eq!(status, 200);
     assert_same_shape("GET …/merge_requests/:iid", &requests[0], &got, GITLAB_MERGE_REQUEST_PATHS);
+}
+
+// --- approving and merging ----------------------------------------------------------------------
+
+#[test]
+fn a_merge_or_approval_guarded_by_a_moved_head_is_refused_and_changes_nothing() {
+    for (kind, path) in [(Kind::GitHub, "acme/fleet"), (Kind::GitLab, "acme/platform/fleet")] {
+        let (stand_in, provider, repo) = with_repo(kind, path);
+        stand_in.add_branch(path, "gitops/add-web-1234567", "2222222222222222222222222222222222222222");
+        let number = stand_in.add_pull_request(path, "gitops/add-web-1234567", "main", "Add app web");
+        let validated = "3333333333333333333333333333333333333333";
+
+        let error = run(provider.merge_pull_request(&repo, number, validated, MergeMethod::Merge)).unwrap_err();
+        assert!(error.to_string().contains("moved since it was validated"), "{kind}: {error}");
+        assert!(error.hint().unwrap().contains("pr show"), "{kind}: {error:?}");
+        let error = run(provider.approve_pull_request(&repo, number, validated)).unwrap_err();
+        assert!(matches!(error, ProviderError::Api { status: 409 | 422, .. }), "{kind}: {error:?}");
+        let pull = &stand_in.pull_requests(path)[0];
+        assert!(pull.open && !pull.merged && pull.approved_by.is_empty(), "{kind}: {pull:?}");
+        assert_eq!(stand_in.branches(path)["main"], INITIAL_SHA, "{kind}: main did not move");
+    }
+}
+
+#[test]
+fn github_refuses_an_authors_approval_and_a_rebase_merge() {
+    let (stand_in, provider, repo) = with_repo(Kind::GitHub, "acme/fleet");
+    let head = "2222222222222222222222222222222222222222";
+    stand_in.add_branch("acme/fleet", "gitops/add-web-1234567", head);
+    let number = stand_in.add_pull_request("acme/fleet", "gitops/add-web-1234567", "main", "Add app web");
+    let error = run(provider.approve_pull_request(&repo, number, head)).unwrap_err();
+    assert!(error.to_string().contains("Can not approve your own pull request"), "{error}");
+    let error = run(provider.merge_pull_request(&repo, number, head, MergeMethod::Rebase)).unwrap_err();
+    assert!(error.to_string().contains("Rebase merges are not allowed"), "{error}");
+
+    stand_in.add_token("reviewer-token", "bob", false);
+    let reviewer = Provider::new(stand_in.provider_config("reviewer-token")).unwrap();
+    run(reviewer.approve_pull_request(&repo, number, head)).unwrap();
+    let review = stand_in.writes().into_iter().last().unwrap();
+    assert_eq!(review.line(), "POST /repos/acme/fleet/pulls/1/reviews");
+    assert_eq!(review.body.unwrap(), json!({ "event": "APPROVE", "commit_id": head }));
+    assert_eq!(stand_in.pull_requests("acme/fleet")[0].approved_by, ["bob"]);
+
+    run(provider.merge_pull_request(&repo, number, head, MergeMethod::Squash)).unwrap();
+    let merge = stand_in.writes().into_iter().last().unwrap();
+    assert_eq!(merge.line(), "PUT /repos/acme/fleet/pulls/1/merge");
+    assert_eq!(merge.body.unwrap(), json!({ "merge_method": "squash", "sha": head }));
+    let details = run(provider.get_pull_request(&repo, number)).unwrap().unwrap();
+    assert_eq!(details.state, PullState::Merged);
+}
+
+#[test]
+fn gitlab_approves_and_merges_with_the_head_as_guard() {
+    let (stand_in, provider, repo) = with_repo(Kind::GitLab, "acme/fleet");
+    let head = "2222222222222222222222222222222222222222";
+    stand_in.add_branch("acme/fleet", "gitops/add-web-1234567", head);
+    let number = stand_in.add_pull_request("acme/fleet", "gitops/add-web-1234567", "main", "Add app web");
+    run(provider.approve_pull_request(&repo, number, head)).unwrap();
+    let error = run(provider.merge_pull_request(&repo, number, head, MergeMethod::Rebase)).unwrap_err();
+    assert!(error.to_string().contains("use --method merge or squash"), "{error}");
+    run(provider.merge_pull_request(&repo, number, head, MergeMethod::Merge)).unwrap();
+    let lines: Vec<String> = stand_in.writes().iter().map(Recorded::line).collect();
+    assert_eq!(
+        lines,
+        [
+            "POST /api/v4/projects/acme%2Ffleet/merge_requests/1/approve",
+            "PUT /api/v4/projects/acme%2Ffleet/merge_requests/1/merge"
+        ]
+    );
+    let merge = stand_in.writes().into_iter().last().unwrap();
+    assert_eq!(merge.body.unwrap(), json!({ "sha": head, "squash": false }));
+    let details = run(provider.get_pull_request(&repo, number)).unwrap().unwrap();
+    assert_eq!(details.state, PullState::Merged);
 }
