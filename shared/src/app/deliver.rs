@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
-use super::plan::{FileChange, Plan, Step};
+use super::plan::{FileChange, Plan, Step, flux_objects};
 use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
@@ -194,22 +194,13 @@ async fn check_pull_request(repo: &ConfigRepo, branch: &str, number: u64, files:
     }
     let checkout = crate::git::in_place(|| Checkout::clone(&repo.remote, branch))?;
     let mut differs = Vec::new();
-    let mut objects = Vec::new();
     for file in files {
         let held = plan::read(&checkout, &file.path)?;
         if held != file.after {
             differs.push(file.path.as_str());
         }
-        for document in
-            file.after.as_deref().and_then(|text| crate::yaml::documents_from_str(text).ok()).unwrap_or_default()
-        {
-            if let (Some(kind), Some(name)) = (document["kind"].as_str(), document["metadata"]["name"].as_str())
-                && document["apiVersion"].as_str().is_some_and(|version| version.contains("fluxcd.io"))
-            {
-                objects.push(format!("{kind} {name}"));
-            }
-        }
     }
+    let objects = flux_objects(files);
     if !differs.is_empty() {
         return Err(Error::Remote {
             message: format!("branch {branch} of #{number} does not hold the planned change: {}", differs.join(", ")),

@@ -276,6 +276,22 @@ pub fn listed_files(body: &str) -> Vec<ListedFile> {
         .collect()
 }
 
+/// The Flux objects (`Kind name`) the files write, in file order: what a pull request's check
+/// names.
+pub fn flux_objects(files: &[FileChange]) -> Vec<String> {
+    let mut objects = Vec::new();
+    for text in files.iter().filter_map(|file| file.after.as_deref()) {
+        for document in crate::yaml::documents_from_str(text).unwrap_or_default() {
+            if let (Some(kind), Some(name)) = (document["kind"].as_str(), document["metadata"]["name"].as_str())
+                && document["apiVersion"].as_str().is_some_and(|version| version.contains("fluxcd.io"))
+            {
+                objects.push(format!("{kind} {name}"));
+            }
+        }
+    }
+    objects
+}
+
 /// A file's git blob id, shortened to 12 hex digits: what `git hash-object` prints for it.
 pub fn blob_id(contents: &[u8]) -> String {
     let oid = git2::Oid::hash_object(git2::ObjectType::Blob, contents)

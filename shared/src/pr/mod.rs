@@ -119,8 +119,11 @@ pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Resu
     let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
     let mut rows = Vec::new();
     for listed in open.into_iter().filter(is_ours) {
-        // A listing does not say whether a request is mergeable (GitHub): read each one.
-        let details = hosted.provider.get_pull_request(&hosted.repo, listed.number).await?.unwrap_or(listed);
+        // GitHub's listing does not say whether a request is mergeable: read that one whole.
+        let details = match listed.mergeable {
+            Some(_) => listed,
+            None => hosted.provider.get_pull_request(&hosted.repo, listed.number).await?.unwrap_or(listed),
+        };
         let Some(branch) = details.head_branch.as_deref().and_then(BranchName::parse) else { continue };
         rows.push(Row {
             number: details.number,
@@ -391,7 +394,7 @@ fn change_checks(
         })
         .collect();
     if plan::change_hash(&held) == branch.hash {
-        let objects = flux_objects(&held);
+        let objects = plan::flux_objects(&held);
         let what = if objects.is_empty() { String::new() } else { format!(": {}", objects.join(", ")) };
         return vec![Check {
             name: "change",
@@ -444,21 +447,6 @@ fn change_checks(
 /// A failed `change` check.
 fn differs(detail: String) -> Check {
     Check { name: "change", ok: false, detail }
-}
-
-/// The Flux objects (`Kind name`) the files write.
-fn flux_objects(files: &[FileChange]) -> Vec<String> {
-    let mut objects = Vec::new();
-    for text in files.iter().filter_map(|file| file.after.as_deref()) {
-        for document in crate::yaml::documents_from_str(text).unwrap_or_default() {
-            if let (Some(kind), Some(name)) = (document["kind"].as_str(), document["metadata"]["name"].as_str())
-                && document["apiVersion"].as_str().is_some_and(|version| version.contains("fluxcd.io"))
-            {
-                objects.push(format!("{kind} {name}"));
-            }
-        }
-    }
-    objects
 }
 
 fn mergeable_check(details: &PullRequestDetails) -> Check {
