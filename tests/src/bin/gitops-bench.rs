@@ -53,7 +53,7 @@ fn main() -> Result<()> {
     };
     // The flux CLI takes minutes to build cold: build it while the environment starts and is seeded.
     let flux_build = (!ui_only).then(|| std::thread::spawn(flux_cli));
-    let env = TestEnv::start(Options { flux: false })?.detach();
+    let env = &TestEnv::start(Options { flux: false })?;
     env.install_flux_crds()?;
     eprintln!("bench: environment ready in {:.1?}", env.startup);
     let api = Api::new(env);

@@ -75,7 +75,7 @@ fn up() -> Result<()> {
 }
 
 fn serve() -> Result<()> {
-    let env = TestEnv::start(Options { flux: true })?.detach();
+    let env = &TestEnv::start(Options { flux: true })?;
     let state = serde_json::json!({
         "pid": std::process::id(),
         "dir": env.dir,

@@ -14,7 +14,7 @@ pub mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -84,26 +84,28 @@ impl TestEnv {
     /// The environment shared by all tests of one test binary, with Flux, started on first use.
     /// A failed start is remembered, so the other tests fail at once instead of retrying.
     pub fn shared() -> &'static TestEnv {
-        static SHARED: OnceLock<Result<TestEnv, String>> = OnceLock::new();
+        static SHARED: OnceLock<Result<Arc<TestEnv>, String>> = OnceLock::new();
         let started = SHARED.get_or_init(|| {
             let env = TestEnv::start(Options { flux: true }).map_err(|error| format!("{error:#}"))?;
-            env.keep_until_process_exit();
+            env.print_logs_on_panic();
             Ok(env)
         });
         match started {
-            Ok(env) => env,
+            Ok(env) => env.as_ref(),
             Err(error) => panic!("testenv: {error}"),
         }
     }
 
-    /// Starts a new environment.
-    pub fn start(options: Options) -> Result<TestEnv> {
+    /// Starts a new environment. It stops when the last handle is dropped: a test's own
+    /// environment ends with the test.
+    pub fn start(options: Options) -> Result<Arc<TestEnv>> {
         let started = Instant::now();
         check_prerequisites()?;
         let cache = cache_dir()?;
         let temp = tempfile::Builder::new().prefix("gitops-testenv-").tempdir()?;
         let dir = temp.path().to_path_buf();
         let mut supervisor = Supervisor::new(&dir.join("logs"))?;
+        supervisor.watch(std::process::id(), (!keep_dir()).then_some(dir.as_path()))?;
         let mut ports = free_ports(8)?.into_iter();
         let mut next = || ports.next().context("enough free ports");
         let ports = Ports {
@@ -219,32 +221,17 @@ impl TestEnv {
             env.start_flux()?;
         }
         env.startup = started.elapsed();
-        Ok(env)
+        Ok(Arc::new(env))
     }
 
-    /// Hands the temp dir and the processes to the watchdog: they outlive this value until
-    /// the test process exits (for environments kept in a `static`, which is never dropped).
-    fn keep_until_process_exit(&self) {
-        let keep = std::env::var_os("KEEP_TESTENV").is_some();
-        let remove = (!keep).then_some(self.dir.as_path());
-        if let Err(error) = self.supervisor().watch(std::process::id(), remove) {
-            eprintln!("testenv: {error:#}");
-        }
+    /// The shared environment is never dropped, so a panicking test shows its logs from here.
+    fn print_logs_on_panic(&self) {
         let dir = self.dir.clone();
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             previous(info);
             print_logs(&dir);
         }));
-    }
-
-    /// Keeps a privately started environment alive until the process exits, like [`TestEnv::shared`].
-    pub fn detach(mut self) -> &'static TestEnv {
-        self.keep_until_process_exit();
-        if let Some(temp) = self._temp.take() {
-            let _ = temp.keep();
-        }
-        Box::leak(Box::new(self))
     }
 
     fn wait_for_apiserver(&mut self) -> Result<()> {
@@ -436,10 +423,15 @@ impl TestEnv {
     /// Plays the kubelet for Flux: once something (for example `kubectl gitops install`) has
     /// applied the Flux CRDs, starts the real Flux controllers as local processes, the way
     /// the Deployments in gotk-components.yaml would start them on a real node.
-    pub fn run_flux_once_installed(&'static self) {
+    ///
+    /// The thread holds the environment only while it starts the controllers: a test that ends
+    /// before anything installed Flux still stops its environment.
+    pub fn run_flux_once_installed(self: &Arc<Self>) {
+        let env = Arc::downgrade(self);
         std::thread::spawn(move || {
             let established = wait_until("the Flux CRDs", Duration::from_secs(600), || {
-                let output = self.kubectl(&[
+                let env = env.upgrade().context("the environment was stopped")?;
+                let output = env.kubectl(&[
                     "get",
                     "crd",
                     "kustomizations.kustomize.toolkit.fluxcd.io",
@@ -447,7 +439,11 @@ impl TestEnv {
                 ])?;
                 Ok(output.stdout == b"True")
             });
-            if let Err(error) = established.and_then(|()| self.start_flux_controllers()) {
+            let started = established
+                .and_then(|()| env.upgrade().context("the environment was stopped")?.start_flux_controllers());
+            if let Err(error) = started
+                && env.strong_count() > 0
+            {
                 eprintln!("testenv: the Flux controllers did not start: {error:#}");
             }
         });
@@ -560,6 +556,27 @@ impl TestEnv {
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.supervisor().log_path(name)).unwrap_or_default()
     }
+}
+
+impl Drop for TestEnv {
+    /// Stops every process and removes the temp dir (kept with `KEEP_TESTENV` set); a panicking
+    /// test first shows the logs' tails.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            print_logs(&self.dir);
+        }
+        self.supervisor().stop();
+        if keep_dir()
+            && let Some(temp) = self._temp.take()
+        {
+            eprintln!("testenv: kept {}", temp.keep().display());
+        }
+    }
+}
+
+/// `KEEP_TESTENV` set: environments' temp dirs (state and logs) outlive them.
+fn keep_dir() -> bool {
+    std::env::var_os("KEEP_TESTENV").is_some()
 }
 
 /// The `(group/version, plural)` pairs that the CRD files in `dir` serve.

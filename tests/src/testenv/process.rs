@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+/// The file listing every PID started, one per line, in the log dir.
+const PID_FILE: &str = "pids";
+
 /// How a process started with [`Supervisor::spawn_restarting`] is restarted.
 #[derive(Debug, Clone, Copy)]
 pub struct RestartPolicy {
@@ -50,6 +53,8 @@ impl Supervisor {
     /// A supervisor writing logs into `log_dir`.
     pub fn new(log_dir: &Path) -> Result<Supervisor> {
         std::fs::create_dir_all(log_dir)?;
+        // The watchdog watches while this file exists, so it exists from the start.
+        File::create(log_dir.join(PID_FILE))?;
         Ok(Supervisor {
             log_dir: log_dir.to_path_buf(),
             group: None,
@@ -171,17 +176,20 @@ impl Supervisor {
 
     /// The file listing every PID started, one per line.
     fn pid_file(&self) -> PathBuf {
-        self.log_dir.join("pids")
+        self.log_dir.join(PID_FILE)
     }
 
     /// Starts the watchdog: when `owner` exits, every process started (now or later) is
     /// terminated and `remove` (the environment's temp dir) deleted. It signals each PID, never
-    /// a negative number: procps `kill -TERM -<pgid>` signals every process of the user.
+    /// a negative number: procps `kill -TERM -<pgid>` signals every process of the user. It
+    /// leaves at once when the PID file is gone: [`Supervisor::stop`] removes it.
     pub fn watch(&self, owner: u32, remove: Option<&Path>) -> Result<()> {
-        let pids = format!("$(cat '{}' 2>/dev/null)", self.pid_file().display());
+        let pid_file = self.pid_file();
+        let pids = format!("$(cat '{}' 2>/dev/null)", pid_file.display());
         let remove = remove.map(|dir| format!("rm -rf '{}'", dir.display())).unwrap_or_default();
         let script = format!(
-            "while kill -0 {owner} 2>/dev/null; do sleep 0.3; done; kill -TERM {pids} 2>/dev/null; sleep 2; kill -KILL {pids} 2>/dev/null; {remove}"
+            "while kill -0 {owner} 2>/dev/null; do [ -e '{}' ] || exit 0; sleep 0.3; done; kill -TERM {pids} 2>/dev/null; sleep 2; kill -KILL {pids} 2>/dev/null; {remove}",
+            pid_file.display()
         );
         Command::new("sh")
             .args(["-c", &script])
@@ -196,9 +204,14 @@ impl Supervisor {
     /// Stops every process now: SIGTERM to the group, SIGKILL to what is left after 5 s.
     pub fn stop(&mut self) {
         *lock(&self.stopping) = true;
-        let Some(group) = self.group.take() else {
-            return;
-        };
+        if let Some(group) = self.group.take() {
+            self.stop_group(group);
+        }
+        // Everything is stopped: the watchdog has nothing left to do (and these PIDs may be reused).
+        let _ = std::fs::remove_file(self.pid_file());
+    }
+
+    fn stop_group(&mut self, group: u32) {
         let signal_group = |signal| {
             if let Some(pid) = i32::try_from(group).ok().and_then(rustix::process::Pid::from_raw) {
                 let _ = rustix::process::kill_process_group(pid, signal);

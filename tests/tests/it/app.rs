@@ -84,7 +84,7 @@ fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
 #[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     let (components, podinfo) = (flux_release::components(), fixtures::shared("apps/podinfo/kustomize"));
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     install(env, &components);
@@ -322,7 +322,7 @@ fn seed_layout(env: &TestEnv, clusters: &[&str], url: &str) -> tempfile::TempDir
 /// cluster's directory. Checked in the repo and by building each cluster's app list with kustomize.
 #[test]
 fn two_clusters_share_a_definition_and_keep_their_own_values() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let work = seed_layout(env, &["dev", "uat"], &env.git.http_url("fleet"));
 
     let dev_values = work.path().join("dev.yaml");
@@ -411,7 +411,7 @@ fn race(env: &TestEnv, names: &[&str]) -> Vec<std::process::Output> {
 /// and the same app land exactly once; the other 15 answer "nothing to change".
 #[test]
 fn sixteen_concurrent_adds_all_land_and_sixteen_of_one_app_land_once() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
 
     let names: Vec<String> = (1..=16).map(|n| format!("app-{n:02}")).collect();
@@ -451,7 +451,7 @@ fn sixteen_concurrent_adds_all_land_and_sixteen_of_one_app_land_once() {
 /// A key the server refuses, and a file that is no key at all: a clear error, nothing pushed.
 #[test]
 fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let _work = seed_layout(env, &["dev"], &env.git.ssh_url("fleet"));
     let head = env.git.head("fleet");
     let keys = tempfile::tempdir().unwrap();

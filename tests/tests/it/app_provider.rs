@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::standin::{Recorded, StandIn, TOKEN};
@@ -29,7 +30,7 @@ const TITLE: &str = "Add app podinfo (kustomize) to clusters/dev";
 /// One cluster installed from `acme/fleet`, the stand-in in front of the repo, and a HOME
 /// without ~/.ssh.
 pub(crate) struct Fixture {
-    pub env: &'static TestEnv,
+    pub env: Arc<TestEnv>,
     pub standin: StandIn,
     home: tempfile::TempDir,
 }
@@ -42,7 +43,7 @@ impl Fixture {
 
     /// Installs the component manifests in `components`, with `extra` install flags.
     pub(crate) fn install_from(kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
-        let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+        let env = TestEnv::start(Options { flux: false }).unwrap();
         Fixture::install_into(env, kind, components, extra)
     }
 
@@ -50,9 +51,9 @@ impl Fixture {
     /// let in by the git server (as the provider would let Flux in with it): returns once the
     /// config repo synced, and what is merged there is deployed.
     pub(crate) fn install_with_flux(kind: Kind) -> Fixture {
-        let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+        let env = TestEnv::start(Options { flux: false }).unwrap();
         env.run_flux_once_installed();
-        let fixture = Fixture::install_into(env, kind, &flux_release::components(), &[]);
+        let fixture = Fixture::install_into(Arc::clone(&env), kind, &flux_release::components(), &[]);
         for key in fixture.standin.deploy_keys(REPO) {
             env.git.authorize_key(&key.key).unwrap();
         }
@@ -66,14 +67,14 @@ impl Fixture {
         fixture
     }
 
-    fn install_into(env: &'static TestEnv, kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
+    fn install_into(env: Arc<TestEnv>, kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
         let standin = StandIn::start(kind);
         let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
         let https_base = format!("http://127.0.0.1:{}/", env.git.http_port);
         standin.set_clone_bases(&ssh_base, &https_base);
         standin.set_git_storage(&env.git.repos);
         env.git.create_repo(REPO).unwrap();
-        let fixture = Fixture { env, standin, home: tempfile::tempdir().unwrap() };
+        let fixture = Fixture { env: Arc::clone(&env), standin, home: tempfile::tempdir().unwrap() };
         let run = Run::of(
             fixture
                 .command("kubectl-gitops-install")

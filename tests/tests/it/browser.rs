@@ -150,7 +150,7 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
 #[test]
 fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     let fixture = Fixture::install_with_flux(Kind::GitHub);
-    let env = fixture.env;
+    let env = &fixture.env;
     let source = tempfile::tempdir().unwrap();
     std::fs::write(
         source.path().join("configmap.yaml"),

@@ -79,7 +79,7 @@ fn list_until(env: &TestEnv, what: &str, done: impl Fn(&[serde_json::Value]) -> 
 #[test]
 fn a_component_pushed_as_an_artifact_installs_lists_and_upgrades_through_git() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("platform").unwrap();
     let first = push(env, "v0.0.1");
@@ -192,7 +192,7 @@ fn a_component_waits_for_a_flux_that_serves_oci_repository() {
         .filter(|document| !document.contains("name: ocirepositories.source.toolkit.fluxcd.io"))
         .collect();
     assert_eq!(without_oci.len() + 1, components.split("\n---\n").count(), "exactly the OCIRepository CRD is left out");
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.apply_yaml(&without_oci.join("\n---\n")).unwrap();
     env.kubectl_ok(&["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]).unwrap();
     env.git.create_repo("gated").unwrap();

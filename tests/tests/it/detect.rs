@@ -15,7 +15,7 @@ fn detect(env: &TestEnv, args: &[&str]) -> Run {
 
 #[test]
 fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_record() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     eprintln!("testenv (no Flux) started in {:.1?}", env.startup);
 
     let run = detect(env, &[]);
@@ -66,7 +66,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
 
 #[test]
 fn the_read_only_user_can_detect() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let run = Run::of(
         Command::new(binaries::path("kubectl-gitops-detect")).arg("--kubeconfig").arg(&env.readonly_kubeconfig),
     );

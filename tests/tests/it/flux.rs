@@ -41,7 +41,7 @@ fn install_downloads_and_verifies_the_flux_cli_once_and_kubectl_gitops_flux_runs
     // runs the older Flux.
     let server = ReleaseServer::start_with(Tamper::None, &[FLUX_VERSION, "v2.9.3"]);
     let cache = tempfile::tempdir().unwrap();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     let url = env.git.ssh_url("fleet");

@@ -58,7 +58,7 @@ fn our_watches(env: &TestEnv) -> Vec<(String, String)> {
 fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     let components = flux_release::components();
     let components = components.to_str().unwrap();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     let url = env.git.ssh_url("fleet");
@@ -118,7 +118,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert!(other.stderr.contains("(path clusters/dev), not from"), "{}", other.stderr);
 
     // A fresh cluster rebuilt from git alone converges to the same commit without a new one.
-    let fresh = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let fresh = &TestEnv::start(Options { flux: false }).unwrap();
     fresh.run_flux_once_installed();
     let rebuilt = install(env, &fresh.kubeconfig, &["--from-repo", &url, "--path", "clusters/dev"]);
     assert_eq!(rebuilt.code, Some(0), "stdout: {}\nstderr: {}", rebuilt.stdout, rebuilt.stderr);
@@ -130,7 +130,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
 #[test]
 fn install_over_an_existing_flux_reuses_it() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: true }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: true }).unwrap();
     env.apply_yaml(&std::fs::read_to_string(&components).unwrap()).unwrap();
     assert_eq!(detect(&env.kubeconfig), "flux2\n");
     env.git.create_repo("existing").unwrap();
@@ -158,7 +158,7 @@ fn install_over_an_existing_flux_reuses_it() {
 #[test]
 fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.git.create_repo("readonly").unwrap();
     let url = env.git.ssh_url("readonly");
     let run = install(
@@ -175,7 +175,7 @@ fn a_read_only_kubeconfig_is_refused_before_anything_is_pushed() {
 #[test]
 fn git_failures_are_exit_4_and_name_the_problem() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let components = components.to_str().unwrap();
     // A host key that does not match: the pinned line for another key.
     let wrong = env.dir.join("wrong_known_hosts");
@@ -225,7 +225,7 @@ fn git_failures_are_exit_4_and_name_the_problem() {
 #[test]
 fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet-http").unwrap();
     let url = env.git.http_url("fleet-http");
@@ -247,7 +247,7 @@ fn install_over_https_with_basic_auth_stores_the_credentials_for_flux() {
 #[test]
 fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.git.create_repo("slow").unwrap();
     let url = env.git.ssh_url("slow");
     let components = components.to_str().unwrap();
@@ -313,7 +313,7 @@ fn export_prints_the_manifests_without_a_cluster() {
 #[test]
 fn a_generated_deploy_key_is_shown_never_its_private_half_and_reused_on_re_runs() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("keys").unwrap();
     let url = env.git.ssh_url("keys");

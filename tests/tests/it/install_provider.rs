@@ -47,7 +47,7 @@ fn write_lines(standin: &StandIn) -> Vec<String> {
 #[test]
 fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitHub);
     // The git storage behind the provider; the API creates the repository itself.
@@ -94,7 +94,7 @@ fn github_new_repository_is_created_private_and_gets_a_read_only_deploy_key() {
 #[test]
 fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_what_to_ask_for() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let standin = standin(env, Kind::GitHub);
     standin.set_token_can_create_repos(false);
     let run = install(
@@ -114,7 +114,7 @@ fn without_rights_to_create_the_repository_nothing_is_done_and_the_hint_says_wha
 #[test]
 fn a_protected_branch_is_refused_before_any_write() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let standin = standin(env, Kind::GitLab);
     standin.add_repo("acme/fleet");
     standin.protect_branch("acme/fleet", "main");
@@ -132,7 +132,7 @@ fn a_protected_branch_is_refused_before_any_write() {
 #[test]
 fn gitlab_existing_project_gets_a_deploy_key_without_push_rights() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     let standin = standin(env, Kind::GitLab);
     standin.add_empty_repo("acme/platform/fleet");
@@ -164,7 +164,7 @@ fn gitlab_existing_project_gets_a_deploy_key_without_push_rights() {
 
 #[test]
 fn missing_owner_or_token_are_usage_errors() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let standin = standin(env, Kind::GitHub);
     let run = install(env, &standin, "github", &["--repository", "fleet"]);
     assert_eq!(run.code, Some(2));

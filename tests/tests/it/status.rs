@@ -90,7 +90,7 @@ fn helm_release(name: &str, values: &str) -> String {
 #[test]
 fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: true }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: true }).unwrap();
     env.apply_yaml(&std::fs::read_to_string(components).unwrap()).unwrap();
     push_app(env);
     env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
@@ -290,7 +290,7 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
 
 #[test]
 fn status_without_flux_says_so_and_exits_1() {
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     let run = status(env, &[]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert_eq!(

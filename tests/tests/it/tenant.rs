@@ -91,7 +91,7 @@ fn config_map(name: &str) -> String {
 #[test]
 fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     crate::app::install(env, &components);

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use gitops_e2e::testenv::TestEnv;
-use gitops_e2e::testenv::process::{run, wait_until};
+use gitops_e2e::testenv::process::{port_open, run, wait_until};
+use gitops_e2e::testenv::{Options, TestEnv};
 
 const CONVERGE: Duration = Duration::from_secs(120);
 
@@ -234,4 +234,28 @@ fn the_fake_node_renews_its_lease_and_stays_ready() {
         "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
     ]);
     assert_eq!(ready.unwrap().trim(), "True");
+}
+
+/// A test's own environment ends with the test: every process it started is gone, its ports are
+/// closed, its temp dir removed and its watchdog left (under `make test` environments that lived
+/// until the test binary exited piled up to 45 kube-apiservers on 2 cores).
+#[test]
+fn a_private_environment_stops_when_it_is_dropped() {
+    let env = TestEnv::start(Options { flux: false }).unwrap();
+    let dir = env.dir.clone();
+    let pid_file = dir.join("logs/pids");
+    let pids: Vec<String> = std::fs::read_to_string(&pid_file).unwrap().lines().map(str::to_string).collect();
+    assert!(pids.len() >= 5, "etcd, kube-apiserver, controller-manager, scheduler, kwok, servers: {pids:?}");
+    let port: u16 = env.server.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(port_open(port), "the kube-apiserver listens on {port}");
+    let watchdogs = || run(Command::new("pgrep").args(["-f", &pid_file.display().to_string()])).unwrap_or_default();
+    assert!(!watchdogs().trim().is_empty(), "a watchdog watches {}", pid_file.display());
+
+    drop(env);
+
+    let alive: Vec<&String> = pids.iter().filter(|pid| Path::new("/proc").join(pid).exists()).collect();
+    assert!(alive.is_empty(), "still running after the drop: {alive:?}");
+    assert!(!port_open(port), "the kube-apiserver port {port} is closed");
+    assert!(!dir.exists(), "{} is removed", dir.display());
+    wait_until("the watchdog to leave", Duration::from_secs(5), || Ok(watchdogs().trim().is_empty())).unwrap();
 }

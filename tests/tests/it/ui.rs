@@ -290,7 +290,7 @@ fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
 #[test]
 fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
     let components = flux_release::components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     super::app::install(env, &components);

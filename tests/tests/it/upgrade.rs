@@ -139,7 +139,7 @@ fn mutations(env: &TestEnv) -> usize {
 #[test]
 fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifests_and_storage() {
     let previous = flux_release::previous_components();
-    let env = TestEnv::start(Options { flux: false }).unwrap().detach();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
     let url = env.git.ssh_url("fleet");
@@ -389,9 +389,9 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     let bare = fixture.env.git.repos.join("acme/fleet.git");
     run(Command::new("git").arg("clone").arg("-q").arg("-b").arg(&branch).arg(&bare).arg(&clone)).unwrap();
     std::fs::write(clone.join("REVIEW.md"), "checked the release notes\n").unwrap();
-    git(fixture.env, &clone, &["add", "."]);
-    git(fixture.env, &clone, &["commit", "-q", "-m", "Reviewed"]);
-    git(fixture.env, &clone, &["push", "-q", "origin", &branch]);
+    git(&fixture.env, &clone, &["add", "."]);
+    git(&fixture.env, &clone, &["commit", "-q", "-m", "Reviewed"]);
+    git(&fixture.env, &clone, &["push", "-q", "origin", &branch]);
     let reviewed = fixture.branches();
     fixture.standin.clear_requests();
     let refused = upgrade(&["--pr"]);
@@ -421,8 +421,8 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     let fleet = work.path().join("main");
     run(Command::new("git").arg("clone").arg("-q").arg(&bare).arg(&fleet)).unwrap();
     std::fs::write(fleet.join("clusters/dev/gitops.yaml"), "kind: ConfigMap\ndata: {}\n").unwrap();
-    git(fixture.env, &fleet, &["commit", "-q", "-am", "Break the record"]);
-    git(fixture.env, &fleet, &["push", "-q", "origin", "main"]);
+    git(&fixture.env, &fleet, &["commit", "-q", "-am", "Break the record"]);
+    git(&fixture.env, &fleet, &["push", "-q", "origin", "main"]);
     let with_broken_record = fixture.branches();
     let broken = upgrade(&["--pr"]);
     assert_eq!(broken.code, Some(2), "{}", broken.render());
