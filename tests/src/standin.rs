@@ -138,6 +138,10 @@ pub struct PullSnapshot {
     pub merged: bool,
     /// Who approved it, in order.
     pub approved_by: Vec<String>,
+    /// The commit that merged it, once merged.
+    pub merge_commit: Option<String>,
+    /// Whether it was merged as one squashed commit.
+    pub squashed: bool,
 }
 
 /// A running stand-in. Dropping it stops the server.
@@ -401,6 +405,14 @@ impl StandIn {
         id
     }
 
+    /// Closes request `number` without merging it, as a reviewer who turns it down would.
+    pub fn close_pull_request(&self, path: &str, number: u64) {
+        let mut state = self.state();
+        let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        let pull = repo.pull_mut(&number.to_string()).unwrap_or_else(|| panic!("no request {number} in {path}"));
+        pull.snapshot.open = false;
+    }
+
     /// Opens a pull (merge) request directly, as [`USER`]; returns its number.
     pub fn add_pull_request(&self, path: &str, head: &str, base: &str, title: &str) -> u64 {
         self.add_pull_request_with_body(path, head, base, title, "")
@@ -512,6 +524,8 @@ fn merge_pull(
     let record = repo.pull_mut(number).ok_or(Refusal::Missing)?;
     record.snapshot.open = false;
     record.snapshot.merged = true;
+    record.snapshot.merge_commit = Some(merged.clone());
+    record.snapshot.squashed = squash;
     Ok(merged)
 }
 
@@ -635,6 +649,8 @@ impl Repo {
                 open: true,
                 merged: false,
                 approved_by: Vec::new(),
+                merge_commit: None,
+                squashed: false,
             },
         });
         number
@@ -1039,6 +1055,7 @@ fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "created_at": now_rfc3339(),
         "merged_at": if snapshot.merged { Value::from(now_rfc3339()) } else { Value::Null },
         "merged": snapshot.merged,
+        "merge_commit_sha": snapshot.merge_commit,
         // The Pull Request shape (a single request's) says whether it can be merged; no conflicts
         // are modelled, so an open request whose branch exists can.
         "mergeable": snapshot.open && repo.branches.contains_key(&snapshot.head),
@@ -1427,6 +1444,8 @@ fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "source_branch": snapshot.head,
         "target_branch": snapshot.base,
         "sha": repo.branches.get(&snapshot.head),
+        "merge_commit_sha": if snapshot.merged && !snapshot.squashed { snapshot.merge_commit.clone() } else { None },
+        "squash_commit_sha": if snapshot.squashed { snapshot.merge_commit.clone() } else { None },
         "author": { "id": 1, "username": pull.author, "name": pull.author, "state": "active" },
         "created_at": now_rfc3339(),
         // No conflicts are modelled: an open request whose branch exists can be merged.

@@ -52,7 +52,13 @@ pub struct DeliveryArgs {
     #[arg(long, help_heading = "Delivery")]
     pub dry_run: bool,
 
-    /// After pushing, wait until Flux has applied the commit and the app is Ready (or gone).
+    /// With a pull request: merge it once it is opened and read back (a merge commit, guarded by
+    /// the branch's head; the token must be allowed to merge).
+    #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]
+    pub merge: bool,
+
+    /// After pushing, wait until Flux has applied the commit and the app is Ready (or gone); with a
+    /// pull request, first until it is merged (a request closed unmerged: exit 1).
     #[arg(long, help_heading = "Delivery")]
     pub wait: bool,
 

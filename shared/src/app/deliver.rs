@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::git::{Checkout, Remote, RemoteBranch, Signature};
 use crate::output::Printer;
 use crate::plan;
-use crate::provider::{Provider, PullRequest, PullRequestOutcome, RepoRef};
+use crate::provider::{MergeMethod, Provider, PullRequest, PullRequestOutcome, PullState, RepoRef};
 use crate::publish::{self, Published};
 
 /// The config repo, and the provider API in front of it when there is one.
@@ -170,6 +170,29 @@ pub async fn execute(
                 let held = check_pull_request(repo, branch, opened.number, &plan.files).await?;
                 done(&format!("checked: #{} is open and {branch} holds {held}", opened.number));
             }
+            Step::MergePullRequest { branch } => {
+                let (Some(repo), Some((opened, _))) = (repo, &outcome.pull_request) else {
+                    return Err(Error::Internal("nothing to merge: no pull request was opened".into()));
+                };
+                let hosted =
+                    repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
+                // The head as the server holds it: on a re-run the branch already held the change
+                // and the local commit was not pushed.
+                let head =
+                    crate::git::in_place(|| crate::git::remote_head(&repo.remote, branch))?.ok_or_else(|| {
+                        Error::Remote {
+                            message: format!("branch {branch} is gone"),
+                            hint: Some("run the command again".into()),
+                        }
+                    })?;
+                hosted.provider.merge_pull_request(&hosted.repo, opened.number, &head, MergeMethod::Merge).await?;
+                done(&format!(
+                    "merged {}{} into {}",
+                    hosted.provider.kind().pull_request_sign(),
+                    opened.number,
+                    repo.branch
+                ));
+            }
             // The command waits once the change is delivered (`finish`), with what it knows of
             // the cluster and the app.
             Step::Wait => {}
@@ -211,4 +234,48 @@ async fn check_pull_request(repo: &ConfigRepo, branch: &str, number: u64, files:
         true => format!("the {} planned file change(s)", files.len()),
         false => format!("the {} planned file change(s): {}", files.len(), objects.join(", ")),
     })
+}
+
+/// How often `--wait` asks the provider about a pull request: the APIs have no watch.
+const PULL_REQUEST_POLL: Duration = Duration::from_secs(2);
+
+/// `--wait` on a pull request: asks the provider until request `number` is merged and returns
+/// the commit that merged it (a fast-forward names none: then the base branch's head). Closed
+/// without merging, or still open after `timeout`, is a "no" (exit 1).
+pub(crate) async fn merged(repo: &ConfigRepo, number: u64, timeout: Duration, printer: &Printer) -> Result<String> {
+    let hosted = repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
+    let kind = hosted.provider.kind();
+    let (noun, sign) = (kind.pull_request_noun(), kind.pull_request_sign());
+    let deadline = std::time::Instant::now() + timeout;
+    printer.progress(&format!("waiting for {noun} {sign}{number} to be merged"));
+    loop {
+        let details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| Error::Remote {
+            message: format!("{} no longer has {noun} {sign}{number}", hosted.repo),
+            hint: None,
+        })?;
+        match details.state {
+            PullState::Merged => {
+                return match details.merge_commit {
+                    Some(commit) => Ok(commit),
+                    None => crate::git::in_place(|| crate::git::remote_head(&repo.remote, &repo.branch))?
+                        .ok_or_else(|| Error::Internal(format!("{} has no branch {}", repo.remote.url, repo.branch))),
+                };
+            }
+            PullState::Closed => {
+                return Err(Error::Negative {
+                    message: format!("{noun} {sign}{number} was closed without merging: nothing was deployed"),
+                    hint: Some("run the same command again to open it again".into()),
+                });
+            }
+            PullState::Open if std::time::Instant::now() >= deadline => {
+                return Err(Error::Negative {
+                    message: format!("{noun} {sign}{number} is still open after {}", crate::duration::format(timeout)),
+                    hint: Some(format!(
+                        "merge it (`kubectl gitops pr merge {number}`) and see `kubectl gitops status`"
+                    )),
+                });
+            }
+            PullState::Open => tokio::time::sleep(PULL_REQUEST_POLL).await,
+        }
+    }
 }

@@ -233,6 +233,7 @@ async fn delivery(
     let pull_request = Delivery::PullRequest {
         branch: plan::pull_request_branch(verb, app, files),
         noun: hosted.provider.kind().pull_request_noun(),
+        merge: args.merge,
     };
     match args.mode {
         DeliveryMode::PullRequest => return Ok(pull_request),
@@ -713,10 +714,17 @@ async fn finish(
             crate::provider::PullRequestOutcome::Created => "opened",
             crate::provider::PullRequestOutcome::Updated => "updated",
         };
-        if plan.wait.is_some() && awaits.is_some() {
-            context.printer.warning(&format!("--wait does not apply to a {noun}: Flux deploys once it is merged"));
-        }
-        return Ok(format!("{noun} {verb}: {}\n", pull_request.url));
+        let line = format!("{noun} {verb}: {}\n", pull_request.url);
+        let (Some(awaits), Some(_), Some(cluster), Some(repo)) = (awaits, &plan.wait, &context.cluster, &context.repo)
+        else {
+            return Ok(line);
+        };
+        // --wait follows the request: merged (by us with --merge, or by a reviewer), then applied.
+        context.printer.progress(line.trim_end());
+        let merged = deliver::merged(repo, pull_request.number, timeout, &context.printer).await?;
+        let awaited = wait::Awaited { noun: what_noun, name: app, objects: &awaits.objects, wants_ready: awaits.ready };
+        wait::after_push(cluster, context, &awaited, &merged, timeout).await?;
+        return Ok(format!("{line}{what_noun} {app} {done} at {}\n", &merged[..merged.len().min(12)]));
     }
     if outcome.made_meanwhile {
         return Ok(format!("{what_noun} {app} was {done} meanwhile by another push; nothing to change\n"));

@@ -30,6 +30,11 @@ pub enum Step {
         /// The branch of the pull request.
         branch: String,
     },
+    /// Merge the pull request (`--merge`), guarded by the branch's head as pushed.
+    MergePullRequest {
+        /// The branch of the pull request.
+        branch: String,
+    },
     /// Wait for Flux to apply the commit (`--wait`); the command does it once delivered.
     Wait,
 }
@@ -46,6 +51,8 @@ pub enum Delivery {
         branch: String,
         /// `pull request` or `merge request`.
         noun: &'static str,
+        /// `--merge`: merge it once it is opened and read back.
+        merge: bool,
     },
 }
 
@@ -119,7 +126,7 @@ impl Plan {
                         self.message, self.branch, self.repo
                     ),
                 )),
-                Delivery::PullRequest { branch, noun } => {
+                Delivery::PullRequest { branch, noun, merge } => {
                     steps.push((
                         Step::PushBranch { branch: branch.clone() },
                         format!("commit {count} file change(s) ({:?}) and push branch {branch}", self.message),
@@ -134,11 +141,26 @@ impl Plan {
                             "check that the {noun} is open and its branch holds the {count} planned file change(s)"
                         ),
                     ));
+                    if *merge {
+                        steps.push((
+                            Step::MergePullRequest { branch: branch.clone() },
+                            format!(
+                                "merge the {noun} into {} (a merge commit, guarded by {branch}'s head)",
+                                self.branch
+                            ),
+                        ));
+                    }
                 }
             }
         }
         if let Some(wait) = &self.wait {
-            steps.push((Step::Wait, wait.clone()));
+            let words = match &self.delivery {
+                Delivery::PullRequest { noun, .. } if !self.files.is_empty() => {
+                    format!("wait until the {noun} is merged, then {}", wait.replace("the pushed commit", "the merge"))
+                }
+                _ => wait.clone(),
+            };
+            steps.push((Step::Wait, words));
         }
         steps
     }

@@ -81,6 +81,8 @@ pub struct DeliverySettings {
     pub author: Signature,
     /// `--dry-run`.
     pub dry_run: bool,
+    /// `--merge`: merge the pull request once opened.
+    pub merge: bool,
     /// `--wait`.
     pub wait: bool,
     /// `--timeout`: of `--wait`, and of retrying refused pushes.
@@ -99,6 +101,7 @@ impl DeliveryArgs {
             message: self.message.clone(),
             author: author(self.author.as_deref())?,
             dry_run: self.dry_run,
+            merge: self.merge,
             wait: self.wait,
             timeout: self.timeout,
         })

@@ -182,14 +182,30 @@ fn dry_run_text_is_numbered_steps_and_a_unified_diff() {
         },
         FileChange { path: "old.yaml".into(), before: Some("gone\n".into()), after: None },
     ];
-    let pull =
-        Delivery::PullRequest { branch: format!("gitops/add-web-{}", plan::change_hash(&files)), noun: "pull request" };
+    let pull = Delivery::PullRequest {
+        branch: plan::pull_request_branch("add", "web", &files),
+        noun: "pull request",
+        merge: false,
+    };
     insta::assert_snapshot!(plan(files.clone(), Delivery::Push).render());
-    let text = plan(files.clone(), pull).render();
+    let text = plan(files.clone(), pull.clone()).render();
     assert!(text.contains("  2. open a pull request from gitops/add-web-"), "{text}");
     assert!(
         text.contains("  3. check that the pull request is open and its branch holds the 3 planned file change(s)"),
         "{text}"
+    );
+    // --merge --wait: merged once read back, then followed to the cluster.
+    let Delivery::PullRequest { branch, .. } = pull else { unreachable!() };
+    let merged = plan(files.clone(), Delivery::PullRequest { branch, noun: "pull request", merge: true }).render();
+    assert!(
+        merged.contains("  4. merge the pull request into main (a merge commit, guarded by gitops/add-web-"),
+        "{merged}"
+    );
+    assert!(
+        merged.contains(
+            "  5. wait until the pull request is merged, then wait until Kustomization flux-system/web is Ready at the merge\n"
+        ),
+        "{merged}"
     );
     let body = plan(files.clone(), Delivery::Push).pull_request_body();
     let (source_blob, list_blob) = (plan::blob_id(b"kind: GitRepository\n"), plan::blob_id(b"resources:\n- web\n"));

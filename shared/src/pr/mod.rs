@@ -277,7 +277,7 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
     let context = app::context(target, &request.repo, true, printer).await?;
     let repo = context.repo()?.clone();
     let hosted = repo.hosted.clone().ok_or_else(|| no_pull_requests(context.record()))?;
-    let (noun, sign) = (hosted.provider.kind().pull_request_noun(), sign(&hosted));
+    let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
     let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
         Error::usage(
             format!("{} has no {noun} {sign}{number}", hosted.repo),
@@ -335,13 +335,6 @@ fn no_pull_requests(record: Option<&InstallRecord>) -> Error {
             format!("the config repo {} is on a plain git server, which has no pull requests", record.url),
             "pull requests come with a config repo on GitHub or GitLab (install --provider github|gitlab)",
         ),
-    }
-}
-
-fn sign(hosted: &HostedRepo) -> &'static str {
-    match hosted.provider.kind() {
-        crate::provider::Kind::GitHub => "#",
-        crate::provider::Kind::GitLab => "!",
     }
 }
 

@@ -128,6 +128,7 @@ fn details(state: PullState, mergeable: Option<bool>) -> PullRequestDetails {
         state,
         mergeable,
         merge_detail: mergeable.map(|yes| if yes { "clean" } else { "dirty" }.to_string()),
+        merge_commit: None,
         author: Some("alice".into()),
         created_at: None,
     }

@@ -74,6 +74,8 @@ pub(super) struct Pull {
     base: Option<PullEnd>,
     mergeable: Option<bool>,
     mergeable_state: Option<String>,
+    /// While open, GitHub's test merge; once merged, the merge (or squash, or last rebased) commit.
+    merge_commit_sha: Option<String>,
     user: Option<User>,
     created_at: Option<String>,
 }
@@ -104,6 +106,7 @@ impl From<Pull> for PullRequestDetails {
             state,
             mergeable: pull.mergeable,
             merge_detail: pull.mergeable_state,
+            merge_commit: pull.merge_commit_sha.filter(|_| state == PullState::Merged),
             author: pull.user.map(|user| user.login),
             created_at: pull.created_at,
         }

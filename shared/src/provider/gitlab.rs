@@ -131,6 +131,8 @@ pub(super) struct MergeRequest {
     detailed_merge_status: Option<String>,
     /// Before 15.6 (deprecated since): `can_be_merged`, `cannot_be_merged`, `unchecked`, …
     merge_status: Option<String>,
+    merge_commit_sha: Option<String>,
+    squash_commit_sha: Option<String>,
     author: Option<Author>,
     created_at: Option<String>,
 }
@@ -171,6 +173,7 @@ impl From<MergeRequest> for PullRequestDetails {
             state,
             mergeable: mergeable(request.detailed_merge_status.as_deref(), request.merge_status.as_deref()),
             merge_detail: request.detailed_merge_status.or(request.merge_status),
+            merge_commit: request.merge_commit_sha.or(request.squash_commit_sha),
             author: request.author.map(|author| author.username),
             created_at: request.created_at,
         }

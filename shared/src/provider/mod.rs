@@ -119,6 +119,14 @@ impl Kind {
             Kind::GitLab => "merge request",
         }
     }
+
+    /// What precedes a request's number: `#42`, `!42`.
+    pub fn pull_request_sign(self) -> &'static str {
+        match self {
+            Kind::GitHub => "#",
+            Kind::GitLab => "!",
+        }
+    }
 }
 
 impl fmt::Display for Kind {
@@ -346,6 +354,9 @@ pub struct PullRequestDetails {
     /// The provider's word for why (GitHub `mergeable_state`, GitLab `detailed_merge_status`
     /// or `merge_status`).
     pub merge_detail: Option<String>,
+    /// Once merged, the commit that merged it into the base branch (GitHub `merge_commit_sha`;
+    /// GitLab `merge_commit_sha`, or `squash_commit_sha`; none for a fast-forward).
+    pub merge_commit: Option<String>,
     /// Who opened it (GitHub `user.login`, GitLab `author.username`).
     pub author: Option<String>,
     /// When it was opened (RFC 3339).

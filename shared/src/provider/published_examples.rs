@@ -66,6 +66,7 @@ mod github {
         assert_eq!(pull.author.as_deref(), Some("octocat"));
         assert_eq!(pull.created_at.as_deref(), Some("2011-01-26T19:01:12Z"));
         assert_eq!((pull.head_branch, pull.mergeable), (None, None));
+        assert_eq!(pull.merge_commit, None, "an open request's merge_commit_sha is only GitHub's test merge");
     }
 }
 
@@ -117,5 +118,6 @@ mod gitlab {
         assert_eq!(request.author.as_deref(), Some("admin"));
         assert_eq!(request.created_at.as_deref(), Some("2017-04-29T08:46:00Z"));
         assert_eq!((request.mergeable, request.merge_detail.as_deref()), (Some(true), Some("can_be_merged")));
+        assert_eq!(request.merge_commit, None, "merged, with merge_commit_sha and squash_commit_sha null");
     }
 }

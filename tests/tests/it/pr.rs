@@ -237,3 +237,121 @@ fn gitlab_merge_request_is_squashed_into_the_config_branch() {
     assert_eq!(parents.split_whitespace().skip(1).collect::<Vec<_>>(), [main_before.as_str()], "one commit on main");
     assert!(fixture.show("main:apps/podinfo/source.yaml").contains("url: https://github.com/stefanprodan/podinfo"));
 }
+
+/// A repo on the git server holding one ConfigMap, the app `name` deploys.
+fn app_repo(fixture: &Fixture, name: &str) -> String {
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(
+        source.path().join("configmap.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n  via: a pull request\n"),
+    )
+    .unwrap();
+    crate::app::push_dir(&fixture.env, name, source.path(), "deploy");
+    fixture.env.git.ssh_url(name)
+}
+
+/// `app add NAME --url URL --path ./deploy --secret-ref flux-system --pr --wait EXTRA…`, started.
+fn add_and_wait(fixture: &Fixture, name: &str, url: &str, extra: &[&str]) -> std::process::Child {
+    let mut command = fixture.command("kubectl-gitops-app");
+    command
+        .args(["add", name, "--url", url, "--path", "./deploy", "--secret-ref", "flux-system", "--pr", "--wait"])
+        .args(["--timeout", "3m"])
+        .args(extra)
+        .arg("--private-key-file")
+        .arg(&fixture.env.git.client_key)
+        .arg("--known-hosts-file")
+        .arg(&fixture.env.git.known_hosts)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command.spawn().unwrap()
+}
+
+/// A running `app add … --wait` whose stderr is read as it comes.
+struct Waiting {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: String,
+}
+
+impl Waiting {
+    fn start(mut child: std::process::Child) -> Waiting {
+        use std::io::BufRead;
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Waiting { child, lines, stderr: String::new() }
+    }
+
+    /// Reads stderr until a line contains `text` (the command reached that point).
+    fn until(&mut self, text: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line =
+                self.lines.recv_timeout(left).unwrap_or_else(|_| panic!("never said {text:?}:\n{}", self.stderr));
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
+            if line.contains(text) {
+                return;
+            }
+        }
+    }
+
+    /// Its exit code, stdout and whole stderr.
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let output = self.child.wait_with_output().unwrap();
+        self.stderr.extend(self.lines.iter().map(|line| line + "\n"));
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), self.stderr)
+    }
+}
+
+#[test]
+fn app_add_pr_wait_follows_the_pull_request_to_the_cluster() {
+    let fixture = Fixture::install_with_flux(Kind::GitHub);
+    let plugins = binaries::plugin_dir();
+
+    // A reviewer merges it while the command waits: it then waits for the app to be Ready.
+    let url = app_repo(&fixture, "reviewed");
+    let mut waiting = Waiting::start(add_and_wait(&fixture, "reviewed", &url, &[]));
+    waiting.until("waiting for pull request #1 to be merged");
+    let merge = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1"]).as_slice());
+    assert_eq!(merge.code, Some(0), "{}\n{}", merge.stdout, merge.stderr);
+    let (code, stdout, stderr) = waiting.finish();
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let merged = fixture.main_head();
+    assert_eq!(
+        stdout,
+        format!(
+            "pull request opened: http://127.0.0.1:{}/acme/fleet/pull/1\napp reviewed added at {}\n",
+            fixture.env.git.http_port,
+            &merged[..12]
+        )
+    );
+    fixture.env.kubectl_ok(&["-n", "default", "get", "configmap", "reviewed"]).unwrap();
+
+    // --merge: the command merges its own request, then waits.
+    let url = app_repo(&fixture, "merged");
+    let run = add_and_wait(&fixture, "merged", &url, &["--merge"]).wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("merged #2 into main"), "{stderr}");
+    assert!(stdout.ends_with(&format!("app merged added at {}\n", &fixture.main_head()[..12])), "{stdout}");
+    fixture.env.kubectl_ok(&["-n", "default", "get", "configmap", "merged"]).unwrap();
+
+    // Closed without merging: exit 1, and nothing deployed.
+    let url = app_repo(&fixture, "declined");
+    let mut waiting = Waiting::start(add_and_wait(&fixture, "declined", &url, &[]));
+    waiting.until("waiting for pull request #3 to be merged");
+    fixture.standin.close_pull_request(REPO, 3);
+    let (code, _, stderr) = waiting.finish();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("error: pull request #3 was closed without merging: nothing was deployed\n"), "{stderr}");
+    assert!(!fixture.show("main:clusters/dev/apps/kustomization.yaml").contains("declined"));
+}
