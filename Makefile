@@ -22,6 +22,7 @@ TESTENV_BUILD := tests/testenv/build.sh
 FLUX_CLI_BUILD := tests/testenv/build-flux-cli.sh
 FLUX_PREVIOUS_BUILD := tests/testenv/build-flux-previous.sh
 TOOLS_BUILD := tests/testenv/build-tools.sh
+GITEA_BUILD := tests/testenv/build-gitea.sh
 # The release: VERSION (default: the workspace's), for DIST_OS/DIST_ARCH (default: this machine).
 VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 DIST_OS ?= $(shell uname -s | tr A-Z a-z)
@@ -81,11 +82,12 @@ lint: ## Format check, clippy with warnings denied, actionlint on .github/workfl
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	"$$(bash $(TOOLS_BUILD) | tail -n1)/bin/actionlint" -no-color
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew and actionlint from Go modules
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus and Gitea from Go modules
 	bash $(TESTENV_BUILD)
 	bash $(FLUX_CLI_BUILD)
 	bash $(FLUX_PREVIOUS_BUILD)
 	bash $(TOOLS_BUILD)
+	bash $(GITEA_BUILD)
 
 # The embed-flux build of kubectl-gitops-flux, with the flux CLI testenv-build built compiled in, and
 # the same package built without it, side by side in target/debug/embed-flux/ (embedded, plain: the
@@ -103,7 +105,7 @@ embed-build: build testenv-build ## kubectl-gitops-flux with the flux CLI inside
 test: deps lint build testenv-build embed-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
-		CARGO=$(CARGO) bash tests/run-tests.sh
+		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh
 
 testenv: deps testenv-build ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up

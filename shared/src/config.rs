@@ -17,7 +17,7 @@ pub fn config_file() -> Option<PathBuf> {
         .or_else(|| set(env::HOME).map(|home| home.join(".config/kubectl-gitops/config.yaml")))
 }
 
-/// The API token for `host`: `GITHUB_TOKEN` or `GITLAB_TOKEN`, else the config file's
+/// The API token for `host`: `GITHUB_TOKEN`, `GITLAB_TOKEN` or `GITEA_TOKEN`, else the config file's
 /// `tokens.<host>` ([`config_file`]); `None` when neither has one.
 pub fn provider_token(kind: Kind, host: &str) -> Option<Token> {
     let from_env = std::env::var(kind.token_env()).ok().map(Token::new);

@@ -21,6 +21,9 @@ pub const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
 /// The GitLab API token (gitlab.com or self-managed), `api` scope, for creating projects, deploy
 /// keys, branches and merge requests.
 pub const GITLAB_TOKEN: &str = "GITLAB_TOKEN";
+/// The Gitea API token (gitea.com or self-hosted), scopes write:repository, write:user and
+/// write:organization, for creating repositories, deploy keys, branches and pull requests.
+pub const GITEA_TOKEN: &str = "GITEA_TOKEN";
 /// The commit author name for commits kubectl-gitops makes (default `kubectl-gitops`).
 pub const GIT_AUTHOR_NAME: &str = "GIT_AUTHOR_NAME";
 /// The commit author e-mail for commits kubectl-gitops makes.
@@ -35,6 +38,9 @@ pub const HOME: &str = "HOME";
 pub const KUBECTL_GITOPS_GITHUB_API_URL: &str = "KUBECTL_GITOPS_GITHUB_API_URL";
 /// Overrides the GitLab API base URL (default https://gitlab.com/api/v4, or https://<--hostname>/api/v4).
 pub const KUBECTL_GITOPS_GITLAB_API_URL: &str = "KUBECTL_GITOPS_GITLAB_API_URL";
+/// Overrides the Gitea API base URL (default https://gitea.com/api/v1, or https://<--hostname>/api/v1):
+/// a Gitea served over plain HTTP (`http://git.internal:3000/api/v1`).
+pub const KUBECTL_GITOPS_GITEA_API_URL: &str = "KUBECTL_GITOPS_GITEA_API_URL";
 /// The config file holding provider tokens by host (default
 /// `$XDG_CONFIG_HOME/kubectl-gitops/config.yaml`, else `~/.config/kubectl-gitops/config.yaml`).
 pub const KUBECTL_GITOPS_CONFIG: &str = "KUBECTL_GITOPS_CONFIG";

@@ -230,12 +230,16 @@ fn no_content() -> Response {
     Response { status: 204, headers: Vec::new(), body: Vec::new(), content_type: "application/json; charset=utf-8" }
 }
 
+/// Why the stand-in has no Gitea: the Gitea tests run against the real Gitea (testenv::gitea).
+const GITEA_IS_REAL: &str = "the stand-in imitates GitHub and GitLab; Gitea is tested against the real Gitea";
+
 impl StandIn {
     /// Starts a stand-in for `kind` on a free port of 127.0.0.1.
     pub fn start(kind: Kind) -> StandIn {
         let (ssh_base, https_base) = match kind {
             Kind::GitHub => ("git@github.com:", "https://github.com/"),
             Kind::GitLab => ("git@gitlab.com:", "https://gitlab.com/"),
+            Kind::Gitea => panic!("{GITEA_IS_REAL}"),
         };
         let mut state = State {
             kind,
@@ -276,6 +280,7 @@ impl StandIn {
         let base_url = match kind {
             Kind::GitHub => server.origin.clone(),
             Kind::GitLab => format!("{}/api/v4", server.origin),
+            Kind::Gitea => unreachable!("{GITEA_IS_REAL}"),
         };
         StandIn { base_url, kind, state, _server: server }
     }
@@ -595,6 +600,7 @@ fn stored_key(kind: Kind, key: &str) -> String {
     match kind {
         Kind::GitHub => key.split_whitespace().take(2).collect::<Vec<_>>().join(" "),
         Kind::GitLab => key.trim().to_string(),
+        Kind::Gitea => unreachable!("{GITEA_IS_REAL}"),
     }
 }
 
@@ -829,6 +835,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
             .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("token ")))
             .map(str::to_string),
         Kind::GitLab => incoming.headers.get("private-token").cloned(),
+        Kind::Gitea => unreachable!("{GITEA_IS_REAL}"),
     };
     let caller = token.as_deref().and_then(|token| state.users.get(token)).map(|user| Caller {
         login: user.login.clone(),
@@ -870,6 +877,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
                 }),
             ),
             Kind::GitLab => respond(401, &json!({ "message": "401 Unauthorized" })),
+            Kind::Gitea => unreachable!("{GITEA_IS_REAL}"),
         };
     };
     if state.rate_limited {
@@ -897,6 +905,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
                 body: b"Retry later\n".to_vec(),
                 content_type: "text/plain",
             },
+            Kind::Gitea => unreachable!("{GITEA_IS_REAL}"),
         };
     }
     let body = body.unwrap_or(Value::Null);
@@ -906,6 +915,7 @@ fn handle(state: &mut State, incoming: &Incoming) -> Response {
             Some(rest) => gitlab(state, incoming, rest, &caller, &body),
             None => gitlab_not_found("404 Not Found"),
         },
+        Kind::Gitea => unreachable!("{GITEA_IS_REAL}"),
     }
 }
 

@@ -32,7 +32,6 @@ pub use self::settings::{ListRequest, Target};
 use self::spec::{AppSpec, Versions};
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
 use crate::detect::{self, ClusterState, Detection};
-use crate::env;
 use crate::error::{Error, Result};
 use crate::flux::api;
 use crate::git::{Auth, Checkout, Remote};
@@ -153,14 +152,10 @@ pub(crate) fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<Hoste
             crate::config::token_hint(kind, &host),
         )
     })?;
-    let api_override = match kind {
-        Kind::GitHub => env::KUBECTL_GITOPS_GITHUB_API_URL,
-        Kind::GitLab => env::KUBECTL_GITOPS_GITLAB_API_URL,
-    };
     let config = ProviderConfig {
         kind,
         hostname: record.hostname.clone(),
-        api_base: std::env::var(api_override).ok().filter(|value| !value.is_empty()),
+        api_base: std::env::var(kind.api_url_env()).ok().filter(|value| !value.is_empty()),
         token: token.clone(),
     };
     Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)?, token }))
@@ -186,13 +181,7 @@ fn push_remote(url: &str, args: &RepoSettings, hosted: Option<&HostedRepo>, pinn
         return Ok(Remote { url: parsed.canonical, auth });
     }
     let (username, password) = match hosted {
-        Some(hosted) => {
-            let user = match hosted.provider.kind() {
-                Kind::GitHub => "git",
-                Kind::GitLab => "oauth2",
-            };
-            (user.to_string(), hosted.token.expose().to_string())
-        }
+        Some(hosted) => (hosted.provider.kind().token_user().to_string(), hosted.token.expose().to_string()),
         None => repo_access::https_credentials()?,
     };
     Ok(Remote { url: parsed.canonical, auth: Auth::Basic { username, password } })

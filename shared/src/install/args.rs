@@ -15,6 +15,8 @@ pub enum ProviderKind {
     Github,
     /// GitLab, cloud or self-managed.
     Gitlab,
+    /// Gitea, gitea.com or self-hosted.
+    Gitea,
     /// Any git server over SSH or HTTPS (`--url`); the deploy key is printed for you to add.
     Git,
 }
@@ -25,6 +27,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Github => "github",
             ProviderKind::Gitlab => "gitlab",
+            ProviderKind::Gitea => "gitea",
             ProviderKind::Git => "git",
         }
     }
@@ -33,19 +36,19 @@ impl ProviderKind {
 /// What `install` is asked to do.
 #[derive(Debug, Clone, Args)]
 pub struct InstallArgs {
-    /// Where the config repo lives: github, gitlab, or git (any server, with --url).
+    /// Where the config repo lives: github, gitlab, gitea, or git (any server, with --url).
     #[arg(long, value_enum, default_value_t = ProviderKind::Git, help_heading = "Repository")]
     pub provider: ProviderKind,
 
-    /// The repository's owner: a user, organisation or group (github, gitlab).
+    /// The repository's owner: a user, organisation or group (github, gitlab, gitea).
     #[arg(long, help_heading = "Repository")]
     pub owner: Option<String>,
 
-    /// The repository's name (github, gitlab).
+    /// The repository's name (github, gitlab, gitea).
     #[arg(long, help_heading = "Repository")]
     pub repository: Option<String>,
 
-    /// The host of GitHub Enterprise or self-managed GitLab (default github.com / gitlab.com).
+    /// The host of GitHub Enterprise, self-managed GitLab or Gitea (default github.com / gitlab.com / gitea.com).
     #[arg(long, help_heading = "Repository")]
     pub hostname: Option<String>,
 

@@ -550,7 +550,7 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
     let pinned = pinned.as_deref();
     let (source, hosted) = match settings.repo.provider {
         ProviderKind::Git => (source::generic(settings, pinned, &confirm)?, None),
-        ProviderKind::Github | ProviderKind::Gitlab => {
+        ProviderKind::Github | ProviderKind::Gitlab | ProviderKind::Gitea => {
             let (mut source, mut hosted) = source::hosted(settings, pinned, &confirm).await?;
             if hosted.info.is_none() && settings.mode == Mode::Apply {
                 create_repository(&hosted, &request, printer).await?;

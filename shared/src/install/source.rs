@@ -3,7 +3,6 @@
 use super::args::ProviderKind;
 use super::settings::InstallSettings;
 use crate::deploy_key::{DeployKey, REDACTED};
-use crate::env;
 use crate::error::{Error, Result};
 use crate::git::{Auth, Remote};
 use crate::provider::{Kind, Provider, ProviderConfig, RepoInfo, RepoRef};
@@ -66,7 +65,7 @@ impl Hosted {
     }
 }
 
-/// Resolves a GitHub or GitLab repository: checks the flags and the token, and asks the API
+/// Resolves a GitHub, GitLab or Gitea repository: checks the flags and the token, and asks the API
 /// about the repository, its branch protection and its deploy keys (read-only calls).
 pub async fn hosted(
     settings: &InstallSettings,
@@ -74,9 +73,10 @@ pub async fn hosted(
     confirm: &dyn Fn(&str) -> Result<bool>,
 ) -> Result<(RepoSource, Hosted)> {
     let (flags, access) = (&settings.repo, &settings.access);
-    let (kind, api_override) = match flags.provider {
-        ProviderKind::Github => (Kind::GitHub, env::KUBECTL_GITOPS_GITHUB_API_URL),
-        ProviderKind::Gitlab => (Kind::GitLab, env::KUBECTL_GITOPS_GITLAB_API_URL),
+    let kind = match flags.provider {
+        ProviderKind::Github => Kind::GitHub,
+        ProviderKind::Gitlab => Kind::GitLab,
+        ProviderKind::Gitea => Kind::Gitea,
         ProviderKind::Git => {
             return Err(Error::usage("--provider git has no API", "pass --url instead of --owner/--repository"));
         }
@@ -100,7 +100,7 @@ pub async fn hosted(
     let config = ProviderConfig {
         kind,
         hostname: flags.hostname.clone(),
-        api_base: std::env::var(api_override).ok().filter(|v| !v.is_empty()),
+        api_base: std::env::var(kind.api_url_env()).ok().filter(|v| !v.is_empty()),
         token: token.clone(),
     };
     let provider = Provider::new(config)?;
@@ -128,11 +128,7 @@ pub async fn hosted(
         info.as_ref().map_or_else(|| format!("https://{host}/{}.git", repo.path()), |i| i.https_url.clone());
     let ssh = parse_url(&ssh_url)?;
     let private_key = access.private_key_file.as_deref().map(read_private_key).transpose()?;
-    let token_user = match kind {
-        Kind::GitHub => "git",
-        Kind::GitLab => "oauth2",
-    };
-    let basic = Auth::Basic { username: token_user.to_string(), password: token.expose().to_string() };
+    let basic = Auth::Basic { username: kind.token_user().to_string(), password: token.expose().to_string() };
     let (flux_url, known_hosts) = if access.token_auth {
         (parse_url(&https_url)?.canonical, String::new())
     } else if info.is_none() {
@@ -150,7 +146,7 @@ pub async fn hosted(
         },
         None => Remote { url: parse_url(&https_url)?.canonical, auth: basic },
     };
-    let flux_basic = access.token_auth.then(|| (token_user.to_string(), token.expose().to_string()));
+    let flux_basic = access.token_auth.then(|| (kind.token_user().to_string(), token.expose().to_string()));
     let source = RepoSource { provider: flags.provider, flux_url, push_remote, known_hosts, private_key, flux_basic };
     Ok((source, Hosted { provider, repo, info, deploy_keys }))
 }

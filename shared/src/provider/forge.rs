@@ -1,6 +1,6 @@
-//! The calls GitHub and GitLab answer the same way, written once over what differs between them
-//! ([`Forge`]: paths, field names, statuses, wording). github.rs and gitlab.rs say only that, and
-//! keep the calls that really differ (a repository's lookup and creation, branch protection).
+//! The calls GitHub, GitLab and Gitea answer the same way, written once over what differs between
+//! them ([`Forge`]: paths, field names, statuses, wording). github.rs, gitlab.rs and gitea.rs say
+//! only that, and keep the calls that really differ (a repository's creation).
 
 use reqwest::Method;
 use serde::de::DeserializeOwned;
@@ -9,7 +9,8 @@ use serde_json::Value;
 use serde::Deserialize;
 
 use super::{
-    DeployKey, MergeMethod, Provider, ProviderError, PullRequest, PullRequestDetails, RepoInfo, RepoRef, encode_segment,
+    DeployKey, MergeMethod, Provider, ProviderError, PullRequest, PullRequestDetails, PullState, RepoInfo, RepoRef,
+    encode_segment,
 };
 
 /// What one provider's REST API calls things, where it keeps them and how it answers.
@@ -55,22 +56,37 @@ pub(super) trait Forge {
     /// Below a request's path, where an approval is posted, and its body; the status of success.
     fn approval(head_sha: &str) -> (&'static str, Value);
     const APPROVED: u16;
+    /// The method that merges a request (Gitea POSTs).
+    const MERGE: Method = Method::PUT;
     /// The body of a merge guarded by `head_sha`.
     fn merge(head_sha: &str, method: MergeMethod) -> Value;
     /// A request as the API returns it, read whole.
     type Details: DeserializeOwned + Into<PullRequestDetails>;
     /// The `state` query value of open requests.
     const OPEN: &'static str;
-    /// The query that finds the open request from `head_branch` into `base`.
-    fn open_change_requests(repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)>;
+    /// How the open request from `head_branch` into `base` is found.
+    fn open_change_request(repo: &RepoRef, head_branch: &str, base: &str) -> Lookup;
     /// The body that opens a request.
     fn new_change_request(head_branch: &str, base: &str, title: &str, body: &str) -> Value;
-    /// The error for an answer that says a request for the branch is open already, if it is one.
-    fn change_request_exists(provider: &Provider, reply: &super::Reply, what: &str) -> Option<ProviderError>;
-    /// The method that edits a request (GitHub PATCH, GitLab PUT) and the body that sets its
-    /// title and description.
-    const EDIT: Method;
+    /// The error for an answer that says a request for the branch is open already, if it is one:
+    /// GitLab and Gitea answer 409.
+    fn change_request_exists(provider: &Provider, reply: &super::Reply, what: &str) -> Option<ProviderError> {
+        (reply.status == 409).then(|| ProviderError::AlreadyExists {
+            what: format!("{what}: {}", provider.scrub(&super::server_message(&reply.body))),
+        })
+    }
+    /// The method that edits a request (GitHub PATCH, GitLab PUT) and its status of success
+    /// (Gitea 201), and the body that sets its title and description.
+    const EDIT: (Method, u16);
     fn edited_change_request(title: &str, body: &str) -> Value;
+}
+
+/// Where the open request from a branch is found.
+pub(super) enum Lookup {
+    /// The first of the listing below [`Forge::CHANGE_REQUESTS`] with this query.
+    Listed(Vec<(&'static str, String)>),
+    /// The request at this path below [`Forge::CHANGE_REQUESTS`], when it is open.
+    One(String),
 }
 
 fn path<F: Forge>(repo: &RepoRef, below: &str) -> String {
@@ -214,12 +230,25 @@ pub(super) async fn find_open_pull_request<F: Forge>(
     head_branch: &str,
     base: &str,
 ) -> Result<Option<PullRequest>, ProviderError> {
-    let what = format!("listing {}s of {} {repo}", F::CHANGE_REQUEST.0, F::REPOSITORY);
-    let query = F::open_change_requests(repo, head_branch, base);
-    let query: Vec<(&str, &str)> = query.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    let reply = provider.call(Method::GET, &path::<F>(repo, F::CHANGE_REQUESTS), &query, None).await?;
-    let requests: Vec<ChangeRequest> = provider.expect(&reply, 200, &what)?;
-    Ok(requests.into_iter().next().map(Into::into))
+    let what = format!("looking up the open {} from {head_branch} in {} {repo}", F::CHANGE_REQUEST.0, F::REPOSITORY);
+    match F::open_change_request(repo, head_branch, base) {
+        Lookup::Listed(query) => {
+            let query: Vec<(&str, &str)> = query.iter().map(|(name, value)| (*name, value.as_str())).collect();
+            let reply = provider.call(Method::GET, &path::<F>(repo, F::CHANGE_REQUESTS), &query, None).await?;
+            let requests: Vec<ChangeRequest> = provider.expect(&reply, 200, &what)?;
+            Ok(requests.into_iter().next().map(Into::into))
+        }
+        Lookup::One(below) => {
+            let request = path::<F>(repo, &format!("{}{below}", F::CHANGE_REQUESTS));
+            let found: Option<PullRequestDetails> =
+                provider.get_if_found::<F::Details>(&request, &what).await?.map(Into::into);
+            Ok(found.filter(|request| request.state == PullState::Open).map(|request| PullRequest {
+                number: request.number,
+                url: request.url,
+                title: request.title,
+            }))
+        }
+    }
 }
 
 pub(super) async fn create_pull_request<F: Forge>(
@@ -250,8 +279,9 @@ pub(super) async fn update_pull_request<F: Forge>(
     let what = format!("updating {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let request = F::edited_change_request(title, body);
     let edited = path::<F>(repo, &format!("{}/{number}", F::CHANGE_REQUESTS));
-    let reply = provider.call(F::EDIT, &edited, &[], Some(&request)).await?;
-    Ok(provider.expect::<ChangeRequest>(&reply, 200, &what)?.into())
+    let (method, edited_status) = F::EDIT;
+    let reply = provider.call(method, &edited, &[], Some(&request)).await?;
+    Ok(provider.expect::<ChangeRequest>(&reply, edited_status, &what)?.into())
 }
 
 pub(super) async fn list_open_pull_requests<F: Forge>(
@@ -299,7 +329,7 @@ pub(super) async fn merge_pull_request<F: Forge>(
     let (noun, sign) = F::CHANGE_REQUEST;
     let what = format!("merging {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let merge = path::<F>(repo, &format!("{}/{number}/merge", F::CHANGE_REQUESTS));
-    let reply = provider.call(Method::PUT, &merge, &[], Some(&F::merge(head_sha, method))).await?;
+    let reply = provider.call(F::MERGE, &merge, &[], Some(&F::merge(head_sha, method))).await?;
     provider.expect_status(&reply, &[200], &what).map_err(|error| match error {
         ProviderError::Api { status: 405, message, .. } => ProviderError::Api {
             status: 405,

@@ -15,7 +15,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::forge::{self, Forge};
+use super::forge::{self, Forge, Lookup};
 use super::{
     MergeMethod, Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment,
 };
@@ -119,6 +119,19 @@ pub(super) async fn create_repository(
     private: bool,
     personal: bool,
 ) -> Result<RepoInfo, ProviderError> {
+    create_owned_repository::<GitHub>(provider, repo, private, personal, 422).await
+}
+
+/// Creates an empty repository the way GitHub and Gitea both do: `POST /user/repos` for the
+/// token's own account, else `POST /orgs/{org}/repos`. `taken` is the status that, with the words
+/// "already exists", says the name is taken (GitHub 422, Gitea 409).
+pub(super) async fn create_owned_repository<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    private: bool,
+    personal: bool,
+    taken: u16,
+) -> Result<RepoInfo, ProviderError> {
     let path = if personal {
         provider.check_personal_owner(repo, |user: User| user.login).await?;
         "/user/repos".to_string()
@@ -126,25 +139,21 @@ pub(super) async fn create_repository(
         format!("/orgs/{}/repos", encode_segment(&repo.owner))
     };
     let body = json!({ "name": repo.name, "private": private, "auto_init": false });
-    let what = format!("creating GitHub repository {repo}");
+    let what = format!("creating {} {repo}", F::REPOSITORY);
     let reply = provider.call(Method::POST, &path, &[], Some(&body)).await?;
     match reply.status {
         201 => Ok(provider.decode::<Repository>(&reply, &what)?.into()),
         404 if !personal => Err(ProviderError::NotFound {
-            what: format!("GitHub organization {} (creating {repo})", repo.owner),
+            what: format!("{} organization {} (creating {repo})", provider.kind, repo.owner),
             kind: provider.kind,
         }),
-        422 => {
+        status => {
             let error = provider.failure(&reply, &what);
-            if error.to_string().contains("already exists") {
-                Err(ProviderError::AlreadyExists { what: format!("GitHub repository {repo}") })
-            } else {
-                Err(error)
+            if status == taken && error.to_string().contains("already exists") {
+                return Err(ProviderError::AlreadyExists { what: format!("{} {repo}", F::REPOSITORY) });
             }
+            Err(error.with_forbidden_hint(|| forge::create_refused_hint::<F>(provider.host(), repo, personal)))
         }
-        _ => Err(provider
-            .failure(&reply, &what)
-            .with_forbidden_hint(|| forge::create_refused_hint::<GitHub>(provider.host(), repo, personal))),
     }
 }
 
@@ -213,8 +222,12 @@ impl Forge for GitHub {
     type Details = Pull;
     const OPEN: &'static str = "open";
 
-    fn open_change_requests(repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)> {
-        vec![("state", "open".into()), ("head", format!("{}:{head_branch}", repo.owner)), ("base", base.into())]
+    fn open_change_request(repo: &RepoRef, head_branch: &str, base: &str) -> Lookup {
+        Lookup::Listed(vec![
+            ("state", "open".into()),
+            ("head", format!("{}:{head_branch}", repo.owner)),
+            ("base", base.into()),
+        ])
     }
 
     fn new_change_request(head_branch: &str, base: &str, title: &str, body: &str) -> Value {
@@ -233,7 +246,7 @@ impl Forge for GitHub {
         }
     }
 
-    const EDIT: Method = Method::PATCH;
+    const EDIT: (Method, u16) = (Method::PATCH, 200);
 
     fn edited_change_request(title: &str, body: &str) -> Value {
         json!({ "title": title, "body": body })

@@ -15,10 +15,8 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::forge::{self, Forge};
-use super::{
-    MergeMethod, Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef, encode_segment,
-};
+use super::forge::{self, Forge, Lookup};
+use super::{MergeMethod, Provider, ProviderError, PullRequestDetails, PullState, RepoInfo, RepoRef, encode_segment};
 
 /// `/projects/{url-encoded owner/name}`.
 pub(super) fn project_path(repo: &RepoRef) -> String {
@@ -234,21 +232,19 @@ impl Forge for GitLab {
     type Details = MergeRequest;
     const OPEN: &'static str = "opened";
 
-    fn open_change_requests(_repo: &RepoRef, head_branch: &str, base: &str) -> Vec<(&'static str, String)> {
-        vec![("state", "opened".into()), ("source_branch", head_branch.into()), ("target_branch", base.into())]
+    fn open_change_request(_repo: &RepoRef, head_branch: &str, base: &str) -> Lookup {
+        Lookup::Listed(vec![
+            ("state", "opened".into()),
+            ("source_branch", head_branch.into()),
+            ("target_branch", base.into()),
+        ])
     }
 
     fn new_change_request(head_branch: &str, base: &str, title: &str, body: &str) -> Value {
         json!({ "source_branch": head_branch, "target_branch": base, "title": title, "description": body })
     }
 
-    fn change_request_exists(provider: &Provider, reply: &Reply, what: &str) -> Option<ProviderError> {
-        (reply.status == 409).then(|| ProviderError::AlreadyExists {
-            what: format!("{what}: {}", provider.scrub(&super::server_message(&reply.body))),
-        })
-    }
-
-    const EDIT: Method = Method::PUT;
+    const EDIT: (Method, u16) = (Method::PUT, 200);
 
     fn edited_change_request(title: &str, body: &str) -> Value {
         json!({ "title": title, "description": body })

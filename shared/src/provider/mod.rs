@@ -1,5 +1,5 @@
-//! Git providers (GitHub, GitLab) over their REST APIs: repositories, branch protection, deploy
-//! keys, branches and pull (merge) requests.
+//! Git providers (GitHub, GitLab, Gitea) over their REST APIs: repositories, branch protection,
+//! deploy keys, branches and pull (merge) requests.
 //!
 //! One [`Provider`] is one authenticated client for one host. Every method is one operation the
 //! commands need, implemented for both providers by following their published REST APIs:
@@ -9,6 +9,8 @@
 //! - GitLab REST API v4 (<https://docs.gitlab.com/api/rest/>), on `gitlab.com` or a
 //!   self-managed instance (`https://{host}/api/v4`). A project is addressed by its URL-encoded
 //!   path (`group%2Fsubgroup%2Fproject`), so owners may be nested groups.
+//! - Gitea REST API v1 (the `/api/swagger` of every instance), on gitea.com or a self-hosted
+//!   instance (`https://{host}/api/v1`).
 //!
 //! The token never leaves this module except in the authentication header: [`Token`] prints as
 //! `***`, and error messages are scrubbed of it. Every request has a timeout
@@ -27,6 +29,7 @@ macro_rules! published_example {
 }
 
 mod forge;
+mod gitea;
 mod github;
 mod gitlab;
 #[cfg(test)]
@@ -80,20 +83,23 @@ pub enum Kind {
     GitHub,
     /// GitLab: gitlab.com or a self-managed instance.
     GitLab,
+    /// Gitea: gitea.com or a self-hosted instance.
+    Gitea,
 }
 
 impl Kind {
-    /// The lower-case name used in flags and in the install record (`github`, `gitlab`).
+    /// The lower-case name used in flags and in the install record (`github`, `gitlab`, `gitea`).
     pub fn id(self) -> &'static str {
         match self {
             Kind::GitHub => "github",
             Kind::GitLab => "gitlab",
+            Kind::Gitea => "gitea",
         }
     }
 
     /// The kind a lower-case name ([`Kind::id`]) stands for.
     pub fn from_id(id: &str) -> Option<Kind> {
-        [Kind::GitHub, Kind::GitLab].into_iter().find(|kind| kind.id() == id)
+        [Kind::GitHub, Kind::GitLab, Kind::Gitea].into_iter().find(|kind| kind.id() == id)
     }
 
     /// The environment variable holding this provider's API token.
@@ -101,6 +107,24 @@ impl Kind {
         match self {
             Kind::GitHub => env::GITHUB_TOKEN,
             Kind::GitLab => env::GITLAB_TOKEN,
+            Kind::Gitea => env::GITEA_TOKEN,
+        }
+    }
+
+    /// The environment variable that overrides this provider's API base URL.
+    pub fn api_url_env(self) -> &'static str {
+        match self {
+            Kind::GitHub => env::KUBECTL_GITOPS_GITHUB_API_URL,
+            Kind::GitLab => env::KUBECTL_GITOPS_GITLAB_API_URL,
+            Kind::Gitea => env::KUBECTL_GITOPS_GITEA_API_URL,
+        }
+    }
+
+    /// The user name that goes with the API token over git HTTPS (the token is the password).
+    pub fn token_user(self) -> &'static str {
+        match self {
+            Kind::GitHub | Kind::Gitea => "git",
+            Kind::GitLab => "oauth2",
         }
     }
 
@@ -109,13 +133,14 @@ impl Kind {
         match self {
             Kind::GitHub => "github.com",
             Kind::GitLab => "gitlab.com",
+            Kind::Gitea => "gitea.com",
         }
     }
 
     /// What a pull request is called on this provider, for messages.
     pub fn pull_request_noun(self) -> &'static str {
         match self {
-            Kind::GitHub => "pull request",
+            Kind::GitHub | Kind::Gitea => "pull request",
             Kind::GitLab => "merge request",
         }
     }
@@ -123,7 +148,7 @@ impl Kind {
     /// What precedes a request's number: `#42`, `!42`.
     pub fn pull_request_sign(self) -> &'static str {
         match self {
-            Kind::GitHub => "#",
+            Kind::GitHub | Kind::Gitea => "#",
             Kind::GitLab => "!",
         }
     }
@@ -134,6 +159,7 @@ impl fmt::Display for Kind {
         f.write_str(match self {
             Kind::GitHub => "GitHub",
             Kind::GitLab => "GitLab",
+            Kind::Gitea => "Gitea",
         })
     }
 }
@@ -202,6 +228,7 @@ impl ProviderConfig {
                     Kind::GitHub if host.eq_ignore_ascii_case("github.com") => "https://api.github.com".to_string(),
                     Kind::GitHub => format!("https://{host}/api/v3"),
                     Kind::GitLab => format!("https://{host}/api/v4"),
+                    Kind::Gitea => format!("https://{host}/api/v1"),
                 }
             }
         };
@@ -510,6 +537,10 @@ impl ProviderError {
                     "set {} to a valid token for {host} with the `api` scope (personal, group or project access token, Maintainer role on the project)",
                     kind.token_env()
                 ),
+                Kind::Gitea => format!(
+                    "set {} to a valid access token for {host} with the write:repository, write:user and write:organization scopes (Settings → Applications)",
+                    kind.token_env()
+                ),
             }),
             ProviderError::Forbidden { hint, .. } | ProviderError::Api { hint, .. } => hint.clone(),
             ProviderError::NotFound { kind, .. } => Some(format!(
@@ -562,24 +593,26 @@ impl Reply {
     }
 }
 
-/// `github::f(self, args…)` or `gitlab::f(self, args…)`, by the provider's kind, awaited: the
+/// `github::f(self, args…)`, `gitlab::f(…)` or `gitea::f(…)`, by the provider's kind, awaited: the
 /// public methods of [`Provider`] hand each operation to the module of its provider.
 macro_rules! by_kind {
     ($provider:ident . $function:ident($($arg:expr),* $(,)?)) => {
         match $provider.kind {
             Kind::GitHub => github::$function($provider, $($arg),*).await,
             Kind::GitLab => gitlab::$function($provider, $($arg),*).await,
+            Kind::Gitea => gitea::$function($provider, $($arg),*).await,
         }
     };
 }
 
-/// `forge::f::<GitHub>(self, args…)` or `forge::f::<GitLab>(self, args…)`: an operation both
-/// providers answer alike, written once in `forge` over what differs.
+/// `forge::f::<GitHub>(self, args…)`, `forge::f::<GitLab>(…)` or `forge::f::<Gitea>(…)`: an
+/// operation every provider answers alike, written once in `forge` over what differs.
 macro_rules! by_forge {
     ($provider:ident . $function:ident($($arg:expr),* $(,)?)) => {
         match $provider.kind {
             Kind::GitHub => forge::$function::<github::GitHub>($provider, $($arg),*).await,
             Kind::GitLab => forge::$function::<gitlab::GitLab>($provider, $($arg),*).await,
+            Kind::Gitea => forge::$function::<gitea::Gitea>($provider, $($arg),*).await,
         }
     };
 }
@@ -618,6 +651,10 @@ impl Provider {
             Kind::GitLab => {
                 headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
                 (HeaderName::from_static("private-token"), config.token.expose().to_string())
+            }
+            Kind::Gitea => {
+                headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
+                (reqwest::header::AUTHORIZATION, format!("token {}", config.token.expose()))
             }
         };
         let mut secret = HeaderValue::from_str(&value).map_err(|_| {
@@ -965,11 +1002,16 @@ impl Provider {
         Ok(Reply { status, headers, body })
     }
 
-    /// A GET of every page of the list at `path`, 100 items a page, following
+    /// A GET of every page of the list at `path`, 100 items a page (Gitea 50), following
     /// `Link: <…>; rel="next"` on the same host.
     async fn get_all<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<Vec<T>, ProviderError> {
         let mut items = Vec::new();
-        let mut next = Some(self.url(path, &[("per_page", "100")])?);
+        // Gitea reads `limit`, and serves at most 50 a page unless its admin raised MAX_RESPONSE_ITEMS.
+        let page_size = match self.kind {
+            Kind::GitHub | Kind::GitLab => ("per_page", "100"),
+            Kind::Gitea => ("limit", "50"),
+        };
+        let mut next = Some(self.url(path, &[page_size])?);
         let mut pages = 0;
         while let Some(url) = next.take() {
             pages += 1;

@@ -1,6 +1,7 @@
 //! The providers' response structs parse the GitHub and GitLab docs' published response examples
 //! (`tests/fixtures/providers/<provider>`, provenance in `tests/fixtures/providers/PROVENANCE.md`),
-//! so that our client and our stand-in cannot share one misunderstanding of the API.
+//! so that our client and our stand-in cannot share one misunderstanding of the API. Gitea's are
+//! answers recorded from the real Gitea the end-to-end tests run (tests/tests/it/gitea.rs).
 
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
@@ -119,5 +120,78 @@ mod gitlab {
         assert_eq!(request.created_at.as_deref(), Some("2017-04-29T08:46:00Z"));
         assert_eq!((request.mergeable, request.merge_detail.as_deref()), (Some(true), Some("can_be_merged")));
         assert_eq!(request.merge_commit, None, "merged, with merge_commit_sha and squash_commit_sha null");
+    }
+}
+
+mod gitea {
+    use super::super::forge::{Branch, ChangeRequest, Key};
+    use super::super::gitea::Pull;
+    use super::super::github::Repository;
+    use super::super::{DeployKey, PullRequest, PullRequestDetails, PullState, RepoInfo};
+
+    #[test]
+    fn repository_reads_urls_default_branch_and_push_permission() {
+        let repo: Repository = serde_json::from_str(published_example!("gitea", "get-repository.json")).unwrap();
+        let info = RepoInfo::from(repo);
+        assert_eq!(info.default_branch.as_deref(), Some("main"));
+        assert!(info.private);
+        assert_eq!(info.ssh_url, "ssh://root@127.0.0.1:13022/acme/fleet.git");
+        assert_eq!(info.https_url, "http://127.0.0.1:13000/acme/fleet.git");
+        assert_eq!(info.web_url, "http://127.0.0.1:13000/acme/fleet");
+        assert_eq!(info.can_push, Some(true));
+    }
+
+    #[test]
+    fn deploy_keys_read_id_title_key_and_read_only() {
+        let keys: Vec<Key> = serde_json::from_str(published_example!("gitea", "list-deploy-keys.json")).unwrap();
+        let keys: Vec<DeployKey> = keys.into_iter().map(DeployKey::from).collect();
+        assert_eq!(keys.len(), 1);
+        assert_eq!((keys[0].id, keys[0].title.as_str()), (1, "flux-system"));
+        assert!(keys[0].key.starts_with("ssh-ed25519 AAAA"), "{}", keys[0].key);
+        assert!(keys[0].read_only);
+    }
+
+    #[test]
+    fn branch_reads_protected() {
+        let branch: Branch = serde_json::from_str(published_example!("gitea", "get-branch.json")).unwrap();
+        assert!(!branch.protected);
+    }
+
+    #[test]
+    fn an_open_pull_request_reads_number_branches_head_and_mergeable() {
+        let text = published_example!("gitea", "get-pull-request-open.json");
+        let request = PullRequest::from(serde_json::from_str::<ChangeRequest>(text).unwrap());
+        assert_eq!(request.number, 1);
+        assert_eq!(request.url, "http://127.0.0.1:13000/acme/fleet/pulls/1");
+        assert_eq!(request.title, "Add app hello");
+        let details = PullRequestDetails::from(serde_json::from_str::<Pull>(text).unwrap());
+        assert_eq!((details.number, details.state), (1, PullState::Open));
+        assert_eq!(
+            (details.head_branch.as_deref(), details.base_branch.as_deref()),
+            (Some("gitops/add-hello-1a2b3c4"), Some("main"))
+        );
+        assert_eq!(details.head_sha.as_deref(), Some("b76795ae34214ef1180ee7d033748d9f08edee31"));
+        assert_eq!((details.mergeable, details.merge_commit), (Some(true), None));
+        assert_eq!(details.author.as_deref(), Some("gitops"));
+        assert_eq!(details.body, "kubectl-gitops");
+    }
+
+    #[test]
+    fn a_merged_pull_request_reads_its_merge_commit() {
+        let text = published_example!("gitea", "get-pull-request-merged.json");
+        let details = PullRequestDetails::from(serde_json::from_str::<Pull>(text).unwrap());
+        assert_eq!(details.state, PullState::Merged);
+        assert_eq!(details.merge_commit.as_deref(), Some("fc104283a848924a0314b130d7693f39222bcc1e"));
+    }
+
+    /// Gitea answers `mergeable: false` while it checks for conflicts, too: that reads as not
+    /// known yet (`pr show` asks again), with Gitea's possible reasons.
+    #[test]
+    fn not_mergeable_reads_as_not_known_yet() {
+        let text = published_example!("gitea", "get-pull-request-open.json")
+            .replace("\"mergeable\": true", "\"mergeable\": false");
+        let details = PullRequestDetails::from(serde_json::from_str::<Pull>(&text).unwrap());
+        assert_eq!(details.mergeable, None);
+        assert!(details.merge_detail.unwrap().contains("conflict"));
     }
 }

@@ -8,6 +8,7 @@
 //! Every process runs in one process group under a temp dir; a watchdog ends the group when
 //! the test process exits, so nothing is left behind even after a panic.
 
+pub mod gitea;
 mod pki;
 pub mod process;
 pub mod servers;
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use self::gitea::Gitea;
 use self::pki::Pki;
 use self::process::{Supervisor, free_ports, port_open, run, tail, wait_until};
 use self::servers::{GitServer, HelmRepository, Registry};
@@ -315,6 +317,11 @@ impl TestEnv {
             )?;
         }
         Ok(())
+    }
+
+    /// Starts a real Gitea (tests/testenv/build-gitea.sh) beside this environment; it stops with it.
+    pub fn start_gitea(&self) -> Result<Gitea> {
+        Gitea::start(&self.dir.join("gitea"), &mut self.supervisor())
     }
 
     /// Installs the Flux CRDs (from the same Go modules as the controllers) and starts the

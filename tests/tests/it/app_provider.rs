@@ -78,7 +78,7 @@ impl Fixture {
         let run = Run::of(
             fixture
                 .command("kubectl-gitops-install")
-                .args(["--provider", kind_id(kind), "--owner", "acme", "--repository", "fleet"])
+                .args(["--provider", kind.id(), "--owner", "acme", "--repository", "fleet"])
                 .args(["--path", "clusters/dev", "--cluster-name", "dev"])
                 .args(["--components", "source-controller,kustomize-controller", "--no-wait"])
                 .args(extra)
@@ -91,7 +91,7 @@ impl Fixture {
         );
         assert_eq!(run.code, Some(0), "install: stdout: {}\nstderr: {}", run.stdout, run.stderr);
         let record = fixture.record();
-        assert_eq!(record["provider"], kind_id(kind), "{record}");
+        assert_eq!(record["provider"], kind.id(), "{record}");
         assert_eq!(record["repository"], REPO, "{record}");
         assert_eq!((record["path"].as_str(), record["clusterName"].as_str()), (Some("clusters/dev"), Some("dev")));
         assert_eq!(
@@ -122,16 +122,15 @@ impl Fixture {
     }
 
     fn wired(&self, mut command: Command) -> Command {
-        let (token_var, api_var, other_token) = match self.standin.kind() {
-            Kind::GitHub => ("GITHUB_TOKEN", "KUBECTL_GITOPS_GITHUB_API_URL", "GITLAB_TOKEN"),
-            Kind::GitLab => ("GITLAB_TOKEN", "KUBECTL_GITOPS_GITLAB_API_URL", "GITHUB_TOKEN"),
-        };
+        let kind = self.standin.kind();
+        for other in [Kind::GitHub, Kind::GitLab, Kind::Gitea].into_iter().filter(|other| *other != kind) {
+            command.env_remove(other.token_env());
+        }
         command
             .env("KUBECONFIG", &self.env.kubeconfig)
             .env("HOME", self.home.path())
-            .env(token_var, TOKEN)
-            .env(api_var, &self.standin.base_url)
-            .env_remove(other_token)
+            .env(kind.token_env(), TOKEN)
+            .env(kind.api_url_env(), &self.standin.base_url)
             .env_remove("SSH_AUTH_SOCK");
         command
     }
@@ -217,13 +216,6 @@ impl Fixture {
         assert!(list.contains("resources:\n- podinfo\n"), "{list}");
         let source = self.show(&format!("refs/heads/{branch}:apps/podinfo/source.yaml"));
         assert!(source.contains("url: https://github.com/stefanprodan/podinfo"), "{source}");
-    }
-}
-
-fn kind_id(kind: Kind) -> &'static str {
-    match kind {
-        Kind::GitHub => "github",
-        Kind::GitLab => "gitlab",
     }
 }
 

@@ -22,10 +22,7 @@ fn standin(env: &TestEnv, kind: Kind) -> StandIn {
 }
 
 fn install(env: &TestEnv, standin: &StandIn, provider: &str, args: &[&str]) -> Run {
-    let (token_var, api_var) = match standin.kind() {
-        Kind::GitHub => ("GITHUB_TOKEN", "KUBECTL_GITOPS_GITHUB_API_URL"),
-        Kind::GitLab => ("GITLAB_TOKEN", "KUBECTL_GITOPS_GITLAB_API_URL"),
-    };
+    let (token_var, api_var) = (standin.kind().token_env(), standin.kind().api_url_env());
     Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
             .args(["--provider", provider])

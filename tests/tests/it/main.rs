@@ -13,6 +13,7 @@ mod detect;
 mod distribution;
 mod flux;
 mod git;
+mod gitea;
 mod history;
 mod install;
 mod install_provider;

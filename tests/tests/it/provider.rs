@@ -567,6 +567,7 @@ fn bad_token_is_unauthorized_without_the_token_in_the_message() {
                 assert!(message.contains("401 Unauthorized"), "{message}");
                 assert!(hint.contains("GITLAB_TOKEN"), "{hint}");
             }
+            Kind::Gitea => unreachable!("the stand-in imitates GitHub and GitLab only"),
         }
         let request = &stand_in.requests()[0];
         assert_eq!(request.user, None);
@@ -657,6 +658,7 @@ fn raw(stand_in: &StandIn, method: &str, path: &str, body: Option<&serde_json::V
     let auth = match stand_in.kind() {
         Kind::GitHub => format!("Authorization: Bearer {}", standin::TOKEN),
         Kind::GitLab => format!("PRIVATE-TOKEN: {}", standin::TOKEN),
+        Kind::Gitea => unreachable!("the stand-in imitates GitHub and GitLab only"),
     };
     let payload = body.map(serde_json::Value::to_string).unwrap_or_default();
     let mut stream = std::net::TcpStream::connect(host).unwrap();

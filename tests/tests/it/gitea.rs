@@ -1,0 +1,249 @@
+//! Gitea as the config repo's provider, against a real Gitea (built from code.gitea.io/gitea, SQLite,
+//! its own SSH server) and the real Flux controllers, through the real kubectl: `install --provider
+//! gitea` creates the repository and its deploy key, and Flux syncs from Gitea with that key;
+//! `app add --pr` opens a real pull request that `pr list` and `pr show` validate; its author may
+//! not approve it, a collaborator may; `pr merge` merges it on Gitea; and `app add --pr --merge
+//! --wait` follows its own request until the app is deployed.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::gitea::{ADMIN, Gitea};
+use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, flux_release};
+use gitops_shared::provider::Kind;
+use serde_json::{Value, json};
+
+const REPO: &str = "acme/fleet";
+
+/// A cluster with Flux's controllers started once installed, and a Gitea beside it.
+struct Forge {
+    env: Arc<TestEnv>,
+    gitea: Gitea,
+    home: tempfile::TempDir,
+}
+
+impl Forge {
+    fn start() -> Forge {
+        let env = TestEnv::start(Options { flux: false }).unwrap();
+        env.run_flux_once_installed();
+        let gitea = env.start_gitea().unwrap();
+        gitea.api("POST", "/orgs", Some(&json!({ "username": "acme" }))).unwrap();
+        Forge { env, gitea, home: tempfile::tempdir().unwrap() }
+    }
+
+    /// A binary of ours wired to this cluster and Gitea (its API over plain HTTP), without a real HOME.
+    fn command(&self, binary: &str) -> Command {
+        self.wired(Command::new(binaries::path(binary)), &self.gitea.token)
+    }
+
+    /// `kubectl gitops ARGS` through the real kubectl, with `token` as GITEA_TOKEN.
+    fn kubectl_gitops(&self, plugins: &Path, token: &str, args: &[&str]) -> Run {
+        let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = Command::new(binaries::kubectl());
+        command.arg("gitops").args(args).env("PATH", path);
+        Run::of(&mut self.wired(command, token))
+    }
+
+    /// `kubectl gitops pr ARGS` with the key flags: show, approve and merge clone the branch.
+    fn pr(&self, plugins: &Path, token: &str, args: &[&str]) -> Run {
+        let keys = self.key_args();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        self.kubectl_gitops(plugins, token, &[&["pr"][..], args, &keys].concat())
+    }
+
+    fn wired(&self, mut command: Command, token: &str) -> Command {
+        command
+            .env("KUBECONFIG", &self.env.kubeconfig)
+            .env("HOME", self.home.path())
+            .env(Kind::Gitea.token_env(), token)
+            .env(Kind::Gitea.api_url_env(), self.gitea.api_url())
+            .env_remove(Kind::GitHub.token_env())
+            .env_remove(Kind::GitLab.token_env())
+            .env_remove("SSH_AUTH_SOCK")
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    /// `--private-key-file … --known-hosts-file …`: the admin's key, and Gitea's host key.
+    fn key_args(&self) -> Vec<String> {
+        vec![
+            "--private-key-file".into(),
+            self.gitea.client_key.display().to_string(),
+            "--known-hosts-file".into(),
+            self.gitea.known_hosts.display().to_string(),
+        ]
+    }
+
+    /// A public repository `acme/NAME` whose `deploy/` holds one ConfigMap named NAME; its HTTP URL.
+    fn app_repo(&self, name: &str) -> String {
+        self.gitea
+            .api("POST", "/orgs/acme/repos", Some(&json!({ "name": name, "private": false, "auto_init": false })))
+            .unwrap();
+        let work = tempfile::tempdir().unwrap();
+        std::fs::create_dir(work.path().join("deploy")).unwrap();
+        std::fs::write(
+            work.path().join("deploy/configmap.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n  from: gitea\n"),
+        )
+        .unwrap();
+        let git = |args: &[&str]| self.gitea.git(work.path(), args).unwrap();
+        git(&["init", "-q", "-b", "main"]);
+        git(&["add", "."]);
+        git(&["commit", "-qm", "deploy"]);
+        git(&["push", "-q", &self.gitea.ssh_url(&format!("acme/{name}")), "main"]);
+        format!("{}/acme/{name}.git", self.gitea.url)
+    }
+
+    fn pull(&self, number: u64) -> Value {
+        self.gitea.api("GET", &format!("/repos/{REPO}/pulls/{number}"), None).unwrap()
+    }
+}
+
+#[test]
+fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_followed_to_the_cluster() {
+    let forge = Forge::start();
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+
+    // install creates the private repository and a read-only deploy key; Flux syncs from Gitea's
+    // SSH server with that key.
+    let host = gitea.url.trim_start_matches("http://").to_string();
+    let install = Run::of(
+        forge
+            .command("kubectl-gitops-install")
+            .args(["--provider", "gitea", "--hostname", &host, "--owner", "acme", "--repository", "fleet"])
+            .args(["--path", "clusters/dev", "--cluster-name", "dev"])
+            .args(["--components", "source-controller,kustomize-controller", "--no-wait"])
+            .arg("--components-file")
+            .arg(flux_release::components())
+            // Not the admin's key: Flux's deploy key would be it, and Gitea takes a key either as
+            // a user's key or as a deploy key. Without one, install makes Flux a key and pushes
+            // over HTTP with the token.
+            .arg("--known-hosts-file")
+            .arg(&gitea.known_hosts),
+    );
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    let repo = gitea.api("GET", &format!("/repos/{REPO}"), None).unwrap();
+    assert_eq!(repo["private"], true, "{repo}");
+    // (Its `empty` flag is updated after the push, in the background: the branch says it now.)
+    assert_eq!(gitea.head(REPO, "main").unwrap().len(), 40, "install pushed main");
+    let keys = gitea.api("GET", &format!("/repos/{REPO}/keys"), None).unwrap();
+    let identity = forge
+        .env
+        .kubectl_ok(&["-n", "flux-system", "get", "secret", "flux-system", "-o=jsonpath={.data.identity\\.pub}"])
+        .unwrap();
+    let identity = String::from_utf8(base64_decode(&identity)).unwrap();
+    let material = |key: &str| key.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
+    assert_eq!(material(keys[0]["key"].as_str().unwrap()), material(&identity), "{keys}");
+    assert_eq!(keys[0]["read_only"], true, "{keys}");
+    forge
+        .env
+        .wait_for_jsonpath(
+            &["-n", "flux-system", "kustomization", "flux-system"],
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+            "True",
+            Duration::from_secs(180),
+        )
+        .unwrap();
+    let synced = forge
+        .env
+        .kubectl_ok(&["-n", "flux-system", "get", "gitrepository", "flux-system", "-o=jsonpath={.spec.url}"])
+        .unwrap();
+    assert_eq!(synced, gitea.ssh_url(REPO));
+
+    // app add --pr opens a pull request on Gitea; pr list and pr show find it valid.
+    let hello = forge.app_repo("hello");
+    let add = Run::of(
+        forge
+            .command("kubectl-gitops-app")
+            .args(["add", "hello", "--url", &hello, "--path", "./deploy", "--pr"])
+            .args(forge.key_args()),
+    );
+    assert_eq!(add.code, Some(0), "{}\n{}", add.stdout, add.stderr);
+    assert_eq!(add.stdout, format!("pull request opened: {}/{REPO}/pulls/1\n", gitea.url));
+    let opened = forge.pull(1);
+    let head = opened["head"]["sha"].as_str().unwrap().to_string();
+    assert!(opened["head"]["ref"].as_str().unwrap().starts_with("gitops/add-hello-"), "{opened}");
+    let show = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
+    assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
+    for check in ["open ", "base ", "change ", "mergeable "] {
+        assert!(show.stdout.contains(&format!("ok    {check}")), "{check}: {}", show.stdout);
+    }
+    let list = forge.kubectl_gitops(plugins.path(), &gitea.token, &["pr", "list", "-o", "json"]);
+    assert_eq!(list.code, Some(0), "{}\n{}", list.stdout, list.stderr);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(listed["pullRequests"][0]["number"], 1, "{listed}");
+    assert_eq!(listed["pullRequests"][0]["name"], "hello", "{listed}");
+
+    // Gitea refuses its author's approval; a collaborator's is recorded at the validated head.
+    let own = forge.pr(plugins.path(), &gitea.token, &["approve", "1"]);
+    assert_eq!(own.code, Some(4), "{}\n{}", own.stdout, own.stderr);
+    assert!(own.stderr.contains("approve your own pull is not allowed"), "{}", own.stderr);
+    let reviewer = gitea.create_user("bob").unwrap();
+    gitea.api("PUT", &format!("/repos/{REPO}/collaborators/bob"), Some(&json!({ "permission": "write" }))).unwrap();
+    let approve = forge.pr(plugins.path(), &reviewer, &["approve", "1"]);
+    assert_eq!(approve.code, Some(0), "{}\n{}", approve.stdout, approve.stderr);
+    assert_eq!(approve.stdout, format!("approved #1 at {}\n", &head[..12]));
+    let reviews = gitea.api("GET", &format!("/repos/{REPO}/pulls/1/reviews"), None).unwrap();
+    let approved: Vec<(&str, &str, &str)> = reviews
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|review| {
+            (
+                review["user"]["login"].as_str().unwrap(),
+                review["state"].as_str().unwrap(),
+                review["commit_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(approved, [("bob", "APPROVED", head.as_str())]);
+
+    // pr merge merges it on Gitea; the request is then no longer valid, and Flux deploys the app.
+    let main_before = gitea.head(REPO, "main").unwrap();
+    let merge = forge.pr(plugins.path(), &gitea.token, &["merge", "1"]);
+    assert_eq!(merge.code, Some(0), "{}\n{}", merge.stdout, merge.stderr);
+    assert_eq!(merge.stdout, format!("merged #1 (merge) into main at {}\n", &head[..12]));
+    let merged = forge.pull(1);
+    assert_eq!(merged["merged"], true, "{merged}");
+    let main = gitea.head(REPO, "main").unwrap();
+    assert_eq!(merged["merge_commit_sha"].as_str(), Some(main.as_str()), "{merged}");
+    assert_ne!(main, main_before);
+    let again = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
+    assert_eq!(again.code, Some(1), "{}\n{}", again.stdout, again.stderr);
+    assert!(again.stdout.contains("FAIL  open       merged already\n"), "{}", again.stdout);
+    forge
+        .env
+        .wait_for_jsonpath(&["-n", "default", "configmap", "hello"], "{.data.from}", "gitea", Duration::from_secs(180))
+        .unwrap();
+
+    // --merge --wait: the command merges its own request, then waits until the app is Ready.
+    let second = forge.app_repo("second");
+    let run = Run::of(
+        forge
+            .command("kubectl-gitops-app")
+            .args(["add", "second", "--url", &second, "--path", "./deploy", "--pr", "--merge", "--wait"])
+            .args(["--timeout", "3m"])
+            .args(forge.key_args()),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("merged #2 into main"), "{}", run.stderr);
+    let main = gitea.head(REPO, "main").unwrap();
+    assert!(run.stdout.ends_with(&format!("app second added at {}\n", &main[..12])), "{}", run.stdout);
+    forge.env.kubectl_ok(&["-n", "default", "get", "configmap", "second"]).unwrap();
+    assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=open"), None).unwrap(), json!([]));
+    let admin = gitea.api("GET", "/user", None).unwrap();
+    assert_eq!(admin["login"], ADMIN);
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(text.trim()).unwrap()
+}
