@@ -4,14 +4,14 @@ PREFIX ?= /usr/local
 CARGO ?= cargo
 BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
             kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component \
-            kubectl-gitops-flux kubectl-gitops-ui kubectl-gitops-metrics kubectl-gitops-tenant kubectl-gitops-monitoring kubectl-gitops-platform kubectl-gitops-pr kubectl_complete-gitops
+            kubectl-gitops-flux kubectl-gitops-ui kubectl-gitops-metrics kubectl-gitops-tenant kubectl-gitops-monitoring kubectl-gitops-platform kubectl-gitops-pr kubectl-gitops-repo kubectl_complete-gitops
 # The binaries with a man page (kubectl-gitops-flux is flux's own CLI; the shim is for kubectl).
 MAN_BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
                 kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component \
-                kubectl-gitops-ui kubectl-gitops-metrics kubectl-gitops-tenant kubectl-gitops-monitoring kubectl-gitops-platform kubectl-gitops-pr
+                kubectl-gitops-ui kubectl-gitops-metrics kubectl-gitops-tenant kubectl-gitops-monitoring kubectl-gitops-platform kubectl-gitops-pr kubectl-gitops-repo
 # The command binaries: kubectl runs `kubectl gitops <command>` as the plugin kubectl-gitops-<command>
 # when it is on PATH, and completes it with kubectl_complete-gitops-<command> (a link to the shim).
-COMMANDS := install app status upgrade detect artifact component flux ui metrics tenant monitoring platform pr
+COMMANDS := install app status upgrade detect artifact component flux ui metrics tenant monitoring platform pr repo
 # Which build `man` and `install-files` take their binaries from (release or debug).
 PROFILE ?= release
 BASH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions

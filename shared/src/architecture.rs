@@ -29,6 +29,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "tenant",
             "monitoring",
             "pr",
+            "repo",
         ],
     ),
     ("edge", &["runtime"]),

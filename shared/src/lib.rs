@@ -37,6 +37,7 @@ pub mod pr;
 pub mod provider;
 pub mod publish;
 pub mod record;
+pub mod repo;
 pub mod repo_access;
 pub mod runtime;
 pub mod status;

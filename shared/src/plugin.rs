@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 
 /// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
-pub const COMMANDS: [(&str, &str); 14] = [
+pub const COMMANDS: [(&str, &str); 15] = [
     ("install", "Bootstrap Flux and the GitOps repo layout into a cluster"),
     ("app", "Add, list, remove, suspend and resume apps in the config repo"),
     ("status", "What runs where, at which commit, healthy or not, and why"),
@@ -30,6 +30,7 @@ pub const COMMANDS: [(&str, &str); 14] = [
     ("monitoring", "Prometheus, Grafana and alerts for Flux"),
     ("platform", "Cluster-wide services every team uses"),
     ("pr", "List, validate, approve and merge the pull requests kubectl-gitops opened"),
+    ("repo", "Create app repositories from our layout, a template, a fork or any git repo"),
 ];
 
 /// Directories searched for command binaries, in order: `KUBECTL_GITOPS_PLUGIN_DIR`, the

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 16] = [
+pub const ALL: [&str; 17] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -16,6 +16,7 @@ pub const ALL: [&str; 16] = [
     "kubectl-gitops-ui",
     "kubectl-gitops-metrics",
     "kubectl-gitops-pr",
+    "kubectl-gitops-repo",
     "kubectl-gitops-tenant",
     "kubectl-gitops-monitoring",
     "kubectl-gitops-platform",

@@ -34,6 +34,9 @@ pub(super) struct Repository {
     html_url: String,
     /// Present when the request is authenticated.
     permissions: Option<Permissions>,
+    /// Gitea calls it `template`.
+    #[serde(alias = "template")]
+    is_template: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -50,6 +53,7 @@ impl From<Repository> for RepoInfo {
             https_url: repo.clone_url,
             web_url: repo.html_url,
             can_push: repo.permissions.map(|permissions| permissions.push),
+            is_template: repo.is_template,
         }
     }
 }
@@ -133,7 +137,7 @@ pub(super) async fn create_owned_repository<F: Forge>(
     taken: u16,
 ) -> Result<RepoInfo, ProviderError> {
     let path = if personal {
-        provider.check_personal_owner(repo, |user: User| user.login).await?;
+        provider.check_personal_owner(repo).await?;
         "/user/repos".to_string()
     } else {
         format!("/orgs/{}/repos", encode_segment(&repo.owner))

@@ -60,6 +60,7 @@ impl From<Project> for RepoInfo {
                 let level = |access: Option<Access>| access.map_or(0, |access| access.access_level);
                 level(permissions.project_access).max(level(permissions.group_access)) >= DEVELOPER_ACCESS
             }),
+            is_template: None,
         }
     }
 }
@@ -87,7 +88,7 @@ pub(super) async fn create_repository(
         "initialize_with_readme": false,
     });
     if personal {
-        provider.check_personal_owner(repo, |user: User| user.username).await?;
+        provider.check_personal_owner(repo).await?;
     } else {
         let what = format!("looking up GitLab group {}", repo.owner);
         let path = format!("/namespaces/{}", encode_segment(&repo.owner));

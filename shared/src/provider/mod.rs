@@ -305,6 +305,9 @@ pub struct RepoInfo {
     /// Whether the token may push, when the provider says: GitHub `permissions.push`, GitLab
     /// Developer access (30) or more on the project or its group.
     pub can_push: Option<bool>,
+    /// Whether new repositories can be generated from it: GitHub `is_template`, Gitea
+    /// `template`; GitLab says nothing (its project templates are a group setting).
+    pub is_template: Option<bool>,
 }
 
 /// A deploy key of a repository.
@@ -716,6 +719,94 @@ impl Provider {
         by_kind!(self.create_repository(repo, private, personal))
     }
 
+    /// Generates `target` from the template repository `template` (its default branch's files in
+    /// one new commit): GitHub `POST /repos/{template}/generate` (`owner`, `name`, `private`),
+    /// Gitea the same path (`git_content: true`). GitLab has no such call for a project: its
+    /// callers copy the template's tree instead.
+    pub async fn generate_repository(
+        &self,
+        template: &RepoRef,
+        target: &RepoRef,
+        private: bool,
+    ) -> Result<RepoInfo, ProviderError> {
+        self.check(template)?;
+        self.check(target)?;
+        let mut body = serde_json::json!({ "owner": target.owner, "name": target.name, "private": private });
+        let what = format!("generating {} {target} from the template {template}", self.kind);
+        match self.kind {
+            Kind::GitHub => body["include_all_branches"] = false.into(),
+            Kind::Gitea => body["git_content"] = true.into(),
+            Kind::GitLab => {
+                return Err(ProviderError::InvalidConfig(format!(
+                    "{what}: GitLab generates projects from templates only through group settings"
+                )));
+            }
+        }
+        let path = format!("{}/generate", github::repo_path(template, ""));
+        let reply = self.call(Method::POST, &path, &[], Some(&body)).await?;
+        match reply.status {
+            201 => Ok(self.decode::<github::Repository>(&reply, &what)?.into()),
+            409 | 422 if server_message(&reply.body).contains("already exist") => {
+                Err(ProviderError::AlreadyExists { what: format!("{} repository {target}", self.kind) })
+            }
+            _ => Err(self.failure(&reply, &what)),
+        }
+    }
+
+    /// Forks `upstream` into `target` (the token's own account when `target.owner` is it, else
+    /// the organization or group): GitHub and Gitea `POST /repos/{upstream}/forks` (`name`,
+    /// `organization`), GitLab `POST /projects/:id/fork` (`namespace_path`, `name`, `path`).
+    /// GitHub and Gitea answer 202 and may still be copying when this returns.
+    pub async fn fork_repository(&self, upstream: &RepoRef, target: &RepoRef) -> Result<RepoInfo, ProviderError> {
+        self.check(upstream)?;
+        self.check(target)?;
+        let personal = self.token_login().await?.eq_ignore_ascii_case(&target.owner);
+        let what = format!("forking {} {upstream} into {target}", self.kind);
+        let (path, mut body) = match self.kind {
+            Kind::GitHub | Kind::Gitea => (
+                format!("{}/forks", github::repo_path(upstream, "")),
+                serde_json::json!({ "name": target.name, "default_branch_only": true }),
+            ),
+            Kind::GitLab => (
+                format!("{}/fork", gitlab::project_path(upstream)),
+                serde_json::json!({ "namespace_path": target.owner, "name": target.name, "path": target.name }),
+            ),
+        };
+        if !personal && self.kind != Kind::GitLab {
+            body["organization"] = target.owner.clone().into();
+        }
+        let reply = self.call(Method::POST, &path, &[], Some(&body)).await?;
+        match (self.kind, reply.status) {
+            (Kind::GitHub | Kind::Gitea, 202) => Ok(self.decode::<github::Repository>(&reply, &what)?.into()),
+            (Kind::GitLab, 201) => Ok(self.decode::<gitlab::Project>(&reply, &what)?.into()),
+            (_, 409) => Err(ProviderError::AlreadyExists { what: format!("{} repository {target}", self.kind) }),
+            _ => Err(self.failure(&reply, &what)),
+        }
+    }
+
+    /// Deletes a repository we created and could not finish (nothing is left half-made): GitHub
+    /// and Gitea `DELETE /repos/{owner}/{repo}`, GitLab `DELETE /projects/:id`. One already gone
+    /// is fine.
+    pub async fn delete_repository(&self, repo: &RepoRef) -> Result<(), ProviderError> {
+        self.check(repo)?;
+        let path = match self.kind {
+            Kind::GitHub | Kind::Gitea => github::repo_path(repo, ""),
+            Kind::GitLab => gitlab::project_path(repo),
+        };
+        let reply = self.call(Method::DELETE, &path, &[], None).await?;
+        self.expect_status(&reply, &[202, 204, 404], &format!("deleting {} repository {repo}", self.kind))
+    }
+
+    /// The account the token belongs to: GitHub and Gitea `login`, GitLab `username` of `GET /user`.
+    pub async fn token_login(&self) -> Result<String, ProviderError> {
+        let what = format!("reading the token's {} user", self.kind);
+        let reply = self.call(Method::GET, "/user", &[], None).await?;
+        Ok(match self.kind {
+            Kind::GitHub | Kind::Gitea => self.expect::<github::User>(&reply, 200, &what)?.login,
+            Kind::GitLab => self.expect::<gitlab::User>(&reply, 200, &what)?.username,
+        })
+    }
+
     /// Whether pushes to `branch` are restricted, so changes must go through a pull request.
     ///
     /// GitHub: the `protected` field of `GET /repos/{owner}/{repo}/branches/{branch}`; a missing
@@ -972,17 +1063,11 @@ impl Provider {
         if reply.is(ok) { Ok(()) } else { Err(self.failure(reply, what)) }
     }
 
-    /// Fails with [`ProviderError::OwnerMismatch`] unless the token's own account (`GET /user`,
-    /// read as `U` and named by `login`) is `repo.owner`: the check before creating a personal
+    /// Fails with [`ProviderError::OwnerMismatch`] unless the token's own account
+    /// ([`Provider::token_login`]) is `repo.owner`: the check before creating a personal
     /// repository.
-    async fn check_personal_owner<U: DeserializeOwned>(
-        &self,
-        repo: &RepoRef,
-        login: impl FnOnce(U) -> String,
-    ) -> Result<(), ProviderError> {
-        let what = format!("reading the token's {} user", self.kind);
-        let reply = self.call(Method::GET, "/user", &[], None).await?;
-        let authenticated = login(self.expect(&reply, 200, &what)?);
+    async fn check_personal_owner(&self, repo: &RepoRef) -> Result<(), ProviderError> {
+        let authenticated = self.token_login().await?;
         if authenticated.eq_ignore_ascii_case(&repo.owner) {
             return Ok(());
         }

@@ -55,7 +55,7 @@ fn unknown_command_suggests_the_closest() {
     ----- stderr -----
     error: unknown command "stauts"
     hint: did you mean "status"?
-    installed commands: "app", "artifact", "completion", "component", "detect", "flux", "install", "metrics", "monitoring", "platform", "pr", "status", "tenant", "ui", "upgrade" and "version"
+    installed commands: "app", "artifact", "completion", "component", "detect", "flux", "install", "metrics", "monitoring", "platform", "pr", "repo", "status", "tenant", "ui", "upgrade" and "version"
     "#);
 }
 
@@ -465,6 +465,32 @@ fn metrics_dora_help() {
 #[test]
 fn tenant_add_help() {
     insta::assert_snapshot!(run("kubectl-gitops-tenant", &["add", "-h"]).render());
+}
+
+#[test]
+fn repo_create_help() {
+    insta::assert_snapshot!(run("kubectl-gitops-repo", &["create", "-h"]).render());
+}
+
+/// `repo create` refuses bad names and sources before connecting (no kubeconfig here).
+#[test]
+fn repo_create_bad_input_is_a_usage_error_before_anything_happens() {
+    let bad_name = run("kubectl-gitops-repo", &["create", "a/b/c"]);
+    assert_eq!(bad_name.code, Some(2), "{}", bad_name.render());
+    assert_eq!(
+        bad_name.stderr,
+        "error: \"a/b/c\" is not a repository name\nhint: give NAME or OWNER/NAME: letters, digits, '-', '_' and '.'\n"
+    );
+    let bad_url = run("kubectl-gitops-repo", &["create", "shop", "--from-url", "nowhere"]);
+    assert_eq!(bad_url.code, Some(2), "{}", bad_url.render());
+    assert!(
+        bad_url.stderr.starts_with("error: unsupported repository URL \"nowhere\"\nhint: "),
+        "{}",
+        bad_url.render()
+    );
+    let fork_alone = run("kubectl-gitops-repo", &["create", "shop", "--fork"]);
+    assert_eq!(fork_alone.code, Some(2), "{}", fork_alone.render());
+    assert!(fork_alone.stderr.contains("--from-template"), "{}", fork_alone.render());
 }
 
 /// `tenant add|list|remove` refuse bad flags before connecting (no kubeconfig here).

@@ -283,13 +283,14 @@ fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_remove
         "monitoring",
         "platform",
         "pr",
+        "repo",
     ];
     expected.extend(commands.map(|command| format!("bin/kubectl_complete-gitops-{command}")));
     let pages = ["kubectl-gitops", "kubectl-gitops-app", "kubectl-gitops-artifact", "kubectl-gitops-component"]
         .into_iter()
         .chain(["kubectl-gitops-detect", "kubectl-gitops-install", "kubectl-gitops-status", "kubectl-gitops-upgrade"])
         .chain(["kubectl-gitops-ui", "kubectl-gitops-metrics", "kubectl-gitops-tenant", "kubectl-gitops-monitoring"])
-        .chain(["kubectl-gitops-platform", "kubectl-gitops-pr"]);
+        .chain(["kubectl-gitops-platform", "kubectl-gitops-pr", "kubectl-gitops-repo"]);
     expected.extend(pages.clone().map(|page| format!("share/man/man1/{page}.1")));
     expected.extend([
         "share/bash-completion/completions/kubectl-gitops".to_string(),

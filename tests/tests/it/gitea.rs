@@ -29,12 +29,33 @@ struct Forge {
 }
 
 impl Forge {
-    fn start() -> Forge {
+    /// `with_flux`: Flux's controllers start once something installed its CRDs.
+    fn start(with_flux: bool) -> Forge {
         let env = TestEnv::start(Options { flux: false }).unwrap();
-        env.run_flux_once_installed();
+        if with_flux {
+            env.run_flux_once_installed();
+        }
         let gitea = env.start_gitea().unwrap();
         gitea.api("POST", "/orgs", Some(&json!({ "username": "acme" }))).unwrap();
         Forge { env, gitea, home: tempfile::tempdir().unwrap() }
+    }
+
+    /// `install --provider gitea` into `acme/fleet`.
+    fn install(&self) -> Run {
+        let host = self.gitea.url.trim_start_matches("http://").to_string();
+        Run::of(
+            self.command("kubectl-gitops-install")
+                .args(["--provider", "gitea", "--hostname", &host, "--owner", "acme", "--repository", "fleet"])
+                .args(["--path", "clusters/dev", "--cluster-name", "dev"])
+                .args(["--components", "source-controller,kustomize-controller", "--no-wait"])
+                .arg("--components-file")
+                .arg(flux_release::components())
+                // Not the admin's key: Flux's deploy key would be it, and Gitea takes a key either
+                // as a user's key or as a deploy key. Without one, install makes Flux a key and
+                // pushes over HTTP with the token.
+                .arg("--known-hosts-file")
+                .arg(&self.gitea.known_hosts),
+        )
     }
 
     /// A binary of ours wired to this cluster and Gitea (its API over plain HTTP), without a real HOME.
@@ -107,27 +128,13 @@ impl Forge {
 
 #[test]
 fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_followed_to_the_cluster() {
-    let forge = Forge::start();
+    let forge = Forge::start(true);
     let gitea = &forge.gitea;
     let plugins = binaries::plugin_dir();
 
     // install creates the private repository and a read-only deploy key; Flux syncs from Gitea's
     // SSH server with that key.
-    let host = gitea.url.trim_start_matches("http://").to_string();
-    let install = Run::of(
-        forge
-            .command("kubectl-gitops-install")
-            .args(["--provider", "gitea", "--hostname", &host, "--owner", "acme", "--repository", "fleet"])
-            .args(["--path", "clusters/dev", "--cluster-name", "dev"])
-            .args(["--components", "source-controller,kustomize-controller", "--no-wait"])
-            .arg("--components-file")
-            .arg(flux_release::components())
-            // Not the admin's key: Flux's deploy key would be it, and Gitea takes a key either as
-            // a user's key or as a deploy key. Without one, install makes Flux a key and pushes
-            // over HTTP with the token.
-            .arg("--known-hosts-file")
-            .arg(&gitea.known_hosts),
-    );
+    let install = forge.install();
     assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
     let repo = gitea.api("GET", &format!("/repos/{REPO}"), None).unwrap();
     assert_eq!(repo["private"], true, "{repo}");
@@ -246,4 +253,93 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
 fn base64_decode(text: &str) -> Vec<u8> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode(text.trim()).unwrap()
+}
+
+/// `repo create` against the real Gitea: our app layout, a repository generated from a template,
+/// a fork, a copy of any git repository recording the template's commit; refused for a name that
+/// is taken and a template that is not one, and a copy that fails deletes the repository again.
+#[test]
+fn repo_create_makes_app_repositories_from_the_layout_a_template_a_fork_and_a_url() {
+    let forge = Forge::start(false);
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+    let install = forge.install();
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    let repo =
+        |args: &[&str]| forge.kubectl_gitops(plugins.path(), &gitea.token, &[&["repo", "create"][..], args].concat());
+    let exists = |name: &str| gitea.api("GET", &format!("/repos/{name}"), None).is_ok();
+    // Read over git: Gitea's contents API fails (500) while a just-pushed repository is still
+    // marked empty in the background.
+    let file = |name: &str, path: &str| {
+        let work = tempfile::tempdir().unwrap();
+        gitea.git(work.path(), &["clone", "-q", &gitea.ssh_url(name), "."]).unwrap();
+        std::fs::read_to_string(work.path().join(path)).unwrap_or_else(|error| {
+            let log = gitea.git(work.path(), &["log", "--stat", "--all"]).unwrap_or_default();
+            panic!("{name}: {path}: {error}; its history:\n{log}")
+        })
+    };
+
+    // --dry-run plans and makes nothing; then the app layout, as one first commit.
+    let dry = repo(&["hello", "--dry-run"]);
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
+    assert_eq!(
+        dry.stdout,
+        "Plan:\n  1. create the empty private repository acme/hello on Gitea\n  2. commit the app layout (README.md, deploy/kustomization.yaml) as its first commit\n(dry run: nothing was created)\n"
+    );
+    assert!(!exists("acme/hello"));
+    let hello = repo(&["hello", "--public"]);
+    assert_eq!(hello.code, Some(0), "{}\n{}", hello.stdout, hello.stderr);
+    assert_eq!(hello.stdout, format!("repository acme/hello created: {}/acme/hello\n", gitea.url));
+    assert!(file("acme/hello", "deploy/kustomization.yaml").contains("kind: Kustomization\nresources: []\n"));
+    let made = gitea.api("GET", "/repos/acme/hello", None).unwrap();
+    assert_eq!(made["private"], false, "{made}");
+
+    // Taken names and repositories that are not templates are refused, and nothing is made.
+    let taken = repo(&["hello"]);
+    assert_eq!(taken.code, Some(2), "{}\n{}", taken.stdout, taken.stderr);
+    assert!(taken.stderr.contains("error: Gitea repository acme/hello exists already\n"), "{}", taken.stderr);
+    let not_template = repo(&["shop", "--from-template", "acme/hello"]);
+    assert_eq!(not_template.code, Some(2), "{}\n{}", not_template.stdout, not_template.stderr);
+    assert!(not_template.stderr.contains("acme/hello is not a template repository"), "{}", not_template.stderr);
+    assert!(not_template.stderr.contains("hint: mark it as a template"), "{}", not_template.stderr);
+    assert!(!exists("acme/shop"));
+
+    // Generated from a template (Gitea's own call), as JSON.
+    gitea.api("PATCH", "/repos/acme/hello", Some(&json!({ "template": true }))).unwrap();
+    // Gitea marks a pushed repository non-empty in the background, and generates nothing from a
+    // template it still thinks empty.
+    gitops_e2e::testenv::process::wait_until("acme/hello to be non-empty", Duration::from_secs(30), || {
+        Ok(gitea.api("GET", "/repos/acme/hello", None)?["empty"] == false)
+    })
+    .unwrap();
+    let shop = repo(&["acme/shop", "--from-template", "acme/hello", "-o", "json"]);
+    assert_eq!(shop.code, Some(0), "{}\n{}", shop.stdout, shop.stderr);
+    let created: Value = serde_json::from_str(&shop.stdout).unwrap();
+    assert_eq!(created["repository"], "acme/shop");
+    assert_eq!(created["sshUrl"], gitea.ssh_url("acme/shop"));
+    assert!(file("acme/shop", "README.md").starts_with("# An app deployed with kubectl-gitops\n"));
+
+    // A fork, into the token's own account.
+    let fork = repo(&[&format!("{ADMIN}/hello-fork"), "--from-template", "acme/hello", "--fork"]);
+    assert_eq!(fork.code, Some(0), "{}\n{}", fork.stdout, fork.stderr);
+    let forked = gitea.api("GET", &format!("/repos/{ADMIN}/hello-fork"), None).unwrap();
+    assert_eq!((forked["fork"].as_bool(), forked["parent"]["full_name"].as_str()), (Some(true), Some("acme/hello")));
+
+    // A copy of any git repository's branch, its first commit recording the template's commit.
+    let source = format!("{}/acme/hello.git", gitea.url);
+    let template_head = gitea.head("acme/hello", "main").unwrap();
+    let copied = repo(&["copied", "--from-url", &source]);
+    assert_eq!(copied.code, Some(0), "{}\n{}", copied.stdout, copied.stderr);
+    let work = tempfile::tempdir().unwrap();
+    gitea.git(work.path(), &["clone", "-q", &gitea.ssh_url("acme/copied"), "."]).unwrap();
+    assert_eq!(gitea.git(work.path(), &["rev-list", "--count", "HEAD"]).unwrap().trim(), "1", "one commit");
+    let message = gitea.git(work.path(), &["log", "-1", "--format=%B"]).unwrap();
+    assert!(message.contains(&format!("Template: {source}@{template_head}")), "{message}");
+    assert_eq!(file("acme/copied", "deploy/kustomization.yaml"), file("acme/hello", "deploy/kustomization.yaml"));
+
+    // A copy that fails once the repository exists deletes it again.
+    let broken = repo(&["broken", "--from-url", &source, "--from-branch", "nope"]);
+    assert_ne!(broken.code, Some(0), "{}\n{}", broken.stdout, broken.stderr);
+    assert!(broken.stderr.contains("has no branch \"nope\""), "{}", broken.stderr);
+    assert!(!exists("acme/broken"), "deleted again");
 }
