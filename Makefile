@@ -29,7 +29,7 @@ DIST_OS ?= $(shell uname -s | tr A-Z a-z)
 DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
 
-.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo bench clean
+.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo demo-sockshop bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -116,6 +116,11 @@ testenv-down: ## Stop the environment `make testenv` started
 demo: deps build testenv-build ## Run the main job end to end (local environment, or DEMO_CLUSTER=current)
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		bash tests/demo.sh
+
+demo-sockshop: deps build testenv-build ## The sock shop demo through a real Gitea: repo from upstream, app add --pr, pr merge, wait (docs/examples/sock-shop.md)
+	$(CARGO) build -q -p gitops-e2e --bin gitops-testenv
+	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
+		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" bash tests/demo-sockshop.sh
 
 # The bench compares with the real flux CLI that testenv-build builds (cached; about 9 minutes when cold).
 # It measures the release build and the archive `make dist` packs (the size budgets).

@@ -11,16 +11,10 @@ set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
 export PATH="$PWD/target/debug:$PATH"
+demo=demo
 log=${DEMO_LOG:-$PWD/target/demo.log}
-mkdir -p "$(dirname "$log")"
-exec > >(tee "$log") 2> >(tee -a "$log" >&2)
-current_step="setting up"
-step() {
-  current_step="$*"
-  if [[ -t 2 && -z ${NO_COLOR:-} ]]; then printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; else printf '\n$ %s\n' "$*" >&2; fi
-}
-failed() { echo "demo: error: \`$current_step\` failed (exit $1); full log: $log" >&2; }
-trap 'failed $?' ERR
+# shellcheck source=tests/demo-steps.sh
+source tests/demo-steps.sh
 
 if [[ ${DEMO_CLUSTER:-} == current && -n ${KUBECONFIG:-} ]]; then
   echo "demo: using your cluster (KUBECONFIG=$KUBECONFIG)" >&2

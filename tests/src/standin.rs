@@ -142,6 +142,8 @@ pub struct PullSnapshot {
     pub merge_commit: Option<String>,
     /// Whether it was merged as one squashed commit.
     pub squashed: bool,
+    /// The method auto-merge was enabled with, while it waits for checks.
+    pub auto_merge: Option<String>,
 }
 
 /// A running stand-in. Dropping it stops the server.
@@ -205,6 +207,8 @@ struct State {
     injected: Vec<Injected>,
     delay: Duration,
     rate_limited: bool,
+    /// Whether every request has checks still running (so auto-merge waits for them).
+    checks_pending: bool,
     ssh_base: String,
     https_base: String,
     git_storage: Option<PathBuf>,
@@ -252,6 +256,7 @@ impl StandIn {
             injected: Vec::new(),
             delay: Duration::ZERO,
             rate_limited: false,
+            checks_pending: false,
             ssh_base: ssh_base.to_string(),
             https_base: https_base.to_string(),
             git_storage: None,
@@ -481,6 +486,12 @@ impl StandIn {
         self.state().rate_limited = limited;
     }
 
+    /// Every request has checks still running (`true`), or none (`false`, the default): auto-merge
+    /// then waits, or (GitHub) is refused for a request in clean status.
+    pub fn set_checks_pending(&self, pending: bool) {
+        self.state().checks_pending = pending;
+    }
+
     fn with_repo(&self, path: &str, change: impl FnOnce(&mut Repo)) {
         let mut state = self.state();
         let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
@@ -657,6 +668,7 @@ impl Repo {
                 approved_by: Vec::new(),
                 merge_commit: None,
                 squashed: false,
+                auto_merge: None,
             },
         });
         number
@@ -1047,11 +1059,57 @@ fn github_key_json(state: &State, repo: &Repo, key: &KeySnapshot, login: &str) -
     })
 }
 
+/// A pull request's GraphQL node id (opaque on GitHub; made from its id here).
+fn github_node_id(pull: &PullRecord) -> String {
+    format!("PR_kwDO{}", pull.id)
+}
+
+/// GitHub's GraphQL endpoint, for the one mutation we send: `enablePullRequestAutoMerge`. As GitHub
+/// does, it answers 200 with `errors` when it refuses: for a request in clean status (nothing to
+/// wait for), and for a head other than `expectedHeadOid`.
+fn github_graphql(state: &mut State, body: &Value) -> Response {
+    let errors = |message: &str| {
+        respond(
+            200,
+            &json!({ "data": { "enablePullRequestAutoMerge": null }, "errors": [{ "type": "UNPROCESSABLE", "message": message }] }),
+        )
+    };
+    let query = str_field(body, "query").unwrap_or_default();
+    if !query.contains("enablePullRequestAutoMerge") {
+        return respond(
+            200,
+            &json!({ "errors": [{ "message": "the stand-in answers enablePullRequestAutoMerge only" }] }),
+        );
+    }
+    let variables = &body["variables"];
+    let (id, method, head) = (variables["id"].as_str(), variables["method"].as_str(), variables["head"].as_str());
+    let pending = state.checks_pending;
+    let found = state.repos.iter_mut().find_map(|repo| {
+        let branches = repo.branches.clone();
+        repo.pulls.iter_mut().find(|pull| Some(github_node_id(pull).as_str()) == id).map(|pull| (branches, pull))
+    });
+    let Some((branches, pull)) = found else {
+        return errors(&format!("Could not resolve to a node with the global id of '{}'", id.unwrap_or_default()));
+    };
+    if branches.get(&pull.snapshot.head).map(String::as_str) != head {
+        return errors("Head sha didn't match expected head sha");
+    }
+    if !pending {
+        return errors("Pull request Pull request is in clean status");
+    }
+    pull.snapshot.auto_merge = method.map(str::to_lowercase);
+    respond(
+        200,
+        &json!({ "data": { "enablePullRequestAutoMerge": { "pullRequest": { "number": pull.snapshot.number } } } }),
+    )
+}
+
 fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
     let snapshot = &pull.snapshot;
     let sha = |branch: &str| repo.branches.get(branch).cloned();
     json!({
         "id": pull.id,
+        "node_id": github_node_id(pull),
         "number": snapshot.number,
         "state": if snapshot.open { "open" } else { "closed" },
         "title": snapshot.title,
@@ -1090,6 +1148,7 @@ fn github(state: &mut State, incoming: &Incoming, caller: &Caller, body: &Value)
     let method = incoming.method.as_str();
     match (method, parts.as_slice()) {
         ("GET", ["user"]) => respond(200, &json!({ "login": caller.login, "id": caller.id, "type": "User" })),
+        ("POST", ["graphql"]) => github_graphql(state, body),
         ("POST", ["user", "repos"]) => {
             let login = caller.login.clone();
             github_create_repo(state, caller, &login, body)
@@ -1451,6 +1510,7 @@ fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "title": snapshot.title,
         "description": snapshot.body,
         "state": if snapshot.merged { "merged" } else if snapshot.open { "opened" } else { "closed" },
+        "merge_when_pipeline_succeeds": snapshot.auto_merge.is_some(),
         "source_branch": snapshot.head,
         "target_branch": snapshot.base,
         "sha": repo.branches.get(&snapshot.head),
@@ -1737,6 +1797,15 @@ fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
         ("PUT", ["merge_requests", iid, "merge"]) => {
             let squash = bool_field(body, "squash").unwrap_or(false);
             let number = iid.parse::<u64>().unwrap_or_default();
+            let auto = bool_field(body, "auto_merge") == Some(true);
+            if auto && state.checks_pending {
+                // Set to merge once the pipeline passes: answered with the request, still open.
+                let Some(pull) = state.repo_mut(path).and_then(|repo| repo.pull_mut(iid)) else {
+                    return gitlab_not_found("404 Not found");
+                };
+                pull.snapshot.auto_merge = Some(if squash { "squash" } else { "merge" }.to_string());
+                return gitlab_mr_response(state, path, number, 200);
+            }
             match merge_pull(state, path, iid, str_field(body, "sha"), squash, &caller.login) {
                 Ok(_) => gitlab_mr_response(state, path, number, 200),
                 Err(Refusal::Missing) => gitlab_not_found("404 Not found"),

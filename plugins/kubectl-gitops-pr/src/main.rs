@@ -11,7 +11,7 @@ use gitops_shared::version::VERSION_LINE;
 
 /// The pull (merge) requests kubectl-gitops opened on the config repo (app add --pr, platform
 /// add, upgrade, …): listed, validated against what was planned, approved and merged. The config repo and its
-/// provider are the ones the current cluster was installed with (GitHub or GitLab).
+/// provider are the ones the current cluster was installed with (GitHub, GitLab or Gitea).
 #[derive(Debug, Parser)]
 #[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
 struct Cli {
@@ -52,11 +52,14 @@ enum Command {
     /// Validate one as `show` does, then merge it, guarded by the commit validated.
     ///
     /// Nothing is merged when a check fails (exit 1, the findings printed), or when its branch
-    /// moved after it was validated (the provider refuses: exit 4).
+    /// moved after it was validated (the provider refuses: exit 4). With --auto the provider
+    /// merges it once its checks pass (GitHub auto-merge, GitLab auto_merge, Gitea's scheduled
+    /// merge); with nothing pending it is merged now.
     ///
     /// Examples:
     ///   kubectl gitops pr merge 42
     ///   kubectl gitops pr merge 42 --method squash
+    ///   kubectl gitops pr merge 42 --auto
     #[command(verbatim_doc_comment)]
     Merge(MergeArgs),
 }
@@ -87,7 +90,7 @@ fn main() -> std::process::ExitCode {
                 acted(&printer, pr::act(Action::Approve, &args.request(global)?, &target, &printer).await?)
             }
             Command::Merge(args) => {
-                let action = Action::Merge(args.method);
+                let action = Action::Merge { method: args.method, auto: args.auto };
                 acted(&printer, pr::act(action, &args.show.request(global)?, &target, &printer).await?)
             }
         }

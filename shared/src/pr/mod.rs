@@ -21,7 +21,7 @@ use crate::duration;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::output::table::Table;
-use crate::provider::{MergeMethod, PullRequestDetails, PullState};
+use crate::provider::{MergeMethod, MergeOutcome, PullRequestDetails, PullState};
 use crate::record::InstallRecord;
 
 /// How often, and how far apart, `pr show` asks again while the provider has not worked out
@@ -215,6 +215,10 @@ pub struct MergeArgs {
     /// How to merge: a merge commit, one squashed commit, or the commits rebased (GitHub only).
     #[arg(long, value_enum, default_value_t = MergeMethod::Merge)]
     pub method: MergeMethod,
+
+    /// Let the provider merge it once its checks pass (auto-merge); merged now when nothing is pending.
+    #[arg(long)]
+    pub auto: bool,
 }
 
 /// What `pr approve` or `pr merge` does once the request is valid.
@@ -222,8 +226,8 @@ pub struct MergeArgs {
 pub enum Action {
     /// Approve it at the validated head.
     Approve,
-    /// Merge it, guarded by the validated head.
-    Merge(MergeMethod),
+    /// Merge it, guarded by the validated head; `auto`: once its checks pass.
+    Merge { method: MergeMethod, auto: bool },
 }
 
 /// `pr approve` and `pr merge`: validates the request as `pr show` does, and acts only when it
@@ -246,9 +250,22 @@ pub async fn act(action: Action, request: &Request, target: &Target, printer: &P
             hosted.provider.approve_pull_request(&hosted.repo, number, head).await?;
             format!("approved {sign}{number} at {at}\n")
         }
-        Action::Merge(method) => {
+        Action::Merge { method, auto: false } => {
             hosted.provider.merge_pull_request(&hosted.repo, number, head, method).await?;
             format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base)
+        }
+        Action::Merge { method, auto: true } => {
+            match hosted.provider.auto_merge_pull_request(&hosted.repo, number, head, method).await? {
+                MergeOutcome::Merged => {
+                    format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base)
+                }
+                MergeOutcome::Scheduled => format!(
+                    "auto-merge enabled on {sign}{number} ({}) at {at}: {} merges it into {} once its checks pass\n",
+                    method.id(),
+                    hosted.provider.kind(),
+                    validation.base
+                ),
+            }
         }
     };
     Ok((text, true))

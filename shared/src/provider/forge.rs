@@ -9,8 +9,8 @@ use serde_json::Value;
 use serde::Deserialize;
 
 use super::{
-    DeployKey, MergeMethod, Provider, ProviderError, PullRequest, PullRequestDetails, PullState, RepoInfo, RepoRef,
-    encode_segment,
+    DeployKey, MergeMethod, MergeOutcome, Provider, ProviderError, PullRequest, PullRequestDetails, PullState,
+    RepoInfo, RepoRef, encode_segment,
 };
 
 /// What one provider's REST API calls things, where it keeps them and how it answers.
@@ -58,8 +58,13 @@ pub(super) trait Forge {
     const APPROVED: u16;
     /// The method that merges a request (Gitea POSTs).
     const MERGE: Method = Method::PUT;
-    /// The body of a merge guarded by `head_sha`.
-    fn merge(head_sha: &str, method: MergeMethod) -> Value;
+    /// The body of a merge guarded by `head_sha`; `auto`: once its checks pass (GitLab
+    /// `auto_merge`, Gitea `merge_when_checks_succeed`; GitHub's is a GraphQL mutation instead).
+    fn merge(head_sha: &str, method: MergeMethod, auto: bool) -> Value;
+    /// Whether an accepted merge call merged or scheduled the merge.
+    fn merge_outcome(_reply: &super::Reply) -> MergeOutcome {
+        MergeOutcome::Merged
+    }
     /// A request as the API returns it, read whole.
     type Details: DeserializeOwned + Into<PullRequestDetails>;
     /// The `state` query value of open requests.
@@ -325,12 +330,13 @@ pub(super) async fn merge_pull_request<F: Forge>(
     number: u64,
     head_sha: &str,
     method: MergeMethod,
-) -> Result<(), ProviderError> {
+    auto: bool,
+) -> Result<MergeOutcome, ProviderError> {
     let (noun, sign) = F::CHANGE_REQUEST;
     let what = format!("merging {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let merge = path::<F>(repo, &format!("{}/{number}/merge", F::CHANGE_REQUESTS));
-    let reply = provider.call(F::MERGE, &merge, &[], Some(&F::merge(head_sha, method))).await?;
-    provider.expect_status(&reply, &[200], &what).map_err(|error| match error {
+    let reply = provider.call(F::MERGE, &merge, &[], Some(&F::merge(head_sha, method, auto))).await?;
+    provider.expect_status(&reply, &[200, 201], &what).map_err(|error| match error {
         ProviderError::Api { status: 405, message, .. } => ProviderError::Api {
             status: 405,
             message,
@@ -339,7 +345,8 @@ pub(super) async fn merge_pull_request<F: Forge>(
         other => moved(other, noun, sign, number).with_forbidden_hint(|| {
             format!("merging needs write access to {repo} and the right to merge into its base branch: ask its owners")
         }),
-    })
+    })?;
+    Ok(F::merge_outcome(&reply))
 }
 
 /// A 409 to a guarded approval or merge: the head moved since it was validated.

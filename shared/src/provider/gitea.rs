@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 
 use super::forge::{Forge, Lookup};
 use super::github::{self, Repository};
-use super::{MergeMethod, Provider, ProviderError, PullRequestDetails, RepoInfo, RepoRef, encode_segment};
+use super::{
+    MergeMethod, MergeOutcome, Provider, ProviderError, PullRequestDetails, Reply, RepoInfo, RepoRef, encode_segment,
+};
 
 /// A pull request: GitHub's shape, but `mergeable` is a plain boolean that is also false while
 /// Gitea checks the request for conflicts (right after it is opened or its base moved).
@@ -110,8 +112,13 @@ impl Forge for Gitea {
 
     const MERGE: Method = Method::POST;
 
-    fn merge(head_sha: &str, method: MergeMethod) -> Value {
-        json!({ "Do": method.id(), "head_commit_id": head_sha })
+    fn merge(head_sha: &str, method: MergeMethod, auto: bool) -> Value {
+        json!({ "Do": method.id(), "head_commit_id": head_sha, "merge_when_checks_succeed": auto })
+    }
+
+    /// 201: scheduled until its checks pass; 200: merged now.
+    fn merge_outcome(reply: &Reply) -> MergeOutcome {
+        if reply.status == 201 { MergeOutcome::Scheduled } else { MergeOutcome::Merged }
     }
 
     type Details = Pull;

@@ -219,7 +219,9 @@ impl Forge for GitHub {
     }
     const APPROVED: u16 = 200;
 
-    fn merge(head_sha: &str, method: MergeMethod) -> Value {
+    /// (`auto` never comes here: GitHub enables auto-merge through GraphQL, see
+    /// `Provider::auto_merge_pull_request`.)
+    fn merge(head_sha: &str, method: MergeMethod, _auto: bool) -> Value {
         json!({ "merge_method": method.id(), "sha": head_sha })
     }
 

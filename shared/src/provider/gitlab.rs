@@ -16,7 +16,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::forge::{self, Forge, Lookup};
-use super::{MergeMethod, Provider, ProviderError, PullRequestDetails, PullState, RepoInfo, RepoRef, encode_segment};
+use super::{
+    MergeMethod, MergeOutcome, Provider, ProviderError, PullRequestDetails, PullState, Reply, RepoInfo, RepoRef,
+    encode_segment,
+};
 
 /// `/projects/{url-encoded owner/name}`.
 pub(super) fn project_path(repo: &RepoRef) -> String {
@@ -226,8 +229,22 @@ impl Forge for GitLab {
     }
     const APPROVED: u16 = 201;
 
-    fn merge(head_sha: &str, method: MergeMethod) -> Value {
-        json!({ "sha": head_sha, "squash": method == MergeMethod::Squash })
+    fn merge(head_sha: &str, method: MergeMethod, auto: bool) -> Value {
+        let mut body = json!({ "sha": head_sha, "squash": method == MergeMethod::Squash });
+        if auto {
+            // `auto_merge` since GitLab 17.11; `merge_when_pipeline_succeeds` before (deprecated).
+            body["auto_merge"] = true.into();
+            body["merge_when_pipeline_succeeds"] = true.into();
+        }
+        body
+    }
+
+    /// GitLab answers 200 both ways: the merge request says whether it merged.
+    fn merge_outcome(reply: &Reply) -> MergeOutcome {
+        let state = serde_json::from_slice::<Value>(&reply.body)
+            .ok()
+            .and_then(|request| request["state"].as_str().map(str::to_string));
+        if state.as_deref() == Some("merged") { MergeOutcome::Merged } else { MergeOutcome::Scheduled }
     }
 
     type Details = MergeRequest;

@@ -44,6 +44,9 @@ use serde::de::DeserializeOwned;
 
 use crate::env;
 
+/// How often GitLab is asked to auto-merge while it answers 405 (right after a request opens).
+const AUTO_MERGE_TRIES: u32 = 5;
+
 /// How many pages a listing follows before giving up (100 items a page).
 const MAX_PAGES: usize = 50;
 
@@ -414,6 +417,15 @@ impl MergeMethod {
             MergeMethod::Rebase => "rebase",
         }
     }
+}
+
+/// What a merge call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// Merged now.
+    Merged,
+    /// The provider merges it once its checks pass (auto-merge).
+    Scheduled,
 }
 
 /// What [`Provider::ensure_pull_request`] did.
@@ -978,7 +990,94 @@ impl Provider {
                 "GitLab merges with the project's merge method: use --method merge or squash".to_string(),
             ));
         }
-        by_forge!(self.merge_pull_request(repo, number, head_sha, method))
+        by_forge!(self.merge_pull_request(repo, number, head_sha, method, false)).map(|_| ())
+    }
+
+    /// Merges pull request `number` once its checks pass, guarded by `head_sha`; merged now when
+    /// there is nothing to wait for. GitHub: the GraphQL mutation `enablePullRequestAutoMerge`
+    /// (`expectedHeadOid`), and the REST merge when GitHub answers that the request is in clean
+    /// status; GitLab: the merge call with `auto_merge`, asked again while it answers 405 (as it
+    /// does right after a request is opened); Gitea: the merge call with
+    /// `merge_when_checks_succeed`.
+    pub async fn auto_merge_pull_request(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        head_sha: &str,
+        method: MergeMethod,
+    ) -> Result<MergeOutcome, ProviderError> {
+        self.check(repo)?;
+        match self.kind {
+            Kind::GitHub => self.github_auto_merge(repo, number, head_sha, method).await,
+            Kind::Gitea => forge::merge_pull_request::<gitea::Gitea>(self, repo, number, head_sha, method, true).await,
+            Kind::GitLab => {
+                if method == MergeMethod::Rebase {
+                    return self
+                        .merge_pull_request(repo, number, head_sha, method)
+                        .await
+                        .map(|()| MergeOutcome::Merged);
+                }
+                let mut tries = 1;
+                loop {
+                    let merged =
+                        forge::merge_pull_request::<gitlab::GitLab>(self, repo, number, head_sha, method, true).await;
+                    match merged {
+                        Err(ProviderError::Api { status: 405, .. }) if tries < AUTO_MERGE_TRIES => {
+                            tries += 1;
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                        other => return other,
+                    }
+                }
+            }
+        }
+    }
+
+    async fn github_auto_merge(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        head_sha: &str,
+        method: MergeMethod,
+    ) -> Result<MergeOutcome, ProviderError> {
+        #[derive(serde::Deserialize)]
+        struct Node {
+            node_id: String,
+        }
+        let what = format!("enabling auto-merge of pull request #{number} of GitHub repository {repo}");
+        let pull: Node =
+            self.get_if_found(&github::repo_path(repo, &format!("/pulls/{number}")), &what).await?.ok_or_else(
+                || ProviderError::NotFound { what: format!("pull request #{number} of {repo}"), kind: self.kind },
+            )?;
+        let body = serde_json::json!({
+            "query": "mutation($id: ID!, $method: PullRequestMergeMethod!, $head: GitObjectID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id, mergeMethod: $method, expectedHeadOid: $head}) { pullRequest { number } } }",
+            "variables": { "id": pull.node_id, "method": method.id().to_uppercase(), "head": head_sha },
+        });
+        let graphql = match self.base.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{}/graphql", self.base),
+        };
+        let url = Url::parse(&graphql).map_err(|error| {
+            ProviderError::InvalidConfig(format!("cannot build the GraphQL URL {graphql:?}: {error}"))
+        })?;
+        let reply = self.send(Method::POST, url, Some(&body)).await?;
+        let answer: serde_json::Value = self.expect(&reply, 200, &what)?;
+        let Some(errors) = answer["errors"].as_array() else {
+            return Ok(MergeOutcome::Scheduled);
+        };
+        let message = errors.iter().filter_map(|error| error["message"].as_str()).collect::<Vec<_>>().join("; ");
+        if message.contains("clean status") {
+            // Nothing to wait for: GitHub enables auto-merge only while something is pending.
+            self.merge_pull_request(repo, number, head_sha, method).await?;
+            return Ok(MergeOutcome::Merged);
+        }
+        Err(ProviderError::Api {
+            status: 422,
+            message: self.scrub(&format!("{what}: {message}")),
+            hint: Some(format!(
+                "auto-merge must be allowed in {repo}'s settings (\"Allow auto-merge\"), and the token needs write access"
+            )),
+        })
     }
 
     /// Opens a pull request from `head_branch` into `base`, or, when one is open already (a

@@ -1,5 +1,6 @@
-//! `gitops-testenv up|down|status [FIELD]`: the local environment for people (`make testenv`,
-//! `make demo`). A failure is one line on stderr, `testenv: error: …`, naming the log file.
+//! `gitops-testenv up [--gitea]|down|status [FIELD]`: the local environment for people (`make
+//! testenv`, `make demo`, `make demo-sockshop`, which adds a real Gitea with `--gitea`). A failure is
+//! one line on stderr, `testenv: error: …`, naming the log file.
 //!
 //! `up` starts a background server process that owns the environment and prints
 //! `export KUBECONFIG=…`; `down` stops it, which also stops every process and removes the temp dir.
@@ -27,7 +28,7 @@ fn process(state: &serde_json::Value) -> Option<rustix::process::Pid> {
     state["pid"].as_i64().and_then(|pid| i32::try_from(pid).ok()).and_then(rustix::process::Pid::from_raw)
 }
 
-fn up() -> Result<()> {
+fn up(gitea: bool) -> Result<()> {
     if let Some(state) = read_state() {
         println!("export KUBECONFIG={}", state["kubeconfig"].as_str().unwrap_or_default());
         eprintln!("testenv: already running (pid {})", state["pid"]);
@@ -39,6 +40,7 @@ fn up() -> Result<()> {
         use std::os::unix::process::CommandExt;
         Command::new(std::env::current_exe()?)
             .arg("serve")
+            .args(gitea.then_some("--gitea"))
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log)?)
             .stderr(std::fs::File::create(&log)?)
@@ -74,9 +76,10 @@ fn up() -> Result<()> {
     }
 }
 
-fn serve() -> Result<()> {
+fn serve(with_gitea: bool) -> Result<()> {
     let env = &TestEnv::start(Options { flux: true })?;
-    let state = serde_json::json!({
+    let gitea = with_gitea.then(|| env.start_gitea()).transpose()?;
+    let mut state = serde_json::json!({
         "pid": std::process::id(),
         "dir": env.dir,
         "kubeconfig": env.kubeconfig,
@@ -92,6 +95,14 @@ fn serve() -> Result<()> {
         "helmRepositoryDir": env.helm.dir,
         "startupSeconds": env.startup.as_secs_f64(),
     });
+    if let Some(gitea) = &gitea {
+        state["giteaUrl"] = gitea.url.clone().into();
+        state["giteaApiUrl"] = gitea.api_url().into();
+        state["giteaToken"] = gitea.token.clone().into();
+        state["giteaKnownHosts"] = gitea.known_hosts.display().to_string().into();
+        state["giteaClientKey"] = gitea.client_key.display().to_string().into();
+        state["giteaSshPort"] = gitea.ssh_port.into();
+    }
     std::fs::write(state_file(), serde_json::to_string_pretty(&state)?)?;
     loop {
         std::thread::sleep(Duration::from_secs(3600));
@@ -127,11 +138,11 @@ fn status(field: Option<&str>) -> Result<()> {
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("up") => up(),
-        Some("serve") => serve(),
+        Some("up") => up(args.get(1).is_some_and(|arg| arg == "--gitea")),
+        Some("serve") => serve(args.get(1).is_some_and(|arg| arg == "--gitea")),
         Some("down") => down(),
         Some("status") => status(args.get(1).map(String::as_str)),
-        _ => Err(anyhow::anyhow!("usage: gitops-testenv up|down|status [FIELD]")),
+        _ => Err(anyhow::anyhow!("usage: gitops-testenv up [--gitea]|down|status [FIELD]")),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

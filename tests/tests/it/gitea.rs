@@ -121,6 +121,16 @@ impl Forge {
         format!("{}/acme/{name}.git", self.gitea.url)
     }
 
+    /// `app add NAME --url <acme/NAME> --path ./deploy --pr`, from a new [`Forge::app_repo`].
+    fn add_with_pull_request(&self, name: &str) -> Run {
+        let url = self.app_repo(name);
+        Run::of(
+            self.command("kubectl-gitops-app")
+                .args(["add", name, "--url", &url, "--path", "./deploy", "--pr"])
+                .args(self.key_args()),
+        )
+    }
+
     fn pull(&self, number: u64) -> Value {
         self.gitea.api("GET", &format!("/repos/{REPO}/pulls/{number}"), None).unwrap()
     }
@@ -166,13 +176,7 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     assert_eq!(synced, gitea.ssh_url(REPO));
 
     // app add --pr opens a pull request on Gitea; pr list and pr show find it valid.
-    let hello = forge.app_repo("hello");
-    let add = Run::of(
-        forge
-            .command("kubectl-gitops-app")
-            .args(["add", "hello", "--url", &hello, "--path", "./deploy", "--pr"])
-            .args(forge.key_args()),
-    );
+    let add = forge.add_with_pull_request("hello");
     assert_eq!(add.code, Some(0), "{}\n{}", add.stdout, add.stderr);
     assert_eq!(add.stdout, format!("pull request opened: {}/{REPO}/pulls/1\n", gitea.url));
     let opened = forge.pull(1);
@@ -245,6 +249,24 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     let main = gitea.head(REPO, "main").unwrap();
     assert!(run.stdout.ends_with(&format!("app second added at {}\n", &main[..12])), "{}", run.stdout);
     forge.env.kubectl_ok(&["-n", "default", "get", "configmap", "second"]).unwrap();
+
+    // pr merge --auto: Gitea schedules the merge and makes it once its (here: no) checks pass.
+    let add = forge.add_with_pull_request("third");
+    assert_eq!(add.code, Some(0), "{}\n{}", add.stdout, add.stderr);
+    let head = forge.pull(3)["head"]["sha"].as_str().unwrap().to_string();
+    let auto = forge.pr(plugins.path(), &gitea.token, &["merge", "3", "--auto"]);
+    assert_eq!(auto.code, Some(0), "{}\n{}", auto.stdout, auto.stderr);
+    assert_eq!(
+        auto.stdout,
+        format!(
+            "auto-merge enabled on #3 (merge) at {}: Gitea merges it into main once its checks pass\n",
+            &head[..12]
+        )
+    );
+    gitops_e2e::testenv::process::wait_until("Gitea's scheduled merge of #3", Duration::from_secs(60), || {
+        Ok(forge.pull(3)["merged"] == true)
+    })
+    .unwrap();
     assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=open"), None).unwrap(), json!([]));
     let admin = gitea.api("GET", "/user", None).unwrap();
     assert_eq!(admin["login"], ADMIN);
@@ -342,4 +364,37 @@ fn repo_create_makes_app_repositories_from_the_layout_a_template_a_fork_and_a_ur
     assert_ne!(broken.code, Some(0), "{}\n{}", broken.stdout, broken.stderr);
     assert!(broken.stderr.contains("has no branch \"nope\""), "{}", broken.stderr);
     assert!(!exists("acme/broken"), "deleted again");
+}
+
+/// `make demo-sockshop`'s script, run whole as a user runs it: the upstream sock shop is copied
+/// into a new repository, its chart deployed through a pull request merged on Gitea, and every
+/// one of its 14 Deployments (the chart's, without its disabled load test and tracing) turns
+/// Available.
+#[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures/apps/sock-shop beside the checkout")]
+fn the_sock_shop_demo_deploys_the_chart_through_a_merged_pull_request() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // Its own gitops-testenv state file, apart from an environment a person started.
+    let runtime = tempfile::tempdir().unwrap();
+    let log = runtime.path().join("demo-sockshop.log");
+    let run = Run::of(
+        Command::new("bash")
+            .arg(root.join("tests/demo-sockshop.sh"))
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .env("DEMO_LOG", &log)
+            .env("GITOPS_FLUX_CLI_DIR", flux_release::cli_dir().unwrap())
+            .env("NO_COLOR", "1")
+            .env_remove(Kind::GitHub.token_env())
+            .env_remove(Kind::GitLab.token_env()),
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(run.code, Some(0), "{text}");
+    for said in [
+        "repository acme/sock-shop created: ",
+        "pull request opened: ",
+        "merged #1 (merge) into main at ",
+        "demo-sockshop: 14 sock shop Deployments Available\n",
+    ] {
+        assert!(text.contains(said), "{said:?} not in:\n{text}");
+    }
 }

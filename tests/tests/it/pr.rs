@@ -355,3 +355,74 @@ fn app_add_pr_wait_follows_the_pull_request_to_the_cluster() {
     assert!(stderr.contains("error: pull request #3 was closed without merging: nothing was deployed\n"), "{stderr}");
     assert!(!fixture.show("main:clusters/dev/apps/kustomization.yaml").contains("declined"));
 }
+
+/// `pr merge --auto`: while checks run, the provider is told to merge once they pass (GitHub's
+/// GraphQL `enablePullRequestAutoMerge` at the validated head, GitLab's `auto_merge`, asked again
+/// after the 405 GitLab answers right after a request opens) and nothing merges yet; with nothing
+/// pending it merges at once (GitHub refuses auto-merge for a request in clean status).
+#[test]
+fn pr_merge_auto_waits_for_running_checks_and_merges_at_once_when_none_run() {
+    for kind in [Kind::GitHub, Kind::GitLab] {
+        let fixture = opened(kind);
+        let plugins = binaries::plugin_dir();
+        let sign = kind.pull_request_sign();
+        let main_before = fixture.main_head();
+        let branch = fixture.standin.pull_requests(REPO)[0].head.clone();
+        let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]).trim().to_string();
+        let merge_path = "/api/v4/projects/acme%2Ffleet/merge_requests/1/merge";
+
+        fixture.standin.set_checks_pending(true);
+        if kind == Kind::GitLab {
+            fixture.standin.fail_next(
+                "PUT",
+                merge_path,
+                405,
+                serde_json::json!({ "message": "405 Method Not Allowed" }),
+            );
+        }
+        fixture.standin.clear_requests();
+        let auto =
+            fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1", "--auto"]).as_slice());
+        assert_eq!(auto.code, Some(0), "{kind}: {}\n{}", auto.stdout, auto.stderr);
+        assert_eq!(
+            auto.stdout,
+            format!(
+                "auto-merge enabled on {sign}1 (merge) at {}: {kind} merges it into main once its checks pass\n",
+                &head[..12]
+            )
+        );
+        let pull = &fixture.standin.pull_requests(REPO)[0];
+        assert!(pull.open && !pull.merged, "{kind}: {pull:?}");
+        assert_eq!(pull.auto_merge.as_deref(), Some("merge"), "{kind}");
+        assert_eq!(fixture.main_head(), main_before, "{kind}: nothing merged yet");
+        let writes = fixture.standin.writes();
+        match kind {
+            Kind::GitHub => {
+                let graphql: Vec<_> = writes.iter().filter(|write| write.path == "/graphql").collect();
+                assert_eq!(graphql.len(), 1, "{writes:?}");
+                let variables = &graphql[0].body.as_ref().unwrap()["variables"];
+                assert_eq!(
+                    (variables["method"].as_str(), variables["head"].as_str()),
+                    (Some("MERGE"), Some(head.as_str()))
+                );
+            }
+            _ => {
+                let merges: Vec<_> = writes.iter().filter(|write| write.path == merge_path).collect();
+                assert_eq!(merges.len(), 2, "the 405, then asked again: {writes:?}");
+                let body = merges[1].body.as_ref().unwrap();
+                assert_eq!((body["auto_merge"].as_bool(), body["sha"].as_str()), (Some(true), Some(head.as_str())));
+            }
+        }
+
+        // Nothing running: merged now.
+        fixture.standin.set_checks_pending(false);
+        let now = fixture.kubectl_gitops(
+            plugins.path(),
+            with_key(&fixture, &["pr", "merge", "1", "--auto", "--method", "squash"]).as_slice(),
+        );
+        assert_eq!(now.code, Some(0), "{kind}: {}\n{}", now.stdout, now.stderr);
+        assert_eq!(now.stdout, format!("merged {sign}1 (squash) into main at {}\n", &head[..12]));
+        assert!(fixture.standin.pull_requests(REPO)[0].merged, "{kind}");
+        assert_ne!(fixture.main_head(), main_before, "{kind}");
+    }
+}
