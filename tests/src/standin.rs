@@ -177,6 +177,10 @@ struct Repo {
     keys: Vec<KeySnapshot>,
     pulls: Vec<PullRecord>,
     next_number: u64,
+    /// Marked as a template (GitHub `is_template`).
+    template: bool,
+    /// The repository it was forked from (`owner/name`).
+    fork_of: Option<String>,
 }
 
 #[derive(Debug)]
@@ -209,6 +213,8 @@ struct State {
     rate_limited: bool,
     /// Whether every request has checks still running (so auto-merge waits for them).
     checks_pending: bool,
+    /// Commit statuses (GitHub) and pipelines (GitLab) by commit: their state.
+    commit_checks: BTreeMap<String, String>,
     ssh_base: String,
     https_base: String,
     git_storage: Option<PathBuf>,
@@ -257,6 +263,7 @@ impl StandIn {
             delay: Duration::ZERO,
             rate_limited: false,
             checks_pending: false,
+            commit_checks: BTreeMap::new(),
             ssh_base: ssh_base.to_string(),
             https_base: https_base.to_string(),
             git_storage: None,
@@ -486,10 +493,26 @@ impl StandIn {
         self.state().rate_limited = limited;
     }
 
+    /// Marks a repository as a template (GitHub: "Template repository"), or not.
+    pub fn set_template(&self, path: &str, template: bool) {
+        self.with_repo(path, |repo| repo.template = template);
+    }
+
+    /// The repository `path` was forked from, `None` when it is not a fork (or does not exist).
+    pub fn fork_of(&self, path: &str) -> Option<String> {
+        self.state().repo(path).and_then(|repo| repo.fork_of.clone())
+    }
+
     /// Every request has checks still running (`true`), or none (`false`, the default): auto-merge
     /// then waits, or (GitHub) is refused for a request in clean status.
     pub fn set_checks_pending(&self, pending: bool) {
         self.state().checks_pending = pending;
+    }
+
+    /// The checks of commit `sha` are in `state` (GitHub: its combined status, `success`,
+    /// `pending`, `failure`; GitLab: its pipeline's status, `success`, `running`, `failed`).
+    pub fn set_commit_checks(&self, sha: &str, state: &str) {
+        self.state().commit_checks.insert(sha.to_string(), state.to_string());
     }
 
     fn with_repo(&self, path: &str, change: impl FnOnce(&mut Repo)) {
@@ -795,6 +818,8 @@ impl State {
             keys: Vec::new(),
             pulls: Vec::new(),
             next_number: 1,
+            template: false,
+            fork_of: None,
         });
         let last = self.repos.len() - 1;
         &mut self.repos[last]
@@ -1040,6 +1065,8 @@ fn github_repo_json(state: &State, repo: &Repo, can_push: bool) -> Value {
         "ssh_url": state.ssh_url(repo),
         "default_branch": repo.default_branch,
         "size": 0,
+        "is_template": repo.template,
+        "fork": repo.fork_of.is_some(),
         "permissions": { "admin": can_push, "maintain": can_push, "push": can_push, "triage": can_push, "pull": true },
     })
 }
@@ -1224,6 +1251,64 @@ fn github_repo_route(state: &mut State, route: &Route<'_>) -> Response {
             Some(repo) => respond(200, &github_repo_json(state, repo, caller.can_push)),
             None => github_error(404, "Not Found", "repos/repos#get-a-repository"),
         },
+        ("POST", ["generate"]) => {
+            if !state.repo(path).is_some_and(|repo| repo.template) {
+                return respond(
+                    422,
+                    &json!({ "message": format!("{path} is not a template repository"), "status": "422" }),
+                );
+            }
+            let owner = str_field(body, "owner").unwrap_or(&caller.login).to_string();
+            let Some(name) = str_field(body, "name").map(str::to_string) else {
+                return github_error(
+                    422,
+                    "Invalid request.\n\n\"name\" wasn't supplied.",
+                    "repos/repos#create-a-repository-using-a-template",
+                );
+            };
+            if state.repo(&format!("{owner}/{name}")).is_some() {
+                return respond(422, &json!({ "message": "Name already exists on this account", "status": "422" }));
+            }
+            let private = bool_field(body, "private").unwrap_or(false);
+            let created = state.insert_repo(&owner, &name, private, Some("main")).path();
+            match state.repo(&created) {
+                Some(repo) => respond(201, &github_repo_json(state, repo, true)),
+                None => github_error(500, "Server Error", ""),
+            }
+        }
+        ("POST", ["forks"]) => {
+            let owner = str_field(body, "organization").unwrap_or(&caller.login).to_string();
+            let name = str_field(body, "name")
+                .map_or_else(|| path.rsplit('/').next().unwrap_or_default().to_string(), str::to_string);
+            let created = state.insert_repo(&owner, &name, false, Some("main"));
+            created.fork_of = Some(path.to_string());
+            let created = created.path();
+            match state.repo(&created) {
+                Some(repo) => respond(202, &github_repo_json(state, repo, true)),
+                None => github_error(500, "Server Error", ""),
+            }
+        }
+        ("DELETE", []) => {
+            state.repos.retain(|repo| repo.path() != path);
+            no_content()
+        }
+        // The combined status: `pending` with no statuses at all, as GitHub answers.
+        ("GET", ["commits", sha, "status"]) => {
+            let checked = state.commit_checks.get(*sha);
+            let statuses: Vec<Value> = checked
+                .iter()
+                .map(|checked| json!({ "state": checked, "context": "ci/stand-in", "description": "the stand-in's check" }))
+                .collect();
+            respond(
+                200,
+                &json!({
+                    "state": checked.map_or("pending", String::as_str),
+                    "sha": sha,
+                    "total_count": statuses.len(),
+                    "statuses": statuses,
+                }),
+            )
+        }
         ("GET", ["branches", branch @ ..]) if !branch.is_empty() => {
             let branch = branch.join("/");
             let Some(repo) = state.repo(path) else {
@@ -1511,6 +1596,11 @@ fn gitlab_mr_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         "description": snapshot.body,
         "state": if snapshot.merged { "merged" } else if snapshot.open { "opened" } else { "closed" },
         "merge_when_pipeline_succeeds": snapshot.auto_merge.is_some(),
+        "head_pipeline": repo
+            .branches
+            .get(&snapshot.head)
+            .and_then(|sha| state.commit_checks.get(sha))
+            .map(|status| json!({ "id": 1, "status": status })),
         "source_branch": snapshot.head,
         "target_branch": snapshot.base,
         "sha": repo.branches.get(&snapshot.head),
@@ -1630,6 +1720,24 @@ fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
             Some(repo) => respond(200, &gitlab_project_json(state, repo, caller.can_push)),
             None => gitlab_not_found("404 Project Not Found"),
         },
+        ("POST", ["fork"]) => {
+            let owner = str_field(body, "namespace_path").unwrap_or(&caller.login).to_string();
+            let name = str_field(body, "path").or(str_field(body, "name")).unwrap_or_default().to_string();
+            if state.repo(&format!("{owner}/{name}")).is_some() {
+                return respond(409, &json!({ "message": { "name": ["has already been taken"] } }));
+            }
+            let created = state.insert_repo(&owner, &name, true, Some("main"));
+            created.fork_of = Some(path.to_string());
+            let created = created.path();
+            match state.repo(&created) {
+                Some(repo) => respond(201, &gitlab_project_json(state, repo, true)),
+                None => gitlab_not_found("404 Project Not Found"),
+            }
+        }
+        ("DELETE", []) => {
+            state.repos.retain(|repo| repo.path() != path);
+            respond(202, &json!({ "message": "202 Accepted" }))
+        }
         ("GET", ["repository", "branches", branch]) => {
             let Some(repo) = state.repo(path) else {
                 return gitlab_not_found("404 Project Not Found");

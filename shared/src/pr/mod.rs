@@ -97,6 +97,10 @@ pub struct Row {
     pub name: String,
     /// `null` while the provider has not worked it out.
     pub mergeable: Option<bool>,
+    /// The state of the checks on its head (GitHub and Gitea commit statuses, GitLab's
+    /// pipeline); absent when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge_detail: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,7 +129,12 @@ pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Resu
             None => hosted.provider.get_pull_request(&hosted.repo, listed.number).await?.unwrap_or(listed),
         };
         let Some(branch) = details.head_branch.as_deref().and_then(BranchName::parse) else { continue };
+        let checks = match &details.head_sha {
+            Some(head) => hosted.provider.checks(&hosted.repo, details.number, head).await?,
+            None => None,
+        };
         rows.push(Row {
+            checks,
             number: details.number,
             title: details.title,
             url: details.url,
@@ -152,7 +161,7 @@ fn render_list(rows: &[Row], headers: bool, noun: &str) -> String {
         return format!("no open {noun} opened by kubectl gitops\n");
     }
     let now = duration::now();
-    let mut table = Table::new(["NUMBER", "CHANGE", "MERGEABLE", "AGE", "TITLE", "URL"]);
+    let mut table = Table::new(["NUMBER", "CHANGE", "MERGEABLE", "CHECKS", "AGE", "TITLE", "URL"]);
     for row in rows {
         let age = row
             .created_at
@@ -163,6 +172,7 @@ fn render_list(rows: &[Row], headers: bool, noun: &str) -> String {
             row.number.to_string(),
             format!("{} {}", row.verb, row.name),
             mergeable_word(row.mergeable, row.merge_detail.as_deref()),
+            row.checks.clone().unwrap_or_else(|| "-".into()),
             age.unwrap_or_else(|| "-".into()),
             row.title.clone(),
             row.url.clone(),

@@ -964,6 +964,48 @@ impl Provider {
         by_forge!(self.get_pull_request(repo, number))
     }
 
+    /// The state of the checks on a request's head commit, `None` when it has none: GitHub's and
+    /// Gitea's combined commit status (`GET /repos/{owner}/{repo}/commits/{sha}/status`:
+    /// `success`, `pending`, `failure`, `error`; GitHub's check runs are not read), GitLab's
+    /// head pipeline (`head_pipeline.status` of the merge request: `success`, `running`,
+    /// `failed`, …).
+    pub async fn checks(&self, repo: &RepoRef, number: u64, head_sha: &str) -> Result<Option<String>, ProviderError> {
+        self.check(repo)?;
+        #[derive(serde::Deserialize)]
+        struct Combined {
+            state: Option<String>,
+            total_count: Option<u64>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Pipeline {
+            status: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        struct WithPipeline {
+            head_pipeline: Option<Pipeline>,
+        }
+        let what = format!(
+            "reading the checks of {} {}{number} of {repo}",
+            self.kind.pull_request_noun(),
+            self.kind.pull_request_sign()
+        );
+        match self.kind {
+            Kind::GitHub | Kind::Gitea => {
+                let path = github::repo_path(repo, &format!("/commits/{}/status", encode_segment(head_sha)));
+                let combined: Option<Combined> = self.get_if_found(&path, &what).await?;
+                Ok(combined
+                    .filter(|combined| combined.total_count.unwrap_or(0) > 0)
+                    .and_then(|combined| combined.state)
+                    .filter(|state| !state.is_empty()))
+            }
+            Kind::GitLab => {
+                let path = format!("{}/merge_requests/{number}", gitlab::project_path(repo));
+                let request: Option<WithPipeline> = self.get_if_found(&path, &what).await?;
+                Ok(request.and_then(|request| request.head_pipeline).and_then(|pipeline| pipeline.status))
+            }
+        }
+    }
+
     /// Approves pull request `number` at commit `head_sha`. GitHub
     /// `POST /repos/{owner}/{repo}/pulls/{number}/reviews` (`event: APPROVE`, `commit_id`);
     /// GitLab `POST /projects/:id/merge_requests/:iid/approve` (`sha`: GitLab refuses with 409

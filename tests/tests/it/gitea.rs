@@ -187,11 +187,15 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     for check in ["open ", "base ", "change ", "mergeable "] {
         assert!(show.stdout.contains(&format!("ok    {check}")), "{check}: {}", show.stdout);
     }
+    gitea
+        .api("POST", &format!("/repos/{REPO}/statuses/{head}"), Some(&json!({ "state": "pending", "context": "ci" })))
+        .unwrap();
     let list = forge.kubectl_gitops(plugins.path(), &gitea.token, &["pr", "list", "-o", "json"]);
     assert_eq!(list.code, Some(0), "{}\n{}", list.stdout, list.stderr);
     let listed: Value = serde_json::from_str(&list.stdout).unwrap();
     assert_eq!(listed["pullRequests"][0]["number"], 1, "{listed}");
     assert_eq!(listed["pullRequests"][0]["name"], "hello", "{listed}");
+    assert_eq!(listed["pullRequests"][0]["checks"], "pending", "the commit status posted on its head: {listed}");
 
     // Gitea refuses its author's approval; a collaborator's is recorded at the validated head.
     let own = forge.pr(plugins.path(), &gitea.token, &["approve", "1"]);

@@ -74,9 +74,12 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     assert_eq!((rows[0]["number"].as_u64(), rows[0]["verb"].as_str()), (Some(1), Some("add")));
     assert_eq!((rows[0]["name"].as_str(), rows[0]["mergeable"].as_bool()), (Some("podinfo"), Some(true)));
     assert_eq!(rows[0]["author"], "alice");
+    assert!(rows[0].get("checks").is_none(), "no statuses on its head yet: {listed:#}");
+    let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
+    fixture.standin.set_commit_checks(head.trim(), "failure");
     let table = fixture.kubectl_gitops(plugins.path(), &["pr", "list"]);
-    assert!(table.stdout.starts_with("NUMBER   CHANGE        MERGEABLE   AGE"), "{}", table.stdout);
-    assert!(table.stdout.contains("\n1        add podinfo   yes "), "{}", table.stdout);
+    assert!(table.stdout.starts_with("NUMBER   CHANGE        MERGEABLE   CHECKS    AGE"), "{}", table.stdout);
+    assert!(table.stdout.contains("\n1        add podinfo   yes         failure "), "{}", table.stdout);
 
     // Valid as opened: every check passes, exit 0.
     let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
@@ -144,6 +147,13 @@ fn gitlab_merge_requests_are_validated_by_their_iid() {
     let listed: Value = serde_json::from_str(&list.stdout).unwrap();
     let url = listed["pullRequests"][0]["url"].as_str().unwrap().to_string();
     assert!(url.ends_with("/-/merge_requests/1"), "{listed:#}");
+    assert!(listed["pullRequests"][0].get("checks").is_none(), "no pipeline yet: {listed:#}");
+    let branch = listed["pullRequests"][0]["branch"].as_str().unwrap().to_string();
+    let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
+    fixture.standin.set_commit_checks(head.trim(), "running");
+    let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(listed["pullRequests"][0]["checks"], "running", "its head pipeline: {listed:#}");
     let elsewhere = fixture.kubectl_gitops(
         plugins.path(),
         with_key(&fixture, &["pr", "show", "https://gitlab.example.com/other/repo/-/merge_requests/1"]).as_slice(),
