@@ -215,6 +215,8 @@ struct State {
     checks_pending: bool,
     /// Commit statuses (GitHub) and pipelines (GitLab) by commit: their state.
     commit_checks: BTreeMap<String, String>,
+    /// GitHub check runs by commit: their status and conclusion.
+    check_runs: BTreeMap<String, Vec<(String, Option<String>)>>,
     ssh_base: String,
     https_base: String,
     git_storage: Option<PathBuf>,
@@ -264,6 +266,7 @@ impl StandIn {
             rate_limited: false,
             checks_pending: false,
             commit_checks: BTreeMap::new(),
+            check_runs: BTreeMap::new(),
             ssh_base: ssh_base.to_string(),
             https_base: https_base.to_string(),
             git_storage: None,
@@ -513,6 +516,13 @@ impl StandIn {
     /// `pending`, `failure`; GitLab: its pipeline's status, `success`, `running`, `failed`).
     pub fn set_commit_checks(&self, sha: &str, state: &str) {
         self.state().commit_checks.insert(sha.to_string(), state.to_string());
+    }
+
+    /// A GitHub check run on commit `sha` (GitHub Actions reports these): `status` `queued`,
+    /// `in_progress` or `completed`, with its `conclusion` once completed.
+    pub fn add_check_run(&self, sha: &str, status: &str, conclusion: Option<&str>) {
+        let run = (status.to_string(), conclusion.map(str::to_string));
+        self.state().check_runs.entry(sha.to_string()).or_default().push(run);
     }
 
     fn with_repo(&self, path: &str, change: impl FnOnce(&mut Repo)) {
@@ -1291,6 +1301,19 @@ fn github_repo_route(state: &mut State, route: &Route<'_>) -> Response {
         ("DELETE", []) => {
             state.repos.retain(|repo| repo.path() != path);
             no_content()
+        }
+        ("GET", ["commits", sha, "check-runs"]) => {
+            let runs: Vec<Value> = state
+                .check_runs
+                .get(*sha)
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(id, (status, conclusion))| {
+                    json!({ "id": id + 1, "head_sha": sha, "name": "build", "status": status, "conclusion": conclusion })
+                })
+                .collect();
+            respond(200, &json!({ "total_count": runs.len(), "check_runs": runs }))
         }
         // The combined status: `pending` with no statuses at all, as GitHub answers.
         ("GET", ["commits", sha, "status"]) => {

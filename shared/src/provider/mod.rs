@@ -966,9 +966,10 @@ impl Provider {
 
     /// The state of the checks on a request's head commit, `None` when it has none: GitHub's and
     /// Gitea's combined commit status (`GET /repos/{owner}/{repo}/commits/{sha}/status`:
-    /// `success`, `pending`, `failure`, `error`; GitHub's check runs are not read), GitLab's
-    /// head pipeline (`head_pipeline.status` of the merge request: `success`, `running`,
-    /// `failed`, …).
+    /// `success`, `pending`, `failure`, `error`), on GitHub combined with its check runs
+    /// (`…/commits/{sha}/check-runs`, what GitHub Actions reports) into the worst of both;
+    /// GitLab's head pipeline (`head_pipeline.status` of the merge request: `success`,
+    /// `running`, `failed`, …).
     pub async fn checks(&self, repo: &RepoRef, number: u64, head_sha: &str) -> Result<Option<String>, ProviderError> {
         self.check(repo)?;
         #[derive(serde::Deserialize)]
@@ -979,6 +980,10 @@ impl Provider {
         #[derive(serde::Deserialize)]
         struct Pipeline {
             status: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        struct CheckRuns {
+            check_runs: Vec<CheckRun>,
         }
         #[derive(serde::Deserialize)]
         struct WithPipeline {
@@ -993,10 +998,18 @@ impl Provider {
             Kind::GitHub | Kind::Gitea => {
                 let path = github::repo_path(repo, &format!("/commits/{}/status", encode_segment(head_sha)));
                 let combined: Option<Combined> = self.get_if_found(&path, &what).await?;
-                Ok(combined
+                let statuses = combined
                     .filter(|combined| combined.total_count.unwrap_or(0) > 0)
                     .and_then(|combined| combined.state)
-                    .filter(|state| !state.is_empty()))
+                    .filter(|state| !state.is_empty());
+                if self.kind == Kind::Gitea {
+                    return Ok(statuses);
+                }
+                // GitHub Actions and other apps report check runs, not statuses.
+                let path = github::repo_path(repo, &format!("/commits/{}/check-runs", encode_segment(head_sha)));
+                let runs: Option<CheckRuns> = self.get_if_found(&path, &what).await?;
+                let runs = runs.map(|runs| runs.check_runs).unwrap_or_default();
+                Ok(worst_check([statuses.as_deref(), check_runs_state(&runs)]))
             }
             Kind::GitLab => {
                 let path = format!("{}/merge_requests/{number}", gitlab::project_path(repo));
@@ -1376,6 +1389,44 @@ fn flatten_message(value: Option<&serde_json::Value>, field: Option<&str>, parts
     }
 }
 
+/// A GitHub check run (`GET /repos/{owner}/{repo}/commits/{ref}/check-runs`).
+#[derive(serde::Deserialize)]
+struct CheckRun {
+    /// `queued`, `in_progress`, `completed`, …
+    status: String,
+    /// Once completed: `success`, `failure`, `neutral`, `skipped`, `cancelled`, `timed_out`, …
+    conclusion: Option<String>,
+}
+
+/// The state of a commit's check runs as a combined status says it: `failure` when one did not
+/// pass, `pending` while one runs, `success` when all passed (or were neutral or skipped);
+/// `None` without any.
+fn check_runs_state(runs: &[CheckRun]) -> Option<&'static str> {
+    let failed = |run: &CheckRun| {
+        run.status == "completed" && !matches!(run.conclusion.as_deref(), Some("success" | "neutral" | "skipped"))
+    };
+    if runs.is_empty() {
+        None
+    } else if runs.iter().any(failed) {
+        Some("failure")
+    } else if runs.iter().any(|run| run.status != "completed") {
+        Some("pending")
+    } else {
+        Some("success")
+    }
+}
+
+/// The worst of several check states (`failure`/`error` over `pending` over `success`); `None`
+/// when none has any.
+fn worst_check<'a>(states: impl IntoIterator<Item = Option<&'a str>>) -> Option<String> {
+    let rank = |state: &str| match state {
+        "success" => 0,
+        "pending" => 1,
+        _ => 2,
+    };
+    states.into_iter().flatten().max_by_key(|state| rank(state)).map(str::to_string)
+}
+
 /// The `rel="next"` URL of a `Link` header (RFC 8288), as GitHub and GitLab paginate.
 fn next_link(header: &str) -> Option<String> {
     header.split(',').find_map(|part| {
@@ -1562,5 +1613,23 @@ mod tests {
         let error = provider.failure(&reply, "listing keys");
         assert_eq!(error.to_string(), "github.com rejected the API token (HTTP 401: Bad credentials)");
         assert!(error.hint().unwrap().contains("GITHUB_TOKEN"));
+    }
+
+    #[test]
+    fn check_runs_and_statuses_combine_into_the_worst_state() {
+        let run = |status: &str, conclusion: Option<&str>| CheckRun {
+            status: status.to_string(),
+            conclusion: conclusion.map(str::to_string),
+        };
+        assert_eq!(check_runs_state(&[]), None);
+        let passed =
+            [run("completed", Some("success")), run("completed", Some("skipped")), run("completed", Some("neutral"))];
+        assert_eq!(check_runs_state(&passed), Some("success"));
+        assert_eq!(check_runs_state(&[run("completed", Some("success")), run("in_progress", None)]), Some("pending"));
+        assert_eq!(check_runs_state(&[run("in_progress", None), run("completed", Some("timed_out"))]), Some("failure"));
+        assert_eq!(worst_check([None, None]), None);
+        assert_eq!(worst_check([Some("success"), None]).as_deref(), Some("success"));
+        assert_eq!(worst_check([Some("success"), Some("pending")]).as_deref(), Some("pending"));
+        assert_eq!(worst_check([Some("pending"), Some("error")]).as_deref(), Some("error"));
     }
 }

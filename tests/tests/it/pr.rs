@@ -76,10 +76,16 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     assert_eq!(rows[0]["author"], "alice");
     assert!(rows[0].get("checks").is_none(), "no statuses on its head yet: {listed:#}");
     let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
-    fixture.standin.set_commit_checks(head.trim(), "failure");
+    // Its statuses passed, but a check run (GitHub Actions) still runs: pending.
+    fixture.standin.set_commit_checks(head.trim(), "success");
+    fixture.standin.add_check_run(head.trim(), "in_progress", None);
     let table = fixture.kubectl_gitops(plugins.path(), &["pr", "list"]);
     assert!(table.stdout.starts_with("NUMBER   CHANGE        MERGEABLE   CHECKS    AGE"), "{}", table.stdout);
-    assert!(table.stdout.contains("\n1        add podinfo   yes         failure "), "{}", table.stdout);
+    assert!(table.stdout.contains("\n1        add podinfo   yes         pending "), "{}", table.stdout);
+    fixture.standin.add_check_run(head.trim(), "completed", Some("failure"));
+    let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(listed["pullRequests"][0]["checks"], "failure", "a failed check run: {listed:#}");
 
     // Valid as opened: every check passes, exit 0.
     let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
