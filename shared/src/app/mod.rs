@@ -98,7 +98,6 @@ pub async fn context(
         Err(error) if repo_args.config_repo.is_none() => return Err(error),
         Err(_) => (None, None),
     };
-    let record = detection.as_ref().and_then(|detection| detection.gitops.clone());
     let namespace = detection
         .as_ref()
         .and_then(|detection| detection.flux.as_ref().map(|flux| flux.namespace.clone()))
@@ -114,28 +113,38 @@ pub async fn context(
         }
         _ => Versions::pinned(),
     };
-    if !needs_repo {
-        return Ok(Context { cluster, namespace, versions, detection, repo: None, printer: *printer });
+    let mut context = Context { cluster, namespace, versions, detection, repo: None, printer: *printer };
+    if needs_repo {
+        context.attach_repo(repo_args).await?;
     }
-    let url = repo_args.config_repo.clone().or_else(|| record.as_ref().map(|r| r.url.clone())).ok_or_else(|| {
-        Error::usage(
-            "this cluster has no kubectl-gitops layout, so there is no config repo to write to",
-            "run `kubectl gitops install`, or pass --config-repo URL",
-        )
-    })?;
-    let branch = repo_args
-        .config_branch
-        .clone()
-        .or_else(|| record.as_ref().map(|r| r.branch.clone()))
-        .unwrap_or_else(|| "main".to_string());
-    let hosted = hosted_repo(record.as_ref())?;
-    let pinned_hosts = match &cluster {
-        Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &namespace).await?,
-        None => None,
-    };
-    let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
-    let repo = ConfigRepo { remote, branch, hosted };
-    Ok(Context { cluster, namespace, versions, detection, repo: Some(repo), printer: *printer })
+    Ok(context)
+}
+
+impl Context {
+    /// Resolves the config repo and our credentials for it (the repo flags, else the install
+    /// record): for a command that found out first, without a key, whether it has work to do.
+    pub(crate) async fn attach_repo(&mut self, repo_args: &RepoSettings) -> Result<()> {
+        let record = self.record();
+        let url = repo_args.config_repo.clone().or_else(|| record.map(|r| r.url.clone())).ok_or_else(|| {
+            Error::usage(
+                "this cluster has no kubectl-gitops layout, so there is no config repo to write to",
+                "run `kubectl gitops install`, or pass --config-repo URL",
+            )
+        })?;
+        let branch = repo_args
+            .config_branch
+            .clone()
+            .or_else(|| record.map(|r| r.branch.clone()))
+            .unwrap_or_else(|| "main".to_string());
+        let hosted = hosted_repo(record)?;
+        let pinned_hosts = match &self.cluster {
+            Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &self.namespace).await?,
+            None => None,
+        };
+        let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
+        self.repo = Some(ConfigRepo { remote, branch, hosted });
+        Ok(())
+    }
 }
 
 /// The provider in front of the config repo, from the install record.

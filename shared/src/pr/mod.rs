@@ -301,9 +301,10 @@ pub async fn show(request: &Request, target: &Target, printer: &Printer) -> Resu
 /// The checks of `pr show`, on the request `request` names.
 async fn validate(request: &Request, target: &Target, printer: &Printer) -> Result<Validated> {
     let number = request.number.ok_or_else(|| Error::Internal("pr show without a number".into()))?;
-    let context = app::context(target, &request.repo, true, printer).await?;
-    let repo = context.repo()?.clone();
-    let hosted = repo.hosted.clone().ok_or_else(|| no_pull_requests(context.record()))?;
+    // The request is looked up before the config repo is resolved, so that a number that is not
+    // ours is refused without a key; cloning its branch needs one.
+    let mut context = app::context(target, &request.repo, false, printer).await?;
+    let hosted = app::hosted_repo(context.record())?.ok_or_else(|| no_pull_requests(context.record()))?;
     let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
     let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
         Error::usage(
@@ -326,6 +327,8 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
             "pr show validates the pull requests kubectl gitops opened: their branches start with gitops/",
         ));
     };
+    context.attach_repo(&request.repo).await?;
+    let repo = context.repo()?.clone();
     let mut polls = 1;
     while details.state == PullState::Open && details.mergeable.is_none() && polls < MERGEABLE_POLLS {
         printer.progress(&format!("{} is still working out whether {sign}{number} can be merged", hosted.repo));
@@ -356,11 +359,11 @@ fn no_pull_requests(record: Option<&InstallRecord>) -> Error {
     match record {
         None => Error::usage(
             "this cluster has no kubectl-gitops install record, so no config repo with pull requests",
-            "run `kubectl gitops install --provider github|gitlab`",
+            "run `kubectl gitops install --provider github|gitlab|gitea`",
         ),
         Some(record) => Error::usage(
             format!("the config repo {} is on a plain git server, which has no pull requests", record.url),
-            "pull requests come with a config repo on GitHub or GitLab (install --provider github|gitlab)",
+            "pull requests come with a config repo on GitHub, GitLab or Gitea (install --provider github|gitlab|gitea)",
         ),
     }
 }

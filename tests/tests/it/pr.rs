@@ -122,14 +122,14 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     assert!(failed[0].starts_with("apps/podinfo/release.yaml differs from the plan: blob "), "{validation:#}");
     assert_eq!(fixture.standin.writes().len(), writes, "pr list and pr show write nothing");
 
-    // A number that is no pull request, and a pull request we did not open: usage errors.
-    let missing = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "99"]).as_slice());
+    // A number that is no pull request, and a pull request we did not open: usage errors, found
+    // before the config repo is reached (so without an SSH key: HOME has no ~/.ssh here).
+    let missing = fixture.kubectl_gitops(plugins.path(), &["pr", "show", "99"]);
     assert_eq!(missing.code, Some(2), "{}\n{}", missing.stdout, missing.stderr);
     assert!(missing.stderr.starts_with("error: acme/fleet has no pull request #99\nhint: "), "{}", missing.stderr);
     fixture.standin.add_branch(REPO, "feature/typo", &fixture.main_head());
     let theirs = fixture.standin.add_pull_request(REPO, "feature/typo", "main", "Fix a typo");
-    let other =
-        fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", &theirs.to_string()]).as_slice());
+    let other = fixture.kubectl_gitops(plugins.path(), &["pr", "show", &theirs.to_string()]);
     assert_eq!(other.code, Some(2), "{}\n{}", other.stdout, other.stderr);
     assert!(
         other
