@@ -62,17 +62,7 @@ impl Gitea {
         std::fs::write(&config, app_ini(&work, &built.join("src"), http_port, ssh_port, &host_key))?;
         let gitea = Gitea { url, ssh_port, token: String::new(), known_hosts, client_key, binary, config, work };
         run(gitea.command().arg("migrate")).context("gitea migrate")?;
-        let created = run(gitea.command().args(["admin", "user", "create", "--admin", "--username", ADMIN]).args([
-            "--password",
-            PASSWORD,
-            "--email",
-            &format!("{ADMIN}@example.invalid"),
-            "--must-change-password=false",
-            "--access-token",
-            "--access-token-scopes",
-            "all",
-        ]))?;
-        let token = access_token(&created)?;
+        let token = gitea.create_account(ADMIN, true)?;
 
         supervisor.spawn("gitea", gitea.command().arg("web"))?;
         let health = format!("{}/api/healthz", gitea.url);
@@ -116,16 +106,18 @@ impl Gitea {
 
     /// Creates a user (not an admin) and returns an access token of theirs with every scope.
     pub fn create_user(&self, name: &str) -> Result<String> {
-        let created = run(self.command().args(["admin", "user", "create", "--username", name]).args([
-            "--password",
-            PASSWORD,
-            "--email",
-            &format!("{name}@example.invalid"),
-            "--must-change-password=false",
-            "--access-token",
-            "--access-token-scopes",
-            "all",
-        ]))?;
+        self.create_account(name, false)
+    }
+
+    /// `gitea admin user create` for `name` (a site administrator with `admin`), with an access
+    /// token of every scope, which it returns.
+    fn create_account(&self, name: &str, admin: bool) -> Result<String> {
+        let created = run(self
+            .command()
+            .args(["admin", "user", "create", "--username", name])
+            .args(admin.then_some("--admin"))
+            .args(["--password", PASSWORD, "--email", &format!("{name}@example.invalid")])
+            .args(["--must-change-password=false", "--access-token", "--access-token-scopes", "all"]))?;
         access_token(&created)
     }
 
