@@ -542,6 +542,15 @@ impl Checkout {
         Ok(())
     }
 
+    /// Moves the local branch to `commit`, which the fetch brought (an ancestor of the remote
+    /// branch): to plan on the commit a pull request branch left it at.
+    pub fn reset_to_commit(&mut self, commit: &str) -> Result<(), GitError> {
+        let oid = Oid::from_str(commit)?;
+        self.reset_to(Some(oid))?;
+        self.base = Some(oid);
+        Ok(())
+    }
+
     fn head_oid(&self) -> Option<Oid> {
         self.repo.head().ok().and_then(|head| head.target())
     }

@@ -433,6 +433,14 @@ impl StandIn {
         pull.snapshot.open = false;
     }
 
+    /// Rewrites request `number`'s body (GitLab: description), as anyone with access may.
+    pub fn edit_pull_request_body(&self, path: &str, number: u64, edit: impl FnOnce(&str) -> String) {
+        let mut state = self.state();
+        let repo = state.repo_mut(path).unwrap_or_else(|| panic!("no repository {path} in the stand-in"));
+        let pull = repo.pull_mut(&number.to_string()).unwrap_or_else(|| panic!("no request {number} in {path}"));
+        pull.snapshot.body = edit(&pull.snapshot.body);
+    }
+
     /// Opens a pull (merge) request directly, as [`USER`]; returns its number.
     pub fn add_pull_request(&self, path: &str, head: &str, base: &str, title: &str) -> u64 {
         self.add_pull_request_with_body(path, head, base, title, "")

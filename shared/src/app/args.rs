@@ -76,8 +76,26 @@ pub struct AddArgs {
 
     /// Where the app comes from: a git URL (ssh://, https://), an https Helm repository (with
     /// --chart), or oci:// (manifests, or a Helm chart with --chart).
-    #[arg(long, help_heading = "Source")]
-    pub url: String,
+    #[arg(long, required_unless_present = "create_repo", help_heading = "Source")]
+    pub url: Option<String>,
+
+    /// Create the app's repository on the config repo's provider first (default name: the app's,
+    /// under the config repo's owner) and deploy from it: our app layout (`./deploy`), or
+    /// --from-template, --fork, --from-url. Flux reads it with a new read-only deploy key, kept
+    /// in a Secret named after the app in this cluster. One plan; a failure before the config
+    /// repo changed deletes the repository and the Secret again.
+    #[arg(
+        long,
+        value_name = "[OWNER/]NAME",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with_all = ["url", "branch", "tag", "semver", "commit", "insecure", "secret_ref", "chart", "chart_version", "export"],
+        help_heading = "New repository"
+    )]
+    pub create_repo: Option<String>,
+
+    #[command(flatten)]
+    pub new_repo: super::new_repo::SourceArgs,
 
     /// The git branch to follow (git sources; default main).
     #[arg(long, help_heading = "Source")]

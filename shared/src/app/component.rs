@@ -163,6 +163,8 @@ pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer
         wait: None,
         notes: Vec::new(),
         awaits: super::Awaits::one(&context.namespace, &request.name, true),
+        new_repo: None,
+        request: Vec::new(),
         already_there: Some(format!("component {} follows {} already; nothing to change\n", request.name, request.tag)),
     };
     drive(&context, &request.delivery, change, Some(checkout), &replan).await

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
+use super::new_repo::{self, AppStep};
 use super::plan::{FileChange, Plan, Step, flux_objects};
 use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
@@ -74,9 +75,29 @@ pub async fn execute(
     // What the pull request branch held before we pushed it: a branch we created is taken away
     // again when its pull request cannot open.
     let mut branch_existed: Option<RemoteBranch> = None;
+    // `--create-repo`: what was made of the app's repository, undone if the config repo is not
+    // changed after all.
+    let mut made_repo = new_repo::Progress::default();
+    let mut key_made = false;
+    let mut delivered = false;
     let steps = plan.steps();
-    plan::run_steps(&steps, async |_, step: &Step, words: &str| -> Result<()> {
+    let ran = plan::run_steps(&steps, async |_, step: &Step, words: &str| -> Result<()> {
         match step {
+            Step::NewRepo(step) => {
+                let (Some(new), Some(hosted)) = (&plan.new_repo, repo.and_then(|repo| repo.hosted.as_ref())) else {
+                    return Err(Error::Internal("a new repository needs its plan and the provider".into()));
+                };
+                match (step, &new.key) {
+                    (AppStep::Repository(step), _) => made_repo.run(&new.plan, hosted, step).await?,
+                    (AppStep::Key, Some(key)) => {
+                        let cluster = cluster.ok_or_else(|| Error::Internal("no cluster for the key".into()))?;
+                        new_repo::add_key(new, key, hosted, cluster).await?;
+                        key_made = true;
+                    }
+                    (AppStep::Key, None) => {}
+                }
+                done(words);
+            }
             Step::Patch(patch) => {
                 let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to patch".into()))?;
                 let api: Api<DynamicObject> =
@@ -103,6 +124,7 @@ pub async fn execute(
                     }
                     Published::MadeMeanwhile => outcome.made_meanwhile = true,
                 }
+                delivered = true;
             }
             Step::PushBranch { branch } => {
                 let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
@@ -150,6 +172,7 @@ pub async fn execute(
                     Ok(pull_request) => {
                         done(words);
                         outcome.pull_request = Some(pull_request);
+                        delivered = true;
                     }
                     Err(error) => {
                         // Leave nothing behind: a branch we created for a pull request that does
@@ -199,8 +222,23 @@ pub async fn execute(
         }
         Ok(())
     })
-    .await?;
-    Ok(outcome)
+    .await;
+    match (ran, &plan.new_repo, repo.and_then(|repo| repo.hosted.as_ref())) {
+        (Ok(()), _, _) => Ok(outcome),
+        // The config repo names the new repository now: it stays.
+        (Err(error), _, _) if delivered => Err(error),
+        (Err(mut error), Some(new), Some(hosted)) => {
+            if key_made
+                && let (Some(key), Some(cluster)) = (&new.key, cluster)
+                && let Err(left) = new_repo::remove_key(key, cluster).await
+            {
+                printer.warning(&format!("could not delete Secret {}/{} again: {left}", key.namespace, key.name));
+            }
+            error = made_repo.undo(&new.plan, hosted, error, printer).await;
+            Err(error)
+        }
+        (Err(error), _, _) => Err(error),
+    }
 }
 
 /// Reads an opened pull request back: the provider lists it open from `branch` (as `number`),

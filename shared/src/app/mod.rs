@@ -14,7 +14,9 @@ pub mod component;
 pub(crate) mod deliver;
 pub mod layout;
 mod list;
+pub mod new_repo;
 pub mod plan;
+pub mod recorded;
 pub mod settings;
 pub mod spec;
 
@@ -294,14 +296,22 @@ pub(crate) fn target_clusters(
 
 /// `app add`.
 pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Result<String> {
-    let (spec, args) = (&request.spec, request);
+    let args = request;
     if args.export {
         let namespace = target.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
-        return spec.export(&namespace);
+        return request.spec.export(&namespace);
     }
     let context = context(target, &args.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
+    let (spec, new_repo) = match &args.new_repo {
+        Some(new) => {
+            let (spec, planned) = new_repo::for_app(&context, new, &request.spec, &clusters).await?;
+            (spec, Some(planned))
+        }
+        None => (request.spec.clone(), None),
+    };
+    let spec = &spec;
     let per_cluster_values = !args.clusters.is_empty();
     let build = |checkout: &Checkout| {
         add_changes(spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
@@ -336,6 +346,8 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
             .then(|| format!("wait until {release} {}/{} is Ready at the pushed commit", context.namespace, spec.name)),
         notes: Vec::new(),
         awaits: Awaits::one(&context.namespace, &spec.name, true),
+        new_repo,
+        request: recorded::add_words(spec, &args.clusters, args.update),
         already_there: Some(format!(
             "{} {} is already in the config repo for {cluster_list}; nothing to change\n",
             spec.tier.noun(),
@@ -444,6 +456,8 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
         wait: args.delivery.wait.then(|| format!("wait until Flux has pruned {}", args.name)),
         notes,
         awaits: Awaits::one(&context.namespace, &args.name, false),
+        new_repo: None,
+        request: recorded::remove_words(args.tier, &args.name, &args.clusters),
         already_there: None,
     };
     drive(&context, &args.delivery, change, Some(checkout), &build).await
@@ -518,6 +532,8 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
             vec!["only the cluster changes; pass --persist to record it in the config repo too".to_string()]
         },
         awaits: Awaits::one(&context.namespace, &args.name, false),
+        new_repo: None,
+        request: Vec::new(),
         already_there: None,
     };
     drive(&context, &args.delivery, change, checkout, &replan).await
@@ -598,6 +614,11 @@ pub(crate) struct Change<'a> {
     pub awaits: Option<Awaits>,
     /// The answer when the config repo already holds the change (`None`: not a question).
     pub already_there: Option<String>,
+    /// `app add --create-repo`: the app's repository, made first.
+    pub new_repo: Option<new_repo::ForApp>,
+    /// The words that plan this change again, recorded in a pull request's body
+    /// ([`recorded`]); empty for a change `pr show` does not re-plan.
+    pub request: Vec<String>,
 }
 
 /// The releases a change's `--wait` follows after the push: Kustomizations or HelmReleases by
@@ -660,6 +681,8 @@ pub(crate) async fn drive_change(
         objects: change.objects,
         wait: change.wait,
         notes: change.notes,
+        new_repo: change.new_repo,
+        request: change.request,
     };
     if args.dry_run {
         return Ok(Driven { line: plan.render(), outcome: None });

@@ -7,6 +7,9 @@ pub use crate::plan::{FileChange, diff, files_under, read};
 /// One thing an `app` command does, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
+    /// Make the app's repository, or its deploy key (`app add --create-repo`): before anything
+    /// else, undone when a later step fails before the config repo changed.
+    NewRepo(super::new_repo::AppStep),
     /// Suspend or resume one object in the cluster.
     Patch(SuspendPatch),
     /// Rewrite a Flux kind's stored objects at its storage version and trim the CRD's
@@ -94,27 +97,33 @@ pub struct Plan {
     pub wait: Option<String>,
     /// What the user should know (e.g. that Flux prunes a removed app).
     pub notes: Vec<String>,
+    /// `app add --create-repo`: the app's repository, made first.
+    pub new_repo: Option<super::new_repo::ForApp>,
+    /// The words that plan this change again, for the pull request body (empty: none).
+    pub request: Vec<String>,
 }
 
 impl Plan {
     /// Whether there is nothing to do.
     pub fn is_noop(&self) -> bool {
-        self.files.is_empty() && self.patches.is_empty() && self.migrations.is_empty()
+        self.files.is_empty() && self.patches.is_empty() && self.migrations.is_empty() && self.new_repo.is_none()
     }
 
     /// The steps in order, each with its words.
     pub fn steps(&self) -> Vec<(Step, String)> {
         let mut steps: Vec<(Step, String)> = self
-            .patches
+            .new_repo
             .iter()
-            .map(|patch| {
-                let words = format!(
-                    "patch {} {}/{}: spec.suspend = {}",
-                    patch.kind.kind, patch.namespace, patch.name, patch.suspend
-                );
-                (Step::Patch(patch.clone()), words)
-            })
+            .flat_map(|new_repo| new_repo.steps())
+            .map(|(step, words)| (Step::NewRepo(step), words))
             .collect();
+        steps.extend(self.patches.iter().map(|patch| {
+            let words = format!(
+                "patch {} {}/{}: spec.suspend = {}",
+                patch.kind.kind, patch.namespace, patch.name, patch.suspend
+            );
+            (Step::Patch(patch.clone()), words)
+        }));
         steps.extend(self.migrations.iter().map(|kind| (Step::MigrateStorage(kind.clone()), kind.describe())));
         if !self.files.is_empty() {
             let count = self.files.len();
@@ -221,6 +230,11 @@ impl Plan {
             for kind in &self.migrations {
                 body.push_str(&format!("- {}\n", kind.describe()));
             }
+        }
+        if !self.request.is_empty()
+            && let Some(section) = super::recorded::body_section(&self.request)
+        {
+            body.push_str(&section);
         }
         if !self.notes.is_empty() {
             body.push_str("\n### Notes\n");

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{AddArgs, ComponentUpgradeArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
+use super::new_repo::NewRepoRequest;
 use super::spec::{self, AppSpec, Tier};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::Connection;
@@ -140,12 +141,25 @@ pub struct AddRequest {
     pub repo: RepoSettings,
     /// The delivery.
     pub delivery: DeliverySettings,
+    /// `--create-repo`: the app's repository, made first.
+    pub new_repo: Option<NewRepoRequest>,
 }
 
 impl AddArgs {
     /// The request these flags make.
     pub fn request(&self) -> Result<AddRequest> {
+        let new_repo = match &self.create_repo {
+            Some(name) => Some(self.new_repo.request(if name.is_empty() { &self.name } else { name })?),
+            None if self.new_repo.given() => {
+                return Err(Error::usage(
+                    "--from-template, --from-url, --fork and --public describe a new repository",
+                    "add --create-repo to create the app's repository, or give its --url",
+                ));
+            }
+            None => None,
+        };
         Ok(AddRequest {
+            new_repo,
             spec: AppSpec::from_args(self)?,
             delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,

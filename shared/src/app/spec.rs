@@ -166,6 +166,15 @@ pub struct AppSpec {
 impl AppSpec {
     /// Validates `app add`'s flags and reads the values files.
     pub fn from_args(args: &AddArgs) -> Result<AppSpec> {
+        AppSpec::from_args_reading(args, &read_values)
+    }
+
+    /// [`AppSpec::from_args`], the values files read by `read_values` (`pr show` takes them from
+    /// the branch that wrote them).
+    pub fn from_args_reading(
+        args: &AddArgs,
+        read_values: &dyn Fn(&[std::path::PathBuf]) -> Result<Vec<ValuesFile>>,
+    ) -> Result<AppSpec> {
         let name = validate_name(&args.name, "app name")?;
         for dependency in &args.depends_on {
             validate_name(dependency, "--depends-on")?;
@@ -194,11 +203,16 @@ impl AppSpec {
                 )
             })?;
         }
-        let scheme = args.url.split_once("://").map(|(scheme, _)| scheme).unwrap_or_default();
-        let is_git = matches!(scheme, "ssh" | "http" | "https") || (scheme.is_empty() && args.url.contains('@'));
+        // `--create-repo`: a git repository whose URL is known once the config repo is (see
+        // [`AppSpec::from_new_repo`]).
+        let given_url = args.url.as_deref().unwrap_or_default();
+        let scheme = given_url.split_once("://").map(|(scheme, _)| scheme).unwrap_or_default();
+        let is_git = args.create_repo.is_some()
+            || matches!(scheme, "ssh" | "http" | "https")
+            || (scheme.is_empty() && given_url.contains('@'));
         if !is_git && scheme != "oci" {
             return Err(Error::usage(
-                format!("unsupported URL {:?}", args.url),
+                format!("unsupported URL {given_url:?}"),
                 "use a git URL (ssh://, https://, user@host:path), an https:// Helm repository with --chart, or oci://",
             ));
         }
@@ -211,7 +225,7 @@ impl AppSpec {
         let (source, deploy) = match (scheme, &args.chart, &args.chart_path) {
             ("oci", Some(chart), _) => {
                 let deploy = Deploy::Helm { chart: chart.clone(), version: args.chart_version.clone() };
-                (Source::HelmRepository { url: args.url.clone() }, deploy)
+                (Source::HelmRepository { url: given_url.to_string() }, deploy)
             }
             ("oci", None, Some(_)) => return refuse("--chart-path", "needs a git URL; for OCI charts use --chart"),
             ("oci", None, None) => {
@@ -227,14 +241,14 @@ impl AppSpec {
                     (None, None) => OciRef::Tag("latest".into()),
                 };
                 let deploy = Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? };
-                (Source::Oci { url: args.url.clone(), oci_ref }, deploy)
+                (Source::Oci { url: given_url.to_string(), oci_ref }, deploy)
             }
             (_, Some(chart), _) => {
                 if scheme != "https" && scheme != "http" {
                     return refuse("--chart", "needs an https:// Helm repository or an oci:// registry URL");
                 }
                 let deploy = Deploy::Helm { chart: chart.clone(), version: args.chart_version.clone() };
-                (Source::HelmRepository { url: args.url.clone() }, deploy)
+                (Source::HelmRepository { url: given_url.to_string() }, deploy)
             }
             (_, None, chart_path) => {
                 if let Some(branch) = &args.branch {
@@ -252,10 +266,16 @@ impl AppSpec {
                     (_, Some(tag), None, None) => GitRef::Tag(tag.clone()),
                     (branch, None, None, None) => GitRef::Branch(branch.clone().unwrap_or_else(|| "main".into())),
                 };
-                let url = crate::repo_access::parse_url(&args.url)?.canonical;
+                let url = match args.create_repo {
+                    Some(_) => String::new(),
+                    None => crate::repo_access::parse_url(given_url)?.canonical,
+                };
+                // A new repository of our app layout keeps its manifests in ./deploy.
+                let layout_path = (args.create_repo.is_some() && !args.new_repo.given_source())
+                    .then_some(super::new_repo::LAYOUT_PATH);
                 let deploy = match chart_path {
                     Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
-                    None => Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? },
+                    None => Deploy::Kustomize { path: source_path(args.path.as_deref().or(layout_path), "--path")? },
                 };
                 (Source::Git { url, git_ref }, deploy)
             }
@@ -282,6 +302,75 @@ impl AppSpec {
             values,
             tier: Tier::App,
         })
+    }
+
+    /// The words of `app add` that give this app again (the values files by their names), for
+    /// the request a pull request records: `AppSpec::from_args` of them is this app.
+    pub fn words(&self) -> Vec<String> {
+        let mut words = vec![self.name.clone()];
+        let mut flag = |name: &str, value: &str| words.extend([format!("--{name}"), value.to_string()]);
+        let (url, reference) = match &self.source {
+            Source::Git { url, git_ref } => (
+                url,
+                match git_ref {
+                    GitRef::Branch(branch) => vec![("branch", branch.clone())],
+                    GitRef::Tag(tag) => vec![("tag", tag.clone())],
+                    GitRef::Semver(range) => vec![("semver", range.clone())],
+                    GitRef::Commit { commit, branch } => {
+                        let mut reference = vec![("commit", commit.clone())];
+                        reference.extend(branch.iter().map(|branch| ("branch", branch.clone())));
+                        reference
+                    }
+                },
+            ),
+            Source::HelmRepository { url } => (url, Vec::new()),
+            Source::Oci { url, oci_ref } => (
+                url,
+                match oci_ref {
+                    OciRef::Semver(range) => vec![("semver", range.clone())],
+                    OciRef::Tag(tag) | OciRef::Digest(tag) => vec![("tag", tag.clone())],
+                },
+            ),
+        };
+        flag("url", url);
+        for (name, value) in reference {
+            flag(name, &value);
+        }
+        match (&self.deploy, &self.source) {
+            (Deploy::Kustomize { path }, _) => flag("path", path),
+            (Deploy::Helm { chart, .. }, Source::Git { .. }) => flag("chart-path", chart),
+            (Deploy::Helm { chart, version }, _) => {
+                flag("chart", chart);
+                if let Some(version) = version {
+                    flag("chart-version", version);
+                }
+            }
+        }
+        if let Some(secret) = &self.secret_ref {
+            flag("secret-ref", secret);
+        }
+        flag("target-namespace", &self.target_namespace);
+        flag("interval", &crate::duration::format(self.interval));
+        flag("prune", &self.prune.to_string());
+        for dependency in &self.depends_on {
+            flag("depends-on", dependency);
+        }
+        for file in &self.values {
+            flag("values", &file.name);
+        }
+        words.extend(self.insecure.then(|| "--insecure".to_string()));
+        words.extend(self.create_namespace.then(|| "--create-namespace".to_string()));
+        words
+    }
+
+    /// The app of `--create-repo`, once its repository is planned: deployed from `url`'s
+    /// `branch`, read with the Secret `secret_ref`.
+    pub fn from_new_repo(&self, url: String, branch: String, secret_ref: String) -> AppSpec {
+        AppSpec {
+            source: Source::Git { url, git_ref: GitRef::Branch(branch) },
+            secret_ref: Some(secret_ref),
+            ..self.clone()
+        }
     }
 
     /// kustomize, helm or oci.
@@ -571,9 +660,18 @@ pub(crate) fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
 
 /// Reads and checks `--values` files: each must exist and be a YAML mapping.
 fn read_values(paths: &[std::path::PathBuf]) -> Result<Vec<ValuesFile>> {
+    let read = |path: &std::path::PathBuf| std::fs::read_to_string(path);
+    values_files(paths, &read)
+}
+
+/// The values files at `paths`, read with `read` and checked.
+pub(crate) fn values_files(
+    paths: &[std::path::PathBuf],
+    read: &dyn Fn(&std::path::PathBuf) -> std::io::Result<String>,
+) -> Result<Vec<ValuesFile>> {
     let mut files: Vec<ValuesFile> = Vec::new();
     for path in paths {
-        let contents = std::fs::read_to_string(path).map_err(|error| {
+        let contents = read(path).map_err(|error| {
             Error::usage(format!("cannot read --values {}: {error}", path.display()), "check the path")
         })?;
         let parsed: Value = crate::yaml::from_str(&contents).map_err(|error| {

@@ -168,6 +168,8 @@ fn plan(files: Vec<FileChange>, delivery: Delivery) -> Plan {
         objects: vec!["GitRepository flux-system/web".into()],
         wait: Some("wait until Kustomization flux-system/web is Ready at the pushed commit".into()),
         notes: Vec::new(),
+        new_repo: None,
+        request: Vec::new(),
     }
 }
 
@@ -397,4 +399,118 @@ fn a_platform_app_lives_in_platform_and_says_so_in_its_labels() {
     assert!(
         !layout::app_files(&app, "flux-system", &Versions::pinned()).unwrap()["apps/web/release.yaml"].contains("tier")
     );
+}
+
+fn add_request(args: &[&str]) -> Result<settings::AddRequest> {
+    Add::try_parse_from(std::iter::once("add").chain(args.iter().copied())).unwrap().add.request()
+}
+
+#[test]
+fn create_repo_names_the_new_repository_and_deploys_its_layout() {
+    let request = add_request(&["hello", "--create-repo"]).unwrap();
+    let new = request.new_repo.unwrap();
+    assert_eq!((new.name.as_str(), &new.source, new.private), ("hello", &new_repo::Source::Layout, true));
+    assert_eq!(request.spec.deploy, spec::Deploy::Kustomize { path: "./deploy".into() }, "the layout's manifests");
+    let request =
+        add_request(&["shop", "--create-repo", "acme/shop-app", "--from-template", "acme/t", "--public"]).unwrap();
+    let new = request.new_repo.unwrap();
+    assert_eq!(new.name, "acme/shop-app");
+    assert_eq!(new.source, new_repo::Source::Template(crate::provider::RepoRef::new("acme", "t")));
+    assert!(!new.private);
+    assert_eq!(request.spec.deploy, spec::Deploy::Kustomize { path: "./".into() }, "a template decides its layout");
+    let chart = add_request(&["shop", "--create-repo", "--from-url", "https://x.example/a.git", "--chart-path", "c"]);
+    assert_eq!(chart.unwrap().spec.deploy, spec::Deploy::Helm { chart: "./c".into(), version: None });
+    // Once planned, the app follows the new repository with the key's Secret.
+    let planned = add_request(&["hello", "--create-repo"]).unwrap().spec.from_new_repo(
+        "ssh://git@127.0.0.1:2222/acme/hello.git".into(),
+        "main".into(),
+        "hello".into(),
+    );
+    let source = planned.source_object("flux-system", &Versions::pinned()).unwrap();
+    assert_eq!(source["spec"]["url"], "ssh://git@127.0.0.1:2222/acme/hello.git");
+    assert_eq!(source["spec"]["ref"]["branch"], "main");
+    assert_eq!(source["spec"]["secretRef"]["name"], "hello");
+}
+
+#[test]
+fn create_repo_flags_are_checked_before_anything_is_asked() {
+    let error = add_request(&["hello", "--url", "https://x.example/a.git", "--from-template", "acme/t"]).unwrap_err();
+    assert!(error.to_string().contains("describe a new repository"), "{error}");
+    assert!(error.hint().unwrap_or_default().contains("--create-repo"), "{error:?}");
+    let error = add_request(&["hello", "--create-repo", "a/b/c"]).unwrap_err();
+    assert!(error.to_string().contains("is not a repository name"), "{error}");
+    for conflicting in [&["--url", "https://x.example/a.git"][..], &["--secret-ref", "s"], &["--tag", "v1"]] {
+        let args = [&["add", "hello", "--create-repo"][..], conflicting].concat();
+        assert!(Add::try_parse_from(args).is_err(), "{conflicting:?}");
+    }
+    assert!(Add::try_parse_from(["add", "hello"]).is_err(), "--url or --create-repo");
+}
+
+#[test]
+fn a_new_repository_is_reached_like_the_config_repo() {
+    let target = crate::provider::RepoRef::new("acme", "hello");
+    for (config, expected) in [
+        ("ssh://git@127.0.0.1:2222/acme/fleet.git", "ssh://git@127.0.0.1:2222/acme/hello.git"),
+        ("git@github.com:acme/fleet.git", "ssh://git@github.com/acme/hello.git"),
+        ("https://gitlab.example.com/acme/fleet", "https://gitlab.example.com/acme/hello"),
+    ] {
+        assert_eq!(new_repo::sibling_url(config, &target).unwrap(), expected, "{config}");
+    }
+}
+
+#[test]
+fn an_apps_words_give_the_same_app_again() {
+    let cases: [&[&str]; 6] = [
+        &["web", "--url", "https://github.com/acme/web", "--path", "kustomize", "--depends-on", "db"],
+        &["web", "--url", "ssh://git@example.com/acme/web.git", "--commit", "0123456789abcdef0123456789abcdef01234567"],
+        &["web", "--url", "git@example.com:acme/web.git", "--tag", "v1.2.0", "--chart-path", "./charts/web"],
+        &["db", "--url", "https://charts.example.com", "--chart", "postgresql", "--chart-version", ">=1.0.0 <2.0.0"],
+        &["web", "--url", "oci://registry.local:5000/web", "--semver", "1.x", "--insecure", "--prune", "false"],
+        &[
+            "web",
+            "--url",
+            "https://github.com/acme/web",
+            "--secret-ref",
+            "creds",
+            "--interval",
+            "90s",
+            "--create-namespace",
+            "--target-namespace",
+            "shop",
+        ],
+    ];
+    for args in cases {
+        let original = spec(args);
+        let words = original.words();
+        let again = spec(&words.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(again, original, "{args:?} -> {words:?}");
+    }
+}
+
+#[test]
+fn the_recorded_request_is_one_quoted_line_under_its_heading() {
+    let spec = spec(&[
+        "db",
+        "--url",
+        "https://charts.example.com",
+        "--chart",
+        "postgresql",
+        "--chart-version",
+        ">=1.0.0 <2.0.0",
+    ]);
+    let words = recorded::add_words(&spec, &["dev".into(), "prod".into()], true);
+    let section = recorded::body_section(&words).unwrap();
+    assert!(
+        section.starts_with(
+            "\n### Request\n`kubectl gitops app add db --url https://charts.example.com --chart postgresql --chart-version '>=1.0.0 <2.0.0' "
+        ),
+        "{section}"
+    );
+    assert!(section.ends_with(" --cluster dev --cluster prod --update`\n"), "{section}");
+    let body = format!("{}\n\n### Files\n- add `x`\n{section}\n### Notes\n- n\n", plan::PULL_REQUEST_MARK);
+    assert_eq!(recorded::parse(&body), Some(words));
+    assert_eq!(recorded::parse("no request here"), None);
+    assert_eq!(recorded::parse("### Request\nkubectl gitops app add x (no backticks)\n"), None);
+    let removal = recorded::remove_words(spec::Tier::Platform, "db", &[]);
+    assert_eq!(removal, ["platform", "remove", "db"]);
 }

@@ -193,6 +193,8 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
             .then(|| format!("wait until Kustomizations {NAME}-controllers and {NAME}-configs are Ready")),
         notes: Vec::new(),
         awaits: Some(Awaits { objects: syncs, ready: true }),
+        new_repo: None,
+        request: Vec::new(),
         already_there: Some(format!(
             "monitoring is already in the config repo for {cluster_list}; nothing to change\n"
         )),

@@ -5,7 +5,9 @@
 //! their body's first line ([`plan::PULL_REQUEST_MARK`]). The branch name carries the hash of
 //! the planned change ([`plan::change_hash`]), so `pr show` checks the branch against the plan
 //! without trusting the body, which anyone with access can edit; the body's file list, with
-//! each planned file's blob id, only serves to name what differs.
+//! each planned file's blob id, only serves to name what differs. When the body records the
+//! request (`app`/`platform` add and remove, [`app::recorded`]), `pr show` also plans it again
+//! on the branch's merge base and compares that plan with the branch.
 
 use std::time::Duration;
 
@@ -339,6 +341,14 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
     let change = crate::git::in_place(|| crate::git::log::branch_change(&repo.remote, &repo.branch, &head_branch))?;
     let mut checks = vec![state_check(&details), base_check(&details, &repo.branch)];
     checks.extend(change_checks(&branch_name, &details.body, change.as_ref(), &head_branch));
+    if let (Some(words), Some(change)) = (app::recorded::parse(&details.body), change.as_ref()) {
+        let replanned = crate::git::in_place(|| -> Result<Vec<FileChange>> {
+            let mut base = crate::git::Checkout::clone(&repo.remote, &repo.branch)?;
+            base.reset_to_commit(&change.merge_base)?;
+            app::recorded::replan(&words, &context, &base, &change.files)
+        });
+        checks.extend(request_checks(&words, replanned, change));
+    }
     checks.push(mergeable_check(&details));
     let validation = Validation {
         number,
@@ -461,6 +471,64 @@ fn change_checks(
                 "the branch's change does not hash to {} (the plan's, in the branch name); its files: {}",
                 branch.hash,
                 held.iter().map(|file| file.path.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
+    checks
+}
+
+/// Whether the branch holds the plan of the request its body records, planned again on the
+/// commit the branch left the config branch at: each difference named.
+fn request_checks(
+    words: &[String],
+    replanned: Result<Vec<FileChange>>,
+    change: &crate::git::log::BranchChange,
+) -> Vec<Check> {
+    let failed = |detail: String| Check { name: "request", ok: false, detail };
+    let planned = match replanned {
+        Ok(planned) => planned,
+        Err(error) => return vec![failed(error.to_string())],
+    };
+    let held: std::collections::BTreeMap<&str, Option<String>> = change
+        .files
+        .iter()
+        .map(|(path, contents)| {
+            (path.as_str(), contents.as_ref().map(|bytes| String::from_utf8_lossy(bytes).into_owned()))
+        })
+        .collect();
+    let blob = |contents: &Option<String>| {
+        contents
+            .as_ref()
+            .map_or_else(|| "deleted".to_string(), |text| format!("blob {}", plan::blob_id(text.as_bytes())))
+    };
+    let mut checks = Vec::new();
+    for file in &planned {
+        match held.get(file.path.as_str()) {
+            None => checks.push(failed(format!(
+                "the recorded request plans to {} {}, but the branch does not change it",
+                file.verb(),
+                file.path
+            ))),
+            Some(found) if *found != file.after => checks.push(failed(format!(
+                "{}: {} on the branch, {} as the recorded request plans it",
+                file.path,
+                blob(found),
+                blob(&file.after)
+            ))),
+            Some(_) => {}
+        }
+    }
+    for path in held.keys().filter(|path| !planned.iter().any(|file| file.path == **path)) {
+        checks.push(failed(format!("the branch changes {path}, which the recorded request does not plan")));
+    }
+    if checks.is_empty() {
+        let at = &change.merge_base[..change.merge_base.len().min(12)];
+        checks.push(Check {
+            name: "request",
+            ok: true,
+            detail: format!(
+                "`kubectl gitops {}` planned again at {at}: the branch holds exactly that plan",
+                shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
             ),
         });
     }

@@ -36,6 +36,8 @@ fn opened(files: &[FileChange]) -> (String, BranchName) {
         objects: Vec::new(),
         wait: None,
         notes: Vec::new(),
+        new_repo: None,
+        request: Vec::new(),
     };
     let branch = plan::pull_request_branch("add", "web", files);
     (plan.pull_request_body(), BranchName::parse(&branch).unwrap())
@@ -205,4 +207,41 @@ fn the_validation_reads_check_by_check() {
 
     #7 is not valid: 1 finding(s)
     ");
+}
+
+#[test]
+fn the_recorded_request_planned_again_is_compared_file_by_file() {
+    let words: Vec<String> = ["app", "add", "web", "--url", "https://example.com/web"].map(String::from).to_vec();
+    let checks = request_checks(&words, Ok(planned()), &held(&planned()));
+    assert_eq!(
+        checks,
+        [Check {
+            name: "request",
+            ok: true,
+            detail: "`kubectl gitops app add web --url https://example.com/web` planned again at bbbbbbbbbbbb: the \
+                     branch holds exactly that plan"
+                .into()
+        }]
+    );
+    let mut other = planned();
+    other[0].after = Some("another plan\n".into());
+    other.remove(1);
+    other.push(FileChange { path: "apps/web/values/x.yaml".into(), before: None, after: Some("a: 1\n".into()) });
+    let details: Vec<String> =
+        request_checks(&words, Ok(other), &held(&planned())).into_iter().map(|check| check.detail).collect();
+    let (held_blob, planned_blob) =
+        (plan::blob_id(planned()[0].after.as_ref().unwrap().as_bytes()), plan::blob_id(b"another plan\n"));
+    assert_eq!(
+        details,
+        [
+            format!(
+                "apps/web/release.yaml: blob {held_blob} on the branch, blob {planned_blob} as the recorded request plans it"
+            ),
+            "the recorded request plans to add apps/web/values/x.yaml, but the branch does not change it".into(),
+            "the branch changes apps/web/source.yaml, which the recorded request does not plan".into(),
+        ]
+    );
+    let error = Error::usage("cannot plan", "hint");
+    let failed = request_checks(&words, Err(error), &held(&planned()));
+    assert_eq!((failed.len(), failed[0].ok, failed[0].detail.as_str()), (1, false, "cannot plan"));
 }

@@ -3,6 +3,8 @@
 use clap::Parser;
 
 use super::*;
+use crate::app::new_repo::{Source, app_layout};
+use crate::provider::RepoRef;
 
 #[derive(Parser)]
 struct Cli {
@@ -19,22 +21,25 @@ fn request(args: &[&str]) -> Result<CreateRequest> {
 
 #[test]
 fn each_source_is_resolved_from_its_flags() {
-    assert_eq!(request(&["hello"]).unwrap().source, Source::Layout);
+    assert_eq!(request(&["hello"]).unwrap().repository.source, Source::Layout);
     assert_eq!(
-        request(&["acme/hello", "--from-template", "acme/app-template"]).unwrap().source,
+        request(&["acme/hello", "--from-template", "acme/app-template"]).unwrap().repository.source,
         Source::Template(RepoRef::new("acme", "app-template"))
     );
     assert_eq!(
-        request(&["hello", "--from-template", "acme/upstream", "--fork"]).unwrap().source,
+        request(&["hello", "--from-template", "acme/upstream", "--fork"]).unwrap().repository.source,
         Source::Fork(RepoRef::new("acme", "upstream"))
     );
     assert_eq!(
-        request(&["hello", "--from-url", "https://git.example.com/t.git", "--from-branch", "stable"]).unwrap().source,
+        request(&["hello", "--from-url", "https://git.example.com/t.git", "--from-branch", "stable"])
+            .unwrap()
+            .repository
+            .source,
         Source::Url { url: "https://git.example.com/t.git".into(), branch: "stable".into() }
     );
     let created = request(&["hello", "--public", "--dry-run"]).unwrap();
-    assert!(!created.private && created.dry_run);
-    assert!(request(&["hello"]).unwrap().private, "private unless --public");
+    assert!(!created.repository.private && created.dry_run);
+    assert!(request(&["hello"]).unwrap().repository.private, "private unless --public");
 }
 
 #[test]

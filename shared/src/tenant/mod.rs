@@ -92,6 +92,8 @@ pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer)
         }),
         notes,
         awaits: Some(Awaits { objects: synced, ready: true }),
+        new_repo: None,
+        request: Vec::new(),
         already_there: Some(format!(
             "tenant {} is already in the config repo for {cluster_list}; nothing to change\n",
             request.name
@@ -250,6 +252,8 @@ pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Pr
             namespaces.join(", ")
         )],
         awaits: Some(Awaits { objects: synced, ready: false }),
+        new_repo: None,
+        request: Vec::new(),
         already_there: None,
     };
     drive(&context, &request.delivery, change, Some(checkout), &build).await

@@ -245,7 +245,10 @@ mod tests {
             ..AddApp::default()
         };
         let args = parse(&add).unwrap().args;
-        assert_eq!((args.name.as_str(), args.url.as_str()), ("shop", "https://charts.example.com"));
+        assert_eq!(
+            (args.name.as_str(), args.url.as_deref().unwrap_or_default()),
+            ("shop", "https://charts.example.com")
+        );
         assert_eq!(args.chart.as_deref(), Some("shop"));
         assert_eq!(args.chart_version.as_deref(), Some("1.2.x"));
         assert_eq!(args.target_namespace, "shop");

@@ -124,6 +124,8 @@ pub async fn run(
         }),
         notes,
         awaits: None,
+        new_repo: None,
+        request: Vec::new(),
         already_there: Some(format!("the config repo holds Flux {} for {cluster_list} already\n", request.target)),
     };
     let context = &inspection.context;

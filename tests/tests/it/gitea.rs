@@ -131,6 +131,18 @@ impl Forge {
         )
     }
 
+    /// `repo`'s one deploy key is read-only and the public half of the key in Flux's Secret `secret`.
+    fn assert_only_deploy_key(&self, repo: &str, secret: &str) {
+        let keys = self.gitea.api("GET", &format!("/repos/{repo}/keys"), None).unwrap();
+        let jsonpath = "-o=jsonpath={.data.identity\\.pub}";
+        let identity = self.env.kubectl_ok(&["-n", "flux-system", "get", "secret", secret, jsonpath]).unwrap();
+        let identity = String::from_utf8(base64_decode(&identity)).unwrap();
+        let material = |key: &str| key.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+        assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
+        assert_eq!(material(keys[0]["key"].as_str().unwrap()), material(&identity), "{keys}");
+        assert_eq!(keys[0]["read_only"], true, "{keys}");
+    }
+
     fn pull(&self, number: u64) -> Value {
         self.gitea.api("GET", &format!("/repos/{REPO}/pulls/{number}"), None).unwrap()
     }
@@ -150,16 +162,7 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     assert_eq!(repo["private"], true, "{repo}");
     // (Its `empty` flag is updated after the push, in the background: the branch says it now.)
     assert_eq!(gitea.head(REPO, "main").unwrap().len(), 40, "install pushed main");
-    let keys = gitea.api("GET", &format!("/repos/{REPO}/keys"), None).unwrap();
-    let identity = forge
-        .env
-        .kubectl_ok(&["-n", "flux-system", "get", "secret", "flux-system", "-o=jsonpath={.data.identity\\.pub}"])
-        .unwrap();
-    let identity = String::from_utf8(base64_decode(&identity)).unwrap();
-    let material = |key: &str| key.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-    assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
-    assert_eq!(material(keys[0]["key"].as_str().unwrap()), material(&identity), "{keys}");
-    assert_eq!(keys[0]["read_only"], true, "{keys}");
+    forge.assert_only_deploy_key(REPO, "flux-system");
     forge
         .env
         .wait_for_jsonpath(
@@ -184,7 +187,7 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     assert!(opened["head"]["ref"].as_str().unwrap().starts_with("gitops/add-hello-"), "{opened}");
     let show = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
     assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
-    for check in ["open ", "base ", "change ", "mergeable "] {
+    for check in ["open ", "base ", "change ", "request ", "mergeable "] {
         assert!(show.stdout.contains(&format!("ok    {check}")), "{check}: {}", show.stdout);
     }
     gitea
@@ -368,6 +371,111 @@ fn repo_create_makes_app_repositories_from_the_layout_a_template_a_fork_and_a_ur
     assert_ne!(broken.code, Some(0), "{}\n{}", broken.stdout, broken.stderr);
     assert!(broken.stderr.contains("has no branch \"nope\""), "{}", broken.stderr);
     assert!(!exists("acme/broken"), "deleted again");
+}
+
+/// `app add --create-repo` against the real Gitea and Flux: one plan makes the app's repository
+/// (our layout), a read-only deploy key and its Secret, then commits the app, and Flux deploys from
+/// the new repository with that key. A failure before the config repo changed takes the repository
+/// and the Secret away again.
+#[test]
+fn app_add_create_repo_makes_the_repository_its_key_and_the_app_in_one_plan() {
+    let forge = Forge::start(true);
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+    let install = forge.install();
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    let keys = forge.key_args();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let add = |args: &[&str]| {
+        forge.kubectl_gitops(plugins.path(), &gitea.token, &[&["app", "add"][..], args, &keys].concat())
+    };
+    let exists = |name: &str| gitea.api("GET", &format!("/repos/{name}"), None).is_ok();
+    let secret =
+        |name: &str| forge.env.kubectl(&["-n", "flux-system", "get", "secret", name]).unwrap().status.success();
+    let main_before = gitea.head(REPO, "main").unwrap();
+
+    // --dry-run: the whole plan, nothing made anywhere.
+    let dry = add(&["hello", "--create-repo", "--dry-run"]);
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stdout.starts_with(
+            "Plan:\n  1. create the empty private repository acme/hello on Gitea\n  \
+             2. commit the app layout (README.md, deploy/kustomization.yaml) as its first commit\n  \
+             3. add a new read-only deploy key to acme/hello and keep it in Secret flux-system/hello for Flux\n  \
+             4. commit "
+        ),
+        "{}",
+        dry.stdout
+    );
+    let url = gitea.ssh_url("acme/hello");
+    assert!(dry.stdout.contains(&format!("+  url: {url}\n")), "{}", dry.stdout);
+    assert!(dry.stdout.contains("+    name: hello\n"), "the key's Secret: {}", dry.stdout);
+    assert!(!exists("acme/hello") && !secret("hello"));
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main_before);
+
+    // Made, committed, and deployed by Flux from the new repository with the new key.
+    let run = add(&["hello", "--create-repo", "--wait", "--timeout", "3m"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let main = gitea.head(REPO, "main").unwrap();
+    assert_eq!(run.stdout, format!("app hello added at {}\n", &main[..12]));
+    let made = gitea.api("GET", "/repos/acme/hello", None).unwrap();
+    assert_eq!(made["private"], true, "{made}");
+    forge.assert_only_deploy_key("acme/hello", "hello");
+    let source = forge
+        .env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "gitrepository",
+            "hello",
+            "-o=jsonpath={.spec.url} {.spec.secretRef.name}",
+        ])
+        .unwrap();
+    assert_eq!(source, format!("{url} hello"));
+    let ready = forge
+        .env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "kustomization",
+            "hello",
+            "-o=jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+        ])
+        .unwrap();
+    assert_eq!(ready, "True");
+
+    // Taken: a repository of that name, or a Secret of the app's name. Nothing is made.
+    let taken = add(&["other", "--create-repo", "hello"]);
+    assert_eq!(taken.code, Some(2), "{}\n{}", taken.stdout, taken.stderr);
+    assert!(taken.stderr.contains("error: Gitea repository acme/hello exists already\n"), "{}", taken.stderr);
+    forge.env.kubectl_ok(&["-n", "flux-system", "create", "secret", "generic", "mine"]).unwrap();
+    let clash = add(&["mine", "--create-repo"]);
+    assert_eq!(clash.code, Some(2), "{}\n{}", clash.stdout, clash.stderr);
+    assert!(clash.stderr.contains("error: Secret flux-system/mine exists already\n"), "{}", clash.stderr);
+    assert!(!exists("acme/other") && !exists("acme/mine"));
+
+    // A copy that fails deletes the repository again; the config repo is untouched.
+    let source = format!("{}/acme/hello.git", gitea.url);
+    let broken = add(&["broken", "--create-repo", "--from-url", &source, "--from-branch", "nope"]);
+    assert_eq!(broken.code, Some(2), "{}\n{}", broken.stdout, broken.stderr);
+    assert!(broken.stderr.contains("has no branch \"nope\""), "{}", broken.stderr);
+    assert!(!exists("acme/broken") && !secret("broken"));
+    // A push the config repo refuses (its branch is protected) takes the repository, its key and
+    // the Secret away again.
+    gitea
+        .api(
+            "POST",
+            &format!("/repos/{REPO}/branch_protections"),
+            Some(&json!({ "branch_name": "main", "enable_push": false })),
+        )
+        .unwrap();
+    let refused = add(&["refused", "--create-repo", "--auto-merge", "--timeout", "20s"]);
+    assert_ne!(refused.code, Some(0), "{}\n{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("deleted acme/refused again"), "{}", refused.stderr);
+    assert!(!exists("acme/refused") && !secret("refused"));
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main);
 }
 
 /// `make demo-sockshop`'s script, run whole as a user runs it: the upstream sock shop is copied

@@ -99,6 +99,23 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     ] {
         assert!(show.stdout.contains(line), "{line:?} in:\n{}", show.stdout);
     }
+    // The request its body records, planned again where the branch left main, gives the branch.
+    let body = &fixture.standin.pull_requests(REPO)[0].body;
+    assert!(
+        body.contains(
+            "\n### Request\n`kubectl gitops app add podinfo --url https://github.com/stefanprodan/podinfo --branch main \
+             --path ./deploy --target-namespace default --interval 1m0s --prune true`\n"
+        ),
+        "{body}"
+    );
+    let main = fixture.main_head();
+    let replanned = format!(
+        "ok    request    `kubectl gitops app add podinfo --url https://github.com/stefanprodan/podinfo --branch main \
+         --path ./deploy --target-namespace default --interval 1m0s --prune true` planned again at {}: the branch \
+         holds exactly that plan\n",
+        &main[..12]
+    );
+    assert!(show.stdout.contains(&replanned), "{replanned:?} in:\n{}", show.stdout);
     assert!(show.stdout.starts_with("#1 Add app podinfo (kustomize) to clusters/dev\n"), "{}", show.stdout);
     let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
     assert!(show.stdout.contains(&format!("branch {branch} into main at {}", &head[..12])), "{}", show.stdout);
@@ -118,8 +135,21 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
         .filter(|check| check["ok"] == false)
         .map(|check| check["detail"].as_str().unwrap())
         .collect();
-    assert_eq!(failed.len(), 1, "{validation:#}");
+    assert_eq!(failed.len(), 2, "{validation:#}");
     assert!(failed[0].starts_with("apps/podinfo/release.yaml differs from the plan: blob "), "{validation:#}");
+    assert!(failed[1].starts_with("apps/podinfo/release.yaml: blob "), "{validation:#}");
+    assert!(failed[1].ends_with(" as the recorded request plans it"), "{validation:#}");
+
+    // A body whose recorded request no longer gives the branch (here: another path) is named
+    // file by file, even though the branch name's hash still matches the branch.
+    fixture.standin.edit_pull_request_body(REPO, 1, |body| body.replace("--path ./deploy", "--path ./other"));
+    let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.contains("FAIL  request    apps/podinfo/release.yaml: blob "), "{}", show.stdout);
+    fixture.standin.edit_pull_request_body(REPO, 1, |body| body.replace("--path ./other", "--path ../../etc"));
+    let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.contains("FAIL  request    "), "{}", show.stdout);
     assert_eq!(fixture.standin.writes().len(), writes, "pr list and pr show write nothing");
 
     // A number that is no pull request, and a pull request we did not open: usage errors, found

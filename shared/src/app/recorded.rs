@@ -1,0 +1,143 @@
+//! The request a pull request records in its body, and the plan recomputed from it (`pr show`).
+//!
+//! `app add` and `app remove` (and `platform add|remove`) write the words that give their change
+//! again, as a reviewer would type them (`kubectl gitops app add hello --url … --cluster dev`):
+//! the app's resolved flags ([`AppSpec::words`]), the clusters as given, `--update`. `pr show`
+//! parses them with the commands' own flags and plans them again on the commit the branch left
+//! the config branch at (its merge base), then compares that plan with the branch file by file.
+//!
+//! The recorded words never make `pr show` read a local file: a values file is taken, by its
+//! name, from the app's directory on the branch, which the branch-name hash already covers.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use super::args::{AddArgs, RemoveArgs};
+use super::layout::ClusterDir;
+use super::plan::FileChange;
+use super::spec::{AppSpec, Tier};
+use super::{Context, add_changes, remove_listed, target_clusters};
+use crate::error::{Error, Result};
+use crate::git::Checkout;
+
+/// The body's heading above the recorded request.
+pub const REQUEST_HEADING: &str = "### Request";
+
+/// What every recorded request starts with.
+const PREFIX: &str = "kubectl gitops ";
+
+/// The words of an add: `<app|platform> add NAME --url … [--cluster C]… [--update]`.
+pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<String> {
+    let mut words = vec![spec.tier.command().to_string(), "add".to_string()];
+    words.extend(spec.words());
+    words.extend(clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()]));
+    words.extend(update.then(|| "--update".to_string()));
+    words
+}
+
+/// The words of a removal: `<app|platform> remove NAME [--cluster C]…`.
+pub fn remove_words(tier: Tier, name: &str, clusters: &[String]) -> Vec<String> {
+    let mut words = vec![tier.command().to_string(), "remove".to_string(), name.to_string()];
+    words.extend(clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()]));
+    words
+}
+
+/// The body's section for `words`: the heading, then the command line in backticks. `None`
+/// when a word cannot be quoted for a shell (a NUL byte).
+pub fn body_section(words: &[String]) -> Option<String> {
+    let line = shlex::try_join(words.iter().map(String::as_str)).ok()?;
+    Some(format!("\n{REQUEST_HEADING}\n`{PREFIX}{line}`\n"))
+}
+
+/// The recorded words of a body, without `kubectl gitops`; `None` when it records none.
+pub fn parse(body: &str) -> Option<Vec<String>> {
+    let mut lines = body.lines().skip_while(|line| line.trim() != REQUEST_HEADING).skip(1);
+    let line = lines.find(|line| !line.trim().is_empty())?.trim();
+    let command = line.strip_prefix('`')?.strip_suffix('`')?.strip_prefix(PREFIX)?;
+    shlex::split(command)
+}
+
+/// `app add`'s flags, parsed from recorded words.
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct RecordedAdd {
+    #[command(flatten)]
+    add: AddArgs,
+}
+
+/// `app remove`'s flags, parsed from recorded words.
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct RecordedRemove {
+    #[command(flatten)]
+    remove: RemoveArgs,
+}
+
+/// The file changes the recorded `words` plan on `base` (a checkout of the commit the branch
+/// left the config branch at), for `context`'s cluster. `branch_files` are the branch's own
+/// changes, where the values files are read from.
+pub(crate) fn replan(
+    words: &[String],
+    context: &Context,
+    base: &Checkout,
+    branch_files: &[(String, Option<Vec<u8>>)],
+) -> Result<Vec<FileChange>> {
+    let unreadable = |why: String| {
+        Error::usage(
+            format!("the recorded request `{PREFIX}{}` cannot be planned: {why}", words.join(" ")),
+            "the pull request body was edited, or a newer kubectl-gitops opened it",
+        )
+    };
+    let (tier, verb, rest) = match words {
+        [command, verb, rest @ ..] if command == "app" => (Tier::App, verb.as_str(), rest),
+        [command, verb, rest @ ..] if command == "platform" => (Tier::Platform, verb.as_str(), rest),
+        _ => return Err(unreadable("it is not an app or platform command".into())),
+    };
+    match verb {
+        "add" => {
+            let parsed = RecordedAdd::try_parse_from(rest).map_err(|error| unreadable(first_line(&error)))?.add;
+            if parsed.create_repo.is_some() || parsed.export || parsed.new_repo.given() {
+                return Err(unreadable("it asks for more than an app's definition".into()));
+            }
+            let read_values = |paths: &[PathBuf]| {
+                let read = |path: &PathBuf| values_on_branch(path, &parsed.name, branch_files);
+                super::spec::values_files(paths, &read)
+            };
+            let mut spec = AppSpec::from_args_reading(&parsed, &read_values)?;
+            spec.tier = tier;
+            let clusters = target_clusters(base, &parsed.clusters, context.record())?;
+            let per_cluster_values = !parsed.clusters.is_empty();
+            let (namespace, versions) = (&context.namespace, &context.versions);
+            add_changes(&spec, &clusters, per_cluster_values, namespace, versions, parsed.update, base)
+        }
+        "remove" => {
+            let parsed = RecordedRemove::try_parse_from(rest).map_err(|error| unreadable(first_line(&error)))?.remove;
+            crate::names::validate_name(&parsed.name, "app name")?;
+            let clusters: Vec<ClusterDir> = target_clusters(base, &parsed.clusters, context.record())?;
+            remove_listed(tier.root(), &parsed.name, &clusters, base)
+        }
+        other => Err(unreadable(format!("{other:?} is not add or remove"))),
+    }
+}
+
+/// A values file of app `app` as the branch writes it: `…/<app>/values/<file name>`.
+fn values_on_branch(
+    path: &std::path::Path,
+    app: &str,
+    branch_files: &[(String, Option<Vec<u8>>)],
+) -> std::io::Result<String> {
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let suffix = format!("/{app}/values/{name}");
+    branch_files
+        .iter()
+        .find_map(|(file, contents)| contents.as_ref().filter(|_| file.ends_with(&suffix)))
+        .map(|contents| String::from_utf8_lossy(contents).into_owned())
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, format!("the branch writes no {name} for {app}"))
+        })
+}
+
+fn first_line(error: &clap::Error) -> String {
+    error.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string()
+}
