@@ -336,15 +336,20 @@ pub(super) async fn merge_pull_request<F: Forge>(
     let what = format!("merging {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let merge = path::<F>(repo, &format!("{}/{number}/merge", F::CHANGE_REQUESTS));
     let reply = provider.call(F::MERGE, &merge, &[], Some(&F::merge(head_sha, method, auto))).await?;
+    let no_right =
+        || format!("merging needs write access to {repo} and the right to merge into its base branch: ask its owners");
     provider.expect_status(&reply, &[200, 201], &what).map_err(|error| match error {
+        // Gitea answers 405 to a user who may not merge, as GitHub and GitLab do to a request
+        // that cannot be merged.
+        ProviderError::Api { status: 405, message, .. } if message.contains("not allowed to merge") => {
+            ProviderError::Api { status: 405, message, hint: Some(no_right()) }
+        }
         ProviderError::Api { status: 405, message, .. } => ProviderError::Api {
             status: 405,
             message,
             hint: Some(format!("`kubectl gitops pr show {number}` says why it cannot be merged")),
         },
-        other => moved(other, noun, sign, number).with_forbidden_hint(|| {
-            format!("merging needs write access to {repo} and the right to merge into its base branch: ask its owners")
-        }),
+        other => moved(other, noun, sign, number).with_forbidden_hint(no_right),
     })?;
     Ok(F::merge_outcome(&reply))
 }

@@ -224,6 +224,18 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
         .collect();
     assert_eq!(approved, [("bob", "APPROVED", head.as_str())]);
 
+    // A collaborator who may only read cannot merge it: Gitea refuses, nothing is merged.
+    let reader = gitea.create_user("carol").unwrap();
+    gitea.api("PUT", &format!("/repos/{REPO}/collaborators/carol"), Some(&json!({ "permission": "read" }))).unwrap();
+    let refused = forge.pr(plugins.path(), &reader, &["merge", "1"]);
+    assert_eq!(refused.code, Some(4), "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("User not allowed to merge PR (HTTP 405)\nhint: merging needs write access"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(forge.pull(1)["merged"], false);
+
     // pr merge merges it on Gitea; the request is then no longer valid, and Flux deploys the app.
     let main_before = gitea.head(REPO, "main").unwrap();
     let merge = forge.pr(plugins.path(), &gitea.token, &["merge", "1"]);
