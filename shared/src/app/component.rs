@@ -162,7 +162,7 @@ pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer
         objects: Vec::new(),
         wait: None,
         notes: Vec::new(),
-        awaits: super::Awaits::one(&context.namespace, &request.name, true),
+        awaits: super::Awaits::one(&context.namespace, &request.name, true, None),
         new_repo: None,
         request: Vec::new(),
         already_there: Some(format!("component {} follows {} already; nothing to change\n", request.name, request.tag)),

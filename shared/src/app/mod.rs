@@ -345,7 +345,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
             .wait
             .then(|| format!("wait until {release} {}/{} is Ready at the pushed commit", context.namespace, spec.name)),
         notes: Vec::new(),
-        awaits: Awaits::one(&context.namespace, &spec.name, true),
+        awaits: Awaits::one(&context.namespace, &spec.name, true, Some(spec.tier.layer())),
         new_repo,
         request: recorded::add_words(spec, &args.clusters, args.update),
         already_there: Some(format!(
@@ -455,7 +455,7 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
         objects: vec![format!("everything labelled {}={}", spec::APP_LABEL, args.name)],
         wait: args.delivery.wait.then(|| format!("wait until Flux has pruned {}", args.name)),
         notes,
-        awaits: Awaits::one(&context.namespace, &args.name, false),
+        awaits: Awaits::one(&context.namespace, &args.name, false, Some(args.tier.layer())),
         new_repo: None,
         request: recorded::remove_words(args.tier, &args.name, &args.clusters),
         already_there: None,
@@ -531,7 +531,7 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
         } else {
             vec!["only the cluster changes; pass --persist to record it in the config repo too".to_string()]
         },
-        awaits: Awaits::one(&context.namespace, &args.name, false),
+        awaits: Awaits::one(&context.namespace, &args.name, false, Some(crate::flux::bootstrap::APPS_LAYER)),
         new_repo: None,
         request: Vec::new(),
         already_there: None,
@@ -627,12 +627,19 @@ pub(crate) struct Awaits {
     pub objects: Vec<(String, String)>,
     /// Ready (`true`), or gone.
     pub ready: bool,
+    /// The layer whose list the change is in (`None`: the sync applies it, as components).
+    pub layer: Option<crate::flux::bootstrap::Layer>,
 }
 
 impl Awaits {
-    /// One release.
-    pub fn one(namespace: &str, name: &str, ready: bool) -> Option<Awaits> {
-        Some(Awaits { objects: vec![(namespace.to_string(), name.to_string())], ready })
+    /// One release, in `layer`'s list.
+    pub fn one(
+        namespace: &str,
+        name: &str,
+        ready: bool,
+        layer: Option<crate::flux::bootstrap::Layer>,
+    ) -> Option<Awaits> {
+        Some(Awaits { objects: vec![(namespace.to_string(), name.to_string())], ready, layer })
     }
 }
 
@@ -743,7 +750,13 @@ async fn finish(
         // --wait follows the request: merged (by us with --merge, or by a reviewer), then applied.
         context.printer.progress(line.trim_end());
         let merged = deliver::merged(repo, pull_request.number, timeout, &context.printer).await?;
-        let awaited = wait::Awaited { noun: what_noun, name: app, objects: &awaits.objects, wants_ready: awaits.ready };
+        let awaited = wait::Awaited {
+            noun: what_noun,
+            name: app,
+            objects: &awaits.objects,
+            wants_ready: awaits.ready,
+            layer: awaits.layer,
+        };
         wait::after_push(cluster, context, &awaited, &merged, timeout).await?;
         return Ok(format!("{line}{what_noun} {app} {done} at {}\n", &merged[..merged.len().min(12)]));
     }
@@ -755,7 +768,13 @@ async fn finish(
         && let Some(awaits) = awaits
         && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
     {
-        let awaited = wait::Awaited { noun: what_noun, name: app, objects: &awaits.objects, wants_ready: awaits.ready };
+        let awaited = wait::Awaited {
+            noun: what_noun,
+            name: app,
+            objects: &awaits.objects,
+            wants_ready: awaits.ready,
+            layer: awaits.layer,
+        };
         wait::after_push(cluster, context, &awaited, commit, timeout).await?;
     }
     Ok(format!("{what_noun} {app} {done}{at}\n"))

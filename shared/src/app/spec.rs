@@ -51,6 +51,14 @@ impl Tier {
         }
     }
 
+    /// The layer of the cluster directory whose list holds it (`apps` or `platform`).
+    pub fn layer(self) -> crate::flux::bootstrap::Layer {
+        match self {
+            Tier::App => crate::flux::bootstrap::APPS_LAYER,
+            Tier::Platform => crate::flux::bootstrap::PLATFORM_LAYER,
+        }
+    }
+
     /// What messages call one: `app` or `platform app`.
     pub fn noun(self) -> &'static str {
         match self {
@@ -176,6 +184,14 @@ impl AppSpec {
         read_values: &dyn Fn(&[std::path::PathBuf]) -> Result<Vec<ValuesFile>>,
     ) -> Result<AppSpec> {
         let name = validate_name(&args.name, "app name")?;
+        let reserved = std::iter::once(crate::flux::bootstrap::SYNC_NAME)
+            .chain(crate::flux::bootstrap::LAYERS.iter().map(|layer| layer.name));
+        if let Some(taken) = reserved.into_iter().find(|reserved| *reserved == name) {
+            return Err(Error::usage(
+                format!("{taken:?} names one of the Kustomizations that apply the cluster's directory"),
+                "choose another name for the app",
+            ));
+        }
         for dependency in &args.depends_on {
             validate_name(dependency, "--depends-on")?;
         }

@@ -12,15 +12,16 @@ use super::Context;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux::bootstrap::{Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
 /// What the wait after a push follows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Part {
-    /// The config repo's sync, Kustomization `flux-system`: it must apply the pushed commit.
-    Sync,
+    /// The config repo's sync, Kustomization `flux-system`, or the layer that applies the
+    /// change's list (`apps`, `platform`, `tenants`): it must apply the pushed commit.
+    Sync(&'static str),
     /// One Kustomization or HelmRelease: Ready at its spec (add), or gone (remove).
     Release(String, String),
 }
@@ -37,6 +38,9 @@ pub(crate) struct Awaited<'a> {
     pub objects: &'a [(String, String)],
     /// Ready (add), or gone (remove).
     pub wants_ready: bool,
+    /// The layer whose list the change is in; a cluster directory laid out before the layers
+    /// has none, and its sync applies the lists itself.
+    pub layer: Option<Layer>,
 }
 
 /// One Flux kind, at the version the cluster serves.
@@ -74,6 +78,9 @@ struct AfterPush<'a> {
     /// The kinds a release may be: Kustomization and, when served, HelmRelease.
     releases: Vec<Kind>,
     triggers: Triggers,
+    /// Whether the layer was asked to reconcile once the layer it depends on applied the commit.
+    nudged: bool,
+    printer: crate::output::Printer,
 }
 
 fn name(kind: &FluxKind, namespace: &str, name: &str) -> String {
@@ -81,11 +88,16 @@ fn name(kind: &FluxKind, namespace: &str, name: &str) -> String {
 }
 
 impl AfterPush<'_> {
-    async fn judge_sync(&self) -> Result<Verdict> {
+    /// Whether Kustomization `sync_name` applied the commit. A layer that does not exist is a
+    /// directory without layers: nothing to wait for.
+    async fn judge_sync(&self, sync_name: &str) -> Result<Verdict> {
         let api = self.syncs.api(self.cluster, self.namespace);
-        let sync = api.get_opt(SYNC_NAME).await.map_err(|error| self.cluster.error(error))?;
-        let sync_name = name(&api::KUSTOMIZATION, self.namespace, SYNC_NAME);
+        let sync = api.get_opt(sync_name).await.map_err(|error| self.cluster.error(error))?;
+        let sync_name = name(&api::KUSTOMIZATION, self.namespace, sync_name);
         let Some(sync) = sync else {
+            if self.awaited.layer.is_some_and(|layer| sync_name.ends_with(&format!("/{}", layer.name))) {
+                return Ok(Verdict::Ready);
+            }
             return Ok(Verdict::Waiting { why: format!("{sync_name} does not exist"), healthy: false });
         };
         let applied = sync.last_applied_revision().unwrap_or_default();
@@ -112,6 +124,14 @@ impl AfterPush<'_> {
                 }
             }
         })
+    }
+
+    /// Whether the layer `layer` depends on has applied the commit.
+    async fn dependency_applied(&self, layer: Layer) -> Result<bool> {
+        match layer.depends_on {
+            Some(first) => Ok(matches!(self.judge_sync(first).await?, Verdict::Ready)),
+            None => Ok(false),
+        }
     }
 
     async fn judge_release(&self, namespace: &str, release_name: &str) -> Result<Verdict> {
@@ -159,12 +179,31 @@ impl Waited for AfterPush<'_> {
     type Part = Part;
 
     async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
-        let sync = self.judge_sync().await?;
-        let applied = matches!(sync, Verdict::Ready);
-        let mut parts = vec![(Part::Sync, sync)];
+        let sync = self.judge_sync(SYNC_NAME).await?;
+        let mut applied = matches!(sync, Verdict::Ready);
+        let mut parts = vec![(Part::Sync(SYNC_NAME), sync)];
+        if let Some(layer) = self.awaited.layer {
+            // The layer applies the list once the sync applied its Kustomization.
+            let verdict = match applied {
+                true => self.judge_sync(layer.name).await?,
+                false => Verdict::Waiting { why: "the sync has not applied the commit yet".into(), healthy: false },
+            };
+            applied = matches!(verdict, Verdict::Ready);
+            if !applied && !self.nudged && self.dependency_applied(layer).await? {
+                // Flux retries a layer whose dependency was not ready only every 30 s
+                // (--requeue-dependency): ask now.
+                self.nudged = true;
+                let api = self.syncs.api(self.cluster, self.namespace);
+                if let Err(error) = crate::flux::reconcile::request(&api, layer.name).await {
+                    let why = crate::diagnostic::describe(&error);
+                    self.printer.warning(&format!("could not ask Flux to reconcile {} now: {why}", layer.name));
+                }
+            }
+            parts.push((Part::Sync(layer.name), verdict));
+        }
         for (namespace, release) in self.awaited.objects {
-            // A release is judged once the sync has applied the commit: before, what the
-            // cluster holds is the release as it was.
+            // A release is judged once the sync (and its layer) applied the commit: before,
+            // what the cluster holds is the release as it was.
             let verdict = if applied {
                 self.judge_release(namespace, release).await?
             } else {
@@ -226,22 +265,25 @@ pub(crate) async fn after_push(
         [&api::KUSTOMIZATION, &api::HELM_RELEASE].into_iter().filter_map(|kind| Kind::new(context, kind)).collect();
     let mut triggers = Triggers::new(cluster, context.printer);
     let mut followed = vec![syncs.followed(namespace, SYNC_NAME)];
+    for layer in awaited.layer.iter().flat_map(|layer| std::iter::once(layer.name).chain(layer.depends_on)) {
+        followed.push(syncs.followed(namespace, layer));
+    }
     for (release_namespace, release) in awaited.objects {
         followed.extend(releases.iter().map(|kind| kind.followed(release_namespace, release)));
     }
     triggers.follow(followed);
     let (noun, what) = (awaited.noun, awaited.name);
-    let title = match awaited.wants_ready {
-        true => format!(
-            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and {noun} {what} to be Ready",
-            short(commit)
-        ),
-        false => format!(
-            "waiting for Kustomization {namespace}/{SYNC_NAME} to apply {} and Flux to prune {noun} {what}",
-            short(commit)
-        ),
+    let appliers = match awaited.layer {
+        Some(layer) => format!("Kustomizations {namespace}/{SYNC_NAME} and {namespace}/{}", layer.name),
+        None => format!("Kustomization {namespace}/{SYNC_NAME}"),
     };
-    let mut waited = AfterPush { cluster, namespace, awaited, commit, syncs, releases, triggers };
+    let title = match awaited.wants_ready {
+        true => format!("waiting for {appliers} to apply {} and {noun} {what} to be Ready", short(commit)),
+        false => format!("waiting for {appliers} to apply {} and Flux to prune {noun} {what}", short(commit)),
+    };
+    let printer = context.printer;
+    let mut waited =
+        AfterPush { cluster, namespace, awaited, commit, syncs, releases, triggers, nudged: false, printer };
     // It ends Ok only when every part is Ready; a failure or the timeout is an error.
     let limits = Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD };
     wait_until(&mut waited, &title, limits, &context.printer).await.map(drop)

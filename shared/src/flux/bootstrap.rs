@@ -72,9 +72,96 @@ pub fn flux_system_kustomization() -> String {
         .to_string()
 }
 
-/// `<path>/apps/kustomization.yaml`: where `app add` lists the apps of this cluster.
+/// `<path>/apps/kustomization.yaml`: where `app add` lists the apps of this cluster (and the
+/// empty list of every layer).
 pub fn apps_kustomization() -> String {
     "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n".to_string()
+}
+
+/// One layer of a cluster's directory: a list (`<path>/<name>/kustomization.yaml`) applied by a
+/// Kustomization of its own (`<path>/<name>.yaml`, named `<name>`), so that the platform is
+/// reconciled before the apps and the tenants (`dependsOn`), the way flux2-multi-tenancy orders
+/// `infrastructure` and `tenants`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layer {
+    /// The Kustomization's name, and the list's directory.
+    pub name: &'static str,
+    /// The layer that must be Ready (at the same revision) first.
+    pub depends_on: Option<&'static str>,
+    /// Whether the layer is Ready only once everything it applied is (`wait: true`).
+    pub waits: bool,
+}
+
+/// Cluster-wide services (`platform add`, `monitoring install`): applied first, and Ready only
+/// once every one of them is.
+pub const PLATFORM_LAYER: Layer = Layer { name: "platform", depends_on: None, waits: true };
+/// The apps (`app add`), once the platform is Ready.
+pub const APPS_LAYER: Layer = Layer { name: "apps", depends_on: Some("platform"), waits: false };
+/// The teams' namespaces and syncs (`tenant add`), once the platform is Ready.
+pub const TENANTS_LAYER: Layer = Layer { name: "tenants", depends_on: Some("platform"), waits: false };
+/// Every layer, in the order Flux reconciles them.
+pub const LAYERS: [Layer; 3] = [PLATFORM_LAYER, APPS_LAYER, TENANTS_LAYER];
+
+/// How long the platform layer waits for its services to be Ready before it reports failure (and
+/// tries again): a chart's first install pulls images.
+pub const PLATFORM_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Layer {
+    /// `<name>.yaml`, beside `flux-system/` in the cluster's directory.
+    pub fn file(&self) -> String {
+        format!("{}.yaml", self.name)
+    }
+
+    /// `<path>/<name>.yaml`: the layer's Kustomization, as `flux create kustomization --export`
+    /// writes it.
+    pub fn manifest(&self, target: &SyncTarget) -> Result<String> {
+        let metadata = json!({
+            "name": self.name,
+            "namespace": target.namespace,
+            "labels": {record::MANAGED_BY_LABEL: record::MANAGED_BY_VALUE},
+        });
+        let mut layer =
+            kustomization(&metadata, &format!("./{}/{}", target.path, self.name), "GitRepository", SYNC_NAME);
+        if let Some(first) = self.depends_on {
+            layer["spec"]["dependsOn"] = json!([{ "name": first }]);
+        }
+        if self.waits {
+            layer["spec"]["wait"] = json!(true);
+            layer["spec"]["timeout"] = json!(duration::format(PLATFORM_TIMEOUT));
+        }
+        let header = match self.depends_on {
+            Some(first) => {
+                format!("# Written by kubectl gitops install: applies {}/ once {first} is Ready.\n", self.name)
+            }
+            None => {
+                format!("# Written by kubectl gitops install: applies {}/ first, Ready once all of it is.\n", self.name)
+            }
+        };
+        Ok(format!("{header}{}", yaml::to_documents(&[layer])?))
+    }
+}
+
+/// `<path>/kustomization.yaml` of a layered cluster directory: what the `flux-system` sync applies
+/// itself (Flux, the record, the components and the layers' Kustomizations), so that the layers'
+/// lists are applied by their own Kustomizations only. `existing` entries that are not ours are
+/// kept, after ours.
+pub fn root_kustomization(existing: Option<&str>, components: &[String]) -> Result<String> {
+    let mut resources: Vec<String> = vec!["flux-system".into(), record::FILE_NAME.into()];
+    resources.extend(LAYERS.iter().map(Layer::file));
+    resources.extend(components.iter().map(|name| format!("components/{name}.yaml")));
+    if let Some(existing) = existing {
+        let parsed: serde_json::Value = yaml::from_str(existing).map_err(crate::error::Error::Internal)?;
+        let theirs = parsed["resources"].as_array().into_iter().flatten().filter_map(|entry| entry.as_str());
+        let theirs: Vec<String> =
+            theirs.filter(|entry| !resources.iter().any(|ours| ours == entry)).map(String::from).collect();
+        resources.extend(theirs);
+    }
+    let root = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    });
+    yaml::to_string(&root)
 }
 
 /// `<path>/gitops.yaml`: our install record as a ConfigMap, applied by Flux with the rest.

@@ -197,6 +197,55 @@ impl Step {
 }
 
 /// What `install` will do.
+/// The cluster directory's root kustomization, and every layer list's file name.
+const ROOT_KUSTOMIZATION: &str = "kustomization.yaml";
+
+/// How a cluster's directory is laid out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Layout {
+    /// New, or layered already: `kustomization.yaml` lists Flux, the record, the components and
+    /// the layers' Kustomizations, which apply `platform/`, `apps/` and `tenants/` in order.
+    Layered,
+    /// Laid out before the layers: the sync applies the lists itself. Moving them to the layers
+    /// would take them out of the sync's inventory, and Flux would prune every app before its
+    /// layer applied it again; install leaves such a directory as it is.
+    Unlayered,
+    /// It holds files of others (named): the sync keeps applying the whole directory.
+    Foreign(String),
+}
+
+/// What [`Layout`] the cluster's directory `path` has, or gets.
+fn layout(inspection: &Inspection, path: &str) -> Result<Layout> {
+    let has = |name: &str| -> Result<bool> { Ok(inspection.read(&format!("{path}/{name}"))?.is_some()) };
+    if has(ROOT_KUSTOMIZATION)? {
+        return Ok(if has(&bootstrap::PLATFORM_LAYER.file())? {
+            Layout::Layered
+        } else {
+            Layout::Foreign(ROOT_KUSTOMIZATION.into())
+        });
+    }
+    if has(&format!("apps/{ROOT_KUSTOMIZATION}"))? {
+        return Ok(Layout::Unlayered);
+    }
+    let Some(checkout) = &inspection.checkout else { return Ok(Layout::Layered) };
+    let known = ["flux-system", record::FILE_NAME, "components"];
+    let mut foreign: Vec<String> = match std::fs::read_dir(checkout.root().join(path)) {
+        Ok(entries) => entries
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| !known.contains(&name.as_str()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    foreign.sort();
+    Ok(if foreign.is_empty() { Layout::Layered } else { Layout::Foreign(foreign.join(", ")) })
+}
+
+/// Whether `file` is one of the cluster's lists (`<path>/{apps,platform,tenants}/kustomization.yaml`).
+fn is_layer_list(path: &str, file: &str) -> bool {
+    bootstrap::LAYERS.iter().any(|layer| file == format!("{path}/{}/{ROOT_KUSTOMIZATION}", layer.name))
+}
+
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// The validated request.
@@ -318,17 +367,45 @@ impl Plan {
             None => Some(crate::flux::api::OCI_REPOSITORY.version.to_string()),
             Some(_) => detection.api_versions.version_for(&crate::flux::api::OCI_REPOSITORY).map(String::from),
         };
+        let mut component_names = Vec::new();
         for component in &request.oci_components {
             match &oci_version {
-                Some(version) => wanted.push((
-                    cluster_dir(&format!("components/{}.yaml", component.name)),
-                    component.manifest(&request.namespace, version)?,
-                )),
+                Some(version) => {
+                    wanted.push((
+                        cluster_dir(&format!("components/{}.yaml", component.name)),
+                        component.manifest(&request.namespace, version)?,
+                    ));
+                    component_names.push(component.name.clone());
+                }
                 None => warnings.push(format!(
                     "skipped component {}: this cluster's Flux does not serve OCIRepository (Flux v2.0 or later does; v2.6 or later serves source.toolkit.fluxcd.io/v1)",
                     component.url
                 )),
             }
+        }
+        match layout(inspection, &request.path)? {
+            Layout::Layered => {
+                let root_path = cluster_dir(ROOT_KUSTOMIZATION);
+                let root = inspection.read(&root_path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+                wanted.push((root_path, bootstrap::root_kustomization(root.as_deref(), &component_names)?));
+                for layer in bootstrap::LAYERS {
+                    wanted.push((cluster_dir(&layer.file()), layer.manifest(&target)?));
+                    let list = cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", layer.name));
+                    if !wanted.iter().any(|(path, _)| *path == list) {
+                        wanted.push((list, bootstrap::apps_kustomization()));
+                    }
+                }
+            }
+            Layout::Unlayered => warnings.push(format!(
+                "{} was laid out before the platform, apps and tenants layers, so Flux does not order platform apps \
+                 before apps there (moving its lists would have Flux prune and re-create every app); see docs/layout.md",
+                request.path
+            )),
+            Layout::Foreign(entries) => warnings.push(format!(
+                "{} holds files install did not write ({entries}): it stays one directory Flux applies whole, without \
+                 the layers that order platform apps before apps (docs/layout.md)",
+                request.path
+            )),
         }
         let mut files = Vec::new();
         for (path, contents) in wanted {
@@ -336,8 +413,9 @@ impl Plan {
             let change = match &before {
                 None => FileState::Added,
                 Some(text) if *text == contents => FileState::Unchanged,
-                // The apps list belongs to `app add` once it exists: never overwrite it.
-                Some(_) if path.ends_with("apps/kustomization.yaml") => continue,
+                // The lists belong to `app add`, `platform add` and `tenant add` once they exist:
+                // never overwrite them.
+                Some(_) if is_layer_list(&request.path, &path) => continue,
                 Some(_) => FileState::Modified,
             };
             files.push(PlannedFile { path, before, contents, change });

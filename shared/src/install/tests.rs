@@ -119,9 +119,66 @@ fn a_blank_repo_and_a_cluster_without_flux_get_everything() {
             ("clusters/dev/flux-system/kustomization.yaml", FileState::Added),
             ("clusters/dev/gitops.yaml", FileState::Added),
             ("clusters/dev/apps/kustomization.yaml", FileState::Added),
+            ("clusters/dev/kustomization.yaml", FileState::Added),
+            ("clusters/dev/platform.yaml", FileState::Added),
+            ("clusters/dev/platform/kustomization.yaml", FileState::Added),
+            ("clusters/dev/apps.yaml", FileState::Added),
+            ("clusters/dev/tenants.yaml", FileState::Added),
+            ("clusters/dev/tenants/kustomization.yaml", FileState::Added),
         ]
     );
     assert!(!plan.is_noop());
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+    let contents = |path: &str| plan.files.iter().find(|file| file.path == path).unwrap().contents.clone();
+    assert_eq!(
+        contents("clusters/dev/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- flux-system\n- gitops.yaml\n- platform.yaml\n- apps.yaml\n- tenants.yaml\n"
+    );
+    assert_eq!(
+        contents("clusters/dev/platform.yaml"),
+        "# Written by kubectl gitops install: applies platform/ first, Ready once all of it is.\n---\n\
+         apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  labels:\n    \
+         app.kubernetes.io/managed-by: kubectl-gitops\n  name: platform\n  namespace: flux-system\nspec:\n  \
+         interval: 10m0s\n  path: ./clusters/dev/platform\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    \
+         name: flux-system\n  timeout: 5m0s\n  wait: true\n"
+    );
+    let apps = contents("clusters/dev/apps.yaml");
+    assert!(
+        apps.contains("spec:\n  dependsOn:\n  - name: platform\n  interval: 10m0s\n  path: ./clusters/dev/apps\n"),
+        "{apps}"
+    );
+    assert!(!apps.contains("wait:"), "{apps}");
+}
+
+/// A cluster directory laid out before the layers keeps its layout (moving its lists would have
+/// Flux prune every app), and one with files of others is applied whole as before; both say so.
+#[test]
+fn directories_laid_out_before_the_layers_or_holding_other_files_keep_their_layout() {
+    for (seeded, warned) in [
+        ("clusters/dev/apps/kustomization.yaml", "was laid out before the platform, apps and tenants layers"),
+        ("clusters/dev/monitoring.yaml", "holds files install did not write (monitoring.yaml)"),
+    ] {
+        let repo = empty_repo();
+        let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
+        let mut seed = Checkout::clone(&remote, "main").unwrap();
+        seed.write(seeded, b"resources: []\n").unwrap();
+        seed.commit("existing", &Signature { name: "s".into(), email: "s@example.invalid".into() }).unwrap();
+        seed.push().unwrap();
+        let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
+        let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
+        assert!(!plan.files.iter().any(|file| file.path.ends_with("platform.yaml")), "{seeded}: {:?}", plan.files);
+        assert!(plan.warnings.iter().any(|warning| warning.contains(warned)), "{seeded}: {:?}", plan.warnings);
+    }
+}
+
+#[test]
+fn the_root_kustomization_keeps_entries_of_others_after_ours() {
+    let existing = "resources:\n- flux-system\n- extra.yaml\n- components/web.yaml\n";
+    let root = crate::flux::bootstrap::root_kustomization(Some(existing), &["web".into()]).unwrap();
+    assert!(
+        root.ends_with("resources:\n- flux-system\n- gitops.yaml\n- platform.yaml\n- apps.yaml\n- tenants.yaml\n- components/web.yaml\n- extra.yaml\n"),
+        "{root}"
+    );
 }
 
 #[test]
@@ -130,7 +187,7 @@ fn the_dry_run_text_numbers_steps_and_redacts_the_private_key() {
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
     let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
     let text = plan.render().unwrap();
-    assert!(text.starts_with("Plan:\n  1. commit 5 file(s) to main"), "{text}");
+    assert!(text.starts_with("Plan:\n  1. commit 11 file(s) to main"), "{text}");
     assert!(text.contains("  2. apply the Flux v2.9.3 components (2 objects, CRDs first)"), "{text}");
     assert!(text.contains("  add       clusters/dev/gitops.yaml\n"), "{text}");
     assert!(text.contains("  CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io\n"), "{text}");

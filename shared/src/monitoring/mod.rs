@@ -192,7 +192,7 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
             .wait
             .then(|| format!("wait until Kustomizations {NAME}-controllers and {NAME}-configs are Ready")),
         notes: Vec::new(),
-        awaits: Some(Awaits { objects: syncs, ready: true }),
+        awaits: Some(Awaits { objects: syncs, ready: true, layer: Some(crate::flux::bootstrap::PLATFORM_LAYER) }),
         new_repo: None,
         request: Vec::new(),
         already_there: Some(format!(

@@ -91,7 +91,7 @@ pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer)
             false => format!("wait until Kustomization {} is Ready in {namespaces}", request.name),
         }),
         notes,
-        awaits: Some(Awaits { objects: synced, ready: true }),
+        awaits: Some(Awaits { objects: synced, ready: true, layer: Some(crate::flux::bootstrap::TENANTS_LAYER) }),
         new_repo: None,
         request: Vec::new(),
         already_there: Some(format!(
@@ -251,7 +251,7 @@ pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Pr
             request.name,
             namespaces.join(", ")
         )],
-        awaits: Some(Awaits { objects: synced, ready: false }),
+        awaits: Some(Awaits { objects: synced, ready: false, layer: Some(crate::flux::bootstrap::TENANTS_LAYER) }),
         new_repo: None,
         request: Vec::new(),
         already_there: None,

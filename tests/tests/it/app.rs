@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::process::run;
@@ -477,4 +478,88 @@ fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
         assert!(!out.stderr.contains("PRIVATE KEY"), "{}", out.stderr);
     }
     assert_eq!(env.git.head("fleet"), head, "nothing pushed");
+}
+
+/// A repository `name` whose main branch's `deploy/` holds one ConfigMap named `name`.
+fn configmap_repo(env: &TestEnv, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let configmap = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n");
+    std::fs::write(dir.path().join("configmap.yaml"), configmap).unwrap();
+    push_dir(env, name, dir.path(), "deploy");
+}
+
+/// The layers install writes: the platform list is applied first and is Ready only once every
+/// platform service is; the apps wait for it (`dependsOn`). Proven with a platform service whose
+/// branch does not exist yet: an app added after it is not even created until the branch is
+/// pushed and the service turns Ready.
+#[test]
+fn platform_apps_are_reconciled_before_the_apps() {
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet").unwrap();
+    install(env, &flux_release::components());
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    for layer in ["platform", "apps", "tenants"] {
+        env.wait_for_jsonpath(&["-n", "flux-system", "kustomization", layer], ready, "True", Duration::from_secs(120))
+            .unwrap();
+    }
+    let depends = env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "kustomization",
+            "apps",
+            "tenants",
+            "-o=jsonpath={.items[*].spec.dependsOn[*].name}",
+        ])
+        .unwrap();
+    assert_eq!(depends, "platform platform");
+
+    configmap_repo(env, "ingress");
+    configmap_repo(env, "web");
+    let platform = Run::of(
+        Command::new(binaries::path("kubectl-gitops-platform"))
+            .args(["add", "ingress", "--url", &env.git.ssh_url("ingress"), "--branch", "stable", "--path", "./deploy"])
+            .args(["--secret-ref", "flux-system", "--interval", "5s", "--auto-merge", "--private-key-file"])
+            .arg(&env.git.client_key)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("HOME", tempfile::tempdir().unwrap().path()),
+    );
+    assert_eq!(platform.code, Some(0), "{}\n{}", platform.stdout, platform.stderr);
+    let web = ["add", "web", "--url", &env.git.ssh_url("web"), "--path", "./deploy", "--secret-ref", "flux-system"];
+    let added = app(env, &env.kubeconfig, &web);
+    assert_eq!(added.code, Some(0), "{}\n{}", added.stdout, added.stderr);
+    let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";
+    env.wait_for_jsonpath(
+        &["-n", "flux-system", "kustomization", "apps"],
+        reason,
+        "DependencyNotReady",
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let web_exists = env.kubectl(&["-n", "flux-system", "get", "kustomization", "web"]).unwrap().status.success();
+    assert!(!web_exists, "the app is not applied while the platform is not Ready");
+
+    // The platform service's branch arrives: it turns Ready, then the apps layer applies the app.
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["clone", "-q", &env.git.ssh_url("ingress"), "."]);
+    git(env, work.path(), &["push", "-q", "origin", "main:stable"]);
+    let web_ready = ["-n", "flux-system", "kustomization", "web"];
+    env.wait_for_jsonpath(&web_ready, ready, "True", Duration::from_secs(240)).unwrap();
+    let ingress_ready = env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "kustomization",
+            "ingress",
+            "-o=jsonpath={.status.conditions[?(@.type==\"Ready\")].lastTransitionTime}",
+        ])
+        .unwrap();
+    let web_created = env
+        .kubectl_ok(&["-n", "flux-system", "get", "kustomization", "web", "-o=jsonpath={.metadata.creationTimestamp}"])
+        .unwrap();
+    assert!(ingress_ready <= web_created, "ingress Ready at {ingress_ready}, web created at {web_created}");
+    env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress", "web"]).unwrap();
 }
