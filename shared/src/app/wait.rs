@@ -105,6 +105,14 @@ impl AfterPush<'_> {
             return Ok(Verdict::Ready);
         }
         let attempted = sync.last_attempted_revision().unwrap_or_default();
+        // The platform layer applies the commit, then waits for all of its services: one of them
+        // failing its health check (not necessarily the change's) does not undo the apply. The
+        // change's own release is judged next.
+        if attempted.ends_with(self.commit)
+            && sync.ready_condition().is_some_and(|ready| ready.reason() == HEALTH_CHECK_FAILED)
+        {
+            return Ok(Verdict::Ready);
+        }
         Ok(match sync.ready_condition() {
             Some(ready)
                 if ready.is_false()
@@ -288,6 +296,9 @@ pub(crate) async fn after_push(
     let limits = Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD };
     wait_until(&mut waited, &title, limits, &context.printer).await.map(drop)
 }
+
+/// The Ready reason of a Kustomization whose applied objects did not all become Ready in time.
+const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
 
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]

@@ -51,6 +51,17 @@ pub fn gotk_sync(target: &SyncTarget) -> Result<String> {
     Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
 }
 
+/// [`gotk_sync`] with `prune: false`: while `install --layers` moves the lists out of the sync,
+/// so that the sync keeps what leaves its inventory for the layers to adopt.
+pub fn gotk_sync_without_pruning(target: &SyncTarget) -> Result<String> {
+    let text = gotk_sync(target)?;
+    let without = text.replace("\n  prune: true\n", "\n  prune: false\n");
+    if without == text {
+        return Err(crate::error::Error::Internal("gotk-sync.yaml has no `prune: true` to turn off".into()));
+    }
+    Ok(without)
+}
+
 /// A Flux Kustomization applying `path` of a source, re-applied every [`SYNC_INTERVAL`], pruning.
 fn kustomization(metadata: &serde_json::Value, path: &str, source_kind: &str, source_name: &str) -> serde_json::Value {
     json!({
@@ -102,9 +113,12 @@ pub const TENANTS_LAYER: Layer = Layer { name: "tenants", depends_on: Some("plat
 /// Every layer, in the order Flux reconciles them.
 pub const LAYERS: [Layer; 3] = [PLATFORM_LAYER, APPS_LAYER, TENANTS_LAYER];
 
-/// How long the platform layer waits for its services to be Ready before it reports failure (and
-/// tries again): a chart's first install pulls images.
-pub const PLATFORM_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the platform layer waits for its services to be Ready before it reports failure.
+/// Its health check holds the layer: a new commit is applied only once the check ends, so one
+/// service that does not come up delays the others' changes by this much.
+pub const PLATFORM_TIMEOUT: Duration = Duration::from_secs(120);
+/// How soon the platform layer tries again after a failed health check (instead of its interval).
+pub const PLATFORM_RETRY: Duration = Duration::from_secs(60);
 
 impl Layer {
     /// `<name>.yaml`, beside `flux-system/` in the cluster's directory.
@@ -115,11 +129,8 @@ impl Layer {
     /// `<path>/<name>.yaml`: the layer's Kustomization, as `flux create kustomization --export`
     /// writes it.
     pub fn manifest(&self, target: &SyncTarget) -> Result<String> {
-        let metadata = json!({
-            "name": self.name,
-            "namespace": target.namespace,
-            "labels": {record::MANAGED_BY_LABEL: record::MANAGED_BY_VALUE},
-        });
+        // Unlabelled, as the sync is: labelled ours, it would be listed with the apps.
+        let metadata = json!({ "name": self.name, "namespace": target.namespace });
         let mut layer =
             kustomization(&metadata, &format!("./{}/{}", target.path, self.name), "GitRepository", SYNC_NAME);
         if let Some(first) = self.depends_on {
@@ -128,6 +139,7 @@ impl Layer {
         if self.waits {
             layer["spec"]["wait"] = json!(true);
             layer["spec"]["timeout"] = json!(duration::format(PLATFORM_TIMEOUT));
+            layer["spec"]["retryInterval"] = json!(duration::format(PLATFORM_RETRY));
         }
         let header = match self.depends_on {
             Some(first) => {

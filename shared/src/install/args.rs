@@ -148,4 +148,10 @@ pub struct InstallArgs {
     /// Don't ask for confirmation (deploy key added, host key pinned).
     #[arg(long, short = 'y', help_heading = "Run")]
     pub yes: bool,
+
+    /// Move a cluster directory laid out before the platform, apps and tenants layers to them, in
+    /// three commits Flux applies one after the other (the sync stops pruning, the lists move to
+    /// their layers, the sync prunes again), so that nothing is deleted on the way.
+    #[arg(long, conflicts_with = "no_wait", help_heading = "Run")]
+    pub layers: bool,
 }

@@ -13,7 +13,6 @@ use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::Checkout;
 use crate::output::Printer;
-use crate::plan::FileChange;
 use crate::publish::{self, Published};
 
 /// What an executed install did.
@@ -66,34 +65,44 @@ pub async fn execute(
                 let Some(checkout) = checkout.as_mut() else {
                     return Err(Error::Internal("no clone of the repository to commit to".into()));
                 };
-                let author = crate::publish::author();
-                let first: Vec<FileChange> = plan
-                    .changed_files()
-                    .map(|file| FileChange {
-                        path: file.path.clone(),
-                        before: None,
-                        after: Some(file.contents.clone()),
-                    })
-                    .collect();
-                // Install writes whole files: on a newer head, the ones that still differ are
-                // written again (the request decides their contents, not the head).
                 let wanted: BTreeMap<String, String> =
                     plan.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
-                let replan = |checkout: &Checkout| crate::plan::diff(checkout, &wanted, &[]);
-                let published =
-                    publish::commit_and_push(checkout, message, &author, first, &replan, timeout, printer).await;
-                published.map(|published| {
-                    outcome.committed = matches!(published, Published::Commit(Some(_)));
-                    outcome.commit = checkout.head();
-                    if let Some(sha) = &outcome.commit {
-                        let (sha, branch) = (short(sha), &plan.request.branch);
-                        let line = match published {
-                            Published::Commit(_) => format!("pushed {sha} to {branch}"),
-                            Published::MadeMeanwhile => format!("{branch} already holds these files (at {sha})"),
-                        };
-                        printer.done(&line);
+                let committed = commit_files(checkout, message, &wanted, plan, timeout, printer).await?;
+                outcome.committed = committed;
+                outcome.commit = checkout.head();
+                Ok(())
+            }
+            Step::StopSyncPruning | Step::MoveToLayers | Step::ResumeSyncPruning => {
+                let (Some(checkout), Some(migration)) = (checkout.as_mut(), plan.migration.as_ref()) else {
+                    return Err(Error::Internal("moving to the layers needs the clone and the plan".into()));
+                };
+                let path = &plan.request.path;
+                let (files, message) = match step {
+                    Step::StopSyncPruning => (
+                        vec![migration.sync_without_pruning.clone()],
+                        format!("Stop the sync's pruning while {path} moves to its layers"),
+                    ),
+                    Step::MoveToLayers => {
+                        (migration.layers.clone(), format!("Move {path} to the platform, apps and tenants layers"))
                     }
-                })
+                    _ => (vec![migration.sync.clone()], format!("Prune again in {path}, moved to its layers")),
+                };
+                let wanted: BTreeMap<String, String> = files.into_iter().collect();
+                commit_files(checkout, &message, &wanted, plan, timeout, printer).await?;
+                outcome.commit = checkout.head();
+                let sha = outcome.commit.clone().unwrap_or_default();
+                let request = &plan.request;
+                // The sync alone: the move is safe once it applied the commit, whatever the layers do.
+                let layers = false;
+                super::wait::until_synced(
+                    cluster,
+                    &request.namespace,
+                    (&request.branch, &sha),
+                    layers,
+                    timeout,
+                    printer,
+                )
+                .await
             }
             Step::ApplyComponents => Applier::new(cluster).apply_staged(&plan.components, timeout).await.map(drop),
             Step::ApplySecret => apply_secret(cluster, plan).await,
@@ -101,7 +110,16 @@ pub async fn execute(
             Step::WaitReady => match &outcome.commit {
                 Some(sha) => {
                     let request = &plan.request;
-                    super::wait::until_synced(cluster, &request.namespace, &request.branch, sha, timeout, printer).await
+                    let layers = plan.adds_layers();
+                    super::wait::until_synced(
+                        cluster,
+                        &request.namespace,
+                        (&request.branch, sha),
+                        layers,
+                        timeout,
+                        printer,
+                    )
+                    .await
                 }
                 None => Ok(()),
             },
@@ -109,6 +127,32 @@ pub async fn execute(
     })
     .await?;
     Ok(outcome)
+}
+
+/// Commits the files of `wanted` that differ and pushes; on a newer head, the ones that still
+/// differ are written again (install writes whole files: the request decides their contents, not
+/// the head). Whether a commit was made.
+async fn commit_files(
+    checkout: &mut Checkout,
+    message: &str,
+    wanted: &BTreeMap<String, String>,
+    plan: &Plan,
+    timeout: Duration,
+    printer: &Printer,
+) -> Result<bool> {
+    let first = crate::plan::diff(checkout, wanted, &[])?;
+    let replan = |checkout: &Checkout| crate::plan::diff(checkout, wanted, &[]);
+    let author = crate::publish::author();
+    let published = publish::commit_and_push(checkout, message, &author, first, &replan, timeout, printer).await?;
+    if let Some(sha) = &checkout.head() {
+        let (sha, branch) = (short(sha), &plan.request.branch);
+        let line = match published {
+            Published::Commit(_) => format!("pushed {sha} to {branch}"),
+            Published::MadeMeanwhile => format!("{branch} already holds these files (at {sha})"),
+        };
+        printer.done(&line);
+    }
+    Ok(matches!(published, Published::Commit(Some(_))))
 }
 
 /// Asks the API server (SelfSubjectAccessReview) whether we may apply what the plan applies.

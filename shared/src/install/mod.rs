@@ -81,6 +81,8 @@ pub struct Request {
     pub read_write_key: bool,
     /// Components distributed as OCI artifacts.
     pub oci_components: Vec<OciComponent>,
+    /// `--layers`: move a directory laid out before the layers to them.
+    pub move_to_layers: bool,
 }
 
 impl Request {
@@ -153,6 +155,13 @@ pub enum Step {
     ApplySync,
     /// Wait until the `flux-system` Kustomization is Ready at the pushed commit.
     WaitReady,
+    /// `--layers`, 1 of 3: the sync stops pruning (`gotk-sync.yaml` with `prune: false`), applied.
+    StopSyncPruning,
+    /// `--layers`, 2 of 3: the root kustomization, the layers and their lists, applied by the
+    /// sync, which keeps what leaves its inventory for the layers to take over.
+    MoveToLayers,
+    /// `--layers`, 3 of 3: the sync prunes again (`gotk-sync.yaml` as `flux bootstrap` writes it).
+    ResumeSyncPruning,
 }
 
 impl Step {
@@ -190,13 +199,28 @@ impl Step {
                 ns = plan.request.namespace
             ),
             Step::WaitReady => {
-                format!("wait until Kustomization {}/{SYNC_NAME} is Ready at the pushed commit", plan.request.namespace)
+                let layers = if plan.adds_layers() { " and the layers platform, apps and tenants are" } else { " is" };
+                format!(
+                    "wait until Kustomization {}/{SYNC_NAME}{layers} Ready at the pushed commit",
+                    plan.request.namespace
+                )
             }
+            Step::StopSyncPruning => format!(
+                "commit {}/flux-system/gotk-sync.yaml with prune: false and wait until the sync applied it",
+                plan.request.path
+            ),
+            Step::MoveToLayers => format!(
+                "commit the layers ({}) and wait until the sync applied them: what leaves its inventory is kept for the layers",
+                plan.migration.as_ref().map(|migration| migration.layers.len()).unwrap_or_default()
+            ),
+            Step::ResumeSyncPruning => format!(
+                "commit {}/flux-system/gotk-sync.yaml with prune: true again and wait until the sync applied it",
+                plan.request.path
+            ),
         }
     }
 }
 
-/// What `install` will do.
 /// The cluster directory's root kustomization, and every layer list's file name.
 const ROOT_KUSTOMIZATION: &str = "kustomization.yaml";
 
@@ -241,11 +265,33 @@ fn layout(inspection: &Inspection, path: &str) -> Result<Layout> {
     Ok(if foreign.is_empty() { Layout::Layered } else { Layout::Foreign(foreign.join(", ")) })
 }
 
+/// The files of a layered cluster directory `path`: the root kustomization (keeping entries of
+/// others), each layer's Kustomization, and the lists that are not there yet.
+fn layer_files(
+    inspection: &Inspection,
+    path: &str,
+    target: &SyncTarget,
+    components: &[String],
+) -> Result<Vec<(String, String)>> {
+    let root_path = format!("{path}/{ROOT_KUSTOMIZATION}");
+    let root = inspection.read(&root_path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let mut files = vec![(root_path, bootstrap::root_kustomization(root.as_deref(), components)?)];
+    for layer in bootstrap::LAYERS {
+        files.push((format!("{path}/{}", layer.file()), layer.manifest(target)?));
+        let list = format!("{path}/{}/{ROOT_KUSTOMIZATION}", layer.name);
+        if inspection.read(&list)?.is_none() {
+            files.push((list, bootstrap::apps_kustomization()));
+        }
+    }
+    Ok(files)
+}
+
 /// Whether `file` is one of the cluster's lists (`<path>/{apps,platform,tenants}/kustomization.yaml`).
 fn is_layer_list(path: &str, file: &str) -> bool {
     bootstrap::LAYERS.iter().any(|layer| file == format!("{path}/{}/{ROOT_KUSTOMIZATION}", layer.name))
 }
 
+/// What `install` will do.
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// The validated request.
@@ -269,12 +315,33 @@ pub struct Plan {
     pub creates_repository: bool,
     /// Things the user should know (e.g. an existing Flux of another version).
     pub warnings: Vec<String>,
+    /// `--layers` on a directory laid out before them: the three commits that move it.
+    pub migration: Option<Migration>,
+}
+
+/// Moving a cluster directory laid out before the layers to them, without Flux deleting anything
+/// on the way: the sync stops pruning, the lists move to their layers (which adopt their objects
+/// with server-side apply), the sync prunes again. Each commit is applied before the next.
+#[derive(Debug, Clone)]
+pub struct Migration {
+    /// `gotk-sync.yaml` with `prune: false`.
+    pub sync_without_pruning: (String, String),
+    /// The root kustomization, the layers' Kustomizations and their missing lists.
+    pub layers: Vec<(String, String)>,
+    /// `gotk-sync.yaml` as install writes it.
+    pub sync: (String, String),
 }
 
 impl Plan {
     /// The files that differ from the repo.
     pub fn changed_files(&self) -> impl Iterator<Item = &PlannedFile> {
         self.files.iter().filter(|file| file.change != FileState::Unchanged)
+    }
+
+    /// Whether the plan writes the layers' Kustomizations: then the wait follows them too.
+    pub fn adds_layers(&self) -> bool {
+        let layer = format!("{}/{}", self.request.path, bootstrap::PLATFORM_LAYER.file());
+        self.files.iter().any(|file| file.path == layer && file.change == FileState::Added)
     }
 
     /// Whether there is nothing to do (an install of the same repo and path that is complete).
@@ -383,22 +450,26 @@ impl Plan {
                 )),
             }
         }
+        let mut migration = None;
         match layout(inspection, &request.path)? {
             Layout::Layered => {
-                let root_path = cluster_dir(ROOT_KUSTOMIZATION);
-                let root = inspection.read(&root_path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-                wanted.push((root_path, bootstrap::root_kustomization(root.as_deref(), &component_names)?));
-                for layer in bootstrap::LAYERS {
-                    wanted.push((cluster_dir(&layer.file()), layer.manifest(&target)?));
-                    let list = cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", layer.name));
-                    if !wanted.iter().any(|(path, _)| *path == list) {
-                        wanted.push((list, bootstrap::apps_kustomization()));
+                for file in layer_files(inspection, &request.path, &target, &component_names)? {
+                    if !wanted.iter().any(|(path, _)| *path == file.0) {
+                        wanted.push(file);
                     }
                 }
             }
+            Layout::Unlayered if request.move_to_layers => {
+                let sync_path = cluster_dir("flux-system/gotk-sync.yaml");
+                migration = Some(Migration {
+                    sync_without_pruning: (sync_path.clone(), bootstrap::gotk_sync_without_pruning(&target)?),
+                    layers: layer_files(inspection, &request.path, &target, &component_names)?,
+                    sync: (sync_path, sync_text.clone()),
+                });
+            }
             Layout::Unlayered => warnings.push(format!(
                 "{} was laid out before the platform, apps and tenants layers, so Flux does not order platform apps \
-                 before apps there (moving its lists would have Flux prune and re-create every app); see docs/layout.md",
+                 before apps there; run install again with --layers to move it (docs/layout.md)",
                 request.path
             )),
             Layout::Foreign(entries) => warnings.push(format!(
@@ -453,6 +524,9 @@ impl Plan {
             steps.push(Step::ApplySync);
         }
         steps.push(Step::WaitReady);
+        if migration.is_some() {
+            steps.extend([Step::StopSyncPruning, Step::MoveToLayers, Step::ResumeSyncPruning]);
+        }
 
         let hosted_repo = hosted.map(|hosted| hosted.repo.path());
         let creates_repository = hosted.is_some_and(|hosted| hosted.info.is_none());
@@ -467,6 +541,7 @@ impl Plan {
             hosted_repo,
             creates_repository,
             warnings,
+            migration,
         })
     }
 
@@ -551,6 +626,7 @@ impl Request {
             personal: settings.access.personal,
             read_write_key: settings.access.read_write_key,
             oci_components: settings.flux.oci_components.clone(),
+            move_to_layers: settings.layers,
         })
     }
 }

@@ -112,6 +112,8 @@ pub struct InstallSettings {
     pub timeout: Duration,
     /// `--yes`: no confirmation questions.
     pub yes: bool,
+    /// `--layers`: move a cluster directory laid out before the layers to them.
+    pub layers: bool,
 }
 
 fn non_blank(value: &Option<String>) -> Option<String> {
@@ -197,6 +199,7 @@ impl InstallArgs {
             wait: !self.no_wait,
             timeout: self.timeout,
             yes: self.yes,
+            layers: self.layers,
         })
     }
 }

@@ -39,6 +39,7 @@ fn request() -> Request {
         personal: false,
         read_write_key: false,
         oci_components: Vec::new(),
+        move_to_layers: false,
     }
 }
 
@@ -97,6 +98,9 @@ fn step_names(plan: &Plan) -> Vec<&'static str> {
             Step::ApplySecret => "apply-secret",
             Step::ApplySync => "apply-sync",
             Step::WaitReady => "wait",
+            Step::StopSyncPruning => "stop-pruning",
+            Step::MoveToLayers => "move",
+            Step::ResumeSyncPruning => "resume-pruning",
         })
         .collect()
 }
@@ -137,10 +141,9 @@ fn a_blank_repo_and_a_cluster_without_flux_get_everything() {
     assert_eq!(
         contents("clusters/dev/platform.yaml"),
         "# Written by kubectl gitops install: applies platform/ first, Ready once all of it is.\n---\n\
-         apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  labels:\n    \
-         app.kubernetes.io/managed-by: kubectl-gitops\n  name: platform\n  namespace: flux-system\nspec:\n  \
-         interval: 10m0s\n  path: ./clusters/dev/platform\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    \
-         name: flux-system\n  timeout: 5m0s\n  wait: true\n"
+         apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: platform\n  namespace: flux-system\nspec:\n  \
+         interval: 10m0s\n  path: ./clusters/dev/platform\n  prune: true\n  retryInterval: 1m0s\n  sourceRef:\n    kind: GitRepository\n    \
+         name: flux-system\n  timeout: 2m0s\n  wait: true\n"
     );
     let apps = contents("clusters/dev/apps.yaml");
     assert!(
@@ -299,4 +302,38 @@ fn a_repo_with_other_content_keeps_it_and_only_our_paths_are_planned() {
         "the app list that is already there is not overwritten"
     );
     assert_eq!(plan.changed_files().count(), 4);
+}
+
+/// `--layers` on a directory laid out before them: three commits after the install's own, the
+/// sync's pruning off, the layers, the pruning on again.
+#[test]
+fn layers_move_an_unlayered_directory_in_three_commits() {
+    let repo = empty_repo();
+    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
+    let mut seed = Checkout::clone(&remote, "main").unwrap();
+    seed.write("clusters/dev/apps/kustomization.yaml", b"resources:\n- web\n").unwrap();
+    seed.commit("existing", &Signature { name: "s".into(), email: "s@example.invalid".into() }).unwrap();
+    seed.push().unwrap();
+    let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
+    let request = Request { move_to_layers: true, ..request() };
+    let plan = Plan::build(request, &inspection, COMPONENTS.into(), key(), false).unwrap();
+    assert_eq!(&step_names(&plan)[step_names(&plan).len() - 4..], ["wait", "stop-pruning", "move", "resume-pruning"]);
+    let migration = plan.migration.as_ref().unwrap();
+    assert!(migration.sync_without_pruning.1.contains("\n  prune: false\n"), "{}", migration.sync_without_pruning.1);
+    assert!(migration.sync.1.contains("\n  prune: true\n"));
+    let paths: Vec<&str> = migration.layers.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "clusters/dev/kustomization.yaml",
+            "clusters/dev/platform.yaml",
+            "clusters/dev/platform/kustomization.yaml",
+            "clusters/dev/apps.yaml",
+            "clusters/dev/tenants.yaml",
+            "clusters/dev/tenants/kustomization.yaml",
+        ],
+        "the app list stays as it is"
+    );
+    let text = plan.render().unwrap();
+    assert!(text.contains("commit clusters/dev/flux-system/gotk-sync.yaml with prune: false and wait"), "{text}");
 }

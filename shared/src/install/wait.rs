@@ -12,7 +12,7 @@ use kube::discovery::ApiResource;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
 use crate::output::Printer;
@@ -23,6 +23,8 @@ use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, Waited
 enum Part {
     /// Kustomization `flux-system` applied the installed commit and is Ready.
     Sync,
+    /// A layer install wrote (`platform`, `apps`, `tenants`) applied it and is Ready.
+    Layer(&'static str),
     /// Every Flux Deployment is ready (a Flux running outside Deployments has none).
     Controllers,
 }
@@ -41,6 +43,10 @@ struct AfterInstall<'a> {
     blocking: (String, String),
     /// The first Flux Deployment not ready, when last looked at.
     unready_controller: Option<String>,
+    /// Whether the layers are waited for too (install wrote or moved them).
+    layers: bool,
+    /// The layers asked to reconcile once their dependency was Ready at the revision.
+    nudged: Vec<&'static str>,
 }
 
 impl AfterInstall<'_> {
@@ -65,6 +71,40 @@ impl AfterInstall<'_> {
         Ok(Verdict::Waiting { why: format!("{}: {}", self.blocking.0, self.blocking.1), healthy: false })
     }
 
+    /// Whether `layer` applied the revision and is Ready. One held back by its dependency is
+    /// asked to reconcile once the dependency is Ready at the revision: Flux would retry only
+    /// after its `--requeue-dependency` (30 s).
+    async fn judge_layer(&mut self, layer: Layer) -> Result<Verdict> {
+        let at_revision = |object: &Option<DynamicObject>, revision: &str| {
+            object.as_ref().is_some_and(|object| {
+                object.last_applied_revision() == Some(revision)
+                    && object.ready_condition().is_some_and(|ready| ready.is_true())
+            })
+        };
+        let get = |name: &'static str| self.kustomizations.get_opt(name);
+        let object = get(layer.name).await.map_err(|error| self.cluster.error(error))?;
+        if at_revision(&object, &self.revision) {
+            return Ok(Verdict::Ready);
+        }
+        if let Some(first) = layer.depends_on
+            && !self.nudged.contains(&layer.name)
+        {
+            let dependency = get(first).await.map_err(|error| self.cluster.error(error))?;
+            if at_revision(&dependency, &self.revision) {
+                self.nudged.push(layer.name);
+                crate::flux::reconcile::request(&self.kustomizations, layer.name)
+                    .await
+                    .map_err(|error| self.cluster.error(error))?;
+            }
+        }
+        let why = match object.as_ref().and_then(|object| object.ready_condition()) {
+            Some(ready) => format!("{}: {}", ready.reason(), ready.message()),
+            None => "not reconciled yet".to_string(),
+        };
+        self.blocking = (format!("Kustomization {}/{}", self.namespace, layer.name), why.clone());
+        Ok(Verdict::Waiting { why: format!("{}: {why}", self.blocking.0), healthy: false })
+    }
+
     async fn judge_controllers(&mut self) -> Result<Verdict> {
         let controllers = crate::detect::read_controllers(self.cluster, self.namespace).await?;
         self.unready_controller = controllers.into_iter().find(|c| !c.ready).map(|c| c.name);
@@ -83,12 +123,24 @@ impl Waited for AfterInstall<'_> {
 
     async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
         let sync = self.judge_sync().await?;
-        // The controllers are judged once the sync is done: they are what applies it.
-        let controllers = match sync {
-            Verdict::Ready => self.judge_controllers().await?,
-            _ => Verdict::Waiting { why: "the sync is not done yet".into(), healthy: false },
+        let synced = matches!(sync, Verdict::Ready);
+        let mut parts = vec![(Part::Sync, sync)];
+        // The layers and the controllers are judged once the sync is done: it applies the
+        // layers, and the controllers are what applies it.
+        let layers = if self.layers { LAYERS.as_slice() } else { &[] };
+        for &layer in layers {
+            let verdict = match synced {
+                true => self.judge_layer(layer).await?,
+                false => Verdict::Waiting { why: "the sync is not done yet".into(), healthy: false },
+            };
+            parts.push((Part::Layer(layer.name), verdict));
+        }
+        let controllers = match synced {
+            true => self.judge_controllers().await?,
+            false => Verdict::Waiting { why: "the sync is not done yet".into(), healthy: false },
         };
-        Ok(vec![(Part::Sync, sync), (Part::Controllers, controllers)])
+        parts.push((Part::Controllers, controllers));
+        Ok(parts)
     }
 
     async fn changed(&mut self) {
@@ -127,13 +179,14 @@ fn flux_kind(cluster: &Cluster, namespace: &str, kind: &FluxKind, version: &str)
     (resource, api)
 }
 
-/// Waits until the `flux-system` Kustomization has applied `<branch>@sha1:<sha>` and is Ready and
-/// the Flux Deployments are ready; at the timeout, says which object is not ready and why.
+/// Waits until the `flux-system` Kustomization (and, with `layers`, each layer) has applied
+/// `<branch>@sha1:<sha>` and is Ready and the Flux Deployments are ready; at the timeout, says
+/// which object is not ready and why.
 pub(crate) async fn until_synced(
     cluster: &Cluster,
     namespace: &str,
-    branch: &str,
-    sha: &str,
+    (branch, sha): (&str, &str),
+    layers: bool,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<()> {
@@ -143,20 +196,21 @@ pub(crate) async fn until_synced(
     let (repository_resource, repositories) = flux_kind(cluster, namespace, &api::GIT_REPOSITORY, "v1");
     let deployments = ApiResource::erase::<Deployment>(&());
     let mut triggers = Triggers::new(cluster, *printer);
-    let named = |resource: ApiResource| Followed {
-        resource,
+    let named = |resource: &ApiResource, name: &str| Followed {
+        resource: resource.clone(),
         namespace: Some(namespace.to_string()),
-        selector: Selector::Name(SYNC_NAME.to_string()),
+        selector: Selector::Name(name.to_string()),
     };
-    triggers.follow(vec![
-        named(kustomization_resource),
-        named(repository_resource),
-        Followed {
-            resource: deployments,
-            namespace: Some(namespace.to_string()),
-            selector: Selector::Labels(format!("{PART_OF_LABEL}={PART_OF_VALUE}")),
-        },
-    ]);
+    let layer_names = LAYERS.iter().filter(|_| layers).map(|layer| layer.name);
+    let mut followed: Vec<Followed> =
+        std::iter::once(SYNC_NAME).chain(layer_names).map(|name| named(&kustomization_resource, name)).collect();
+    followed.push(named(&repository_resource, SYNC_NAME));
+    followed.push(Followed {
+        resource: deployments,
+        namespace: Some(namespace.to_string()),
+        selector: Selector::Labels(format!("{PART_OF_LABEL}={PART_OF_VALUE}")),
+    });
+    triggers.follow(followed);
     let title = format!("waiting for Kustomization {namespace}/{SYNC_NAME}");
     let kustomization_name = format!("Kustomization {namespace}/{SYNC_NAME}");
     let mut waited = AfterInstall {
@@ -169,6 +223,8 @@ pub(crate) async fn until_synced(
         applied: None,
         blocking: (kustomization_name, "not reconciled yet (are the Flux controllers running?)".to_string()),
         unready_controller: None,
+        layers,
+        nudged: Vec::new(),
     };
     // The grace period never runs out: the wait never answers Failing.
     wait_until(&mut waited, &title, Limits { timeout, grace_period: timeout }, printer).await?;

@@ -51,10 +51,17 @@ pub(crate) fn push_dir(env: &TestEnv, repo: &str, source: &Path, target: &str) {
 
 /// Installs the layout into `env`'s cluster from repo `fleet`, path clusters/dev.
 pub(crate) fn install(env: &TestEnv, components: &Path) {
+    let run = install_with(env, components, &[]);
+    assert_eq!(run.code, Some(0), "install: {}\n{}", run.stdout, run.stderr);
+}
+
+/// `install` from repo `fleet`, path clusters/dev, with `extra` flags.
+fn install_with(env: &TestEnv, components: &Path, extra: &[&str]) -> Run {
     let url = env.git.ssh_url("fleet");
-    let run = Run::of(
+    Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))
             .args(["--url", &url, "--path", "clusters/dev", "--cluster-name", "dev", "--timeout", "3m"])
+            .args(extra)
             .arg("--components-file")
             .arg(components)
             .arg("--private-key-file")
@@ -62,8 +69,7 @@ pub(crate) fn install(env: &TestEnv, components: &Path) {
             .arg("--known-hosts-file")
             .arg(&env.git.known_hosts)
             .env("KUBECONFIG", &env.kubeconfig),
-    );
-    assert_eq!(run.code, Some(0), "install: {}\n{}", run.stdout, run.stderr);
+    )
 }
 
 /// Mutating requests kubectl-gitops sent, from the audit log.
@@ -562,4 +568,60 @@ fn platform_apps_are_reconciled_before_the_apps() {
         .unwrap();
     assert!(ingress_ready <= web_created, "ingress Ready at {ingress_ready}, web created at {web_created}");
     env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress", "web"]).unwrap();
+}
+
+/// `install --layers` moves a directory laid out before the layers to them in three commits
+/// (the sync stops pruning, the lists move, the sync prunes again), and Flux deletes nothing on
+/// the way: the app's Kustomization and what it deployed keep their uids, now owned by `apps`.
+#[test]
+fn install_layers_moves_an_old_directory_without_deleting_an_app() {
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet").unwrap();
+    // A directory laid out before the layers: its app list is there before install.
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(work.path().join("clusters/dev/apps")).unwrap();
+    std::fs::write(work.path().join("clusters/dev/apps/kustomization.yaml"), bootstrap::apps_kustomization()).unwrap();
+    git(env, work.path(), &["add", "."]);
+    git(env, work.path(), &["commit", "-q", "-m", "an older layout"]);
+    git(env, work.path(), &["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let components = flux_release::components();
+    let old = install_with(env, &components, &[]);
+    assert_eq!(old.code, Some(0), "{}\n{}", old.stdout, old.stderr);
+    assert!(old.stderr.contains("run install again with --layers to move it"), "{}", old.stderr);
+    configmap_repo(env, "web");
+    let web = ["add", "web", "--url", &env.git.ssh_url("web"), "--path", "./deploy", "--secret-ref", "flux-system"];
+    let added = app(env, &env.kubeconfig, &[&web[..], &["--wait", "--timeout", "3m"]].concat());
+    assert_eq!(added.code, Some(0), "{}\n{}", added.stdout, added.stderr);
+    let get = |what: &[&str], path: &str| {
+        let jsonpath = format!("-o=jsonpath={path}");
+        env.kubectl_ok(&[&["get"][..], what, &[jsonpath.as_str()]].concat()).unwrap()
+    };
+    let owner = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}";
+    let release = ["-n", "flux-system", "kustomization", "web"];
+    let configmap = ["-n", "default", "configmap", "web"];
+    let (release_uid, configmap_uid) = (get(&release, "{.metadata.uid}"), get(&configmap, "{.metadata.uid}"));
+    assert_eq!(get(&release, owner), "flux-system");
+
+    let head = env.git.head("fleet");
+    let moved = install_with(env, &components, &["--layers"]);
+    assert_eq!(moved.code, Some(0), "{}\n{}", moved.stdout, moved.stderr);
+    let log = git(env, work.path(), &["pull", "-q", &env.git.ssh_url("fleet"), "main"]);
+    let subjects = git(env, work.path(), &["log", "--format=%s", &format!("{head}..HEAD")]);
+    assert_eq!(
+        subjects,
+        "Prune again in clusters/dev, moved to its layers\nMove clusters/dev to the platform, apps and tenants layers\n\
+         Stop the sync's pruning while clusters/dev moves to its layers\n",
+        "{log}"
+    );
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    env.wait_for_jsonpath(&["-n", "flux-system", "kustomization", "apps"], ready, "True", Duration::from_secs(180))
+        .unwrap();
+    assert_eq!(get(&["-n", "flux-system", "kustomization", "flux-system"], "{.spec.prune}"), "true");
+    assert_eq!(get(&release, "{.metadata.uid}"), release_uid, "the app's Kustomization was never deleted");
+    assert_eq!(get(&configmap, "{.metadata.uid}"), configmap_uid, "nor what it deployed");
+    assert_eq!(get(&release, owner), "apps", "the apps layer owns it now");
+    let sync = std::fs::read_to_string(work.path().join("clusters/dev/flux-system/gotk-sync.yaml")).unwrap();
+    assert!(sync.contains("\n  prune: true\n"), "{sync}");
 }

@@ -102,8 +102,8 @@ fn install_downloads_and_verifies_the_flux_cli_once_and_kubectl_gitops_flux_runs
     };
     let listed = flux(&["get", "kustomizations"]);
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-    let first_row = listed.stdout.lines().nth(1).unwrap_or_default();
-    assert!(first_row.starts_with("flux-system") && first_row.contains("True"), "{}", listed.stdout);
+    let sync_row = listed.stdout.lines().find(|line| line.starts_with("flux-system")).unwrap_or_default();
+    assert!(sync_row.contains("True"), "{}", listed.stdout);
 
     let reconciled = flux(&["reconcile", "kustomization", "flux-system", "--with-source"]);
     assert_eq!(reconciled.code, Some(0), "{}", reconciled.stderr);

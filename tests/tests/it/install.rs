@@ -67,9 +67,16 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     // --dry-run: the plan, and no change anywhere.
     let dry = install(env, &env.kubeconfig, &[&args[..], &["--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}", dry.stderr);
-    assert!(dry.stdout.starts_with("Plan:\n  1. commit 5 file(s) to main"), "{}", dry.stdout);
-    assert!(dry.stdout.contains("  5. wait until Kustomization flux-system/flux-system is Ready"), "{}", dry.stdout);
+    assert!(dry.stdout.starts_with("Plan:\n  1. commit 11 file(s) to main"), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains(
+            "  5. wait until Kustomization flux-system/flux-system and the layers platform, apps and tenants are Ready"
+        ),
+        "{}",
+        dry.stdout
+    );
     assert!(dry.stdout.contains("  add       clusters/dev/flux-system/gotk-sync.yaml\n"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("  add       clusters/dev/platform.yaml\n"), "{}", dry.stdout);
     assert!(!dry.stdout.contains("PRIVATE KEY"));
     assert_eq!(our_mutations(env), Vec::<String>::new(), "--dry-run made no mutating request");
     assert_eq!(env.git.head("fleet"), "", "--dry-run pushed nothing");
@@ -262,7 +269,7 @@ fn a_wait_that_times_out_names_the_object_and_a_re_run_completes() {
             .env("KUBECONFIG", &env.kubeconfig),
     );
     assert_eq!(first.code, Some(1), "{}", first.stderr);
-    assert!(first.stderr.contains("error: step 5/5 (wait until Kustomization flux-system/flux-system is Ready at the pushed commit) failed: Kustomization flux-system/flux-system is not Ready"), "{}", first.stderr);
+    assert!(first.stderr.contains("error: step 5/5 (wait until Kustomization flux-system/flux-system and the layers platform, apps and tenants are Ready at the pushed commit) failed: Kustomization flux-system/flux-system is not Ready"), "{}", first.stderr);
     assert!(first.stderr.contains("not reconciled yet (are the Flux controllers running?)"), "{}", first.stderr);
     // The wait watches (the engine of `status --wait`) instead of reading every second;
     // Flux never syncs here, so every watch was started and waited on.

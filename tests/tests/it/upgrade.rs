@@ -180,7 +180,10 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
         ],
     );
     assert_eq!(add.code, Some(0), "{}", add.render());
-    push_files(env, "fleet", &[("clusters/dev/alerting.yaml", ALERTING)]);
+    // A file of the user's in the cluster directory, listed in its kustomization.yaml (the sync
+    // applies what that lists: docs/layout.md).
+    let root = gitops_shared::flux::bootstrap::root_kustomization(Some("resources:\n- alerting.yaml\n"), &[]).unwrap();
+    push_files(env, "fleet", &[("clusters/dev/alerting.yaml", ALERTING), ("clusters/dev/kustomization.yaml", &root)]);
     reconcile(env, "flux-system");
     let alert = ["-n", "flux-system", "alerts.v1beta3.notification.toolkit.fluxcd.io/on-call"];
     env.wait_for_jsonpath(&alert, "{.metadata.name}", "on-call", Duration::from_secs(180)).unwrap();
