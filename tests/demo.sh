@@ -128,8 +128,10 @@ kill -INT $ui_pid
 wait $ui_pid
 rm -rf "$ui_dir"
 
-step 'kubectl gitops status'
-kubectl gitops status
+# --wait: the layers Flux applies the last commit with may still be catching up (a layer waits
+# for the platform layer at the same commit); the table shows once everything is Ready.
+step 'kubectl gitops status --wait'
+kubectl gitops status --wait --timeout 2m
 
 step 'kubectl gitops app history podinfo; kubectl gitops metrics dora (docs/history.md)'
 kubectl gitops app history podinfo

@@ -12,7 +12,7 @@ use super::Context;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::{Layer, SYNC_NAME};
+use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
@@ -197,14 +197,23 @@ impl Waited for AfterPush<'_> {
                 false => Verdict::Waiting { why: "the sync has not applied the commit yet".into(), healthy: false },
             };
             applied = matches!(verdict, Verdict::Ready);
-            if !applied && !self.nudged && self.dependency_applied(layer).await? {
-                // Flux retries a layer whose dependency was not ready only every 30 s
-                // (--requeue-dependency): ask now.
+            // Flux retries a layer whose dependency was not at the commit yet only every 30 s
+            // (--requeue-dependency): once the layer the others wait for applied it, ask each
+            // of them now, this change's and its siblings (so that `status` right after shows
+            // them at the commit too).
+            let first = layer.depends_on.unwrap_or(layer.name);
+            let first_applied = match layer.depends_on {
+                Some(_) => self.dependency_applied(layer).await?,
+                None => applied,
+            };
+            if !self.nudged && first_applied {
                 self.nudged = true;
                 let api = self.syncs.api(self.cluster, self.namespace);
-                if let Err(error) = crate::flux::reconcile::request(&api, layer.name).await {
-                    let why = crate::diagnostic::describe(&error);
-                    self.printer.warning(&format!("could not ask Flux to reconcile {} now: {why}", layer.name));
+                for dependent in LAYERS.iter().filter(|dependent| dependent.depends_on == Some(first)) {
+                    if let Err(error) = crate::flux::reconcile::request(&api, dependent.name).await {
+                        let why = crate::diagnostic::describe(&error);
+                        self.printer.warning(&format!("could not ask Flux to reconcile {} now: {why}", dependent.name));
+                    }
                 }
             }
             parts.push((Part::Sync(layer.name), verdict));
