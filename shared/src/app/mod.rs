@@ -641,6 +641,11 @@ impl Awaits {
     ) -> Option<Awaits> {
         Some(Awaits { objects: vec![(namespace.to_string(), name.to_string())], ready, layer })
     }
+
+    /// What the wait after the push follows, for `noun` `name`.
+    fn awaited<'a>(&'a self, noun: &'a str, name: &'a str) -> wait::Awaited<'a> {
+        wait::Awaited { noun, name, objects: &self.objects, wants_ready: self.ready, layer: self.layer }
+    }
 }
 
 /// The one driver of add, remove, suspend and resume: plans the change (how it is delivered),
@@ -750,13 +755,7 @@ async fn finish(
         // --wait follows the request: merged (by us with --merge, or by a reviewer), then applied.
         context.printer.progress(line.trim_end());
         let merged = deliver::merged(repo, pull_request.number, timeout, &context.printer).await?;
-        let awaited = wait::Awaited {
-            noun: what_noun,
-            name: app,
-            objects: &awaits.objects,
-            wants_ready: awaits.ready,
-            layer: awaits.layer,
-        };
+        let awaited = awaits.awaited(what_noun, app);
         wait::after_push(cluster, context, &awaited, &merged, timeout).await?;
         return Ok(format!("{line}{what_noun} {app} {done} at {}\n", &merged[..merged.len().min(12)]));
     }
@@ -768,13 +767,7 @@ async fn finish(
         && let Some(awaits) = awaits
         && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
     {
-        let awaited = wait::Awaited {
-            noun: what_noun,
-            name: app,
-            objects: &awaits.objects,
-            wants_ready: awaits.ready,
-            layer: awaits.layer,
-        };
+        let awaited = awaits.awaited(what_noun, app);
         wait::after_push(cluster, context, &awaited, commit, timeout).await?;
     }
     Ok(format!("{what_noun} {app} {done}{at}\n"))

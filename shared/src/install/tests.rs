@@ -55,6 +55,20 @@ fn empty_repo() -> Repo {
     Repo { url: format!("file://{}", bare.display()), _dir: dir }
 }
 
+/// A repository whose main branch holds `files`, committed by someone else.
+fn seeded_repo(files: &[(&str, &[u8])]) -> Repo {
+    let repo = empty_repo();
+    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
+    let mut seed = Checkout::clone(&remote, "main").unwrap();
+    for (path, contents) in files {
+        seed.write(path, contents).unwrap();
+    }
+    seed.commit("existing content", &Signature { name: "someone".into(), email: "someone@example.invalid".into() })
+        .unwrap();
+    seed.push().unwrap();
+    repo
+}
+
 fn inspection(repo: &Repo, detection: Detection) -> Inspection {
     let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
     let checkout = Checkout::clone(&remote, "main").unwrap();
@@ -161,12 +175,7 @@ fn directories_laid_out_before_the_layers_or_holding_other_files_keep_their_layo
         ("clusters/dev/apps/kustomization.yaml", "was laid out before the platform, apps and tenants layers"),
         ("clusters/dev/monitoring.yaml", "holds files install did not write (monitoring.yaml)"),
     ] {
-        let repo = empty_repo();
-        let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
-        let mut seed = Checkout::clone(&remote, "main").unwrap();
-        seed.write(seeded, b"resources: []\n").unwrap();
-        seed.commit("existing", &Signature { name: "s".into(), email: "s@example.invalid".into() }).unwrap();
-        seed.push().unwrap();
+        let repo = seeded_repo(&[(seeded, b"resources: []\n")]);
         let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
         let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
         assert!(!plan.files.iter().any(|file| file.path.ends_with("platform.yaml")), "{seeded}: {:?}", plan.files);
@@ -284,15 +293,11 @@ fn oci_components_need_an_oci_repository_the_cluster_serves() {
 
 #[test]
 fn a_repo_with_other_content_keeps_it_and_only_our_paths_are_planned() {
-    let repo = empty_repo();
-    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
-    let mut seed = Checkout::clone(&remote, "main").unwrap();
-    seed.write("README.md", b"# fleet\n").unwrap();
-    seed.write("clusters/prod/flux-system/gotk-sync.yaml", b"# someone else's cluster\n").unwrap();
-    seed.write("clusters/dev/apps/kustomization.yaml", b"resources:\n- podinfo.yaml\n").unwrap();
-    let author = Signature { name: "someone".into(), email: "someone@example.invalid".into() };
-    seed.commit("existing content", &author).unwrap();
-    seed.push().unwrap();
+    let repo = seeded_repo(&[
+        ("README.md", b"# fleet\n"),
+        ("clusters/prod/flux-system/gotk-sync.yaml", b"# someone else's cluster\n"),
+        ("clusters/dev/apps/kustomization.yaml", b"resources:\n- podinfo.yaml\n"),
+    ]);
 
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
     let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
@@ -308,12 +313,7 @@ fn a_repo_with_other_content_keeps_it_and_only_our_paths_are_planned() {
 /// sync's pruning off, the layers, the pruning on again.
 #[test]
 fn layers_move_an_unlayered_directory_in_three_commits() {
-    let repo = empty_repo();
-    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
-    let mut seed = Checkout::clone(&remote, "main").unwrap();
-    seed.write("clusters/dev/apps/kustomization.yaml", b"resources:\n- web\n").unwrap();
-    seed.commit("existing", &Signature { name: "s".into(), email: "s@example.invalid".into() }).unwrap();
-    seed.push().unwrap();
+    let repo = seeded_repo(&[("clusters/dev/apps/kustomization.yaml", b"resources:\n- web\n")]);
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
     let request = Request { move_to_layers: true, ..request() };
     let plan = Plan::build(request, &inspection, COMPONENTS.into(), key(), false).unwrap();
