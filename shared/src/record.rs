@@ -48,6 +48,20 @@ pub struct InstallRecord {
     /// The host of GitHub Enterprise or self-managed GitLab, when not the public one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// The separate platform repository the platform layer applies (`install --platform-repo`);
+    /// absent when the platform services live in the config repo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<PlatformRepo>,
+}
+
+/// A platform repository: the platform services of the clusters that name it, apart from their
+/// config repo (docs/layout.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformRepo {
+    /// The URL Flux pulls it from.
+    pub url: String,
+    /// The branch Flux follows.
+    pub branch: String,
 }
 
 impl InstallRecord {
@@ -65,6 +79,9 @@ impl InstallRecord {
             provider: field("provider"),
             repository: field("repository"),
             hostname: field("hostname"),
+            platform: field("platformUrl")
+                .zip(field("platformBranch"))
+                .map(|(url, branch)| PlatformRepo { url, branch }),
         })
     }
 
@@ -83,6 +100,10 @@ impl InstallRecord {
             if let Some(value) = value {
                 data.insert(key.to_string(), value.clone());
             }
+        }
+        if let Some(platform) = &self.platform {
+            data.insert("platformUrl".to_string(), platform.url.clone());
+            data.insert("platformBranch".to_string(), platform.branch.clone());
         }
         data
     }
@@ -104,9 +125,18 @@ mod tests {
             provider: Some("github".into()),
             repository: Some("acme/fleet".into()),
             hostname: None,
+            platform: None,
         };
         let configmap = ConfigMap { data: Some(record.to_data()), ..Default::default() };
-        assert_eq!(InstallRecord::from_configmap(&configmap), Some(record));
+        assert_eq!(InstallRecord::from_configmap(&configmap), Some(record.clone()));
+        let platform =
+            PlatformRepo { url: "ssh://git@127.0.0.1:2222/srv/platform.git".into(), branch: "stable".into() };
+        let with_platform = InstallRecord { platform: Some(platform), ..record };
+        let data = with_platform.to_data();
+        assert_eq!(data["platformUrl"], "ssh://git@127.0.0.1:2222/srv/platform.git");
+        assert_eq!(data["platformBranch"], "stable");
+        let configmap = ConfigMap { data: Some(data), ..Default::default() };
+        assert_eq!(InstallRecord::from_configmap(&configmap), Some(with_platform));
         assert_eq!(InstallRecord::from_configmap(&ConfigMap::default()), None);
     }
 }

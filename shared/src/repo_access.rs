@@ -65,6 +65,28 @@ pub fn parse_url(text: &str) -> Result<ParsedUrl> {
     })
 }
 
+/// Whether two URLs are on one server, reached the same way: the same scheme, user, host and
+/// port, so that the same credentials and host keys serve both.
+pub fn same_server(a: &ParsedUrl, b: &ParsedUrl) -> bool {
+    (&a.scheme, &a.user, &a.host, a.port) == (&b.scheme, &b.user, &b.host, b.port)
+}
+
+/// `url` with its path replaced by `path` (`/acme/hello.git`): the same scheme, user, host and
+/// port.
+pub fn with_path(url: &str, path: &str) -> Result<String> {
+    let canonical = parse_url(url)?.canonical;
+    let mut url = url::Url::parse(&canonical).map_err(|error| Error::Internal(format!("{canonical}: {error}")))?;
+    url.set_path(path);
+    Ok(url.to_string())
+}
+
+/// The path of a repository URL (`/acme/platform.git`).
+pub fn path_of(url: &str) -> Result<String> {
+    let canonical = parse_url(url)?.canonical;
+    let parsed = url::Url::parse(&canonical).map_err(|error| Error::Internal(format!("{canonical}: {error}")))?;
+    Ok(parsed.path().to_string())
+}
+
 /// HTTPS credentials from the environment.
 pub fn https_credentials() -> Result<(String, String)> {
     let username = std::env::var(env::GITOPS_GIT_USERNAME).unwrap_or_else(|_| "git".to_string());

@@ -17,6 +17,10 @@ use gitops_shared::version::VERSION_LINE;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The pull requests of the platform repo (`install --platform-repo`): `platform add`,
+    /// `platform remove` and `monitoring install` open theirs there.
+    #[arg(long, global = true)]
+    platform: bool,
     #[command(flatten)]
     global: GlobalArgs,
 }
@@ -78,20 +82,21 @@ fn main() -> std::process::ExitCode {
         let target = Target::from_args(global);
         match &cli.command {
             Command::List => {
-                printer.data(&pr::list(&pr::list_request(global)?, &target, &printer).await?)?;
+                printer.data(&pr::list(&pr::list_request(global, cli.platform)?, &target, &printer).await?)?;
                 Ok(ExitCode::Ok)
             }
             Command::Show(args) => {
-                let (text, valid) = pr::show(&args.request(global)?, &target, &printer).await?;
+                let (text, valid) = pr::show(&args.request(global, cli.platform)?, &target, &printer).await?;
                 printer.data(&text)?;
                 Ok(if valid { ExitCode::Ok } else { ExitCode::No })
             }
-            Command::Approve(args) => {
-                acted(&printer, pr::act(Action::Approve, &args.request(global)?, &target, &printer).await?)
-            }
+            Command::Approve(args) => acted(
+                &printer,
+                pr::act(Action::Approve, &args.request(global, cli.platform)?, &target, &printer).await?,
+            ),
             Command::Merge(args) => {
                 let action = Action::Merge { method: args.method, auto: args.auto };
-                acted(&printer, pr::act(action, &args.show.request(global)?, &target, &printer).await?)
+                acted(&printer, pr::act(action, &args.show.request(global, cli.platform)?, &target, &printer).await?)
             }
         }
     })

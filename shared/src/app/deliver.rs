@@ -28,6 +28,9 @@ pub struct ConfigRepo {
     pub branch: String,
     /// GitHub or GitLab: for branch protection and pull requests.
     pub hosted: Option<HostedRepo>,
+    /// It is the platform repo (`install --platform-repo`): the platform layer applies its
+    /// commits, through a GitRepository of its own, not the sync.
+    pub platform: bool,
 }
 
 /// A config repo on GitHub or GitLab.

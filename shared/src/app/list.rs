@@ -38,7 +38,7 @@ pub struct AppRow {
 /// `app list`: returns the text to print.
 pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Result<String> {
     let (format, reads_repo) = (args.format, args.reads_repo);
-    let context = context(target, &args.repo, reads_repo, printer).await?;
+    let context = context(target, &args.repo.for_tier(args.tier), reads_repo, printer).await?;
     let scope = match (args.all_namespaces, &target.namespace) {
         (true, _) => Scope::All,
         (false, Some(namespace)) => Scope::Namespace(namespace.clone()),

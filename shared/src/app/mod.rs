@@ -39,7 +39,7 @@ use crate::flux::api;
 use crate::git::{Auth, Checkout, Remote};
 use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
-use crate::record::InstallRecord;
+use crate::record::{InstallRecord, PlatformRepo};
 use crate::repo_access::{self, parse_url};
 
 /// Everything an app command works against, resolved once.
@@ -127,7 +127,10 @@ impl Context {
     /// record): for a command that found out first, without a key, whether it has work to do.
     pub(crate) async fn attach_repo(&mut self, repo_args: &RepoSettings) -> Result<()> {
         let record = self.record();
-        let url = repo_args.config_repo.clone().or_else(|| record.map(|r| r.url.clone())).ok_or_else(|| {
+        let platform = platform_repo(record, repo_args);
+        let url = repo_args.config_repo.clone();
+        let url = url.or_else(|| platform.map(|platform| platform.url.clone()));
+        let url = url.or_else(|| record.map(|r| r.url.clone())).ok_or_else(|| {
             Error::usage(
                 "this cluster has no kubectl-gitops layout, so there is no config repo to write to",
                 "run `kubectl gitops install`, or pass --config-repo URL",
@@ -136,17 +139,35 @@ impl Context {
         let branch = repo_args
             .config_branch
             .clone()
+            .or_else(|| platform.map(|platform| platform.branch.clone()))
             .or_else(|| record.map(|r| r.branch.clone()))
             .unwrap_or_else(|| "main".to_string());
-        let hosted = hosted_repo(record)?;
+        let hosted = hosted_repo_for(record, repo_args)?;
         let pinned_hosts = match &self.cluster {
             Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &self.namespace).await?,
             None => None,
         };
         let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
-        self.repo = Some(ConfigRepo { remote, branch, hosted });
+        self.repo = Some(ConfigRepo { remote, branch, hosted, platform: platform.is_some() });
         Ok(())
     }
+}
+
+/// The recorded platform repo, when `repo_args` ask for the platform services' repository and
+/// name no other (`--config-repo`).
+fn platform_repo<'a>(record: Option<&'a InstallRecord>, repo_args: &RepoSettings) -> Option<&'a PlatformRepo> {
+    record.and_then(|record| record.platform.as_ref()).filter(|_| repo_args.platform && repo_args.config_repo.is_none())
+}
+
+/// The provider in front of the repository `repo_args` ask for: the config repo, or the platform
+/// repo beside it (the same provider, another repository).
+pub(crate) fn hosted_repo_for(record: Option<&InstallRecord>, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
+    let mut hosted = hosted_repo(record)?;
+    if let (Some(platform), Some(hosted)) = (platform_repo(record, repo_args), hosted.as_mut()) {
+        let path = repo_access::path_of(&platform.url)?;
+        hosted.repo = RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
+    }
+    Ok(hosted)
 }
 
 /// The provider in front of the config repo, from the install record.
@@ -301,7 +322,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         let namespace = target.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
         return request.spec.export(&namespace);
     }
-    let context = context(target, &args.repo, true, printer).await?;
+    let context = context(target, &args.repo.for_tier(args.spec.tier), true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let (spec, new_repo) = match &args.new_repo {
@@ -418,7 +439,7 @@ fn add_changes(
 
 /// `app remove` (and `platform remove`: `args.tier`).
 pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
-    let context = context(target, &args.repo, true, printer).await?;
+    let context = context(target, &args.repo.for_tier(args.tier), true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let root = args.tier.root();

@@ -493,11 +493,8 @@ pub(crate) async fn for_app(
 /// `config_url` with its repository path replaced by `target`'s: the same scheme, user, host and
 /// port (`ssh://git@host:2222/acme/fleet.git` → `ssh://git@host:2222/acme/hello.git`).
 pub fn sibling_url(config_url: &str, target: &RepoRef) -> Result<String> {
-    let canonical = crate::repo_access::parse_url(config_url)?.canonical;
-    let mut url = url::Url::parse(&canonical).map_err(|error| Error::Internal(format!("{canonical}: {error}")))?;
-    let suffix = if url.path().ends_with(".git") { ".git" } else { "" };
-    url.set_path(&format!("/{}/{}{suffix}", target.owner, target.name));
-    Ok(url.to_string())
+    let suffix = if crate::repo_access::path_of(config_url)?.ends_with(".git") { ".git" } else { "" };
+    crate::repo_access::with_path(config_url, &format!("/{}/{}{suffix}", target.owner, target.name))
 }
 
 /// The key's Secret, made by [`ForApp`]'s key step.

@@ -44,6 +44,16 @@ pub struct RepoSettings {
     pub private_key_file: Option<PathBuf>,
     /// `--known-hosts-file`.
     pub known_hosts_file: Option<PathBuf>,
+    /// The change is a platform service's: it goes to the platform repo when the cluster was
+    /// installed with one (`install --platform-repo`) and no `--config-repo` is given.
+    pub platform: bool,
+}
+
+impl RepoSettings {
+    /// These settings, for a change of `tier`.
+    pub fn for_tier(&self, tier: Tier) -> RepoSettings {
+        RepoSettings { platform: tier == Tier::Platform, ..self.clone() }
+    }
 }
 
 impl RepoArgs {
@@ -56,6 +66,7 @@ impl RepoArgs {
             config_branch: self.config_branch.clone(),
             private_key_file: self.private_key_file.clone(),
             known_hosts_file: self.known_hosts_file.clone(),
+            platform: false,
         })
     }
 }

@@ -80,6 +80,9 @@ struct AfterPush<'a> {
     triggers: Triggers,
     /// Whether the layer was asked to reconcile once the layer it depends on applied the commit.
     nudged: bool,
+    /// The commit is the layer's own repository's (the platform repo): the layer applies it
+    /// without the sync.
+    own_repo: bool,
     printer: crate::output::Printer,
 }
 
@@ -187,9 +190,13 @@ impl Waited for AfterPush<'_> {
     type Part = Part;
 
     async fn look(&mut self) -> Result<Vec<(Part, Verdict)>> {
-        let sync = self.judge_sync(SYNC_NAME).await?;
-        let mut applied = matches!(sync, Verdict::Ready);
-        let mut parts = vec![(Part::Sync(SYNC_NAME), sync)];
+        let mut parts = Vec::new();
+        let mut applied = true;
+        if !self.own_repo {
+            let sync = self.judge_sync(SYNC_NAME).await?;
+            applied = matches!(sync, Verdict::Ready);
+            parts.push((Part::Sync(SYNC_NAME), sync));
+        }
         if let Some(layer) = self.awaited.layer {
             // The layer applies the list once the sync applied its Kustomization.
             let verdict = match applied {
@@ -270,9 +277,15 @@ pub(crate) async fn after_push(
         return Err(Error::Internal("the cluster serves no GitRepository or Kustomization".into()));
     };
     let namespace = context.namespace.as_str();
+    // A commit to the platform repo is fetched by the platform layer's own GitRepository.
+    let pushed_to_platform_repo = context.repo.as_ref().is_some_and(|repo| repo.platform);
+    let applier = match (pushed_to_platform_repo, awaited.layer) {
+        (true, Some(layer)) => layer.name,
+        _ => SYNC_NAME,
+    };
     // Ask for a fetch now instead of at the next interval.
     for kind in [&sources, &syncs] {
-        if let Err(error) = crate::flux::reconcile::request(&kind.api(cluster, namespace), SYNC_NAME).await {
+        if let Err(error) = crate::flux::reconcile::request(&kind.api(cluster, namespace), applier).await {
             context
                 .printer
                 .warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
@@ -281,8 +294,9 @@ pub(crate) async fn after_push(
     let releases: Vec<Kind> =
         [&api::KUSTOMIZATION, &api::HELM_RELEASE].into_iter().filter_map(|kind| Kind::new(context, kind)).collect();
     let mut triggers = Triggers::new(cluster, context.printer);
-    let mut followed = vec![syncs.followed(namespace, SYNC_NAME)];
-    for layer in awaited.layer.iter().flat_map(|layer| std::iter::once(layer.name).chain(layer.depends_on)) {
+    let mut followed = vec![syncs.followed(namespace, applier)];
+    let layers = awaited.layer.iter().flat_map(|layer| std::iter::once(layer.name).chain(layer.depends_on));
+    for layer in layers.filter(|layer| *layer != applier) {
         followed.push(syncs.followed(namespace, layer));
     }
     for (release_namespace, release) in awaited.objects {
@@ -291,6 +305,7 @@ pub(crate) async fn after_push(
     triggers.follow(followed);
     let (noun, what) = (awaited.noun, awaited.name);
     let appliers = match awaited.layer {
+        Some(layer) if applier != SYNC_NAME => format!("Kustomization {namespace}/{}", layer.name),
         Some(layer) => format!("Kustomizations {namespace}/{SYNC_NAME} and {namespace}/{}", layer.name),
         None => format!("Kustomization {namespace}/{SYNC_NAME}"),
     };
@@ -299,8 +314,9 @@ pub(crate) async fn after_push(
         false => format!("waiting for {appliers} to apply {} and Flux to prune {noun} {what}", short(commit)),
     };
     let printer = context.printer;
+    let own_repo = applier != SYNC_NAME;
     let mut waited =
-        AfterPush { cluster, namespace, awaited, commit, syncs, releases, triggers, nudged: false, printer };
+        AfterPush { cluster, namespace, awaited, commit, syncs, releases, triggers, nudged: false, own_repo, printer };
     // It ends Ok only when every part is Ready; a failure or the timeout is an error.
     let limits = Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD };
     wait_until(&mut waited, &title, limits, &context.printer).await.map(drop)

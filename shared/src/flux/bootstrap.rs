@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::duration;
 use crate::error::Result;
-use crate::record::{self, InstallRecord};
+use crate::record::{self, InstallRecord, PlatformRepo};
 use crate::yaml;
 
 /// The header `flux` puts above generated manifests.
@@ -36,17 +36,7 @@ pub struct SyncTarget {
 /// `<path>/flux-system/gotk-sync.yaml`: the GitRepository and Kustomization named `flux-system`.
 pub fn gotk_sync(target: &SyncTarget) -> Result<String> {
     let metadata = json!({"name": SYNC_NAME, "namespace": target.namespace});
-    let repository = json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1",
-        "kind": "GitRepository",
-        "metadata": metadata,
-        "spec": {
-            "interval": duration::format(SOURCE_INTERVAL),
-            "ref": {"branch": target.branch},
-            "secretRef": {"name": SYNC_NAME},
-            "url": target.url,
-        }
-    });
+    let repository = git_repository(&metadata, &target.url, &target.branch);
     let kustomization = kustomization(&metadata, &format!("./{}", target.path), "GitRepository", SYNC_NAME);
     Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
 }
@@ -127,12 +117,15 @@ impl Layer {
     }
 
     /// `<path>/<name>.yaml`: the layer's Kustomization, as `flux create kustomization --export`
-    /// writes it.
-    pub fn manifest(&self, target: &SyncTarget) -> Result<String> {
+    /// writes it. With `own_repo` (the platform layer of `install --platform-repo`), the layer
+    /// applies `./<path>/<name>` of that repository, through a GitRepository of the same name
+    /// that Flux reads with the sync's Secret.
+    pub fn manifest(&self, target: &SyncTarget, own_repo: Option<&PlatformRepo>) -> Result<String> {
         // Unlabelled, as the sync is: labelled ours, it would be listed with the apps.
         let metadata = json!({ "name": self.name, "namespace": target.namespace });
+        let source_name = if own_repo.is_some() { self.name } else { SYNC_NAME };
         let mut layer =
-            kustomization(&metadata, &format!("./{}/{}", target.path, self.name), "GitRepository", SYNC_NAME);
+            kustomization(&metadata, &format!("./{}/{}", target.path, self.name), "GitRepository", source_name);
         if let Some(first) = self.depends_on {
             layer["spec"]["dependsOn"] = json!([{ "name": first }]);
         }
@@ -141,7 +134,7 @@ impl Layer {
             layer["spec"]["timeout"] = json!(duration::format(PLATFORM_TIMEOUT));
             layer["spec"]["retryInterval"] = json!(duration::format(PLATFORM_RETRY));
         }
-        let header = match self.depends_on {
+        let mut header = match self.depends_on {
             Some(first) => {
                 format!("# Written by kubectl gitops install: applies {}/ once {first} is Ready.\n", self.name)
             }
@@ -149,8 +142,30 @@ impl Layer {
                 format!("# Written by kubectl gitops install: applies {}/ first, Ready once all of it is.\n", self.name)
             }
         };
-        Ok(format!("{header}{}", yaml::to_documents(&[layer])?))
+        let mut documents = Vec::new();
+        if let Some(repo) = own_repo {
+            header.push_str(&format!("# The list is in {} (branch {}).\n", repo.url, repo.branch));
+            documents.push(git_repository(&metadata, &repo.url, &repo.branch));
+        }
+        documents.push(layer);
+        Ok(format!("{header}{}", yaml::to_documents(&documents)?))
     }
+}
+
+/// A GitRepository Flux reads with the sync's Secret (`secretRef: flux-system`), fetched as often
+/// as the config repo.
+fn git_repository(metadata: &serde_json::Value, url: &str, branch: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": metadata,
+        "spec": {
+            "interval": duration::format(SOURCE_INTERVAL),
+            "ref": {"branch": branch},
+            "secretRef": {"name": SYNC_NAME},
+            "url": url,
+        }
+    })
 }
 
 /// `<path>/kustomization.yaml` of a layered cluster directory: what the `flux-system` sync applies
@@ -402,6 +417,7 @@ mod tests {
             provider: None,
             repository: None,
             hostname: None,
+            platform: None,
         };
         insta::assert_snapshot!(record_manifest(&record, "flux-system").unwrap(), @r"
         # Written by kubectl gitops install: what this cluster was installed with.

@@ -68,6 +68,16 @@ pub struct InstallArgs {
     #[arg(long, help_heading = "Repository")]
     pub path: Option<String>,
 
+    /// A separate repository for the platform services (`platform add`, `monitoring install`), on
+    /// the config repo's server and reached the same way: the platform layer applies
+    /// <path>/platform of it (default: the config repo's).
+    #[arg(long, value_name = "URL", help_heading = "Repository")]
+    pub platform_repo: Option<String>,
+
+    /// The branch of --platform-repo Flux follows (default: --branch).
+    #[arg(long, value_name = "BRANCH", requires = "platform_repo", help_heading = "Repository")]
+    pub platform_branch: Option<String>,
+
     /// The cluster's name in the repo layout (default: the kube context, lower-cased to a DNS label).
     #[arg(long, help_heading = "Repository")]
     pub cluster_name: Option<String>,

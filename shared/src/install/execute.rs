@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 
-use super::{FluxAuth, Inspection, Plan, Step};
+use super::{FluxAuth, Inspection, Plan, PlatformSide, Step};
 use crate::apply::{Applier, FIELD_MANAGER};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
@@ -38,6 +38,9 @@ pub async fn execute(
     // repo untouched too.
     preflight(cluster, plan).await?;
     let mut checkout = inspection.checkout;
+    let mut platform = inspection.platform;
+    // The platform repo's commit this run pushed, which the platform layer must apply.
+    let mut seeded: Option<String> = None;
     let mut outcome = Outcome { commit: checkout.as_ref().and_then(Checkout::head), committed: false };
     let steps: Vec<(Step, String)> = plan.steps.iter().map(|step| (step.clone(), step.describe(plan))).collect();
     let total = steps.len();
@@ -60,6 +63,32 @@ pub async fn execute(
                 }
                 _ => Ok(()),
             },
+            Step::UploadPlatformDeployKey => match (&inspection.hosted, &plan.auth, &platform) {
+                (Some(hosted), FluxAuth::Ssh(key), Some(PlatformSide { hosted: Some(reference), .. })) => {
+                    let title = super::Hosted::deploy_key_title(
+                        &plan.request.namespace,
+                        &plan.request.branch,
+                        &plan.request.path,
+                    );
+                    hosted
+                        .provider
+                        .ensure_deploy_key(reference, &title, &key.public_openssh, true)
+                        .await
+                        .map(drop)
+                        .map_err(Error::from)
+                }
+                _ => Ok(()),
+            },
+            Step::SeedPlatformRepo { message } => {
+                let (Some(side), Some(planned)) = (platform.as_mut(), plan.platform.as_ref()) else {
+                    return Err(Error::Internal("no clone of the platform repository to commit to".into()));
+                };
+                let wanted: BTreeMap<String, String> =
+                    planned.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
+                commit_files(&mut side.checkout, message, &wanted, &planned.repo.branch, timeout, printer).await?;
+                seeded = side.checkout.head();
+                Ok(())
+            }
             Step::ConfirmDeployKey => confirm_deploy_key(plan, yes, printer),
             Step::CommitAndPush { message } => {
                 let Some(checkout) = checkout.as_mut() else {
@@ -67,7 +96,8 @@ pub async fn execute(
                 };
                 let wanted: BTreeMap<String, String> =
                     plan.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
-                let committed = commit_files(checkout, message, &wanted, plan, timeout, printer).await?;
+                let committed =
+                    commit_files(checkout, message, &wanted, &plan.request.branch, timeout, printer).await?;
                 outcome.committed = committed;
                 outcome.commit = checkout.head();
                 Ok(())
@@ -88,38 +118,24 @@ pub async fn execute(
                     _ => (vec![migration.sync.clone()], format!("Prune again in {path}, moved to its layers")),
                 };
                 let wanted: BTreeMap<String, String> = files.into_iter().collect();
-                commit_files(checkout, &message, &wanted, plan, timeout, printer).await?;
+                commit_files(checkout, &message, &wanted, &plan.request.branch, timeout, printer).await?;
                 outcome.commit = checkout.head();
                 let sha = outcome.commit.clone().unwrap_or_default();
                 let request = &plan.request;
                 // The sync alone: the move is safe once it applied the commit, whatever the layers do.
                 let layers = false;
-                super::wait::until_synced(
-                    cluster,
-                    &request.namespace,
-                    (&request.branch, &sha),
-                    layers,
-                    timeout,
-                    printer,
-                )
-                .await
+                let revisions = super::wait::Revisions::sync_only(&request.branch, &sha);
+                super::wait::until_synced(cluster, &request.namespace, &revisions, layers, timeout, printer).await
             }
             Step::ApplyComponents => Applier::new(cluster).apply_staged(&plan.components, timeout).await.map(drop),
             Step::ApplySecret => apply_secret(cluster, plan).await,
             Step::ApplySync => Applier::new(cluster).apply_staged(&plan.sync_objects, timeout).await.map(drop),
             Step::WaitReady => match &outcome.commit {
                 Some(sha) => {
-                    let request = &plan.request;
                     let layers = plan.adds_layers();
-                    super::wait::until_synced(
-                        cluster,
-                        &request.namespace,
-                        (&request.branch, sha),
-                        layers,
-                        timeout,
-                        printer,
-                    )
-                    .await
+                    let revisions = super::wait::Revisions::of(plan, sha, seeded.as_deref());
+                    super::wait::until_synced(cluster, &plan.request.namespace, &revisions, layers, timeout, printer)
+                        .await
                 }
                 None => Ok(()),
             },
@@ -136,7 +152,7 @@ async fn commit_files(
     checkout: &mut Checkout,
     message: &str,
     wanted: &BTreeMap<String, String>,
-    plan: &Plan,
+    branch: &str,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<bool> {
@@ -145,7 +161,7 @@ async fn commit_files(
     let author = crate::publish::author();
     let published = publish::commit_and_push(checkout, message, &author, first, &replan, timeout, printer).await?;
     if let Some(sha) = &checkout.head() {
-        let (sha, branch) = (short(sha), &plan.request.branch);
+        let sha = short(sha);
         let line = match published {
             Published::Commit(_) => format!("pushed {sha} to {branch}"),
             Published::MadeMeanwhile => format!("{branch} already holds these files (at {sha})"),

@@ -26,11 +26,13 @@ use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::flux_cli;
-use crate::git::Checkout;
+use crate::git::{Checkout, Remote};
 use crate::names::sanitize_name;
 use crate::output::Printer;
 use crate::plan::FileChange;
-use crate::record::{self, InstallRecord};
+use crate::provider::RepoRef;
+use crate::record::{self, InstallRecord, PlatformRepo};
+use crate::repo_access::parse_url;
 use crate::yaml;
 
 /// Everything the plan needs to know, read without changing anything.
@@ -46,6 +48,21 @@ pub struct Inspection {
     pub source: RepoSource,
     /// The GitHub or GitLab repository, for `--provider github|gitlab`.
     pub hosted: Option<Hosted>,
+    /// The platform repository (`--platform-repo`, or the one the install record names).
+    pub platform: Option<PlatformSide>,
+}
+
+/// A separate platform repository, as install finds it: on the config repo's server, pushed to
+/// with the config repo's credentials, read by Flux with the sync's Secret.
+pub struct PlatformSide {
+    /// Its URL (as Flux reads it) and branch.
+    pub repo: PlatformRepo,
+    /// A clone of its branch (an unborn branch when it does not exist yet).
+    pub checkout: Checkout,
+    /// `owner/name` on the config repo's provider; `None` on a plain git server.
+    pub hosted: Option<RepoRef>,
+    /// Its deploy keys, on a provider.
+    pub deploy_keys: Vec<crate::provider::DeployKey>,
 }
 
 impl Inspection {
@@ -83,6 +100,8 @@ pub struct Request {
     pub oci_components: Vec<OciComponent>,
     /// `--layers`: move a directory laid out before the layers to them.
     pub move_to_layers: bool,
+    /// `--platform-repo` and its branch.
+    pub platform: Option<PlatformRepo>,
 }
 
 impl Request {
@@ -135,6 +154,17 @@ pub enum FileState {
     Unchanged,
 }
 
+impl FileState {
+    /// What the dry run says of the file: `add`, `update` or `unchanged`.
+    fn word(self) -> &'static str {
+        match self {
+            FileState::Added => "add",
+            FileState::Modified => "update",
+            FileState::Unchanged => "unchanged",
+        }
+    }
+}
+
 /// One thing `execute` does, in order.
 #[derive(Debug, Clone)]
 pub enum Step {
@@ -142,6 +172,14 @@ pub enum Step {
     UploadDeployKey,
     /// Ask the user to add the deploy key to the git server (generic git), unless `--yes`.
     ConfirmDeployKey,
+    /// Add Flux's deploy key to the platform repository too (read-only).
+    UploadPlatformDeployKey,
+    /// Commit the platform repository's files (the cluster's empty platform list and a copy of
+    /// the record), before the config repo points Flux at them.
+    SeedPlatformRepo {
+        /// The commit message.
+        message: String,
+    },
     /// Commit the changed files and push (retrying on a concurrent push).
     CommitAndPush {
         /// The commit message.
@@ -176,6 +214,22 @@ impl Step {
                 ),
                 FluxAuth::Basic { .. } => format!("let Flux pull {hosted} over HTTPS with the token"),
             },
+            Step::UploadPlatformDeployKey => match &plan.auth {
+                FluxAuth::Ssh(key) => {
+                    let platform =
+                        plan.platform.as_ref().map(|platform| platform.repo.url.as_str()).unwrap_or_default();
+                    format!("add deploy key {} (read-only) to {platform}", key.fingerprint())
+                }
+                FluxAuth::Basic { .. } => String::new(),
+            },
+            Step::SeedPlatformRepo { message } => {
+                let (count, platform) = plan
+                    .platform
+                    .as_ref()
+                    .map_or((0, ""), |platform| (platform.changed_files().count(), platform.repo.url.as_str()));
+                let branch = plan.platform.as_ref().map(|platform| platform.repo.branch.as_str()).unwrap_or_default();
+                format!("commit {count} file(s) to {branch} of {platform} ({message:?}) and push")
+            }
             Step::ConfirmDeployKey => match &plan.auth {
                 FluxAuth::Ssh(key) => format!("ask you to add the deploy key {} to {}", key.fingerprint(), plan.url),
                 FluxAuth::Basic { .. } => format!("ask you to confirm access to {}", plan.url),
@@ -277,13 +331,66 @@ fn layer_files(
     let root = inspection.read(&root_path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let mut files = vec![(root_path, bootstrap::root_kustomization(root.as_deref(), components)?)];
     for layer in bootstrap::LAYERS {
-        files.push((format!("{path}/{}", layer.file()), layer.manifest(target)?));
+        // The platform layer of `--platform-repo` applies that repository's list.
+        let own_repo =
+            inspection.platform.as_ref().map(|platform| &platform.repo).filter(|_| layer == bootstrap::PLATFORM_LAYER);
+        files.push((format!("{path}/{}", layer.file()), layer.manifest(target, own_repo)?));
         let list = format!("{path}/{}/{ROOT_KUSTOMIZATION}", layer.name);
-        if inspection.read(&list)?.is_none() {
+        if own_repo.is_none() && inspection.read(&list)?.is_none() {
             files.push((list, bootstrap::apps_kustomization()));
         }
     }
     Ok(files)
+}
+
+/// The planned files, each compared with the repository (`read`). The layers' lists are never
+/// overwritten once they exist: they belong to `app add`, `platform add` and `tenant add`.
+fn planned_files(
+    wanted: Vec<(String, String)>,
+    path: &str,
+    read: &dyn Fn(&str) -> Result<Option<Vec<u8>>>,
+) -> Result<Vec<PlannedFile>> {
+    let mut files = Vec::new();
+    for (file, contents) in wanted {
+        let before = read(&file)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        let change = match &before {
+            None => FileState::Added,
+            Some(text) if *text == contents => FileState::Unchanged,
+            Some(_) if is_layer_list(path, &file) => continue,
+            Some(_) => FileState::Modified,
+        };
+        files.push(PlannedFile { path: file, before, contents, change });
+    }
+    Ok(files)
+}
+
+/// A platform repo is taken only by a layered directory whose own platform list is empty: the
+/// platform layer would then apply the platform repo's list, and Flux would delete what the
+/// config repo's list holds.
+fn check_platform_move(inspection: &Inspection, request: &Request, layout: &Layout, repo: &PlatformRepo) -> Result<()> {
+    if *layout != Layout::Layered || request.move_to_layers {
+        return Err(Error::usage(
+            format!("--platform-repo needs {} laid out in the platform, apps and tenants layers", request.path),
+            "run `kubectl gitops install --layers` first (docs/layout.md), then add --platform-repo",
+        ));
+    }
+    let list = format!("{}/{}/{ROOT_KUSTOMIZATION}", request.path, bootstrap::PLATFORM_LAYER.name);
+    let Some(text) = inspection.read(&list)? else { return Ok(()) };
+    let parsed: serde_json::Value = yaml::from_str(&String::from_utf8_lossy(&text)).map_err(Error::Internal)?;
+    let listed: Vec<&str> =
+        parsed["resources"].as_array().into_iter().flatten().filter_map(|entry| entry.as_str()).collect();
+    if listed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!(
+            "{list} lists platform services ({}); with the platform repo {} the platform layer would apply that \
+             repository's list instead, and Flux would delete them",
+            listed.join(", "),
+            repo.url
+        ),
+        "remove them first (`kubectl gitops platform remove NAME`) and add them again once the platform repo is in place",
+    ))
 }
 
 /// Whether `file` is one of the cluster's lists (`<path>/{apps,platform,tenants}/kustomization.yaml`).
@@ -317,6 +424,25 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// `--layers` on a directory laid out before them: the three commits that move it.
     pub migration: Option<Migration>,
+    /// The platform repository and the files install writes into it.
+    pub platform: Option<PlannedPlatform>,
+}
+
+/// What install writes into a separate platform repository.
+#[derive(Debug, Clone)]
+pub struct PlannedPlatform {
+    /// Its URL and branch.
+    pub repo: PlatformRepo,
+    /// `<path>/platform/kustomization.yaml` (when missing) and `<path>/gitops.yaml`, the record
+    /// by which `platform add` finds the cluster there.
+    pub files: Vec<PlannedFile>,
+}
+
+impl PlannedPlatform {
+    /// The files that differ from the platform repository.
+    pub fn changed_files(&self) -> impl Iterator<Item = &PlannedFile> {
+        self.files.iter().filter(|file| file.change != FileState::Unchanged)
+    }
 }
 
 /// Moving a cluster directory laid out before the layers to them, without Flux deleting anything
@@ -338,10 +464,11 @@ impl Plan {
         self.files.iter().filter(|file| file.change != FileState::Unchanged)
     }
 
-    /// Whether the plan writes the layers' Kustomizations: then the wait follows them too.
+    /// Whether the plan writes the layers' Kustomizations (new, or pointed at a platform repo):
+    /// then the wait follows them too.
     pub fn adds_layers(&self) -> bool {
         let layer = format!("{}/{}", self.request.path, bootstrap::PLATFORM_LAYER.file());
-        self.files.iter().any(|file| file.path == layer && file.change == FileState::Added)
+        self.files.iter().any(|file| file.path == layer && file.change != FileState::Unchanged)
     }
 
     /// Whether there is nothing to do (an install of the same repo and path that is complete).
@@ -410,6 +537,7 @@ impl Plan {
             hostname: hosted
                 .map(|hosted| hosted.provider.host().to_string())
                 .filter(|host| hosted.is_some_and(|h| h.provider.kind().default_host() != host)),
+            platform: inspection.platform.as_ref().map(|platform| platform.repo.clone()),
         };
         let target = SyncTarget {
             url: source.flux_url.clone(),
@@ -451,7 +579,11 @@ impl Plan {
             }
         }
         let mut migration = None;
-        match layout(inspection, &request.path)? {
+        let layout = layout(inspection, &request.path)?;
+        if let Some(platform) = &inspection.platform {
+            check_platform_move(inspection, &request, &layout, &platform.repo)?;
+        }
+        match layout {
             Layout::Layered => {
                 for file in layer_files(inspection, &request.path, &target, &component_names)? {
                     if !wanted.iter().any(|(path, _)| *path == file.0) {
@@ -461,6 +593,7 @@ impl Plan {
             }
             Layout::Unlayered if request.move_to_layers => {
                 let sync_path = cluster_dir("flux-system/gotk-sync.yaml");
+                // check_platform_move refused a platform repo here: it follows the move.
                 migration = Some(Migration {
                     sync_without_pruning: (sync_path.clone(), bootstrap::gotk_sync_without_pruning(&target)?),
                     layers: layer_files(inspection, &request.path, &target, &component_names)?,
@@ -478,19 +611,23 @@ impl Plan {
                 request.path
             )),
         }
-        let mut files = Vec::new();
-        for (path, contents) in wanted {
-            let before = inspection.read(&path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-            let change = match &before {
-                None => FileState::Added,
-                Some(text) if *text == contents => FileState::Unchanged,
-                // The lists belong to `app add`, `platform add` and `tenant add` once they exist:
-                // never overwrite them.
-                Some(_) if is_layer_list(&request.path, &path) => continue,
-                Some(_) => FileState::Modified,
-            };
-            files.push(PlannedFile { path, before, contents, change });
-        }
+        let read = |path: &str| inspection.read(path);
+        let files = planned_files(wanted, &request.path, &read)?;
+        let platform = match &inspection.platform {
+            Some(platform) => {
+                let wanted = vec![
+                    (
+                        cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", bootstrap::PLATFORM_LAYER.name)),
+                        bootstrap::apps_kustomization(),
+                    ),
+                    (cluster_dir(record::FILE_NAME), record_text.clone()),
+                ];
+                let read = |path: &str| Ok(platform.checkout.read(path)?);
+                let files = planned_files(wanted, &request.path, &read)?;
+                Some(PlannedPlatform { repo: platform.repo.clone(), files })
+            }
+            None => None,
+        };
 
         let mut sync_objects = yaml::documents_from_str(&sync_text).map_err(Error::Internal)?;
         sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Internal)?);
@@ -501,8 +638,17 @@ impl Plan {
         {
             steps.push(Step::UploadDeployKey);
         }
+        if let (Some(_), Some(side), FluxAuth::Ssh(key)) = (hosted, &inspection.platform, &auth)
+            && !source::has_key(&side.deploy_keys, &key.public_openssh, true)
+        {
+            steps.push(Step::UploadPlatformDeployKey);
+        }
         if confirm_key {
             steps.push(Step::ConfirmDeployKey);
+        }
+        if platform.as_ref().is_some_and(|platform| platform.changed_files().next().is_some()) {
+            let message = format!("Platform services of {} ({})", request.cluster_name, request.path);
+            steps.push(Step::SeedPlatformRepo { message });
         }
         if files.iter().any(|file| file.change != FileState::Unchanged) {
             let message =
@@ -542,6 +688,7 @@ impl Plan {
             creates_repository,
             warnings,
             migration,
+            platform,
         })
     }
 
@@ -562,12 +709,16 @@ impl Plan {
         text.push_str(&crate::plan::render_steps(described.iter().map(String::as_str)));
         text.push_str("\nFiles in the repo:\n");
         for file in &self.files {
-            let state = match file.change {
-                FileState::Added => "add",
-                FileState::Modified => "update",
-                FileState::Unchanged => "unchanged",
-            };
-            text.push_str(&format!("  {state:<9} {}\n", file.path));
+            text.push_str(&format!("  {:<9} {}\n", file.change.word(), file.path));
+        }
+        if let Some(platform) = &self.platform {
+            text.push_str(&format!(
+                "\nFiles in the platform repo {} (branch {}):\n",
+                platform.repo.url, platform.repo.branch
+            ));
+            for file in &platform.files {
+                text.push_str(&format!("  {:<9} {}\n", file.change.word(), file.path));
+            }
         }
         text.push_str("\nObjects applied to the cluster:\n");
         if self.steps.iter().any(|s| matches!(s, Step::ApplyComponents)) {
@@ -592,6 +743,11 @@ impl Plan {
             let change =
                 FileChange { path: file.path.clone(), before: file.before.clone(), after: Some(file.contents.clone()) };
             text.push_str(&crate::plan::unified_diff(&change));
+        }
+        for file in self.platform.iter().flat_map(PlannedPlatform::changed_files) {
+            let change =
+                FileChange { path: file.path.clone(), before: file.before.clone(), after: Some(file.contents.clone()) };
+            text.push_str(&format!("# in the platform repo\n{}", crate::plan::unified_diff(&change)));
         }
         if self.steps.iter().any(|s| matches!(s, Step::ApplySecret)) {
             text.push_str(&format!("\n# Secret {}/{SYNC_NAME}\n", self.request.namespace));
@@ -627,6 +783,7 @@ impl Request {
             read_write_key: settings.access.read_write_key,
             oci_components: settings.flux.oci_components.clone(),
             move_to_layers: settings.layers,
+            platform: settings.repo.platform.clone(),
         })
     }
 }
@@ -677,7 +834,79 @@ pub async fn inspect(
     };
     let repository_exists = hosted.as_ref().is_none_or(|hosted| hosted.info.is_some());
     let checkout = if repository_exists { Some(clone(&source, &request.branch)?) } else { None };
-    Ok(Inspection { detection, existing_secret, checkout, source, hosted })
+    Ok(Inspection { detection, existing_secret, checkout, source, hosted, platform: None })
+}
+
+impl Inspection {
+    /// Finds the platform repo the install will use ([`chosen_platform`]), once the request is
+    /// final (`--from-repo` takes the one the repo's record names).
+    pub async fn find_platform(&mut self, request: &Request) -> Result<()> {
+        let recorded = self.detection.gitops.as_ref().and_then(|record| record.platform.clone());
+        if let Some(repo) = chosen_platform(recorded, request.platform.as_ref())? {
+            self.platform = Some(platform_side(&self.source, self.hosted.as_ref(), repo).await?);
+        }
+        Ok(())
+    }
+}
+
+/// The platform repo of the install: `--platform-repo`, else the one recorded (in the cluster,
+/// or in the repo for `--from-repo`). A re-run without the flag keeps the recorded one (dropping
+/// it would point the platform layer back at the config repo's list, and Flux would delete every
+/// platform service); another one is refused.
+pub fn chosen_platform(recorded: Option<PlatformRepo>, asked: Option<&PlatformRepo>) -> Result<Option<PlatformRepo>> {
+    match (recorded, asked) {
+        (Some(installed), Some(asked)) if installed != *asked => Err(Error::usage(
+            format!(
+                "this cluster's platform repo is {} (branch {}), not {} (branch {})",
+                installed.url, installed.branch, asked.url, asked.branch
+            ),
+            "run install with the same --platform-repo and --platform-branch, or without them",
+        )),
+        (recorded, asked) => Ok(asked.cloned().or(recorded)),
+    }
+}
+
+/// Finds the platform repository: on the config repo's server (so that the sync's Secret reads
+/// it and our credentials push to it), and existing.
+async fn platform_side(source: &RepoSource, hosted: Option<&Hosted>, repo: PlatformRepo) -> Result<PlatformSide> {
+    let (config, platform) = (parse_url(&source.flux_url)?, parse_url(&repo.url)?);
+    if !crate::repo_access::same_server(&config, &platform) {
+        return Err(Error::usage(
+            format!("the platform repo {} is not on the config repo's server ({})", repo.url, source.flux_url),
+            "Flux reads the platform repo with the config repo's credentials: give a URL of the same scheme, user, \
+             host and port",
+        ));
+    }
+    let path = crate::repo_access::path_of(&repo.url)?;
+    let remote = Remote {
+        url: crate::repo_access::with_path(&source.push_remote.url, &path)?,
+        auth: source.push_remote.auth.clone(),
+    };
+    let (reference, deploy_keys) = match hosted {
+        Some(hosted) => {
+            let reference = RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
+            if hosted.provider.get_repository(&reference).await?.is_none() {
+                return Err(missing_platform_repo(&repo.url));
+            }
+            let keys = hosted.provider.list_deploy_keys(&reference).await?;
+            (Some(reference), keys)
+        }
+        None => (None, Vec::new()),
+    };
+    let checkout = crate::git::in_place(|| Checkout::clone(&remote, &repo.branch)).map_err(|error| {
+        Error::usage(
+            format!("cannot read the platform repo {}: {error}", repo.url),
+            "create the platform repository first (empty will do), on the config repo's server",
+        )
+    })?;
+    Ok(PlatformSide { repo, checkout, hosted: reference, deploy_keys })
+}
+
+fn missing_platform_repo(url: &str) -> Error {
+    Error::usage(
+        format!("the platform repo {url} does not exist"),
+        "create it first (empty will do): install does not create the platform repository",
+    )
 }
 
 /// Clones the branch into a temp dir (libgit2 blocks: see [`crate::git::in_place`]).
@@ -713,8 +942,9 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
             (source, Some(hosted))
         }
     };
-    let inspection = inspect(&cluster, &request, source, hosted).await?;
+    let mut inspection = inspect(&cluster, &request, source, hosted).await?;
     let request = if settings.repo.from_repo { from_repo_request(settings, request, &inspection)? } else { request };
+    inspection.find_platform(&request).await?;
     let repo_copy = inspection.read(&request.components_path())?.and_then(|bytes| String::from_utf8(bytes).ok());
     // The repo's copy, when current, is planned again unchanged: no CLI, and no second read.
     let components_text = match repo_copy {
@@ -786,6 +1016,7 @@ fn from_repo_request(settings: &InstallSettings, mut request: Request, inspectio
         request.flux_version = recorded.flux_version;
     }
     request.components = recorded.components;
+    request.platform = chosen_platform(recorded.platform, request.platform.as_ref())?;
     Ok(request)
 }
 
@@ -812,6 +1043,7 @@ fn export(settings: &InstallSettings, mut request: Request, components: String) 
         provider: hosted.then(|| settings.repo.provider.name().to_string()),
         repository: settings.repo.repository_path(),
         hostname: settings.repo.hostname.clone(),
+        platform: request.platform.clone(),
     };
     let mut text = components;
     if !text.ends_with('\n') {

@@ -14,6 +14,7 @@ use crate::deploy_key::KeyAlgorithm;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::OciComponent;
 use crate::names::{normalize_path, validate_name};
+use crate::record::PlatformRepo;
 use crate::repo_access::{ParsedUrl, parse_url};
 
 /// What the command does with its plan.
@@ -42,6 +43,8 @@ pub struct RepoFlags {
     pub url: Option<ParsedUrl>,
     /// `--from-repo`: the layout already in the repo names the cluster, version and components.
     pub from_repo: bool,
+    /// `--platform-repo` (its URL canonical) and `--platform-branch`.
+    pub platform: Option<PlatformRepo>,
 }
 
 impl RepoFlags {
@@ -141,9 +144,28 @@ fn validate_components(components: &[String]) -> Result<()> {
 }
 
 impl InstallArgs {
+    /// `--platform-repo`: a URL on the config repo's server (`config`, when given as `--url`),
+    /// reached the same way, so that Flux reads it with the sync's Secret.
+    fn platform_repo(&self, config: Option<&ParsedUrl>) -> Result<Option<PlatformRepo>> {
+        let Some(text) = &self.platform_repo else { return Ok(None) };
+        let platform = parse_url(text)?;
+        if let Some(config) = config
+            && !crate::repo_access::same_server(config, &platform)
+        {
+            return Err(Error::usage(
+                format!("the platform repo {text} is not on the config repo's server ({})", config.canonical),
+                "Flux reads the platform repo with the config repo's credentials: give a URL of the same scheme, \
+                 user, host and port",
+            ));
+        }
+        let branch = self.platform_branch.clone().unwrap_or_else(|| self.branch.clone());
+        Ok(Some(PlatformRepo { url: platform.canonical, branch }))
+    }
+
     /// The settings these flags and the shared ones ask for; an error names the first bad flag.
     pub fn settings(&self, global: &GlobalArgs) -> Result<InstallSettings> {
         let url = self.url.as_deref().or(self.from_repo.as_deref()).map(parse_url).transpose()?;
+        let platform = self.platform_repo(url.as_ref())?;
         if self.token_auth && self.provider == ProviderKind::Git && url.as_ref().is_some_and(|url| url.scheme == "ssh")
         {
             return Err(Error::usage(
@@ -175,6 +197,7 @@ impl InstallArgs {
                 hostname: self.hostname.clone(),
                 url,
                 from_repo: self.from_repo.is_some(),
+                platform,
             },
             branch: self.branch.clone(),
             path,
@@ -263,6 +286,24 @@ mod tests {
         let token = usage_error(&["--url=ssh://git@host/fleet.git", "--token-auth"]);
         assert!(token.contains("--token-auth needs an https:// repository URL"), "{token}");
         assert!(usage_error(&["--component=docker.io/x:1"]).contains("oci://"));
+        let elsewhere = usage_error(&["--url=ssh://git@host/fleet.git", "--platform-repo=https://host/platform.git"]);
+        assert!(
+            elsewhere.contains("the platform repo https://host/platform.git is not on the config repo's server"),
+            "{elsewhere}"
+        );
+    }
+
+    #[test]
+    fn a_platform_repo_beside_the_config_repo_follows_its_branch_unless_told() {
+        let flags = ["--url=git@host:acme/fleet.git", "--branch=prod", "--platform-repo=git@host:acme/platform.git"];
+        let platform = settings(&flags).unwrap().repo.platform.unwrap();
+        assert_eq!((platform.url.as_str(), platform.branch.as_str()), ("ssh://git@host/acme/platform.git", "prod"));
+        let told = settings(&[&flags[..], &["--platform-branch=stable"]].concat()).unwrap();
+        assert_eq!(told.repo.platform.unwrap().branch, "stable");
+        assert!(
+            Cli::try_parse_from(["install", "--platform-branch=stable"]).is_err(),
+            "--platform-branch needs --platform-repo"
+        );
     }
 
     #[test]

@@ -60,9 +60,14 @@ impl Hosted {
 
     /// Whether a deploy key with this key material and access is already there.
     pub fn has_key(&self, public_key: &str, read_only: bool) -> bool {
-        let material = |key: &str| key.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-        self.deploy_keys.iter().any(|key| material(&key.key) == material(public_key) && key.read_only == read_only)
+        has_key(&self.deploy_keys, public_key, read_only)
     }
+}
+
+/// Whether `keys` hold one with this key material and access.
+pub fn has_key(keys: &[crate::provider::DeployKey], public_key: &str, read_only: bool) -> bool {
+    let material = |key: &str| key.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    keys.iter().any(|key| material(&key.key) == material(public_key) && key.read_only == read_only)
 }
 
 /// Resolves a GitHub, GitLab or Gitea repository: checks the flags and the token, and asks the API

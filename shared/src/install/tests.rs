@@ -40,6 +40,7 @@ fn request() -> Request {
         read_write_key: false,
         oci_components: Vec::new(),
         move_to_layers: false,
+        platform: None,
     }
 }
 
@@ -77,6 +78,7 @@ fn inspection(repo: &Repo, detection: Detection) -> Inspection {
         existing_secret: None,
         checkout: Some(checkout),
         hosted: None,
+        platform: None,
         source: RepoSource {
             provider: ProviderKind::Git,
             flux_url: "ssh://git@git.example.com/fleet.git".into(),
@@ -106,6 +108,8 @@ fn step_names(plan: &Plan) -> Vec<&'static str> {
         .iter()
         .map(|step| match step {
             Step::UploadDeployKey => "upload-key",
+            Step::UploadPlatformDeployKey => "upload-platform-key",
+            Step::SeedPlatformRepo { .. } => "seed-platform",
             Step::ConfirmDeployKey => "confirm-key",
             Step::CommitAndPush { .. } => "commit-push",
             Step::ApplyComponents => "apply-components",
@@ -241,6 +245,7 @@ fn a_layout_from_another_repo_is_refused_naming_both() {
         provider: None,
         repository: None,
         hostname: None,
+        platform: None,
     };
     let inspection = inspection(&repo, detection(ClusterState::Gitops, Some("v2.9.3"), Some(other)));
     let error = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap_err();
@@ -336,4 +341,108 @@ fn layers_move_an_unlayered_directory_in_three_commits() {
     );
     let text = plan.render().unwrap();
     assert!(text.contains("commit clusters/dev/flux-system/gotk-sync.yaml with prune: false and wait"), "{text}");
+}
+
+const PLATFORM_URL: &str = "ssh://git@git.example.com/platform.git";
+
+/// `inspection` with a platform repository (`repo`, read as [`PLATFORM_URL`]).
+fn with_platform(mut inspection: Inspection, repo: &Repo, branch: &str) -> Inspection {
+    let remote = Remote { url: repo.url.clone(), auth: Auth::Anonymous };
+    inspection.platform = Some(PlatformSide {
+        repo: PlatformRepo { url: PLATFORM_URL.into(), branch: branch.into() },
+        checkout: Checkout::clone(&remote, branch).unwrap(),
+        hosted: None,
+        deploy_keys: Vec::new(),
+    });
+    inspection
+}
+
+/// `--platform-repo`: the platform layer applies the platform repo's list through a GitRepository
+/// of its own, the record names the platform repo, and the platform repo gets the cluster's empty
+/// list and a copy of the record, pushed before the config repo points Flux at them.
+#[test]
+fn a_platform_repo_gets_the_platform_list_and_the_layer_reads_it() {
+    let (config, platform_repo) = (empty_repo(), empty_repo());
+    let inspection = inspection(&config, detection(ClusterState::Unmodified, None, None));
+    let inspection = with_platform(inspection, &platform_repo, "stable");
+    let request =
+        Request { platform: Some(PlatformRepo { url: PLATFORM_URL.into(), branch: "stable".into() }), ..request() };
+    let plan = Plan::build(request, &inspection, COMPONENTS.into(), key(), false).unwrap();
+    assert_eq!(
+        step_names(&plan),
+        ["seed-platform", "commit-push", "apply-components", "apply-secret", "apply-sync", "wait"]
+    );
+    assert!(!plan.files.iter().any(|file| file.path == "clusters/dev/platform/kustomization.yaml"), "{:?}", plan.files);
+    let contents = |path: &str| plan.files.iter().find(|file| file.path == path).unwrap().contents.clone();
+    assert_eq!(
+        contents("clusters/dev/platform.yaml"),
+        "# Written by kubectl gitops install: applies platform/ first, Ready once all of it is.\n\
+         # The list is in ssh://git@git.example.com/platform.git (branch stable).\n---\n\
+         apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: platform\n  namespace: flux-system\nspec:\n  \
+         interval: 1m0s\n  ref:\n    branch: stable\n  secretRef:\n    name: flux-system\n  url: ssh://git@git.example.com/platform.git\n---\n\
+         apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: platform\n  namespace: flux-system\nspec:\n  \
+         interval: 10m0s\n  path: ./clusters/dev/platform\n  prune: true\n  retryInterval: 1m0s\n  sourceRef:\n    kind: GitRepository\n    \
+         name: platform\n  timeout: 2m0s\n  wait: true\n"
+    );
+    let record = contents("clusters/dev/gitops.yaml");
+    assert!(
+        record.contains("  platformBranch: stable\n  platformUrl: ssh://git@git.example.com/platform.git\n"),
+        "{record}"
+    );
+    let planned = plan.platform.as_ref().unwrap();
+    let files: Vec<(&str, FileState)> = planned.files.iter().map(|file| (file.path.as_str(), file.change)).collect();
+    assert_eq!(
+        files,
+        [
+            ("clusters/dev/platform/kustomization.yaml", FileState::Added),
+            ("clusters/dev/gitops.yaml", FileState::Added)
+        ]
+    );
+    assert_eq!(planned.files[1].contents, record, "the platform repo's copy of the record is the record");
+    let text = plan.render().unwrap();
+    assert!(
+        text.starts_with("Plan:\n  1. commit 2 file(s) to stable of ssh://git@git.example.com/platform.git"),
+        "{text}"
+    );
+    assert!(text.contains("Files in the platform repo ssh://git@git.example.com/platform.git (branch stable):\n  add       clusters/dev/platform/kustomization.yaml\n"), "{text}");
+    assert!(text.contains("# in the platform repo\ndiff --git a/clusters/dev/platform/kustomization.yaml"), "{text}");
+}
+
+/// A platform repo is refused where the platform layer would lose what it applies now, or where
+/// there is no platform layer, and a re-run cannot swap it for another.
+#[test]
+fn a_platform_repo_is_refused_where_flux_would_delete_platform_services() {
+    let asked = PlatformRepo { url: PLATFORM_URL.into(), branch: "main".into() };
+    let with_repo = Request { platform: Some(asked.clone()), ..request() };
+    let platform_repo = empty_repo();
+    for (seeded, refused) in [
+        (
+            "clusters/dev/platform/kustomization.yaml",
+            "clusters/dev/platform/kustomization.yaml lists platform services (ingress); with the platform repo",
+        ),
+        (
+            "clusters/dev/apps/kustomization.yaml",
+            "--platform-repo needs clusters/dev laid out in the platform, apps and tenants layers",
+        ),
+    ] {
+        let mut files: Vec<(&str, &[u8])> = vec![(seeded, b"resources:\n- ingress\n")];
+        if seeded.contains("platform/") {
+            files.extend([
+                ("clusters/dev/kustomization.yaml", &b"resources: []\n"[..]),
+                ("clusters/dev/platform.yaml", b"# ours\n"),
+            ]);
+        }
+        let config = seeded_repo(&files);
+        let inspection =
+            with_platform(inspection(&config, detection(ClusterState::Unmodified, None, None)), &platform_repo, "main");
+        let error = Plan::build(with_repo.clone(), &inspection, COMPONENTS.into(), key(), false).unwrap_err();
+        assert!(error.to_string().starts_with(refused), "{error}");
+        assert!(error.hint().is_some(), "{error}");
+    }
+    let recorded =
+        Some(PlatformRepo { url: "ssh://git@git.example.com/other-platform.git".into(), branch: "main".into() });
+    let error = chosen_platform(recorded.clone(), with_repo.platform.as_ref()).unwrap_err();
+    assert!(error.to_string().starts_with("this cluster's platform repo is ssh://git@git.example.com/other-platform.git (branch main), not ssh://git@git.example.com/platform.git"), "{error}");
+    assert_eq!(chosen_platform(recorded.clone(), None).unwrap(), recorded, "a re-run without the flag keeps it");
+    assert_eq!(chosen_platform(None, Some(&asked)).unwrap(), Some(asked));
 }

@@ -12,7 +12,7 @@ use kube::discovery::ApiResource;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
+use crate::flux::bootstrap::{LAYERS, Layer, PLATFORM_LAYER, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
 use crate::output::Printer;
@@ -29,11 +29,48 @@ enum Part {
     Controllers,
 }
 
+/// The revisions (`<branch>@sha1:<commit>`, as Flux writes them) install waits for.
+pub(crate) struct Revisions {
+    /// The config repo's: the sync, and the layers that apply its lists.
+    pub sync: String,
+    /// The platform layer's: the sync's, or the platform repo's commit this run pushed; `None`
+    /// when the platform layer applies a platform repo install did not push to (Ready at
+    /// whatever its branch holds).
+    pub platform: Option<String>,
+}
+
+impl Revisions {
+    /// What a run of `plan` waits for, after it pushed `sha` to the config repo and
+    /// `platform_sha` (when it did) to the platform repo.
+    pub fn of(plan: &super::Plan, sha: &str, platform_sha: Option<&str>) -> Revisions {
+        let sync = format!("{}@sha1:{sha}", plan.request.branch);
+        let platform = match &plan.platform {
+            Some(platform) => platform_sha.map(|sha| format!("{}@sha1:{sha}", platform.repo.branch)),
+            None => Some(sync.clone()),
+        };
+        Revisions { sync, platform }
+    }
+
+    /// The config repo's commit `sha` on `branch`, for a wait without the layers.
+    pub fn sync_only(branch: &str, sha: &str) -> Revisions {
+        let sync = format!("{branch}@sha1:{sha}");
+        Revisions { platform: Some(sync.clone()), sync }
+    }
+
+    /// What `layer` must have applied; `None`: any revision.
+    fn of_layer(&self, layer: Layer) -> Option<&str> {
+        match layer == PLATFORM_LAYER {
+            true => self.platform.as_deref(),
+            false => Some(&self.sync),
+        }
+    }
+}
+
 struct AfterInstall<'a> {
     cluster: &'a Cluster,
     namespace: &'a str,
-    /// `<branch>@sha1:<commit>`, as Flux writes the applied revision.
-    revision: String,
+    /// What the sync and the layers must have applied.
+    revisions: &'a Revisions,
     kustomizations: Api<DynamicObject>,
     repositories: Api<DynamicObject>,
     triggers: Triggers,
@@ -55,7 +92,8 @@ impl AfterInstall<'_> {
         let kustomization_name = format!("Kustomization {}/{SYNC_NAME}", self.namespace);
         self.applied = kustomization.as_ref().and_then(|k| k.last_applied_revision()).map(String::from);
         let ready = kustomization.as_ref().and_then(|k| k.ready_condition());
-        if self.applied.as_deref() == Some(self.revision.as_str()) && ready.as_ref().is_some_and(|r| r.is_true()) {
+        if self.applied.as_deref() == Some(self.revisions.sync.as_str()) && ready.as_ref().is_some_and(|r| r.is_true())
+        {
             return Ok(Verdict::Ready);
         }
         // The source first: while it cannot fetch, the Kustomization's own reason says little.
@@ -75,22 +113,23 @@ impl AfterInstall<'_> {
     /// asked to reconcile once the dependency is Ready at the revision: Flux would retry only
     /// after its `--requeue-dependency` (30 s).
     async fn judge_layer(&mut self, layer: Layer) -> Result<Verdict> {
-        let at_revision = |object: &Option<DynamicObject>, revision: &str| {
+        let at_revision = |object: &Option<DynamicObject>, layer: Layer| {
             object.as_ref().is_some_and(|object| {
-                object.last_applied_revision() == Some(revision)
+                self.revisions.of_layer(layer).is_none_or(|revision| object.last_applied_revision() == Some(revision))
                     && object.ready_condition().is_some_and(|ready| ready.is_true())
             })
         };
         let get = |name: &'static str| self.kustomizations.get_opt(name);
         let object = get(layer.name).await.map_err(|error| self.cluster.error(error))?;
-        if at_revision(&object, &self.revision) {
+        if at_revision(&object, layer) {
             return Ok(Verdict::Ready);
         }
         if let Some(first) = layer.depends_on
+            && let Some(&dependency_layer) = LAYERS.iter().find(|candidate| candidate.name == first)
             && !self.nudged.contains(&layer.name)
         {
             let dependency = get(first).await.map_err(|error| self.cluster.error(error))?;
-            if at_revision(&dependency, &self.revision) {
+            if at_revision(&dependency, dependency_layer) {
                 self.nudged.push(layer.name);
                 crate::flux::reconcile::request(&self.kustomizations, layer.name)
                     .await
@@ -165,7 +204,7 @@ impl Waited for AfterInstall<'_> {
         Error::Negative {
             message: format!(
                 "{object} is not Ready at {} after {after}: {why} (last applied: {})",
-                self.revision,
+                self.revisions.sync,
                 self.applied.as_deref().unwrap_or("nothing")
             ),
             hint: self.hint(),
@@ -185,12 +224,11 @@ fn flux_kind(cluster: &Cluster, namespace: &str, kind: &FluxKind, version: &str)
 pub(crate) async fn until_synced(
     cluster: &Cluster,
     namespace: &str,
-    (branch, sha): (&str, &str),
+    revisions: &Revisions,
     layers: bool,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<()> {
-    let revision = format!("{branch}@sha1:{sha}");
     // The versions install writes: the ones the embedded Flux release serves.
     let (kustomization_resource, kustomizations) = flux_kind(cluster, namespace, &api::KUSTOMIZATION, "v1");
     let (repository_resource, repositories) = flux_kind(cluster, namespace, &api::GIT_REPOSITORY, "v1");
@@ -216,7 +254,7 @@ pub(crate) async fn until_synced(
     let mut waited = AfterInstall {
         cluster,
         namespace,
-        revision,
+        revisions,
         kustomizations,
         repositories,
         triggers,
@@ -228,6 +266,6 @@ pub(crate) async fn until_synced(
     };
     // The grace period never runs out: the wait never answers Failing.
     wait_until(&mut waited, &title, Limits { timeout, grace_period: timeout }, printer).await?;
-    printer.done(&format!("Kustomization {namespace}/{SYNC_NAME} is Ready at {}", waited.revision));
+    printer.done(&format!("Kustomization {namespace}/{SYNC_NAME} is Ready at {}", waited.revisions.sync));
     Ok(())
 }

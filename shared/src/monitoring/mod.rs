@@ -153,7 +153,7 @@ impl StatusArgs {
 /// `monitoring install`.
 pub async fn install(request: &InstallRequest, target: &Target, printer: &Printer) -> Result<String> {
     let target = Target { namespace: None, ..target.clone() };
-    let context = app::context(&target, &request.config, true, printer).await?;
+    let context = app::context(&target, &request.config.for_tier(app::spec::Tier::Platform), true, printer).await?;
     require_kinds(&context.versions)?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &request.clusters, context.record())?;

@@ -59,9 +59,10 @@ pub struct Request {
 }
 
 impl ShowArgs {
-    /// Checks the reference: a number, or an address ending in one.
-    pub fn request(&self, global: &GlobalArgs) -> Result<Request> {
-        let mut request = list_request(global)?;
+    /// Checks the reference: a number, or an address ending in one. `platform`: a pull request
+    /// of the platform repo (`pr --platform`).
+    pub fn request(&self, global: &GlobalArgs, platform: bool) -> Result<Request> {
+        let mut request = list_request(global, platform)?;
         let reference = self.reference.trim();
         let last = reference.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
         let digits = last.trim_start_matches(['#', '!']);
@@ -72,17 +73,18 @@ impl ShowArgs {
             )
         })?;
         request.number = Some(number);
-        request.repo = self.repo.settings()?;
+        request.repo = RepoSettings { platform, ..self.repo.settings()? };
         request.url = reference.contains("://").then(|| reference.trim_end_matches('/').to_string());
         Ok(request)
     }
 }
 
-/// `pr list`'s flags, checked.
-pub fn list_request(global: &GlobalArgs) -> Result<Request> {
+/// `pr list`'s flags, checked. `platform`: the platform repo's pull requests (`pr --platform`).
+pub fn list_request(global: &GlobalArgs, platform: bool) -> Result<Request> {
     let format = global.output_format();
     crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-    Ok(Request { number: None, url: None, repo: RepoSettings::default(), format, headers: !global.no_headers })
+    let repo = RepoSettings { platform, ..RepoSettings::default() };
+    Ok(Request { number: None, url: None, repo, format, headers: !global.no_headers })
 }
 
 /// One of our open pull requests, as `pr list` shows it.
@@ -121,7 +123,8 @@ struct Listing {
 pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Result<String> {
     // Only the provider is asked: no clone, so no key is needed.
     let context = app::context(target, &request.repo, false, printer).await?;
-    let hosted = app::hosted_repo(context.record())?.ok_or_else(|| no_pull_requests(context.record()))?;
+    let hosted =
+        app::hosted_repo_for(context.record(), &request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
     let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
     let mut rows = Vec::new();
     for listed in open.into_iter().filter(is_ours) {
@@ -306,7 +309,8 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
     // The request is looked up before the config repo is resolved, so that a number that is not
     // ours is refused without a key; cloning its branch needs one.
     let mut context = app::context(target, &request.repo, false, printer).await?;
-    let hosted = app::hosted_repo(context.record())?.ok_or_else(|| no_pull_requests(context.record()))?;
+    let hosted =
+        app::hosted_repo_for(context.record(), &request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
     let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
     let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
         Error::usage(

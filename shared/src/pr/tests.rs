@@ -172,12 +172,13 @@ fn a_reference_is_a_number_or_an_address_ending_in_one() {
         ("https://github.com/acme/fleet/pull/42", 42),
         ("https://gitlab.com/acme/fleet/-/merge_requests/7/", 7),
     ] {
-        let request = ShowArgs { reference: reference.into(), repo: RepoArgs::default() }.request(&global).unwrap();
+        let request =
+            ShowArgs { reference: reference.into(), repo: RepoArgs::default() }.request(&global, false).unwrap();
         assert_eq!(request.number, Some(number), "{reference}");
         assert_eq!(request.url.is_some(), reference.contains("://"), "{reference}");
     }
     for bad in ["", "0", "web", "https://github.com/acme/fleet/pulls"] {
-        let error = ShowArgs { reference: bad.into(), repo: RepoArgs::default() }.request(&global).unwrap_err();
+        let error = ShowArgs { reference: bad.into(), repo: RepoArgs::default() }.request(&global, false).unwrap_err();
         assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
     }
 }

@@ -373,7 +373,8 @@ async fn wait_rollout(
     printer: &Printer,
 ) -> Result<()> {
     let timeout = request.delivery.timeout;
-    crate::install::wait::until_synced(cluster, &context.namespace, (branch, commit), false, timeout, printer).await?;
+    let revisions = crate::install::wait::Revisions::sync_only(branch, commit);
+    crate::install::wait::until_synced(cluster, &context.namespace, &revisions, false, timeout, printer).await?;
     let texts: Vec<&String> = components.values().collect();
     preflight::check_rollout(cluster, &context.namespace, request.target, &texts).await?;
     printer.done(&format!("the Flux controllers run {} and the CRDs are its own", request.target));

@@ -15,6 +15,7 @@ fn cluster(version: &str) -> (ClusterDir, InstallRecord) {
         provider: None,
         repository: None,
         hostname: None,
+        platform: None,
     };
     (ClusterDir { name: "dev".into(), path: "clusters/dev".into() }, record)
 }

@@ -316,6 +316,7 @@ fn seed_layout(env: &TestEnv, clusters: &[&str], url: &str) -> tempfile::TempDir
             provider: None,
             repository: None,
             hostname: None,
+            platform: None,
         };
         std::fs::write(dir.join("gitops.yaml"), bootstrap::record_manifest(&record, "flux-system").unwrap()).unwrap();
     }
@@ -568,6 +569,141 @@ fn platform_apps_are_reconciled_before_the_apps() {
         .unwrap();
     assert!(ingress_ready <= web_created, "ingress Ready at {ingress_ready}, web created at {web_created}");
     env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress", "web"]).unwrap();
+}
+
+/// The file `path` on `repo`'s main branch, `None` when it is not there.
+fn file_on_main(env: &TestEnv, repo: &str, path: &str) -> Option<String> {
+    let work = tempfile::tempdir().unwrap();
+    git(env, work.path(), &["clone", "-q", &env.git.ssh_url(repo), "."]);
+    std::fs::read_to_string(work.path().join(path)).ok()
+}
+
+/// `install --platform-repo`: the platform services live in a repository of their own. Install
+/// seeds it with the cluster's platform list, the platform layer applies it through its own
+/// GitRepository (read with the sync's Secret), `platform add|list|remove` write to it and
+/// `--wait` follows its commits, while the apps stay in the config repo and still wait for the
+/// platform layer. A re-run keeps it; another platform repo is refused.
+#[test]
+fn platform_services_in_a_platform_repo_of_their_own() {
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet").unwrap();
+    env.git.create_repo("platform").unwrap();
+    let components = flux_release::components();
+    let platform_url = env.git.ssh_url("platform");
+    let with_platform = ["--platform-repo", platform_url.as_str()];
+    let dry = install_with(env, &components, &[&with_platform[..], &["--dry-run"]].concat());
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stdout.starts_with(&format!("Plan:\n  1. commit 2 file(s) to main of {platform_url}")),
+        "{}",
+        dry.stdout
+    );
+    assert!(dry.stdout.contains("  add       clusters/dev/platform/kustomization.yaml\n"), "{}", dry.stdout);
+    assert_eq!(env.git.head("platform"), "", "--dry-run pushes nothing");
+
+    let installed = install_with(env, &components, &with_platform);
+    assert_eq!(installed.code, Some(0), "{}\n{}", installed.stdout, installed.stderr);
+    let seeded = env.git.head("platform");
+    assert!(!seeded.is_empty(), "install seeds the platform repo");
+    assert_eq!(
+        file_on_main(env, "platform", "clusters/dev/platform/kustomization.yaml").as_deref(),
+        Some(bootstrap::apps_kustomization().as_str())
+    );
+    assert!(
+        file_on_main(env, "fleet", "clusters/dev/platform/kustomization.yaml").is_none(),
+        "no platform list in the config repo"
+    );
+    let record = file_on_main(env, "platform", "clusters/dev/gitops.yaml").unwrap();
+    assert!(record.contains(&format!("platformUrl: {platform_url}")), "{record}");
+    let layer_source = env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "kustomization",
+            "platform",
+            "-o=jsonpath={.spec.sourceRef.name} {.status.lastAppliedRevision}",
+        ])
+        .unwrap();
+    assert_eq!(
+        layer_source,
+        format!("platform main@sha1:{seeded}"),
+        "install waited for the platform layer at the seeded commit"
+    );
+    let url = env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "gitrepository",
+            "platform",
+            "-o=jsonpath={.spec.url} {.spec.secretRef.name}",
+        ])
+        .unwrap();
+    assert_eq!(url, format!("{platform_url} flux-system"));
+
+    // A platform service goes to the platform repo; the config repo does not move.
+    configmap_repo(env, "ingress");
+    let fleet = env.git.head("fleet");
+    let platform = |args: &[&str]| {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-platform"))
+                .args(args)
+                .arg("--private-key-file")
+                .arg(&env.git.client_key)
+                .env("KUBECONFIG", &env.kubeconfig)
+                .env("HOME", tempfile::tempdir().unwrap().path()),
+        )
+    };
+    let ingress =
+        ["add", "ingress", "--url", &env.git.ssh_url("ingress"), "--path", "./deploy", "--secret-ref", "flux-system"];
+    // The default interval: a short one would have the service's Ready flip to Unknown while it
+    // reconciles, and `list` below could catch it in between.
+    let added = platform(&[&ingress[..], &["--wait", "--timeout", "3m"]].concat());
+    assert_eq!(added.code, Some(0), "{}\n{}", added.stdout, added.stderr);
+    let pushed = env.git.head("platform");
+    assert_eq!(added.stdout, format!("platform app ingress added at {}\n", &pushed[..12]));
+    assert!(added.stderr.contains(&format!("and push to main of {platform_url}")), "{}", added.stderr);
+    assert_eq!(env.git.head("fleet"), fleet, "the config repo does not move");
+    assert!(file_on_main(env, "platform", "platform/ingress/release.yaml").is_some());
+    // --wait followed the platform repo's commit to the service: it is there once the command ends.
+    env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress"]).unwrap();
+    let listed = platform(&["list", "-o", "json"]);
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!((rows[0]["name"].as_str(), rows[0]["state"].as_str()), (Some("ingress"), Some("ready")), "{rows:#}");
+
+    // The apps stay in the config repo, and still wait for the platform layer.
+    configmap_repo(env, "web");
+    let web = ["add", "web", "--url", &env.git.ssh_url("web"), "--path", "./deploy", "--secret-ref", "flux-system"];
+    let app_added = app(env, &env.kubeconfig, &[&web[..], &["--wait", "--timeout", "3m"]].concat());
+    assert_eq!(app_added.code, Some(0), "{}\n{}", app_added.stdout, app_added.stderr);
+    assert_ne!(env.git.head("fleet"), fleet);
+    assert_eq!(env.git.head("platform"), pushed);
+    env.kubectl_ok(&["-n", "default", "get", "configmap", "web"]).unwrap();
+
+    // A re-run keeps the platform repo without being told; another one is refused.
+    let again = install_with(env, &components, &[]);
+    assert_eq!(again.code, Some(0), "{}\n{}", again.stdout, again.stderr);
+    assert!(again.stdout.starts_with("already installed: "), "{}", again.stdout);
+    let other = env.git.ssh_url("other-platform");
+    let refused = install_with(env, &components, &["--platform-repo", &other]);
+    assert_eq!(refused.code, Some(2), "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .starts_with(&format!("error: this cluster's platform repo is {platform_url} (branch main), not {other}")),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("\nhint: "), "{}", refused.stderr);
+
+    let removed = platform(&["remove", "ingress", "--wait", "--timeout", "3m"]);
+    assert_eq!(removed.code, Some(0), "{}\n{}", removed.stdout, removed.stderr);
+    assert_ne!(env.git.head("platform"), pushed);
+    assert!(file_on_main(env, "platform", "platform/ingress/release.yaml").is_none());
+    assert!(env.kubectl(&["-n", "default", "get", "configmap", "ingress"]).unwrap().status.code() != Some(0));
 }
 
 /// `install --layers` moves a directory laid out before the layers to them in three commits

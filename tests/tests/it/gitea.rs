@@ -40,14 +40,20 @@ impl Forge {
         Forge { env, gitea, home: tempfile::tempdir().unwrap() }
     }
 
-    /// `install --provider gitea` into `acme/fleet`.
+    /// `install --provider gitea` into `acme/fleet`, without waiting for Flux.
     fn install(&self) -> Run {
+        self.install_with(&["--no-wait"])
+    }
+
+    /// `install --provider gitea` into `acme/fleet`, with `extra` flags.
+    fn install_with(&self, extra: &[&str]) -> Run {
         let host = self.gitea.url.trim_start_matches("http://").to_string();
         Run::of(
             self.command("kubectl-gitops-install")
                 .args(["--provider", "gitea", "--hostname", &host, "--owner", "acme", "--repository", "fleet"])
                 .args(["--path", "clusters/dev", "--cluster-name", "dev"])
-                .args(["--components", "source-controller,kustomize-controller", "--no-wait"])
+                .args(["--components", "source-controller,kustomize-controller"])
+                .args(extra)
                 .arg("--components-file")
                 .arg(flux_release::components())
                 // Not the admin's key: Flux's deploy key would be it, and Gitea takes a key either
@@ -289,6 +295,82 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=open"), None).unwrap(), json!([]));
     let admin = gitea.api("GET", "/user", None).unwrap();
     assert_eq!(admin["login"], ADMIN);
+}
+
+/// `install --platform-repo` on Gitea: Flux's deploy key is added to the platform repo too
+/// (read-only), `platform add` opens its pull requests there, `--merge --wait` follows one to the
+/// cluster, and `pr --platform` lists, validates and merges them, while `pr` alone keeps to the
+/// config repo.
+#[test]
+fn a_platform_repo_on_gitea_takes_the_platform_pull_requests() {
+    let forge = Forge::start(true);
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+    const PLATFORM: &str = "acme/platform";
+    gitea.api("POST", "/orgs/acme/repos", Some(&json!({ "name": "platform", "private": true }))).unwrap();
+    let platform_url = gitea.ssh_url(PLATFORM);
+    let install = forge.install_with(&["--platform-repo", &platform_url, "--timeout", "3m"]);
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    forge.assert_only_deploy_key(PLATFORM, "flux-system");
+    let seeded = gitea.head(PLATFORM, "main").unwrap();
+    let applied = forge
+        .env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "kustomization",
+            "platform",
+            "-o=jsonpath={.status.lastAppliedRevision}",
+        ])
+        .unwrap();
+    assert_eq!(applied, format!("main@sha1:{seeded}"), "install waited for the platform layer at the seeded commit");
+
+    // --pr --merge --wait: the pull request is the platform repo's, followed to the cluster.
+    let fleet = gitea.head(REPO, "main").unwrap();
+    let ingress = forge.app_repo("ingress");
+    let platform_add = |name: &str, url: &str, extra: &[&str]| {
+        Run::of(
+            forge
+                .command("kubectl-gitops-platform")
+                .args(["add", name, "--url", url, "--path", "./deploy", "--pr"])
+                .args(extra)
+                .args(forge.key_args()),
+        )
+    };
+    let run = platform_add("ingress", &ingress, &["--merge", "--wait", "--timeout", "3m"]);
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("merged #1 into main"), "{}", run.stderr);
+    let merged = gitea.api("GET", &format!("/repos/{PLATFORM}/pulls/1"), None).unwrap();
+    assert_eq!(merged["merged"], true, "{merged}");
+    forge.env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress"]).unwrap();
+    assert_eq!(gitea.head(REPO, "main").unwrap(), fleet, "the config repo does not move");
+
+    // An open one: `pr --platform` lists it, validates it (its request planned again on the
+    // platform repo) and merges it; `pr` alone lists the config repo's, none.
+    let dns = forge.app_repo("dns");
+    let opened = platform_add("dns", &dns, &[]);
+    assert_eq!(opened.code, Some(0), "{}\n{}", opened.stdout, opened.stderr);
+    assert_eq!(opened.stdout, format!("pull request opened: {}/{PLATFORM}/pulls/2\n", gitea.url));
+    let list = |args: &[&str]| {
+        let run =
+            forge.kubectl_gitops(plugins.path(), &gitea.token, &[&["pr"][..], args, &["list", "-o", "json"]].concat());
+        assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+        serde_json::from_str::<Value>(&run.stdout).unwrap()
+    };
+    let listed = list(&["--platform"]);
+    assert_eq!(listed["pullRequests"][0]["number"], 2, "{listed}");
+    assert_eq!(listed["pullRequests"][0]["name"], "dns", "{listed}");
+    assert_eq!(list(&[])["pullRequests"], json!([]));
+    let show = forge.pr(plugins.path(), &gitea.token, &["--platform", "show", "2"]);
+    assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
+    for check in ["open ", "base ", "change ", "request ", "mergeable "] {
+        assert!(show.stdout.contains(&format!("ok    {check}")), "{check}: {}", show.stdout);
+    }
+    let merge = forge.pr(plugins.path(), &gitea.token, &["--platform", "merge", "2"]);
+    assert_eq!(merge.code, Some(0), "{}\n{}", merge.stdout, merge.stderr);
+    assert_eq!(gitea.api("GET", &format!("/repos/{PLATFORM}/pulls/2"), None).unwrap()["merged"], true);
+    assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=all"), None).unwrap(), json!([]));
 }
 
 fn base64_decode(text: &str) -> Vec<u8> {
