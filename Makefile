@@ -82,7 +82,7 @@ lint: ## Format check, clippy with warnings denied, actionlint on .github/workfl
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	"$$(bash $(TOOLS_BUILD) | tail -n1)/bin/actionlint" -no-color
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus and Gitea from Go modules
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus, kube-state-metrics and Gitea from Go modules
 	bash $(TESTENV_BUILD)
 	bash $(FLUX_CLI_BUILD)
 	bash $(FLUX_PREVIOUS_BUILD)

@@ -7,9 +7,13 @@
 #   promtool    ./cmd/promtool of the same module (one wrapper, tools/prometheus): the monitoring
 #               end-to-end test (tests/tests/it/monitoring.rs). Without the web UI's assets
 #               (upstream adds them with `-tags builtinassets`): the HTTP API is what the test uses.
+#   kube-state-metrics  k8s.io/kube-state-metrics/v2 (its main package is the module root): the
+#               monitoring test runs it with the custom-resource-state config `monitoring install`
+#               writes, so the alerts on gotk_resource_info have series to fire on.
 # Flags as upstream's release builds: krew `-tags netgo -ldflags "-w -X …version.gitTag=<tag>"`,
 # actionlint `-ldflags "-s -w -X github.com/rhysd/actionlint.version=<tag>"`, prometheus and
-# promtool `-tags netgo -ldflags "-s -w -X github.com/prometheus/common/version.Version=<tag>"`.
+# promtool and kube-state-metrics `-tags netgo -ldflags "-s -w -X
+# github.com/prometheus/common/version.Version=<tag>"`.
 #
 # Usage: tests/testenv/build-tools.sh
 #   The last line of stdout is the cache directory; progress goes to stderr.
@@ -42,6 +46,7 @@ tools=(
 	"actionlint|github.com/rhysd/actionlint|github.com/rhysd/actionlint/cmd/actionlint||-s -w -X github.com/rhysd/actionlint.version="
 	"prometheus|github.com/prometheus/prometheus|github.com/prometheus/prometheus/cmd/prometheus|-tags netgo|$prometheus_version"
 	"promtool|github.com/prometheus/prometheus|github.com/prometheus/prometheus/cmd/promtool|-tags netgo|${prometheus_version}|prometheus"
+	"kube-state-metrics|k8s.io/kube-state-metrics/v2|k8s.io/kube-state-metrics/v2|-tags netgo|$prometheus_version"
 )
 
 key=$(
@@ -90,7 +95,7 @@ for entry in "${tools[@]}"; do
 		-o "$dir/bin/$name.tmp" "$package") || die "go build of $package failed"
 	mv -f "$dir/bin/$name.tmp" "$dir/bin/$name"
 	secs=$(awk -v a="$start" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')
-	printf '%-12s %8ss  %s\n' "$name" "$secs" "$package@$version" >>"$dir/build-times.txt"
+	printf '%-18s %8ss  %s\n' "$name" "$secs" "$package@$version" >>"$dir/build-times.txt"
 	log "  $name: ${secs}s, $(du -h "$dir/bin/$name" | cut -f1)"
 done
 
@@ -98,6 +103,7 @@ done
 "$dir/bin/actionlint" -version >&2 || die "the built actionlint does not run"
 "$dir/bin/prometheus" --version >&2 || die "the built prometheus does not run"
 "$dir/bin/promtool" --version >&2 || die "the built promtool does not run"
+"$dir/bin/kube-state-metrics" version >&2 || die "the built kube-state-metrics does not run"
 touch "$dir/bin/.complete"
 log "done"
 printf '%s\n' "$dir"

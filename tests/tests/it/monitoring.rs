@@ -4,15 +4,16 @@
 //! generated PodMonitor's selector; an alert goes pending, then firing; `monitoring status` reads
 //! them back.
 //!
-//! Not here: the way through the API server's service proxy (the default without
-//! `--prometheus-url`). The API server proxies only to an endpoint backed by a Pod with that IP,
-//! and kwok's pods have no address this machine serves; the proxy answered "no endpoints
-//! available for service" to a selector-less Service whose Endpoints named this machine.
+//! The way through the API server's service proxy (the default without `--prometheus-url`): the
+//! API server proxies only to an address of a Service's Endpoints whose target Pod reports that
+//! address, and never to loopback. kwok's pods have no address this machine serves, so the test
+//! stands a Pod in for Prometheus the way the controllers' processes stand in for theirs: left
+//! unscheduled, its status given this machine's address as a kubelet would report it, named by
+//! the stack's Service's Endpoints. The API server, its proxy and Prometheus are the real ones.
 //!
-//! What this environment cannot run: kube-state-metrics (`k8s.io/kube-state-metrics/v2`: the Go
-//! module proxy answers 403 "This module version is not available"), so the alerts on
-//! `gotk_resource_info` are parsed and loaded but have no series to fire on here; the alert
-//! that fires is the one on the controllers' own `gotk_reconcile_duration_seconds`.
+//! kube-state-metrics (built from `k8s.io/kube-state-metrics/v2` like Prometheus) runs with the
+//! custom-resource-state config `monitoring install` writes, so `gotk_resource_info` has a series
+//! per Flux object, and the alerts on it (not Ready, suspended) go firing too.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -26,6 +27,133 @@ use gitops_e2e::testenv::process::free_ports;
 use gitops_e2e::{binaries, tools};
 use gitops_shared::monitoring::{Thresholds, manifests, rules};
 use serde_json::{Value, json};
+
+/// This machine's first IPv4 address that is not loopback (the API server's proxy refuses
+/// loopback endpoints).
+fn host_address() -> String {
+    let out = Command::new("hostname").arg("-I").output().unwrap();
+    let addresses = String::from_utf8_lossy(&out.stdout).to_string();
+    let usable = addresses
+        .split_whitespace()
+        .find(|address| address.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| !ip.is_loopback() && !ip.is_link_local()));
+    usable
+        .unwrap_or_else(|| panic!("no IPv4 address but loopback here ({addresses:?}): the service proxy needs one"))
+        .to_string()
+}
+
+/// `monitoring status` without `--prometheus-url`: through the API server's service proxy to the
+/// stack's Service, whose one endpoint is the Prometheus on `port`. Without the Service: a clear
+/// error saying monitoring is not there.
+fn through_the_service_proxy(env: &TestEnv, port: u16) {
+    let status = |format: &[&str]| {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-monitoring"))
+                .arg("status")
+                .args(format)
+                .env("KUBECONFIG", &env.kubeconfig)
+                .env("NO_COLOR", "1"),
+        )
+    };
+    let absent = status(&[]);
+    assert_eq!(absent.code, Some(4), "{}\n{}", absent.stdout, absent.stderr);
+    assert!(
+        absent
+            .stderr
+            .starts_with("error: no Prometheus answers at service monitoring/kube-prometheus-stack-prometheus"),
+        "{}",
+        absent.stderr
+    );
+    assert!(absent.stderr.contains("hint: run `kubectl gitops monitoring install`"), "{}", absent.stderr);
+
+    let (namespace, service) = (manifests::NAMESPACE, format!("{}-prometheus", manifests::RELEASE));
+    let address = host_address();
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata:\n  name: {service}\n  namespace: {namespace}\n\
+         spec:\n  ports:\n  - name: http-web\n    port: 9090\n    targetPort: {port}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: prometheus-stand-in\n  namespace: {namespace}\n\
+         spec:\n  schedulerName: no-scheduler\n  containers:\n  - name: prometheus\n    image: prometheus\n"
+    ))
+    .unwrap();
+    let reported = format!(r#"{{"status":{{"podIP":"{address}","podIPs":[{{"ip":"{address}"}}]}}}}"#);
+    env.kubectl_ok(&[
+        "-n",
+        namespace,
+        "patch",
+        "pod",
+        "prometheus-stand-in",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &reported,
+    ])
+    .unwrap();
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: {service}\n  namespace: {namespace}\n\
+         subsets:\n- addresses:\n  - ip: {address}\n    targetRef:\n      kind: Pod\n      name: prometheus-stand-in\n      namespace: {namespace}\n\
+         \x20 ports:\n  - name: http-web\n    port: {port}\n"
+    ))
+    .unwrap();
+    let proxied = status(&["-o", "json"]);
+    assert_eq!(proxied.code, Some(1), "an alert fires: {}\n{}", proxied.stdout, proxied.stderr);
+    let report: Value = serde_json::from_str(&proxied.stdout).unwrap();
+    let slow =
+        report["alerts"].as_array().unwrap().iter().find(|alert| alert["name"] == "FluxReconciliationSlow").unwrap();
+    assert_eq!(slow["state"], "firing", "{report:#}");
+    assert!(!report["slowest"].as_array().unwrap().is_empty(), "{report:#}");
+    let audit = env.our_requests().unwrap();
+    let path = format!("/api/v1/namespaces/{namespace}/services/{service}:9090/proxy/api/v1/rules");
+    assert!(audit.iter().any(|request| request.uri.starts_with(&path)), "the rules were read through the proxy");
+    env.kubectl_ok(&[
+        "-n",
+        namespace,
+        "delete",
+        "endpoints,service,pod",
+        &service,
+        "prometheus-stand-in",
+        "--ignore-not-found",
+        "--wait=false",
+    ])
+    .unwrap();
+}
+
+/// kube-state-metrics with only the custom resource state `monitoring install` configures (the
+/// chart's `customResourceState.config`, as the chart writes it into its config file), reading the
+/// test's API server; killed when dropped.
+struct KubeStateMetrics {
+    child: Child,
+    /// `127.0.0.1:<port>` of its metrics.
+    address: String,
+}
+
+impl KubeStateMetrics {
+    fn start(env: &TestEnv, dir: &Path, port: u16, telemetry_port: u16) -> KubeStateMetrics {
+        let values = manifests::kube_state_metrics();
+        let mut config = values["customResourceState"]["config"].clone();
+        config["kind"] = json!("CustomResourceStateMetrics");
+        let config_path = dir.join("custom-resource-state.yaml");
+        std::fs::write(&config_path, serde_json::to_string(&config).unwrap()).unwrap();
+        let child = Command::new(tools::path("kube-state-metrics"))
+            .arg(format!("--kubeconfig={}", env.kubeconfig.display()))
+            .args(values["extraArgs"].as_array().unwrap().iter().map(|arg| arg.as_str().unwrap()))
+            .arg(format!("--custom-resource-state-config-file={}", config_path.display()))
+            .args(["--host=127.0.0.1", "--telemetry-host=127.0.0.1"])
+            .arg(format!("--port={port}"))
+            .arg(format!("--telemetry-port={telemetry_port}"))
+            .stdout(std::fs::File::create(dir.join("kube-state-metrics.log")).unwrap())
+            .stderr(std::fs::File::create(dir.join("kube-state-metrics.err")).unwrap())
+            .spawn()
+            .unwrap();
+        KubeStateMetrics { child, address: format!("127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for KubeStateMetrics {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
 /// `promtool check rules FILE`, which must pass.
 fn check_rules(file: &Path) {
@@ -137,24 +265,31 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
     let thresholds = Thresholds {
         slow_reconcile: Duration::from_millis(1),
         slow_for: Duration::from_secs(3),
+        not_ready_for: Duration::from_secs(3),
+        suspended_for: Duration::from_secs(3),
         ..Thresholds::default()
     };
     let rules = rules_file(dir.path(), &thresholds);
     check_rules(&rules);
     let targets = targets(env);
     assert_eq!(targets.len(), 4, "{targets:?}");
+    let ports = free_ports(3).unwrap();
+    let (port, state_metrics) = (ports[0], KubeStateMetrics::start(env, dir.path(), ports[1], ports[2]));
     let config = json!({
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [rules],
-        "scrape_configs": [{"job_name": rules::job(), "static_configs": targets}],
+        "scrape_configs": [
+            {"job_name": rules::job(), "static_configs": targets},
+            {"job_name": "kube-state-metrics", "static_configs": [{"targets": [state_metrics.address.clone()]}]},
+        ],
     });
     let config_path = dir.path().join("prometheus.yml");
     std::fs::write(&config_path, serde_json::to_string(&config).unwrap()).unwrap();
-    let port = free_ports(1).unwrap()[0];
     let child = Command::new(tools::path("prometheus"))
         .arg(format!("--config.file={}", config_path.display()))
         .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        // Every address: the API server's service proxy reaches it at this machine's own.
+        .arg(format!("--web.listen-address=0.0.0.0:{port}"))
         .stdout(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
         .stderr(std::fs::File::create(dir.path().join("prometheus.err")).unwrap())
         .spawn()
@@ -179,7 +314,9 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
          apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: failing\n  namespace: monitoring-e2e\n\
          spec:\n  interval: 2s\n  chartRef:\n    kind: OCIRepository\n    name: absent\n---\n\
          apiVersion: notification.toolkit.fluxcd.io/v1\nkind: Receiver\nmetadata:\n  name: hook\n  namespace: monitoring-e2e\n\
-         spec:\n  type: generic\n  secretRef:\n    name: token\n  resources:\n  - kind: GitRepository\n    name: nowhere\n",
+         spec:\n  type: generic\n  secretRef:\n    name: token\n  resources:\n  - kind: GitRepository\n    name: nowhere\n---\n\
+         apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: paused\n  namespace: monitoring-e2e\n\
+         spec:\n  suspend: true\n  interval: 1m\n  url: https://127.0.0.1:1/paused.git\n  ref:\n    branch: main\n",
     )
     .unwrap();
 
@@ -212,6 +349,21 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
     assert!(seen.contains(&"pending".to_string()), "pending before firing: {seen:?}");
     assert_eq!(prometheus.alert_state("FluxControllerDown"), "inactive", "every controller is up");
 
+    // kube-state-metrics reports each Flux object's state from the config `monitoring install`
+    // writes, and the alerts on it fire: the failing Kustomization is not Ready, and the paused
+    // GitRepository is suspended.
+    let failing = "gotk_resource_info{customresource_kind=\"Kustomization\", exported_namespace=\"monitoring-e2e\", name=\"failing\"}";
+    wait_for("the failing Kustomization's gotk_resource_info", Duration::from_secs(60), || {
+        prometheus.query(failing).iter().any(|series| series["metric"]["ready"] == "False")
+    });
+    let paused = prometheus.query("gotk_resource_info{customresource_kind=\"GitRepository\", name=\"paused\"}");
+    assert_eq!(paused[0]["metric"]["suspended"], "true", "{paused:?}");
+    assert_eq!(paused[0]["metric"]["url"], "https://127.0.0.1:1/paused.git", "{paused:?}");
+    for alert in ["FluxObjectNotReady", "FluxObjectSuspended"] {
+        wait_for(&format!("{alert} firing"), Duration::from_secs(60), || prometheus.alert_state(alert) == "firing");
+    }
+    drop(state_metrics);
+
     // `monitoring status` reads the same: exit 1 while an alert fires, the slowest objects listed.
     let status = Run::of(
         Command::new(binaries::path("kubectl-gitops-monitoring"))
@@ -242,5 +394,6 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
     assert!(down.stderr.starts_with("error: ") && down.stderr.contains("hint:"), "{}", down.stderr);
     assert_eq!(down.code, Some(4), "Prometheus is a server that failed us: {}", down.stderr);
     assert!(down.stderr.contains("cannot reach Prometheus at http://127.0.0.1:1"), "{}", down.stderr);
+    through_the_service_proxy(env, port);
     env.kubectl_ok(&["delete", "namespace", "monitoring-e2e", "--wait=false"]).unwrap();
 }
