@@ -140,10 +140,13 @@ impl Gitea {
             .env("GIT_SSH_COMMAND", ssh))
     }
 
-    /// The commit branch `branch` of `owner/name` points at, as the API says.
+    /// The commit branch `branch` of `owner/name` points at, as git reads it over SSH. (Not the
+    /// API's branch: right after a push, Gitea 1.27's `GET /repos/{repo}/branches/{branch}`
+    /// sometimes answers 500 with a nil pointer panic in its commit reader, under load.)
     pub fn head(&self, repo: &str, branch: &str) -> Result<String> {
-        let found = self.api("GET", &format!("/repos/{repo}/branches/{branch}"), None)?;
-        found["commit"]["id"].as_str().map(str::to_string).context("a branch answer without commit.id")
+        let listed = self.git(&self.work, &["ls-remote", &self.ssh_url(repo), &format!("refs/heads/{branch}")])?;
+        let sha = listed.split_whitespace().next().context(format!("{repo} has no branch {branch}"))?;
+        Ok(sha.to_string())
     }
 
     /// `gitea --config … --work-path …`: the server, or one of its admin commands.
