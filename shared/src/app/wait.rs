@@ -12,7 +12,7 @@ use super::Context;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
+use crate::flux::bootstrap::{Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
@@ -216,11 +216,9 @@ impl Waited for AfterPush<'_> {
             if !self.nudged && first_applied {
                 self.nudged = true;
                 let api = self.syncs.api(self.cluster, self.namespace);
-                for dependent in LAYERS.iter().filter(|dependent| dependent.depends_on == Some(first)) {
-                    if let Err(error) = crate::flux::reconcile::request(&api, dependent.name).await {
-                        let why = crate::diagnostic::describe(&error);
-                        self.printer.warning(&format!("could not ask Flux to reconcile {} now: {why}", dependent.name));
-                    }
+                for (dependent, error) in crate::flux::reconcile::request_dependents(&api, first).await {
+                    let why = crate::diagnostic::describe(&error);
+                    self.printer.warning(&format!("could not ask Flux to reconcile {dependent} now: {why}"));
                 }
             }
             parts.push((Part::Sync(layer.name), verdict));

@@ -19,6 +19,19 @@ pub async fn request(api: &Api<DynamicObject>, name: &str) -> kube::Result<Strin
     Ok(requested)
 }
 
+/// Asks every layer that depends on `layer` (Kustomizations in `api`'s namespace) to reconcile
+/// now, once `layer` applied a commit: Flux would retry a layer held back by its dependency only
+/// after its `--requeue-dependency` (30 s). Returns the layers that could not be asked, and why.
+pub async fn request_dependents(api: &Api<DynamicObject>, layer: &str) -> Vec<(&'static str, kube::Error)> {
+    let mut refused = Vec::new();
+    for dependent in super::bootstrap::LAYERS.iter().filter(|dependent| dependent.depends_on == Some(layer)) {
+        if let Err(error) = request(api, dependent.name).await {
+            refused.push((dependent.name, error));
+        }
+    }
+    refused
+}
+
 /// The `metadata` of a merge patch that asks for a reconcile (with `value`, say the current
 /// time), for a caller that changes the object in the same patch.
 pub fn requested_at(value: &str) -> serde_json::Value {

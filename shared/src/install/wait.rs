@@ -82,7 +82,7 @@ struct AfterInstall<'a> {
     unready_controller: Option<String>,
     /// Whether the layers are waited for too (install wrote or moved them).
     layers: bool,
-    /// The layers asked to reconcile once their dependency was Ready at the revision.
+    /// The layers whose dependents were asked to reconcile once they were Ready at the revision.
     nudged: Vec<&'static str>,
 }
 
@@ -109,32 +109,23 @@ impl AfterInstall<'_> {
         Ok(Verdict::Waiting { why: format!("{}: {}", self.blocking.0, self.blocking.1), healthy: false })
     }
 
-    /// Whether `layer` applied the revision and is Ready. One held back by its dependency is
-    /// asked to reconcile once the dependency is Ready at the revision: Flux would retry only
-    /// after its `--requeue-dependency` (30 s).
+    /// Whether `layer` applied the revision and is Ready. Once it is, the layers that depend on
+    /// it are asked to reconcile ([`crate::flux::reconcile::request_dependents`]).
     async fn judge_layer(&mut self, layer: Layer) -> Result<Verdict> {
-        let at_revision = |object: &Option<DynamicObject>, layer: Layer| {
-            object.as_ref().is_some_and(|object| {
-                self.revisions.of_layer(layer).is_none_or(|revision| object.last_applied_revision() == Some(revision))
-                    && object.ready_condition().is_some_and(|ready| ready.is_true())
-            })
-        };
-        let get = |name: &'static str| self.kustomizations.get_opt(name);
-        let object = get(layer.name).await.map_err(|error| self.cluster.error(error))?;
-        if at_revision(&object, layer) {
-            return Ok(Verdict::Ready);
-        }
-        if let Some(first) = layer.depends_on
-            && let Some(&dependency_layer) = LAYERS.iter().find(|candidate| candidate.name == first)
-            && !self.nudged.contains(&layer.name)
-        {
-            let dependency = get(first).await.map_err(|error| self.cluster.error(error))?;
-            if at_revision(&dependency, dependency_layer) {
+        let object = self.kustomizations.get_opt(layer.name).await.map_err(|error| self.cluster.error(error))?;
+        let at_revision = object.as_ref().is_some_and(|object| {
+            self.revisions.of_layer(layer).is_none_or(|revision| object.last_applied_revision() == Some(revision))
+                && object.ready_condition().is_some_and(|ready| ready.is_true())
+        });
+        if at_revision {
+            if !self.nudged.contains(&layer.name) {
                 self.nudged.push(layer.name);
-                crate::flux::reconcile::request(&self.kustomizations, layer.name)
-                    .await
-                    .map_err(|error| self.cluster.error(error))?;
+                let refused = crate::flux::reconcile::request_dependents(&self.kustomizations, layer.name).await;
+                if let Some((_, error)) = refused.into_iter().next() {
+                    return Err(self.cluster.error(error));
+                }
             }
+            return Ok(Verdict::Ready);
         }
         let why = match object.as_ref().and_then(|object| object.ready_condition()) {
             Some(ready) => format!("{}: {}", ready.reason(), ready.message()),
