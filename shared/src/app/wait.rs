@@ -243,7 +243,8 @@ impl Waited for AfterPush<'_> {
     fn hint(&self) -> Option<String> {
         let shows = match self.awaited.noun {
             "app" => format!("`kubectl gitops app status {}`", self.awaited.name),
-            noun => format!("`kubectl gitops {noun} list`"),
+            // "platform app" → `platform list`, "tenant" → `tenant list`.
+            noun => format!("`kubectl gitops {} list`", noun.split(' ').next().unwrap_or(noun)),
         };
         Some(format!("{shows} shows why; raise --timeout to wait longer"))
     }

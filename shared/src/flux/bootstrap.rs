@@ -35,25 +35,37 @@ pub struct SyncTarget {
 
 /// `<path>/flux-system/gotk-sync.yaml`: the GitRepository and Kustomization named `flux-system`.
 pub fn gotk_sync(target: &SyncTarget) -> Result<String> {
-    let metadata = json!({"name": SYNC_NAME, "namespace": target.namespace});
-    let repository = git_repository(&metadata, &target.url, &target.branch);
-    let kustomization = kustomization(&metadata, &format!("./{}", target.path), "GitRepository", SYNC_NAME);
-    Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
+    sync_manifests(target, Prune::Yes)
 }
 
 /// [`gotk_sync`] with `prune: false`: while `install --layers` moves the lists out of the sync,
 /// so that the sync keeps what leaves its inventory for the layers to adopt.
 pub fn gotk_sync_without_pruning(target: &SyncTarget) -> Result<String> {
-    let text = gotk_sync(target)?;
-    let without = text.replace("\n  prune: true\n", "\n  prune: false\n");
-    if without == text {
-        return Err(crate::error::Error::Internal("gotk-sync.yaml has no `prune: true` to turn off".into()));
-    }
-    Ok(without)
+    sync_manifests(target, Prune::No)
 }
 
-/// A Flux Kustomization applying `path` of a source, re-applied every [`SYNC_INTERVAL`], pruning.
-fn kustomization(metadata: &serde_json::Value, path: &str, source_kind: &str, source_name: &str) -> serde_json::Value {
+fn sync_manifests(target: &SyncTarget, prune: Prune) -> Result<String> {
+    let metadata = json!({"name": SYNC_NAME, "namespace": target.namespace});
+    let repository = git_repository(&metadata, &target.url, &target.branch);
+    let kustomization = kustomization(&metadata, &format!("./{}", target.path), ("GitRepository", SYNC_NAME), prune);
+    Ok(format!("{GENERATED_HEADER}\n{}", yaml::to_documents(&[repository, kustomization])?))
+}
+
+/// Whether a Kustomization deletes what leaves its inventory (`prune`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prune {
+    Yes,
+    No,
+}
+
+/// A Flux Kustomization applying `path` of a source (kind, name), re-applied every
+/// [`SYNC_INTERVAL`].
+fn kustomization(
+    metadata: &serde_json::Value,
+    path: &str,
+    (kind, name): (&str, &str),
+    prune: Prune,
+) -> serde_json::Value {
     json!({
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -61,16 +73,41 @@ fn kustomization(metadata: &serde_json::Value, path: &str, source_kind: &str, so
         "spec": {
             "interval": duration::format(SYNC_INTERVAL),
             "path": path,
-            "prune": true,
-            "sourceRef": {"kind": source_kind, "name": source_name},
+            "prune": prune == Prune::Yes,
+            "sourceRef": {"kind": kind, "name": name},
         }
     })
 }
 
-/// `<path>/flux-system/kustomization.yaml`.
+/// `<path>/flux-system/kustomization.yaml`, as `flux bootstrap` writes it.
 pub fn flux_system_kustomization() -> String {
     "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-components.yaml\n- gotk-sync.yaml\n"
         .to_string()
+}
+
+/// [`flux_system_kustomization`] keeping what else `existing` says (`patches`: the lockdown of
+/// `tenant add --lockdown`, or the user's own), so that a re-run of install does not undo it.
+pub fn flux_system_kustomization_keeping(existing: Option<&str>) -> Result<String> {
+    let ours = flux_system_kustomization();
+    match existing.map(others).transpose()?.flatten() {
+        Some(others) => {
+            let mut merged: serde_json::Value = yaml::from_str(&ours).map_err(crate::error::Error::Internal)?;
+            merged.as_object_mut().into_iter().for_each(|map| map.extend(others.clone()));
+            yaml::to_string(&merged)
+        }
+        None => Ok(ours),
+    }
+}
+
+/// The keys of a kustomize file beside `apiVersion`, `kind` and `resources` (install writes those);
+/// `None` when there are none.
+fn others(existing: &str) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    let parsed: serde_json::Value = yaml::from_str(existing).map_err(crate::error::Error::Internal)?;
+    let mut map = parsed.as_object().cloned().unwrap_or_default();
+    for ours in ["apiVersion", "kind", "resources"] {
+        map.remove(ours);
+    }
+    Ok((!map.is_empty()).then_some(map))
 }
 
 /// `<path>/apps/kustomization.yaml`: where `app add` lists the apps of this cluster (and the
@@ -124,8 +161,8 @@ impl Layer {
         // Unlabelled, as the sync is: labelled ours, it would be listed with the apps.
         let metadata = json!({ "name": self.name, "namespace": target.namespace });
         let source_name = if own_repo.is_some() { self.name } else { SYNC_NAME };
-        let mut layer =
-            kustomization(&metadata, &format!("./{}/{}", target.path, self.name), "GitRepository", source_name);
+        let path = format!("./{}/{}", target.path, self.name);
+        let mut layer = kustomization(&metadata, &path, ("GitRepository", source_name), Prune::Yes);
         if let Some(first) = self.depends_on {
             layer["spec"]["dependsOn"] = json!([{ "name": first }]);
         }
@@ -171,7 +208,7 @@ fn git_repository(metadata: &serde_json::Value, url: &str, branch: &str) -> serd
 /// `<path>/kustomization.yaml` of a layered cluster directory: what the `flux-system` sync applies
 /// itself (Flux, the record, the components and the layers' Kustomizations), so that the layers'
 /// lists are applied by their own Kustomizations only. `existing` entries that are not ours are
-/// kept, after ours.
+/// kept, after ours, and so is everything else it says (`patches`).
 pub fn root_kustomization(existing: Option<&str>, components: &[String]) -> Result<String> {
     let mut resources: Vec<String> = vec!["flux-system".into(), record::FILE_NAME.into()];
     resources.extend(LAYERS.iter().map(Layer::file));
@@ -183,11 +220,15 @@ pub fn root_kustomization(existing: Option<&str>, components: &[String]) -> Resu
             theirs.filter(|entry| !resources.iter().any(|ours| ours == entry)).map(String::from).collect();
         resources.extend(theirs);
     }
-    let root = json!({
+    let mut root = json!({
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": resources,
     });
+    // Its patches (the lockdown's, or the user's) stay.
+    if let (Some(others), Some(map)) = (existing.map(others).transpose()?.flatten(), root.as_object_mut()) {
+        map.extend(others);
+    }
     yaml::to_string(&root)
 }
 
@@ -276,7 +317,7 @@ impl OciComponent {
             "metadata": metadata,
             "spec": source_spec,
         });
-        let mut kustomization = kustomization(&metadata, &self.path, "OCIRepository", &self.name);
+        let mut kustomization = kustomization(&metadata, &self.path, ("OCIRepository", &self.name), Prune::Yes);
         kustomization["spec"]["timeout"] = duration::format(COMPONENT_TIMEOUT).into();
         kustomization["spec"]["wait"] = true.into();
         yaml::to_documents(&[source, kustomization])

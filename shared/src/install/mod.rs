@@ -547,10 +547,13 @@ impl Plan {
         };
         let sync_text = bootstrap::gotk_sync(&target)?;
         let record_text = bootstrap::record_manifest(&record, &request.namespace)?;
+        let existing = inspection.read(&cluster_dir("flux-system/kustomization.yaml"))?;
+        let existing = existing.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        let flux_system_kustomization = bootstrap::flux_system_kustomization_keeping(existing.as_deref())?;
         let wanted = [
             (components_path, components_text),
             (cluster_dir("flux-system/gotk-sync.yaml"), sync_text.clone()),
-            (cluster_dir("flux-system/kustomization.yaml"), bootstrap::flux_system_kustomization()),
+            (cluster_dir("flux-system/kustomization.yaml"), flux_system_kustomization),
             (cluster_dir(record::FILE_NAME), record_text.clone()),
             (cluster_dir("apps/kustomization.yaml"), bootstrap::apps_kustomization()),
         ];

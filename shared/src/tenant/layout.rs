@@ -23,6 +23,7 @@ use crate::app::layout::{self as app_layout, ClusterDir, KUSTOMIZATION_FILE};
 use crate::app::spec::Versions;
 use crate::error::{Error, Result};
 use crate::flux::api;
+use crate::flux::bootstrap::{APPS_LAYER, PLATFORM_LAYER};
 use crate::flux::objects::{self, KustomizationSpec, Meta, SourceRef};
 use crate::git::Checkout;
 use crate::plan;
@@ -183,18 +184,30 @@ pub fn with_lockdown(flux_system: &str) -> Result<String> {
     with_patches(flux_system, &wanted, "the cluster's flux-system/kustomization.yaml")
 }
 
-/// The cluster's app list with its apps running as the controllers' own ServiceAccounts: once
-/// locked down, an object that names no ServiceAccount runs as its namespace's `default`, which
-/// may do nothing, and the apps live in the Flux namespace.
-pub fn with_app_accounts(app_list: &str) -> Result<String> {
+/// The cluster directory's root `kustomization.yaml` with what the sync applies, and what the
+/// platform and apps layers apply, running as the controllers' own ServiceAccounts: once locked
+/// down, a Kustomization or HelmRelease that names no ServiceAccount runs as its namespace's
+/// `default`, which may do nothing, and the layers, the components, the platform services and
+/// the apps all live in the Flux namespace. The layers' lists may be in another repository (the
+/// platform repo), so the layers carry the patches for what they apply (`spec.patches`).
+pub fn with_layer_accounts(root: &str) -> Result<String> {
     let account = |kind: &str, account: &str| {
         json!({
             "patch": format!("- op: add\n  path: /spec/serviceAccountName\n  value: {account}\n"),
             "target": {"kind": kind},
         })
     };
-    let wanted = [account("Kustomization", "kustomize-controller"), account("HelmRelease", "helm-controller")];
-    with_patches(app_list, &wanted, "the cluster's app list")
+    let for_contents = [account("Kustomization", "kustomize-controller"), account("HelmRelease", "helm-controller")];
+    let layer_patches = json!([{"op": "add", "path": "/spec/patches", "value": for_contents}]);
+    let layers = [PLATFORM_LAYER.name, APPS_LAYER.name].join("|");
+    let wanted = [
+        account("Kustomization", "kustomize-controller"),
+        json!({
+            "patch": serde_json::to_string(&layer_patches).map_err(|error| Error::Internal(error.to_string()))?,
+            "target": {"kind": "Kustomization", "name": format!("({layers})")},
+        }),
+    ];
+    with_patches(root, &wanted, "the cluster directory's kustomization.yaml")
 }
 
 /// `patches` of a kustomize file with each of `wanted` present once; other content kept.

@@ -25,6 +25,7 @@ use crate::app::layout::{self as app_layout, ClusterDir, KUSTOMIZATION_FILE};
 use crate::app::plan::FileChange;
 use crate::app::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
 use crate::error::{Error, Result};
+use crate::flux::bootstrap::PLATFORM_LAYER;
 use crate::git::Checkout;
 use crate::output::Printer;
 use crate::plan;
@@ -132,8 +133,9 @@ fn add_changes(
     plan::diff(checkout, &wanted, &dirs)
 }
 
-/// `--lockdown`: the Flux patches of `<cluster>/flux-system/kustomization.yaml`, and the app
-/// list's apps running as the controllers' ServiceAccounts.
+/// `--lockdown`: the Flux patches of `<cluster>/flux-system/kustomization.yaml`, and the layers,
+/// components, platform services and apps running as the controllers' ServiceAccounts (through
+/// the root `<cluster>/kustomization.yaml`, so a directory laid out before the layers is refused).
 fn lock_down(cluster: &ClusterDir, checkout: &Checkout, wanted: &mut BTreeMap<String, String>) -> Result<()> {
     let flux_system = format!("{}/{}/{KUSTOMIZATION_FILE}", cluster.path, crate::flux::bootstrap::SYNC_NAME);
     let text = plan::read(checkout, &flux_system)?.ok_or_else(|| {
@@ -143,12 +145,15 @@ fn lock_down(cluster: &ClusterDir, checkout: &Checkout, wanted: &mut BTreeMap<St
         )
     })?;
     wanted.insert(flux_system, layout::with_lockdown(&text)?);
-    let app_list = cluster.list_file(app_layout::APPS_DIR);
-    let apps = match plan::read(checkout, &app_list)? {
-        Some(text) => text,
-        None => app_layout::app_list(None, "", false)?,
-    };
-    wanted.insert(app_list, layout::with_app_accounts(&apps)?);
+    let root = format!("{}/{KUSTOMIZATION_FILE}", cluster.path);
+    let layered = plan::read(checkout, &format!("{}/{}", cluster.path, PLATFORM_LAYER.file()))?.is_some();
+    let root_text = plan::read(checkout, &root)?.filter(|_| layered).ok_or_else(|| {
+        Error::usage(
+            format!("{} is not laid out in the platform, apps and tenants layers, which --lockdown runs as Flux's own accounts", cluster.path),
+            "run `kubectl gitops install --layers` first (docs/layout.md), then --lockdown",
+        )
+    })?;
+    wanted.insert(root, layout::with_layer_accounts(&root_text)?);
     Ok(())
 }
 

@@ -123,14 +123,39 @@ fn lockdown_patches_are_added_once_and_keep_the_rest() {
     assert!(patches.iter().any(|patch| patch["target"]["kind"] == "Kustomization"
         && patch["target"]["name"] == "flux-system"
         && patch["patch"].as_str().unwrap().contains("value: kustomize-controller")));
-    let apps = layout::with_app_accounts(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- web\n",
-    )
-    .unwrap();
-    let parsed: serde_json::Value = yaml::from_str(&apps).unwrap();
-    assert_eq!(parsed["resources"], serde_json::json!(["web"]));
-    assert_eq!(parsed["patches"].as_array().unwrap().len(), 2);
+    let root = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- flux-system\n- platform.yaml\n";
+    let accounts = layout::with_layer_accounts(root).unwrap();
+    assert_eq!(layout::with_layer_accounts(&accounts).unwrap(), accounts, "idempotent");
+    let parsed: serde_json::Value = yaml::from_str(&accounts).unwrap();
+    assert_eq!(parsed["resources"], serde_json::json!(["flux-system", "platform.yaml"]));
+    let patches = parsed["patches"].as_array().unwrap();
+    assert_eq!(
+        patches[0]["target"],
+        serde_json::json!({"kind": "Kustomization"}),
+        "every Kustomization the sync applies"
+    );
+    assert_eq!(patches[1]["target"]["name"], "(platform|apps)");
+    // The layers' own patches, for what they apply: a JSON patch, its value Flux's `spec.patches`.
+    let layer: serde_json::Value = serde_json::from_str(patches[1]["patch"].as_str().unwrap()).unwrap();
+    assert_eq!(layer[0]["path"], "/spec/patches");
+    let kinds: Vec<(&str, bool)> = layer[0]["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|patch| {
+            (patch["target"]["kind"].as_str().unwrap(), patch["patch"].as_str().unwrap().contains("-controller\n"))
+        })
+        .collect();
+    assert_eq!(kinds, [("Kustomization", true), ("HelmRelease", true)]);
     assert!(layout::with_lockdown("- a list").is_err());
+    // A re-run of install writes both files again, and keeps the lockdown as it is.
+    let bootstrap = crate::flux::bootstrap::flux_system_kustomization();
+    let locked = layout::with_lockdown(&bootstrap).unwrap();
+    assert_eq!(crate::flux::bootstrap::flux_system_kustomization_keeping(Some(&locked)).unwrap(), locked);
+    assert_eq!(crate::flux::bootstrap::flux_system_kustomization_keeping(Some(&bootstrap)).unwrap(), bootstrap);
+    let root = crate::flux::bootstrap::root_kustomization(None, &[]).unwrap();
+    let accounts = layout::with_layer_accounts(&root).unwrap();
+    assert_eq!(crate::flux::bootstrap::root_kustomization(Some(&accounts), &[]).unwrap(), accounts);
 }
 
 #[test]

@@ -372,9 +372,11 @@ impl TestEnv {
                 _ => args.push(format!("--events-addr={events}")),
             }
             let (program, kubeconfig) = (bin.join(controller), self.kubeconfig.clone());
+            let name = controller.to_string();
             self.supervisor().spawn_restarting(controller, move || {
                 let mut command = Command::new(&program);
-                command.args(&args).env("KUBECONFIG", &kubeconfig).env("RUNTIME_NAMESPACE", "flux-system");
+                command.args(&args).args(multi_tenancy_args(&kubeconfig, &name));
+                command.env("KUBECONFIG", &kubeconfig).env("RUNTIME_NAMESPACE", "flux-system");
                 command
             })?;
         }
@@ -454,6 +456,23 @@ impl TestEnv {
                 eprintln!("testenv: the Flux controllers did not start: {error:#}");
             }
         });
+    }
+
+    /// Rolls the Flux controllers `controllers` out again, as a kubelet replaces a Deployment's pod
+    /// whose template changed: each process is stopped and started again with the multi-tenancy
+    /// flags its Deployment names now ([`multi_tenancy_args`]); returns once each answers again.
+    pub fn roll_out_flux_controllers(&self, controllers: &[&str]) -> Result<()> {
+        let metrics = self.flux_metrics.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        for controller in controllers {
+            let (restarts, pid) = self.restarts(controller).with_context(|| format!("{controller} is not running"))?;
+            run(Command::new("kill").args(["-TERM", &pid.to_string()]))?;
+            let port = metrics.iter().find(|(name, _)| name == controller).map(|(_, port)| *port);
+            wait_until(&format!("{controller} started again"), Duration::from_secs(60), || {
+                let restarted = self.restarts(controller).is_some_and(|(now, _)| now > restarts);
+                Ok(restarted && port.is_none_or(port_open))
+            })?;
+        }
+        Ok(())
     }
 
     /// Starts a control-plane process that is restarted when it exits, as a kubelet would.
@@ -691,4 +710,23 @@ impl OurRequest {
         matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
             && self.resource != "selfsubjectaccessreviews"
     }
+}
+
+/// The flags of flux2-multi-tenancy's lockdown (`tenant add --lockdown` patches them into the
+/// controllers' Deployments) that `controller`'s Deployment in the cluster names now: the local
+/// process runs with them, as its pod would. None before Flux is installed.
+fn multi_tenancy_args(kubeconfig: &Path, controller: &str) -> Vec<String> {
+    const FLAGS: [&str; 3] = ["--no-cross-namespace-refs", "--no-remote-bases", "--default-service-account"];
+    let output = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["-n", "flux-system", "get", "deployment", controller])
+        .arg("-o=jsonpath={.spec.template.spec.containers[0].args}")
+        .output();
+    let args: Vec<String> = output
+        .ok()
+        .filter(|output| output.status.success())
+        .and_then(|output| serde_json::from_slice(&output.stdout).ok())
+        .unwrap_or_default();
+    args.into_iter().filter(|arg| FLAGS.iter().any(|flag| arg.starts_with(&format!("{flag}=")))).collect()
 }

@@ -488,7 +488,7 @@ fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
 }
 
 /// A repository `name` whose main branch's `deploy/` holds one ConfigMap named `name`.
-fn configmap_repo(env: &TestEnv, name: &str) {
+pub(crate) fn configmap_repo(env: &TestEnv, name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let configmap = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n");
     std::fs::write(dir.path().join("configmap.yaml"), configmap).unwrap();

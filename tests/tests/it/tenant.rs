@@ -323,3 +323,93 @@ fn reconciled_sync(env: &TestEnv, commit: &str) -> Value {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// `tenant add --lockdown` with the controllers running as their Deployments say: Flux applies
+/// the lockdown's patches to the controllers' Deployments, the controllers are rolled out with
+/// those flags (`--default-service-account=default`, `--no-cross-namespace-refs=true`,
+/// `--no-remote-bases=true`), and the sync, the layers, a new platform service and a new app
+/// still turn Ready, each Kustomization running as kustomize-controller's ServiceAccount, while a
+/// team's reference to a source in another namespace is blocked.
+#[test]
+fn a_locked_down_cluster_runs_its_layers_platform_and_apps_as_the_controllers_accounts() {
+    let components = flux_release::components();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    env.run_flux_once_installed();
+    env.git.create_repo("fleet").unwrap();
+    crate::app::install(env, &components);
+    env.git.create_repo(TEAM_REPO).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    env.git.git(work.path(), &["init", "-q", "-b", "main"]).unwrap();
+    push_team(env, work.path(), &[("hello.yaml", &config_map("hello"))], "hello");
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {TEAM}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: {TEAM}\n\
+         stringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n"
+    ))
+    .unwrap();
+    let team_url = env.git.http_url(TEAM_REPO);
+    let add = ["add", TEAM, "--with-namespace", TEAM, "--repo", &team_url, "--path", "./deploy"];
+    let locked = tenant(
+        env,
+        &[&add[..], &["--secret-ref", "http-credentials", "--lockdown", "--wait", "--timeout", "3m"]].concat(),
+    );
+    assert_eq!(locked.code, Some(0), "{}\n{}", locked.stdout, locked.stderr);
+
+    // Flux applied the patches to the Deployments; the controllers are rolled out with them.
+    let args = env
+        .kubectl_ok(&[
+            "-n",
+            "flux-system",
+            "get",
+            "deployment",
+            "kustomize-controller",
+            "-o=jsonpath={.spec.template.spec.containers[0].args}",
+        ])
+        .unwrap();
+    for flag in ["--no-cross-namespace-refs=true", "--no-remote-bases=true", "--default-service-account=default"] {
+        assert!(args.contains(flag), "{flag} in {args}");
+    }
+    env.roll_out_flux_controllers(&["kustomize-controller", "helm-controller"]).unwrap();
+    let (_, pid) = env.restarts("kustomize-controller").unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(cmdline.contains("--default-service-account=default"), "{cmdline}");
+
+    // A platform service and an app added now turn Ready: the sync, the layers and what they
+    // apply run as kustomize-controller, not as flux-system's `default` (which may do nothing).
+    let with_key = |binary: &str, args: &[&str]| {
+        let key = env.git.client_key.display().to_string();
+        gitops(env, binary, &[args, &["--private-key-file", &key, "--wait", "--timeout", "3m"]].concat())
+    };
+    crate::app::configmap_repo(env, "dns");
+    let dns = ["add", "dns", "--url", &env.git.ssh_url("dns"), "--path", "./deploy", "--secret-ref", "flux-system"];
+    let platform = with_key("kubectl-gitops-platform", &dns);
+    assert_eq!(platform.code, Some(0), "{}\n{}", platform.stdout, platform.stderr);
+    crate::app::configmap_repo(env, "web");
+    let web = ["add", "web", "--url", &env.git.ssh_url("web"), "--path", "./deploy", "--secret-ref", "flux-system"];
+    let app = with_key("kubectl-gitops-app", &web);
+    assert_eq!(app.code, Some(0), "{}\n{}", app.stdout, app.stderr);
+    env.kubectl_ok(&["-n", "default", "get", "configmap", "dns", "web"]).unwrap();
+    for name in ["flux-system", "platform", "apps", "tenants", "dns", "web"] {
+        let account = env
+            .kubectl_ok(&["-n", "flux-system", "get", "kustomization", name, "-o=jsonpath={.spec.serviceAccountName}"])
+            .unwrap();
+        assert_eq!(account, "kustomize-controller", "Kustomization {name}");
+    }
+    let status = gitops(env, "kubectl-gitops-status", &["--wait", "--timeout", "2m"]);
+    assert_eq!(status.code, Some(0), "{}\n{}", status.stdout, status.stderr);
+
+    // The lockdown at work: a team's Kustomization reading the Flux namespace's source is blocked.
+    env.apply_yaml(&format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: borrowed\n  namespace: {TEAM}\n\
+         spec:\n  interval: 1m\n  path: ./\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n"
+    ))
+    .unwrap();
+    env.wait_for_jsonpath(
+        &["-n", TEAM, "kustomization", "borrowed"],
+        "{.status.conditions[?(@.type==\"Ready\")].message}",
+        "can't access 'GitRepository/flux-system/flux-system', cross-namespace references have been blocked",
+        Duration::from_secs(120),
+    )
+    .unwrap();
+}
