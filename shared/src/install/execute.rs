@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::Checkout;
 use crate::output::Printer;
+use crate::provider::RepoRef;
 use crate::publish::{self, Published};
 
 /// What an executed install did.
@@ -47,35 +48,14 @@ pub async fn execute(
     crate::plan::run_steps(&steps, async |number, step: &Step, words: &str| -> Result<()> {
         printer.step(&format!("{number}/{total} {words}"));
         match step {
-            Step::UploadDeployKey => match (&inspection.hosted, &plan.auth) {
-                (Some(hosted), FluxAuth::Ssh(key)) => {
-                    let title = super::Hosted::deploy_key_title(
-                        &plan.request.namespace,
-                        &plan.request.branch,
-                        &plan.request.path,
-                    );
-                    hosted
-                        .provider
-                        .ensure_deploy_key(&hosted.repo, &title, &key.public_openssh, !plan.request.read_write_key)
-                        .await
-                        .map(drop)
-                        .map_err(Error::from)
-                }
-                _ => Ok(()),
+            Step::UploadDeployKey => match &inspection.hosted {
+                Some(hosted) => upload_key(hosted, &hosted.repo, plan, !plan.request.read_write_key).await,
+                None => Ok(()),
             },
-            Step::UploadPlatformDeployKey => match (&inspection.hosted, &plan.auth, &platform) {
-                (Some(hosted), FluxAuth::Ssh(key), Some(PlatformSide { hosted: Some(reference), .. })) => {
-                    let title = super::Hosted::deploy_key_title(
-                        &plan.request.namespace,
-                        &plan.request.branch,
-                        &plan.request.path,
-                    );
-                    hosted
-                        .provider
-                        .ensure_deploy_key(reference, &title, &key.public_openssh, true)
-                        .await
-                        .map(drop)
-                        .map_err(Error::from)
+            Step::UploadPlatformDeployKey => match (&inspection.hosted, &platform) {
+                // Read-only: Flux only reads the platform repo, whatever the config repo's key may do.
+                (Some(hosted), Some(PlatformSide { hosted: Some(reference), .. })) => {
+                    upload_key(hosted, reference, plan, true).await
                 }
                 _ => Ok(()),
             },
@@ -143,6 +123,14 @@ pub async fn execute(
     })
     .await?;
     Ok(outcome)
+}
+
+/// Adds Flux's deploy key to `repo` on the provider, under the title `flux bootstrap` gives it.
+async fn upload_key(hosted: &super::Hosted, repo: &RepoRef, plan: &Plan, read_only: bool) -> Result<()> {
+    let FluxAuth::Ssh(key) = &plan.auth else { return Ok(()) };
+    let request = &plan.request;
+    let title = super::Hosted::deploy_key_title(&request.namespace, &request.branch, &request.path);
+    hosted.provider.ensure_deploy_key(repo, &title, &key.public_openssh, read_only).await.map(drop).map_err(Error::from)
 }
 
 /// Commits the files of `wanted` that differ and pushes; on a newer head, the ones that still
