@@ -361,6 +361,9 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
     assert_eq!(paused[0]["metric"]["url"], "https://127.0.0.1:1/paused.git", "{paused:?}");
     for alert in ["FluxObjectNotReady", "FluxObjectSuspended"] {
         wait_for(&format!("{alert} firing"), Duration::from_secs(60), || prometheus.alert_state(alert) == "firing");
+        // Pending first: Prometheus keeps the ALERTS series of each state it went through.
+        let pending = format!("max_over_time(ALERTS{{alertname=\"{alert}\", alertstate=\"pending\"}}[10m])");
+        assert!(!prometheus.query(&pending).is_empty(), "{alert} was pending before it fired");
     }
     drop(state_metrics);
 
