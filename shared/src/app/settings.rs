@@ -44,8 +44,8 @@ pub struct RepoSettings {
     pub private_key_file: Option<PathBuf>,
     /// `--known-hosts-file`.
     pub known_hosts_file: Option<PathBuf>,
-    /// The change is a platform service's: it goes to the platform repo when the cluster was
-    /// installed with one (`install --platform-repo`) and no `--config-repo` is given.
+    /// The change is a platform service's or a tenant's: it goes to the platform repo when the
+    /// cluster was installed with one (`install --platform-repo`) and no `--config-repo` is given.
     pub platform: bool,
 }
 
@@ -53,6 +53,11 @@ impl RepoSettings {
     /// These settings, for a change of `tier`.
     pub fn for_tier(&self, tier: Tier) -> RepoSettings {
         RepoSettings { platform: tier == Tier::Platform, ..self.clone() }
+    }
+
+    /// These settings, for a change the platform repo holds when there is one (tenants).
+    pub fn in_platform_repo(&self) -> RepoSettings {
+        RepoSettings { platform: true, ..self.clone() }
     }
 }
 

@@ -12,7 +12,7 @@ use super::Context;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::{Layer, SYNC_NAME};
+use crate::flux::bootstrap::{Layer, PLATFORM_SOURCE, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
 
@@ -276,15 +276,16 @@ pub(crate) async fn after_push(
         return Err(Error::Internal("the cluster serves no GitRepository or Kustomization".into()));
     };
     let namespace = context.namespace.as_str();
-    // A commit to the platform repo is fetched by the platform layer's own GitRepository.
+    // A commit to the platform repo is fetched by its own GitRepository, and applied by the
+    // change's layer without the sync.
     let pushed_to_platform_repo = context.repo.as_ref().is_some_and(|repo| repo.platform);
-    let applier = match (pushed_to_platform_repo, awaited.layer) {
-        (true, Some(layer)) => layer.name,
-        _ => SYNC_NAME,
+    let (source, applier) = match (pushed_to_platform_repo, awaited.layer) {
+        (true, Some(layer)) => (PLATFORM_SOURCE, layer.name),
+        _ => (SYNC_NAME, SYNC_NAME),
     };
     // Ask for a fetch now instead of at the next interval.
-    for kind in [&sources, &syncs] {
-        if let Err(error) = crate::flux::reconcile::request(&kind.api(cluster, namespace), applier).await {
+    for (kind, name) in [(&sources, source), (&syncs, applier)] {
+        if let Err(error) = crate::flux::reconcile::request(&kind.api(cluster, namespace), name).await {
             context
                 .printer
                 .warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));

@@ -128,15 +128,24 @@ pub struct Layer {
     pub depends_on: Option<&'static str>,
     /// Whether the layer is Ready only once everything it applied is (`wait: true`).
     pub waits: bool,
+    /// Whether its list is in the platform repo when there is one (`install --platform-repo`):
+    /// the platform services, and the teams connected to namespaces.
+    pub in_platform_repo: bool,
 }
+
+/// The GitRepository of the platform repo (`install --platform-repo`), which the layers
+/// [`Layer::in_platform_repo`] apply.
+pub const PLATFORM_SOURCE: &str = "platform";
 
 /// Cluster-wide services (`platform add`, `monitoring install`): applied first, and Ready only
 /// once every one of them is.
-pub const PLATFORM_LAYER: Layer = Layer { name: "platform", depends_on: None, waits: true };
+pub const PLATFORM_LAYER: Layer = Layer { name: "platform", depends_on: None, waits: true, in_platform_repo: true };
 /// The apps (`app add`), once the platform is Ready.
-pub const APPS_LAYER: Layer = Layer { name: "apps", depends_on: Some("platform"), waits: false };
+pub const APPS_LAYER: Layer =
+    Layer { name: "apps", depends_on: Some("platform"), waits: false, in_platform_repo: false };
 /// The teams' namespaces and syncs (`tenant add`), once the platform is Ready.
-pub const TENANTS_LAYER: Layer = Layer { name: "tenants", depends_on: Some("platform"), waits: false };
+pub const TENANTS_LAYER: Layer =
+    Layer { name: "tenants", depends_on: Some("platform"), waits: false, in_platform_repo: true };
 /// Every layer, in the order Flux reconciles them.
 pub const LAYERS: [Layer; 3] = [PLATFORM_LAYER, APPS_LAYER, TENANTS_LAYER];
 
@@ -154,13 +163,15 @@ impl Layer {
     }
 
     /// `<path>/<name>.yaml`: the layer's Kustomization, as `flux create kustomization --export`
-    /// writes it. With `own_repo` (the platform layer of `install --platform-repo`), the layer
-    /// applies `./<path>/<name>` of that repository, through a GitRepository of the same name
-    /// that Flux reads with the sync's Secret.
-    pub fn manifest(&self, target: &SyncTarget, own_repo: Option<&PlatformRepo>) -> Result<String> {
+    /// writes it. With a `platform_repo` (`install --platform-repo`), a layer
+    /// [`Layer::in_platform_repo`] applies `./<path>/<name>` of that repository, through the
+    /// GitRepository [`PLATFORM_SOURCE`] that Flux reads with the sync's Secret (written with the
+    /// platform layer).
+    pub fn manifest(&self, target: &SyncTarget, platform_repo: Option<&PlatformRepo>) -> Result<String> {
         // Unlabelled, as the sync is: labelled ours, it would be listed with the apps.
         let metadata = json!({ "name": self.name, "namespace": target.namespace });
-        let source_name = if own_repo.is_some() { self.name } else { SYNC_NAME };
+        let own_repo = platform_repo.filter(|_| self.in_platform_repo);
+        let source_name = if own_repo.is_some() { PLATFORM_SOURCE } else { SYNC_NAME };
         let path = format!("./{}/{}", target.path, self.name);
         let mut layer = kustomization(&metadata, &path, ("GitRepository", source_name), Prune::Yes);
         if let Some(first) = self.depends_on {
@@ -182,7 +193,10 @@ impl Layer {
         let mut documents = Vec::new();
         if let Some(repo) = own_repo {
             header.push_str(&format!("# The list is in {} (branch {}).\n", repo.url, repo.branch));
-            documents.push(git_repository(&metadata, &repo.url, &repo.branch));
+            if self.name == PLATFORM_LAYER.name {
+                let source = json!({ "name": PLATFORM_SOURCE, "namespace": target.namespace });
+                documents.push(git_repository(&source, &repo.url, &repo.branch));
+            }
         }
         documents.push(layer);
         Ok(format!("{header}{}", yaml::to_documents(&documents)?))

@@ -331,10 +331,10 @@ fn layer_files(
     let root = inspection.read(&root_path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let mut files = vec![(root_path, bootstrap::root_kustomization(root.as_deref(), components)?)];
     for layer in bootstrap::LAYERS {
-        // The platform layer of `--platform-repo` applies that repository's list.
-        let own_repo =
-            inspection.platform.as_ref().map(|platform| &platform.repo).filter(|_| layer == bootstrap::PLATFORM_LAYER);
-        files.push((format!("{path}/{}", layer.file()), layer.manifest(target, own_repo)?));
+        // The platform and tenants layers of `--platform-repo` apply that repository's lists.
+        let platform_repo = inspection.platform.as_ref().map(|platform| &platform.repo);
+        let own_repo = platform_repo.filter(|_| layer.in_platform_repo);
+        files.push((format!("{path}/{}", layer.file()), layer.manifest(target, platform_repo)?));
         let list = format!("{path}/{}/{ROOT_KUSTOMIZATION}", layer.name);
         if own_repo.is_none() && inspection.read(&list)?.is_none() {
             files.push((list, bootstrap::apps_kustomization()));
@@ -374,23 +374,33 @@ fn check_platform_move(inspection: &Inspection, request: &Request, layout: &Layo
             "run `kubectl gitops install --layers` first (docs/layout.md), then add --platform-repo",
         ));
     }
-    let list = format!("{}/{}/{ROOT_KUSTOMIZATION}", request.path, bootstrap::PLATFORM_LAYER.name);
-    let Some(text) = inspection.read(&list)? else { return Ok(()) };
-    let parsed: serde_json::Value = yaml::from_str(&String::from_utf8_lossy(&text)).map_err(Error::Internal)?;
-    let listed: Vec<&str> =
-        parsed["resources"].as_array().into_iter().flatten().filter_map(|entry| entry.as_str()).collect();
-    if listed.is_empty() {
-        return Ok(());
+    for layer in bootstrap::LAYERS.iter().filter(|layer| layer.in_platform_repo) {
+        let list = format!("{}/{}/{ROOT_KUSTOMIZATION}", request.path, layer.name);
+        let Some(text) = inspection.read(&list)? else { continue };
+        let parsed: serde_json::Value = yaml::from_str(&String::from_utf8_lossy(&text)).map_err(Error::Internal)?;
+        let listed: Vec<&str> =
+            parsed["resources"].as_array().into_iter().flatten().filter_map(|entry| entry.as_str()).collect();
+        if listed.is_empty() {
+            continue;
+        }
+        let (what, command) = match layer.name == bootstrap::TENANTS_LAYER.name {
+            true => ("tenants", "tenant"),
+            false => ("platform services", "platform"),
+        };
+        return Err(Error::usage(
+            format!(
+                "{list} lists {what} ({}); with the platform repo {} the {} layer would apply that repository's list \
+                 instead, and Flux would delete them",
+                listed.join(", "),
+                repo.url,
+                layer.name
+            ),
+            format!(
+                "remove them first (`kubectl gitops {command} remove NAME`) and add them again once the platform repo is in place"
+            ),
+        ));
     }
-    Err(Error::usage(
-        format!(
-            "{list} lists platform services ({}); with the platform repo {} the platform layer would apply that \
-             repository's list instead, and Flux would delete them",
-            listed.join(", "),
-            repo.url
-        ),
-        "remove them first (`kubectl gitops platform remove NAME`) and add them again once the platform repo is in place",
-    ))
+    Ok(())
 }
 
 /// Whether `file` is one of the cluster's lists (`<path>/{apps,platform,tenants}/kustomization.yaml`).
@@ -618,13 +628,11 @@ impl Plan {
         let files = planned_files(wanted, &request.path, &read)?;
         let platform = match &inspection.platform {
             Some(platform) => {
-                let wanted = vec![
-                    (
-                        cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", bootstrap::PLATFORM_LAYER.name)),
-                        bootstrap::apps_kustomization(),
-                    ),
-                    (cluster_dir(record::FILE_NAME), record_text.clone()),
-                ];
+                let lists = bootstrap::LAYERS.iter().filter(|layer| layer.in_platform_repo);
+                let list = |layer: &bootstrap::Layer| cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", layer.name));
+                let mut wanted: Vec<(String, String)> =
+                    lists.map(|layer| (list(layer), bootstrap::apps_kustomization())).collect();
+                wanted.push((cluster_dir(record::FILE_NAME), record_text.clone()));
                 let read = |path: &str| Ok(platform.checkout.read(path)?);
                 let files = planned_files(wanted, &request.path, &read)?;
                 Some(PlannedPlatform { repo: platform.repo.clone(), files })

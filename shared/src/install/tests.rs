@@ -357,11 +357,11 @@ fn with_platform(mut inspection: Inspection, repo: &Repo, branch: &str) -> Inspe
     inspection
 }
 
-/// `--platform-repo`: the platform layer applies the platform repo's list through a GitRepository
-/// of its own, the record names the platform repo, and the platform repo gets the cluster's empty
-/// list and a copy of the record, pushed before the config repo points Flux at them.
+/// `--platform-repo`: the platform and tenants layers apply the platform repo's lists through a
+/// GitRepository of its own, the record names the platform repo, and the platform repo gets the
+/// cluster's empty lists and a copy of the record, pushed before the config repo points Flux at them.
 #[test]
-fn a_platform_repo_gets_the_platform_list_and_the_layer_reads_it() {
+fn a_platform_repo_gets_the_platform_and_tenant_lists_and_the_layers_read_them() {
     let (config, platform_repo) = (empty_repo(), empty_repo());
     let inspection = inspection(&config, detection(ClusterState::Unmodified, None, None));
     let inspection = with_platform(inspection, &platform_repo, "stable");
@@ -372,7 +372,10 @@ fn a_platform_repo_gets_the_platform_list_and_the_layer_reads_it() {
         step_names(&plan),
         ["seed-platform", "commit-push", "apply-components", "apply-secret", "apply-sync", "wait"]
     );
-    assert!(!plan.files.iter().any(|file| file.path == "clusters/dev/platform/kustomization.yaml"), "{:?}", plan.files);
+    for list in ["clusters/dev/platform/kustomization.yaml", "clusters/dev/tenants/kustomization.yaml"] {
+        assert!(!plan.files.iter().any(|file| file.path == list), "{list}: {:?}", plan.files);
+    }
+    assert!(plan.files.iter().any(|file| file.path == "clusters/dev/apps/kustomization.yaml"), "the apps stay");
     let contents = |path: &str| plan.files.iter().find(|file| file.path == path).unwrap().contents.clone();
     assert_eq!(
         contents("clusters/dev/platform.yaml"),
@@ -384,6 +387,14 @@ fn a_platform_repo_gets_the_platform_list_and_the_layer_reads_it() {
          interval: 10m0s\n  path: ./clusters/dev/platform\n  prune: true\n  retryInterval: 1m0s\n  sourceRef:\n    kind: GitRepository\n    \
          name: platform\n  timeout: 2m0s\n  wait: true\n"
     );
+    let tenants = contents("clusters/dev/tenants.yaml");
+    assert!(tenants.contains("  sourceRef:\n    kind: GitRepository\n    name: platform\n"), "{tenants}");
+    assert!(
+        !tenants.contains("kind: GitRepository\nmetadata"),
+        "one GitRepository, with the platform layer: {tenants}"
+    );
+    let apps = contents("clusters/dev/apps.yaml");
+    assert!(apps.contains("    name: flux-system\n"), "{apps}");
     let record = contents("clusters/dev/gitops.yaml");
     assert!(
         record.contains("  platformBranch: stable\n  platformUrl: ssh://git@git.example.com/platform.git\n"),
@@ -395,13 +406,14 @@ fn a_platform_repo_gets_the_platform_list_and_the_layer_reads_it() {
         files,
         [
             ("clusters/dev/platform/kustomization.yaml", FileState::Added),
+            ("clusters/dev/tenants/kustomization.yaml", FileState::Added),
             ("clusters/dev/gitops.yaml", FileState::Added)
         ]
     );
-    assert_eq!(planned.files[1].contents, record, "the platform repo's copy of the record is the record");
+    assert_eq!(planned.files[2].contents, record, "the platform repo's copy of the record is the record");
     let text = plan.render().unwrap();
     assert!(
-        text.starts_with("Plan:\n  1. commit 2 file(s) to stable of ssh://git@git.example.com/platform.git"),
+        text.starts_with("Plan:\n  1. commit 3 file(s) to stable of ssh://git@git.example.com/platform.git"),
         "{text}"
     );
     assert!(text.contains("Files in the platform repo ssh://git@git.example.com/platform.git (branch stable):\n  add       clusters/dev/platform/kustomization.yaml\n"), "{text}");
@@ -421,12 +433,16 @@ fn a_platform_repo_is_refused_where_flux_would_delete_platform_services() {
             "clusters/dev/platform/kustomization.yaml lists platform services (ingress); with the platform repo",
         ),
         (
+            "clusters/dev/tenants/kustomization.yaml",
+            "clusters/dev/tenants/kustomization.yaml lists tenants (ingress); with the platform repo",
+        ),
+        (
             "clusters/dev/apps/kustomization.yaml",
             "--platform-repo needs clusters/dev laid out in the platform, apps and tenants layers",
         ),
     ] {
         let mut files: Vec<(&str, &[u8])> = vec![(seeded, b"resources:\n- ingress\n")];
-        if seeded.contains("platform/") {
+        if !seeded.contains("/apps/") {
             files.extend([
                 ("clusters/dev/kustomization.yaml", &b"resources: []\n"[..]),
                 ("clusters/dev/platform.yaml", b"# ours\n"),

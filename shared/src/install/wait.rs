@@ -12,7 +12,7 @@ use kube::discovery::ApiResource;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
-use crate::flux::bootstrap::{LAYERS, Layer, PLATFORM_LAYER, SYNC_NAME};
+use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
 use crate::output::Printer;
@@ -33,9 +33,9 @@ enum Part {
 pub(crate) struct Revisions {
     /// The config repo's: the sync, and the layers that apply its lists.
     pub sync: String,
-    /// The platform layer's: the sync's, or the platform repo's commit this run pushed; `None`
-    /// when the platform layer applies a platform repo install did not push to (Ready at
-    /// whatever its branch holds).
+    /// The platform and tenants layers': the sync's, or the platform repo's commit this run
+    /// pushed; `None` when they apply a platform repo install did not push to (Ready at whatever
+    /// its branch holds).
     pub platform: Option<String>,
 }
 
@@ -59,7 +59,7 @@ impl Revisions {
 
     /// What `layer` must have applied; `None`: any revision.
     fn of_layer(&self, layer: Layer) -> Option<&str> {
-        match layer == PLATFORM_LAYER {
+        match layer.in_platform_repo {
             true => self.platform.as_deref(),
             false => Some(&self.sync),
         }

@@ -34,8 +34,15 @@ use crate::plan;
 pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer) -> Result<String> {
     // `-n` named one of the team's namespaces; the Flux namespace comes from the cluster.
     let target = Target { namespace: None, ..target.clone() };
-    let context = app::context(&target, &request.config, true, printer).await?;
+    let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
     refuse_reserved(request, &context.namespace)?;
+    if request.lockdown && context.repo()?.platform {
+        return Err(Error::usage(
+            "--lockdown changes the config repo's flux-system, and this cluster keeps its tenants in its platform repo",
+            "one plan writes one repository: add the tenant without --lockdown, and the lockdown's patches to the \
+             config repo by hand (docs/tenants.md lists them)",
+        ));
+    }
     let adopted = existing_namespaces(&context, request).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
@@ -218,7 +225,7 @@ async fn existing_namespaces(context: &Context, request: &TenantAddRequest) -> R
 /// `tenant remove`.
 pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
     let target = Target { namespace: None, ..target.clone() };
-    let context = app::context(&target, &request.config, true, printer).await?;
+    let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
     let build = |checkout: &Checkout| app::remove_listed(TENANTS_DIR, &request.name, &clusters, checkout);

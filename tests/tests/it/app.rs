@@ -578,11 +578,12 @@ fn file_on_main(env: &TestEnv, repo: &str, path: &str) -> Option<String> {
     std::fs::read_to_string(work.path().join(path)).ok()
 }
 
-/// `install --platform-repo`: the platform services live in a repository of their own. Install
-/// seeds it with the cluster's platform list, the platform layer applies it through its own
-/// GitRepository (read with the sync's Secret), `platform add|list|remove` write to it and
-/// `--wait` follows its commits, while the apps stay in the config repo and still wait for the
-/// platform layer. A re-run keeps it; another platform repo is refused.
+/// `install --platform-repo`: the platform services and the tenants live in a repository of their
+/// own. Install seeds it with the cluster's platform and tenant lists, the platform and tenants
+/// layers apply them through its own GitRepository (read with the sync's Secret), `platform
+/// add|list|remove` and `tenant add` write to it and `--wait` follows its commits, while the apps
+/// stay in the config repo and still wait for the platform layer. A re-run keeps it; another
+/// platform repo is refused.
 #[test]
 fn platform_services_in_a_platform_repo_of_their_own() {
     let env = &TestEnv::start(Options { flux: false }).unwrap();
@@ -595,7 +596,7 @@ fn platform_services_in_a_platform_repo_of_their_own() {
     let dry = install_with(env, &components, &[&with_platform[..], &["--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
     assert!(
-        dry.stdout.starts_with(&format!("Plan:\n  1. commit 2 file(s) to main of {platform_url}")),
+        dry.stdout.starts_with(&format!("Plan:\n  1. commit 3 file(s) to main of {platform_url}")),
         "{}",
         dry.stdout
     );
@@ -673,6 +674,44 @@ fn platform_services_in_a_platform_repo_of_their_own() {
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
     let rows: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
     assert_eq!((rows[0]["name"].as_str(), rows[0]["state"].as_str()), (Some("ingress"), Some("ready")), "{rows:#}");
+
+    // A team connected to a namespace: the tenant goes to the platform repo too, and the tenants
+    // layer applies it from there.
+    let team = tempfile::tempdir().unwrap();
+    let team_configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-p\ndata:\n  from: team\n";
+    std::fs::write(team.path().join("configmap.yaml"), team_configmap).unwrap();
+    push_dir(env, "team-p-deploy", team.path(), "deploy");
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-p\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: team-p\n\
+         stringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n"
+    ))
+    .unwrap();
+    let team_url = env.git.http_url("team-p-deploy");
+    let tenant = |extra: &[&str]| {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-tenant"))
+                .args(["add", "team-p", "--with-namespace", "team-p", "--repo", &team_url, "--path", "./deploy"])
+                .args(["--secret-ref", "http-credentials"])
+                .args(extra)
+                .arg("--private-key-file")
+                .arg(&env.git.client_key)
+                .env("KUBECONFIG", &env.kubeconfig)
+                .env("HOME", tempfile::tempdir().unwrap().path()),
+        )
+    };
+    // --lockdown would write the config repo too: refused, nothing pushed.
+    let locked = tenant(&["--lockdown"]);
+    assert_eq!(locked.code, Some(2), "{}\n{}", locked.stdout, locked.stderr);
+    assert!(locked.stderr.contains("this cluster keeps its tenants in its platform repo"), "{}", locked.stderr);
+    assert_eq!((env.git.head("fleet"), env.git.head("platform")), (fleet.clone(), pushed.clone()));
+    let tenant = tenant(&["--wait", "--timeout", "3m"]);
+    assert_eq!(tenant.code, Some(0), "{}\n{}", tenant.stdout, tenant.stderr);
+    assert_eq!(env.git.head("fleet"), fleet, "the config repo does not move");
+    assert!(file_on_main(env, "platform", "tenants/team-p/sync.yaml").is_some());
+    let team_data = "-o=jsonpath={.data.from}";
+    assert_eq!(env.kubectl_ok(&["-n", "team-p", "get", "configmap", "team-p", team_data]).unwrap(), "team");
+    let pushed = env.git.head("platform");
 
     // The apps stay in the config repo, and still wait for the platform layer.
     configmap_repo(env, "web");

@@ -88,25 +88,32 @@ fn config_map(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  team: \"{TEAM}\"\n")
 }
 
-#[test]
-fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
+/// A cluster installed from the config repo `fleet`, and the team repo with one ConfigMap: its
+/// clone, and the commit. The team's namespace exists already, with the team repo's HTTP
+/// credentials in it (a tenant adopts such a namespace, and keeps it when the tenant goes).
+fn team_cluster() -> (std::sync::Arc<TestEnv>, tempfile::TempDir, String) {
     let components = flux_release::components();
-    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    let env = TestEnv::start(Options { flux: false }).unwrap();
     env.run_flux_once_installed();
     env.git.create_repo("fleet").unwrap();
-    crate::app::install(env, &components);
+    crate::app::install(&env, &components);
     env.git.create_repo(TEAM_REPO).unwrap();
     let work = tempfile::tempdir().unwrap();
     env.git.git(work.path(), &["init", "-q", "-b", "main"]).unwrap();
-    let first = push_team(env, work.path(), &[("hello.yaml", &config_map("hello"))], "hello");
-    // The namespace exists before the tenant (with the team repo's credentials in it): the
-    // tenant adopts it, and keeps it when the tenant goes.
+    let first = push_team(&env, work.path(), &[("hello.yaml", &config_map("hello"))], "hello");
     env.apply_yaml(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {TEAM}\n---\n\
          apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: {TEAM}\n\
          stringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n"
     ))
     .unwrap();
+    (env, work, first)
+}
+
+#[test]
+fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
+    let (env, work, first) = team_cluster();
+    let env = &env;
     let team_url = env.git.http_url(TEAM_REPO);
     let add = [
         "add",
@@ -332,21 +339,8 @@ fn reconciled_sync(env: &TestEnv, commit: &str) -> Value {
 /// team's reference to a source in another namespace is blocked.
 #[test]
 fn a_locked_down_cluster_runs_its_layers_platform_and_apps_as_the_controllers_accounts() {
-    let components = flux_release::components();
-    let env = &TestEnv::start(Options { flux: false }).unwrap();
-    env.run_flux_once_installed();
-    env.git.create_repo("fleet").unwrap();
-    crate::app::install(env, &components);
-    env.git.create_repo(TEAM_REPO).unwrap();
-    let work = tempfile::tempdir().unwrap();
-    env.git.git(work.path(), &["init", "-q", "-b", "main"]).unwrap();
-    push_team(env, work.path(), &[("hello.yaml", &config_map("hello"))], "hello");
-    env.apply_yaml(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {TEAM}\n---\n\
-         apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: {TEAM}\n\
-         stringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n"
-    ))
-    .unwrap();
+    let (env, _work, _first) = team_cluster();
+    let env = &env;
     let team_url = env.git.http_url(TEAM_REPO);
     let add = ["add", TEAM, "--with-namespace", TEAM, "--repo", &team_url, "--path", "./deploy"];
     let locked = tenant(
