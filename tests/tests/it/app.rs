@@ -554,20 +554,16 @@ fn platform_apps_are_reconciled_before_the_apps() {
     git(env, work.path(), &["push", "-q", "origin", "main:stable"]);
     let web_ready = ["-n", "flux-system", "kustomization", "web"];
     env.wait_for_jsonpath(&web_ready, ready, "True", Duration::from_secs(240)).unwrap();
-    let ingress_ready = env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "kustomization",
-            "ingress",
-            "-o=jsonpath={.status.conditions[?(@.type==\"Ready\")].lastTransitionTime}",
-        ])
-        .unwrap();
-    let web_created = env
-        .kubectl_ok(&["-n", "flux-system", "get", "kustomization", "web", "-o=jsonpath={.metadata.creationTimestamp}"])
-        .unwrap();
-    assert!(ingress_ready <= web_created, "ingress Ready at {ingress_ready}, web created at {web_created}");
+    // What the platform service deployed existed before the app's Kustomization was created.
+    // (Not the service's Ready time: with a 5 s interval its Ready condition goes Unknown and back
+    // on every reconciliation, so its lastTransitionTime is the latest one, after the app.)
+    let created = |what: &[&str]| {
+        let jsonpath = "-o=jsonpath={.metadata.creationTimestamp}";
+        env.kubectl_ok(&[&["get"][..], what, &[jsonpath]].concat()).unwrap()
+    };
+    let ingress_deployed = created(&["-n", "default", "configmap", "ingress"]);
+    let web_created = created(&["-n", "flux-system", "kustomization", "web"]);
+    assert!(ingress_deployed <= web_created, "ingress deployed at {ingress_deployed}, web created at {web_created}");
     env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress", "web"]).unwrap();
 }
 
