@@ -538,6 +538,12 @@ impl TestEnv {
 
     /// Waits until `kubectl get <what> -o jsonpath=<path>` prints `expected`; on timeout
     /// the error shows the object.
+    /// `kubectl get WHAT -o=jsonpath=PATH`, as text.
+    pub fn jsonpath(&self, what: &[&str], path: &str) -> Result<String> {
+        let jsonpath = format!("-o=jsonpath={path}");
+        self.kubectl_ok(&[&["get"][..], what, &[jsonpath.as_str()]].concat())
+    }
+
     pub fn wait_for_jsonpath(&self, what: &[&str], path: &str, expected: &str, timeout: Duration) -> Result<()> {
         let mut get: Vec<&str> = vec!["get"];
         get.extend(what);

@@ -557,10 +557,7 @@ fn platform_apps_are_reconciled_before_the_apps() {
     // What the platform service deployed existed before the app's Kustomization was created.
     // (Not the service's Ready time: with a 5 s interval its Ready condition goes Unknown and back
     // on every reconciliation, so its lastTransitionTime is the latest one, after the app.)
-    let created = |what: &[&str]| {
-        let jsonpath = "-o=jsonpath={.metadata.creationTimestamp}";
-        env.kubectl_ok(&[&["get"][..], what, &[jsonpath]].concat()).unwrap()
-    };
+    let created = |what: &[&str]| env.jsonpath(what, "{.metadata.creationTimestamp}").unwrap();
     let ingress_deployed = created(&["-n", "default", "configmap", "ingress"]);
     let web_created = created(&["-n", "flux-system", "kustomization", "web"]);
     assert!(ingress_deployed <= web_created, "ingress deployed at {ingress_deployed}, web created at {web_created}");
@@ -613,30 +610,15 @@ fn platform_services_in_a_platform_repo_of_their_own() {
     );
     let record = file_on_main(env, "platform", "clusters/dev/gitops.yaml").unwrap();
     assert!(record.contains(&format!("platformUrl: {platform_url}")), "{record}");
-    let layer_source = env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "kustomization",
-            "platform",
-            "-o=jsonpath={.spec.sourceRef.name} {.status.lastAppliedRevision}",
-        ])
-        .unwrap();
+    let platform_layer = ["-n", "flux-system", "kustomization", "platform"];
+    let layer_source = env.jsonpath(&platform_layer, "{.spec.sourceRef.name} {.status.lastAppliedRevision}").unwrap();
     assert_eq!(
         layer_source,
         format!("platform main@sha1:{seeded}"),
         "install waited for the platform layer at the seeded commit"
     );
     let url = env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "gitrepository",
-            "platform",
-            "-o=jsonpath={.spec.url} {.spec.secretRef.name}",
-        ])
+        .jsonpath(&["-n", "flux-system", "gitrepository", "platform"], "{.spec.url} {.spec.secretRef.name}")
         .unwrap();
     assert_eq!(url, format!("{platform_url} flux-system"));
 

@@ -313,17 +313,8 @@ fn a_platform_repo_on_gitea_takes_the_platform_pull_requests() {
     assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
     forge.assert_only_deploy_key(PLATFORM, "flux-system");
     let seeded = gitea.head(PLATFORM, "main").unwrap();
-    let applied = forge
-        .env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "kustomization",
-            "platform",
-            "-o=jsonpath={.status.lastAppliedRevision}",
-        ])
-        .unwrap();
+    let platform_layer = ["-n", "flux-system", "kustomization", "platform"];
+    let applied = forge.env.jsonpath(&platform_layer, "{.status.lastAppliedRevision}").unwrap();
     assert_eq!(applied, format!("main@sha1:{seeded}"), "install waited for the platform layer at the seeded commit");
 
     // --pr --merge --wait: the pull request is the platform repo's, followed to the cluster.

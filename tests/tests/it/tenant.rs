@@ -350,16 +350,8 @@ fn a_locked_down_cluster_runs_its_layers_platform_and_apps_as_the_controllers_ac
     assert_eq!(locked.code, Some(0), "{}\n{}", locked.stdout, locked.stderr);
 
     // Flux applied the patches to the Deployments; the controllers are rolled out with them.
-    let args = env
-        .kubectl_ok(&[
-            "-n",
-            "flux-system",
-            "get",
-            "deployment",
-            "kustomize-controller",
-            "-o=jsonpath={.spec.template.spec.containers[0].args}",
-        ])
-        .unwrap();
+    let controller = ["-n", "flux-system", "deployment", "kustomize-controller"];
+    let args = env.jsonpath(&controller, "{.spec.template.spec.containers[0].args}").unwrap();
     for flag in ["--no-cross-namespace-refs=true", "--no-remote-bases=true", "--default-service-account=default"] {
         assert!(args.contains(flag), "{flag} in {args}");
     }
@@ -385,9 +377,8 @@ fn a_locked_down_cluster_runs_its_layers_platform_and_apps_as_the_controllers_ac
     assert_eq!(app.code, Some(0), "{}\n{}", app.stdout, app.stderr);
     env.kubectl_ok(&["-n", "default", "get", "configmap", "dns", "web"]).unwrap();
     for name in ["flux-system", "platform", "apps", "tenants", "dns", "web"] {
-        let account = env
-            .kubectl_ok(&["-n", "flux-system", "get", "kustomization", name, "-o=jsonpath={.spec.serviceAccountName}"])
-            .unwrap();
+        let account =
+            env.jsonpath(&["-n", "flux-system", "kustomization", name], "{.spec.serviceAccountName}").unwrap();
         assert_eq!(account, "kustomize-controller", "Kustomization {name}");
     }
     let status = gitops(env, "kubectl-gitops-status", &["--wait", "--timeout", "2m"]);
