@@ -3,7 +3,8 @@
 # the internet is reachable, and say what changed.
 #
 # 1. Downloads the release's checksums file (KUBECTL_GITOPS_FLUX_RELEASE_URL overrides the URL,
-#    as it does for kubectl-gitops) and writes its sha256 and the version into dependencies.toml.
+#    as it does for kubectl-gitops) and writes the version, and its sha256 into the table of pinned
+#    releases [flux.checksums_sha256], into dependencies.toml.
 # 2. Points tests/testenv/flux-cli (the flux CLI the tests build) at the same version.
 # 3. Prints the controller versions that release pins (from its go.mod on the Go module proxy)
 #    beside the test environment's, which are moved by hand (their go.mod replace lines change).
@@ -32,7 +33,14 @@ curl -fsSL --retry 2 -o "$work/$checksums" "$base/$checksums" \
 sha=$(sha256sum "$work/$checksums" | cut -c1-64)
 
 cp "$deps" "$work/before.toml"
-sed -i "/^\[flux\]/,/^\[/ { s/^version = \".*\"/version = \"$version\"/; s/^checksums_sha256 = \".*\"/checksums_sha256 = \"$sha\"/ }" "$deps"
+sed -i "/^\[flux\]/,/^\[/ s/^version = \".*\"/version = \"$version\"/" "$deps"
+# The release's line in [flux.checksums_sha256]: replaced when listed, else added first. Older
+# pins stay (clusters that still run them).
+if grep -q "^\"$version\" = " "$deps"; then
+	sed -i "/^\[flux.checksums_sha256\]/,/^\[/ s/^\"$version\" = \".*\"/\"$version\" = \"$sha\"/" "$deps"
+else
+	sed -i "/^\[flux.checksums_sha256\]/a \"$version\" = \"$sha\"" "$deps"
+fi
 printf '%s:\n' "$deps"
 diff -u "$work/before.toml" "$deps" | tail -n +3 || true
 

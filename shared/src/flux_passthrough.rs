@@ -2,18 +2,22 @@
 //! verbatim and the terminal inherited. Two things are added, only when needed:
 //! - `--namespace <the cluster's Flux namespace>` when the user gave none and the command talks to
 //!   the cluster (Weave GitOps #936: `flux get` looked in flux-system while Flux ran elsewhere);
-//! - a CLI of the cluster's Flux version, when the cluster runs another version than the pinned
-//!   one and that CLI is cached or can be downloaded; the choice is said on stderr either way.
+//! - a CLI of the cluster's Flux version, when the cluster runs another release than the pinned
+//!   one that this build pins too (or `--allow-unpinned-flux` was given) and that CLI is cached or
+//!   can be downloaded; the choice is said on stderr either way. The cluster's version is a label
+//!   anyone who may edit the namespace can write, so it is checked as a tag and never alone
+//!   decides to download a release this build does not pin.
 //!
-//! Our own words come first and are few: `--flux-bin PATH`, and `install-cli [VERSION]`, which
-//! downloads and verifies a CLI into the cache (or checks the cached one again) and prints its path.
+//! Our own words come first and are few: `--flux-bin PATH`, `--allow-unpinned-flux`, and
+//! `install-cli [VERSION]`, which downloads and verifies a CLI into the cache (or checks the cached
+//! one again) and prints its path.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, Result};
-use crate::flux_cli::{FluxCli, Locator, Origin, rehash_cached, verify_cached};
+use crate::flux_cli::{FluxCli, Locator, Pin, Tag, rehash_cached, verify_cached};
 use crate::output::Printer;
 
 /// The usage `kubectl gitops flux` prints without arguments.
@@ -26,8 +30,9 @@ Usage:
 
 When FLUX-ARGS give no --namespace and the command reads the cluster, the namespace Flux runs in
 is added. flux's exit code is ours. `kubectl gitops flux --help` is flux's own help.
-The CLI comes from --flux-bin, KUBECTL_GITOPS_FLUX_BIN, the cache, a download, or PATH
-(docs/dependencies.md).
+The CLI comes from --flux-bin, KUBECTL_GITOPS_FLUX_BIN, the cache, or a verified download
+(docs/dependencies.md). A release this build does not pin runs only after --allow-unpinned-flux
+(before FLUX-ARGS or install-cli).
 ";
 
 /// What the words after `flux` ask for.
@@ -39,9 +44,11 @@ pub enum Request {
     /// written to the cache; what `install` asks of this binary before downloading).
     InstallCli {
         /// The version; the pinned one when absent.
-        version: Option<String>,
+        version: Option<Tag>,
         /// `--embedded`: only from this binary, never a download.
         embedded: bool,
+        /// `--allow-unpinned-flux`.
+        allow_unpinned: bool,
     },
     /// `__complete …` (`kubectl gitops flux <TAB>`): flux's own completion when a CLI is at hand,
     /// never a download in the middle of a key press.
@@ -55,18 +62,25 @@ pub enum Request {
     Run {
         /// `--flux-bin`.
         flux_bin: Option<PathBuf>,
+        /// `--allow-unpinned-flux`: the cluster's release may be downloaded though not pinned.
+        allow_unpinned: bool,
         /// flux's arguments, verbatim.
         args: Vec<OsString>,
     },
 }
 
-/// Splits our leading `--flux-bin` off the words, and recognises `install-cli`.
+/// Splits our leading `--flux-bin` and `--allow-unpinned-flux` off the words, and recognises
+/// `install-cli`.
 pub fn parse(words: &[OsString]) -> Result<Request> {
     let mut flux_bin = None;
+    let mut allow_unpinned = false;
     let mut rest = words;
     while let Some(word) = rest.first() {
         let text = word.to_string_lossy();
-        if let Some(value) = text.strip_prefix("--flux-bin=") {
+        if text == "--allow-unpinned-flux" {
+            allow_unpinned = true;
+            rest = &rest[1..];
+        } else if let Some(value) = text.strip_prefix("--flux-bin=") {
             flux_bin = Some(PathBuf::from(value));
             rest = &rest[1..];
         } else if text == "--flux-bin" {
@@ -79,13 +93,13 @@ pub fn parse(words: &[OsString]) -> Result<Request> {
         }
     }
     match rest.first().map(|word| word.to_string_lossy()) {
-        None if flux_bin.is_none() => Ok(Request::Usage),
+        None if flux_bin.is_none() && !allow_unpinned => Ok(Request::Usage),
         Some(word) if word == "install-cli" => {
             let embedded = rest[1..].iter().any(|word| word == "--embedded");
             let version = match &rest[1..] {
                 [] => None,
                 [word] if word == "--embedded" => None,
-                [version] => Some(version.to_string_lossy().into_owned()),
+                [version] => Some(version.to_string_lossy().parse::<Tag>()?),
                 _ => {
                     return Err(Error::usage(
                         "install-cli takes one version at most",
@@ -93,35 +107,19 @@ pub fn parse(words: &[OsString]) -> Result<Request> {
                     ));
                 }
             };
-            if let Some(version) = &version
-                && !is_release_tag(version)
-            {
-                return Err(Error::usage(
-                    format!("{version:?} is not a Flux release tag"),
-                    "give it as vMAJOR.MINOR.PATCH, e.g. v2.9.4",
-                ));
-            }
             if flux_bin.is_some() {
                 return Err(Error::usage(
                     "install-cli caches a release; --flux-bin names a CLI that needs no install",
                     "drop --flux-bin",
                 ));
             }
-            Ok(Request::InstallCli { version, embedded })
+            Ok(Request::InstallCli { version, embedded, allow_unpinned })
         }
         Some(word) if word.starts_with(crate::completion::COMPLETE_ARG) => {
             Ok(Request::Complete { flux_bin, args: rest.to_vec() })
         }
-        _ => Ok(Request::Run { flux_bin, args: rest.to_vec() }),
+        _ => Ok(Request::Run { flux_bin, allow_unpinned, args: rest.to_vec() }),
     }
-}
-
-fn is_release_tag(text: &str) -> bool {
-    let Some(numbers) = text.strip_prefix('v') else {
-        return false;
-    };
-    let parts: Vec<&str> = numbers.split('.').collect();
-    parts.len() == 3 && parts.iter().all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The flags flux reads that we read too: where the cluster is, and whether a namespace is given.
@@ -166,7 +164,7 @@ fn cluster_flags(args: &[OsString]) -> ClusterFlags {
     flags
 }
 
-/// What the cluster says: its Flux namespace and version, when it runs Flux.
+/// What the cluster says: its Flux namespace and version (its label as written), when it runs Flux.
 async fn cluster_flux(flags: &ClusterFlags, printer: &Printer) -> Option<(String, Option<String>)> {
     let connection = Connection {
         kubeconfig: flags.kubeconfig.clone(),
@@ -184,10 +182,11 @@ async fn cluster_flux(flags: &ClusterFlags, printer: &Printer) -> Option<(String
 /// The CLI to run and its arguments: the namespace added, and the cluster's version preferred.
 pub async fn prepare(
     flux_bin: Option<PathBuf>,
+    allow_unpinned: bool,
     args: Vec<OsString>,
     printer: &Printer,
 ) -> Result<(FluxCli, Vec<OsString>)> {
-    let locator = Locator::new(flux_bin);
+    let locator = Locator::new(flux_bin).allowing_unpinned(allow_unpinned);
     let explicit = locator.explicit()?;
     let flags = cluster_flags(&args);
     // The cluster is asked only when its answer matters: for the namespace, or for the version
@@ -203,25 +202,39 @@ pub async fn prepare(
     if let Some(cli) = explicit {
         return Ok((cli, args));
     }
-    let pinned = crate::dependencies::FLUX_VERSION;
-    if let Some(version) = cluster.and_then(|(_, version)| version).filter(|version| version != pinned) {
-        match locator.locate(&version, printer).await {
-            Ok(cli) if cli.origin != Origin::Path => {
-                printer.progress(&format!("using the flux {version} CLI: the cluster runs Flux {version}"));
-                return Ok((cli, args));
-            }
-            Ok(_) | Err(_) => printer.warning(&format!(
-                "the cluster runs Flux {version}, and no flux {version} CLI is cached or downloadable; using flux {pinned}"
-            )),
-        }
+    let pinned = Tag::pinned();
+    if let Some(label) = cluster.and_then(|(_, version)| version).filter(|version| *version != pinned.as_str())
+        && let Some(cli) = cluster_release_cli(&locator, &label, &pinned, printer).await
+    {
+        return Ok((cli, args));
     }
-    Ok((locator.locate(pinned, printer).await?, args))
+    Ok((locator.locate(&pinned, printer).await?, args))
+}
+
+/// The CLI of the release the cluster's label names, when it is a release this run may use and
+/// it can be had; otherwise a warning saying why the pinned CLI runs instead.
+async fn cluster_release_cli(locator: &Locator, label: &str, pinned: &Tag, printer: &Printer) -> Option<FluxCli> {
+    let why_not = match label.parse::<Tag>() {
+        Err(_) => "its version label is not a release tag".to_string(),
+        Ok(tag) if tag.pin() == Pin::Unpinned && !locator.allow_unpinned => {
+            format!("this kubectl-gitops does not pin {tag} (--allow-unpinned-flux downloads it)")
+        }
+        Ok(tag) => match locator.locate(&tag, printer).await {
+            Ok(cli) => {
+                printer.progress(&format!("using the flux {tag} CLI: the cluster runs Flux {tag}"));
+                return Some(cli);
+            }
+            Err(_) => format!("no flux {tag} CLI is cached or downloadable"),
+        },
+    };
+    printer.warning(&format!("the cluster runs Flux {}, and {why_not}; using flux {pinned}", label.escape_debug()));
+    None
 }
 
 /// The answer to `__complete …`: flux's, from a CLI already here (given, cached or on PATH), else
 /// no candidates (cobra's "no file completion" directive).
 pub fn complete(flux_bin: Option<PathBuf>, args: &[OsString], printer: &Printer) -> Result<i32> {
-    match Locator::new(flux_bin).find_local(crate::dependencies::FLUX_VERSION)? {
+    match Locator::new(flux_bin).find_local(&Tag::pinned())? {
         Some(cli) => run(&cli, args),
         None => printer.data(":4\n").map(|()| 0),
     }
@@ -237,9 +250,14 @@ pub fn run(cli: &FluxCli, args: &[OsString]) -> Result<i32> {
 
 /// `install-cli`: the verified CLI of `version` in the cache, downloaded when missing or when
 /// its bytes changed since they were verified. Returns the path to print.
-pub async fn install_cli(version: Option<String>, embedded: bool, printer: &Printer) -> Result<String> {
-    let version = version.unwrap_or_else(|| crate::dependencies::FLUX_VERSION.to_string());
-    let release = Locator::new(None).release(&version)?;
+pub async fn install_cli(
+    version: Option<Tag>,
+    embedded: bool,
+    allow_unpinned: bool,
+    printer: &Printer,
+) -> Result<String> {
+    let version = version.unwrap_or_else(Tag::pinned);
+    let release = Locator::new(None).allowing_unpinned(allow_unpinned).release(&version)?;
     if embedded {
         let path = crate::flux_cli::embedded::extract(&release)?.ok_or_else(|| Error::Negative {
             message: "this kubectl-gitops-flux carries no flux CLI (it was built without embed-flux)".into(),
@@ -256,12 +274,14 @@ pub async fn install_cli(version: Option<String>, embedded: bool, printer: &Prin
         std::fs::remove_dir_all(release.dir())
             .map_err(|error| Error::io(format!("removing {}", release.dir().display()), error))?;
     }
-    let path = release.install(printer).await?;
+    let path = release.install(crate::timeouts::FLUX_DOWNLOAD, printer).await?;
     Ok(format!("{}\n", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
     use super::*;
 
     fn words(text: &str) -> Vec<OsString> {
@@ -273,22 +293,36 @@ mod tests {
         assert_eq!(parse(&[]).unwrap(), Request::Usage);
         assert_eq!(
             parse(&words("--flux-bin /x/flux get ks -n apps")).unwrap(),
-            Request::Run { flux_bin: Some("/x/flux".into()), args: words("get ks -n apps") }
+            Request::Run { flux_bin: Some("/x/flux".into()), allow_unpinned: false, args: words("get ks -n apps") }
         );
         assert_eq!(
             parse(&words("--flux-bin=/x/flux")).unwrap(),
-            Request::Run { flux_bin: Some("/x/flux".into()), args: vec![] }
+            Request::Run { flux_bin: Some("/x/flux".into()), allow_unpinned: false, args: vec![] }
         );
         // A --flux-bin after flux's first word is flux's (it has none, and says so).
         assert_eq!(
             parse(&words("get --flux-bin /x")).unwrap(),
-            Request::Run { flux_bin: None, args: words("get --flux-bin /x") }
+            Request::Run { flux_bin: None, allow_unpinned: false, args: words("get --flux-bin /x") }
+        );
+        assert_eq!(
+            parse(&words("--allow-unpinned-flux get ks")).unwrap(),
+            Request::Run { flux_bin: None, allow_unpinned: true, args: words("get ks") }
         );
         assert_eq!(
             parse(&words("install-cli v2.8.1")).unwrap(),
-            Request::InstallCli { version: Some("v2.8.1".into()), embedded: false }
+            Request::InstallCli { version: Some("v2.8.1".parse().unwrap()), embedded: false, allow_unpinned: false }
+        );
+        assert_eq!(
+            parse(&words("--allow-unpinned-flux install-cli v2.8.1")).unwrap(),
+            Request::InstallCli { version: Some("v2.8.1".parse().unwrap()), embedded: false, allow_unpinned: true }
         );
         assert!(parse(&words("install-cli 2.8")).unwrap_err().to_string().contains("not a Flux release tag"));
+        assert!(
+            parse(&words("install-cli v2.9.4/../../../../evil/x"))
+                .unwrap_err()
+                .to_string()
+                .contains("not a Flux release tag")
+        );
         assert!(
             parse(&words("--flux-bin /x install-cli"))
                 .unwrap_err()
@@ -297,7 +331,7 @@ mod tests {
         );
         assert_eq!(
             parse(&words("install-cli --embedded")).unwrap(),
-            Request::InstallCli { version: None, embedded: true }
+            Request::InstallCli { version: None, embedded: true, allow_unpinned: false }
         );
         assert_eq!(
             parse(&words("__complete get ks fl")).unwrap(),

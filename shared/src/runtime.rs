@@ -51,6 +51,7 @@ where
     Fut: Future<Output = Result<ExitCode>>,
 {
     let args: Vec<OsString> = std::env::args_os().collect();
+    start_process(&args);
     // Until the flags are parsed, the defaults decide how errors look.
     let unparsed = Printer::new(ColorChoice::Auto, 0, 0);
     if args.get(1).is_some_and(|arg| arg == COMPLETE_ARG) {
@@ -66,6 +67,49 @@ where
     };
     let printer = Printer::from_args(parsed.global_args());
     finish(block_on(body(parsed, printer)), &printer)
+}
+
+/// The hidden argument that makes a binary panic, so that a test can see what a user sees on a bug.
+pub const PANIC_ARG: &str = "__panic";
+
+/// What every binary's `main` does first, with its arguments: installs the panic hook, and
+/// answers [`PANIC_ARG`].
+pub fn start_process(args: &[OsString]) {
+    install_panic_hook();
+    if args.get(1).is_some_and(|arg| arg == PANIC_ARG) {
+        panic!("{PANIC_ARG} asked for a panic");
+    }
+}
+
+/// What a bug looks like to a user: one `error:` line naming it, a `hint:` to report it, and exit
+/// code 5 (docs/exit-codes.md), instead of Rust's panic message and an abort (the release profile
+/// has `panic = "abort"`, so nothing would run after this hook).
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        let place = info.location().map(|at| format!(" at {}:{}", at.file(), at.line())).unwrap_or_default();
+        let printer = Printer::new(ColorChoice::Auto, 0, 0);
+        printer.error(&panic_line(&message, &place), Some(&panic_hint()));
+        std::process::exit(ExitCode::Internal.code());
+    }));
+}
+
+/// The `error:` line of a panic: one line, control characters escaped.
+fn panic_line(message: &str, place: &str) -> String {
+    format!("internal error: {}{place}", message.escape_debug())
+}
+
+fn panic_hint() -> String {
+    format!(
+        "this is a bug in kubectl-gitops {}; please report it with the command you ran at {}/issues",
+        crate::version::VERSION_LINE,
+        env!("CARGO_PKG_REPOSITORY")
+    )
 }
 
 /// `BINARY __man`: the binary's man page, titled with the binary's own file name.
@@ -133,4 +177,19 @@ pub fn finish(outcome: Result<ExitCode>, printer: &Printer) -> std::process::Exi
 /// A reader of our stdout went away (`| head`): not an error of ours.
 fn is_broken_pipe(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_one_error_line_with_a_hint_to_report_it() {
+        assert_eq!(
+            panic_line("index out of bounds\n\u{1b}[2J", " at shared/src/x.rs:3"),
+            "internal error: index out of bounds\\n\\u{1b}[2J at shared/src/x.rs:3"
+        );
+        assert!(panic_hint().starts_with("this is a bug in kubectl-gitops "), "{}", panic_hint());
+        assert!(panic_hint().ends_with("/issues"));
+    }
 }

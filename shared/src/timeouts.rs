@@ -18,6 +18,10 @@ pub const PROVIDER_CONNECT: Duration = Duration::from_secs(10);
 /// hold the answer.
 pub const GIT_READ: Duration = Duration::from_secs(30);
 
+/// Downloading a flux CLI release, the checksums file and the archive together (each connection
+/// also has [`PROVIDER_CONNECT`] and each read [`PROVIDER_REQUEST`]).
+pub const FLUX_DOWNLOAD: Duration = Duration::from_secs(300);
+
 /// How long a command's `--timeout` lets it push and wait (`install`, `app`, `status --wait`).
 pub const COMMAND_FLAG: &str = "5m";
 /// How long a failure must last before a wait gives up on it, so that one that heals by itself

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::cluster::{Cluster, Connection};
 use crate::detect::{self, ClusterState};
 use crate::flux;
-use crate::flux_cli::Locator;
+use crate::flux_cli::{Locator, Pin, Tag};
 
 /// The plugin version and the commit it was built from, as `--version` prints it.
 pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GITOPS_GIT_COMMIT"), ")");
@@ -20,6 +20,9 @@ pub struct ClientVersion {
     pub commit: &'static str,
     /// The Flux release `install` uses by default.
     pub pinned_flux_version: &'static str,
+    /// Whether this build pins the sha256 of that release's checksums file; false in a
+    /// development build, where a download is checked against the release's own file alone.
+    pub flux_checksums_pinned: bool,
 }
 
 /// What the cluster runs, or why we could not tell.
@@ -81,6 +84,7 @@ pub fn client() -> ClientVersion {
         version: env!("CARGO_PKG_VERSION"),
         commit: env!("GITOPS_GIT_COMMIT"),
         pinned_flux_version: flux::PINNED_VERSION,
+        flux_checksums_pinned: matches!(Tag::pinned().pin(), Pin::Checksums(_)),
     }
 }
 
@@ -115,10 +119,11 @@ pub async fn report(connection: &Connection, printer: &crate::output::Printer) -
 /// The flux CLI the pinned version resolves to on this machine, without downloading it.
 pub fn flux_cli() -> FluxCliReport {
     let locator = Locator::new(None);
-    match locator.find_local(flux::PINNED_VERSION) {
+    let pinned = Tag::pinned();
+    match locator.find_local(&pinned) {
         Ok(Some(cli)) => FluxCliReport {
             path: Some(cli.path.display().to_string()),
-            version: cli.version,
+            version: cli.version.map(|tag| tag.to_string()),
             origin: cli.origin.id().to_string(),
             detail: Some(cli.origin.describe().to_string()),
         },
@@ -126,7 +131,7 @@ pub fn flux_cli() -> FluxCliReport {
             path: None,
             version: Some(flux::PINNED_VERSION.to_string()),
             origin: "download".into(),
-            detail: locator.release(flux::PINNED_VERSION).ok().map(|release| release.base_url),
+            detail: locator.release(&pinned).ok().map(|release| release.base_url),
         },
         Err(error) => {
             FluxCliReport { path: None, version: None, origin: "none".into(), detail: Some(error.to_string()) }
@@ -137,8 +142,13 @@ pub fn flux_cli() -> FluxCliReport {
 /// The human-readable form.
 pub fn render_text(report: &VersionReport) -> String {
     let client = &report.client;
+    let development = if client.flux_checksums_pinned {
+        ""
+    } else {
+        " (development build: the sha256 of its checksums file is not pinned)"
+    };
     let mut text = format!(
-        "Client Version: v{} (commit {})\nPinned Flux Version: {}\n",
+        "Client Version: v{} (commit {})\nPinned Flux Version: {}{development}\n",
         client.version, client.commit, client.pinned_flux_version
     );
     if let Some(cli) = &report.flux_cli {

@@ -76,7 +76,8 @@ pub fn asset_names() -> (String, String) {
 
 /// The names the product itself downloads for `version` on this machine.
 fn asset_names_of(version: &str) -> (String, String) {
-    let release = Release::for_this_machine(version, "", Path::new("")).expect("Flux publishes this platform");
+    let tag = version.parse().expect("a release tag");
+    let release = Release::for_this_machine(&tag, "", Path::new("")).expect("Flux publishes this platform");
     (release.archive, release.checksums)
 }
 

@@ -10,9 +10,11 @@ use gitops_shared::output::Printer;
 use gitops_shared::runtime;
 
 fn main() -> std::process::ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    runtime::start_process(&args);
     // flux owns -v, -q and the rest of the command line, so our output keeps its defaults.
     let printer = Printer::new(ColorChoice::Auto, 0, 0);
-    let words: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let words: Vec<OsString> = args[1..].to_vec();
     let request = match flux_passthrough::parse(&words) {
         Ok(request) => request,
         Err(error) => return runtime::finish(Err(error), &printer),
@@ -21,16 +23,17 @@ fn main() -> std::process::ExitCode {
         Request::Usage => {
             return runtime::finish(printer.data(flux_passthrough::USAGE).map(|()| ExitCode::Ok), &printer);
         }
-        Request::InstallCli { version, embedded } => {
-            let installed = runtime::block_on(flux_passthrough::install_cli(version, embedded, &printer));
+        Request::InstallCli { version, embedded, allow_unpinned } => {
+            let installed =
+                runtime::block_on(flux_passthrough::install_cli(version, embedded, allow_unpinned, &printer));
             let printed = installed.and_then(|path| printer.data(&path)).map(|()| ExitCode::Ok);
             return runtime::finish(printed, &printer);
         }
         Request::Complete { flux_bin, args } => {
             return flux_exit(flux_passthrough::complete(flux_bin, &args, &printer), &printer);
         }
-        Request::Run { flux_bin, args } => {
-            match runtime::block_on(flux_passthrough::prepare(flux_bin, args, &printer)) {
+        Request::Run { flux_bin, allow_unpinned, args } => {
+            match runtime::block_on(flux_passthrough::prepare(flux_bin, allow_unpinned, args, &printer)) {
                 Ok(prepared) => prepared,
                 Err(error) => return runtime::finish(Err(error), &printer),
             }

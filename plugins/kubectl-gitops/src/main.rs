@@ -108,6 +108,7 @@ fn run_plugin(name: &str, forwarded: Vec<OsString>) -> gitops_shared::error::Res
 
 fn main() -> std::process::ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
+    runtime::start_process(&args);
     let command = command();
     let words = &args[1..];
     // Until the flags are parsed, the defaults decide how errors look.

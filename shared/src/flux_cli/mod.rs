@@ -8,16 +8,22 @@
 //! 3. for the pinned version, the CLI embedded in this binary or in the `kubectl-gitops-flux`
 //!    beside it (the `embed-flux` build), written to the cache;
 //! 4. a download of the release (archive checked against the checksums file, and that file
-//!    against dependencies.toml's sha256 when it has one), unpacked into the cache;
-//! 5. `flux` on PATH, with a warning when its version is not the one wanted.
+//!    against dependencies.toml's sha256 when it has one), unpacked into the cache.
+//!
+//! Only releases dependencies.toml pins are found or downloaded, unless the command was given
+//! `--allow-unpinned-flux`; nothing falls back to a `flux` on PATH (pass `--flux-bin` for that),
+//! so a failed or refused download never runs an unverified CLI.
 
 pub mod embedded;
 mod release;
+mod tag;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 pub use self::release::{Release, rehash_cached, sha256_hex, verify_cached};
+pub use self::tag::{Pin, Tag, pinned_list};
 use crate::dependencies;
 use crate::env;
 use crate::error::{Error, Result};
@@ -36,8 +42,6 @@ pub enum Origin {
     Embedded,
     /// Downloaded just now, verified and cached.
     Download,
-    /// `flux` on PATH.
-    Path,
 }
 
 impl Origin {
@@ -49,7 +53,6 @@ impl Origin {
             Origin::Cache => "cache",
             Origin::Embedded => "embedded",
             Origin::Download => "download",
-            Origin::Path => "path",
         }
     }
 
@@ -61,7 +64,6 @@ impl Origin {
             Origin::Cache => "the verified cache",
             Origin::Embedded => "embedded in kubectl-gitops-flux",
             Origin::Download => "downloaded and verified",
-            Origin::Path => "PATH",
         }
     }
 }
@@ -71,8 +73,8 @@ impl Origin {
 pub struct FluxCli {
     /// The executable.
     pub path: PathBuf,
-    /// Its version when known: the cached release's, or what `flux version --client` printed.
-    pub version: Option<String>,
+    /// The release, when it came from the cache, the binary or a download (not for `--flux-bin`).
+    pub version: Option<Tag>,
     /// Where it came from.
     pub origin: Origin,
 }
@@ -97,6 +99,10 @@ pub struct Locator {
     pub release_url: String,
     /// A `kubectl-gitops-flux` that may carry the pinned CLI (`install-cli --embedded`).
     pub sibling: Option<PathBuf>,
+    /// `--allow-unpinned-flux`: releases dependencies.toml does not pin may run too.
+    pub allow_unpinned: bool,
+    /// How long a download may take in all.
+    pub download_deadline: Duration,
 }
 
 impl Locator {
@@ -116,7 +122,21 @@ impl Locator {
                 .filter(|url| !url.is_empty())
                 .unwrap_or_else(|| dependencies::FLUX_RELEASE_URL.to_string()),
             sibling: None,
+            allow_unpinned: false,
+            download_deadline: crate::timeouts::FLUX_DOWNLOAD,
         }
+    }
+
+    /// The same, with downloads bounded by the command's own deadline when it is shorter.
+    pub fn with_download_deadline(mut self, deadline: Duration) -> Locator {
+        self.download_deadline = self.download_deadline.min(deadline);
+        self
+    }
+
+    /// The same, letting releases dependencies.toml does not pin run (`--allow-unpinned-flux`).
+    pub fn allowing_unpinned(mut self, allow: bool) -> Locator {
+        self.allow_unpinned = allow;
+        self
     }
 
     /// The same, also asking `sibling` (a `kubectl-gitops-flux`) for the CLI it may embed.
@@ -127,7 +147,7 @@ impl Locator {
 
     /// The pinned CLI embedded in this binary, else in the sibling, written to the cache.
     fn embedded(&self, release: &Release) -> Result<Option<FluxCli>> {
-        if release.version != dependencies::FLUX_VERSION {
+        if release.version.as_str() != dependencies::FLUX_VERSION {
             return Ok(None);
         }
         let cli = |path| FluxCli { path, version: Some(release.version.clone()), origin: Origin::Embedded };
@@ -146,8 +166,12 @@ impl Locator {
         Ok(if wrote { verify_cached(release)?.map(cli) } else { None })
     }
 
-    /// The release of `version` for this machine.
-    pub fn release(&self, version: &str) -> Result<Release> {
+    /// The release of `version` for this machine; refused when this build does not pin it and
+    /// the command was not given `--allow-unpinned-flux`.
+    pub fn release(&self, version: &Tag) -> Result<Release> {
+        if version.pin() == Pin::Unpinned && !self.allow_unpinned {
+            return Err(tag::unpinned(version));
+        }
         let cache_root = self.cache_root.clone().ok_or_else(|| {
             Error::usage(
                 "no cache directory for the flux CLI: neither XDG_CACHE_HOME nor HOME is set",
@@ -178,61 +202,34 @@ impl Locator {
 
     /// The CLI that would run for `version` without downloading anything: for `version` and
     /// for callers that must not touch the network.
-    pub fn find_local(&self, version: &str) -> Result<Option<FluxCli>> {
+    pub fn find_local(&self, version: &Tag) -> Result<Option<FluxCli>> {
         if let Some(cli) = self.explicit()? {
             return Ok(Some(cli));
         }
         if let Ok(release) = self.release(version)
             && let Some(path) = verify_cached(&release)?
         {
-            return Ok(Some(FluxCli { path, version: Some(version.to_string()), origin: Origin::Cache }));
+            return Ok(Some(FluxCli { path, version: Some(version.clone()), origin: Origin::Cache }));
         }
-        Ok(on_path())
+        Ok(None)
     }
 
-    /// The CLI to run for `version`: given, cached, downloaded, else on PATH (with a warning
-    /// when its version differs). A failed download is the error when nothing is on PATH.
-    pub async fn locate(&self, version: &str, printer: &Printer) -> Result<FluxCli> {
+    /// The CLI to run for `version`: given, cached, embedded, else downloaded and verified. A
+    /// failed or refused download is the error: no other CLI stands in for it.
+    pub async fn locate(&self, version: &Tag, printer: &Printer) -> Result<FluxCli> {
         if let Some(cli) = self.explicit()? {
             return Ok(cli);
         }
         let release = self.release(version)?;
         if let Some(path) = verify_cached(&release)? {
-            return Ok(FluxCli { path, version: Some(version.to_string()), origin: Origin::Cache });
+            return Ok(FluxCli { path, version: Some(version.clone()), origin: Origin::Cache });
         }
         if let Some(cli) = self.embedded(&release)? {
             return Ok(cli);
         }
-        let downloaded = release.install(printer).await;
-        match (downloaded, on_path()) {
-            (Ok(path), _) => Ok(FluxCli { path, version: Some(version.to_string()), origin: Origin::Download }),
-            // A refused checksum is never papered over with another CLI.
-            (Err(error @ Error::Untrusted { .. }), _) | (Err(error), None) => Err(error),
-            (Err(error), Some(cli)) => {
-                let found = cli.version.as_deref().unwrap_or("of unknown version");
-                printer.warning(&format!(
-                    "cannot download flux {version} ({error}); using {} from PATH ({found})",
-                    cli.path.display()
-                ));
-                Ok(cli)
-            }
-        }
+        let path = release.install(self.download_deadline, printer).await?;
+        Ok(FluxCli { path, version: Some(version.clone()), origin: Origin::Download })
     }
-}
-
-/// `flux` on PATH, with the version it reports.
-fn on_path() -> Option<FluxCli> {
-    let path = which::which("flux").ok()?;
-    let version = client_version(&path);
-    Some(FluxCli { path, version, origin: Origin::Path })
-}
-
-/// What `flux version --client` prints (`flux: v2.9.4`), as `v2.9.4`.
-pub fn client_version(path: &Path) -> Option<String> {
-    let output = Command::new(path).args(["version", "--client"]).output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let version = text.lines().find_map(|line| line.trim().strip_prefix("flux:"))?.trim();
-    Some(if version.starts_with('v') { version.to_string() } else { format!("v{version}") })
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! A flux release for this machine: its archive and checksums file on the release server, and
 //! its directory in the cache. Nothing reaches the cache before both checksums matched, and the
 //! cache directory appears in one rename, so a failure or a crash leaves nothing behind and two
-//! concurrent downloads cannot mix.
+//! concurrent downloads cannot mix. A download is bounded: each file has a size cap and the
+//! whole download a deadline, so a release server cannot fill the memory or hold us for ever.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::tag::{Pin, Tag};
 use crate::dependencies;
 use crate::env;
 use crate::error::{Error, Result};
@@ -17,19 +19,26 @@ use crate::output::Printer;
 /// The file beside the cached CLI that records its sha256 and size, written after verification.
 const VERIFIED: &str = "verified";
 
+/// The largest checksums file read: Flux's is under 1 KiB.
+const MAX_CHECKSUMS_BYTES: u64 = 1 << 20;
+/// The largest archive downloaded: Flux's are about 25 MB.
+const MAX_ARCHIVE_BYTES: u64 = 256 << 20;
+/// The largest `flux` executable unpacked: Flux's is about 80 MB.
+const MAX_BINARY_BYTES: u64 = 512 << 20;
+
 /// One release of the flux CLI, for this operating system and architecture.
 #[derive(Debug, Clone)]
 pub struct Release {
     /// The tag, e.g. `v2.9.4`.
-    pub version: String,
+    pub version: Tag,
     /// The archive's file name on the release page.
     pub archive: String,
     /// The release page's base URL.
     pub base_url: String,
     /// The checksums file's name.
     pub checksums: String,
-    /// The sha256 the checksums file must have (dependencies.toml, for the pinned version only).
-    pub checksums_sha256: Option<String>,
+    /// What dependencies.toml pins for it: the sha256 its checksums file must have, if any.
+    pub pin: Pin,
     /// The cache's root.
     pub cache_root: PathBuf,
 }
@@ -69,7 +78,9 @@ fn hex(digest: &[u8]) -> String {
 
 impl Release {
     /// The release of `version` whose assets are under `base_url` (a template with `{version}`).
-    pub fn for_this_machine(version: &str, base_url: &str, cache_root: &Path) -> Result<Release> {
+    /// The tag is checked, so it cannot reach another path of the server or of the cache.
+    pub fn for_this_machine(version: &Tag, base_url: &str, cache_root: &Path) -> Result<Release> {
+        let tag = version.as_str();
         let (os, arch) = platform()?;
         let archive_template =
             if os == "windows" { dependencies::FLUX_ARCHIVE_WINDOWS } else { dependencies::FLUX_ARCHIVE };
@@ -80,20 +91,18 @@ impl Release {
             ));
         }
         Ok(Release {
-            version: version.to_string(),
-            archive: dependencies::fill(archive_template, version, os, arch),
-            base_url: dependencies::fill(base_url, version, os, arch).trim_end_matches('/').to_string(),
-            checksums: dependencies::fill(dependencies::FLUX_CHECKSUMS, version, os, arch),
-            checksums_sha256: dependencies::FLUX_CHECKSUMS_SHA256
-                .filter(|_| version == dependencies::FLUX_VERSION)
-                .map(str::to_string),
+            version: version.clone(),
+            archive: dependencies::fill(archive_template, tag, os, arch),
+            base_url: dependencies::fill(base_url, tag, os, arch).trim_end_matches('/').to_string(),
+            checksums: dependencies::fill(dependencies::FLUX_CHECKSUMS, tag, os, arch),
+            pin: version.pin(),
             cache_root: cache_root.to_path_buf(),
         })
     }
 
     /// This version's directory in the cache.
     pub fn dir(&self) -> PathBuf {
-        self.cache_root.join(&self.version)
+        self.cache_root.join(self.version.as_str())
     }
 
     fn url(&self, name: &str) -> String {
@@ -102,12 +111,33 @@ impl Release {
 
     /// Downloads, verifies and unpacks the CLI into the cache; returns its path. Nothing is left
     /// in the cache when any of it fails.
-    pub async fn install(&self, printer: &Printer) -> Result<PathBuf> {
+    /// The whole download must end within `deadline`.
+    pub async fn install(&self, deadline: Duration, printer: &Printer) -> Result<PathBuf> {
+        tokio::time::timeout(deadline, self.download(printer)).await.unwrap_or_else(|_| {
+            Err(Error::Remote {
+                message: format!(
+                    "downloading flux {} from {} took longer than {}",
+                    self.version,
+                    self.base_url,
+                    crate::duration::format(deadline)
+                ),
+                hint: Some(format!(
+                    "nothing was kept; try again on a faster network, or download the release yourself and pass --flux-bin (or {})",
+                    env::KUBECTL_GITOPS_FLUX_BIN
+                )),
+            })
+        })
+    }
+
+    async fn download(&self, printer: &Printer) -> Result<PathBuf> {
         let client = http_client()?;
         printer.step(&format!("downloading flux {} from {}", self.version, self.base_url));
-        let checksums = fetch(&client, &self.url(&self.checksums), printer).await?;
+        if let Some(warning) = self.pin.development_warning(&self.version) {
+            printer.warning(&warning);
+        }
+        let checksums = fetch(&client, &self.url(&self.checksums), MAX_CHECKSUMS_BYTES, printer).await?;
         let expected = self.archive_sha256(&checksums)?;
-        let archive = fetch(&client, &self.url(&self.archive), printer).await?;
+        let archive = fetch(&client, &self.url(&self.archive), MAX_ARCHIVE_BYTES, printer).await?;
         let actual = sha256_hex(&archive);
         if actual != expected {
             return Err(Error::Untrusted {
@@ -134,7 +164,7 @@ impl Release {
             .prefix(".download-")
             .tempdir_in(&self.cache_root)
             .map_err(|error| Error::io(format!("creating a directory in {}", self.cache_root.display()), error))?;
-        let unpacked = staging.path().join(&self.version);
+        let unpacked = staging.path().join(self.version.as_str());
         std::fs::create_dir(&unpacked).map_err(|error| Error::io("creating the staging directory", error))?;
         let name = format!("flux{}", std::env::consts::EXE_SUFFIX);
         write_executable(&unpacked.join(&name), binary)?;
@@ -156,7 +186,7 @@ impl Release {
     /// The archive's sha256 according to the checksums file, which is first checked against
     /// the pinned sha256 when there is one.
     pub(super) fn archive_sha256(&self, checksums: &[u8]) -> Result<String> {
-        if let Some(pinned) = &self.checksums_sha256 {
+        if let Pin::Checksums(pinned) = &self.pin {
             let actual = sha256_hex(checksums);
             if actual != *pinned {
                 return Err(Error::Untrusted {
@@ -220,8 +250,9 @@ fn http_client() -> Result<reqwest::Client> {
         .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))
 }
 
-/// A whole file from the release server, with a progress line on a terminal.
-async fn fetch(client: &reqwest::Client, url: &str, printer: &Printer) -> Result<Vec<u8>> {
+/// A whole file from the release server, at most `limit` bytes, with a progress line on a
+/// terminal. A larger file is refused as soon as its size says so or its bytes pass the limit.
+async fn fetch(client: &reqwest::Client, url: &str, limit: u64, printer: &Printer) -> Result<Vec<u8>> {
     let failed = |reason: String| Error::Remote {
         message: format!("cannot download {url}: {reason}"),
         hint: Some(format!(
@@ -236,10 +267,21 @@ async fn fetch(client: &reqwest::Client, url: &str, printer: &Printer) -> Result
     }
     let total = response.content_length();
     let name = url.rsplit('/').next().unwrap_or(url).to_string();
+    let too_large = || Error::Untrusted {
+        message: format!("{name} is larger than {} MiB, more than any flux release holds", limit >> 20),
+        hint: "nothing was kept; check the release server, or download the release yourself and pass --flux-bin".into(),
+    };
+    if total.is_some_and(|total| total > limit) {
+        return Err(too_large());
+    }
     let mut spinner = printer.spinner(format!("downloading {name}"));
-    let mut body = Vec::with_capacity(total.unwrap_or(0).min(256 << 20) as usize);
+    let mut body = Vec::with_capacity(total.unwrap_or(0) as usize);
     let mut drawn = Instant::now();
     while let Some(chunk) = response.chunk().await.map_err(|error| failed(crate::diagnostic::chain_to_line(&error)))? {
+        if body.len() as u64 + chunk.len() as u64 > limit {
+            spinner.finish();
+            return Err(too_large());
+        }
         body.extend_from_slice(&chunk);
         if drawn.elapsed() > Duration::from_millis(100) {
             let megabytes = |bytes: u64| bytes as f64 / 1_048_576.0;
@@ -264,13 +306,19 @@ pub(super) fn unpack(archive: &[u8], archive_name: &str) -> Result<Vec<u8>> {
     let name = format!("flux{}", std::env::consts::EXE_SUFFIX);
     let mut entries = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     for entry in entries.entries().map_err(|error| broken(error.to_string()))? {
-        let mut entry = entry.map_err(|error| broken(error.to_string()))?;
+        let entry = entry.map_err(|error| broken(error.to_string()))?;
         let path = entry.path().map_err(|error| broken(error.to_string()))?;
         if path.as_os_str() != name.as_str() || !entry.header().entry_type().is_file() {
             continue;
         }
+        if entry.header().size().map_err(|error| broken(error.to_string()))? > MAX_BINARY_BYTES {
+            return Err(broken(format!("its {name} is larger than {} MiB", MAX_BINARY_BYTES >> 20)));
+        }
         let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(|error| broken(error.to_string()))?;
+        entry.take(MAX_BINARY_BYTES + 1).read_to_end(&mut bytes).map_err(|error| broken(error.to_string()))?;
+        if bytes.len() as u64 > MAX_BINARY_BYTES {
+            return Err(broken(format!("its {name} is larger than {} MiB", MAX_BINARY_BYTES >> 20)));
+        }
         return Ok(bytes);
     }
     Err(broken(format!("it holds no {name}")))

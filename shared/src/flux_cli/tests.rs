@@ -1,6 +1,8 @@
 //! The parts of the download that need no server: the checksums file, the archive, the cache.
 //! The download itself runs against a real release server in tests/tests/it/flux.rs.
 
+use std::path::Path;
+
 use super::release::{rehash_cached, verify_cached};
 use super::*;
 
@@ -16,8 +18,12 @@ fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
     builder.into_inner().unwrap().finish().unwrap()
 }
 
+fn tag(text: &str) -> Tag {
+    text.parse().unwrap()
+}
+
 fn release(cache: &Path) -> Release {
-    Release::for_this_machine("v2.9.4", "http://127.0.0.1:9/{version}/", cache).unwrap()
+    Release::for_this_machine(&tag("v2.9.4"), "http://127.0.0.1:9/{version}/", cache).unwrap()
 }
 
 #[test]
@@ -28,9 +34,14 @@ fn the_release_names_this_machine_s_assets() {
     assert_eq!(release.checksums, "flux_2.9.4_checksums.txt");
     assert!(release.archive.starts_with("flux_2.9.4_") && release.archive.ends_with(".tar.gz"), "{}", release.archive);
     assert_eq!(release.dir(), cache.path().join("v2.9.4"));
-    // Only the pinned version can be pinned by dependencies.toml's sha256.
-    let other = Release::for_this_machine("v2.8.0", "http://x/{version}", cache.path()).unwrap();
-    assert_eq!(other.checksums_sha256, None);
+    // A release dependencies.toml does not list is unpinned, and the locator refuses it unless
+    // the command allows it.
+    let other = Release::for_this_machine(&tag("v2.8.0"), "http://x/{version}", cache.path()).unwrap();
+    assert_eq!(other.pin, Pin::Unpinned);
+    let locator = Locator { cache_root: Some(cache.path().to_path_buf()), ..Locator::new(None) };
+    let refused = locator.release(&tag("v2.8.0")).unwrap_err();
+    assert!(refused.to_string().starts_with("flux v2.8.0 is not a release this kubectl-gitops pins"), "{refused}");
+    assert_eq!(locator.allowing_unpinned(true).release(&tag("v2.8.0")).unwrap().version, tag("v2.8.0"));
 }
 
 #[test]
@@ -85,7 +96,7 @@ fn the_checksums_file_names_the_archive_s_sha256() {
     let missing = release.archive_sha256(b"").unwrap_err();
     assert_eq!(missing.to_string(), format!("flux_2.9.4_checksums.txt lists no sha256 for {}", release.archive));
     // With a pinned sha256, another checksums file is refused before it is read.
-    release.checksums_sha256 = Some("0".repeat(64));
+    release.pin = Pin::Checksums("0".repeat(64));
     let refused = release.archive_sha256(text.as_bytes()).unwrap_err();
     assert!(refused.to_string().starts_with("flux_2.9.4_checksums.txt does not match dependencies.toml"), "{refused}");
     assert_eq!(refused.exit_code(), crate::error::ExitCode::Usage);
@@ -97,9 +108,23 @@ fn an_explicit_cli_must_exist() {
         flag: Some(PathBuf::from("/nonexistent/flux")),
         environment: None,
         cache_root: None,
-        release_url: String::new(),
-        sibling: None,
+        ..Locator::new(None)
     };
-    let error = locator.find_local("v2.9.4").unwrap_err();
+    let error = locator.find_local(&tag("v2.9.4")).unwrap_err();
     assert_eq!(error.to_string(), "--flux-bin names /nonexistent/flux, which is not a file");
+}
+
+#[test]
+fn an_archive_whose_cli_declares_more_than_any_flux_release_holds_is_refused_before_reading_it() {
+    let mut header = tar::Header::new_gnu();
+    header.set_path("flux").unwrap();
+    header.set_size(1 << 40);
+    header.set_mode(0o755);
+    header.set_cksum();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gzip, header.as_bytes()).unwrap();
+    let archive = gzip.finish().unwrap();
+    let error = release::unpack(&archive, "flux.tar.gz").unwrap_err();
+    assert_eq!(error.to_string(), "flux.tar.gz cannot be unpacked: its flux is larger than 512 MiB");
+    assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
 }

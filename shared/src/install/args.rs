@@ -103,6 +103,11 @@ pub struct InstallArgs {
     #[arg(long, value_name = "PATH", help_heading = "Flux")]
     pub flux_bin: Option<PathBuf>,
 
+    /// Run a Flux release this kubectl-gitops does not pin (--flux-version, or the repo's record
+    /// with --from-repo), checked only against its own checksums file.
+    #[arg(long, help_heading = "Flux")]
+    pub allow_unpinned_flux: bool,
+
     /// An OCI-distributed component: oci://REGISTRY/REPO:TAG[?path=./dir] (repeatable).
     #[arg(long = "component", value_name = "OCI_URL", help_heading = "Flux")]
     pub oci_components: Vec<String>,

@@ -1024,7 +1024,13 @@ fn from_repo_request(settings: &InstallSettings, mut request: Request, inspectio
         request.cluster_name = recorded.cluster_name;
     }
     if settings.flux.version.is_none() {
-        request.flux_version = recorded.flux_version;
+        request.flux_version =
+            recorded.flux_version.parse::<crate::flux_cli::Tag>().map(|tag| tag.to_string()).map_err(|error| {
+                Error::usage(
+                    format!("{path}: fluxVersion {error}"),
+                    "fix the record in the repo, or pass --flux-version",
+                )
+            })?;
     }
     request.components = recorded.components;
     request.platform = chosen_platform(recorded.platform, request.platform.as_ref())?;
@@ -1077,6 +1083,8 @@ pub async fn components_text(settings: &InstallSettings, request: &Request, prin
     let wanted = Components {
         file: settings.flux.components_file.as_deref(),
         flux_bin: settings.flux.flux_bin.clone(),
+        allow_unpinned: settings.flux.allow_unpinned,
+        deadline: settings.timeout,
         version: &request.flux_version,
         namespace: &request.namespace,
         components: &request.components,
@@ -1090,6 +1098,10 @@ pub struct Components<'a> {
     pub file: Option<&'a std::path::Path>,
     /// `--flux-bin`: the flux CLI to generate them with.
     pub flux_bin: Option<std::path::PathBuf>,
+    /// `--allow-unpinned-flux`: a release this build does not pin may run.
+    pub allow_unpinned: bool,
+    /// `--timeout`: a download of the CLI ends by then.
+    pub deadline: std::time::Duration,
     /// The Flux release.
     pub version: &'a str,
     /// The Flux namespace.
@@ -1099,16 +1111,22 @@ pub struct Components<'a> {
 }
 
 /// The component manifests: `--components-file`, else `flux install --export` of the flux CLI of
-/// the version asked for (flux_cli.rs: given, cached, downloaded and verified, or on PATH).
-/// `install` and `upgrade` obtain them alike.
+/// the version asked for (flux_cli.rs: given, cached, embedded, or downloaded and verified; a
+/// release this build does not pin only with `--allow-unpinned-flux`). `install` and `upgrade`
+/// obtain them alike.
 pub async fn flux_components(wanted: &Components<'_>, printer: &Printer) -> Result<String> {
     if let Some(path) = wanted.file {
         return std::fs::read_to_string(path).map_err(|error| {
             Error::usage(format!("cannot read --components-file {}: {error}", path.display()), "check the path")
         });
     }
-    let locator = flux_cli::Locator::new(wanted.flux_bin.clone()).with_sibling(crate::plugin::find("flux"));
-    let cli = locator.locate(wanted.version, printer).await?;
+    // Checked again here, where it selects a binary to run: it may come from the repo's record.
+    let version: flux_cli::Tag = wanted.version.parse()?;
+    let locator = flux_cli::Locator::new(wanted.flux_bin.clone())
+        .with_sibling(crate::plugin::find("flux"))
+        .allowing_unpinned(wanted.allow_unpinned)
+        .with_download_deadline(wanted.deadline);
+    let cli = locator.locate(&version, printer).await?;
     let output = cli
         .command()
         .args(["install", "--export", "--version", wanted.version, "--namespace", wanted.namespace])

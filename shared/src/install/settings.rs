@@ -76,7 +76,8 @@ pub struct AccessSettings {
 /// Which Flux to install.
 #[derive(Debug, Clone)]
 pub struct FluxSettings {
-    /// `--flux-version`; `None` is the pinned version, or the recorded one with `--from-repo`.
+    /// `--flux-version`, checked as a release tag; `None` is the pinned version, or the
+    /// recorded one with `--from-repo`.
     pub version: Option<String>,
     /// `--components` plus `--components-extra`, each a known controller.
     pub components: Vec<String>,
@@ -84,6 +85,8 @@ pub struct FluxSettings {
     pub components_file: Option<PathBuf>,
     /// `--flux-bin`: the flux CLI that generates the manifests.
     pub flux_bin: Option<PathBuf>,
+    /// `--allow-unpinned-flux`.
+    pub allow_unpinned: bool,
     /// `--component`, parsed.
     pub oci_components: Vec<OciComponent>,
 }
@@ -203,10 +206,15 @@ impl InstallArgs {
             path,
             cluster_name,
             flux: FluxSettings {
-                version: self.flux_version.clone(),
+                version: self
+                    .flux_version
+                    .as_deref()
+                    .map(|version| version.parse::<crate::flux_cli::Tag>().map(|tag| tag.to_string()))
+                    .transpose()?,
                 components,
                 components_file: self.components_file.clone(),
                 flux_bin: self.flux_bin.clone(),
+                allow_unpinned: self.allow_unpinned_flux,
                 oci_components,
             },
             access: AccessSettings {

@@ -39,10 +39,15 @@ pub struct UpgradeArgs {
     #[arg(long, value_name = "FILE")]
     pub components_file: Option<PathBuf>,
 
-    /// The flux CLI that generates the component manifests (default: cached, downloaded and
-    /// verified, or on PATH, as install finds it).
+    /// The flux CLI that generates the component manifests (default: cached, embedded, or
+    /// downloaded and verified, as install finds it).
     #[arg(long, value_name = "FILE")]
     pub flux_bin: Option<PathBuf>,
+
+    /// Run a Flux release this kubectl-gitops does not pin, checked only against its own
+    /// checksums file.
+    #[arg(long)]
+    pub allow_unpinned_flux: bool,
 
     #[command(flatten)]
     pub repo: RepoArgs,
@@ -68,6 +73,8 @@ pub struct UpgradeRequest {
     pub components_file: Option<PathBuf>,
     /// `--flux-bin`.
     pub flux_bin: Option<PathBuf>,
+    /// `--allow-unpinned-flux`.
+    pub allow_unpinned_flux: bool,
     /// The config repo.
     pub repo: RepoSettings,
     /// How the change is delivered.
@@ -102,6 +109,7 @@ impl UpgradeArgs {
             all_manifests: self.all_manifests,
             components_file: self.components_file.clone(),
             flux_bin: self.flux_bin.clone(),
+            allow_unpinned_flux: self.allow_unpinned_flux,
             repo: self.repo.settings()?,
             delivery: self.delivery.settings()?,
         })

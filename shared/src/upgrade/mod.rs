@@ -237,6 +237,8 @@ async fn target_components(
                 let wanted = crate::install::Components {
                     file: request.components_file.as_deref(),
                     flux_bin: request.flux_bin.clone(),
+                    allow_unpinned: request.allow_unpinned_flux,
+                    deadline: request.delivery.timeout,
                     version: &target,
                     namespace: &inspection.context.namespace,
                     components: &recorded.components,

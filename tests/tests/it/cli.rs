@@ -75,7 +75,7 @@ fn version_never_fails_when_the_cluster_is_down() {
     exit_code: 0
     ----- stdout -----
     Client Version: v[VERSION] (commit [COMMIT])
-    Pinned Flux Version: v2.9.4
+    Pinned Flux Version: v2.9.4 (development build: the sha256 of its checksums file is not pinned)
     Flux CLI: v2.9.4, downloaded and verified on first use from https://github.com/fluxcd/flux2/releases/download/v2.9.4
     Server Version: unreachable
     ----- stderr -----
@@ -119,7 +119,7 @@ fn version_client_reads_neither_the_cluster_nor_the_flux_cli() {
     exit_code: 0
     ----- stdout -----
     Client Version: v[VERSION] (commit [COMMIT])
-    Pinned Flux Version: v2.9.4
+    Pinned Flux Version: v2.9.4 (development build: the sha256 of its checksums file is not pinned)
     ----- stderr -----
     ");
     let run = run("kubectl-gitops", &["--kubeconfig", kubeconfig, "version", "--client", "-o", "json"]);

@@ -145,7 +145,7 @@ fn install_downloads_and_verifies_the_flux_cli_once_and_kubectl_gitops_flux_runs
     assert_eq!(unknown.code, Some(0), "{}", unknown.stderr);
     assert!(
         unknown.stderr.contains(&format!(
-            "warning: the cluster runs Flux v2.9.1, and no flux v2.9.1 CLI is cached or downloadable; using flux {FLUX_VERSION}"
+            "warning: the cluster runs Flux v2.9.1, and this kubectl-gitops does not pin v2.9.1 (--allow-unpinned-flux downloads it); using flux {FLUX_VERSION}"
         )),
         "{}",
         unknown.stderr

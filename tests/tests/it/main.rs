@@ -12,6 +12,7 @@ mod dependencies;
 mod detect;
 mod distribution;
 mod flux;
+mod flux_trust;
 mod git;
 mod gitea;
 mod history;
