@@ -33,7 +33,7 @@ impl Endpoint {
                 "e.g. --prometheus-url http://127.0.0.1:9090",
             ));
         }
-        let client = crate::provider::http_client()?;
+        let client = crate::http::client()?;
         Ok(Endpoint::Url { client, base: base.trim_end_matches('/').to_string() })
     }
 
