@@ -114,6 +114,15 @@ impl Kind {
         }
     }
 
+    /// The host a configured `hostname` names (a pasted `https://host/` is tolerated), or the
+    /// public one without it.
+    pub fn host(self, hostname: Option<&str>) -> String {
+        match hostname.map(clean_hostname) {
+            Some(host) if !host.is_empty() => host.to_string(),
+            _ => self.default_host().to_string(),
+        }
+    }
+
     /// What a pull request is called on this provider, for messages.
     pub fn pull_request_noun(self) -> &'static str {
         match self {
@@ -187,10 +196,7 @@ impl ProviderConfig {
 
     /// The host named in messages: the configured hostname, or the public one.
     pub fn host(&self) -> String {
-        match self.hostname.as_deref().map(clean_hostname) {
-            Some(host) if !host.is_empty() => host.to_string(),
-            _ => self.kind.default_host().to_string(),
-        }
+        self.kind.host(self.hostname.as_deref())
     }
 
     /// The API base URL, without a trailing slash: `https://api.github.com`,
