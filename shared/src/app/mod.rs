@@ -37,6 +37,7 @@ use crate::config::hosts;
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::api;
+use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::{Auth, Checkout, Remote};
 use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
@@ -349,6 +350,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         return request.spec.export(&namespace);
     }
     let context = context(target, &args.repo.for_tier(args.spec.tier), true, printer).await?;
+    check_secret_ref(&request.spec, &context)?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let (spec, new_repo) = match &args.new_repo {
@@ -407,6 +409,36 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         spec::Tier::App => args.delivery.clone(),
     };
     drive(&context, &delivery, change, Some(checkout), &build).await
+}
+
+/// Refuses a source read with the sync Secret (`--secret-ref flux-system`) unless it is on the
+/// config repo's server (the same scheme, user, host and port): Flux hands that Secret's
+/// credentials, the config repo's deploy key or token, to whatever URL the source names.
+pub(crate) fn check_secret_ref(spec: &AppSpec, context: &Context) -> Result<()> {
+    if spec.secret_ref.as_deref() != Some(SYNC_NAME) {
+        return Ok(());
+    }
+    let config_url = match (context.record(), &context.repo) {
+        (Some(record), _) => record.url.as_str(),
+        (None, Some(repo)) => repo.remote.url.as_str(),
+        (None, None) => return Err(Error::Internal("the config repo was not resolved".into())),
+    };
+    let source = spec.source_url();
+    let on_config_server = parse_url(source)
+        .and_then(|source| Ok(repo_access::same_server(&source, &parse_url(config_url)?)))
+        .unwrap_or(false);
+    if on_config_server {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!(
+            "--secret-ref {SYNC_NAME} is the Secret Flux reads the config repo with, and {} is not on the config \
+             repo's server ({}): Flux would send the config repo's credentials there",
+            repo_access::redact_userinfo(source),
+            repo_access::redact_userinfo(config_url)
+        ),
+        "create a Secret in the Flux namespace with credentials for that source, and pass its name to --secret-ref",
+    ))
 }
 
 /// The delivery of a change that is reviewed (an upgrade, a platform app): without `--pr` or

@@ -26,6 +26,7 @@ fn proxied(path: &str) -> String {
 impl Endpoint {
     /// `--prometheus-url URL`: checked to be http(s) before anything is asked.
     pub fn url(base: &str) -> Result<Endpoint> {
+        crate::repo_access::refuse_credentials_in_url(base, "leave --prometheus-url out to go through the API server")?;
         let parsed = url::Url::parse(base).ok().filter(|url| matches!(url.scheme(), "http" | "https"));
         if parsed.is_none() {
             return Err(Error::usage(
