@@ -10,7 +10,10 @@ const LAYERS: [(&str, &[&str]); 5] = [
         "leaves",
         &["error", "diagnostic", "manpage", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"],
     ),
-    ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
+    (
+        "infrastructure",
+        &["cluster", "git", "http", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"],
+    ),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments"]),
     (
         "commands",

@@ -1,6 +1,8 @@
-//! Settings that come from outside the command line: the config file, and the provider tokens
-//! found in the environment or in that file. Commands resolve them here; the provider module
-//! only receives the [`Token`].
+//! Settings that come from outside the command line: the config file, the provider tokens
+//! found in the environment or in that file, and the hosts each cluster's credentials may go to
+//! ([`hosts`]). Commands resolve them here; the provider module only receives the [`Token`].
+
+pub mod hosts;
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +11,8 @@ use crate::provider::{Kind, Token};
 
 /// The config file tokens may be kept in (mode 0600 is wise): `$KUBECTL_GITOPS_CONFIG`, else
 /// `$XDG_CONFIG_HOME/kubectl-gitops/config.yaml`, else `~/.config/kubectl-gitops/config.yaml`.
-/// Its shape: `tokens: {github.com: <token>, gitlab.example.com: <token>}`, keyed by host.
+/// Its shape: `tokens: {github.com: <token>, gitlab.example.com: <token>}`, keyed by host, and
+/// `clusters:` the hosts each cluster is bound to ([`hosts`]), which commands write.
 pub fn config_file() -> Option<PathBuf> {
     let set = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(PathBuf::from);
     set(env::KUBECTL_GITOPS_CONFIG)

@@ -4,8 +4,9 @@
 //! 1. `GET /version`: if this fails the cluster is unreachable.
 //! 2. Aggregated discovery (`GET /apis`) and the namespaces labelled
 //!    `app.kubernetes.io/part-of=flux`, concurrently.
-//! 3. In the Flux namespace (the labelled one, else `flux-system` if it exists): the Flux
-//!    Deployments (one LIST by label) and our install record ConfigMap (one GET).
+//! 3. In the Flux namespace (the labelled one, else `flux-system` if it exists; of several
+//!    labelled ones the one `-n` names, else an error naming them): the Flux Deployments (one
+//!    LIST by label) and our install record ConfigMap (one GET).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -162,11 +163,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
         }
         Err(error) => return Err(cluster.error(error)),
     };
-    if labelled.len() > 1 {
-        let names: Vec<&str> = labelled.iter().map(|(name, _)| name.as_str()).collect();
-        warnings.push(format!("more than one Flux installation: namespaces {}", names.join(", ")));
-    }
-    let flux_namespace = match labelled.into_iter().next() {
+    let flux_namespace = match chosen_flux_namespace(labelled, &cluster.namespace)? {
         Some(found) => Some(found),
         None => match namespaces.get_metadata_opt(DEFAULT_FLUX_NAMESPACE).await {
             Ok(Some(_)) => Some((DEFAULT_FLUX_NAMESPACE.to_string(), None)),
@@ -218,6 +215,26 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
         warnings,
         error: None,
     })
+}
+
+/// The one labelled Flux namespace; among several, the one `-n` (or the context) names, else an
+/// error naming them all: which installation's record and credentials a command uses is never
+/// a silent choice.
+fn chosen_flux_namespace(
+    mut labelled: Vec<(String, Option<String>)>,
+    asked: &str,
+) -> Result<Option<(String, Option<String>)>> {
+    if labelled.len() < 2 {
+        return Ok(labelled.pop());
+    }
+    if let Some(at) = labelled.iter().position(|(name, _)| name == asked) {
+        return Ok(Some(labelled.swap_remove(at)));
+    }
+    let names: Vec<&str> = labelled.iter().map(|(name, _)| name.as_str()).collect();
+    Err(Error::usage(
+        format!("this cluster has {} Flux installations: namespaces {}", names.len(), names.join(", ")),
+        format!("pass -n NAMESPACE to say which one, e.g. -n {}", names[0]),
+    ))
 }
 
 fn flux_installation(namespace: String, label_version: Option<String>, controllers: &[Controller]) -> FluxInstallation {

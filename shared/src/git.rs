@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use git2::{
     AutotagOption, CertificateCheckStatus, Cred, CredentialType, Direction, ErrorClass, ErrorCode, FetchOptions,
-    IndexAddOption, Oid, PushOptions, RemoteCallbacks, Repository, build::CheckoutBuilder,
+    IndexAddOption, Oid, PushOptions, RemoteCallbacks, RemoteRedirect, Repository, build::CheckoutBuilder,
 };
 
 /// What a branch of the remote holds, compared with the commit we would push to it.
@@ -195,6 +195,16 @@ pub enum GitError {
         reason: String,
     },
 
+    /// The server asked for our password or token from somewhere it must not go: another origin
+    /// than the remote's (a redirect), or plain http to another machine.
+    #[error("credentials for {url} were withheld: {reason}")]
+    CredentialsWithheld {
+        /// The remote's URL, without any password.
+        url: String,
+        /// Where they were asked for, and why not.
+        reason: String,
+    },
+
     /// The remote branch moved since we fetched it: our push would drop someone's commits.
     #[error("push to branch {branch} rejected: the remote has commits we do not have (non-fast-forward)")]
     NonFastForward {
@@ -302,6 +312,10 @@ impl GitError {
             GitError::Unreachable { .. } => {
                 Some("check the host name, port and network (proxy, firewall)".into())
             }
+            GitError::CredentialsWithheld { .. } => Some(
+                "a password or token goes only to the repository's own origin, over https (plain http only to 127.0.0.1, ::1 or localhost): use the URL the server answers at"
+                    .into(),
+            ),
             GitError::NonFastForward { .. } => Some(
                 "someone pushed to the branch meanwhile; run the command again to apply the change on top".into(),
             ),
@@ -500,7 +514,7 @@ impl Checkout {
             Ok(())
         });
         let mut options = PushOptions::new();
-        options.remote_callbacks(callbacks);
+        options.remote_callbacks(callbacks).follow_redirects(RemoteRedirect::None);
         let mut origin = self.repo.find_remote(ORIGIN)?;
         let result = origin.push(&[refspec], Some(&mut options));
         drop(options);
@@ -595,8 +609,7 @@ impl Checkout {
             reference.delete()?;
         }
         let session = Session::new(&self.remote, endpoint);
-        let mut options = FetchOptions::new();
-        options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None);
+        let mut options = session.fetch_options();
         let refspec = format!("+{}:{tracking}", branch_ref(branch)?);
         let mut origin = self.repo.find_remote(ORIGIN)?;
         origin.fetch(&[refspec.as_str()], Some(&mut options), None).map_err(|error| session.finish(error))?;
@@ -829,9 +842,21 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Options for one fetch: these callbacks, no tags, and no redirect to another host (a
+    /// redirect to another port of the same host is followed by libgit2, but the credentials
+    /// callback answers only the remote's own origin).
+    fn fetch_options(&self) -> FetchOptions<'_> {
+        let mut options = FetchOptions::new();
+        options
+            .remote_callbacks(self.callbacks())
+            .download_tags(AutotagOption::None)
+            .follow_redirects(RemoteRedirect::None);
+        options
+    }
+
     fn callbacks(&self) -> RemoteCallbacks<'_> {
         let mut callbacks = RemoteCallbacks::new();
-        callbacks.credentials(|_url, user_from_url, allowed| self.credentials(user_from_url, allowed));
+        callbacks.credentials(|url, user_from_url, allowed| self.credentials(url, user_from_url, allowed));
         callbacks.certificate_check(|cert, _host| match (cert.as_hostkey(), self.endpoint) {
             (Some(hostkey), Endpoint::Ssh { host, port }) => {
                 let Auth::Ssh { known_hosts, .. } = &self.remote.auth else {
@@ -861,7 +886,14 @@ impl<'a> Session<'a> {
         callbacks
     }
 
-    fn credentials(&self, user_from_url: Option<&str>, allowed: CredentialType) -> Result<Cred, git2::Error> {
+    /// The credentials libgit2 asks for on behalf of `asked` (the URL it is talking to, after any
+    /// redirect).
+    fn credentials(
+        &self,
+        asked: &str,
+        user_from_url: Option<&str>,
+        allowed: CredentialType,
+    ) -> Result<Cred, git2::Error> {
         let refused = |reason: String| self.fail(GitError::AuthFailed { url: self.url(), reason });
         let tried = |counter: &Cell<u32>| {
             counter.set(counter.get() + 1);
@@ -888,6 +920,9 @@ impl<'a> Session<'a> {
                 Cred::ssh_key_from_memory(user, None, private_key, None)
             }
             Auth::Basic { username, password } => {
+                if let Some(reason) = self.withhold_password(asked) {
+                    return Err(self.fail(GitError::CredentialsWithheld { url: self.url(), reason }));
+                }
                 if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
                     if tried(&self.password_tries) {
                         return Err(refused(format!("the server refused the password or token of user {username:?}")));
@@ -907,6 +942,22 @@ impl<'a> Session<'a> {
             }
             Auth::Anonymous => Err(refused("the server asks for credentials, and none were given".into())),
         }
+    }
+
+    /// Why the password must not be given for `asked`: another origin than the remote's (a
+    /// redirect to another port or host), or plain http to another machine. `None`: give it.
+    fn withhold_password(&self, asked: &str) -> Option<String> {
+        let (Ok(asked), Ok(remote)) = (url::Url::parse(asked), url::Url::parse(&self.remote.url)) else {
+            return Some(format!("{} is not a URL a password can be sent to", redact_url(asked)));
+        };
+        let origin = |url: &url::Url| url.origin().ascii_serialization();
+        if !crate::http::same_origin(&asked, &remote) {
+            return Some(format!("{} asked for them, and they belong to {} only", origin(&asked), origin(&remote)));
+        }
+        if !crate::http::carries_credentials(&asked) {
+            return Some(format!("{} is plain http to another machine", origin(&asked)));
+        }
+        None
     }
 
     /// Records the real error for [`Session::finish`] and gives libgit2 something to abort with.

@@ -24,6 +24,7 @@ pub mod flux;
 pub mod flux_cli;
 pub mod flux_passthrough;
 pub mod git;
+pub mod http;
 pub mod install;
 pub mod manpage;
 pub mod metrics;

@@ -29,11 +29,16 @@ pub struct ParsedUrl {
     pub canonical: String,
 }
 
-/// Parses `ssh://`, `https://`, `http://` and scp-like `user@host:path` URLs.
+/// Parses `ssh://`, `https://`, `http://` and scp-like `user@host:path` URLs. A password or
+/// token in the URL is refused ([`refuse_credentials_in_url`]), and never shown.
 pub fn parse_url(text: &str) -> Result<ParsedUrl> {
+    refuse_credentials_in_url(
+        text,
+        &format!("set {} (and {}) instead", env::GITOPS_GIT_PASSWORD, env::GITOPS_GIT_USERNAME),
+    )?;
     let unsupported = || {
         Error::usage(
-            format!("unsupported repository URL {text:?}"),
+            format!("unsupported repository URL {:?}", redact_userinfo(text)),
             "use ssh://user@host[:port]/path, user@host:path or https://host/path",
         )
     };
@@ -50,12 +55,6 @@ pub fn parse_url(text: &str) -> Result<ParsedUrl> {
     if !matches!(parsed.scheme(), "ssh" | "https" | "http") || parsed.host_str().is_none() || parsed.path().len() <= 1 {
         return Err(unsupported());
     }
-    if !parsed.password().unwrap_or_default().is_empty() {
-        return Err(Error::usage(
-            "the repository URL contains a password",
-            format!("remove it from the URL and set {} instead", env::GITOPS_GIT_PASSWORD),
-        ));
-    }
     Ok(ParsedUrl {
         scheme: parsed.scheme().to_string(),
         host: parsed.host_str().unwrap_or_default().to_string(),
@@ -63,6 +62,33 @@ pub fn parse_url(text: &str) -> Result<ParsedUrl> {
         user: Some(parsed.username()).filter(|u| !u.is_empty()).map(String::from),
         canonical,
     })
+}
+
+/// `text` with its URL's userinfo shown as `***`, for messages: a token may hide there (as the
+/// user name too: `https://<token>@github.com/…`). An ssh user name alone stays; it is no secret.
+pub fn redact_userinfo(text: &str) -> String {
+    let Some((scheme, rest)) = text.split_once("://") else { return text.to_string() };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else { return text.to_string() };
+    if scheme.eq_ignore_ascii_case("ssh") && !authority[..at].contains(':') {
+        return text.to_string();
+    }
+    format!("{scheme}://***@{}", &rest[at + 1..])
+}
+
+/// Refuses a URL that carries a password or token (`https://user:token@host/…`, `https://token@host/…`,
+/// `ssh://user:password@host/…`): it would be written into the config repo and the cluster, and
+/// shown in plans and `-o json`. `hint` says where the credential goes instead. The message shows
+/// the URL redacted.
+pub fn refuse_credentials_in_url(text: &str, hint: &str) -> Result<()> {
+    let redacted = redact_userinfo(text);
+    if redacted == text {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!("the URL {redacted} carries credentials (shown as ***); they are never written or sent from a URL"),
+        format!("remove them from the URL and {hint}"),
+    ))
 }
 
 /// Whether two URLs are on one server, reached the same way: the same scheme, user, host and
@@ -302,6 +328,27 @@ mod tests {
             let error = parse_url(bad).unwrap_err();
             assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
         }
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_refused_and_never_shown() {
+        for (given, shown) in [
+            ("https://ci:glpat-s3cret@gitlab.com/acme/fleet.git", "https://***@gitlab.com/acme/fleet.git"),
+            ("https://ghp_s3cret@github.com/acme/fleet.git", "https://***@github.com/acme/fleet.git"),
+            ("ssh://git:s3cret@host:2222/fleet.git", "ssh://***@host:2222/fleet.git"),
+            ("oci://robot:s3cret@ghcr.io/acme/app", "oci://***@ghcr.io/acme/app"),
+            ("https://u:s3cret@host", "https://***@host"),
+        ] {
+            assert_eq!(redact_userinfo(given), shown);
+            let error = parse_url(given).unwrap_err();
+            let text = format!("{error} {}", error.hint().unwrap_or_default());
+            assert!(text.contains(shown) && !text.contains("s3cret"), "{text}");
+            assert!(text.contains("GITOPS_GIT_PASSWORD"), "{text}");
+        }
+        for fine in ["ssh://git@github.com/acme/fleet.git", "git@github.com:acme/fleet.git", "https://h/p@v1"] {
+            assert_eq!(redact_userinfo(fine), fine);
+        }
+        assert!(parse_url("ftp://u:s3cret@host/x").unwrap_err().to_string().contains("***"));
     }
 
     #[test]

@@ -13,8 +13,10 @@ pub struct Run {
 }
 
 impl Run {
-    /// Runs the command to completion with colour off, whatever the test's environment.
+    /// Runs the command to completion with colour off, whatever the test's environment, and its
+    /// config file beside its kubeconfig unless it chose one ([`crate::binaries::isolate_config`]).
     pub fn of(command: &mut Command) -> Run {
+        let command = crate::binaries::isolate_config(command);
         let output = command.env("NO_COLOR", "1").env_remove("FORCE_COLOR").output().expect("run the command");
         Run {
             code: output.status.code(),

@@ -29,6 +29,7 @@ impl Ui {
 
     /// Starts `command` (a kubectl-gitops-ui with its flags and environment) with `--no-browser`.
     pub fn launch(mut command: Command) -> Ui {
+        crate::binaries::isolate_config(&mut command);
         let mut child = command.arg("--no-browser").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();

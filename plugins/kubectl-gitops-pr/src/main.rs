@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use gitops_shared::app::Target;
+use gitops_shared::app::args::TrustArgs;
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::Printer;
@@ -33,7 +34,7 @@ enum Command {
     ///   kubectl gitops pr list
     ///   kubectl gitops pr list -o json
     #[command(verbatim_doc_comment)]
-    List,
+    List(TrustArgs),
     /// Validate one: it is open, into the branch Flux follows, its branch holds exactly the planned change, and it can be merged.
     ///
     /// Exit 0 when every check passes, 1 when one fails (each finding named), 2 for a number
@@ -81,8 +82,10 @@ fn main() -> std::process::ExitCode {
         let global = &cli.global;
         let target = Target::from_args(global);
         match &cli.command {
-            Command::List => {
-                printer.data(&pr::list(&pr::list_request(global, cli.platform)?, &target, &printer).await?)?;
+            Command::List(trust) => {
+                let mut request = pr::list_request(global, cli.platform)?;
+                request.repo.accepted_hosts = trust.accept_hosts.clone();
+                printer.data(&pr::list(&request, &target, &printer).await?)?;
                 Ok(ExitCode::Ok)
             }
             Command::Show(args) => {

@@ -27,6 +27,19 @@ pub struct RepoArgs {
     /// else ~/.ssh/known_hosts).
     #[arg(long, value_name = "FILE", help_heading = "Config repo")]
     pub known_hosts_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub trust: TrustArgs,
+}
+
+/// Which hosts the cluster's install record may send credentials to, besides the ones it is
+/// bound to in the config file (docs/repositories.md, "Where credentials go").
+#[derive(Debug, Clone, Default, Args)]
+pub struct TrustArgs {
+    /// Accept HOST as the new config repo or provider API host of this cluster, when its install
+    /// record names another than the one it is bound to (repeatable).
+    #[arg(long = "accept-host", value_name = "HOST", help_heading = "Config repo")]
+    pub accept_hosts: Vec<String>,
 }
 
 /// How a change reaches the config repo, and what happens after.

@@ -48,7 +48,7 @@ fn is_exact(version: &str) -> bool {
 /// The versions of `chart` in an https Helm repository's index; `None` when it is not there.
 async fn index_versions(url: &str, chart: &str) -> Result<Option<Vec<String>>> {
     let index_url = format!("{}/index.yaml", url.trim_end_matches('/'));
-    let client = crate::provider::http_client()?;
+    let client = crate::http::client()?;
     let unreadable = |why: String| Error::Remote {
         message: format!("cannot read the Helm repository's index {index_url}: {why}"),
         hint: Some("check --url: a Helm repository serves index.yaml at its root".into()),

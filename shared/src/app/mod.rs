@@ -33,9 +33,11 @@ use self::settings::{AddRequest, DeliveryMode, DeliverySettings, RemoveRequest, 
 pub use self::settings::{ListRequest, Target};
 use self::spec::{AppSpec, Versions};
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::config::hosts;
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::api;
+use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::{Auth, Checkout, Remote};
 use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
@@ -126,7 +128,7 @@ impl Context {
     /// Resolves the config repo and our credentials for it (the repo flags, else the install
     /// record): for a command that found out first, without a key, whether it has work to do.
     pub(crate) async fn attach_repo(&mut self, repo_args: &RepoSettings) -> Result<()> {
-        let record = self.record();
+        let record = self.trusted_record(repo_args)?;
         let platform = platform_repo(record, repo_args);
         let url = repo_args.config_repo.clone();
         let url = url.or_else(|| platform.map(|platform| platform.url.clone()));
@@ -142,7 +144,7 @@ impl Context {
             .or_else(|| platform.map(|platform| platform.branch.clone()))
             .or_else(|| record.map(|r| r.branch.clone()))
             .unwrap_or_else(|| "main".to_string());
-        let hosted = hosted_repo_for(record, repo_args)?;
+        let hosted = provider_repo(record, repo_args)?;
         let pinned_hosts = match &self.cluster {
             Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &self.namespace).await?,
             None => None,
@@ -150,6 +152,31 @@ impl Context {
         let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
         self.repo = Some(ConfigRepo { remote, branch, hosted, platform: platform.is_some() });
         Ok(())
+    }
+}
+
+impl Context {
+    /// The provider in front of the repository `repo_args` ask for (the config repo, or the
+    /// platform repo beside it), with our token; `None` for a plain git server.
+    pub(crate) fn hosted_repo(&self, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
+        provider_repo(self.trusted_record(repo_args)?, repo_args)
+    }
+
+    /// The install record, once the hosts it sends our credentials to for `repo_args` are those
+    /// this cluster is bound to in the user's config file (bound now on first use, with a line
+    /// saying so; another host only with `--accept-host`, [`crate::config::hosts`]). Every use of
+    /// the record's repository or provider goes through here.
+    fn trusted_record(&self, repo_args: &RepoSettings) -> Result<Option<&InstallRecord>> {
+        let (Some(record), Some(cluster)) = (self.record(), &self.cluster) else { return Ok(self.record()) };
+        let repo_url = match platform_repo(Some(record), repo_args) {
+            Some(platform) => Some(platform.url.as_str()),
+            None => repo_args.config_repo.is_none().then_some(record.url.as_str()),
+        };
+        let wanted = hosts::Wanted::of_record(record, repo_url)?;
+        if let Some(line) = hosts::bind(&cluster.server, &wanted, hosts::Accept::Named(&repo_args.accepted_hosts))? {
+            self.printer.progress(&line);
+        }
+        Ok(Some(record))
     }
 }
 
@@ -161,8 +188,8 @@ fn platform_repo<'a>(record: Option<&'a InstallRecord>, repo_args: &RepoSettings
 
 /// The provider in front of the repository `repo_args` ask for: the config repo, or the platform
 /// repo beside it (the same provider, another repository).
-pub(crate) fn hosted_repo_for(record: Option<&InstallRecord>, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
-    let mut hosted = hosted_repo(record)?;
+fn provider_repo(record: Option<&InstallRecord>, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
+    let mut hosted = config_repo_provider(record)?;
     if let (Some(platform), Some(hosted)) = (platform_repo(record, repo_args), hosted.as_mut()) {
         let path = repo_access::path_of(&platform.url)?;
         hosted.repo = RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
@@ -171,13 +198,13 @@ pub(crate) fn hosted_repo_for(record: Option<&InstallRecord>, repo_args: &RepoSe
 }
 
 /// The provider in front of the config repo, from the install record.
-pub(crate) fn hosted_repo(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
+fn config_repo_provider(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
     let Some(record) = record else { return Ok(None) };
     let (Some(kind), Some(repository)) = (record.provider.as_deref().and_then(Kind::from_id), &record.repository)
     else {
         return Ok(None);
     };
-    let host = record.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
+    let host = kind.host(record.hostname.as_deref());
     let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
         Error::usage(
             format!("the config repo {repository} is on {host}, and there is no token for it"),
@@ -323,6 +350,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         return request.spec.export(&namespace);
     }
     let context = context(target, &args.repo.for_tier(args.spec.tier), true, printer).await?;
+    check_secret_ref(&request.spec, &context)?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
     let (spec, new_repo) = match &args.new_repo {
@@ -381,6 +409,36 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         spec::Tier::App => args.delivery.clone(),
     };
     drive(&context, &delivery, change, Some(checkout), &build).await
+}
+
+/// Refuses a source read with the sync Secret (`--secret-ref flux-system`) unless it is on the
+/// config repo's server (the same scheme, user, host and port): Flux hands that Secret's
+/// credentials, the config repo's deploy key or token, to whatever URL the source names.
+pub(crate) fn check_secret_ref(spec: &AppSpec, context: &Context) -> Result<()> {
+    if spec.secret_ref.as_deref() != Some(SYNC_NAME) {
+        return Ok(());
+    }
+    let config_url = match (context.record(), &context.repo) {
+        (Some(record), _) => record.url.as_str(),
+        (None, Some(repo)) => repo.remote.url.as_str(),
+        (None, None) => return Err(Error::Internal("the config repo was not resolved".into())),
+    };
+    let source = spec.source_url();
+    let on_config_server = parse_url(source)
+        .and_then(|source| Ok(repo_access::same_server(&source, &parse_url(config_url)?)))
+        .unwrap_or(false);
+    if on_config_server {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!(
+            "--secret-ref {SYNC_NAME} is the Secret Flux reads the config repo with, and {} is not on the config \
+             repo's server ({}): Flux would send the config repo's credentials there",
+            repo_access::redact_userinfo(source),
+            repo_access::redact_userinfo(config_url)
+        ),
+        "create a Secret in the Flux namespace with credentials for that source, and pass its name to --secret-ref",
+    ))
 }
 
 /// The delivery of a change that is reviewed (an upgrade, a platform app): without `--pr` or

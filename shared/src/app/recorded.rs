@@ -17,7 +17,7 @@ use super::args::{AddArgs, RemoveArgs};
 use super::layout::ClusterDir;
 use super::plan::FileChange;
 use super::spec::{AppSpec, Tier};
-use super::{Context, add_changes, remove_listed, target_clusters};
+use super::{Context, add_changes, check_secret_ref, remove_listed, target_clusters};
 use crate::error::{Error, Result};
 use crate::git::Checkout;
 
@@ -106,6 +106,7 @@ pub(crate) fn replan(
             };
             let mut spec = AppSpec::from_args_reading(&parsed, &read_values)?;
             spec.tier = tier;
+            check_secret_ref(&spec, context)?;
             let clusters = target_clusters(base, &parsed.clusters, context.record())?;
             let per_cluster_values = !parsed.clusters.is_empty();
             let (namespace, versions) = (&context.namespace, &context.versions);

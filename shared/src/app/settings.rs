@@ -47,6 +47,8 @@ pub struct RepoSettings {
     /// The change is a platform service's or a tenant's: it goes to the platform repo when the
     /// cluster was installed with one (`install --platform-repo`) and no `--config-repo` is given.
     pub platform: bool,
+    /// `--accept-host`: new hosts the install record may send credentials to.
+    pub accepted_hosts: Vec<String>,
 }
 
 impl RepoSettings {
@@ -72,6 +74,7 @@ impl RepoArgs {
             private_key_file: self.private_key_file.clone(),
             known_hosts_file: self.known_hosts_file.clone(),
             platform: false,
+            accepted_hosts: self.trust.accept_hosts.clone(),
         })
     }
 }

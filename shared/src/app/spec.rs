@@ -222,6 +222,10 @@ impl AppSpec {
         // `--create-repo`: a git repository whose URL is known once the config repo is (see
         // [`AppSpec::from_new_repo`]).
         let given_url = args.url.as_deref().unwrap_or_default();
+        crate::repo_access::refuse_credentials_in_url(
+            given_url,
+            "keep them in a Secret in the Flux namespace, named with --secret-ref",
+        )?;
         let scheme = given_url.split_once("://").map(|(scheme, _)| scheme).unwrap_or_default();
         let is_git = args.create_repo.is_some()
             || matches!(scheme, "ssh" | "http" | "https")
@@ -377,6 +381,13 @@ impl AppSpec {
         words.extend(self.insecure.then(|| "--insecure".to_string()));
         words.extend(self.create_namespace.then(|| "--create-namespace".to_string()));
         words
+    }
+
+    /// The source's URL.
+    pub fn source_url(&self) -> &str {
+        match &self.source {
+            Source::Git { url, .. } | Source::HelmRepository { url } | Source::Oci { url, .. } => url,
+        }
     }
 
     /// The app of `--create-repo`, once its repository is planned: deployed from `url`'s

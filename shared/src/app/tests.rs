@@ -514,3 +514,44 @@ fn the_recorded_request_is_one_quoted_line_under_its_heading() {
     let removal = recorded::remove_words(spec::Tier::Platform, "db", &[]);
     assert_eq!(removal, ["platform", "remove", "db"]);
 }
+
+#[test]
+fn the_sync_secret_reads_only_sources_on_the_config_repos_server() {
+    let config = "ssh://git@git.example.com:2222/acme/fleet.git";
+    let context = Context {
+        cluster: None,
+        namespace: "flux-system".into(),
+        versions: Versions::pinned(),
+        detection: None,
+        repo: Some(ConfigRepo {
+            remote: Remote { url: config.into(), auth: Auth::Anonymous },
+            branch: "main".into(),
+            hosted: None,
+            platform: false,
+        }),
+        printer: crate::output::Printer::new(crate::cli::ColorChoice::Never, 0, 0),
+    };
+    let with_secret = |url: &str, secret: &str| spec(&["web", "--url", url, "--secret-ref", secret]);
+    check_secret_ref(&with_secret("ssh://git@git.example.com:2222/acme/web.git", "flux-system"), &context).unwrap();
+    check_secret_ref(&with_secret("https://evil.example/acme/web.git", "web-credentials"), &context).unwrap();
+    for foreign in [
+        "https://evil.example/acme/web.git",
+        "ssh://git@git.example.com:2223/acme/web.git",
+        "ssh://root@git.example.com:2222/acme/web.git",
+        "oci://git.example.com:2222/acme/web",
+    ] {
+        let error = check_secret_ref(&with_secret(foreign, "flux-system"), &context).unwrap_err();
+        assert!(error.to_string().contains("not on the config repo's server"), "{foreign}: {error}");
+        assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
+    }
+}
+
+#[test]
+fn a_token_in_the_source_url_is_refused_and_not_shown() {
+    for url in ["https://ci:s3cret@github.com/acme/web", "oci://robot:s3cret@ghcr.io/acme/web"] {
+        let parsed = Add::try_parse_from(["add", "web", "--url", url]).unwrap();
+        let error = AppSpec::from_args(&parsed.add).unwrap_err();
+        let text = format!("{error} {}", error.hint().unwrap_or_default());
+        assert!(!text.contains("s3cret") && text.contains("***@") && text.contains("--secret-ref"), "{text}");
+    }
+}

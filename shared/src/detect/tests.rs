@@ -136,15 +136,17 @@ async fn without_a_version_label_the_version_is_guessed_from_the_image() {
 }
 
 #[tokio::test]
-async fn two_flux_installations_are_a_warning() {
+async fn two_flux_installations_are_an_error_unless_the_namespace_names_one() {
     let fake = flux_cluster("namespaces-two-flux.json");
-    let detection = detect(&fake.cluster()).await.unwrap();
+    let error = detect(&fake.cluster()).await.unwrap_err();
+    assert_eq!(error.to_string(), "this cluster has 2 Flux installations: namespaces flux-system, flux-legacy");
+    assert_eq!(error.hint().as_deref(), Some("pass -n NAMESPACE to say which one, e.g. -n flux-system"));
+    assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
+    let mut cluster = fake.cluster();
+    cluster.namespace = "flux-system".into();
+    let detection = detect(&cluster).await.unwrap();
     assert_eq!(detection.flux.unwrap().namespace, "flux-system");
-    assert!(
-        detection
-            .warnings
-            .contains(&"more than one Flux installation: namespaces flux-system, flux-legacy".to_string())
-    );
+    assert!(detection.warnings.is_empty(), "{:?}", detection.warnings);
 }
 
 #[tokio::test]

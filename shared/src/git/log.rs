@@ -6,7 +6,7 @@
 //! since Flux applies the tip. When the ref moved on, the commit is asked for by hash (servers
 //! that allow it, like GitHub and GitLab), and last the ref is fetched deeper.
 
-use git2::{AutotagOption, Commit, FetchOptions, Oid, Repository, Sort};
+use git2::{Commit, Oid, Repository, Sort};
 
 use super::{Endpoint, GitError, Remote, Session};
 
@@ -87,8 +87,8 @@ pub fn show_commit(remote: &Remote, reference: Option<&str>, sha: &str) -> Resul
     for (refspec, depth) in attempts {
         let depth = if shallow { depth } else { 0 };
         let session = Session::new(remote, &endpoint);
-        let mut options = FetchOptions::new();
-        options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None).depth(depth);
+        let mut options = session.fetch_options();
+        options.depth(depth);
         let mut origin = repo.remote_anonymous(&remote.url)?;
         match origin.fetch(&[refspec.as_str()], Some(&mut options), None) {
             Ok(()) => {}
@@ -123,10 +123,9 @@ pub fn log(remote: &Remote, reference: &str, paths: &[String]) -> Result<Vec<Log
     let endpoint = Endpoint::parse(&remote.url)?;
     let (_dir, repo) = scratch_repository()?;
     let session = Session::new(remote, &endpoint);
-    let mut options = FetchOptions::new();
+    let mut options = session.fetch_options();
     // libgit2's local transport cannot fetch shallow; a local repository is read whole.
-    let depth = if endpoint == Endpoint::Local { 0 } else { DEEP_FETCH };
-    options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None).depth(depth);
+    options.depth(if endpoint == Endpoint::Local { 0 } else { DEEP_FETCH });
     let mut origin = repo.remote_anonymous(&remote.url)?;
     origin
         .fetch(&[format!("+{reference}:{FETCHED}").as_str()], Some(&mut options), None)
@@ -171,8 +170,7 @@ pub fn branch_change(remote: &Remote, base: &str, branch: &str) -> Result<Option
     let endpoint = Endpoint::parse(&remote.url)?;
     let (_dir, repo) = scratch_repository()?;
     let session = Session::new(remote, &endpoint);
-    let mut options = FetchOptions::new();
-    options.remote_callbacks(session.callbacks()).download_tags(AutotagOption::None);
+    let mut options = session.fetch_options();
     let (base_ref, branch_ref) = (format!("{FETCHED}-base"), format!("{FETCHED}-branch"));
     let refspecs =
         [format!("+{}:{base_ref}", super::branch_ref(base)?), format!("+{}:{branch_ref}", super::branch_ref(branch)?)];

@@ -311,3 +311,26 @@ fn pushing_the_very_commit_the_remote_already_has_is_already_there() {
         break;
     }
 }
+
+#[test]
+fn a_password_is_given_only_to_the_remotes_origin_over_https_or_loopback() {
+    let basic = |url: &str| Remote {
+        url: url.to_string(),
+        auth: Auth::Basic { username: "git".into(), password: "s3cret-token".into() },
+    };
+    let withheld = |remote: &Remote, asked: &str| {
+        Session::new(remote, &Endpoint::parse(&remote.url).unwrap()).withhold_password(asked)
+    };
+    let remote = basic("https://git.example.com/acme/fleet.git");
+    assert_eq!(withheld(&remote, "https://git.example.com/acme/fleet.git"), None);
+    assert_eq!(withheld(&remote, "https://git.example.com:443/other/path"), None);
+    let moved = withheld(&remote, "https://evil.example/acme/fleet.git").unwrap();
+    assert_eq!(moved, "https://evil.example asked for them, and they belong to https://git.example.com only");
+    let local = basic("http://127.0.0.1:8080/fleet.git");
+    assert_eq!(withheld(&local, "http://127.0.0.1:8080/fleet.git"), None);
+    assert!(withheld(&local, "http://127.0.0.1:8081/fleet.git").unwrap().contains("127.0.0.1:8081 asked"));
+    let plain = basic("http://git.example.com/fleet.git");
+    let refused = withheld(&plain, "http://git.example.com/fleet.git").unwrap();
+    assert_eq!(refused, "http://git.example.com is plain http to another machine");
+    assert!(!refused.contains("s3cret"));
+}

@@ -21,6 +21,7 @@ pub use self::execute::execute;
 pub use self::settings::{InstallSettings, Mode};
 pub use self::source::{FluxAuth, Hosted, RepoSource};
 use crate::cluster::Cluster;
+use crate::config::hosts;
 use crate::deploy_key::{DeployKey, KeyAlgorithm};
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
@@ -975,7 +976,13 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
         return plan.render();
     }
     let noop = plan.is_noop();
+    // The hosts given here are the ones this cluster's credentials go to from now on.
+    let api = inspection.hosted.as_ref().map(|hosted| (hosted.provider.kind(), hosted.provider.host().to_string()));
+    let hosts = hosts::Wanted::new(Some(&plan.url), api.as_ref().map(|(kind, host)| (*kind, host.as_str())))?;
     let outcome = execute(&cluster, &plan, inspection, settings.yes, settings.timeout, printer).await?;
+    if let Some(line) = hosts::bind(&cluster.server, &hosts, hosts::Accept::Given)? {
+        printer.progress(&line);
+    }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     Ok(if noop {
         format!("already installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)

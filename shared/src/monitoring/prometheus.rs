@@ -26,6 +26,7 @@ fn proxied(path: &str) -> String {
 impl Endpoint {
     /// `--prometheus-url URL`: checked to be http(s) before anything is asked.
     pub fn url(base: &str) -> Result<Endpoint> {
+        crate::repo_access::refuse_credentials_in_url(base, "leave --prometheus-url out to go through the API server")?;
         let parsed = url::Url::parse(base).ok().filter(|url| matches!(url.scheme(), "http" | "https"));
         if parsed.is_none() {
             return Err(Error::usage(
@@ -33,7 +34,7 @@ impl Endpoint {
                 "e.g. --prometheus-url http://127.0.0.1:9090",
             ));
         }
-        let client = crate::provider::http_client()?;
+        let client = crate::http::client()?;
         Ok(Endpoint::Url { client, base: base.trim_end_matches('/').to_string() })
     }
 

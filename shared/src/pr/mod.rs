@@ -123,8 +123,7 @@ struct Listing {
 pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Result<String> {
     // Only the provider is asked: no clone, so no key is needed.
     let context = app::context(target, &request.repo, false, printer).await?;
-    let hosted =
-        app::hosted_repo_for(context.record(), &request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
+    let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
     let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
     let mut rows = Vec::new();
     for listed in open.into_iter().filter(is_ours) {
@@ -309,8 +308,7 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
     // The request is looked up before the config repo is resolved, so that a number that is not
     // ours is refused without a key; cloning its branch needs one.
     let mut context = app::context(target, &request.repo, false, printer).await?;
-    let hosted =
-        app::hosted_repo_for(context.record(), &request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
+    let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
     let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
     let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
         Error::usage(

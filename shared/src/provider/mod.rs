@@ -50,34 +50,8 @@ const AUTO_MERGE_TRIES: u32 = 5;
 /// How many pages a listing follows before giving up (100 items a page).
 const MAX_PAGES: usize = 50;
 
-/// The `User-Agent` we send; GitHub rejects requests without one.
-pub const USER_AGENT: &str = concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION"));
-
-/// Installs rustls' ring crypto provider as the process default, if none is installed yet.
-///
-/// reqwest is built without a crypto provider of its own and panics when it builds a client
-/// without one; [`Provider::new`] calls this, and tests that build clients directly can too.
-pub fn install_crypto_provider() {
-    // Err only means a provider is installed already, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// A plain HTTP client with our user agent and the provider timeouts (connect 10 s, a request
-/// 30 s), for the other servers commands ask: Helm repositories, Prometheus.
-pub fn http_client() -> Result<reqwest::Client, ProviderError> {
-    install_crypto_provider();
-    reqwest::Client::builder()
-        .user_agent(USER_AGENT)
-        .connect_timeout(crate::timeouts::PROVIDER_CONNECT)
-        .timeout(crate::timeouts::PROVIDER_REQUEST)
-        .build()
-        .map_err(|error| {
-            ProviderError::Transport(format!(
-                "cannot build an HTTP client: {}",
-                crate::diagnostic::chain_to_line(&error)
-            ))
-        })
-}
+// Where they were before crate::http; flux_cli still names them here.
+pub use crate::http::{USER_AGENT, install_crypto_provider};
 
 /// Which git provider a host runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,6 +111,15 @@ impl Kind {
             Kind::GitHub => "github.com",
             Kind::GitLab => "gitlab.com",
             Kind::Gitea => "gitea.com",
+        }
+    }
+
+    /// The host a configured `hostname` names (a pasted `https://host/` is tolerated), or the
+    /// public one without it.
+    pub fn host(self, hostname: Option<&str>) -> String {
+        match hostname.map(clean_hostname) {
+            Some(host) if !host.is_empty() => host.to_string(),
+            _ => self.default_host().to_string(),
         }
     }
 
@@ -213,10 +196,7 @@ impl ProviderConfig {
 
     /// The host named in messages: the configured hostname, or the public one.
     pub fn host(&self) -> String {
-        match self.hostname.as_deref().map(clean_hostname) {
-            Some(host) if !host.is_empty() => host.to_string(),
-            _ => self.kind.default_host().to_string(),
-        }
+        self.kind.host(self.hostname.as_deref())
     }
 
     /// The API base URL, without a trailing slash: `https://api.github.com`,
@@ -241,6 +221,12 @@ impl ProviderConfig {
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             return Err(ProviderError::InvalidConfig(format!(
                 "invalid {} API URL {base:?}: expected http(s)://host[:port][/path]",
+                self.kind
+            )));
+        }
+        if !crate::http::carries_credentials(&parsed) {
+            return Err(ProviderError::InvalidConfig(format!(
+                "the {} API URL {base} is plain http to another machine, and the token is never sent over it: use https (http only to 127.0.0.1, ::1 or localhost)",
                 self.kind
             )));
         }
@@ -519,6 +505,16 @@ pub enum ProviderError {
     /// The host answered something we could not read.
     #[error("{0}")]
     InvalidResponse(String),
+
+    /// The host redirected to another origin (or from https to http), where the token would
+    /// have gone along; the redirect was not followed.
+    #[error("{from} redirected the API request to {to}; it was not followed, so the token was not sent there")]
+    RedirectRefused {
+        /// `scheme://host[:port]` asked.
+        from: String,
+        /// `scheme://host[:port]` it redirected to.
+        to: String,
+    },
 }
 
 fn detail_suffix(detail: &str) -> String {
@@ -572,6 +568,9 @@ impl ProviderError {
             ProviderError::Transport(_) => Some(
                 "check the network, proxy settings and the hostname; the provider API must be reachable from this machine".to_string(),
             ),
+            ProviderError::RedirectRefused { to, .. } => Some(format!(
+                "credentials never follow a redirect to another origin: if the API really moved to {to}, point the hostname (or KUBECTL_GITOPS_<PROVIDER>_API_URL) there"
+            )),
             ProviderError::InvalidResponse(_) => Some(
                 "check that the hostname points at the provider's API (GitHub Enterprise: https://host/api/v3, GitLab: https://host/api/v4)".to_string(),
             ),
@@ -640,7 +639,6 @@ impl Provider {
 
     /// A client whose requests each time out after `timeout`.
     pub fn with_timeout(config: ProviderConfig, timeout: Duration) -> Result<Provider, ProviderError> {
-        install_crypto_provider();
         let base = config.api_base_url()?;
         let host = match &config.api_base {
             Some(_) if config.hostname.is_none() => Url::parse(&base)
@@ -681,11 +679,8 @@ impl Provider {
         })?;
         secret.set_sensitive(true);
         headers.insert(name, secret);
-        let client = reqwest::Client::builder()
+        let client = crate::http::builder(timeout, crate::http::Carries::Credentials)
             .default_headers(headers)
-            .user_agent(USER_AGENT)
-            .timeout(timeout)
-            .connect_timeout(crate::timeouts::PROVIDER_CONNECT.min(timeout))
             .build()
             .map_err(|error| {
                 ProviderError::Transport(format!(
@@ -1279,6 +1274,10 @@ impl Provider {
     }
 
     fn transport(&self, error: &reqwest::Error) -> ProviderError {
+        if let Some(refused) = crate::http::refused_redirect(error) {
+            let (from, to) = refused.ends();
+            return ProviderError::RedirectRefused { from, to };
+        }
         if error.is_timeout() {
             return ProviderError::Transport(format!(
                 "{} did not answer within {}s",
@@ -1507,6 +1506,9 @@ mod tests {
         assert_eq!(with_base.api_base_url().unwrap(), "http://127.0.0.1:8080/api/v4");
         with_base.api_base = Some("ftp://127.0.0.1".to_string());
         assert!(matches!(with_base.api_base_url(), Err(ProviderError::InvalidConfig(_))));
+        with_base.api_base = Some("http://gitlab.internal/api/v4".to_string());
+        let error = with_base.api_base_url().unwrap_err().to_string();
+        assert!(error.contains("plain http to another machine"), "{error}");
     }
 
     #[test]

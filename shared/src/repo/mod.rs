@@ -10,6 +10,7 @@ mod tests;
 
 use clap::Args;
 
+use crate::app::args::TrustArgs;
 use crate::app::new_repo::{self, NewRepoRequest, SourceArgs};
 use crate::app::settings::RepoSettings;
 use crate::app::{self, Target};
@@ -30,6 +31,9 @@ pub struct CreateArgs {
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+
+    #[command(flatten)]
+    pub trust: TrustArgs,
 }
 
 /// `repo create`, resolved.
@@ -38,6 +42,8 @@ pub struct CreateRequest {
     pub repository: NewRepoRequest,
     pub dry_run: bool,
     pub format: OutputFormat,
+    /// `--accept-host`.
+    pub accepted_hosts: Vec<String>,
 }
 
 impl CreateArgs {
@@ -45,14 +51,20 @@ impl CreateArgs {
     pub fn request(&self, global: &GlobalArgs) -> Result<CreateRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-        Ok(CreateRequest { repository: self.source.request(&self.name)?, dry_run: self.dry_run, format })
+        Ok(CreateRequest {
+            repository: self.source.request(&self.name)?,
+            dry_run: self.dry_run,
+            format,
+            accepted_hosts: self.trust.accept_hosts.clone(),
+        })
     }
 }
 
 /// `repo create`: plans, then (unless `--dry-run`) runs the plan; returns stdout's text.
 pub async fn create(request: &CreateRequest, target: &Target, printer: &Printer) -> Result<String> {
-    let context = app::context(target, &RepoSettings::default(), false, printer).await?;
-    let hosted = app::hosted_repo(context.record())?.ok_or_else(|| {
+    let repo = RepoSettings { accepted_hosts: request.accepted_hosts.clone(), ..RepoSettings::default() };
+    let context = app::context(target, &repo, false, printer).await?;
+    let hosted = context.hosted_repo(&repo)?.ok_or_else(|| {
         Error::usage(
             "the config repo is not on GitHub, GitLab or Gitea: repo create needs a provider's API",
             "install with --provider github, gitlab or gitea; on a plain git server, create the repository there",

@@ -101,6 +101,9 @@ fn repo_words(repo: &RepoArgs) -> Vec<OsString> {
             words.push(value.into());
         }
     }
+    for host in &repo.trust.accept_hosts {
+        words.extend(["--accept-host".into(), host.into()]);
+    }
     words
 }
 
@@ -220,11 +223,16 @@ mod tests {
     #[test]
     fn a_removal_is_app_remove_with_the_servers_repo_flags() {
         let remove = RemoveApp { name: "shop".into(), pr: true, dry_run: true, wait: false };
-        let repo = RepoArgs { config_repo: Some("ssh://git@example.com/fleet.git".into()), ..RepoArgs::default() };
+        let repo = RepoArgs {
+            config_repo: Some("ssh://git@example.com/fleet.git".into()),
+            trust: crate::app::args::TrustArgs { accept_hosts: vec!["git.example.com:2222".into()] },
+            ..RepoArgs::default()
+        };
         let args = RemoveCommand::try_parse_from(remove.words(&repo)).unwrap().args;
         assert_eq!(args.name, "shop");
         assert!(args.delivery.pr && args.delivery.dry_run && !args.delivery.wait);
         assert_eq!(args.repo.config_repo.as_deref(), Some("ssh://git@example.com/fleet.git"));
+        assert_eq!(args.repo.trust.accept_hosts, ["git.example.com:2222"]);
         let bad = RemoveApp { name: "Shop_1".into(), ..RemoveApp::default() };
         let args = RemoveCommand::try_parse_from(bad.words(&RepoArgs::default())).unwrap().args;
         assert!(args.request().unwrap_err().to_string().contains("Shop_1"));
