@@ -113,7 +113,7 @@ impl Release {
     /// in the cache when any of it fails.
     /// The whole download must end within `deadline`.
     pub async fn install(&self, deadline: Duration, printer: &Printer) -> Result<PathBuf> {
-        tokio::time::timeout(deadline, self.download(printer)).await.unwrap_or_else(|_| {
+        tokio::time::timeout(deadline, self.download(deadline, printer)).await.unwrap_or_else(|_| {
             Err(Error::Remote {
                 message: format!(
                     "downloading flux {} from {} took longer than {}",
@@ -129,8 +129,8 @@ impl Release {
         })
     }
 
-    async fn download(&self, printer: &Printer) -> Result<PathBuf> {
-        let client = http_client()?;
+    async fn download(&self, deadline: Duration, printer: &Printer) -> Result<PathBuf> {
+        let client = http_client(deadline)?;
         printer.step(&format!("downloading flux {} from {}", self.version, self.base_url));
         if let Some(warning) = self.pin.development_warning(&self.version) {
             printer.warning(&warning);
@@ -240,11 +240,11 @@ pub fn rehash_cached(release: &Release) -> Result<bool> {
     Ok(sha256_hex(&bytes) == sha)
 }
 
-fn http_client() -> Result<reqwest::Client> {
-    crate::provider::install_crypto_provider();
-    reqwest::Client::builder()
-        .user_agent(crate::provider::USER_AGENT)
-        .connect_timeout(crate::timeouts::PROVIDER_CONNECT)
+/// The house client without credentials (redirects to a CDN are followed, never from https to
+/// http), each request within the whole download's `deadline` and each read within
+/// [`crate::timeouts::PROVIDER_REQUEST`].
+fn http_client(deadline: Duration) -> Result<reqwest::Client> {
+    crate::http::builder(deadline, crate::http::Carries::Nothing)
         .read_timeout(crate::timeouts::PROVIDER_REQUEST)
         .build()
         .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))
