@@ -15,8 +15,6 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::error::{Error, Result};
-
 /// The `User-Agent` we send; GitHub rejects requests without one.
 pub const USER_AGENT: &str = concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION"));
 
@@ -72,16 +70,8 @@ pub fn builder(timeout: Duration, carries: Carries) -> reqwest::ClientBuilder {
 
 /// A client without credentials, with the provider timeouts (connect 10 s, a request 30 s), for
 /// the other servers commands ask: Helm repositories, Prometheus.
-pub fn client() -> Result<reqwest::Client> {
-    build(builder(crate::timeouts::PROVIDER_REQUEST, Carries::Nothing))
-}
-
-/// Builds the client; a failure (no TLS roots, say) is a remote error naming it.
-pub fn build(builder: reqwest::ClientBuilder) -> Result<reqwest::Client> {
-    builder.build().map_err(|error| Error::Remote {
-        message: format!("cannot build an HTTP client: {}", crate::diagnostic::chain_to_line(&error)),
-        hint: None,
-    })
+pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+    builder(crate::timeouts::PROVIDER_REQUEST, Carries::Nothing).build()
 }
 
 /// Whether `a` and `b` have one origin: the same scheme, host and port (the scheme's default

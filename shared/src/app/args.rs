@@ -33,7 +33,7 @@ pub struct RepoArgs {
 }
 
 /// Which hosts the cluster's install record may send credentials to, besides the ones it is
-/// bound to in the config file (docs/repositories.md, "Where credentials go").
+/// bound to in the config file (docs/layout.md, "Where credentials go").
 #[derive(Debug, Clone, Default, Args)]
 pub struct TrustArgs {
     /// Accept HOST as the new config repo or provider API host of this cluster, when its install

@@ -48,11 +48,11 @@ fn is_exact(version: &str) -> bool {
 /// The versions of `chart` in an https Helm repository's index; `None` when it is not there.
 async fn index_versions(url: &str, chart: &str) -> Result<Option<Vec<String>>> {
     let index_url = format!("{}/index.yaml", url.trim_end_matches('/'));
-    let client = crate::http::client()?;
     let unreadable = |why: String| Error::Remote {
         message: format!("cannot read the Helm repository's index {index_url}: {why}"),
         hint: Some("check --url: a Helm repository serves index.yaml at its root".into()),
     };
+    let client = crate::http::client().map_err(|error| unreadable(crate::diagnostic::chain_to_line(&error)))?;
     let response =
         client.get(&index_url).send().await.map_err(|error| unreadable(crate::diagnostic::chain_to_line(&error)))?;
     if !response.status().is_success() {

@@ -153,9 +153,7 @@ impl Context {
         self.repo = Some(ConfigRepo { remote, branch, hosted, platform: platform.is_some() });
         Ok(())
     }
-}
 
-impl Context {
     /// The provider in front of the repository `repo_args` ask for (the config repo, or the
     /// platform repo beside it), with our token; `None` for a plain git server.
     pub(crate) fn hosted_repo(&self, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {

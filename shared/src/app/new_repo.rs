@@ -336,10 +336,13 @@ async fn first_commit(
     let (files, message, copied) = match files {
         Files::Layout => (app_layout(), message.to_string(), None),
         Files::Copy { remote, branch: source_branch } => {
-            // The provider's own repositories are read with its token; others anonymously.
-            let host = |url: &str| crate::repo_access::parse_url(url).ok().map(|parsed| parsed.host);
-            let same_host = host(remote) == host(&info.https_url);
-            let auth = if same_host { token.clone() } else { Auth::Anonymous };
+            // The provider's own repositories are read with its token (the same scheme, host and
+            // port: another port of the host is another server); others anonymously.
+            let parsed = |url: &str| crate::repo_access::parse_url(url).ok();
+            let same_server = parsed(remote)
+                .zip(parsed(&info.https_url))
+                .is_some_and(|(remote, ours)| crate::repo_access::same_server(&remote, &ours));
+            let auth = if same_server { token.clone() } else { Auth::Anonymous };
             let source = Remote { url: remote.clone(), auth };
             let (files, commit) = git::in_place(|| read_tree(&source, source_branch))?;
             (files, format!("{message}\n\nTemplate: {remote}@{commit}\n"), Some(commit))

@@ -65,6 +65,9 @@ impl RepoSettings {
 
 impl RepoArgs {
     pub(crate) fn settings(&self) -> Result<RepoSettings> {
+        if let Some(url) = &self.config_repo {
+            crate::repo_access::parse_url(url)?;
+        }
         if let Some(branch) = &self.config_branch {
             spec::validate_git_ref(branch, "--config-branch", "heads")?;
         }

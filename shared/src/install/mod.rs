@@ -980,8 +980,11 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
     let api = inspection.hosted.as_ref().map(|hosted| (hosted.provider.kind(), hosted.provider.host().to_string()));
     let hosts = hosts::Wanted::new(Some(&plan.url), api.as_ref().map(|(kind, host)| (*kind, host.as_str())))?;
     let outcome = execute(&cluster, &plan, inspection, settings.yes, settings.timeout, printer).await?;
-    if let Some(line) = hosts::bind(&cluster.server, &hosts, hosts::Accept::Given)? {
-        printer.progress(&line);
+    // The install is done whatever happens to the config file: a failure to write it is said, not fatal.
+    match hosts::bind(&cluster.server, &hosts, hosts::Accept::Given) {
+        Ok(Some(line)) => printer.progress(&line),
+        Ok(None) => {}
+        Err(error) => printer.warning(&format!("{error}; the first command that reads the record binds them")),
     }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     Ok(if noop {

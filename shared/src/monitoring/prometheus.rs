@@ -34,7 +34,10 @@ impl Endpoint {
                 "e.g. --prometheus-url http://127.0.0.1:9090",
             ));
         }
-        let client = crate::http::client()?;
+        let client = crate::http::client().map_err(|error| Error::Remote {
+            message: format!("cannot build an HTTP client: {}", crate::diagnostic::chain_to_line(&error)),
+            hint: None,
+        })?;
         Ok(Endpoint::Url { client, base: base.trim_end_matches('/').to_string() })
     }
 

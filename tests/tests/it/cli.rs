@@ -538,3 +538,38 @@ fn history_and_dora_bad_input_is_a_usage_error_before_anything_happens() {
     }
     insta::assert_snapshot!(text);
 }
+
+/// A token in a URL's userinfo is refused wherever a URL is taken, before anything is asked, and
+/// never shown: a repository URL (`https://user:token@…`, or the token as the user name, as GitHub
+/// takes it), an app's source, a Helm repository, Prometheus (#32).
+#[test]
+fn a_token_in_a_url_is_refused_and_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let secret = "glpat-s3cret-token";
+    let with_user = format!("https://ci:{secret}@gitlab.example.com/acme/fleet.git");
+    let as_user = format!("https://{secret}@github.com/acme/app.git");
+    let charts = format!("https://ci:{secret}@charts.example.com");
+    let prometheus = format!("http://admin:{secret}@127.0.0.1:9090");
+    let ssh = "ssh://git@example.com/fleet.git";
+    let cases: [(&str, Vec<&str>); 9] = [
+        ("kubectl-gitops-app", vec!["add", "app", "--url", &as_user, "--export"]),
+        ("kubectl-gitops-app", vec!["add", "app", "--url", &charts, "--chart", "app", "--export"]),
+        ("kubectl-gitops-app", vec!["add", "app", "--url", "https://github.com/acme/app", "--config-repo", &with_user]),
+        ("kubectl-gitops-install", vec!["--kubeconfig", kubeconfig, "--url", &with_user]),
+        ("kubectl-gitops-install", vec!["--kubeconfig", kubeconfig, "--url", &as_user, "--export"]),
+        ("kubectl-gitops-install", vec!["--kubeconfig", kubeconfig, "--url", ssh, "--platform-repo", &as_user]),
+        ("kubectl-gitops-repo", vec!["create", "app", "--from-url", &as_user]),
+        ("kubectl-gitops-tenant", vec!["add", "team-a", "--with-namespace", "a", "--repo", &as_user]),
+        ("kubectl-gitops-monitoring", vec!["status", "--prometheus-url", &prometheus]),
+    ];
+    for (binary, args) in cases {
+        let run = run(binary, &args);
+        assert_eq!(run.code, Some(2), "{binary} {args:?}: {}", run.render());
+        let shown = format!("{}{}", run.stdout, run.stderr);
+        assert!(!shown.contains(secret), "{binary} {args:?} shows the token: {shown}");
+        assert!(run.stderr.starts_with("error: the URL ") && run.stderr.contains("://***@"), "{}", run.stderr);
+        assert!(run.stderr.contains("\nhint: remove them from the URL and "), "{}", run.stderr);
+    }
+}

@@ -72,3 +72,26 @@ fn the_read_only_user_can_detect() {
     );
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "unmodified\n"), "{}", run.stderr);
 }
+
+/// Two namespaces labelled as Flux's: which one's record (and so whose credentials) a command
+/// uses is never a silent choice. Without `-n` naming one, detect (and every command that detects)
+/// refuses, naming both (#32).
+#[test]
+fn two_flux_namespaces_are_refused_unless_one_is_named() {
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    for namespace in ["flux-a", "flux-b"] {
+        env.kubectl_ok(&["create", "namespace", namespace]).unwrap();
+        env.kubectl_ok(&["label", "namespace", namespace, "app.kubernetes.io/part-of=flux"]).unwrap();
+    }
+    let both = detect(env, &[]);
+    assert_eq!(both.code, Some(2), "{}", both.render());
+    assert_eq!(
+        both.stderr,
+        "error: this cluster has 2 Flux installations: namespaces flux-a, flux-b\nhint: pass -n NAMESPACE to say which one, e.g. -n flux-a\n"
+    );
+    assert_eq!(both.stdout, "");
+    let named = detect(env, &["-n", "flux-b", "-o", "json"]);
+    assert_eq!(named.code, Some(0), "{}", named.render());
+    let json: serde_json::Value = serde_json::from_str(&named.stdout).unwrap();
+    assert_eq!(json["flux"]["namespace"], "flux-b");
+}
