@@ -8,7 +8,19 @@ use std::path::Path;
 const LAYERS: [(&str, &[&str]); 5] = [
     (
         "leaves",
-        &["error", "diagnostic", "manpage", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"],
+        &[
+            "error",
+            "diagnostic",
+            "manpage",
+            "names",
+            "duration",
+            "timeouts",
+            "interrupt",
+            "env",
+            "cli",
+            "record",
+            "dependencies",
+        ],
     ),
     ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments"]),

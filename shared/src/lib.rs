@@ -25,6 +25,7 @@ pub mod flux_cli;
 pub mod flux_passthrough;
 pub mod git;
 pub mod install;
+pub mod interrupt;
 pub mod manpage;
 pub mod metrics;
 pub mod monitoring;

@@ -8,6 +8,7 @@ mod artifact;
 mod browser;
 mod cli;
 mod component;
+mod deadlines;
 mod dependencies;
 mod detect;
 mod distribution;
