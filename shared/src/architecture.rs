@@ -22,7 +22,10 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "dependencies",
         ],
     ),
-    ("infrastructure", &["cluster", "git", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"]),
+    (
+        "infrastructure",
+        &["cluster", "git", "provider", "repo_access", "retry", "config", "output", "yaml", "flux_cli", "oci"],
+    ),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments"]),
     (
         "commands",

@@ -40,6 +40,7 @@ pub mod publish;
 pub mod record;
 pub mod repo;
 pub mod repo_access;
+pub mod retry;
 pub mod runtime;
 pub mod status;
 pub mod tenant;

@@ -26,6 +26,10 @@ pub const GIT_CONNECT: Duration = Duration::from_secs(10);
 pub const GIT_STALL: Duration = Duration::from_secs(30);
 /// One whole clone, fetch or push of a command without `--timeout` (with it, `--timeout`).
 pub const GIT_OPERATION: Duration = Duration::from_secs(300);
+/// Connecting to an OCI registry.
+pub const REGISTRY_CONNECT: Duration = Duration::from_secs(10);
+/// How long an OCI registry may stay silent in one request (a blob is read in many).
+pub const REGISTRY_READ: Duration = Duration::from_secs(60);
 /// How long a command has after Ctrl-C or SIGTERM to stop by itself (drop its clones, refuse
 /// its next step) before it is stopped without unwinding; either way within 2 s.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);

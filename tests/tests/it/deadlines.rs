@@ -1,7 +1,8 @@
 //! Deadlines and interrupts, end to end. A git server that accepts and never answers (a raw
 //! listener: `gitops_e2e::http::Silent`), over HTTP and SSH, ends `install` and `app` at their
 //! `--timeout` with exit 4 and a hint; Ctrl-C ends a command blocked on it within 2 s with exit
-//! 130 and no clone left behind, and stops the UI with such a request in flight.
+//! 130 and no clone left behind, and stops the UI with such a request in flight. A forge that
+//! answers 503 is asked again until it answers, and no longer than the request's timeout.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -15,7 +16,10 @@ use gitops_e2e::testenv::process::run;
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::ui::Ui;
 use gitops_e2e::{binaries, flux_release};
+use gitops_shared::provider::Kind;
 use serde_json::json;
+
+use crate::app_provider::Fixture;
 
 /// What the deadline tests allow beyond a deadline: starting the binary, and a loaded machine.
 const MARGIN: Duration = Duration::from_secs(3);
@@ -252,4 +256,35 @@ fn one_ctrl_c_stops_the_ui_within_2s_with_an_app_add_blocked_on_a_silent_git_ser
     assert_eq!(code, Some(130), "{stderr}");
     assert_error_and_hint(&stderr, "interrupted");
     assert_eq!(dirs.left(), Vec::<String>::new(), "no clone left behind");
+}
+
+/// The branch-protection read `app add` makes on GitHub before it decides between a push and a
+/// pull request.
+const PROTECTION_READ: &str = "/repos/acme/fleet/branches/main";
+
+#[test]
+fn a_forge_answering_503_is_asked_again_until_it_answers_or_the_request_times_out() {
+    let fixture = Fixture::install_from(Kind::GitHub, &flux_release::components(), &[]);
+    let add = ["add", "podinfo", "--url", "https://github.com/stefanprodan/podinfo", "--path", "./deploy", "--dry-run"];
+    let busy = json!({"message": "Service Unavailable"});
+    for _ in 0..2 {
+        fixture.standin.fail_next("GET", PROTECTION_READ, 503, busy.clone());
+    }
+    let run = fixture.pushing("kubectl-gitops-app", &add);
+    assert_eq!(run.code, Some(0), "two 503s, then the answer: {}", run.stderr);
+    let reads = fixture.standin.requests().iter().filter(|request| request.path == PROTECTION_READ).count();
+    assert_eq!(reads, 3, "{:?}", fixture.standin.requests());
+
+    // For ever: the read is given up at the provider's request timeout (30 s), with a hint.
+    for _ in 0..1000 {
+        fixture.standin.fail_next("GET", PROTECTION_READ, 503, busy.clone());
+    }
+    let started = Instant::now();
+    let run = fixture.pushing("kubectl-gitops-app", &add);
+    let took = started.elapsed();
+    eprintln!("app add against a forge answering 503 for ever ended in {took:?}");
+    assert_eq!(run.code, Some(4), "{}", run.stderr);
+    assert!(took < Duration::from_secs(30) + MARGIN, "{took:?}");
+    assert_error_and_hint(&run.stderr, "(HTTP 503)");
+    assert!(run.stderr.contains("failing for now"), "{}", run.stderr);
 }
