@@ -70,7 +70,11 @@ where
         Err(error) => return usage_error(error, &unparsed),
     };
     let printer = Printer::from_args(parsed.global_args());
-    finish(run(body(parsed, printer), printer, command_timeout(&matches)), &printer)
+    let outcome = run(body(parsed, printer), printer, command_timeout(&matches));
+    // The process ends here: remove what work abandoned at its timeout (a git read left running on
+    // a blocking thread) still holds.
+    crate::interrupt::remove_scratch_dirs();
+    finish(outcome, &printer)
 }
 
 /// The command's own `--timeout` (`install`, `app add` …), from the innermost subcommand that has
@@ -117,10 +121,8 @@ fn run<T>(future: impl Future<Output = Result<T>>, printer: Printer, command_tim
         .build()
         .map_err(|error| Error::io("cannot start the async runtime", error))?;
     let outcome = runtime.block_on(interruptible(future, printer));
-    // Work abandoned at its timeout (a git read on a blocking thread) must not hold the exit, nor
-    // leave its clone behind.
+    // Work abandoned at its timeout (a git read on a blocking thread) must not hold the exit.
     runtime.shutdown_background();
-    crate::interrupt::remove_scratch_dirs();
     outcome
 }
 
@@ -147,7 +149,7 @@ async fn interruptible<T>(body: impl Future<Output = Result<T>>, printer: Printe
 /// the interrupted error, without unwinding.
 async fn stop_on_signal(mut signals: StopSignals, printer: Printer) {
     /// After the grace: time for a body that ended to be dropped and its error printed.
-    const UNWIND: Duration = Duration::from_millis(500);
+    const UNWIND: Duration = Duration::from_millis(300);
     signals.next().await;
     crate::interrupt::request();
     tokio::select! {
