@@ -8,11 +8,23 @@ use std::path::Path;
 const LAYERS: [(&str, &[&str]); 5] = [
     (
         "leaves",
-        &["error", "diagnostic", "manpage", "names", "duration", "timeouts", "env", "cli", "record", "dependencies"],
+        &[
+            "error",
+            "diagnostic",
+            "manpage",
+            "names",
+            "duration",
+            "timeouts",
+            "interrupt",
+            "env",
+            "cli",
+            "record",
+            "dependencies",
+        ],
     ),
     (
         "infrastructure",
-        &["cluster", "git", "http", "provider", "repo_access", "config", "output", "yaml", "flux_cli", "oci"],
+        &["cluster", "git", "http", "provider", "repo_access", "retry", "config", "output", "yaml", "flux_cli", "oci"],
     ),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments"]),
     (

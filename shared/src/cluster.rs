@@ -80,7 +80,14 @@ impl Cluster {
         }
         let server = config.cluster_url.to_string();
         let namespace = config.default_namespace.clone();
-        let client = Client::try_from(config).map_err(|error| classify(&server, error))?;
+        // Reads answered 429 or 5xx are asked again within the request timeout (writes are not);
+        // a retry layer needs a service it can clone, which the buffer is.
+        let retries = crate::retry::KubeReads::within(request_timeout.unwrap_or(crate::timeouts::REQUEST));
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(|error| classify(&server, error))?
+            .with_layer(&tower::buffer::BufferLayer::new(1024))
+            .with_layer(&retries)
+            .build();
         printer.detail(&format!(
             "cluster: {server} (context {}, namespace {namespace}, request timeout {})",
             context.as_deref().unwrap_or("none"),

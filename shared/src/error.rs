@@ -20,6 +20,9 @@ pub enum ExitCode {
     Git = 4,
     /// Anything else: a local I/O problem or a bug.
     Internal = 5,
+    /// Stopped by Ctrl-C or SIGTERM before it finished: 128 + SIGINT, as a shell reports a
+    /// command that a Ctrl-C ended.
+    Interrupted = 130,
 }
 
 impl ExitCode {
@@ -141,6 +144,10 @@ pub enum Error {
     /// Something that cannot happen did (a task panicked, a key could not be encoded).
     #[error("internal error: {0}")]
     Internal(String),
+
+    /// Ctrl-C or SIGTERM stopped the command before it finished.
+    #[error("interrupted before the command finished")]
+    Interrupted,
 }
 
 impl Error {
@@ -168,6 +175,7 @@ impl Error {
             Error::Provider(_) | Error::Remote { .. } => ExitCode::Git,
             Error::Step { source, .. } => source.exit_code(),
             Error::Io { .. } | Error::Render(_) | Error::Internal(_) => ExitCode::Internal,
+            Error::Interrupted => ExitCode::Interrupted,
         }
     }
 
@@ -196,6 +204,7 @@ impl Error {
             Error::Api(error) => Some(crate::diagnostic::api_hint(error).into()),
             Error::Io { .. } => None,
             Error::Render(_) | Error::Internal(_) => Some("this is a bug in kubectl-gitops; please report it".into()),
+            Error::Interrupted => Some(crate::interrupt::HINT.into()),
         }
     }
 }
@@ -207,6 +216,7 @@ fn git_exit_code(error: &crate::git::GitError) -> ExitCode {
     match error {
         GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => ExitCode::Usage,
         GitError::Io { .. } => ExitCode::Internal,
+        GitError::Interrupted { .. } => ExitCode::Interrupted,
         _ => ExitCode::Git,
     }
 }
@@ -225,6 +235,8 @@ mod tests {
         assert_eq!(ExitCode::Usage.code(), 2);
         assert_eq!(ExitCode::Cluster.code(), 3);
         assert_eq!(ExitCode::Git.code(), 4);
+        assert_eq!(ExitCode::Interrupted.code(), 130);
+        assert_eq!(Error::Interrupted.exit_code(), ExitCode::Interrupted);
         assert_eq!(Error::usage("bad", "fix it").exit_code(), ExitCode::Usage);
         let unreachable = Error::Unreachable { server: "https://x".into(), reason: "refused".into() };
         assert_eq!(unreachable.exit_code(), ExitCode::Cluster);

@@ -23,7 +23,8 @@ pub(crate) mod tests;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use git2::{
     AutotagOption, CertificateCheckStatus, Cred, CredentialType, Direction, ErrorClass, ErrorCode, FetchOptions,
@@ -247,10 +248,19 @@ pub enum GitError {
     },
 
     /// A git call did not finish in time: the server stalled, or the network did.
-    #[error("git did not answer within {after}")]
+    #[error("{what} did not answer within {after}")]
     TimedOut {
+        /// The server's URL (without any password), or `git`.
+        what: String,
         /// The time given, as `30s`.
         after: String,
+    },
+
+    /// Ctrl-C or SIGTERM stopped the operation ([`crate::interrupt`]).
+    #[error("interrupted while talking to {url}")]
+    Interrupted {
+        /// The URL, without any password.
+        url: String,
     },
 
     /// Local I/O on the checkout failed.
@@ -331,7 +341,10 @@ impl GitError {
             GitError::InvalidUrl { .. } => Some(
                 "use ssh://user@host[:port]/path, user@host:path, https://host/path or file:///path".into(),
             ),
-            GitError::TimedOut { .. } => Some("the git server is slow or not answering; try again later".into()),
+            GitError::TimedOut { .. } => Some(
+                "the git server is slow or not answering: try again later, or give it longer with --timeout".into(),
+            ),
+            GitError::Interrupted { .. } => Some(crate::interrupt::HINT.into()),
             GitError::Io { .. } | GitError::Other(_) => None,
         }
     }
@@ -347,14 +360,65 @@ pub async fn off_runtime<T: Send + 'static>(
     match tokio::time::timeout(timeout, tokio::task::spawn_blocking(work)).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(failed)) => Err(GitError::Other(git2::Error::from_str(&format!("the git task failed: {failed}")))),
-        Err(_) => Err(GitError::TimedOut { after: crate::duration::format(timeout) }),
+        Err(_) => Err(GitError::TimedOut { what: "git".into(), after: crate::duration::format(timeout) }),
+    }
+}
+
+/// How long one network operation (a clone's fetch, a push, an ls-remote) may take: connecting,
+/// a silence of the server, the whole; from the command's `--timeout` ([`limit_network`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Limits {
+    connect: Duration,
+    stall: Duration,
+    operation: Duration,
+}
+
+impl Limits {
+    /// `crate::timeouts`' limits, none longer than the command's `--timeout` (zero: none given).
+    fn within(command_timeout: Option<Duration>) -> Limits {
+        use crate::timeouts::{GIT_CONNECT, GIT_OPERATION, GIT_STALL};
+        match command_timeout.filter(|timeout| !timeout.is_zero()) {
+            Some(timeout) => {
+                Limits { connect: GIT_CONNECT.min(timeout), stall: GIT_STALL.min(timeout), operation: timeout }
+            }
+            None => Limits { connect: GIT_CONNECT, stall: GIT_STALL, operation: GIT_OPERATION },
+        }
+    }
+
+    /// The limits [`limit_network`] set, else the defaults (unit tests).
+    fn current() -> Limits {
+        LIMITS.get().copied().unwrap_or_else(|| Limits::within(None))
+    }
+}
+
+static LIMITS: OnceLock<Limits> = OnceLock::new();
+
+/// Bounds every network operation of this process by the command's `--timeout` (and
+/// `crate::timeouts`): libgit2 gives up connecting after [`crate::timeouts::GIT_CONNECT`] and on a
+/// server silent for [`crate::timeouts::GIT_STALL`] (for HTTP(S) and SSH: libssh2 gets the same
+/// timeout), and our callbacks end an operation that outlasts the whole limit. Once per process,
+/// before any other thread exists (`runtime` calls it first); later calls change nothing.
+#[allow(unsafe_code, reason = "libgit2's timeouts have only unsafe setters; see SAFETY")]
+pub fn limit_network(command_timeout: Option<Duration>) {
+    let limits = Limits::within(command_timeout);
+    if LIMITS.set(limits).is_err() {
+        return;
+    }
+    let millis = |limit: Duration| i32::try_from(limit.as_millis()).unwrap_or(i32::MAX).max(1);
+    // SAFETY: the setters write C globals of libgit2 without a lock, which git2 allows only while
+    // no other thread may use libgit2. The runtime calls this first thing on the main thread,
+    // before it starts tokio's threads, and the OnceLock above makes every later call return
+    // before reaching here. Both setters only store an int and cannot fail.
+    unsafe {
+        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(millis(limits.connect));
+        let _ = git2::opts::set_server_timeout_in_milliseconds(millis(limits.stall));
     }
 }
 
 /// Runs libgit2 work on a borrowed [`Checkout`] where it is: on a multi-threaded runtime (the
-/// binaries') tokio first moves this worker's other tasks elsewhere (`block_in_place`). Unlike
-/// [`off_runtime`] it has no timeout: a stalled server holds the command (pushes and clones; the
-/// command's `--timeout` is checked between calls).
+/// binaries') tokio first moves this worker's other tasks elsewhere (`block_in_place`). Each
+/// network operation inside is bounded by [`limit_network`]'s limits and ends at Ctrl-C (the
+/// callbacks check [`crate::interrupt::requested`]).
 pub fn in_place<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
@@ -366,7 +430,7 @@ pub fn in_place<T>(work: impl FnOnce() -> T) -> T {
 pub struct Checkout {
     // Declared before `dir` so that libgit2 lets go of the files before the dir is deleted.
     repo: Repository,
-    dir: tempfile::TempDir,
+    dir: crate::interrupt::ScratchDir,
     remote: Remote,
     branch: String,
     /// The remote commit our local commits are based on; `None` when the remote branch did
@@ -395,9 +459,7 @@ impl Checkout {
     pub fn clone(remote: &Remote, branch: &str) -> Result<Checkout, GitError> {
         let local_ref = branch_ref(branch)?;
         let endpoint = Endpoint::parse(&remote.url)?;
-        let dir = tempfile::Builder::new()
-            .prefix("kubectl-gitops-")
-            .tempdir()
+        let dir = crate::interrupt::ScratchDir::new("kubectl-gitops-")
             .map_err(|source| GitError::Io { context: "cannot create a temp dir for the checkout".into(), source })?;
         let repo = Repository::init(dir.path())?;
         repo.remote(ORIGIN, &remote.url)?;
@@ -510,6 +572,8 @@ impl Checkout {
         // The remote's value of each ref before the push: when it already is ours, nothing moved.
         let already_there = Cell::new(false);
         callbacks.push_negotiation(|updates| {
+            // The last moment a push can be called off: nothing is sent yet.
+            session.stop_check()?;
             already_there.set(!updates.is_empty() && updates.iter().all(|update| update.src() == update.dst()));
             Ok(())
         });
@@ -824,6 +888,9 @@ impl Endpoint {
 struct Session<'a> {
     remote: &'a Remote,
     endpoint: &'a Endpoint,
+    limits: Limits,
+    /// When the operation must be over ([`Limits::operation`] from its start).
+    deadline: Instant,
     failure: RefCell<Option<GitError>>,
     key_tries: Cell<u32>,
     password_tries: Cell<u32>,
@@ -832,9 +899,12 @@ struct Session<'a> {
 
 impl<'a> Session<'a> {
     fn new(remote: &'a Remote, endpoint: &'a Endpoint) -> Session<'a> {
+        let limits = Limits::current();
         Session {
             remote,
             endpoint,
+            limits,
+            deadline: Instant::now() + limits.operation,
             failure: RefCell::new(None),
             key_tries: Cell::new(0),
             password_tries: Cell::new(0),
@@ -856,7 +926,15 @@ impl<'a> Session<'a> {
 
     fn callbacks(&self) -> RemoteCallbacks<'_> {
         let mut callbacks = RemoteCallbacks::new();
-        callbacks.credentials(|url, user_from_url, allowed| self.credentials(url, user_from_url, allowed));
+        // libgit2 calls these as the operation goes (each packet of a fetch, each progress line of
+        // the server); an `Err` or `false` ends it. A server silent in between is libgit2's own
+        // read timeout's (`limit_network`).
+        callbacks.transfer_progress(|_| self.stop_check().is_ok());
+        callbacks.sideband_progress(|_| self.stop_check().is_ok());
+        callbacks.credentials(|url, user_from_url, allowed| {
+            self.stop_check()?;
+            self.credentials(url, user_from_url, allowed)
+        });
         callbacks.certificate_check(|cert, _host| match (cert.as_hostkey(), self.endpoint) {
             (Some(hostkey), Endpoint::Ssh { host, port }) => {
                 let Auth::Ssh { known_hosts, .. } = &self.remote.auth else {
@@ -884,6 +962,18 @@ impl<'a> Session<'a> {
             (None, _) => Ok(CertificateCheckStatus::CertificatePassthrough),
         });
         callbacks
+    }
+
+    /// An error that ends the operation when the user interrupted us or its time is up.
+    fn stop_check(&self) -> Result<(), git2::Error> {
+        if crate::interrupt::requested() {
+            return Err(self.fail(GitError::Interrupted { url: self.url() }));
+        }
+        if Instant::now() >= self.deadline {
+            let after = crate::duration::format(self.limits.operation);
+            return Err(self.fail(GitError::TimedOut { what: self.url(), after }));
+        }
+        Ok(())
     }
 
     /// The credentials libgit2 asks for on behalf of `asked` (the URL it is talking to, after any
@@ -987,6 +1077,16 @@ impl<'a> Session<'a> {
         if error.code() == ErrorCode::Auth || matches!(status, Some(401 | 403)) {
             return GitError::AuthFailed { url, reason };
         }
+        // A signal cut a blocking read or connect short, and the only ones we catch are Ctrl-C
+        // and SIGTERM (`crate::runtime`), which may reach this thread before the flag is set.
+        if lower.contains("interrupted system call") {
+            return GitError::Interrupted { url };
+        }
+        // libgit2's socket timeouts (`limit_network`), over HTTP(S) and SSH alike.
+        if error.code() == ErrorCode::Timeout || lower.contains("timed out") {
+            let limit = if lower.contains("connect") { self.limits.connect } else { self.limits.stall };
+            return GitError::TimedOut { what: url, after: crate::duration::format(limit) };
+        }
         let missing = [
             "does not appear to be a git repository",
             "repository not found",
@@ -1003,15 +1103,9 @@ impl<'a> Session<'a> {
         }
         if error.code() == ErrorCode::Certificate
             || matches!(error.class(), ErrorClass::Net | ErrorClass::Os | ErrorClass::Ssl)
-            || [
-                "failed to connect",
-                "connection refused",
-                "failed to resolve",
-                "timed out",
-                "failed to start ssh session",
-            ]
-            .iter()
-            .any(|m| lower.contains(m))
+            || ["failed to connect", "connection refused", "failed to resolve", "failed to start ssh session"]
+                .iter()
+                .any(|m| lower.contains(m))
         {
             return GitError::Unreachable { url, reason };
         }

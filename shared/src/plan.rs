@@ -107,13 +107,17 @@ pub fn unified_diff(file: &FileChange) -> String {
 
 /// Runs a plan's steps in order, each given with its words (what `--dry-run` numbered); `run`
 /// gets the step's number, the step and its words. A failure ends the run as [`Error::Step`],
-/// naming the step's number and words, so that every command reports a failed step alike.
+/// naming the step's number and words, so that every command reports a failed step alike. No step
+/// starts after Ctrl-C or SIGTERM ([`Error::Interrupted`]).
 pub async fn run_steps<S>(
     steps: &[(S, String)],
     mut run: impl AsyncFnMut(usize, &S, &str) -> Result<()>,
 ) -> Result<()> {
     let total = steps.len();
     for (index, (step, words)) in steps.iter().enumerate() {
+        if crate::interrupt::requested() {
+            return Err(Error::Interrupted);
+        }
         run(index + 1, step, words).await.map_err(|source| Error::Step {
             number: index + 1,
             total,

@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::future::Future;
+use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
 
@@ -61,12 +62,34 @@ where
     if args.get(1).is_some_and(|arg| arg == crate::manpage::MAN_ARG) {
         return finish(print_man_page(command, &unparsed), &unparsed);
     }
-    let parsed = match command.try_get_matches_from(args).and_then(|matches| C::from_arg_matches(&matches)) {
+    let matches = match command.try_get_matches_from(args) {
+        Ok(matches) => matches,
+        Err(error) => return usage_error(error, &unparsed),
+    };
+    let parsed = match C::from_arg_matches(&matches) {
         Ok(parsed) => parsed,
         Err(error) => return usage_error(error, &unparsed),
     };
     let printer = Printer::from_args(parsed.global_args());
-    finish(block_on(body(parsed, printer)), &printer)
+    let outcome = run(body(parsed, printer), printer, command_timeout(&matches));
+    // The process ends here: remove what work abandoned at its timeout (a git read left running on
+    // a blocking thread) still holds.
+    crate::interrupt::remove_scratch_dirs();
+    finish(outcome, &printer)
+}
+
+/// The command's own `--timeout` (`install`, `app add` …), from the innermost subcommand that has
+/// one: it bounds each of the command's network operations too.
+fn command_timeout(matches: &clap::ArgMatches) -> Option<Duration> {
+    let mut found = None;
+    let mut level = Some(matches);
+    while let Some(current) = level {
+        if let Ok(Some(timeout)) = current.try_get_one::<Duration>("timeout") {
+            found = Some(*timeout);
+        }
+        level = current.subcommand().map(|(_, inner)| inner);
+    }
+    found
 }
 
 /// The hidden argument that makes a binary panic, so that a test can see what a user sees on a bug.
@@ -122,17 +145,107 @@ pub fn print_man_page(command: clap::Command, printer: &Printer) -> Result<ExitC
     printer.data(&page).map(|()| ExitCode::Ok)
 }
 
-/// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed.
+/// Runs a future on a multi-threaded tokio runtime, with rustls' ring provider installed, until
+/// it ends or Ctrl-C or SIGTERM stops it ([`Error::Interrupted`], exit 130).
 pub fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
+    run(future, Printer::new(ColorChoice::Auto, 0, 0), None)
+}
+
+/// [`block_on`], with the printer a stop without unwinding prints its error with, and the
+/// command's `--timeout`.
+fn run<T>(future: impl Future<Output = Result<T>>, printer: Printer, command_timeout: Option<Duration>) -> Result<T> {
     // Only ring is compiled in; installing it explicitly avoids rustls' run-time panic when
     // it cannot pick a provider by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // libgit2's network timeouts are process globals: set before the runtime starts any thread.
+    crate::git::limit_network(command_timeout);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|error| Error::io("cannot start the async runtime", error))?;
-    runtime.block_on(future)
+    let outcome = runtime.block_on(interruptible(future, printer));
+    // Work abandoned at its timeout (a git read on a blocking thread) must not hold the exit.
+    runtime.shutdown_background();
+    outcome
+}
+
+/// Runs `body` until it ends; after the first Ctrl-C or SIGTERM it has
+/// [`crate::timeouts::INTERRUPT_GRACE`] to end by itself (it sees [`crate::interrupt::requested`]),
+/// then it is dropped, which removes its clones. A body stuck in a blocking call cannot be
+/// dropped: [`stop_on_signal`] ends the process then.
+async fn interruptible<T>(body: impl Future<Output = Result<T>>, printer: Printer) -> Result<T> {
+    if let Some(signals) = StopSignals::listen() {
+        tokio::spawn(stop_on_signal(signals, printer));
+    }
+    let mut body = std::pin::pin!(body);
+    tokio::select! {
+        outcome = &mut body => outcome,
+        () = crate::interrupt::until_requested() => {
+            tokio::time::timeout(crate::timeouts::INTERRUPT_GRACE, body).await.unwrap_or(Err(Error::Interrupted))
+        }
+    }
+}
+
+/// Tells everything to stop at the first signal; at a second one, or when the process is still
+/// there shortly after the grace (the main thread stuck in a blocking call, such as a read from a
+/// git server that only its socket timeout would end), removes the scratch dirs and exits 130 with
+/// the interrupted error, without unwinding.
+async fn stop_on_signal(mut signals: StopSignals, printer: Printer) {
+    /// After the grace: time for a body that ended to be dropped and its error printed.
+    const UNWIND: Duration = Duration::from_millis(300);
+    signals.next().await;
+    crate::interrupt::request();
+    tokio::select! {
+        () = tokio::time::sleep(crate::timeouts::INTERRUPT_GRACE + UNWIND) => {}
+        () = signals.next() => {}
+    }
+    crate::interrupt::remove_scratch_dirs();
+    let interrupted = Error::Interrupted;
+    printer.error(&interrupted.to_string(), interrupted.hint().as_deref());
+    std::process::exit(ExitCode::Interrupted.code());
+}
+
+/// The signals that stop a command: SIGINT (Ctrl-C) and SIGTERM.
+#[cfg(unix)]
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl StopSignals {
+    /// Takes the signals over from their default action (ending the process at once); `None` when
+    /// they cannot be, and the defaults stay.
+    fn listen() -> Option<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Some(StopSignals {
+            interrupt: signal(SignalKind::interrupt()).ok()?,
+            terminate: signal(SignalKind::terminate()).ok()?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+}
+
+/// Ctrl-C where there are no Unix signals.
+#[cfg(not(unix))]
+struct StopSignals;
+
+#[cfg(not(unix))]
+impl StopSignals {
+    fn listen() -> Option<StopSignals> {
+        Some(StopSignals)
+    }
+
+    async fn next(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help and

@@ -21,6 +21,21 @@ pub const GIT_READ: Duration = Duration::from_secs(30);
 /// Downloading a flux CLI release, the checksums file and the archive together (each connection
 /// also has [`PROVIDER_CONNECT`] and each read [`PROVIDER_REQUEST`]).
 pub const FLUX_DOWNLOAD: Duration = Duration::from_secs(300);
+/// Connecting to a git server (libgit2's connect timeout; shorter when `--timeout` is).
+pub const GIT_CONNECT: Duration = Duration::from_secs(10);
+/// How long a git server may stay silent in a clone, fetch or push before we give up on it
+/// (libgit2's read and write timeout, for HTTP(S) and SSH alike; shorter when `--timeout` is).
+/// Servers send progress or keep-alives every few seconds while they work.
+pub const GIT_STALL: Duration = Duration::from_secs(30);
+/// One whole clone, fetch or push of a command without `--timeout` (with it, `--timeout`).
+pub const GIT_OPERATION: Duration = Duration::from_secs(300);
+/// Connecting to an OCI registry.
+pub const REGISTRY_CONNECT: Duration = Duration::from_secs(10);
+/// How long an OCI registry may stay silent in one request (a blob is read in many).
+pub const REGISTRY_READ: Duration = Duration::from_secs(60);
+/// How long a command has after Ctrl-C or SIGTERM to stop by itself (drop its clones, refuse
+/// its next step) before it is stopped without unwinding; either way within 2 s.
+pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 
 /// How long a command's `--timeout` lets it push and wait (`install`, `app`, `status --wait`).
 pub const COMMAND_FLAG: &str = "5m";

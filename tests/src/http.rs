@@ -121,3 +121,59 @@ async fn answer(
     }
     Ok(built.body(Full::new(Bytes::from(reply.body))).expect("a response from valid parts"))
 }
+
+/// A server that accepts connections and never answers: a stalled git server, forge or registry,
+/// or one that wants to hold us. It reads nothing and writes nothing; dropping it closes every
+/// connection.
+pub struct Silent {
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Silent {
+    /// Listens on a free port of 127.0.0.1 until dropped.
+    pub fn start() -> Silent {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.set_nonblocking(true).expect("a non-blocking listener");
+        let address = listener.local_addr().expect("local address").to_string();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (counter, stopped) = (Arc::clone(&accepted), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stopped.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        held.push(stream);
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Silent { address, accepted, stop }
+    }
+
+    /// How many connections it accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until a client connected (and is now waiting for an answer that never comes).
+    pub fn wait_for_a_client(&self, within: Duration) {
+        let started = std::time::Instant::now();
+        while self.accepted() == 0 {
+            assert!(started.elapsed() < within, "nothing connected to {} within {within:?}", self.address);
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}

@@ -84,7 +84,13 @@ impl Ui {
     }
 
     /// Stops it as a user does, with Ctrl-C; returns its exit code and stderr.
-    pub fn interrupt(mut self) -> (Option<i32>, String) {
+    pub fn interrupt(self) -> (Option<i32>, String) {
+        let (code, stderr, _) = self.interrupt_timed();
+        (code, stderr)
+    }
+
+    /// [`Ui::interrupt`], and how long it took to stop.
+    pub fn interrupt_timed(mut self) -> (Option<i32>, String, Duration) {
         let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
         let started = Instant::now();
@@ -95,9 +101,10 @@ impl Ui {
             assert!(started.elapsed() < Duration::from_secs(15), "the UI did not stop on Ctrl-C");
             std::thread::sleep(Duration::from_millis(50));
         };
+        let took = started.elapsed();
         let mut stderr = String::new();
         self.child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-        (status.code(), stderr)
+        (status.code(), stderr, took)
     }
 }
 

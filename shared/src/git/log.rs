@@ -200,10 +200,8 @@ pub fn branch_change(remote: &Remote, base: &str, branch: &str) -> Result<Option
 }
 
 /// An empty bare repository in a temp dir, deleted when the dir is dropped: what a fetch lands in.
-fn scratch_repository() -> Result<(tempfile::TempDir, Repository), GitError> {
-    let dir = tempfile::Builder::new()
-        .prefix("kubectl-gitops-log-")
-        .tempdir()
+fn scratch_repository() -> Result<(crate::interrupt::ScratchDir, Repository), GitError> {
+    let dir = crate::interrupt::ScratchDir::new("kubectl-gitops-log-")
         .map_err(|source| GitError::Io { context: "cannot create a temp dir for the fetch".into(), source })?;
     let repo = Repository::init_bare(dir.path())?;
     Ok((dir, repo))

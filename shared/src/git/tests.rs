@@ -334,3 +334,47 @@ fn a_password_is_given_only_to_the_remotes_origin_over_https_or_loopback() {
     assert_eq!(refused, "http://git.example.com is plain http to another machine");
     assert!(!refused.contains("s3cret"));
 }
+
+#[test]
+fn network_limits_are_the_defaults_or_the_commands_timeout_when_shorter() {
+    use crate::timeouts::{GIT_CONNECT, GIT_OPERATION, GIT_STALL};
+    let defaults = Limits { connect: GIT_CONNECT, stall: GIT_STALL, operation: GIT_OPERATION };
+    assert_eq!(Limits::within(None), defaults);
+    assert_eq!(Limits::within(Some(Duration::ZERO)), defaults, "0 is no --timeout");
+    let five = Duration::from_secs(5);
+    assert_eq!(Limits::within(Some(five)), Limits { connect: five, stall: five, operation: five });
+    let long = Duration::from_secs(3600);
+    assert_eq!(Limits::within(Some(long)), Limits { connect: GIT_CONNECT, stall: GIT_STALL, operation: long });
+}
+
+#[test]
+fn an_operation_past_its_limit_or_a_socket_timeout_is_timed_out_naming_the_server() {
+    let remote = Remote { url: "https://git.example.com/fleet.git".into(), auth: Auth::Anonymous };
+    let endpoint = Endpoint::Http;
+    let mut session = Session::new(&remote, &endpoint);
+    assert!(session.stop_check().is_ok());
+    session.deadline = Instant::now();
+    assert!(session.stop_check().is_err(), "past the deadline every callback ends the operation");
+    let error = session.finish(git2::Error::from_str("callback returned an error"));
+    assert!(matches!(error, GitError::TimedOut { .. }), "{error:?}");
+    assert!(error.to_string().starts_with("https://git.example.com/fleet.git did not answer within"), "{error}");
+    assert!(error.hint().is_some_and(|hint| hint.contains("--timeout")));
+
+    let socket = |message: &str| session.classify(git2::Error::new(ErrorCode::Timeout, ErrorClass::Net, message));
+    let stalled = socket("could not read from socket: timed out");
+    let after = crate::duration::format(crate::timeouts::GIT_STALL);
+    assert_eq!(stalled.to_string(), format!("https://git.example.com/fleet.git did not answer within {after}"));
+    let connecting = socket("failed to connect to git.example.com: Operation timed out");
+    let after = crate::duration::format(crate::timeouts::GIT_CONNECT);
+    assert_eq!(connecting.to_string(), format!("https://git.example.com/fleet.git did not answer within {after}"));
+}
+
+#[test]
+fn a_read_cut_short_by_a_signal_is_interrupted() {
+    let remote = Remote { url: "https://git.example.com/fleet.git".into(), auth: Auth::Anonymous };
+    let session = Session::new(&remote, &Endpoint::Http);
+    let eintr = "error receiving data from socket: Interrupted system call";
+    let error = session.classify(git2::Error::new(ErrorCode::GenericError, ErrorClass::Net, eintr));
+    assert!(matches!(error, GitError::Interrupted { .. }), "{error:?}");
+    assert_eq!(crate::Error::from(error).exit_code(), crate::ExitCode::Interrupted);
+}

@@ -3,7 +3,6 @@
 //! Every failure becomes an error naming the registry and what to do; credentials never appear.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::OciDistributionError;
@@ -76,8 +75,8 @@ impl Registry {
         };
         let client = Client::new(ClientConfig {
             protocol,
-            connect_timeout: Some(Duration::from_secs(10)),
-            read_timeout: Some(Duration::from_secs(60)),
+            connect_timeout: Some(crate::timeouts::REGISTRY_CONNECT),
+            read_timeout: Some(crate::timeouts::REGISTRY_READ),
             user_agent: concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION")),
             // Nothing here pulls multi-platform images.
             platform_resolver: None,

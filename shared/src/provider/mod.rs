@@ -1223,9 +1223,35 @@ impl Provider {
         Err(ProviderError::OwnerMismatch { repo: repo.path(), requested: repo.owner.clone(), authenticated })
     }
 
-    /// Sends one request and reads the whole answer. Only transport failures are errors here.
+    /// Sends one request and reads the whole answer. Only transport failures are errors here. A
+    /// read (GET) answered 429 or 5xx is asked again ([`crate::retry`]) within the timeout, which
+    /// bounds the whole, retries included.
     async fn send(&self, method: Method, url: Url, body: Option<&serde_json::Value>) -> Result<Reply, ProviderError> {
-        let mut request = self.client.request(method, url);
+        if method != Method::GET {
+            return self.send_once(method, url, body, self.timeout).await;
+        }
+        let deadline = std::time::Instant::now() + self.timeout;
+        let attempt = async |backoff: &crate::retry::Backoff| {
+            self.send_once(Method::GET, url.clone(), None, backoff.remaining()).await
+        };
+        crate::retry::until(deadline, attempt, |answer| match answer {
+            Ok(reply) if crate::retry::is_transient(reply.status) => {
+                Some(reply.header("retry-after").and_then(crate::retry::retry_after))
+            }
+            _ => None,
+        })
+        .await
+    }
+
+    /// One attempt of [`Provider::send`], given `timeout`.
+    async fn send_once(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<Reply, ProviderError> {
+        let mut request = self.client.request(method, url).timeout(timeout);
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -1309,6 +1335,13 @@ impl Provider {
             401 => ProviderError::Unauthorized { host: self.host.clone(), kind: self.kind, detail },
             403 => ProviderError::Forbidden { message, hint: None },
             404 => ProviderError::NotFound { what: what.to_string(), kind: self.kind },
+            status if crate::retry::is_transient(status) => {
+                let hint = format!(
+                    "{} is failing for now (reads are asked again until the timeout): try again later",
+                    self.host
+                );
+                ProviderError::Api { status, message, hint: Some(hint) }
+            }
             status => ProviderError::Api { status, message, hint: None },
         }
     }

@@ -459,15 +459,18 @@ pub async fn wait_cluster(
     wait_until(&mut waited, "waiting for Flux to sync", request.limits, &printer).await
 }
 
-/// `status --watch`: the screen, then again on every change until interrupted. On a terminal the
-/// screen is redrawn in place; otherwise each row that changed is printed on its own (a table line,
+/// `status --watch`: the screen, then again on every change until interrupted, which ends it as
+/// asked (exit 0). On a terminal the screen is redrawn in place; otherwise each row that changed is printed on its own (a table line,
 /// or a JSON or YAML document), as `kubectl get -w` does.
 pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer: Printer) -> Result<ExitCode> {
     let mut live = Live::start(cluster, scope, printer).await?;
     let terminal = printer.redraws();
     let mut last: Option<Report> = None;
     loop {
-        live.update().await;
+        tokio::select! {
+            () = live.update() => {}
+            () = crate::interrupt::until_requested() => return Ok(ExitCode::Ok),
+        }
         if !live.listed() {
             continue;
         }

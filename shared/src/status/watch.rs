@@ -210,8 +210,9 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>) -> Vec<Followed> {
 /// Home, clear the screen: what `--watch` writes before redrawing on a terminal.
 pub(super) const REDRAW: &str = "\x1b[H\x1b[2J";
 
-/// `--watch`: shows the app again on every change until interrupted. On a terminal the screen is
-/// redrawn in place; otherwise the report is printed again only when it changed.
+/// `--watch`: shows the app again on every change until interrupted, which ends it as asked (exit
+/// 0). On a terminal the screen is redrawn in place; otherwise the report is printed again only
+/// when it changed.
 pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<ExitCode> {
     let printer = viewer.printer;
     let terminal = printer.redraws();
@@ -234,7 +235,10 @@ pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<E
             shown = Some(report);
         }
         triggers.follow(followed(viewer, looked.as_ref().map(|(g, _)| g)));
-        triggers.changed().await;
+        tokio::select! {
+            () = triggers.changed() => {}
+            () = crate::interrupt::until_requested() => return Ok(ExitCode::Ok),
+        }
     }
 }
 

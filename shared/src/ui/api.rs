@@ -49,13 +49,14 @@ impl ApiError {
 }
 
 impl From<Error> for ApiError {
-    /// The exit codes' HTTP statuses: bad input 400, forbidden 403, cluster 503, git 502.
+    /// The exit codes' HTTP statuses: bad input 400, forbidden 403, cluster 503, git 502, a
+    /// request the server's Ctrl-C stopped 503.
     fn from(error: Error) -> ApiError {
         let status = match &error {
             Error::Forbidden { .. } | Error::Unauthorized { .. } => StatusCode::FORBIDDEN,
             _ => match error.exit_code() {
                 ExitCode::Usage => StatusCode::BAD_REQUEST,
-                ExitCode::Cluster => StatusCode::SERVICE_UNAVAILABLE,
+                ExitCode::Cluster | ExitCode::Interrupted => StatusCode::SERVICE_UNAVAILABLE,
                 ExitCode::Git => StatusCode::BAD_GATEWAY,
                 ExitCode::No => StatusCode::CONFLICT,
                 ExitCode::Ok | ExitCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,

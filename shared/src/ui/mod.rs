@@ -147,8 +147,9 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
     if settings.open_browser {
         open_browser(&url, &printer);
     }
+    // The runtime catches Ctrl-C and SIGTERM (`crate::interrupt`), and gives us a moment to stop.
     let shutdown = async move {
-        let _ = tokio::signal::ctrl_c().await;
+        crate::interrupt::until_requested().await;
         let _ = stop.send(true);
     };
     axum::serve(listener, router(server))

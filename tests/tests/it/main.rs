@@ -9,6 +9,7 @@ mod browser;
 mod cli;
 mod component;
 mod credentials;
+mod deadlines;
 mod dependencies;
 mod detect;
 mod distribution;

@@ -590,19 +590,27 @@ fn rate_limits_are_reported_with_the_reset_time() {
 
 #[test]
 fn server_errors_carry_status_and_message() {
-    let (stand_in, gitlab, repo) = with_repo(Kind::GitLab, "acme/fleet");
-    stand_in.fail_next(
-        "GET",
-        "/api/v4/projects/acme%2Ffleet/deploy_keys",
-        500,
-        json!({ "message": "500 Internal Server Error" }),
-    );
+    let stand_in = StandIn::start(Kind::GitLab);
+    stand_in.add_repo("acme/fleet");
+    let repo = RepoRef::parse("acme/fleet").unwrap();
+    // A read is asked again while the server fails: a server failing past the timeout is reported.
+    let gitlab = Provider::with_timeout(stand_in.provider_config(standin::TOKEN), Duration::from_secs(1)).unwrap();
+    for _ in 0..100 {
+        stand_in.fail_next(
+            "GET",
+            "/api/v4/projects/acme%2Ffleet/deploy_keys",
+            500,
+            json!({ "message": "500 Internal Server Error" }),
+        );
+    }
     let error = run(gitlab.list_deploy_keys(&repo)).unwrap_err();
     assert!(matches!(error, ProviderError::Api { status: 500, .. }), "{error:?}");
     assert_eq!(
         error.to_string(),
         "listing deploy keys of GitLab project acme/fleet: 500 Internal Server Error (HTTP 500)"
     );
+    assert!(error.hint().is_some_and(|hint| hint.contains("try again later")), "{error:?}");
+    assert!(stand_in.requests().len() > 1, "asked again: {:?}", lines(&stand_in.requests()));
 }
 
 #[test]

@@ -1,0 +1,189 @@
+//! Asking again when a server answers a read with 429 (too many requests) or a 5xx (failing for
+//! now): after a pause that doubles from [`FIRST_PAUSE`] up to [`MAX_PAUSE`], jittered so that many
+//! clients do not come back in step, or after the server's `Retry-After` when it is longer; and
+//! never past the caller's deadline, so that a server that keeps failing costs the command its
+//! timeout and no more, and the last answer is what the caller reports. Writes are not retried
+//! here: only the caller knows whether asking twice does something twice.
+//!
+//! Used by the provider's GETs ([`crate::provider`]) and by the kube client's reads
+//! ([`KubeReads`], a layer of its request stack).
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, Instant};
+
+/// The pause before the first retry.
+pub const FIRST_PAUSE: Duration = Duration::from_millis(200);
+/// The longest pause we choose ourselves (a server's `Retry-After` may ask for more).
+pub const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// Whether an HTTP status says "ask again later": rate limited (429), or the server or a proxy
+/// in front of it failing for now (500, 502, 503, 504). Other statuses are answers.
+pub fn is_transient(status: u16) -> bool {
+    matches!(status, 429 | 500 | 502 | 503 | 504)
+}
+
+/// A `Retry-After` value in seconds (the form API servers and forges send); an HTTP date or
+/// anything else reads as absent, and the backoff decides.
+pub fn retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// The pauses between the attempts of one read, within its deadline.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    deadline: Instant,
+    next: Duration,
+}
+
+impl Backoff {
+    /// Pauses for a read that must be done by `deadline`.
+    pub fn until(deadline: Instant) -> Backoff {
+        Backoff { deadline, next: FIRST_PAUSE }
+    }
+
+    /// How long to wait before the next attempt, given the server's `Retry-After`; `None` when the
+    /// deadline would pass first (give up with the answer in hand).
+    pub fn pause(&mut self, retry_after: Option<Duration>) -> Option<Duration> {
+        // "Equal jitter": half the pause fixed, half random.
+        let half = self.next / 2;
+        let jittered = half + half.mul_f64(unit_random());
+        self.next = (self.next * 2).min(MAX_PAUSE);
+        let pause = retry_after.map_or(jittered, |asked| asked.max(jittered));
+        (Instant::now() + pause < self.deadline).then_some(pause)
+    }
+
+    /// The time left until the deadline (zero once it passed).
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// Runs `attempt` until `retry_in` finds nothing to retry in its answer (it returns the server's
+/// `Retry-After` inside `Some` for an answer worth retrying), or the next attempt would start past
+/// `deadline`; returns the last answer.
+pub async fn until<T>(
+    deadline: Instant,
+    mut attempt: impl AsyncFnMut(&Backoff) -> T,
+    retry_in: impl Fn(&T) -> Option<Option<Duration>>,
+) -> T {
+    let mut backoff = Backoff::until(deadline);
+    loop {
+        let answer = attempt(&backoff).await;
+        let Some(retry_after) = retry_in(&answer) else { return answer };
+        let Some(pause) = backoff.pause(retry_after) else { return answer };
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// A number in [0, 1) that differs between calls and processes (std's per-hasher random keys; no
+/// generator is needed for jitter).
+fn unit_random() -> f64 {
+    let bits = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The kube client's reads (GET: get, list, the start of a watch) retried on 429 and 5xx within
+/// `budget` from the first transient answer, as a tower retry policy; other verbs pass through.
+#[derive(Debug, Clone)]
+pub struct KubeReads {
+    budget: Duration,
+    backoff: Option<Backoff>,
+}
+
+impl KubeReads {
+    /// Reads retried for at most `budget` (the request timeout).
+    pub fn within(budget: Duration) -> tower::retry::RetryLayer<KubeReads> {
+        tower::retry::RetryLayer::new(KubeReads { budget, backoff: None })
+    }
+}
+
+impl<B> tower::retry::Policy<http::Request<kube::client::Body>, http::Response<B>, tower::BoxError> for KubeReads {
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        request: &mut http::Request<kube::client::Body>,
+        result: &mut Result<http::Response<B>, tower::BoxError>,
+    ) -> Option<Self::Future> {
+        let response = result.as_ref().ok()?;
+        if request.method() != http::Method::GET || !is_transient(response.status().as_u16()) {
+            return None;
+        }
+        let asked = response.headers().get(http::header::RETRY_AFTER).and_then(|value| value.to_str().ok());
+        let budget = self.budget;
+        let backoff = self.backoff.get_or_insert_with(|| Backoff::until(Instant::now() + budget));
+        backoff.pause(asked.and_then(retry_after)).map(tokio::time::sleep)
+    }
+
+    fn clone_request(
+        &mut self,
+        request: &http::Request<kube::client::Body>,
+    ) -> Option<http::Request<kube::client::Body>> {
+        if request.method() != http::Method::GET {
+            return None;
+        }
+        let mut copy = http::Request::new(request.body().try_clone()?);
+        *copy.method_mut() = request.method().clone();
+        *copy.uri_mut() = request.uri().clone();
+        *copy.version_mut() = request.version();
+        *copy.headers_mut() = request.headers().clone();
+        *copy.extensions_mut() = request.extensions().clone();
+        Some(copy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_rate_limits_and_passing_server_failures_are_retried() {
+        for status in [429, 500, 502, 503, 504] {
+            assert!(is_transient(status), "{status}");
+        }
+        for status in [200, 201, 301, 400, 401, 403, 404, 409, 422, 501, 505] {
+            assert!(!is_transient(status), "{status}");
+        }
+        assert_eq!(retry_after(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn pauses_double_with_jitter_up_to_the_cap_and_stop_before_the_deadline() {
+        let mut backoff = Backoff::until(Instant::now() + Duration::from_secs(3600));
+        let mut nominal = FIRST_PAUSE;
+        for _ in 0..8 {
+            let pause = backoff.pause(None).unwrap();
+            assert!(pause >= nominal / 2 && pause <= nominal, "{pause:?} for {nominal:?}");
+            nominal = (nominal * 2).min(MAX_PAUSE);
+        }
+        assert!(backoff.pause(Some(Duration::from_secs(60))).unwrap() >= Duration::from_secs(60), "Retry-After");
+        assert_eq!(backoff.pause(Some(Duration::from_secs(7200))), None, "past the deadline");
+        let mut short = Backoff::until(Instant::now() + Duration::from_millis(50));
+        assert_eq!(short.pause(None), None, "no time for a pause and another attempt");
+    }
+
+    #[tokio::test]
+    async fn until_retries_transient_answers_and_returns_the_last_one_at_the_deadline() {
+        let transient = |status: &u16| is_transient(*status).then_some(None);
+        let mut answers = vec![200, 503, 503];
+        let got = until(Instant::now() + Duration::from_secs(60), async |_| answers.pop().unwrap(), transient).await;
+        assert_eq!(got, 200, "two 503s, then the answer");
+        assert!(answers.is_empty());
+
+        let started = Instant::now();
+        let mut attempts = 0;
+        let got = until(
+            started + Duration::from_secs(1),
+            async |_| {
+                attempts += 1;
+                503
+            },
+            transient,
+        )
+        .await;
+        assert_eq!(got, 503, "the last answer");
+        assert!(attempts >= 3, "{attempts} attempts");
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    }
+}
