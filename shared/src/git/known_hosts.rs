@@ -73,7 +73,11 @@ pub(super) fn verify(known_hosts: &str, host: &str, port: u16, offered: &[u8]) -
 /// with its newline: what is pinned for Flux and later checked by [`verify`].
 pub fn lines_for(known_hosts: &str, host: &str, port: u16) -> String {
     let name = host_key_name(host, port);
-    known_hosts.lines().filter(|line| entry_for(line, &name).is_some()).map(|line| format!("{}\n", line.trim())).collect()
+    known_hosts
+        .lines()
+        .filter(|line| entry_for(line, &name).is_some())
+        .map(|line| format!("{}\n", line.trim()))
+        .collect()
 }
 
 fn plural(count: usize) -> &'static str {

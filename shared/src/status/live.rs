@@ -474,7 +474,9 @@ pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer:
         let report = view.scoped(live.report());
         match &last {
             Some(old) if *old == report => {}
-            Some(old) if !terminal => printer.data(&view.render_rows(&changed_rows(old, &report, view.failed_only))?)?,
+            Some(old) if !terminal => {
+                printer.data(&view.render_rows(&changed_rows(old, &report, view.failed_only))?)?
+            }
             _ if terminal => printer.redraw(&view.render(&view.shown(report.clone()))?)?,
             _ => printer.data(&view.render(&view.shown(report.clone()))?)?,
         }

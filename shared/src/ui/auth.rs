@@ -47,7 +47,8 @@ impl Auth {
     /// exchange).
     pub(super) fn new(port: u16) -> Result<(Auth, String)> {
         let token = random_hex()?;
-        let auth = Auth { token: Mutex::new(Some(token.clone())), session: random_hex()?, expires: OnceLock::new(), port };
+        let auth =
+            Auth { token: Mutex::new(Some(token.clone())), session: random_hex()?, expires: OnceLock::new(), port };
         Ok((auth, token))
     }
 
@@ -126,7 +127,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub(super) async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
     let api = request.uri().path().starts_with("/api/");
     if !server.auth.host_is_ours(request.headers()) {
-        let host = request.headers().get(header::HOST).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        let host =
+            request.headers().get(header::HOST).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
         return refuse(
             api,
             StatusCode::MISDIRECTED_REQUEST,

@@ -342,7 +342,10 @@ fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
     let done = reconcile(&localhost, &format!("http://localhost:{port}"));
     assert_eq!(done.status, 200, "{}", done.body);
     let requested = env
-        .jsonpath(&["-n", "ui-session", "kustomization", "shop"], "{.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}")
+        .jsonpath(
+            &["-n", "ui-session", "kustomization", "shop"],
+            "{.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}",
+        )
         .unwrap();
     assert!(!requested.is_empty(), "the write from localhost:{port} was made");
 }
