@@ -3,6 +3,7 @@
 //! an OCIRepository.
 
 use std::collections::BTreeMap;
+use std::io::{BufReader, Seek};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -11,7 +12,8 @@ use serde::Serialize;
 use crate::cli::OutputFormat;
 use crate::error::{Error, ExitCode, Result};
 use crate::oci::artifact::{self, Artifact, BuildRequest};
-use crate::oci::extract::{self, ArchivedFile};
+use crate::oci::extract::{self, Entry};
+use crate::oci::limits::{self, Limits};
 use crate::oci::reference::OciUrl;
 use crate::oci::registry::{Access, Registry};
 use crate::oci::tarball;
@@ -33,6 +35,37 @@ pub struct RegistryArgs {
 impl RegistryArgs {
     fn access(&self) -> Access {
         Access { creds: self.creds.clone(), insecure: self.insecure }
+    }
+}
+
+/// How much of an artifact `pull` and `diff` read before refusing it: whoever pushed it chooses
+/// what its manifest and tarball declare, and a small gzip layer can inflate to gigabytes. Past
+/// a limit the command fails with exit 2 and writes nothing.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// The largest manifest to read.
+    #[arg(long, value_name = "SIZE", default_value = limits::MANIFEST_FLAG, value_parser = limits::parse_size, help_heading = "Limits")]
+    pub max_manifest_size: u64,
+    /// The largest layer to download, gzipped: as its manifest declares it, and as it arrives.
+    #[arg(long, value_name = "SIZE", default_value = limits::LAYER_FLAG, value_parser = limits::parse_size, help_heading = "Limits")]
+    pub max_layer_size: u64,
+    /// The most the layer may unpack to (gunzipped, tar headers included); an entry declaring
+    /// more than is left is refused before it is read.
+    #[arg(long, value_name = "SIZE", default_value = limits::UNPACKED_FLAG, value_parser = limits::parse_size, help_heading = "Limits")]
+    pub max_unpacked_size: u64,
+    /// The most entries (files and directories) the layer may hold.
+    #[arg(long, value_name = "COUNT", default_value = limits::ENTRIES_FLAG, help_heading = "Limits")]
+    pub max_entries: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            manifest: self.max_manifest_size,
+            layer: self.max_layer_size,
+            unpacked: self.max_unpacked_size,
+            entries: self.max_entries,
+        }
     }
 }
 
@@ -110,6 +143,8 @@ pub struct PullArgs {
     pub output: PathBuf,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// `artifact list`.
@@ -153,6 +188,8 @@ pub struct DiffArgs {
     pub format: FormatArg,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// What an artifact is, as `push -o json`, `pull -o json` and `list -o json` print it.
@@ -246,13 +283,34 @@ pub fn build(args: &BuildArgs, printer: &Printer) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// The manifest and the checked files of the artifact at `url`.
-async fn fetch(url: &OciUrl, registry: &Registry) -> Result<(ArtifactInfo, Vec<ArchivedFile>)> {
-    let manifest = registry.manifest(url).await?;
+/// The manifest and the checked entries of the artifact at `url`, under `limits`; with `output`,
+/// its files unpacked there.
+///
+/// The layer streams to an unnamed temporary file (beside `output`, else in the temp directory),
+/// gone when it is dropped, and is unpacked from there: nothing of it is held in memory whole.
+async fn fetch(
+    url: &OciUrl,
+    registry: &Registry,
+    limits: &Limits,
+    output: Option<&Path>,
+) -> Result<(ArtifactInfo, Vec<Entry>)> {
+    let manifest = registry.manifest(url, limits.manifest).await?;
     let layer = manifest.content_layer(url)?;
-    let bytes = registry.blob(url, layer).await?;
-    let files = extract::read(&bytes)?;
-    Ok((ArtifactInfo::new(url, url.tag.clone(), manifest.digest.clone(), manifest.annotations()), files))
+    let dir = output.map_or_else(std::env::temp_dir, extract::parent_of);
+    let io = |what: &str| {
+        let context = format!("cannot {what} in {}", dir.display());
+        move |source| Error::io(context, source)
+    };
+    std::fs::create_dir_all(&dir).map_err(io("create a directory"))?;
+    let mut file = tempfile::tempfile_in(&dir).map_err(io("create a temporary file"))?;
+    registry.blob_to(url, layer, limits.layer, file.try_clone().map_err(io("reopen a temporary file"))?).await?;
+    file.rewind().map_err(io("read a temporary file"))?;
+    let gunzipped = flate2::read::GzDecoder::new(BufReader::new(file));
+    let entries = match output {
+        Some(output) => extract::unpack(gunzipped, output, limits)?,
+        None => extract::list(gunzipped, limits)?,
+    };
+    Ok((ArtifactInfo::new(url, url.tag.clone(), manifest.digest.clone(), manifest.annotations()), entries))
 }
 
 /// `pull`: verifies the layer's digest, checks every entry, then writes the files.
@@ -260,9 +318,8 @@ pub async fn pull(args: &PullArgs, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse_pinned(&args.url)?;
     let registry = Registry::connect(&url, &args.registry.access())?;
     printer.step(&format!("pulling {url}"));
-    let (info, files) = fetch(&url, &registry).await?;
-    extract::write(&files, &args.output)?;
-    let count = files.iter().filter(|file| file.contents.is_some()).count();
+    let (info, entries) = fetch(&url, &registry, &args.limits.limits(), Some(&args.output)).await?;
+    let count = entries.iter().filter(|entry| entry.digest.is_some()).count();
     printer.done(&format!("pulled {url}@{} into {} ({count} files)", info.digest, args.output.display()));
     printer.data(&format!("{}\n", info.digest))?;
     Ok(ExitCode::Ok)
@@ -276,7 +333,7 @@ pub async fn list(args: &ListArgs, headers: bool, printer: &Printer) -> Result<E
     let mut rows = Vec::new();
     for tag in registry.tags(&url).await? {
         let tagged = url.with_tag(&tag);
-        let manifest = registry.manifest(&tagged).await?;
+        let manifest = registry.manifest(&tagged, Limits::default().manifest).await?;
         rows.push(ArtifactInfo::new(&url, Some(tag), manifest.digest.clone(), manifest.annotations()));
     }
     match format {
@@ -311,7 +368,7 @@ pub async fn tag(args: &TagArgs, printer: &Printer) -> Result<ExitCode> {
     let registry = Registry::connect(&url, &args.registry.access())?;
     let mut digest = String::new();
     for target in &targets {
-        digest = registry.tag(&url, target.tag.as_deref().unwrap_or_default()).await?;
+        digest = registry.tag(&url, target.tag.as_deref().unwrap_or_default(), Limits::default().manifest).await?;
         printer.done(&format!("tagged {target}"));
     }
     printer.data(&format!("{digest}\n"))?;
@@ -327,10 +384,15 @@ pub struct Difference {
     pub change: &'static str,
 }
 
-/// The files that differ, by path (directories are compared by presence only).
-pub fn differences(local: &[ArchivedFile], remote: &[ArchivedFile]) -> Vec<Difference> {
-    let index = |files: &[ArchivedFile]| -> BTreeMap<String, Option<Vec<u8>>> {
-        files.iter().filter(|file| file.path != ".").map(|file| (file.path.clone(), file.contents.clone())).collect()
+/// The files that differ, by path and contents' digest (directories are compared by presence
+/// only).
+pub fn differences(local: &[Entry], remote: &[Entry]) -> Vec<Difference> {
+    let index = |entries: &[Entry]| -> BTreeMap<String, Option<String>> {
+        entries
+            .iter()
+            .filter(|entry| entry.path != ".")
+            .map(|entry| (entry.path.clone(), entry.digest.clone()))
+            .collect()
     };
     let (local, remote) = (index(local), index(remote));
     let mut found = Vec::new();
@@ -354,9 +416,9 @@ pub async fn diff(args: &DiffArgs, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse_pinned(&args.url)?;
     let path = required_path(&args.path)?;
     // Our own tar stream, read back unpacked: no gzip and gunzip in between.
-    let local = extract::read_tar(tarball::tar(path, &args.ignore_paths)?.as_slice())?;
+    let local = extract::list(tarball::tar(path, &args.ignore_paths)?.as_slice(), &Limits::NONE)?;
     let registry = Registry::connect(&url, &args.registry.access())?;
-    let (_, remote) = fetch(&url, &registry).await?;
+    let (_, remote) = fetch(&url, &registry, &args.limits.limits(), None).await?;
     let found = differences(&local, &remote);
     match format {
         OutputFormat::Json | OutputFormat::Yaml => printer.structured(&found, format)?,
@@ -378,8 +440,8 @@ pub async fn diff(args: &DiffArgs, printer: &Printer) -> Result<ExitCode> {
 mod tests {
     use super::*;
 
-    fn file(path: &str, contents: Option<&str>) -> ArchivedFile {
-        ArchivedFile { path: path.into(), contents: contents.map(|c| c.as_bytes().to_vec()), mode: 0o644 }
+    fn file(path: &str, contents: Option<&str>) -> Entry {
+        Entry { path: path.into(), digest: contents.map(|c| crate::flux_cli::sha256_hex(c.as_bytes())) }
     }
 
     #[test]

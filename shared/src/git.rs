@@ -14,7 +14,7 @@
 //! Errors are [`GitError`], self-contained; the command layer maps them to exit code 4
 //! (`ExitCode::Git`) and prints [`GitError::hint`].
 
-mod known_hosts;
+pub mod known_hosts;
 pub mod log;
 
 #[cfg(test)]

@@ -199,12 +199,8 @@ pub fn known_hosts(
     confirm: &dyn Fn(&str) -> Result<bool>,
 ) -> Result<String> {
     let name = known_hosts_name(&url.host, url.port);
-    let matching = |text: &str| -> String {
-        text.lines()
-            .filter(|line| line.split_whitespace().next().is_some_and(|hosts| hosts.split(',').any(|h| h == name)))
-            .map(|line| format!("{line}\n"))
-            .collect()
-    };
+    // As ssh reads them: patterns, hashed names and @revoked lines, which must travel with the rest.
+    let matching = |text: &str| crate::git::known_hosts::lines_for(text, &url.host, url.port.unwrap_or(22));
     if let Some(path) = file {
         let found = matching(&read(path, "--known-hosts-file")?);
         if found.is_empty() {

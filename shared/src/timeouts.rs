@@ -44,6 +44,9 @@ pub const COMMAND_FLAG: &str = "5m";
 pub const GRACE_PERIOD: Duration = Duration::from_secs(30);
 /// [`GRACE_PERIOD`] as the flag's default.
 pub const GRACE_PERIOD_FLAG: &str = "30s";
+/// How long a `kubectl gitops ui` session lasts from its token's exchange (the cookie's
+/// `Max-Age`, and the server's own limit): a working day, then `ui` is started again.
+pub const UI_SESSION: Duration = Duration::from_secs(12 * 60 * 60);
 
 #[cfg(test)]
 mod tests {

@@ -42,6 +42,16 @@ impl Ui {
         format!("http://{}", self.address)
     }
 
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.address.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// The name of its session cookie, which carries its port.
+    pub fn cookie_name(&self) -> String {
+        format!("gitops_ui_session_{}", self.port())
+    }
+
     /// Exchanges the token for the session cookie.
     pub fn login(&self) -> String {
         let answer = self.request("GET", &format!("/?token={}", self.token), &[], b"");
@@ -55,7 +65,11 @@ impl Ui {
         let mut stream = TcpStream::connect(&self.address).unwrap();
         // An add with `wait` answers once Flux applied the commit: minutes on a loaded machine.
         stream.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.address);
+        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        // `Host` names the address connected to, unless the test writes its own.
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: {}\r\n", self.address));
+        }
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }

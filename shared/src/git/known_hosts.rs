@@ -5,14 +5,35 @@
 //! `certificate_check` callback calls [`verify`] with the server's raw host key.
 //!
 //! Supported, as OpenSSH reads them: `host`, `[host]:port`, comma lists, `*`/`?` wildcards,
-//! `!` negations and `@revoked`. Hashed host names (`|1|…`, from `ssh-keyscan -H`) need
-//! HMAC-SHA1, which we do not carry; they are skipped and named in the error instead.
-//! `@cert-authority` lines are skipped too: libssh2 does not do host certificates.
+//! `!` negations, hashed names (`|1|salt|hash`, what `ssh-keygen -H` and `HashKnownHosts yes`,
+//! the Debian and Ubuntu default, write) and `@revoked`, which wins over any line accepting the
+//! same key, wherever it stands. `@cert-authority` lines are not used: libssh2 does not do host
+//! certificates, and the error says so when such a line names the host.
 
+use base64::Engine;
+use hmac::{Hmac, Mac};
 use ssh_key::PublicKey;
 use ssh_key::sha2::{Digest, Sha256};
 
 use super::GitError;
+
+/// What a line's leading `@` marker makes of its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    /// No marker: the key is accepted for the host.
+    Accept,
+    /// `@revoked`: the key is refused, even if another line accepts it.
+    Revoked,
+    /// `@cert-authority`: a host certificate authority, which we cannot check.
+    CertAuthority,
+}
+
+/// One known_hosts line that names the host, read.
+struct Entry {
+    marker: Marker,
+    /// The key in SSH wire format; `None` when the line could not be read.
+    key: Option<Vec<u8>>,
+}
 
 /// Checks the key a server offered against the `known_hosts` entries for `host:port`.
 ///
@@ -21,76 +42,101 @@ use super::GitError;
 pub(super) fn verify(known_hosts: &str, host: &str, port: u16, offered: &[u8]) -> Result<(), GitError> {
     let name = host_key_name(host, port);
     let found = describe(offered);
-    let mut expected = Vec::new();
-    let mut hashed = 0;
-    let mut unreadable = 0;
-    for line in known_hosts.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut fields = line.split_whitespace();
-        let Some(mut patterns) = fields.next() else {
-            continue;
-        };
-        let mut revoked = false;
-        if let Some(marker) = patterns.strip_prefix('@') {
-            match marker {
-                "revoked" => revoked = true,
-                // Host certificates: libssh2 cannot check them, so they prove nothing here.
-                _ => continue,
-            }
-            let Some(next) = fields.next() else {
-                unreadable += 1;
-                continue;
-            };
-            patterns = next;
-        }
-        if patterns.starts_with("|1|") {
-            hashed += 1;
-            continue;
-        }
-        if !patterns_match(patterns, &name) {
-            continue;
-        }
-        let (Some(key_type), Some(base64)) = (fields.next(), fields.next()) else {
-            unreadable += 1;
-            continue;
-        };
-        let Some(key) =
-            PublicKey::from_openssh(&format!("{key_type} {base64}")).ok().and_then(|key| key.to_bytes().ok())
-        else {
-            unreadable += 1;
-            continue;
-        };
-        if revoked {
-            if key == offered {
-                return Err(GitError::HostKeyRevoked { host: name, found });
-            }
-            continue;
-        }
-        if key == offered {
-            return Ok(());
-        }
-        expected.push(describe(&key));
+    let entries: Vec<Entry> = known_hosts.lines().filter_map(|line| entry_for(line, &name)).collect();
+    let with = |marker: Marker| entries.iter().filter(move |entry| entry.marker == marker);
+    if with(Marker::Revoked).any(|entry| entry.key.as_deref() == Some(offered)) {
+        return Err(GitError::HostKeyRevoked { host: name, found });
     }
+    if with(Marker::Accept).any(|entry| entry.key.as_deref() == Some(offered)) {
+        return Ok(());
+    }
+    let expected: Vec<String> = with(Marker::Accept).filter_map(|entry| entry.key.as_deref()).map(describe).collect();
     if !expected.is_empty() {
         return Err(GitError::HostKeyMismatch { host: name, expected, found });
     }
     let mut notes = Vec::new();
-    if hashed > 0 {
+    let authorities = with(Marker::CertAuthority).count();
+    if authorities > 0 {
         notes.push(format!(
-            "{hashed} hashed entr{} (|1|…) skipped: kubectl-gitops reads only host names in clear, as `ssh-keyscan` without -H prints them",
-            if hashed == 1 { "y" } else { "ies" }
+            "{authorities} @cert-authority line{} for it not used: host certificates are not supported, list the host's own key",
+            plural(authorities)
         ));
     }
+    let unreadable = entries.iter().filter(|entry| entry.key.is_none()).count();
     if unreadable > 0 {
-        notes.push(format!(
-            "{unreadable} line{} for this host could not be read",
-            if unreadable == 1 { "" } else { "s" }
-        ));
+        notes.push(format!("{unreadable} line{} for this host could not be read", plural(unreadable)));
     }
     Err(GitError::UnknownHost { host: name, found, note: (!notes.is_empty()).then(|| notes.join("; ")) })
+}
+
+/// The lines of `known_hosts` that name `host:port` (markers and hashed names included), each
+/// with its newline: what is pinned for Flux and later checked by [`verify`].
+pub fn lines_for(known_hosts: &str, host: &str, port: u16) -> String {
+    let name = host_key_name(host, port);
+    known_hosts
+        .lines()
+        .filter(|line| entry_for(line, &name).is_some())
+        .map(|line| format!("{}\n", line.trim()))
+        .collect()
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}
+
+/// The line read, when it names the host `name` (`host` or `[host]:port`).
+fn entry_for(line: &str, name: &str) -> Option<Entry> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let mut fields = line.split_whitespace();
+    let mut patterns = fields.next()?;
+    let mut marker = Marker::Accept;
+    if let Some(word) = patterns.strip_prefix('@') {
+        marker = match word {
+            "revoked" => Marker::Revoked,
+            "cert-authority" => Marker::CertAuthority,
+            // An unknown marker: OpenSSH skips the line.
+            _ => return None,
+        };
+        patterns = fields.next()?;
+    }
+    if !names(patterns, name) {
+        return None;
+    }
+    let key = match (fields.next(), fields.next()) {
+        (Some(key_type), Some(base64)) => {
+            PublicKey::from_openssh(&format!("{key_type} {base64}")).ok().and_then(|key| key.to_bytes().ok())
+        }
+        _ => None,
+    };
+    Some(Entry { marker, key })
+}
+
+/// Whether a line's host field names `name`: a hashed name, or patterns in clear.
+fn names(patterns: &str, name: &str) -> bool {
+    match patterns.strip_prefix("|1|") {
+        Some(hashed) => hashed_name_matches(hashed, name),
+        None => patterns_match(patterns, name),
+    }
+}
+
+/// OpenSSH's hashed names, `|1|<base64 salt>|<base64 HMAC-SHA1(salt, name)>`: the name cannot be
+/// read back, only checked (compared in constant time).
+fn hashed_name_matches(salt_and_hash: &str, name: &str) -> bool {
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let Some((salt, hash)) = salt_and_hash.split_once('|') else {
+        return false;
+    };
+    let (Ok(salt), Ok(hash)) = (base64.decode(salt), base64.decode(hash)) else {
+        return false;
+    };
+    let Ok(mut mac) = Hmac::<sha1::Sha1>::new_from_slice(&salt) else {
+        return false;
+    };
+    mac.update(name.as_bytes());
+    mac.verify_slice(&hash).is_ok()
 }
 
 /// The name OpenSSH looks up: `host` on port 22, `[host]:port` elsewhere.
@@ -217,8 +263,50 @@ mod tests {
         assert!(verify(&text, "example.com", 22, &blob(KEY_A)).is_ok());
     }
 
+    /// Hashed names as `ssh-keygen -H` writes them: HMAC-SHA1 keyed by the salt (these two were
+    /// made with Python's hmac module, independently of our code).
+    const HASHED_EXAMPLE: &str = "|1|MDEyMzQ1Njc4OWFiY2RlZmdoaWo=|jaHXoMQTU/+rEgquOJTQzPGCF4I=";
+    const HASHED_LOCAL_2222: &str = "|1|c2FsdHNhbHRzYWx0c2FsdHNhbHQ=|iebyi1cfsh9nkBkSyjb/Fnl3o2M=";
+
     #[test]
-    fn unknown_hashed_revoked_and_garbage_entries() {
+    fn hashed_names_match_their_host_and_port_only() {
+        let a = blob(KEY_A);
+        assert!(verify(&format!("{HASHED_EXAMPLE} {KEY_A}\n"), "example.com", 22, &a).is_ok());
+        assert!(verify(&format!("{HASHED_EXAMPLE} {KEY_A}"), "EXAMPLE.com", 22, &a).is_ok());
+        assert!(verify(&format!("{HASHED_LOCAL_2222} {KEY_A}"), "127.0.0.1", 2222, &a).is_ok());
+        for (host, port) in [("example.org", 22), ("example.com", 2222), ("127.0.0.1", 22)] {
+            let text = format!("{HASHED_EXAMPLE} {KEY_A}\n{HASHED_LOCAL_2222} {KEY_A}\n");
+            assert!(matches!(verify(&text, host, port, &a), Err(GitError::UnknownHost { note: None, .. })), "{host}");
+        }
+        let mismatch = verify(&format!("{HASHED_EXAMPLE} {KEY_B}"), "example.com", 22, &a).unwrap_err();
+        assert!(matches!(mismatch, GitError::HostKeyMismatch { .. }), "{mismatch:?}");
+        // A broken hash or salt names no host.
+        for broken in ["|1|%%%|jaHXoMQTU/+rEgquOJTQzPGCF4I=", "|1|MDEy", "|1|MDEyMzQ1Njc4OWFiY2RlZmdoaWo=|AAAA"] {
+            assert!(verify(&format!("{broken} {KEY_A}"), "example.com", 22, &a).is_err(), "{broken}");
+        }
+        let lines = format!("{HASHED_EXAMPLE} {KEY_A}\nother {KEY_B}\n@revoked {HASHED_EXAMPLE} {KEY_B}\n");
+        assert_eq!(
+            lines_for(&lines, "example.com", 22),
+            format!("{HASHED_EXAMPLE} {KEY_A}\n@revoked {HASHED_EXAMPLE} {KEY_B}\n")
+        );
+    }
+
+    #[test]
+    fn a_revoked_key_is_refused_wherever_its_line_stands() {
+        let a = blob(KEY_A);
+        for text in [
+            format!("@revoked * {KEY_A}\nexample.com {KEY_A}\n"),
+            format!("example.com {KEY_A}\n@revoked * {KEY_A}\n"),
+            format!("{HASHED_EXAMPLE} {KEY_A}\n@revoked {HASHED_EXAMPLE} {KEY_A}\n"),
+        ] {
+            assert!(matches!(verify(&text, "example.com", 22, &a), Err(GitError::HostKeyRevoked { .. })), "{text}");
+        }
+        // Revoking another key leaves this one accepted.
+        assert!(verify(&format!("@revoked * {KEY_B}\nexample.com {KEY_A}\n"), "example.com", 22, &a).is_ok());
+    }
+
+    #[test]
+    fn unknown_cert_authority_and_garbage_entries() {
         let a = blob(KEY_A);
         let error = verify("", "example.com", 22, &a).unwrap_err();
         assert!(matches!(&error, GitError::UnknownHost { note: None, .. }));
@@ -227,21 +315,18 @@ mod tests {
             "the unknown host error shows what the server offered: {error}"
         );
 
-        let hashed = format!("|1|F1E1KeoE/eEWhi10WpGv4OdiO6Y=|3988QV0VE8wmZL7suNrYQLITLCg= {KEY_A}");
-        let error = verify(&hashed, "example.com", 22, &a).unwrap_err();
+        // A certificate authority is not a key of the host: it is not used, and the error says so.
+        let error = verify(&format!("@cert-authority *.example.com {KEY_A}\n"), "git.example.com", 22, &a).unwrap_err();
         let GitError::UnknownHost { note: Some(note), .. } = &error else {
             panic!("{error:?}");
         };
-        assert!(note.contains("hashed"), "{note}");
+        assert!(note.contains("1 @cert-authority line for it not used: host certificates are not supported"), "{note}");
 
-        let revoked = format!("@revoked * {KEY_A}\nexample.com {KEY_A}\n");
-        assert!(matches!(verify(&revoked, "example.com", 22, &a), Err(GitError::HostKeyRevoked { .. })));
-
-        let garbage = "example.com ssh-ed25519 not-base64\n@cert-authority * ssh-ed25519 AAAA\n";
+        let garbage = "example.com ssh-ed25519 not-base64\n@future-marker * ssh-ed25519 AAAA\nexample.com\n";
         let error = verify(garbage, "example.com", 22, &a).unwrap_err();
         let GitError::UnknownHost { note: Some(note), .. } = &error else {
             panic!("{error:?}");
         };
-        assert!(note.contains("1 line for this host could not be read"), "{note}");
+        assert!(note.contains("2 lines for this host could not be read"), "{note}");
     }
 }

@@ -1,46 +1,102 @@
-//! Unpacking an artifact's tarball into a directory, refusing anything that would land outside it.
+//! Unpacking an artifact's tarball into a directory, refusing anything that would land outside it
+//! or that exceeds the pull's [`Limits`].
 //!
-//! Every entry is checked before anything is written: an absolute name, a `..` component, a
-//! symlink or a hard link is refused, and the whole pull fails with nothing written. The files go
-//! to a staging directory beside the output first and are moved in only when all were written.
+//! The tarball streams from the layer file through gunzip: every entry is checked as it comes
+//! (an absolute name, a `..` component, a symlink or a hard link is refused, and so is an entry
+//! past `--max-entries` or declaring more bytes than `--max-unpacked-size` has left), and every
+//! byte gunzip gives is counted, so nothing is held in memory and nothing is allocated from what
+//! a header declares. The files go to a staging directory beside the output and are moved in only
+//! when all were written; a refusal leaves nothing.
 
-use std::io::Read;
+use std::cell::Cell;
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
-use flate2::read::GzDecoder;
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::oci::limits::{Limits, size_text};
 
-/// One file or directory of an artifact, read into memory (artifacts are manifests: small).
+/// One entry of an artifact, as unpacked or listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArchivedFile {
-    /// The relative path, with `/` separators.
+pub struct Entry {
+    /// The relative path, with `/` separators (`.` for the top directory).
     pub path: String,
-    /// `None` for a directory.
-    pub contents: Option<Vec<u8>>,
-    /// The permission bits.
-    pub mode: u32,
+    /// The sha256 of a file's contents; `None` for a directory.
+    pub digest: Option<String>,
 }
 
-/// Every entry of a gzipped tarball, checked: no entry may leave the directory it is unpacked in.
-pub fn read(layer: &[u8]) -> Result<Vec<ArchivedFile>> {
-    read_tar(GzDecoder::new(layer))
+/// Every entry of a tar stream, checked and hashed, nothing written: `artifact diff`.
+pub fn list(tar: impl Read, limits: &Limits) -> Result<Vec<Entry>> {
+    walk(tar, limits, None)
 }
 
-/// [`read`] of a tar stream that is not compressed (`artifact diff`'s own directory).
-pub fn read_tar(stream: impl Read) -> Result<Vec<ArchivedFile>> {
-    let unreadable = |why: String| {
-        Error::Untrusted {
+/// Unpacks a tar stream into `output` (created if missing; files already there are replaced):
+/// written to a staging directory beside it first, moved in once every entry checked out.
+pub fn unpack(tar: impl Read, output: &Path, limits: &Limits) -> Result<Vec<Entry>> {
+    let parent = parent_of(output);
+    std::fs::create_dir_all(&parent)
+        .map_err(|source| Error::io(format!("cannot create {}", parent.display()), source))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".kubectl-gitops-pull-")
+        .tempdir_in(&parent)
+        .map_err(|source| Error::io(format!("cannot create a staging directory in {}", parent.display()), source))?;
+    let entries = walk(tar, limits, Some(staging.path()))?;
+    move_into(staging.path(), output)?;
+    Ok(entries)
+}
+
+/// The directory `path` is in (`.` for a bare name): where a pull stages its files.
+pub fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn unreadable(why: String) -> Error {
+    Error::Untrusted {
         message: format!("the artifact's layer is not a readable tar.gz: {why}"),
         hint: "check that the URL names a Flux artifact (pushed by `flux push artifact` or `kubectl gitops artifact push`)"
             .into(),
     }
+}
+
+/// A refusal for a limit, naming the flag that raises it.
+fn too_large(what: String, flag: &str) -> Error {
+    Error::Untrusted {
+        message: format!("{what}; nothing was written"),
+        hint: format!(
+            "the artifact was crafted or is not a set of manifests: do not use it; if you trust it, raise {flag}"
+        ),
+    }
+}
+
+/// Reads the tar stream entry by entry under `limits`, writing files under `into` when given.
+fn walk(tar: impl Read, limits: &Limits, into: Option<&Path>) -> Result<Vec<Entry>> {
+    let read = Rc::new(Cell::new(0u64));
+    let over_budget = || {
+        too_large(
+            format!("the artifact unpacks to more than {} (--max-unpacked-size)", size_text(limits.unpacked)),
+            "--max-unpacked-size",
+        )
     };
-    let mut archive = tar::Archive::new(stream);
-    let mut files = Vec::new();
-    for entry in archive.entries().map_err(|error| unreadable(error.to_string()))? {
-        let mut entry = entry.map_err(|error| unreadable(error.to_string()))?;
-        let raw = entry.path().map_err(|error| unreadable(error.to_string()))?.into_owned();
+    // An error while the budget is spent is the budget's, whatever the tar reader made of it.
+    let failed = |error: std::io::Error| {
+        if read.get() > limits.unpacked { over_budget() } else { unreadable(error.to_string()) }
+    };
+    let mut archive = tar::Archive::new(Budget { inner: tar, read: Rc::clone(&read), limit: limits.unpacked });
+    let mut entries = Vec::new();
+    for entry in archive.entries().map_err(failed)? {
+        let mut entry = entry.map_err(failed)?;
+        if entries.len() as u64 >= limits.entries {
+            return Err(too_large(
+                format!("the artifact holds more than {} entries (--max-entries)", limits.entries),
+                "--max-entries",
+            ));
+        }
+        let raw = entry.path().map_err(failed)?.into_owned();
         let kind = entry.header().entry_type();
         let escapes = |why: &str| Error::Untrusted {
             message: format!("the artifact holds {}, {why}; nothing was written", raw.display()),
@@ -50,18 +106,86 @@ pub fn read_tar(stream: impl Read) -> Result<Vec<ArchivedFile>> {
             return Err(escapes("a link, which could point outside the output directory"));
         }
         let path = safe_relative(&raw).ok_or_else(|| escapes("a path that leaves the output directory"))?;
+        let declared = entry.size();
+        let left = limits.unpacked.saturating_sub(read.get());
+        if declared > left {
+            return Err(too_large(
+                format!(
+                    "the artifact's entry {path} declares {declared} bytes, more than the {left} bytes --max-unpacked-size ({}) has left",
+                    size_text(limits.unpacked)
+                ),
+                "--max-unpacked-size",
+            ));
+        }
         let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+        let target = into.map(|dir| dir.join(&path));
         if kind.is_dir() {
-            files.push(ArchivedFile { path, contents: None, mode });
+            if let Some(target) = &target {
+                std::fs::create_dir_all(target)
+                    .map_err(|source| Error::io(format!("cannot create {}", target.display()), source))?;
+            }
+            entries.push(Entry { path, digest: None });
         } else if kind.is_file() {
-            let mut contents = Vec::with_capacity(entry.size() as usize);
-            entry.read_to_end(&mut contents).map_err(|error| unreadable(error.to_string()))?;
-            files.push(ArchivedFile { path, contents: Some(contents), mode });
+            let digest = copy_file(&mut entry, target.as_deref(), mode).map_err(|error| match error {
+                Copy::Read(error) => failed(error),
+                Copy::Write(path, source) => Error::io(format!("cannot write {}", path.display()), source),
+            })?;
+            entries.push(Entry { path, digest: Some(digest) });
         } else if !matches!(kind, tar::EntryType::XHeader | tar::EntryType::XGlobalHeader) {
             return Err(escapes("an entry that is neither a file nor a directory"));
         }
     }
-    Ok(files)
+    Ok(entries)
+}
+
+/// Why copying an entry stopped: reading the tarball, or writing the file.
+enum Copy {
+    Read(std::io::Error),
+    Write(PathBuf, std::io::Error),
+}
+
+/// Streams an entry's contents into `target` (when given), returning their sha256.
+fn copy_file(entry: &mut impl Read, target: Option<&Path>, mode: u32) -> std::result::Result<String, Copy> {
+    let mut file = match target {
+        Some(target) => {
+            if let Some(dir) = target.parent() {
+                std::fs::create_dir_all(dir).map_err(|error| Copy::Write(dir.to_path_buf(), error))?;
+            }
+            Some(create_file(target, mode).map_err(|error| Copy::Write(target.to_path_buf(), error))?)
+        }
+        None => None,
+    };
+    let mut hasher = Sha256::new();
+    let mut buffer = [0u8; 64 * 1024];
+    loop {
+        let count = entry.read(&mut buffer).map_err(Copy::Read)?;
+        if count == 0 {
+            break;
+        }
+        hasher.update(&buffer[..count]);
+        if let (Some(file), Some(target)) = (&mut file, target) {
+            file.write_all(&buffer[..count]).map_err(|error| Copy::Write(target.to_path_buf(), error))?;
+        }
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// The gunzipped stream, counted: past `limit` bytes it fails (and the count tells why).
+struct Budget<R> {
+    inner: R,
+    read: Rc<Cell<u64>>,
+    limit: u64,
+}
+
+impl<R: Read> Read for Budget<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let count = self.inner.read(buffer)?;
+        self.read.set(self.read.get().saturating_add(count as u64));
+        if self.read.get() > self.limit {
+            return Err(std::io::Error::other("the unpacked size limit was reached"));
+        }
+        Ok(count)
+    }
 }
 
 /// The path with `.` components dropped, or `None` when it is absolute or climbs out.
@@ -75,37 +199,6 @@ fn safe_relative(path: &Path) -> Option<String> {
         }
     }
     Some(if parts.is_empty() { ".".to_string() } else { parts.join("/") })
-}
-
-/// Writes `files` into `output` (created if missing; files already there are replaced): all of
-/// them are written to a staging directory beside it first, then moved in.
-pub fn write(files: &[ArchivedFile], output: &Path) -> Result<()> {
-    let io = |what: &str, path: &Path| {
-        let context = format!("cannot {what} {}", path.display());
-        move |source| Error::io(context, source)
-    };
-    let parent = match output.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(io("create", &parent))?;
-    let staging = tempfile::Builder::new()
-        .prefix(".kubectl-gitops-pull-")
-        .tempdir_in(&parent)
-        .map_err(io("create a staging directory in", &parent))?;
-    for file in files {
-        let path = staging.path().join(&file.path);
-        match &file.contents {
-            None => std::fs::create_dir_all(&path).map_err(io("create", &path))?,
-            Some(contents) => {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(io("create", dir))?;
-                }
-                write_file(&path, contents, file.mode).map_err(io("write", &path))?;
-            }
-        }
-    }
-    move_into(staging.path(), output)
 }
 
 /// Moves the tree at `from` into `to`, merging with what is there.
@@ -137,16 +230,14 @@ fn move_into(from: &Path, to: &Path) -> Result<()> {
 /// Creates the file with the archived mode (less the umask, as flux's untar and tar do), owner
 /// read and write always kept, in one open instead of a write and a chmod.
 #[cfg(unix)]
-fn write_file(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
-    use std::io::Write;
+fn create_file(path: &Path, mode: u32) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode | 0o600).open(path)?;
-    file.write_all(contents)
+    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode | 0o600).open(path)
 }
 
 #[cfg(not(unix))]
-fn write_file(path: &Path, contents: &[u8], _mode: u32) -> std::io::Result<()> {
-    std::fs::write(path, contents)
+fn create_file(path: &Path, _mode: u32) -> std::io::Result<std::fs::File> {
+    std::fs::File::create(path)
 }
 
 #[cfg(test)]
@@ -172,8 +263,13 @@ mod tests {
         crate::oci::tarball::gzip(&builder.into_inner().unwrap()).unwrap()
     }
 
+    fn gunzipped(layer: &[u8]) -> flate2::read::GzDecoder<&[u8]> {
+        flate2::read::GzDecoder::new(layer)
+    }
+
     #[test]
-    fn refuses_entries_that_escape() {
+    fn refuses_entries_that_escape_and_writes_nothing() {
+        let out = tempfile::tempdir().unwrap();
         for layer in [
             hostile("../x", tar::EntryType::Regular, None),
             hostile("/etc/x", tar::EntryType::Regular, None),
@@ -181,10 +277,64 @@ mod tests {
             hostile("out", tar::EntryType::Symlink, Some("/etc")),
             hostile("hard", tar::EntryType::Link, Some("../../etc/passwd")),
         ] {
-            let error = read(&layer).unwrap_err();
+            let error = list(gunzipped(&layer), &Limits::default()).unwrap_err();
             assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{error}");
             assert!(error.to_string().contains("nothing was written"), "{error}");
+            assert!(unpack(gunzipped(&layer), &out.path().join("out"), &Limits::default()).is_err());
         }
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written, no staging left");
+    }
+
+    /// A tar stream of files of zeros, `(name, size)`.
+    fn zeros(files: &[(&str, usize)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, size) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(*size as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder.append_data(&mut header, name, std::io::repeat(0).take(*size as u64)).unwrap();
+        }
+        builder.into_inner().unwrap()
+    }
+
+    #[test]
+    fn limits_refuse_before_reading_or_allocating_what_is_declared() {
+        let limits = Limits { unpacked: 64 << 10, entries: 3, ..Limits::default() };
+        let refused = |tar: Vec<u8>, says: &str| {
+            let out = tempfile::tempdir().unwrap();
+            let error = unpack(tar.as_slice(), &out.path().join("out"), &limits).unwrap_err();
+            assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{error}");
+            assert!(error.to_string().contains(says), "{error}");
+            assert!(error.hint().unwrap().contains("raise --max-"), "{error:?}");
+            assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing written, no staging left");
+        };
+        refused(
+            zeros(&[("big", 1 << 20)]),
+            "entry big declares 1048576 bytes, more than the 65024 bytes --max-unpacked-size (64 KiB) has left",
+        );
+        refused(zeros(&[("a", 1), ("b", 1), ("c", 1), ("d", 1)]), "more than 3 entries (--max-entries)");
+        refused(zeros(&[("a", 40 << 10), ("b", 40 << 10)]), "entry b declares 40960 bytes");
+
+        // A header declaring an entry of a terabyte, and nothing behind it: refused at once, not
+        // allocated.
+        let mut header = tar::Header::new_gnu();
+        header.set_path("huge").unwrap();
+        header.set_size(1 << 40);
+        header.set_cksum();
+        refused(header.as_bytes().to_vec(), "entry huge declares 1099511627776 bytes");
+
+        // What the tar reader reads for itself (a PAX header's records) counts too.
+        let mut builder = tar::Builder::new(Vec::new());
+        let padding = "x".repeat(100 << 10);
+        builder.append_pax_extensions([("comment", padding.as_bytes())]).unwrap();
+        builder.append_data(&mut tar::Header::new_gnu(), "a", &b""[..]).unwrap();
+        refused(builder.into_inner().unwrap(), "unpacks to more than 64 KiB (--max-unpacked-size)");
+
+        // Within the limits, the same kind of stream unpacks.
+        let out = tempfile::tempdir().unwrap();
+        let entries = unpack(zeros(&[("a", 20 << 10), ("b", 20 << 10)]).as_slice(), &out.path().join("o"), &limits);
+        assert_eq!(entries.unwrap().len(), 2);
     }
 
     #[test]
@@ -193,19 +343,21 @@ mod tests {
         std::fs::create_dir_all(source.path().join("config/default")).unwrap();
         std::fs::write(source.path().join("config/default/kustomization.yaml"), "resources: []\n").unwrap();
         std::fs::write(source.path().join("README"), "r").unwrap();
-        let files = read(&crate::oci::tarball::tar_gz(source.path(), &[]).unwrap()).unwrap();
-        let paths: Vec<_> = files.iter().map(|file| file.path.as_str()).collect();
+        let layer = crate::oci::tarball::tar_gz(source.path(), &[]).unwrap();
+        let listed = list(gunzipped(&layer), &Limits::default()).unwrap();
+        let paths: Vec<_> = listed.iter().map(|entry| entry.path.as_str()).collect();
         assert_eq!(paths, [".", "README", "config", "config/default", "config/default/kustomization.yaml"]);
+        assert_eq!(listed[1].digest.as_deref(), Some(crate::flux_cli::sha256_hex(b"r").as_str()));
         let out = tempfile::tempdir().unwrap();
         let target = out.path().join("new");
-        write(&files, &target).unwrap();
+        assert_eq!(unpack(gunzipped(&layer), &target, &Limits::default()).unwrap(), listed);
         assert_eq!(
             std::fs::read_to_string(target.join("config/default/kustomization.yaml")).unwrap(),
             "resources: []\n"
         );
         std::fs::write(target.join("README"), "old").unwrap();
         std::fs::write(target.join("kept"), "k").unwrap();
-        write(&files, &target).unwrap();
+        unpack(gunzipped(&layer), &target, &Limits::default()).unwrap();
         assert_eq!(std::fs::read_to_string(target.join("README")).unwrap(), "r");
         assert!(target.join("kept").exists());
         let leftovers: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

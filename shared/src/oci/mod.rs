@@ -4,6 +4,7 @@
 pub mod artifact;
 pub mod credentials;
 pub mod extract;
+pub mod limits;
 pub mod reference;
 pub mod registry;
 pub mod tarball;

@@ -1,8 +1,14 @@
 //! Talking to an OCI registry through `oci-client`: chunked blob uploads, the OCI manifest Accept
 //! header, token auth. Plain HTTP only for a registry on this machine or with `--insecure`.
 //! Every failure becomes an error naming the registry and what to do; credentials never appear.
+//!
+//! What a registry sends is read under a limit ([`crate::oci::limits`]): a manifest up to its
+//! size limit (oci-client reads a manifest whole, so that one request is ours, with the token
+//! oci-client obtained), a layer streamed to a file, no larger than the manifest declares.
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::OciDistributionError;
@@ -13,6 +19,7 @@ use oci_client::{Client, Reference};
 use crate::error::{Error, Result};
 use crate::oci::artifact::{self, Artifact};
 use crate::oci::credentials::Credentials;
+use crate::oci::limits::size_text;
 use crate::oci::reference::OciUrl;
 
 /// How to reach a registry: the credentials flag and whether plain HTTP is allowed.
@@ -29,6 +36,8 @@ pub struct Registry {
     client: Client,
     auth: RegistryAuth,
     registry: String,
+    /// `http` for a registry on this machine or with `--insecure`, else `https`.
+    scheme: &'static str,
 }
 
 /// An artifact's manifest as the registry holds it.
@@ -68,11 +77,9 @@ impl Registry {
     /// A client for `url`'s registry with the credentials `access` resolves to.
     pub fn connect(url: &OciUrl, access: &Access) -> Result<Registry> {
         let credentials = Credentials::resolve(access.creds.as_deref(), &url.registry)?;
-        let protocol = if url.is_loopback() || access.insecure {
-            ClientProtocol::HttpsExcept(vec![url.registry.clone()])
-        } else {
-            ClientProtocol::Https
-        };
+        let plain = url.is_loopback() || access.insecure;
+        let protocol =
+            if plain { ClientProtocol::HttpsExcept(vec![url.registry.clone()]) } else { ClientProtocol::Https };
         let client = Client::new(ClientConfig {
             protocol,
             connect_timeout: Some(crate::timeouts::REGISTRY_CONNECT),
@@ -86,7 +93,7 @@ impl Registry {
             Credentials::Anonymous => RegistryAuth::Anonymous,
             Credentials::Basic { username, password } => RegistryAuth::Basic(username, password),
         };
-        Ok(Registry { client, auth, registry: url.registry.clone() })
+        Ok(Registry { client, auth, registry: url.registry.clone(), scheme: if plain { "http" } else { "https" } })
     }
 
     fn reference(&self, url: &OciUrl) -> Reference {
@@ -141,32 +148,105 @@ impl Registry {
             .map_err(|error| self.failed("read", url, error))
     }
 
-    /// The manifest at `url` (a tag or a digest).
-    pub async fn manifest(&self, url: &OciUrl) -> Result<Manifest> {
-        let (manifest, digest) = self
-            .client
-            .pull_image_manifest(&self.reference(url), &self.auth)
-            .await
-            .map_err(|error| self.failed("read", url, error))?;
-        if let Some(expected) = &url.digest
-            && &digest != expected
-        {
-            return Err(Error::Untrusted {
-                message: format!("{url} answered with manifest {digest}, not the digest asked for"),
-                hint: "the registry or something between us and it changed the manifest: do not use it".into(),
-            });
-        }
+    /// The manifest at `url` (a tag or a digest), at most `max_size` bytes of it.
+    pub async fn manifest(&self, url: &OciUrl, max_size: u64) -> Result<Manifest> {
+        let (bytes, digest) = self.manifest_bytes(url, max_size).await?;
+        let manifest: OciImageManifest = serde_json::from_slice(&bytes).map_err(|error| {
+            Error::usage(
+                format!("{url} is not a Flux artifact: its manifest is not an OCI image manifest ({error})"),
+                "name an artifact pushed by `flux push artifact` or `kubectl gitops artifact push`",
+            )
+        })?;
         Ok(Manifest { digest, manifest })
     }
 
-    /// The layer's bytes, checked against its digest.
-    pub async fn blob(&self, url: &OciUrl, layer: &OciDescriptor) -> Result<Vec<u8>> {
-        let mut bytes = Vec::with_capacity(usize::try_from(layer.size).unwrap_or_default());
-        self.client
-            .pull_blob(&self.reference(url), layer, &mut bytes)
+    /// The manifest's bytes as the registry holds them, and their digest, checked against the
+    /// digest asked for and the one the registry names. Refused past `max_size` bytes, before
+    /// they are read when the registry says its length.
+    async fn manifest_bytes(&self, url: &OciUrl, max_size: u64) -> Result<(Vec<u8>, String)> {
+        let reference = self.reference(url);
+        let token = self
+            .client
+            .auth(&reference, &self.auth, oci_client::RegistryOperation::Pull)
             .await
             .map_err(|error| self.failed("read", url, error))?;
-        Ok(bytes)
+        let address = format!(
+            "{}://{}/v2/{}/manifests/{}",
+            self.scheme,
+            self.registry,
+            url.repository,
+            reference.digest().or(reference.tag()).unwrap_or("latest")
+        );
+        // It carries the registry's token: redirects only within the registry's origin.
+        let client = crate::http::builder(crate::timeouts::REGISTRY_READ, crate::http::Carries::Credentials)
+            .build()
+            .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))?;
+        let request = client.get(&address).header(http::header::ACCEPT, artifact::MANIFEST_MEDIA_TYPE);
+        let request = match (token, &self.auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(username, password)) => request.basic_auth(username, Some(password)),
+            (None, _) => request,
+        };
+        let transport = |error: reqwest::Error| self.failed("read", url, OciDistributionError::RequestError(error));
+        let mut response = request.send().await.map_err(transport)?;
+        let status = response.status();
+        if !status.is_success() {
+            let failure =
+                OciDistributionError::ServerError { code: status.as_u16(), url: address, message: String::new() };
+            return Err(self.failed("read", url, failure));
+        }
+        let over = || {
+            Error::Untrusted {
+            message: format!("{url}: the manifest is larger than {} (--max-manifest-size); nothing was written", size_text(max_size)),
+            hint: "a Flux artifact's manifest is a few hundred bytes: do not use this one; if you trust it, raise --max-manifest-size".into(),
+        }
+        };
+        if response.content_length().is_some_and(|length| length > max_size) {
+            return Err(over());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            if (bytes.len() + chunk.len()) as u64 > max_size {
+                return Err(over());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let digest = artifact::digest_of(&bytes);
+        let named = response.headers().get("docker-content-digest").and_then(|value| value.to_str().ok());
+        for expected in [url.digest.as_deref(), named].into_iter().flatten() {
+            if expected != digest {
+                return Err(Error::Untrusted {
+                    message: format!("{url} answered with manifest {digest}, not {expected}"),
+                    hint: "the registry or something between us and it changed the manifest: do not use it".into(),
+                });
+            }
+        }
+        Ok((bytes, digest))
+    }
+
+    /// Streams the layer into `file`, checked against its digest: refused when the manifest
+    /// declares more than `max_size` bytes (before any is read), or the registry sends more than
+    /// it declares.
+    pub async fn blob_to(&self, url: &OciUrl, layer: &OciDescriptor, max_size: u64, file: std::fs::File) -> Result<()> {
+        let declared = u64::try_from(layer.size).unwrap_or(u64::MAX);
+        let refuse = |what: String| Error::Untrusted {
+            message: format!("{url}: {what}; nothing was written"),
+            hint: "a Flux artifact of manifests is small: do not use this one; if you trust it, raise --max-layer-size"
+                .into(),
+        };
+        if declared > max_size {
+            return Err(refuse(format!(
+                "the manifest declares a layer of {declared} bytes, more than {} (--max-layer-size)",
+                size_text(max_size)
+            )));
+        }
+        let mut capped =
+            Capped { inner: tokio::fs::File::from_std(file), written: 0, limit: declared, exceeded: false };
+        let pulled = self.client.pull_blob(&self.reference(url), layer, &mut capped).await;
+        if capped.exceeded {
+            return Err(refuse(format!("the registry sent more than the {declared} bytes the manifest declares")));
+        }
+        pulled.map_err(|error| self.failed("read", url, error))
     }
 
     /// Every tag of `url`'s repository, sorted.
@@ -183,12 +263,8 @@ impl Registry {
 
     /// Points `tag` at the manifest `url` names, copying the manifest's bytes as they are so the
     /// digest stays the same. Returns that digest.
-    pub async fn tag(&self, url: &OciUrl, tag: &str) -> Result<String> {
-        let (bytes, digest) = self
-            .client
-            .pull_manifest_raw(&self.reference(url), &self.auth, &[artifact::MANIFEST_MEDIA_TYPE])
-            .await
-            .map_err(|error| self.failed("read", url, error))?;
+    pub async fn tag(&self, url: &OciUrl, tag: &str, max_manifest_size: u64) -> Result<String> {
+        let (bytes, digest) = self.manifest_bytes(url, max_manifest_size).await?;
         let target = url.with_tag(tag);
         let content_type = http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE);
         self.client
@@ -227,6 +303,37 @@ impl Registry {
                 "check the URL and the registry; run again with -v for details",
             ),
         }
+    }
+}
+
+/// A writer that fails once more than `limit` bytes come, and remembers that it did.
+struct Capped<W> {
+    inner: W,
+    written: u64,
+    limit: u64,
+    exceeded: bool,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Capped<W> {
+    fn poll_write(mut self: Pin<&mut Self>, context: &mut Context<'_>, buffer: &[u8]) -> Poll<std::io::Result<usize>> {
+        if self.written.saturating_add(buffer.len() as u64) > self.limit {
+            self.exceeded = true;
+            return Poll::Ready(Err(std::io::Error::other("more bytes than the manifest declares")));
+        }
+        let this = &mut *self;
+        let written = Pin::new(&mut this.inner).poll_write(context, buffer);
+        if let Poll::Ready(Ok(count)) = written {
+            this.written += count as u64;
+        }
+        written
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(context)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(context)
     }
 }
 

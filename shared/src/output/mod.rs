@@ -3,12 +3,14 @@
 //! - [`printer::Printer`] is the one way to write: made once in `runtime::main` and passed down.
 //! - [`style`] is colour and glyphs for one stream (TTY, `--color`, `NO_COLOR`).
 //! - [`table`] renders kubectl-like tables; [`render_structured`] renders json/yaml.
+//! - [`sanitize`] keeps text from the cluster or a forge from driving the terminal.
 //!
 //! Nothing in the workspace uses `println!`: a closed pipe (`| head`) must end the process
 //! quietly with exit 0, which needs the write errors that [`printer::Printer::data`] returns.
 
 pub mod printer;
 pub mod progress;
+pub mod sanitize;
 pub mod style;
 pub mod table;
 
@@ -62,6 +64,21 @@ mod tests {
         let error = ensure_supported(OutputFormat::Wide, &[OutputFormat::Table, OutputFormat::Json]).unwrap_err();
         assert_eq!(error.to_string(), "this command does not support -o wide");
         assert_eq!(error.hint().as_deref(), Some("use one of: table, json"));
+    }
+
+    #[test]
+    fn json_and_yaml_keep_control_characters_as_escapes() {
+        let message = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd";
+        let value = serde_json::json!({ "message": message });
+        for format in [OutputFormat::Json, OutputFormat::Yaml] {
+            let text = render_structured(&value, format).unwrap();
+            assert!(!text.contains(['\u{1b}', '\u{7}', '\r']), "{format:?} wrote a raw control character: {text:?}");
+            let back: serde_json::Value = match format {
+                OutputFormat::Yaml => serde_saphyr::from_str(&text).unwrap(),
+                _ => serde_json::from_str(&text).unwrap(),
+            };
+            assert_eq!(back["message"], message, "{format:?}");
+        }
     }
 
     #[test]

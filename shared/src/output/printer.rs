@@ -1,12 +1,16 @@
 //! The printer: the one way a command shows anything. `runtime::main` makes it from `--color`,
 //! `-v`/`-q`, `NO_COLOR` and the terminals, and passes it down; nothing else decides styles or
 //! verbosity, and nothing writes to the terminal without one.
+//!
+//! Text goes through [`for_terminal`] on its way out, so a message from the cluster or a forge
+//! cannot drive the terminal; JSON and YAML ([`Printer::structured`]) are written exactly.
 
 use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
 use super::progress::Spinner;
+use super::sanitize::for_terminal;
 use super::style::Style;
 use crate::cli::{ColorChoice, GlobalArgs, OutputFormat};
 use crate::env;
@@ -57,14 +61,15 @@ impl Printer {
         self.stdout_is_terminal
     }
 
-    /// Writes data to stdout as is, returning the I/O error (for example a closed pipe) instead
-    /// of panicking.
+    /// Writes data to stdout, without escape sequences or control characters but our own
+    /// colours, returning the I/O error (for example a closed pipe) instead of panicking.
     pub fn data(&self, text: &str) -> Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush())
-            .map_err(|error| Error::io("writing to stdout", error))
+        write_stdout(&for_terminal(text, self.stdout.decorates()))
+    }
+
+    /// Clears the terminal and shows `text` from its top (`--watch` on a terminal).
+    pub fn redraw(&self, text: &str) -> Result<()> {
+        write_stdout(&format!("{CLEAR_SCREEN}{}", for_terminal(text, self.stdout.decorates())))
     }
 
     /// Prints data as JSON or YAML on stdout.
@@ -73,7 +78,7 @@ impl Printer {
     /// would otherwise hold its output twice.
     pub fn structured<T: Serialize>(&self, value: &T, format: OutputFormat) -> Result<()> {
         if format == OutputFormat::Yaml {
-            return self.data(&super::render_structured(value, format)?);
+            return write_stdout(&super::render_structured(value, format)?);
         }
         let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
         serde_json::to_writer_pretty(&mut stdout, value).map_err(|error| match error.io_error_kind() {
@@ -96,38 +101,38 @@ impl Printer {
     /// A line of progress without a glyph. Not with `-q`.
     pub fn progress(&self, text: &str) {
         if self.verbosity >= 0 {
-            write_stderr(&format!("{text}\n"));
+            self.stderr_line(text);
         }
     }
 
     /// A detail line, only with `-v`.
     pub fn detail(&self, text: &str) {
         if self.verbosity > 0 {
-            write_stderr(&format!("{}\n", self.stderr.dim(text)));
+            self.stderr_line(&self.stderr.dim(text));
         }
     }
 
     /// `warning: text`, unless `-q` was given.
     pub fn warning(&self, text: &str) {
         if self.verbosity >= 0 {
-            write_stderr(&format!("{} {text}\n", self.stderr.warn("warning:")));
+            self.stderr_line(&format!("{} {text}", self.stderr.warn("warning:")));
         }
     }
 
     /// An error and its hint, in the form the user guide promises: `error: <what>` then
     /// `hint: <what to do>`. Always shown.
     pub fn error(&self, message: &str, hint: Option<&str>) {
-        let mut text = format!("{} {message}\n", self.stderr.bad("error:"));
+        let mut text = format!("{} {message}", self.stderr.bad("error:"));
         if let Some(hint) = hint {
-            text.push_str(&format!("{} {hint}\n", self.stderr.bold("hint:")));
+            text.push_str(&format!("\n{} {hint}", self.stderr.bold("hint:")));
         }
-        write_stderr(&text);
+        self.stderr_line(&text);
     }
 
     /// Asks a yes/no question on the terminal (always shown); `yes` (`--yes`) answers yes, and
     /// without a terminal on stdin it is an error naming `--yes`.
     pub fn confirm(&self, question: &str, yes: bool) -> Result<bool> {
-        write_stderr(&format!("{question}\n"));
+        self.stderr_line(question);
         if yes {
             return Ok(true);
         }
@@ -147,6 +152,23 @@ impl Printer {
     pub fn spinner(&self, message: impl Into<String>) -> Spinner {
         Spinner::new(message, self.stderr_is_terminal && self.stderr.decorates() && self.verbosity >= 0)
     }
+
+    /// `text` and a newline on stderr, fit for the terminal.
+    fn stderr_line(&self, text: &str) {
+        write_stderr(&format!("{}\n", for_terminal(text, self.stderr.decorates())));
+    }
+}
+
+/// Home, then clear the screen: what [`Printer::redraw`] writes first.
+const CLEAR_SCREEN: &str = "\x1b[H\x1b[2J";
+
+/// Writes to stdout as is; the I/O error (a closed pipe) is returned.
+fn write_stdout(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|error| Error::io("writing to stdout", error))
 }
 
 /// Writes to stderr, ignoring failures: there is nowhere left to report them.

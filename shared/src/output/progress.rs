@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use super::printer::write_stderr;
+use super::sanitize::for_terminal;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -28,7 +29,8 @@ impl Spinner {
         }
         self.frame = (self.frame + 1) % FRAMES.len();
         let elapsed = self.started.elapsed().as_secs();
-        write_stderr(&format!("\r\x1b[2K{} {} ({elapsed}s) {detail}", FRAMES[self.frame], self.message));
+        let (message, detail) = (for_terminal(&self.message, false), for_terminal(detail, false));
+        write_stderr(&format!("\r\x1b[2K{} {message} ({elapsed}s) {detail}", FRAMES[self.frame]));
     }
 
     /// Clears the line.

@@ -17,7 +17,7 @@ use super::app_reads::{git_remote, run_git};
 use super::collect::{Key, Lookup, Scope, assemble, detect_flux, kustomization_row, resource, runtime};
 use super::render::View;
 use super::watch::{
-    Change, Followed, REDRAW, Selector, Triggers, Verdict, WaitRequest, Waited, events_hint, forbidden, judge_row,
+    Change, Followed, Selector, Triggers, Verdict, WaitRequest, Waited, events_hint, forbidden, judge_row,
     revision_matches, wait_until,
 };
 use super::{AppKind, AppState, AppStatus, Report, Runtime};
@@ -475,16 +475,13 @@ pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer:
             continue;
         }
         let report = view.scoped(live.report());
-        let text = match &last {
-            Some(old) if *old == report => String::new(),
-            Some(old) if !terminal => view.render_rows(&changed_rows(old, &report, view.failed_only))?,
-            _ => {
-                let screen = view.render(&view.shown(report.clone()))?;
-                if terminal { format!("{REDRAW}{screen}") } else { screen }
+        match &last {
+            Some(old) if *old == report => {}
+            Some(old) if !terminal => {
+                printer.data(&view.render_rows(&changed_rows(old, &report, view.failed_only))?)?
             }
-        };
-        if !text.is_empty() {
-            printer.data(&text)?;
+            _ if terminal => printer.redraw(&view.render(&view.shown(report.clone()))?)?,
+            _ => printer.data(&view.render(&view.shown(report.clone()))?)?,
         }
         last = Some(report);
     }

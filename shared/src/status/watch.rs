@@ -207,9 +207,6 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>) -> Vec<Followed> {
     wanted
 }
 
-/// Home, clear the screen: what `--watch` writes before redrawing on a terminal.
-pub(super) const REDRAW: &str = "\x1b[H\x1b[2J";
-
 /// `--watch`: shows the app again on every change until interrupted, which ends it as asked (exit
 /// 0). On a terminal the screen is redrawn in place; otherwise the report is printed again only
 /// when it changed.
@@ -226,12 +223,11 @@ pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<E
                 Some(report) => render(report, format, printer.stdout_style())?,
                 None => format!("{}\n", viewer.app.not_found()),
             };
-            let text = match (terminal, &shown) {
-                (true, _) => format!("{REDRAW}{text}"),
-                (false, Some(_)) if format == OutputFormat::Table => format!("\n{text}"),
-                (false, _) => text,
-            };
-            printer.data(&text)?;
+            match (terminal, &shown) {
+                (true, _) => printer.redraw(&text)?,
+                (false, Some(_)) if format == OutputFormat::Table => printer.data(&format!("\n{text}"))?,
+                (false, _) => printer.data(&text)?,
+            }
             shown = Some(report);
         }
         triggers.follow(followed(viewer, looked.as_ref().map(|(g, _)| g)));

@@ -1,8 +1,11 @@
 //! Who may talk to the UI: the holder of the one-time token printed at start, through the session
-//! cookie it is exchanged for (HttpOnly, SameSite=Strict). Changes also need `--allow-writes`
-//! and, from a browser, a same-origin `Origin` header.
+//! cookie it is exchanged for (HttpOnly, SameSite=Strict, named for the port, for
+//! [`crate::timeouts::UI_SESSION`]). Every request must name the server by a loopback name and
+//! its port in `Host` (a DNS-rebinding page names its own host: 421). Changes also need
+//! `--allow-writes` and, from a browser, a same-origin `Origin` header.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
@@ -14,41 +17,95 @@ use super::Server;
 use super::api::ApiError;
 use crate::error::{Error, Result};
 
-/// The session cookie's name.
-const COOKIE: &str = "gitops_ui_session";
+/// The session cookie's name, before the port: browsers send a cookie to every port of a host,
+/// so two UIs (or another local service's cookie) must not share one name.
+const COOKIE_PREFIX: &str = "gitops_ui_session_";
+
+/// The names a browser on this machine reaches a loopback server by.
+const LOOPBACK_NAMES: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
 /// The token printed at start (good for one exchange) and the session it opens.
 pub(super) struct Auth {
     token: Mutex<Option<String>>,
     session: String,
+    /// When the session ends, set by the exchange.
+    expires: OnceLock<Instant>,
+    /// The port the server listens on: in the cookie's name, `Host` and `Origin`.
+    port: u16,
+}
+
+/// Whether a request carries the session, and if not why.
+#[derive(Debug, PartialEq, Eq)]
+enum Session {
+    Valid,
+    Missing,
+    Expired,
 }
 
 impl Auth {
-    /// The guard and the token to print (it is kept only until its one exchange).
-    pub(super) fn new() -> Result<(Auth, String)> {
+    /// The guard of the server on `port`, and the token to print (it is kept only until its one
+    /// exchange).
+    pub(super) fn new(port: u16) -> Result<(Auth, String)> {
         let token = random_hex()?;
-        Ok((Auth { token: Mutex::new(Some(token.clone())), session: random_hex()? }, token))
+        let auth =
+            Auth { token: Mutex::new(Some(token.clone())), session: random_hex()?, expires: OnceLock::new(), port };
+        Ok((auth, token))
     }
 
-    /// Takes the one-time token: true once, for the right value.
+    /// Takes the one-time token: true once, for the right value; the session's time starts.
     fn exchange(&self, offered: &str) -> bool {
         let Ok(mut token) = self.token.lock() else { return false };
         let matches =
             token.as_deref().is_some_and(|expected| constant_time_eq(expected.as_bytes(), offered.as_bytes()));
         if matches {
             *token = None;
+            let _ = self.expires.set(Instant::now() + crate::timeouts::UI_SESSION);
         }
         matches
     }
 
-    fn has_session(&self, headers: &HeaderMap) -> bool {
-        headers
+    fn cookie_name(&self) -> String {
+        format!("{COOKIE_PREFIX}{}", self.port)
+    }
+
+    /// The `Set-Cookie` value of the session.
+    fn set_cookie(&self) -> String {
+        format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+            self.cookie_name(),
+            self.session,
+            crate::timeouts::UI_SESSION.as_secs()
+        )
+    }
+
+    fn session(&self, headers: &HeaderMap) -> Session {
+        let name = self.cookie_name();
+        let carried = headers
             .get_all(header::COOKIE)
             .iter()
             .filter_map(|value| value.to_str().ok())
             .flat_map(|value| value.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == COOKIE && constant_time_eq(value.as_bytes(), self.session.as_bytes()))
+            .any(|(cookie, value)| cookie == name && constant_time_eq(value.as_bytes(), self.session.as_bytes()));
+        match self.expires.get() {
+            Some(expires) if carried && Instant::now() < *expires => Session::Valid,
+            Some(_) if carried => Session::Expired,
+            _ => Session::Missing,
+        }
+    }
+
+    /// Whether `Host` names this server: a loopback name and our port. A page of another site
+    /// whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name.
+    fn host_is_ours(&self, headers: &HeaderMap) -> bool {
+        let Some(host) = headers.get(header::HOST).and_then(|value| value.to_str().ok()) else {
+            return false;
+        };
+        LOOPBACK_NAMES.iter().any(|name| host.eq_ignore_ascii_case(&format!("{name}:{}", self.port)))
+    }
+
+    /// Whether `origin` is a page of this server, under any of its loopback names.
+    fn origin_is_ours(&self, origin: &[u8]) -> bool {
+        LOOPBACK_NAMES.iter().any(|name| origin == format!("http://{name}:{}", self.port).as_bytes())
     }
 }
 
@@ -69,29 +126,42 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// The middleware in front of every route.
 pub(super) async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
     let api = request.uri().path().starts_with("/api/");
+    if !server.auth.host_is_ours(request.headers()) {
+        let host =
+            request.headers().get(header::HOST).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        return refuse(
+            api,
+            StatusCode::MISDIRECTED_REQUEST,
+            &format!("this server does not answer for the host {:?}", host.unwrap_or_default()),
+            &format!("open http://127.0.0.1:{}/ (or localhost, [::1] on that port)", server.auth.port),
+        );
+    }
     if let Some(offered) = token_in_query(request.uri().query()) {
         if !server.auth.exchange(&offered) {
             return refuse(api, StatusCode::UNAUTHORIZED, "this token is not valid (it works once)", RESTART_HINT);
         }
         // The token leaves the address bar: the cookie carries the session from here on.
         let mut response = Redirect::to(request.uri().path()).into_response();
-        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", server.auth.session);
-        if let Ok(value) = cookie.parse() {
+        if let Ok(value) = server.auth.set_cookie().parse() {
             response.headers_mut().insert(header::SET_COOKIE, value);
         }
         return response;
     }
-    if !server.auth.has_session(request.headers()) {
-        return refuse(
-            api,
-            StatusCode::UNAUTHORIZED,
-            "no session: open the URL `kubectl gitops ui` printed",
-            RESTART_HINT,
-        );
+    match server.auth.session(request.headers()) {
+        Session::Valid => {}
+        Session::Missing => {
+            let message = "no session: open the URL `kubectl gitops ui` printed";
+            return refuse(api, StatusCode::UNAUTHORIZED, message, RESTART_HINT);
+        }
+        Session::Expired => {
+            let hours = crate::timeouts::UI_SESSION.as_secs() / 3600;
+            let message = format!("the session ended: a session lasts {hours} hours");
+            return refuse(api, StatusCode::UNAUTHORIZED, &message, RESTART_HINT);
+        }
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         if let Some(origin) = request.headers().get(header::ORIGIN)
-            && origin.as_bytes() != server.origin.as_bytes()
+            && !server.auth.origin_is_ours(origin.as_bytes())
         {
             let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
             return refuse(
@@ -166,7 +236,7 @@ mod tests {
 
     #[test]
     fn the_token_works_once() {
-        let (auth, token) = Auth::new().unwrap();
+        let (auth, token) = Auth::new(8080).unwrap();
         assert_eq!(token.len(), 64);
         assert!(!auth.exchange("wrong"));
         assert!(auth.exchange(&token));
@@ -174,12 +244,47 @@ mod tests {
     }
 
     #[test]
-    fn the_session_cookie_is_found_among_others() {
-        let (auth, _) = Auth::new().unwrap();
+    fn the_session_cookie_is_found_among_others_under_the_ports_name_until_it_expires() {
+        let (auth, token) = Auth::new(8080).unwrap();
         let mut headers = HeaderMap::new();
-        headers.insert(header::COOKIE, format!("theme=dark; {COOKIE}={}", auth.session).parse().unwrap());
-        assert!(auth.has_session(&headers));
-        headers.insert(header::COOKIE, format!("{COOKIE}=not-the-session").parse().unwrap());
-        assert!(!auth.has_session(&headers));
+        headers.insert(header::COOKIE, format!("theme=dark; gitops_ui_session_8080={}", auth.session).parse().unwrap());
+        assert_eq!(auth.session(&headers), Session::Missing, "no session before the token's exchange");
+        assert!(auth.exchange(&token));
+        assert_eq!(auth.session(&headers), Session::Valid);
+        assert!(auth.set_cookie().starts_with("gitops_ui_session_8080="), "{}", auth.set_cookie());
+        assert!(auth.set_cookie().ends_with("; Max-Age=43200"), "{}", auth.set_cookie());
+        headers.insert(header::COOKIE, "gitops_ui_session_8080=not-the-session".parse().unwrap());
+        assert_eq!(auth.session(&headers), Session::Missing);
+        // Another UI's cookie, with this one's value, is not this session.
+        headers.insert(header::COOKIE, format!("gitops_ui_session_8081={}", auth.session).parse().unwrap());
+        assert_eq!(auth.session(&headers), Session::Missing);
+
+        // A session whose time is up.
+        let (ended, _) = Auth::new(8080).unwrap();
+        let expired = Auth { expires: OnceLock::from(Instant::now()), ..ended };
+        headers.insert(header::COOKIE, format!("gitops_ui_session_8080={}", expired.session).parse().unwrap());
+        assert_eq!(expired.session(&headers), Session::Expired);
+    }
+
+    #[test]
+    fn host_and_origin_must_name_this_server() {
+        let (auth, _) = Auth::new(8080).unwrap();
+        let with_host = |host: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, host.parse().unwrap());
+            auth.host_is_ours(&headers)
+        };
+        for ours in ["127.0.0.1:8080", "localhost:8080", "LOCALHOST:8080", "[::1]:8080"] {
+            assert!(with_host(ours), "{ours}");
+        }
+        for theirs in ["evil.example:8080", "127.0.0.1:8081", "127.0.0.1", "localhost", "127.0.0.2:8080"] {
+            assert!(!with_host(theirs), "{theirs}");
+        }
+        assert!(!auth.host_is_ours(&HeaderMap::new()), "no Host at all");
+        assert!(auth.origin_is_ours(b"http://localhost:8080"));
+        assert!(auth.origin_is_ours(b"http://127.0.0.1:8080"));
+        assert!(!auth.origin_is_ours(b"http://localhost:8081"));
+        assert!(!auth.origin_is_ours(b"https://localhost:8080"));
+        assert!(!auth.origin_is_ours(b"null"));
     }
 }

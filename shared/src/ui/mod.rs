@@ -102,8 +102,6 @@ pub(crate) struct Server {
     /// The config repo flags the server was started with.
     repo: RepoArgs,
     allow_writes: bool,
-    /// `http://127.0.0.1:PORT`, what a same-origin request's `Origin` header says.
-    origin: String,
     auth: auth::Auth,
     snapshots: watch::Receiver<Arc<live::Snapshot>>,
     /// The Apps page's DORA panel, worked out in the background.
@@ -120,9 +118,8 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         .await
         .map_err(|error| Error::io(format!("cannot listen on {}", settings.listen), error))?;
     let address = listener.local_addr().map_err(|error| Error::io("cannot read the listening address", error))?;
-    let origin = format!("http://{address}");
-    let (auth, token) = auth::Auth::new()?;
-    let url = format!("{origin}/?token={token}");
+    let (auth, token) = auth::Auth::new(address.port())?;
+    let url = format!("http://{address}/?token={token}");
     let snapshots = live::follow(cluster.clone(), printer);
     let dora = dora::follow(cluster.clone(), snapshots.clone());
     let (stop, stopping) = watch::channel(false);
@@ -131,7 +128,6 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         target: Target::from_args(global),
         repo: settings.repo.clone(),
         allow_writes: settings.allow_writes,
-        origin,
         auth,
         snapshots,
         dora,

@@ -234,6 +234,19 @@ impl Registry {
     /// Pushes `layer` (a tar.gz made by anyone, hostile ones included) as a Flux artifact, with
     /// curl: the product's own client is not the one under test here.
     pub fn push_layer(&self, repository: &str, tag: &str, layer_bytes: &[u8], revision: &str) -> Result<String> {
+        self.push_crafted(repository, tag, layer_bytes, revision, |_| {})
+    }
+
+    /// [`Registry::push_layer`] with the manifest changed by `craft` before it is pushed (a
+    /// layer size it does not have, annotations of any size), as an attacker who can push would.
+    pub fn push_crafted(
+        &self,
+        repository: &str,
+        tag: &str,
+        layer_bytes: &[u8],
+        revision: &str,
+        craft: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<String> {
         let work = tempfile::tempdir()?;
         let layer = work.path().join("layer.tgz");
         std::fs::write(&layer, layer_bytes)?;
@@ -273,7 +286,7 @@ impl Registry {
                 .arg(format!("{url}{separator}digest={digest}")))?;
             described.push((digest, size));
         }
-        let manifest = serde_json::json!({
+        let mut manifest = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "config": {"mediaType": "application/vnd.cncf.flux.config.v1+json", "digest": described[0].0, "size": described[0].1},
@@ -284,6 +297,7 @@ impl Registry {
                 "org.opencontainers.image.revision": revision
             }
         });
+        craft(&mut manifest);
         let manifest_path = work.path().join("manifest.json");
         std::fs::write(&manifest_path, manifest.to_string())?;
         run(Command::new("curl")

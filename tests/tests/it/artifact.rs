@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use gitops_e2e::binaries;
@@ -251,6 +252,80 @@ fn bad_input_fails_cleanly_and_writes_nothing() {
     }
     let leftovers: Vec<_> = std::fs::read_dir(work.path()).unwrap().collect();
     assert!(leftovers.is_empty(), "no staging directory is left behind");
+}
+
+/// Artifacts crafted by whoever can push to the registry: a gzip bomb (a few hundred kilobytes
+/// that gunzip to 160 MiB), manifests declaring a layer far larger or smaller than it is, a tar
+/// header declaring a terabyte, a manifest over the limit given. Before the limits, the first
+/// was read whole into memory and the terabyte allocated (the process aborted). Each is refused
+/// at once with exit 2, an error and a hint, and nothing is written.
+#[test]
+fn crafted_artifacts_are_refused_quickly_and_write_nothing() {
+    let own = OwnRegistry::start(false).unwrap();
+    let registry = &own.registry;
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let url = |tag: &str| format!("oci://{}/crafted/app:{tag}", registry.address);
+
+    // The bomb, by GNU tar and gzip: twenty files of 8 MiB of zeros, each within the limit.
+    let zeros = tempfile::tempdir().unwrap();
+    for index in 0..20 {
+        std::fs::File::create(zeros.path().join(format!("zeros-{index:02}.yaml"))).unwrap().set_len(8 << 20).unwrap();
+    }
+    let bomb = Command::new("sh")
+        .arg("-c")
+        .arg(format!("tar -C '{}' -cf - . | gzip -9", zeros.path().display()))
+        .output()
+        .unwrap()
+        .stdout;
+    assert!(bomb.len() < 1 << 20, "the bomb is small: {} bytes", bomb.len());
+    registry.push_layer("crafted/app", "bomb", &bomb, "r").unwrap();
+
+    let small = hostile_layer("config.yaml", None);
+    let declaring = |size: u64| move |manifest: &mut serde_json::Value| manifest["layers"][0]["size"] = size.into();
+    registry.push_crafted("crafted/app", "declares-a-terabyte", &small, "r", declaring(1 << 40)).unwrap();
+    registry.push_crafted("crafted/app", "declares-less", &small, "r", declaring(16)).unwrap();
+    let padded = |manifest: &mut serde_json::Value| manifest["annotations"]["padding"] = "x".repeat(8 << 10).into();
+    registry.push_crafted("crafted/app", "large-manifest", &small, "r", padded).unwrap();
+
+    // A header declaring a terabyte with nothing behind it.
+    let mut header = tar::Header::new_gnu();
+    header.set_path("huge.yaml").unwrap();
+    header.set_size(1 << 40);
+    header.set_mode(0o644);
+    header.set_cksum();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, header.as_bytes()).unwrap();
+    registry.push_layer("crafted/app", "terabyte-entry", &gz.finish().unwrap(), "r").unwrap();
+
+    let out_arg = out.to_str().unwrap();
+    for (tag, extra, says) in [
+        ("bomb", &[][..], "bytes --max-unpacked-size (100 MiB) has left; nothing was written"),
+        ("declares-a-terabyte", &[], "declares a layer of 1099511627776 bytes, more than 100 MiB (--max-layer-size)"),
+        ("declares-less", &[], "the registry sent more than the 16 bytes the manifest declares"),
+        ("terabyte-entry", &[], "entry huge.yaml declares 1099511627776 bytes"),
+        ("large-manifest", &["--max-manifest-size", "4KiB"], "the manifest is larger than 4 KiB (--max-manifest-size)"),
+    ] {
+        let started = Instant::now();
+        let pulled = ours(&[&["pull", &url(tag), "--output", out_arg][..], extra].concat());
+        let took = started.elapsed();
+        assert_eq!(pulled.code, Some(2), "{tag}:\n{}", pulled.render());
+        assert!(pulled.stderr.contains(says), "{tag}: expected {says:?}:\n{}", pulled.render());
+        assert!(pulled.stderr.contains("\nhint: "), "{tag}: a hint:\n{}", pulled.render());
+        assert!(took < Duration::from_secs(30), "{tag}: refused after {took:?}");
+        eprintln!("{tag}: refused in {took:?}");
+        assert!(!out.exists(), "{tag}: a refused pull writes nothing");
+        let leftovers: Vec<_> = std::fs::read_dir(work.path()).unwrap().collect();
+        assert!(leftovers.is_empty(), "{tag}: nothing is left beside the output: {leftovers:?}");
+    }
+    let diffed = ours(&["diff", &url("bomb"), "--path", zeros.path().to_str().unwrap()]);
+    assert_eq!(diffed.code, Some(2), "{}", diffed.render());
+    assert!(diffed.stderr.contains("--max-unpacked-size"), "{}", diffed.render());
+
+    // The limits are the user's to raise: the same manifest under the default limit pulls.
+    let pulled = ours(&["pull", &url("large-manifest"), "--output", out_arg]);
+    assert_eq!(pulled.code, Some(0), "{}", pulled.render());
+    assert_eq!(std::fs::read_to_string(out.join("config.yaml")).unwrap(), "x");
 }
 
 /// A tar.gz with one entry named `name` (a symlink to `link` when given), written by GNU tar's

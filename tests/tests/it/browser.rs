@@ -194,7 +194,7 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     browser.screenshot("add-pull-request");
 
     // The API does the same: POST /apps with `pr`, in the browser's session.
-    let cookie = browser.cookie("gitops_ui_session");
+    let cookie = browser.cookie(&ui.cookie_name());
     let body =
         format!(r#"{{"name": "pr-api", "url": "{}", "path": "./deploy", "pr": true}}"#, env.git.ssh_url("pr-app"));
     let origin = ui.origin();

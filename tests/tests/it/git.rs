@@ -196,16 +196,20 @@ fn ssh_unknown_host_is_refused() {
         assert!(error.to_string().contains("SHA256:"), "{error}");
     }
 
-    // `ssh-keyscan -H` style hashed names are not read, and the error says so.
+    // A hashed file (`ssh-keygen -H`, the Debian and Ubuntu default) names the host: accepted,
+    // unless the same key is also listed as @revoked.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("known_hosts");
     std::fs::write(&file, format!("{}\n", git.known_hosts_line)).unwrap();
     run(Command::new("ssh-keygen").arg("-H").arg("-f").arg(&file)).unwrap();
     let hashed = std::fs::read_to_string(&file).unwrap();
     assert!(hashed.starts_with("|1|"), "{hashed}");
-    remote.auth = Auth::Ssh { user: None, private_key: client_key(git), known_hosts: hashed };
-    let error = Checkout::clone(&remote, "main").unwrap_err();
-    assert!(matches!(&error, GitError::UnknownHost { note: Some(note), .. } if note.contains("hashed")), "{error:?}");
+    remote.auth = Auth::Ssh { user: None, private_key: client_key(git), known_hosts: hashed.clone() };
+    Checkout::clone(&remote, "main").unwrap();
+    let revoked = format!("{hashed}@revoked {hashed}");
+    remote.auth = Auth::Ssh { user: None, private_key: client_key(git), known_hosts: revoked };
+    let error = quickly("a revoked key", || Checkout::clone(&remote, "main").unwrap_err());
+    assert!(matches!(&error, GitError::HostKeyRevoked { .. }), "{error:?}");
 }
 
 #[test]

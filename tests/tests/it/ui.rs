@@ -287,6 +287,69 @@ fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
     assert!(html.body.contains("shop") && !html.body.contains("hidden"), "{}", html.body);
 }
 
+/// The session belongs to one server: a request naming another host (DNS rebinding) is answered
+/// 421 before the token or the cookie is looked at, each UI's cookie carries its port and a
+/// lifetime, and a page opened as `localhost:PORT` may write.
+#[test]
+fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "ui-session"]).unwrap();
+    env.apply_yaml(&kustomization("ui-session", "shop")).unwrap();
+    let (first, second) = (start(&env.kubeconfig, &["--allow-writes"]), start(&env.kubeconfig, &[]));
+
+    // A rebinding page reaches 127.0.0.1:PORT under its own name: nothing answers it, and the
+    // token it carries is not spent.
+    let port = first.port();
+    for host in ["evil.example".to_string(), format!("evil.example:{port}"), format!("127.0.0.1:{}", port + 1)] {
+        let answer = first.request("GET", &format!("/?token={}", first.token), &[("Host", &host)], b"");
+        assert_eq!(answer.status, 421, "Host {host}: {}", answer.body);
+        assert!(answer.body.contains("does not answer for the host"), "{}", answer.body);
+        let api = first.request("GET", "/api/v1/apps", &[("Host", &host)], b"");
+        assert_eq!(api.status, 421, "Host {host}: {}", api.body);
+        assert!(api.error().contains("does not answer for the host"));
+    }
+
+    // Each UI's cookie is named for its port and lasts 12 hours.
+    let login = |ui: &Ui| {
+        let answer = ui.request("GET", &format!("/?token={}", ui.token), &[], b"");
+        assert_eq!(answer.status, 303, "{}", answer.body);
+        let set_cookie = answer.header("set-cookie").unwrap().to_string();
+        assert!(set_cookie.starts_with(&format!("{}=", ui.cookie_name())), "{set_cookie}");
+        assert!(set_cookie.contains("; Max-Age=43200"), "{set_cookie}");
+        set_cookie.split(';').next().unwrap().to_string()
+    };
+    let (first_cookie, second_cookie) = (login(&first), login(&second));
+    assert_ne!(first.cookie_name(), second.cookie_name());
+    // A browser sends both cookies to both (cookies ignore ports): each UI reads its own.
+    let both = format!("{first_cookie}; {second_cookie}");
+    assert_eq!(first.get(&both, "/api/v1/cluster").status, 200);
+    assert_eq!(second.get(&both, "/api/v1/cluster").status, 200);
+    assert_eq!(first.get(&second_cookie, "/api/v1/cluster").status, 401, "the other UI's session opens nothing here");
+    assert_eq!(second.get(&first_cookie, "/api/v1/cluster").status, 401);
+
+    // A page opened as localhost:PORT may write; one on another port may not.
+    let reconcile = |host: &str, origin: &str| {
+        first.request(
+            "POST",
+            "/api/v1/apps/ui-session/shop/reconcile",
+            &[("Host", host), ("Cookie", &first_cookie), ("Origin", origin)],
+            b"",
+        )
+    };
+    let localhost = format!("localhost:{port}");
+    let other = reconcile(&localhost, &format!("http://localhost:{}", second.port()));
+    assert_eq!(other.status, 403, "{}", other.body);
+    let done = reconcile(&localhost, &format!("http://localhost:{port}"));
+    assert_eq!(done.status, 200, "{}", done.body);
+    let requested = env
+        .jsonpath(
+            &["-n", "ui-session", "kustomization", "shop"],
+            "{.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}",
+        )
+        .unwrap();
+    assert!(!requested.is_empty(), "the write from localhost:{port} was made");
+}
+
 #[test]
 fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
     let components = flux_release::components();
