@@ -56,7 +56,7 @@ pub(crate) fn install(env: &TestEnv, components: &Path) {
 }
 
 /// `install` from repo `fleet`, path clusters/dev, with `extra` flags.
-fn install_with(env: &TestEnv, components: &Path, extra: &[&str]) -> Run {
+pub(crate) fn install_with(env: &TestEnv, components: &Path, extra: &[&str]) -> Run {
     let url = env.git.ssh_url("fleet");
     Run::of(
         Command::new(binaries::path("kubectl-gitops-install"))

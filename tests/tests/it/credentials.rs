@@ -100,6 +100,13 @@ fn edit_record(env: &TestEnv, field: &str, value: &str) {
         .unwrap();
 }
 
+/// `install` from repo `fleet` (created here), without waiting for Flux (none runs here).
+fn install(env: &TestEnv) {
+    env.git.create_repo("fleet").unwrap();
+    let run = super::app::install_with(env, &flux_release::components(), &["--no-wait"]);
+    assert_eq!(run.code, Some(0), "install: {}", run.render());
+}
+
 /// The config file the tests' commands share: beside the environment's kubeconfig, where
 /// [`binaries::isolate_config`] puts it.
 fn config_file(env: &TestEnv) -> PathBuf {
@@ -125,8 +132,7 @@ fn app_with_password(env: &TestEnv, user: &str, password: &str, args: &[&str]) -
 #[test]
 fn a_record_pointing_at_another_host_gets_no_password_until_the_host_is_accepted() {
     let env = &TestEnv::start(Options { flux: false }).unwrap();
-    env.git.create_repo("fleet").unwrap();
-    super::app::install(env, &flux_release::components());
+    install(env);
     let ssh_host = format!("127.0.0.1:{}", env.git.ssh_port);
     let config = std::fs::read_to_string(config_file(env)).unwrap();
     assert!(config.contains(&format!("repoHost: {ssh_host}")), "install bound the cluster to its repo:\n{config}");
@@ -218,8 +224,7 @@ fn a_record_pointing_at_another_host_gets_no_provider_token() {
 #[test]
 fn credentials_never_follow_a_redirect_to_another_origin() {
     let env = &TestEnv::start(Options { flux: false }).unwrap();
-    env.git.create_repo("fleet").unwrap();
-    super::app::install(env, &flux_release::components());
+    install(env);
     let elsewhere = Logged::start(|_| answer(200, Vec::new(), b"[]"));
     let redirector = Logged::redirecting_to(&elsewhere.server.origin);
     edit_record(env, "repository", "acme/fleet");
@@ -279,8 +284,7 @@ fn credentials_never_follow_a_redirect_to_another_origin() {
 #[test]
 fn the_sync_secret_is_refused_for_a_source_on_another_server() {
     let env = &TestEnv::start(Options { flux: false }).unwrap();
-    env.git.create_repo("fleet").unwrap();
-    super::app::install(env, &flux_release::components());
+    install(env);
     let app = |url: &str| {
         Run::of(
             Command::new(binaries::path("kubectl-gitops-app"))
