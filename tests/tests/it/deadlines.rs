@@ -172,9 +172,9 @@ fn install_against_a_git_server_that_never_answers_ends_at_its_timeout() {
             "http" => command.env("GITOPS_GIT_PASSWORD", "unused"),
             _ => command
                 .arg("--private-key-file")
-                .arg(&env.git.client_key)
+                .arg(dirs.key())
                 .arg("--known-hosts-file")
-                .arg(&env.git.known_hosts),
+                .arg(dirs.known_hosts(&silent)),
         };
         let ended = run_within(&mut command, Duration::from_secs(90));
         eprintln!("install --dry-run --timeout 5s against a silent {scheme} server ended in {:?}", ended.took);
