@@ -373,3 +373,41 @@ fn a_generated_deploy_key_is_shown_never_its_private_half_and_reused_on_re_runs(
     .unwrap();
     assert_eq!(stored.trim(), public, "the Secret holds the key that was shown");
 }
+
+/// A known_hosts hashed by OpenSSH (`ssh-keygen -H`, what Debian and Ubuntu write by default)
+/// verifies the git host it lists; the same key also marked `@revoked` is refused.
+#[test]
+fn a_hashed_known_hosts_verifies_the_git_host_and_a_revoked_key_is_refused() {
+    let components = flux_release::components();
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    env.git.create_repo("hashed").unwrap();
+    let hashed = env.dir.join("hashed_known_hosts");
+    std::fs::write(&hashed, format!("{}\n", env.git.known_hosts_line)).unwrap();
+    run(Command::new("ssh-keygen").arg("-H").arg("-f").arg(&hashed)).unwrap();
+    let hashed_line = std::fs::read_to_string(&hashed).unwrap();
+    assert!(hashed_line.starts_with("|1|") && !hashed_line.contains("127.0.0.1"), "{hashed_line}");
+    let dry_run = |known_hosts: &Path| {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-install"))
+                .args(["--url", &env.git.ssh_url("hashed"), "--path", "clusters/dev", "--dry-run"])
+                .arg("--components-file")
+                .arg(&components)
+                .arg("--private-key-file")
+                .arg(&env.git.client_key)
+                .arg("--known-hosts-file")
+                .arg(known_hosts)
+                .env("KUBECONFIG", &env.kubeconfig),
+        )
+    };
+    let accepted = dry_run(&hashed);
+    assert_eq!(accepted.code, Some(0), "{}", accepted.render());
+    assert!(accepted.stdout.starts_with("Plan:\n"), "{}", accepted.stdout);
+
+    let revoked = env.dir.join("revoked_known_hosts");
+    std::fs::write(&revoked, format!("{hashed_line}@revoked {hashed_line}")).unwrap();
+    let refused = dry_run(&revoked);
+    assert_eq!(refused.code, Some(4), "{}", refused.render());
+    assert!(refused.stderr.contains("which known_hosts marks @revoked"), "{}", refused.render());
+    assert!(refused.stderr.contains("\nhint: "), "{}", refused.render());
+    assert_eq!(our_mutations(env), Vec::<String>::new(), "the cluster was not touched");
+}

@@ -447,3 +447,63 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
         assert!(blocked.stderr.contains(line), "{line}\n{}", blocked.stderr);
     }
 }
+
+/// A Ready message carrying a terminal title (OSC), a screen clear (CSI) and a carriage return,
+/// as anyone who can write a Flux object's status can set it: the table and the tree show the
+/// text without them, and `-o json` keeps the message exactly.
+#[test]
+fn hostile_messages_are_shown_without_their_escape_sequences() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "status-escapes"]).unwrap();
+    // Suspended, so no controller writes its own Ready condition over ours.
+    let object = kustomization("hostile", "nowhere", "./app", true)
+        .replace("namespace: flux-system", "namespace: status-escapes");
+    env.apply_yaml(&object).unwrap();
+    let message = "before\u{1b}]0;pwned\u{7} clear\u{1b}[2J return\rafter";
+    let condition = serde_json::json!({"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "Hostile", "message": message,
+        "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1,
+    }]}});
+    let shown = |run: &Run| {
+        serde_json::from_str::<serde_json::Value>(&run.stdout).ok().and_then(|json| {
+            json["apps"].as_array()?.iter().find(|app| app["name"] == "hostile")?["message"].as_str().map(String::from)
+        })
+    };
+    let started = Instant::now();
+    let json = loop {
+        env.kubectl_ok(&[
+            "-n",
+            "status-escapes",
+            "patch",
+            "kustomization",
+            "hostile",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &condition.to_string(),
+        ])
+        .unwrap();
+        let json = status(env, &["-n", "status-escapes", "-o", "json"]);
+        if shown(&json).as_deref() == Some(message) {
+            break json;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the message never showed:\n{}", json.render());
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    assert!(json.stdout.contains(r#"before\u001b]0;pwned\u0007 clear\u001b[2J return\rafter"#), "{}", json.stdout);
+
+    let table = status(env, &["-n", "status-escapes"]);
+    let tree = app_status(env, &["hostile", "-n", "status-escapes"]);
+    let yaml = status(env, &["-n", "status-escapes", "-o", "yaml"]);
+    for (what, run) in [("the table", &table), ("app status", &tree)] {
+        assert!(run.stdout.contains("before clear return"), "{what}:\n{}", run.render());
+        for control in ['\u{1b}', '\u{7}', '\r'] {
+            assert!(!run.stdout.contains(control), "{what} printed {control:?}: {:?}", run.stdout);
+            assert!(!run.stderr.contains(control), "{what} printed {control:?} on stderr: {:?}", run.stderr);
+        }
+        assert!(!run.stdout.contains("pwned"), "{what} printed the OSC's text: {:?}", run.stdout);
+    }
+    let yaml: serde_json::Value = serde_saphyr::from_str(&yaml.stdout).unwrap();
+    let hostile = yaml["apps"].as_array().unwrap().iter().find(|app| app["name"] == "hostile").unwrap();
+    assert_eq!(hostile["message"], message, "-o yaml keeps the message exactly");
+}
