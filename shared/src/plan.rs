@@ -33,6 +33,89 @@ impl FileChange {
     }
 }
 
+/// How a branch's own change (every file it changes since it left its base, read back from git)
+/// differs from a plan. Contents are compared byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Difference {
+    /// The plan changes the file; the branch does not.
+    Missing {
+        /// The path.
+        path: String,
+        /// What the plan does to it: `add`, `update`, `delete`.
+        verb: &'static str,
+    },
+    /// Both change the file, to other contents (`None`: deleted).
+    Contents {
+        /// The path.
+        path: String,
+        /// The branch's contents.
+        found: Option<Vec<u8>>,
+        /// The planned contents.
+        planned: Option<Vec<u8>>,
+    },
+    /// The branch changes a file the plan does not (`deleted`: it deletes it).
+    Extra {
+        /// The path.
+        path: String,
+        /// The branch deletes it.
+        deleted: bool,
+    },
+}
+
+impl Difference {
+    /// In words; `plan` names whose plan it is (`the plan`, `the recorded request`).
+    pub fn describe(&self, plan: &str) -> String {
+        let blob = |contents: &Option<Vec<u8>>| {
+            contents.as_deref().map_or_else(|| "deleted".to_string(), |bytes| format!("blob {}", blob_id(bytes)))
+        };
+        match self {
+            Difference::Missing { path, verb } => {
+                format!("{plan} plans to {verb} {path}, but the branch does not change it")
+            }
+            Difference::Contents { path, found, planned } => {
+                format!("{path}: {} on the branch, {} as {plan} plans it", blob(found), blob(planned))
+            }
+            Difference::Extra { path, deleted } => {
+                let verb = if *deleted { "deletes" } else { "changes" };
+                format!("the branch {verb} {path}, which {plan} does not plan")
+            }
+        }
+    }
+}
+
+/// Every difference between `planned` and a branch's own change `held` (each file it changes,
+/// with its contents, `None` when deleted): nothing added, removed or changed outside the plan.
+pub fn differences(planned: &[FileChange], held: &[(String, Option<Vec<u8>>)]) -> Vec<Difference> {
+    let held_files: BTreeMap<&str, &Option<Vec<u8>>> =
+        held.iter().map(|(path, contents)| (path.as_str(), contents)).collect();
+    let mut found = Vec::new();
+    for file in planned {
+        let wanted = file.after.as_ref().map(|text| text.as_bytes().to_vec());
+        match held_files.get(file.path.as_str()) {
+            None => found.push(Difference::Missing { path: file.path.clone(), verb: file.verb() }),
+            Some(contents) if **contents != wanted => found.push(Difference::Contents {
+                path: file.path.clone(),
+                found: (*contents).clone(),
+                planned: wanted,
+            }),
+            Some(_) => {}
+        }
+    }
+    for (path, contents) in held {
+        if !planned.iter().any(|file| &file.path == path) {
+            found.push(Difference::Extra { path: path.clone(), deleted: contents.is_none() });
+        }
+    }
+    found
+}
+
+/// A file's git blob id, shortened to 12 hex digits: what `git hash-object` prints for it.
+pub fn blob_id(contents: &[u8]) -> String {
+    let oid = git2::Oid::hash_object(git2::ObjectType::Blob, contents)
+        .map_or_else(|_| String::from("000000000000"), |oid| oid.to_string());
+    oid[..12].to_string()
+}
+
 /// The files under `dirs` that `wanted` leaves out are deleted; files in `wanted` are written.
 /// Only files that really change are returned, sorted by path.
 pub fn diff(checkout: &Checkout, wanted: &BTreeMap<String, String>, dirs: &[String]) -> Result<Vec<FileChange>> {

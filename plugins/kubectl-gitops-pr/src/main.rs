@@ -35,9 +35,10 @@ enum Command {
     ///   kubectl gitops pr list -o json
     #[command(verbatim_doc_comment)]
     List(TrustArgs),
-    /// Validate one: it is open, into the branch Flux follows, its branch holds exactly the planned change, and it can be merged.
+    /// Validate one: it is open, into the branch Flux follows, opened by you, exactly what its recorded request plans, and it can be merged.
     ///
-    /// Exit 0 when every check passes, 1 when one fails (each finding named), 2 for a number
+    /// Exit 0 when every check passes, 1 when one fails (each finding named) or another
+    /// identity opened it (unverified: --opened-by LOGIN vouches for another's), 2 for a number
     /// that is not a pull request of the config repo or one kubectl-gitops did not open.
     ///
     /// Examples:
@@ -47,17 +48,18 @@ enum Command {
     Show(ShowArgs),
     /// Validate one as `show` does, then approve it at the commit validated.
     ///
-    /// Nothing is approved when a check fails (exit 1, the findings printed). The provider
-    /// refuses an approval by the request's own author (GitHub) and one whose head moved since.
+    /// Nothing is approved when a check fails (exit 1, the findings printed), nor when another
+    /// identity than the one vouched for opened it (exit 1). The provider refuses an approval by
+    /// the request's own author (GitHub, Gitea) and one whose head moved since.
     ///
     /// Examples:
-    ///   GITHUB_TOKEN=$REVIEWER_TOKEN kubectl gitops pr approve 42
+    ///   GITHUB_TOKEN=$REVIEWER_TOKEN kubectl gitops pr approve 42 --opened-by deploy-bot
     #[command(verbatim_doc_comment)]
     Approve(ShowArgs),
     /// Validate one as `show` does, then merge it, guarded by the commit validated.
     ///
-    /// Nothing is merged when a check fails (exit 1, the findings printed), or when its branch
-    /// moved after it was validated (the provider refuses: exit 4). With --auto the provider
+    /// Nothing is merged when a check fails or another identity opened it (exit 1, the findings
+    /// printed), or when its branch moved after it was validated (the provider refuses: exit 4). With --auto the provider
     /// merges it once its checks pass (GitHub auto-merge, GitLab auto_merge, Gitea's scheduled
     /// merge); with nothing pending it is merged now.
     ///

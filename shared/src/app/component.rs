@@ -9,6 +9,8 @@ use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 use serde::Serialize;
 
+use super::args::ComponentUpgradeArgs;
+use super::recorded::{self, Replanned};
 use super::settings::{ComponentUpgradeRequest, Target};
 use super::{Change, Context, clone, context, drive, target_clusters};
 use crate::cli::OutputFormat;
@@ -129,21 +131,8 @@ async fn rows(context: &Context) -> Result<Vec<ComponentRow>> {
 pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer: &Printer) -> Result<String> {
     let context = context(target, &request.repo, true, printer).await?;
     let checkout = clone(context.repo()?)?;
-    let replan = |checkout: &Checkout| {
-        let clusters = target_clusters(checkout, &request.clusters, context.record())?;
-        let mut wanted = BTreeMap::new();
-        for cluster in &clusters {
-            let path = format!("{}/components/{}.yaml", cluster.path, request.name);
-            let existing = plan::read(checkout, &path)?.ok_or_else(|| {
-                Error::usage(
-                    format!("component {} is not in the config repo for {}", request.name, cluster.path),
-                    "`kubectl gitops component list` shows the components; `kubectl gitops install --component oci://…` adds one",
-                )
-            })?;
-            wanted.insert(path.clone(), with_tag(&existing, &request.tag, &path)?);
-        }
-        plan::diff(checkout, &wanted, &[])
-    };
+    let replan =
+        |checkout: &Checkout| upgrade_changes(&request.name, &request.tag, &request.clusters, &context, checkout);
     let files = replan(&checkout)?;
     let cluster = context.record().map_or("the cluster", |record| record.path.as_str());
     let change = Change {
@@ -164,10 +153,48 @@ pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer
         notes: Vec::new(),
         awaits: super::Awaits::one(&context.namespace, &request.name, true, None),
         new_repo: None,
-        request: Vec::new(),
+        request: upgrade_words(request),
         already_there: Some(format!("component {} follows {} already; nothing to change\n", request.name, request.tag)),
     };
     drive(&context, &request.delivery, change, Some(checkout), &replan).await
+}
+
+/// The file changes of an upgrade of component `name` to `tag` in `clusters` (default: the
+/// current cluster): `.spec.ref.tag` moved in `<cluster>/components/<name>.yaml`.
+fn upgrade_changes(
+    name: &str,
+    tag: &str,
+    clusters: &[String],
+    context: &Context,
+    checkout: &Checkout,
+) -> Result<Vec<plan::FileChange>> {
+    let mut wanted = BTreeMap::new();
+    for cluster in &target_clusters(checkout, clusters, context.record())? {
+        let path = format!("{}/components/{name}.yaml", cluster.path);
+        let existing = plan::read(checkout, &path)?.ok_or_else(|| {
+            Error::usage(
+                format!("component {name} is not in the config repo for {}", cluster.path),
+                "`kubectl gitops component list` shows the components; `kubectl gitops install --component oci://…` adds one",
+            )
+        })?;
+        wanted.insert(path.clone(), with_tag(&existing, tag, &path)?);
+    }
+    plan::diff(checkout, &wanted, &[])
+}
+
+/// The words that record a `component upgrade` in its pull request.
+fn upgrade_words(request: &ComponentUpgradeRequest) -> Vec<String> {
+    let mut words = ["component", "upgrade", &request.name, "--tag", &request.tag].map(String::from).to_vec();
+    words.extend(recorded::cluster_words(&request.clusters));
+    words
+}
+
+/// A recorded `component upgrade` (`args`: its words after the verb; `words`: all of them),
+/// planned again on `base`.
+pub(crate) fn replan(args: &[String], words: &[String], context: &Context, base: &Checkout) -> Result<Replanned> {
+    let request = recorded::parse_args::<ComponentUpgradeArgs>(args, words)?.request()?;
+    let files = upgrade_changes(&request.name, &request.tag, &request.clusters, context, base)?;
+    Ok(Replanned::of("upgrade", &request.name, files))
 }
 
 /// The component file with its OCIRepository's `.spec.ref.tag` set to `tag`.
@@ -202,5 +229,23 @@ mod tests {
         assert_eq!(changed, [("    tag: v0.0.1", "    tag: v0.0.2")]);
         assert_eq!(before.lines().count(), after.lines().count());
         assert!(with_tag("kind: ConfigMap\n", "v1", "x.yaml").is_err());
+    }
+
+    #[test]
+    fn a_recorded_upgrade_parses_back_to_the_same_request() {
+        let given =
+            ["component", "upgrade", "widgets", "--cluster", "dev", "--tag", "v0.0.2", "--cluster", "prod", "--pr"]
+                .map(String::from);
+        let args: ComponentUpgradeArgs = recorded::parse_args(&given[2..], &given).unwrap();
+        let words = upgrade_words(&args.request().unwrap());
+        assert_eq!(words.join(" "), "component upgrade widgets --tag v0.0.2 --cluster dev --cluster prod");
+        let parsed: ComponentUpgradeArgs = recorded::parse_args(&words[2..], &words).unwrap();
+        assert_eq!(upgrade_words(&parsed.request().unwrap()), words);
+        let bad = ["component", "upgrade", "widgets", "--tag", "v1", "--bogus"].map(String::from);
+        let error = recorded::parse_args::<ComponentUpgradeArgs>(&bad[2..], &bad).err().unwrap();
+        assert!(
+            error.to_string().starts_with("the recorded request `kubectl gitops component upgrade widgets"),
+            "{error}"
+        );
     }
 }

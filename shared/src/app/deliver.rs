@@ -78,6 +78,9 @@ pub async fn execute(
     // What the pull request branch held before we pushed it: a branch we created is taken away
     // again when its pull request cannot open.
     let mut branch_existed: Option<RemoteBranch> = None;
+    // The pull request branch's head once read back and found to hold exactly the plan: what
+    // `--merge` merges, and nothing else.
+    let mut checked_head: Option<String> = None;
     // `--create-repo`: what was made of the app's repository, undone if the config repo is not
     // changed after all.
     let mut made_repo = new_repo::Progress::default();
@@ -193,25 +196,22 @@ pub async fn execute(
                 let (Some(repo), Some((opened, _))) = (repo, &outcome.pull_request) else {
                     return Err(Error::Internal("nothing to check: no pull request was opened".into()));
                 };
-                let held = check_pull_request(repo, branch, opened.number, &plan.files).await?;
+                // The commit we pushed; on a re-run whose branch already held the change, none
+                // was pushed, and the branch's head is checked for what it holds.
+                let pushed = outcome.commit.as_deref().filter(|_| branch_existed != Some(RemoteBranch::Holds));
+                let (held, head) = check_pull_request(repo, branch, opened.number, &plan.files, pushed).await?;
+                checked_head = Some(head);
                 done(&format!("checked: #{} is open and {branch} holds {held}", opened.number));
             }
-            Step::MergePullRequest { branch } => {
-                let (Some(repo), Some((opened, _))) = (repo, &outcome.pull_request) else {
-                    return Err(Error::Internal("nothing to merge: no pull request was opened".into()));
+            Step::MergePullRequest { .. } => {
+                let (Some(repo), Some((opened, _)), Some(head)) = (repo, &outcome.pull_request, &checked_head) else {
+                    return Err(Error::Internal("nothing to merge: no pull request was opened and checked".into()));
                 };
                 let hosted =
                     repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
-                // The head as the server holds it: on a re-run the branch already held the change
-                // and the local commit was not pushed.
-                let head =
-                    crate::git::in_place(|| crate::git::remote_head(&repo.remote, branch))?.ok_or_else(|| {
-                        Error::Remote {
-                            message: format!("branch {branch} is gone"),
-                            hint: Some("run the command again".into()),
-                        }
-                    })?;
-                hosted.provider.merge_pull_request(&hosted.repo, opened.number, &head, MergeMethod::Merge).await?;
+                // Guarded by the head we checked: the provider refuses when the branch moved since,
+                // so a commit someone pushed after our check is never merged.
+                hosted.provider.merge_pull_request(&hosted.repo, opened.number, head, MergeMethod::Merge).await?;
                 done(&format!(
                     "merged {}{} into {}",
                     hosted.provider.kind().pull_request_sign(),
@@ -245,9 +245,17 @@ pub async fn execute(
 }
 
 /// Reads an opened pull request back: the provider lists it open from `branch` (as `number`),
-/// and `branch`, cloned afresh, holds each planned file as planned (a deleted one absent).
-/// Returns what it holds, in words: the Flux objects of the files it adds or changes.
-async fn check_pull_request(repo: &ConfigRepo, branch: &str, number: u64, files: &[FileChange]) -> Result<String> {
+/// its head is `pushed` (the commit we pushed, when we pushed one), and its whole change since it
+/// left the config branch is exactly the plan `files`: every path, every blob, nothing else.
+/// Returns what it holds, in words (the Flux objects of the files it adds or changes), and the
+/// head checked.
+async fn check_pull_request(
+    repo: &ConfigRepo,
+    branch: &str,
+    number: u64,
+    files: &[FileChange],
+    pushed: Option<&str>,
+) -> Result<(String, String)> {
     let hosted = repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
     let listed = hosted.provider.find_open_pull_request(&hosted.repo, branch, &repo.branch).await?;
     if listed.as_ref().map(|pull| pull.number) != Some(number) {
@@ -256,25 +264,34 @@ async fn check_pull_request(repo: &ConfigRepo, branch: &str, number: u64, files:
             hint: Some("someone may have closed it meanwhile; run the command again to open it again".into()),
         });
     }
-    let checkout = crate::git::in_place(|| Checkout::clone(&repo.remote, branch))?;
-    let mut differs = Vec::new();
-    for file in files {
-        let held = plan::read(&checkout, &file.path)?;
-        if held != file.after {
-            differs.push(file.path.as_str());
-        }
+    let change = crate::git::in_place(|| crate::git::log::branch_change(&repo.remote, &repo.branch, branch))?
+        .ok_or_else(|| Error::Remote {
+            message: format!("branch {branch} of #{number} is gone"),
+            hint: Some("someone deleted it meanwhile; run the command again to push it again".into()),
+        })?;
+    let pushed_to = |what: String| Error::Remote {
+        message: format!("branch {branch} of #{number} does not hold the planned change: {what}"),
+        hint: Some(format!(
+            "someone pushed to {branch}; nothing was merged: close #{number}, delete the branch and run this again"
+        )),
+    };
+    if let Some(pushed) = pushed
+        && change.head != pushed
+    {
+        return Err(pushed_to(format!("its head is {}, not the commit we pushed, {pushed}", change.head)));
+    }
+    let mut differs: Vec<String> =
+        plan::differences(files, &change.files).iter().map(|difference| difference.describe("the plan")).collect();
+    differs.extend(change.unusual.iter().map(|path| format!("the branch makes {path} more than a plain file")));
+    if !differs.is_empty() {
+        return Err(pushed_to(differs.join("; ")));
     }
     let objects = flux_objects(files);
-    if !differs.is_empty() {
-        return Err(Error::Remote {
-            message: format!("branch {branch} of #{number} does not hold the planned change: {}", differs.join(", ")),
-            hint: Some(format!("someone pushed to {branch}; close #{number}, delete the branch and run this again")),
-        });
-    }
-    Ok(match objects.is_empty() {
+    let held = match objects.is_empty() {
         true => format!("the {} planned file change(s)", files.len()),
         false => format!("the {} planned file change(s): {}", files.len(), objects.join(", ")),
-    })
+    };
+    Ok((held, change.head))
 }
 
 /// How often `--wait` asks the provider about a pull request: the APIs have no watch.

@@ -576,10 +576,7 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
     let suspend = args.suspend;
     let context = context(target, &args.repo, args.persist, printer).await?;
     let patches = suspend_patches(context.cluster()?, &context, &args.name, suspend).await?;
-    let replan = |checkout: &Checkout| {
-        let clusters = target_clusters(checkout, &[], context.record())?;
-        persist_changes(&args.name, &clusters, suspend, &patches, checkout)
-    };
+    let replan = |checkout: &Checkout| persist_changes(&args.name, &context, suspend, &patches, checkout);
     let (checkout, files) = if args.persist {
         let checkout = clone(context.repo()?)?;
         let files = replan(&checkout)?;
@@ -610,10 +607,21 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
         },
         awaits: Awaits::one(&context.namespace, &args.name, false, Some(crate::flux::bootstrap::APPS_LAYER)),
         new_repo: None,
-        request: Vec::new(),
+        request: if args.persist { recorded::persist_words(&args.name, suspend) } else { Vec::new() },
         already_there: None,
     };
     drive(&context, &args.delivery, change, checkout, &replan).await
+}
+
+/// `--persist`'s file changes on `checkout`, for the app's objects the cluster holds: what a
+/// recorded `app suspend|resume --persist` plans again.
+pub(crate) async fn persisted(
+    request: &SuspendRequest,
+    context: &Context,
+    checkout: &Checkout,
+) -> Result<Vec<FileChange>> {
+    let patches = suspend_patches(context.cluster()?, context, &request.name, request.suspend).await?;
+    persist_changes(&request.name, context, request.suspend, &patches, checkout)
 }
 
 /// `spec.suspend` patches for the app's release and source, at the versions the cluster serves.
@@ -646,16 +654,17 @@ async fn suspend_patches(cluster: &Cluster, context: &Context, app: &str, suspen
     Ok(patches)
 }
 
-/// `--persist`: the cluster overlay patches `spec.suspend` into the app's objects (or stops).
+/// `--persist`: the current cluster's overlay patches `spec.suspend` into the app's objects (or
+/// stops).
 fn persist_changes(
     app: &str,
-    clusters: &[ClusterDir],
+    context: &Context,
     suspend: bool,
     patches: &[SuspendPatch],
     checkout: &Checkout,
 ) -> Result<Vec<FileChange>> {
     let mut wanted = std::collections::BTreeMap::new();
-    for cluster in clusters {
+    for cluster in &target_clusters(checkout, &[], context.record())? {
         let path = format!("{}/{}", cluster.app_dir(app), layout::KUSTOMIZATION_FILE);
         let existing = plan::read(checkout, &path)?.ok_or_else(|| {
             Error::usage(

@@ -2,7 +2,7 @@
 //! is delivered, the objects patched in the cluster. `--dry-run` prints it; execution
 //! ([`super::deliver`]) consumes the same value, so the two cannot drift apart.
 
-pub use crate::plan::{FileChange, diff, files_under, read};
+pub use crate::plan::{FileChange, blob_id, diff, differences, files_under, read};
 
 /// One thing an `app` command does, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,12 +28,12 @@ pub enum Step {
         branch: String,
     },
     /// Read the pull request back before saying it is there: the provider lists it open from
-    /// the branch, and the branch, cloned again, holds exactly the planned files.
+    /// the branch, whose head is the commit pushed and whose whole change is exactly the plan.
     CheckPullRequest {
         /// The branch of the pull request.
         branch: String,
     },
-    /// Merge the pull request (`--merge`), guarded by the branch's head as pushed.
+    /// Merge the pull request (`--merge`), guarded by the branch's head as checked.
     MergePullRequest {
         /// The branch of the pull request.
         branch: String,
@@ -147,14 +147,14 @@ impl Plan {
                     steps.push((
                         Step::CheckPullRequest { branch: branch.clone() },
                         format!(
-                            "check that the {noun} is open and its branch holds the {count} planned file change(s)"
+                            "check that the {noun} is open and its branch holds exactly the {count} planned file change(s)"
                         ),
                     ));
                     if *merge {
                         steps.push((
                             Step::MergePullRequest { branch: branch.clone() },
                             format!(
-                                "merge the {noun} into {} (a merge commit, guarded by {branch}'s head)",
+                                "merge the {noun} into {} (a merge commit, guarded by the head of {branch} checked)",
                                 self.branch
                             ),
                         ));
@@ -259,6 +259,12 @@ pub fn pull_request_branch(verb: &str, app: &str, files: &[FileChange]) -> Strin
     format!("{PULL_REQUEST_BRANCH_PREFIX}{verb}-{app}-{}", change_hash(files))
 }
 
+/// How many hex digits an older kubectl-gitops put in a pull request branch's name: 7 digits
+/// of SHA-1, which a forger can grind to in about 2^28 tries.
+const OLDER_HASH_DIGITS: usize = 7;
+/// The hex digits of [`change_hash`]: a whole SHA-256.
+const HASH_DIGITS: usize = 64;
+
 /// What a pull request branch's name says: `gitops/<verb>-<name>-<hash>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BranchName {
@@ -271,17 +277,25 @@ pub struct BranchName {
 }
 
 impl BranchName {
-    /// `None` for a branch we did not name.
+    /// `None` for a branch we did not name. An older kubectl-gitops' branch (7 hex digits) is
+    /// parsed too, so that it can be listed and told apart ([`BranchName::is_older`]).
     pub fn parse(branch: &str) -> Option<BranchName> {
         let rest = branch.strip_prefix(PULL_REQUEST_BRANCH_PREFIX)?;
         let (verb, rest) = rest.split_once('-')?;
         let (name, hash) = rest.rsplit_once('-')?;
-        let hex = hash.len() == 7 && hash.chars().all(|c| c.is_ascii_hexdigit());
+        let hex = [OLDER_HASH_DIGITS, HASH_DIGITS].contains(&hash.len())
+            && hash.chars().all(|c| c.is_ascii_digit() || matches!(c, 'a'..='f'));
         (hex && !verb.is_empty() && !name.is_empty()).then(|| BranchName {
             verb: verb.to_string(),
             name: name.to_string(),
             hash: hash.to_string(),
         })
+    }
+
+    /// Named by an older kubectl-gitops, with 7 digits of SHA-1: too short to rely on, so such a
+    /// pull request is listed but never validates.
+    pub fn is_older(&self) -> bool {
+        self.hash.len() == OLDER_HASH_DIGITS
     }
 }
 
@@ -328,26 +342,25 @@ pub fn flux_objects(files: &[FileChange]) -> Vec<String> {
     objects
 }
 
-/// A file's git blob id, shortened to 12 hex digits: what `git hash-object` prints for it.
-pub fn blob_id(contents: &[u8]) -> String {
-    let oid = git2::Oid::hash_object(git2::ObjectType::Blob, contents)
-        .map_or_else(|_| String::from("000000000000"), |oid| oid.to_string());
-    oid[..12].to_string()
-}
-
-/// The short hash naming a pull request branch: the git hash of the change's paths and
-/// contents, in path order (so the branch's own change, read back in any order, hashes the same).
+/// The hash naming a pull request branch: the SHA-256 of the change's paths and contents, in
+/// path order (so the branch's own change, read back in any order, hashes the same), in full.
+/// Each path is followed by a NUL, then the contents' length, a colon and the contents, or `-`
+/// for a deletion: no two changes give the same bytes.
 pub fn change_hash(files: &[FileChange]) -> String {
+    use sha2::{Digest, Sha256};
     let mut sorted: Vec<&FileChange> = files.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut material = String::new();
+    let mut hasher = Sha256::new();
     for file in sorted {
-        material.push_str(&file.path);
-        material.push('\0');
-        material.push_str(file.after.as_deref().unwrap_or("<deleted>"));
-        material.push('\0');
+        hasher.update(file.path.as_bytes());
+        hasher.update([0]);
+        match &file.after {
+            Some(contents) => {
+                hasher.update(format!("{}:", contents.len()).as_bytes());
+                hasher.update(contents.as_bytes());
+            }
+            None => hasher.update(b"-"),
+        }
     }
-    let oid = git2::Oid::hash_object(git2::ObjectType::Blob, material.as_bytes())
-        .map_or_else(|_| String::from("0000000"), |oid| oid.to_string());
-    oid[..7].to_string()
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
 }

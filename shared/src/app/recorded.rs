@@ -1,21 +1,24 @@
 //! The request a pull request records in its body, and the plan recomputed from it (`pr show`).
 //!
-//! `app add` and `app remove` (and `platform add|remove`) write the words that give their change
-//! again, as a reviewer would type them (`kubectl gitops app add hello --url … --cluster dev`):
-//! the app's resolved flags ([`AppSpec::words`]), the clusters as given, `--update`. `pr show`
-//! parses them with the commands' own flags and plans them again on the commit the branch left
-//! the config branch at (its merge base), then compares that plan with the branch file by file.
+//! Every change that opens a pull request writes the words that give it again, as a reviewer
+//! would type them (`kubectl gitops app add hello --url … --cluster dev`): `app`/`platform`
+//! add and remove with the app's resolved flags ([`AppSpec::words`]), `app suspend|resume
+//! --persist`, `tenant add|remove`, `monitoring install`, `component upgrade` and `upgrade`,
+//! each with its flags resolved. `pr show` parses them with the commands' own flags and plans
+//! them again on the commit the branch left the config branch at (its merge base), then
+//! compares that plan with the branch file by file: a pull request is valid only when it is
+//! exactly what the planner gives for the request it records.
 //!
 //! The recorded words never make `pr show` read a local file: a values file is taken, by its
-//! name, from the app's directory on the branch, which the branch-name hash already covers.
+//! name, from the app's directory on the branch, and flags that name local files are refused.
 
 use std::path::PathBuf;
 
 use clap::Parser;
 
-use super::args::{AddArgs, RemoveArgs};
+use super::args::{AddArgs, RemoveArgs, SuspendArgs};
 use super::layout::ClusterDir;
-use super::plan::FileChange;
+use super::plan::{self as app_plan, FileChange};
 use super::spec::{AppSpec, Tier};
 use super::{Context, add_changes, check_secret_ref, remove_listed, target_clusters};
 use crate::error::{Error, Result};
@@ -31,7 +34,7 @@ const PREFIX: &str = "kubectl gitops ";
 pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<String> {
     let mut words = vec![spec.tier.command().to_string(), "add".to_string()];
     words.extend(spec.words());
-    words.extend(clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()]));
+    words.extend(cluster_words(clusters));
     words.extend(update.then(|| "--update".to_string()));
     words
 }
@@ -39,8 +42,19 @@ pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<Strin
 /// The words of a removal: `<app|platform> remove NAME [--cluster C]…`.
 pub fn remove_words(tier: Tier, name: &str, clusters: &[String]) -> Vec<String> {
     let mut words = vec![tier.command().to_string(), "remove".to_string(), name.to_string()];
-    words.extend(clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()]));
+    words.extend(cluster_words(clusters));
     words
+}
+
+/// The words of `app suspend|resume NAME --persist`.
+pub fn persist_words(name: &str, suspend: bool) -> Vec<String> {
+    let verb = if suspend { "suspend" } else { "resume" };
+    ["app", verb, name, "--persist"].map(String::from).to_vec()
+}
+
+/// `--cluster C` for each cluster given.
+pub fn cluster_words(clusters: &[String]) -> impl Iterator<Item = String> + '_ {
+    clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()])
 }
 
 /// The body's section for `words`: the heading, then the command line in backticks. `None`
@@ -58,47 +72,65 @@ pub fn parse(body: &str) -> Option<Vec<String>> {
     shlex::split(command)
 }
 
-/// `app add`'s flags, parsed from recorded words.
+/// A command's flags `T`, parsed from recorded words.
 #[derive(Parser)]
 #[command(no_binary_name = true)]
-struct RecordedAdd {
+struct Recorded<T: clap::Args> {
     #[command(flatten)]
-    add: AddArgs,
+    args: T,
 }
 
-/// `app remove`'s flags, parsed from recorded words.
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct RecordedRemove {
-    #[command(flatten)]
-    remove: RemoveArgs,
+/// What a recorded request plans again: its files, and the branch its pull request goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replanned {
+    /// `gitops/<verb>-<name>-<hash of the files>`: the branch a pull request of this plan has.
+    pub branch: String,
+    /// The file changes, on the base they were planned on.
+    pub files: Vec<FileChange>,
 }
 
-/// The file changes the recorded `words` plan on `base` (a checkout of the commit the branch
-/// left the config branch at), for `context`'s cluster. `branch_files` are the branch's own
-/// changes, where the values files are read from.
-pub(crate) fn replan(
+impl Replanned {
+    /// The plan of change `verb` of `name`: `files`, and the branch that names them.
+    pub fn of(verb: &str, name: &str, files: Vec<FileChange>) -> Replanned {
+        Replanned { branch: app_plan::pull_request_branch(verb, name, &files), files }
+    }
+}
+
+/// The command's flags `T`, parsed from recorded `words` (those after the command and its verb);
+/// `all` are the whole recorded words, for the error.
+pub(crate) fn parse_args<T: clap::Args>(words: &[String], all: &[String]) -> Result<T> {
+    Recorded::<T>::try_parse_from(words)
+        .map(|recorded| recorded.args)
+        .map_err(|error| unreadable(all, &first_line(&error)))
+}
+
+/// A recorded request that cannot be planned, and why.
+pub(crate) fn unreadable(words: &[String], why: &str) -> Error {
+    Error::usage(
+        format!("the recorded request `{PREFIX}{}` cannot be planned: {why}", words.join(" ")),
+        "the pull request body was edited, or a newer kubectl-gitops opened it",
+    )
+}
+
+/// The file changes the recorded `app`/`platform` `words` plan on `base` (a checkout of the
+/// commit the branch left the config branch at), for `context`'s cluster. `branch_files` are
+/// the branch's own changes, where the values files are read from.
+pub(crate) async fn replan(
     words: &[String],
     context: &Context,
     base: &Checkout,
     branch_files: &[(String, Option<Vec<u8>>)],
-) -> Result<Vec<FileChange>> {
-    let unreadable = |why: String| {
-        Error::usage(
-            format!("the recorded request `{PREFIX}{}` cannot be planned: {why}", words.join(" ")),
-            "the pull request body was edited, or a newer kubectl-gitops opened it",
-        )
-    };
+) -> Result<Replanned> {
     let (tier, verb, rest) = match words {
         [command, verb, rest @ ..] if command == "app" => (Tier::App, verb.as_str(), rest),
         [command, verb, rest @ ..] if command == "platform" => (Tier::Platform, verb.as_str(), rest),
-        _ => return Err(unreadable("it is not an app or platform command".into())),
+        _ => return Err(unreadable(words, "it is not an app or platform command")),
     };
     match verb {
         "add" => {
-            let parsed = RecordedAdd::try_parse_from(rest).map_err(|error| unreadable(first_line(&error)))?.add;
+            let parsed: AddArgs = parse_args(rest, words)?;
             if parsed.create_repo.is_some() || parsed.export || parsed.new_repo.given() {
-                return Err(unreadable("it asks for more than an app's definition".into()));
+                return Err(unreadable(words, "it asks for more than an app's definition"));
             }
             let read_values = |paths: &[PathBuf]| {
                 let read = |path: &PathBuf| values_on_branch(path, &parsed.name, branch_files);
@@ -110,15 +142,25 @@ pub(crate) fn replan(
             let clusters = target_clusters(base, &parsed.clusters, context.record())?;
             let per_cluster_values = !parsed.clusters.is_empty();
             let (namespace, versions) = (&context.namespace, &context.versions);
-            add_changes(&spec, &clusters, per_cluster_values, namespace, versions, parsed.update, base)
+            let files = add_changes(&spec, &clusters, per_cluster_values, namespace, versions, parsed.update, base)?;
+            Ok(Replanned::of("add", &spec.name, files))
         }
         "remove" => {
-            let parsed = RecordedRemove::try_parse_from(rest).map_err(|error| unreadable(first_line(&error)))?.remove;
+            let parsed: RemoveArgs = parse_args(rest, words)?;
             crate::names::validate_name(&parsed.name, "app name")?;
             let clusters: Vec<ClusterDir> = target_clusters(base, &parsed.clusters, context.record())?;
-            remove_listed(tier.root(), &parsed.name, &clusters, base)
+            Ok(Replanned::of("remove", &parsed.name, remove_listed(tier.root(), &parsed.name, &clusters, base)?))
         }
-        other => Err(unreadable(format!("{other:?} is not add or remove"))),
+        "suspend" | "resume" if tier == Tier::App => {
+            let parsed: SuspendArgs = parse_args(rest, words)?;
+            if !parsed.persist {
+                return Err(unreadable(words, "without --persist it changes only the cluster"));
+            }
+            let request = parsed.request(verb == "suspend")?;
+            let files = super::persisted(&request, context, base).await?;
+            Ok(Replanned::of(verb, &request.name, files))
+        }
+        other => Err(unreadable(words, &format!("{other:?} is not add, remove, suspend or resume"))),
     }
 }
 

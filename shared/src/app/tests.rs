@@ -193,14 +193,17 @@ fn dry_run_text_is_numbered_steps_and_a_unified_diff() {
     let text = plan(files.clone(), pull.clone()).render();
     assert!(text.contains("  2. open a pull request from gitops/add-web-"), "{text}");
     assert!(
-        text.contains("  3. check that the pull request is open and its branch holds the 3 planned file change(s)"),
+        text.contains(
+            "  3. check that the pull request is open and its branch holds exactly the 3 planned file change(s)"
+        ),
         "{text}"
     );
     // --merge --wait: merged once read back, then followed to the cluster.
     let Delivery::PullRequest { branch, .. } = pull else { unreachable!() };
     let merged = plan(files.clone(), Delivery::PullRequest { branch, noun: "pull request", merge: true }).render();
     assert!(
-        merged.contains("  4. merge the pull request into main (a merge commit, guarded by gitops/add-web-"),
+        merged
+            .contains("  4. merge the pull request into main (a merge commit, guarded by the head of gitops/add-web-"),
         "{merged}"
     );
     assert!(
@@ -236,11 +239,18 @@ fn the_branch_hash_follows_the_change() {
     let change = |contents: &str| vec![FileChange { path: "a".into(), before: None, after: Some(contents.into()) }];
     assert_eq!(plan::change_hash(&change("x")), plan::change_hash(&change("x")), "a re-run finds its branch");
     assert_ne!(plan::change_hash(&change("x")), plan::change_hash(&change("y")));
-    assert_eq!(plan::change_hash(&change("x")).len(), 7);
+    // A whole SHA-256, not a prefix a forger could grind to.
+    // `printf 'a\0001:x' | sha256sum`
+    assert_eq!(plan::change_hash(&change("x")), "82d03bd32b01749f8d4f4f1ef996828daac4ceb33c0697eb46f1eb8a669204bf");
+    let deleted = vec![FileChange { path: "a".into(), before: Some("x".into()), after: None }];
+    assert_ne!(plan::change_hash(&deleted), plan::change_hash(&change("")), "a deletion is not an empty file");
+    assert_ne!(plan::change_hash(&deleted), plan::change_hash(&change("-")));
     let two = |first: &str, second: &str| {
         [first, second].map(|path| FileChange { path: path.into(), before: None, after: Some("x".into()) }).to_vec()
     };
     assert_eq!(plan::change_hash(&two("a", "b")), plan::change_hash(&two("b", "a")), "in path order");
+    // A file's contents cannot pass for a further file: each is preceded by its length.
+    assert_ne!(plan::change_hash(&change("x\0z\0x")), plan::change_hash(&two("a", "z")));
 }
 
 #[test]
@@ -250,7 +260,15 @@ fn a_pull_request_branch_names_its_verb_name_and_hash() {
     let parsed = plan::BranchName::parse(&branch).unwrap();
     assert_eq!((parsed.verb.as_str(), parsed.name.as_str()), ("add", "my-web-app"));
     assert_eq!(parsed.hash, plan::change_hash(&files));
-    for other in ["feature/x", "gitops/add", "gitops/add-web", "gitops/add-web-xyz1234", "gitops/-web-1234567"] {
+    assert!(!parsed.is_older());
+    // An older kubectl-gitops' branch, 7 digits of SHA-1: read, and told apart.
+    let older = plan::BranchName::parse("gitops/add-web-1234abc").unwrap();
+    assert_eq!((older.name.as_str(), older.is_older()), ("web", true));
+    let long = format!("gitops/add-web-{}", "a".repeat(63));
+    let upper = format!("gitops/add-web-{}", "A".repeat(64));
+    for other in
+        ["feature/x", "gitops/add", "gitops/add-web", "gitops/add-web-xyz1234", "gitops/-web-1234567", &long, &upper]
+    {
         assert_eq!(plan::BranchName::parse(other), None, "{other}");
     }
 }

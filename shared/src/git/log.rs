@@ -162,6 +162,9 @@ pub struct BranchChange {
     /// Each file the branch changes since the merge base, by path (sorted): its contents on the
     /// branch, `None` when the branch deletes it.
     pub files: Vec<(String, Option<Vec<u8>>)>,
+    /// The paths it makes anything but a plain file (an executable, a symlink, a submodule),
+    /// which no plan writes; they are not in `files`.
+    pub unusual: Vec<String>,
 }
 
 /// What `branch` of the remote changes since it left `base` (`git diff base...branch`); `None`
@@ -185,18 +188,24 @@ pub fn branch_change(remote: &Remote, base: &str, branch: &str) -> Result<Option
     let merge_base = repo.merge_base(base_head, head)?;
     let (old_tree, new_tree) = (repo.find_commit(merge_base)?.tree()?, repo.find_commit(head)?.tree()?);
     let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
-    let mut files = Vec::new();
+    let (mut files, mut unusual) = (Vec::new(), Vec::new());
     for delta in diff.deltas() {
         let file = if delta.status() == git2::Delta::Deleted { delta.old_file() } else { delta.new_file() };
         let Some(path) = file.path().map(|path| path.to_string_lossy().into_owned()) else { continue };
         let contents = match delta.status() {
             git2::Delta::Deleted => None,
+            _ if file.mode() != git2::FileMode::Blob => {
+                unusual.push(path);
+                continue;
+            }
             _ => Some(repo.find_blob(file.id())?.content().to_vec()),
         };
         files.push((path, contents));
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Some(BranchChange { head: head.to_string(), merge_base: merge_base.to_string(), files }))
+    unusual.sort();
+    let (head, merge_base) = (head.to_string(), merge_base.to_string());
+    Ok(Some(BranchChange { head, merge_base, files, unusual }))
 }
 
 /// An empty bare repository in a temp dir, deleted when the dir is dropped: what a fetch lands in.
@@ -257,6 +266,26 @@ mod tests {
             ]
         );
         assert_eq!(branch_change(&remote, "main", "gitops/absent").unwrap(), None);
+    }
+
+    #[test]
+    fn a_branch_that_makes_more_than_a_plain_file_says_so() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, remote, author, mut checkout) = empty_repo();
+        checkout.write("plain.yaml", b"p: 1\n").unwrap();
+        checkout.commit("base", &author).unwrap();
+        checkout.push().unwrap();
+        checkout.write("run.sh", b"echo hi\n").unwrap();
+        let executable = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(checkout.root().join("run.sh"), executable.clone()).unwrap();
+        std::fs::set_permissions(checkout.root().join("plain.yaml"), executable).unwrap();
+        checkout.write("new.yaml", b"n: 1\n").unwrap();
+        checkout.commit("change", &author).unwrap();
+        checkout.push_to_branch("gitops/change").unwrap();
+
+        let change = branch_change(&remote, "main", "gitops/change").unwrap().unwrap();
+        assert_eq!(change.files, [("new.yaml".to_string(), Some(b"n: 1\n".to_vec()))]);
+        assert_eq!(change.unusual, ["plain.yaml", "run.sh"], "a mode change too");
     }
 
     #[test]

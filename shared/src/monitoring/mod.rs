@@ -22,6 +22,7 @@ pub use self::rules::Thresholds;
 use crate::app::args::{DeliveryArgs, RepoArgs};
 use crate::app::layout::ClusterDir;
 use crate::app::plan::FileChange;
+use crate::app::recorded::{self, Replanned};
 use crate::app::settings::{DeliverySettings, RepoSettings};
 use crate::app::{self, Awaits, Change, Target, clone, drive, target_clusters};
 use crate::cli::{GlobalArgs, OutputFormat};
@@ -157,7 +158,7 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
     require_kinds(&context.versions)?;
     let checkout = clone(context.repo()?)?;
     let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
-    let build = |checkout: &Checkout| install_changes(request, &context, &clusters, checkout);
+    let build = |checkout: &Checkout| install_changes(&request.thresholds, &context, &clusters, checkout);
     let files = build(&checkout)?;
     let cluster_list = app::layout::paths(&clusters);
     let syncs: Vec<(String, String)> =
@@ -194,12 +195,39 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
         notes: Vec::new(),
         awaits: Some(Awaits { objects: syncs, ready: true, layer: Some(crate::flux::bootstrap::PLATFORM_LAYER) }),
         new_repo: None,
-        request: Vec::new(),
+        request: install_words(request),
         already_there: Some(format!(
             "monitoring is already in the config repo for {cluster_list}; nothing to change\n"
         )),
     };
     drive(&context, &request.delivery, change, Some(checkout), &build).await
+}
+
+/// The words that record a `monitoring install` in its pull request: the clusters as given and
+/// every threshold.
+fn install_words(request: &InstallRequest) -> Vec<String> {
+    let mut words = vec!["monitoring".to_string(), "install".to_string()];
+    words.extend(recorded::cluster_words(&request.clusters));
+    let thresholds = &request.thresholds;
+    for (flag, value) in [
+        ("--not-ready-for", thresholds.not_ready_for),
+        ("--suspended-for", thresholds.suspended_for),
+        ("--controller-down-for", thresholds.controller_down_for),
+        ("--slow-reconcile", thresholds.slow_reconcile),
+        ("--slow-for", thresholds.slow_for),
+    ] {
+        words.extend([flag.to_string(), duration::format(value)]);
+    }
+    words
+}
+
+/// A recorded `monitoring install` (`args`: its words after the verb; `words`: all of them),
+/// planned again on `base`.
+pub(crate) fn replan(args: &[String], words: &[String], context: &app::Context, base: &Checkout) -> Result<Replanned> {
+    let request = recorded::parse_args::<InstallArgs>(args, words)?.request()?;
+    require_kinds(&context.versions)?;
+    let clusters = target_clusters(base, &request.clusters, context.record())?;
+    Ok(Replanned::of("install", NAME, install_changes(&request.thresholds, context, &clusters, base)?))
 }
 
 /// Refuses a cluster whose Flux does not serve every kind the stack is made of: nothing would
@@ -224,12 +252,12 @@ fn require_kinds(versions: &crate::app::spec::Versions) -> Result<()> {
 
 /// The file changes: `platform/monitoring/`, and each cluster's overlay and platform list.
 fn install_changes(
-    request: &InstallRequest,
+    thresholds: &Thresholds,
     context: &app::Context,
     clusters: &[ClusterDir],
     checkout: &Checkout,
 ) -> Result<Vec<FileChange>> {
-    let mut wanted = manifests::stack_files(&context.versions, &request.thresholds)?;
+    let mut wanted = manifests::stack_files(&context.versions, thresholds)?;
     let mut dirs = vec![format!("{PLATFORM_DIR}/{NAME}")];
     for cluster in clusters {
         wanted.extend(manifests::cluster_files(cluster, &context.namespace, &context.versions)?);

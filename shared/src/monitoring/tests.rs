@@ -95,3 +95,23 @@ fn the_flags_default_to_the_default_thresholds() {
     let parsed = Install::try_parse_from(["install"]).unwrap();
     assert_eq!(parsed.install.request().unwrap().thresholds, Thresholds::default());
 }
+
+#[test]
+fn a_recorded_install_parses_back_to_the_same_thresholds() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Install {
+        #[command(flatten)]
+        install: super::InstallArgs,
+    }
+    let args = ["install", "--cluster", "dev", "--not-ready-for", "90s", "--slow-for", "1h"];
+    let request = Install::try_parse_from(args).unwrap().install.request().unwrap();
+    let words = super::install_words(&request);
+    assert_eq!(
+        words.join(" "),
+        "monitoring install --cluster dev --not-ready-for 1m30s --suspended-for 24h0m0s --controller-down-for 5m0s \
+         --slow-reconcile 1m0s --slow-for 1h0m0s"
+    );
+    let parsed: super::InstallArgs = crate::app::recorded::parse_args(&words[2..], &words).unwrap();
+    assert_eq!(super::install_words(&parsed.request().unwrap()), words);
+}

@@ -2,12 +2,17 @@
 //! listed (`pr list`) and validated (`pr show`).
 //!
 //! Ours are known by their branch, `gitops/<verb>-<name>-<hash>` ([`plan::BranchName`]), and
-//! their body's first line ([`plan::PULL_REQUEST_MARK`]). The branch name carries the hash of
-//! the planned change ([`plan::change_hash`]), so `pr show` checks the branch against the plan
-//! without trusting the body, which anyone with access can edit; the body's file list, with
-//! each planned file's blob id, only serves to name what differs. When the body records the
-//! request (`app`/`platform` add and remove, [`app::recorded`]), `pr show` also plans it again
-//! on the branch's merge base and compares that plan with the branch.
+//! their body's first line ([`plan::PULL_REQUEST_MARK`]); anyone can write both, so neither is
+//! trusted. A pull request is valid only when
+//! - the token's own user opened it (or the one `--opened-by` names): one another identity opened
+//!   is at most unverified, never valid;
+//! - the branch's whole change since it left the config branch hashes, SHA-256 in full, to the
+//!   hash in its name ([`plan::change_hash`]), which only indexes it: the body's file list, with
+//!   each planned file's blob id, then names what differs;
+//! - the request its body records ([`app::recorded`]), planned again on the branch's merge base,
+//!   gives exactly the branch: every path, every blob, nothing else, and the branch's very name.
+//!
+//! A branch an older kubectl-gitops named (7 digits of SHA-1) is listed, but never validates.
 
 use std::time::Duration;
 
@@ -16,11 +21,14 @@ use serde::Serialize;
 
 use crate::app::args::RepoArgs;
 use crate::app::plan::{self, BranchName, FileChange};
+use crate::app::recorded::{self, Replanned};
 use crate::app::settings::RepoSettings;
 use crate::app::{self, HostedRepo, Target};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::duration;
 use crate::error::{Error, Result};
+use crate::git::Checkout;
+use crate::git::log::BranchChange;
 use crate::output::Printer;
 use crate::output::table::Table;
 use crate::provider::{MergeMethod, MergeOutcome, PullRequestDetails, PullState};
@@ -38,6 +46,11 @@ pub struct ShowArgs {
     #[arg(value_name = "NUMBER|URL")]
     pub reference: String,
 
+    /// Whose pull requests to vouch for: the login that must have opened it (default: the
+    /// token's own user). A reviewer approving an automation account's requests names it.
+    #[arg(long, value_name = "LOGIN")]
+    pub opened_by: Option<String>,
+
     /// Where its branch is read from (it is cloned, so a key that may read it is needed).
     #[command(flatten)]
     pub repo: RepoArgs,
@@ -52,6 +65,8 @@ pub struct Request {
     pub url: Option<String>,
     /// How to reach the config repo (`pr show` clones the branch).
     pub repo: RepoSettings,
+    /// `--opened-by`: the author to vouch for; `None`: the token's own user.
+    pub opened_by: Option<String>,
     /// `-o`.
     pub format: OutputFormat,
     /// Print the header lines.
@@ -73,6 +88,8 @@ impl ShowArgs {
             )
         })?;
         request.number = Some(number);
+        request.opened_by =
+            self.opened_by.as_deref().map(str::trim).filter(|login| !login.is_empty()).map(String::from);
         request.repo = RepoSettings { platform, ..self.repo.settings()? };
         request.url = reference.contains("://").then(|| reference.trim_end_matches('/').to_string());
         Ok(request)
@@ -84,7 +101,7 @@ pub fn list_request(global: &GlobalArgs, platform: bool) -> Result<Request> {
     let format = global.output_format();
     crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
     let repo = RepoSettings { platform, ..RepoSettings::default() };
-    Ok(Request { number: None, url: None, repo, format, headers: !global.no_headers })
+    Ok(Request { number: None, url: None, repo, opened_by: None, format, headers: !global.no_headers })
 }
 
 /// One of our open pull requests, as `pr list` shows it.
@@ -111,6 +128,10 @@ pub struct Row {
     pub author: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    /// Its branch was named by an older kubectl-gitops (7 digits of SHA-1): it cannot be
+    /// validated, only opened again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub older: bool,
 }
 
 #[derive(Serialize)]
@@ -138,6 +159,7 @@ pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Resu
             None => None,
         };
         rows.push(Row {
+            older: branch.is_older(),
             checks,
             number: details.number,
             title: details.title,
@@ -152,6 +174,16 @@ pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Resu
         });
     }
     rows.sort_by_key(|row| row.number);
+    let older: Vec<String> = rows.iter().filter(|row| row.older).map(|row| row.number.to_string()).collect();
+    if !older.is_empty() {
+        let sign = hosted.provider.kind().pull_request_sign();
+        printer.warning(&format!(
+            "{sign}{} {} opened by an older kubectl-gitops and can no longer be validated: run the change's command \
+             again to open it anew, and close the old one",
+            older.join(&format!(", {sign}")),
+            if older.len() == 1 { "was" } else { "were" }
+        ));
+    }
     match request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
             crate::output::render_structured(&Listing { pull_requests: rows }, request.format)
@@ -174,7 +206,7 @@ fn render_list(rows: &[Row], headers: bool, noun: &str) -> String {
             .map(|at| duration::format_age(Duration::from_secs(now.saturating_sub(at))));
         table.push([
             row.number.to_string(),
-            format!("{} {}", row.verb, row.name),
+            format!("{} {}{}", row.verb, row.name, if row.older { " (older)" } else { "" }),
             mergeable_word(row.mergeable, row.merge_detail.as_deref()),
             row.checks.clone().unwrap_or_else(|| "-".into()),
             age.unwrap_or_else(|| "-".into()),
@@ -197,7 +229,7 @@ fn mergeable_word(mergeable: Option<bool>, detail: Option<&str>) -> String {
 /// One check of `pr show`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
-    /// `open`, `base`, `change`, `mergeable`.
+    /// `open`, `base`, `author`, `change`, `request`, `mergeable`.
     pub name: &'static str,
     pub ok: bool,
     /// What was found, in words.
@@ -216,8 +248,18 @@ pub struct Validation {
     /// The branch's head commit, as git reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// Who opened it, as the provider says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Opened by the identity we vouch for (the token's user, or `--opened-by`): without it, a
+    /// request is at most unverified, never valid.
+    pub verified: bool,
+    /// Every check passed, the author's included.
     pub valid: bool,
     pub checks: Vec<Check>,
+    /// The identity vouched for.
+    #[serde(skip)]
+    pub trusted: String,
 }
 
 /// `pr merge` arguments.
@@ -251,10 +293,14 @@ pub async fn act(action: Action, request: &Request, target: &Target, printer: &P
     let validated = validate(request, target, printer).await?;
     let Validated { validation, hosted, sign } = &validated;
     let number = validation.number;
+    let verb = if action == Action::Approve { "approved" } else { "merged" };
+    if !validation.verified {
+        printer.data(&render_validation(validation, sign))?;
+        return Err(unverified(validation, sign, verb));
+    }
     let head = validation.head.as_deref().filter(|_| validation.valid);
     let Some(head) = head else {
         let mut text = render_validation(validation, sign);
-        let verb = if action == Action::Approve { "approved" } else { "merged" };
         text.push_str(&format!("{sign}{number} was not {verb}\n"));
         return Ok((text, false));
     };
@@ -283,6 +329,22 @@ pub async fn act(action: Action, request: &Request, target: &Target, printer: &P
         }
     };
     Ok((text, true))
+}
+
+/// The refusal of `pr approve|merge` for a request another identity opened.
+fn unverified(validation: &Validation, sign: &str, verb: &str) -> Error {
+    let author = validation.author.as_deref().unwrap_or("an unknown user");
+    Error::Negative {
+        message: format!(
+            "{sign}{} was opened by {author}, not by {}: it is unverified, and was not {verb}",
+            validation.number, validation.trusted
+        ),
+        hint: Some(format!(
+            "review it on the provider yourself, or run the change's own command to open it as {}; --opened-by LOGIN \
+             vouches for another identity's pull requests, if you trust whoever holds it",
+            validation.trusted
+        )),
+    }
 }
 
 /// A validated request, and the provider in front of its repo.
@@ -331,8 +393,12 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
             "pr show validates the pull requests kubectl gitops opened: their branches start with gitops/",
         ));
     };
+    // Whose requests we vouch for: asked once (GET /user), unless named.
+    let trusted = match &request.opened_by {
+        Some(login) => login.clone(),
+        None => hosted.provider.token_login().await?,
+    };
     context.attach_repo(&request.repo).await?;
-    let repo = context.repo()?.clone();
     let mut polls = 1;
     while details.state == PullState::Open && details.mergeable.is_none() && polls < MERGEABLE_POLLS {
         printer.progress(&format!("{} is still working out whether {sign}{number} can be merged", hosted.repo));
@@ -340,16 +406,15 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
         details = hosted.provider.get_pull_request(&hosted.repo, number).await?.unwrap_or(details);
         polls += 1;
     }
+    let repo = context.repo()?.clone();
     let change = crate::git::in_place(|| crate::git::log::branch_change(&repo.remote, &repo.branch, &head_branch))?;
-    let mut checks = vec![state_check(&details), base_check(&details, &repo.branch)];
+    let author = author_check(&details, &trusted, request.opened_by.is_some());
+    let verified = author.ok;
+    let mut checks = vec![state_check(&details), base_check(&details, &repo.branch), author];
     checks.extend(change_checks(&branch_name, &details.body, change.as_ref(), &head_branch));
-    if let (Some(words), Some(change)) = (app::recorded::parse(&details.body), change.as_ref()) {
-        let replanned = crate::git::in_place(|| -> Result<Vec<FileChange>> {
-            let mut base = crate::git::Checkout::clone(&repo.remote, &repo.branch)?;
-            base.reset_to_commit(&change.merge_base)?;
-            app::recorded::replan(&words, &context, &base, &change.files)
-        });
-        checks.extend(request_checks(&words, replanned, change));
+    if let Some(change) = &change {
+        let replanned = replan_recorded(&details.body, &context, change, printer).await;
+        checks.extend(request_checks(replanned, change, &head_branch));
     }
     checks.push(mergeable_check(&details));
     let validation = Validation {
@@ -359,10 +424,58 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
         branch: head_branch,
         base: details.base_branch.unwrap_or_default(),
         head: change.map(|change| change.head),
+        author: details.author,
+        verified,
         valid: checks.iter().all(|check| check.ok),
         checks,
+        trusted,
     };
     Ok(Validated { validation, hosted, sign })
+}
+
+/// The request the body records, as words, planned again on a checkout of the branch's merge
+/// base, each kind by its own planner; `None` when the body records none.
+async fn replan_recorded(
+    body: &str,
+    context: &app::Context,
+    change: &BranchChange,
+    printer: &Printer,
+) -> Option<(Vec<String>, Result<Replanned>)> {
+    let words = recorded::parse(body)?;
+    let base = crate::git::in_place(|| -> Result<Checkout> {
+        let repo = context.repo()?;
+        let mut base = Checkout::clone(&repo.remote, &repo.branch)?;
+        base.reset_to_commit(&change.merge_base)?;
+        Ok(base)
+    });
+    let replanned = match base {
+        Ok(base) => replan(&words, context, &base, &change.files, printer).await,
+        Err(error) => Err(error),
+    };
+    Some((words, replanned))
+}
+
+/// Plans the recorded `words` again on `base`, with the planner of the command they name.
+async fn replan(
+    words: &[String],
+    context: &app::Context,
+    base: &Checkout,
+    branch_files: &[(String, Option<Vec<u8>>)],
+    printer: &Printer,
+) -> Result<Replanned> {
+    let rest = words.get(2..).unwrap_or_default();
+    match words.first().map(String::as_str) {
+        Some("app" | "platform") => recorded::replan(words, context, base, branch_files).await,
+        Some("tenant") => crate::tenant::replan(words, context, base).await,
+        Some("monitoring") if words.get(1).is_some_and(|verb| verb == "install") => {
+            crate::monitoring::replan(rest, words, context, base)
+        }
+        Some("component") if words.get(1).is_some_and(|verb| verb == "upgrade") => {
+            app::component::replan(rest, words, context, base)
+        }
+        Some("upgrade") => crate::upgrade::replan(&words[1..], words, context, base, printer).await,
+        _ => Err(recorded::unreadable(words, "it is not a command kubectl gitops opens pull requests for")),
+    }
 }
 
 /// Why there are no pull requests to read: no install record, or a config repo on a plain git
@@ -384,6 +497,25 @@ fn no_pull_requests(record: Option<&InstallRecord>) -> Error {
 fn is_ours(details: &PullRequestDetails) -> bool {
     details.head_branch.as_deref().is_some_and(|branch| BranchName::parse(branch).is_some())
         && details.body.starts_with(plan::PULL_REQUEST_MARK)
+}
+
+/// Whether the identity we vouch for opened it (`named`: `--opened-by` named it, else it is the
+/// token's own user). Logins are compared as the providers do, ignoring case.
+fn author_check(details: &PullRequestDetails, trusted: &str, named: bool) -> Check {
+    let whose = if named { "named by --opened-by" } else { "the token's own user" };
+    match details.author.as_deref() {
+        Some(author) if author.eq_ignore_ascii_case(trusted) => {
+            Check { name: "author", ok: true, detail: format!("opened by {author}, {whose}") }
+        }
+        author => Check {
+            name: "author",
+            ok: false,
+            detail: format!(
+                "opened by {}, not by {trusted} ({whose}): unverified, whatever it holds",
+                author.unwrap_or("an unknown user")
+            ),
+        },
+    }
 }
 
 fn state_check(details: &PullRequestDetails) -> Check {
@@ -409,16 +541,18 @@ fn base_check(details: &PullRequestDetails, config_branch: &str) -> Check {
 }
 
 /// Whether the branch holds exactly the planned change: its own change hashes to the hash in its
-/// name; when not, each file that differs from the body's list is named.
-fn change_checks(
-    branch: &BranchName,
-    body: &str,
-    change: Option<&crate::git::log::BranchChange>,
-    head_branch: &str,
-) -> Vec<Check> {
+/// name; when not, each file that differs from the body's list is named. A branch an older
+/// kubectl-gitops named is never taken for it.
+fn change_checks(branch: &BranchName, body: &str, change: Option<&BranchChange>, head_branch: &str) -> Vec<Check> {
     let Some(change) = change else {
-        return vec![Check { name: "change", ok: false, detail: format!("branch {head_branch} no longer exists") }];
+        return vec![differs(format!("branch {head_branch} no longer exists"))];
     };
+    if branch.is_older() {
+        return vec![differs(format!(
+            "branch {head_branch} was named by an older kubectl-gitops, with 7 digits of SHA-1, which anyone can \
+             grind to: it cannot be validated; run the change's command again to open it anew, and close this one"
+        ))];
+    }
     let held: Vec<FileChange> = change
         .files
         .iter()
@@ -428,7 +562,11 @@ fn change_checks(
             after: contents.as_ref().map(|bytes| String::from_utf8_lossy(bytes).into_owned()),
         })
         .collect();
-    if plan::change_hash(&held) == branch.hash {
+    let utf8 = change
+        .files
+        .iter()
+        .all(|(_, contents)| contents.as_deref().is_none_or(|bytes| std::str::from_utf8(bytes).is_ok()));
+    if utf8 && plan::change_hash(&held) == branch.hash {
         let objects = plan::flux_objects(&held);
         let what = if objects.is_empty() { String::new() } else { format!(": {}", objects.join(", ")) };
         return vec![Check {
@@ -466,62 +604,50 @@ fn change_checks(
         checks.push(differs(format!("the branch also {verb} {}, which is not in the plan", extra.path)));
     }
     if checks.is_empty() {
-        checks.push(Check {
-            name: "change",
-            ok: false,
-            detail: format!(
-                "the branch's change does not hash to {} (the plan's, in the branch name); its files: {}",
-                branch.hash,
-                held.iter().map(|file| file.path.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-        });
+        checks.push(differs(format!(
+            "the branch's change does not hash to {} (the plan's, in the branch name); its files: {}",
+            branch.hash,
+            held.iter().map(|file| file.path.as_str()).collect::<Vec<_>>().join(", ")
+        )));
     }
     checks
 }
 
-/// Whether the branch holds the plan of the request its body records, planned again on the
-/// commit the branch left the config branch at: each difference named.
+/// Whether the branch is exactly the plan of the request its body records, planned again on the
+/// commit the branch left the config branch at: every path and blob it changes, nothing else,
+/// and its very name. Each difference is named. A body that records no request fails.
 fn request_checks(
-    words: &[String],
-    replanned: Result<Vec<FileChange>>,
-    change: &crate::git::log::BranchChange,
+    recorded: Option<(Vec<String>, Result<Replanned>)>,
+    change: &BranchChange,
+    head_branch: &str,
 ) -> Vec<Check> {
     let failed = |detail: String| Check { name: "request", ok: false, detail };
-    let planned = match replanned {
-        Ok(planned) => planned,
+    let Some((words, replanned)) = recorded else {
+        return vec![failed(
+            "the body records no request, so the change cannot be planned again: run the change's command again to \
+             open it anew"
+                .into(),
+        )];
+    };
+    let replanned = match replanned {
+        Ok(replanned) => replanned,
         Err(error) => return vec![failed(error.to_string())],
     };
-    let held: std::collections::BTreeMap<&str, Option<String>> = change
-        .files
+    let mut checks: Vec<Check> = plan::differences(&replanned.files, &change.files)
         .iter()
-        .map(|(path, contents)| {
-            (path.as_str(), contents.as_ref().map(|bytes| String::from_utf8_lossy(bytes).into_owned()))
-        })
+        .map(|difference| failed(difference.describe("the recorded request")))
         .collect();
-    let blob = |contents: &Option<String>| {
-        contents
-            .as_ref()
-            .map_or_else(|| "deleted".to_string(), |text| format!("blob {}", plan::blob_id(text.as_bytes())))
-    };
-    let mut checks = Vec::new();
-    for file in &planned {
-        match held.get(file.path.as_str()) {
-            None => checks.push(failed(format!(
-                "the recorded request plans to {} {}, but the branch does not change it",
-                file.verb(),
-                file.path
-            ))),
-            Some(found) if *found != file.after => checks.push(failed(format!(
-                "{}: {} on the branch, {} as the recorded request plans it",
-                file.path,
-                blob(found),
-                blob(&file.after)
-            ))),
-            Some(_) => {}
-        }
-    }
-    for path in held.keys().filter(|path| !planned.iter().any(|file| file.path == **path)) {
-        checks.push(failed(format!("the branch changes {path}, which the recorded request does not plan")));
+    checks.extend(
+        change
+            .unusual
+            .iter()
+            .map(|path| failed(format!("the branch makes {path} more than a plain file, which no plan does"))),
+    );
+    if checks.is_empty() && replanned.branch != head_branch {
+        checks.push(failed(format!(
+            "the branch holds the recorded request's plan, but is named {head_branch}, not {}",
+            replanned.branch
+        )));
     }
     if checks.is_empty() {
         let at = &change.merge_base[..change.merge_base.len().min(12)];
@@ -565,10 +691,17 @@ fn render_validation(validation: &Validation, sign: &str) -> String {
     for check in &validation.checks {
         text.push_str(&format!("{:<4}  {:<9}  {}\n", if check.ok { "ok" } else { "FAIL" }, check.name, check.detail));
     }
-    let failed = validation.checks.iter().filter(|check| !check.ok).count();
-    text.push_str(&match failed {
-        0 => format!("\n{sign}{} is valid\n", validation.number),
-        count => format!("\n{sign}{} is not valid: {count} finding(s)\n", validation.number),
+    let failed = validation.checks.iter().filter(|check| !check.ok && check.name != "author").count();
+    let number = validation.number;
+    text.push_str(&match (validation.verified, failed) {
+        (true, 0) => format!("\n{sign}{number} is valid\n"),
+        (true, count) => format!("\n{sign}{number} is not valid: {count} finding(s)\n"),
+        (false, 0) => format!(
+            "\n{sign}{number} is unverified: {} opened it, not {}\n",
+            validation.author.as_deref().unwrap_or("an unknown user"),
+            validation.trusted
+        ),
+        (false, count) => format!("\n{sign}{number} is unverified and not valid: {count} finding(s)\n"),
     });
     text
 }

@@ -49,6 +49,7 @@ fn held(files: &[FileChange]) -> BranchChange {
         head: "a".repeat(40),
         merge_base: "b".repeat(40),
         files: files.iter().map(|file| (file.path.clone(), file.after.clone().map(String::into_bytes))).collect(),
+        unusual: Vec::new(),
     }
 }
 
@@ -172,32 +173,70 @@ fn a_reference_is_a_number_or_an_address_ending_in_one() {
         ("https://github.com/acme/fleet/pull/42", 42),
         ("https://gitlab.com/acme/fleet/-/merge_requests/7/", 7),
     ] {
-        let request =
-            ShowArgs { reference: reference.into(), repo: RepoArgs::default() }.request(&global, false).unwrap();
+        let request = ShowArgs { reference: reference.into(), opened_by: None, repo: RepoArgs::default() }
+            .request(&global, false)
+            .unwrap();
         assert_eq!(request.number, Some(number), "{reference}");
         assert_eq!(request.url.is_some(), reference.contains("://"), "{reference}");
     }
     for bad in ["", "0", "web", "https://github.com/acme/fleet/pulls"] {
-        let error = ShowArgs { reference: bad.into(), repo: RepoArgs::default() }.request(&global, false).unwrap_err();
+        let error = ShowArgs { reference: bad.into(), opened_by: None, repo: RepoArgs::default() }
+            .request(&global, false)
+            .unwrap_err();
         assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{bad}");
     }
 }
 
 #[test]
-fn the_validation_reads_check_by_check() {
-    let validation = Validation {
+fn an_older_branch_name_never_validates() {
+    let files = planned();
+    let (body, _) = opened(&files);
+    let older = BranchName::parse("gitops/add-web-1234abc").unwrap();
+    let checks = change_checks(&older, &body, Some(&held(&files)), "gitops/add-web-1234abc");
+    assert_eq!(checks.len(), 1);
+    assert!(!checks[0].ok);
+    assert!(checks[0].detail.contains("named by an older kubectl-gitops, with 7 digits of SHA-1"), "{checks:?}");
+    assert!(checks[0].detail.contains("run the change's command again to open it anew"), "{checks:?}");
+}
+
+#[test]
+fn only_the_identity_vouched_for_makes_a_request_verified() {
+    let ours = details(PullState::Open, Some(true));
+    let check = author_check(&ours, "Alice", false);
+    assert_eq!((check.ok, check.detail.as_str()), (true, "opened by alice, the token's own user"));
+    let check = author_check(&ours, "bob", true);
+    assert!(!check.ok);
+    assert_eq!(check.detail, "opened by alice, not by bob (named by --opened-by): unverified, whatever it holds");
+    let mut nobody = ours;
+    nobody.author = None;
+    assert!(!author_check(&nobody, "alice", false).ok, "an author the provider does not name is not ours");
+}
+
+fn validation(checks: Vec<Check>, verified: bool) -> Validation {
+    Validation {
         number: 7,
         title: "Add app web".into(),
         url: "https://github.com/acme/fleet/pull/7".into(),
         branch: "gitops/add-web-1234567".into(),
         base: "main".into(),
         head: Some("0123456789abcdef0123456789abcdef01234567".into()),
-        valid: false,
-        checks: vec![
+        author: Some("mallory".into()),
+        verified,
+        valid: verified && checks.iter().all(|check| check.ok),
+        checks,
+        trusted: "alice".into(),
+    }
+}
+
+#[test]
+fn the_validation_reads_check_by_check() {
+    let validation = validation(
+        vec![
             state_check(&details(PullState::Open, Some(false))),
             mergeable_check(&details(PullState::Open, Some(false))),
         ],
-    };
+        true,
+    );
     insta::assert_snapshot!(render_validation(&validation, "#"), @r"
     #7 Add app web
     https://github.com/acme/fleet/pull/7
@@ -211,9 +250,32 @@ fn the_validation_reads_check_by_check() {
 }
 
 #[test]
+fn a_request_another_identity_opened_reads_as_unverified() {
+    let forged = details(PullState::Open, Some(true));
+    let checks = vec![state_check(&forged), author_check(&forged, "bob", false), mergeable_check(&forged)];
+    let text = render_validation(&validation(checks.clone(), false), "#");
+    assert!(text.contains("FAIL  author     opened by alice, not by bob (the token's own user)"), "{text}");
+    assert!(text.ends_with("\n#7 is unverified: mallory opened it, not alice\n"), "{text}");
+    let mut failing = checks;
+    failing.push(differs("the branch also writes x.yaml, which is not in the plan".into()));
+    let text = render_validation(&validation(failing, false), "#");
+    assert!(text.ends_with("\n#7 is unverified and not valid: 1 finding(s)\n"), "{text}");
+    let refused = unverified(&validation(Vec::new(), false), "#", "merged");
+    assert_eq!(refused.to_string(), "#7 was opened by mallory, not by alice: it is unverified, and was not merged");
+    assert_eq!(refused.exit_code(), crate::error::ExitCode::No);
+    assert!(refused.hint().is_some_and(|hint| hint.contains("--opened-by LOGIN")));
+}
+
+const BRANCH: &str = "gitops/add-web-x";
+
+fn recorded_as(words: &[String], planned: Result<Vec<FileChange>>) -> Option<(Vec<String>, Result<Replanned>)> {
+    Some((words.to_vec(), planned.map(|files| Replanned { branch: BRANCH.into(), files })))
+}
+
+#[test]
 fn the_recorded_request_planned_again_is_compared_file_by_file() {
     let words: Vec<String> = ["app", "add", "web", "--url", "https://example.com/web"].map(String::from).to_vec();
-    let checks = request_checks(&words, Ok(planned()), &held(&planned()));
+    let checks = request_checks(recorded_as(&words, Ok(planned())), &held(&planned()), BRANCH);
     assert_eq!(
         checks,
         [Check {
@@ -228,8 +290,10 @@ fn the_recorded_request_planned_again_is_compared_file_by_file() {
     other[0].after = Some("another plan\n".into());
     other.remove(1);
     other.push(FileChange { path: "apps/web/values/x.yaml".into(), before: None, after: Some("a: 1\n".into()) });
-    let details: Vec<String> =
-        request_checks(&words, Ok(other), &held(&planned())).into_iter().map(|check| check.detail).collect();
+    let details: Vec<String> = request_checks(recorded_as(&words, Ok(other)), &held(&planned()), BRANCH)
+        .into_iter()
+        .map(|check| check.detail)
+        .collect();
     let (held_blob, planned_blob) =
         (plan::blob_id(planned()[0].after.as_ref().unwrap().as_bytes()), plan::blob_id(b"another plan\n"));
     assert_eq!(
@@ -243,6 +307,29 @@ fn the_recorded_request_planned_again_is_compared_file_by_file() {
         ]
     );
     let error = Error::usage("cannot plan", "hint");
-    let failed = request_checks(&words, Err(error), &held(&planned()));
+    let failed = request_checks(recorded_as(&words, Err(error)), &held(&planned()), BRANCH);
     assert_eq!((failed.len(), failed[0].ok, failed[0].detail.as_str()), (1, false, "cannot plan"));
+}
+
+#[test]
+fn a_request_is_valid_only_as_recorded_planned_and_named() {
+    let words: Vec<String> = ["tenant", "add", "team"].map(String::from).to_vec();
+    let none = request_checks(None, &held(&planned()), BRANCH);
+    assert_eq!(none.len(), 1);
+    assert!(!none[0].ok && none[0].detail.starts_with("the body records no request"), "{none:?}");
+    // The very plan, on a branch named for another change.
+    let renamed = request_checks(recorded_as(&words, Ok(planned())), &held(&planned()), "gitops/add-other-x");
+    assert_eq!(
+        renamed.iter().map(|check| (check.ok, check.detail.as_str())).collect::<Vec<_>>(),
+        [(
+            false,
+            "the branch holds the recorded request's plan, but is named gitops/add-other-x, not gitops/add-web-x"
+        )]
+    );
+    // A plain file turned into a symlink or an executable is no plan's.
+    let mut linked = held(&planned());
+    linked.unusual.push("apps/web/run.sh".into());
+    let checks = request_checks(recorded_as(&words, Ok(planned())), &linked, BRANCH);
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].detail, "the branch makes apps/web/run.sh more than a plain file, which no plan does");
 }

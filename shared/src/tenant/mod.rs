@@ -23,9 +23,12 @@ use self::layout::{Inputs, TENANT_LABEL, TENANTS_DIR};
 pub use self::list::list;
 use crate::app::layout::{self as app_layout, ClusterDir, KUSTOMIZATION_FILE};
 use crate::app::plan::FileChange;
+use crate::app::recorded::{self, Replanned};
 use crate::app::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
+use crate::cli::GlobalArgs;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::PLATFORM_LAYER;
+use crate::flux::objects::GitRef;
 use crate::git::Checkout;
 use crate::output::Printer;
 use crate::plan;
@@ -35,17 +38,8 @@ pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer)
     // `-n` named one of the team's namespaces; the Flux namespace comes from the cluster.
     let target = Target { namespace: None, ..target.clone() };
     let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
-    refuse_reserved(request, &context.namespace)?;
-    if request.lockdown && context.repo()?.platform {
-        return Err(Error::usage(
-            "--lockdown changes the config repo's flux-system, and this cluster keeps its tenants in its platform repo",
-            "one plan writes one repository: add the tenant without --lockdown, and the lockdown's patches to the \
-             config repo by hand (docs/tenants.md lists them)",
-        ));
-    }
-    let adopted = existing_namespaces(&context, request).await?;
     let checkout = clone(context.repo()?)?;
-    let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
+    let (adopted, clusters) = add_inputs(request, &context, &checkout).await?;
     let inputs = Inputs { versions: &context.versions, adopted: &adopted };
     let build = |checkout: &Checkout| add_changes(request, &inputs, &clusters, checkout);
     let files = build(&checkout)?;
@@ -101,13 +95,84 @@ pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer)
         notes,
         awaits: Some(Awaits { objects: synced, ready: true, layer: Some(crate::flux::bootstrap::TENANTS_LAYER) }),
         new_repo: None,
-        request: Vec::new(),
+        request: add_words(request),
         already_there: Some(format!(
             "tenant {} is already in the config repo for {cluster_list}; nothing to change\n",
             request.name
         )),
     };
     drive(&context, &request.delivery, change, Some(checkout), &build).await
+}
+
+/// What an add is planned from besides its flags, checked: the team's namespaces the cluster
+/// holds already (adopted), and the clusters `checkout` has of those asked for.
+async fn add_inputs(
+    request: &TenantAddRequest,
+    context: &Context,
+    checkout: &Checkout,
+) -> Result<(Vec<String>, Vec<ClusterDir>)> {
+    refuse_reserved(request, &context.namespace)?;
+    if request.lockdown && context.repo()?.platform {
+        return Err(Error::usage(
+            "--lockdown changes the config repo's flux-system, and this cluster keeps its tenants in its platform repo",
+            "one plan writes one repository: add the tenant without --lockdown, and the lockdown's patches to the \
+             config repo by hand (docs/tenants.md lists them)",
+        ));
+    }
+    let adopted = existing_namespaces(context, request).await?;
+    Ok((adopted, target_clusters(checkout, &request.clusters, context.record())?))
+}
+
+/// The words that record a `tenant add` in its pull request, every flag resolved.
+fn add_words(request: &TenantAddRequest) -> Vec<String> {
+    let mut words = vec!["tenant".to_string(), "add".to_string(), request.name.clone()];
+    let mut flag = |name: &str, value: &str| words.extend([format!("--{name}"), value.to_string()]);
+    for namespace in &request.namespaces {
+        flag("with-namespace", namespace);
+    }
+    flag("role", &request.role);
+    flag("service-account", &request.service_account);
+    if let Some(repo) = &request.repo {
+        flag("repo", &repo.url);
+        if let GitRef::Branch(branch) = &repo.git_ref {
+            flag("branch", branch);
+        }
+        flag("path", &repo.path);
+        if let Some(secret) = &repo.secret_ref {
+            flag("secret-ref", secret);
+        }
+    }
+    flag("interval", &crate::duration::format(request.interval));
+    words.extend(recorded::cluster_words(&request.clusters));
+    words.extend((request.role == args::CLUSTER_ADMIN).then(|| "--allow-cluster-admin".to_string()));
+    words.extend(request.lockdown.then(|| "--lockdown".to_string()));
+    words
+}
+
+/// A recorded `tenant add|remove` (`words`, all of them) planned again on `base`.
+pub(crate) async fn replan(words: &[String], context: &Context, base: &Checkout) -> Result<Replanned> {
+    match words {
+        [_, verb, rest @ ..] if verb == "add" => {
+            let request = recorded::parse_args::<TenantAddArgs>(rest, words)?.request(&GlobalArgs::default())?;
+            let (adopted, clusters) = add_inputs(&request, context, base).await?;
+            let inputs = Inputs { versions: &context.versions, adopted: &adopted };
+            Ok(Replanned::of("add", &request.name, add_changes(&request, &inputs, &clusters, base)?))
+        }
+        [_, verb, rest @ ..] if verb == "remove" => {
+            let request = recorded::parse_args::<TenantRemoveArgs>(rest, words)?.request()?;
+            let clusters = target_clusters(base, &request.clusters, context.record())?;
+            let files = app::remove_listed(TENANTS_DIR, &request.name, &clusters, base)?;
+            Ok(Replanned::of("remove", &request.name, files))
+        }
+        _ => Err(recorded::unreadable(words, "it is not tenant add or remove")),
+    }
+}
+
+/// The words that record a `tenant remove` in its pull request.
+fn remove_words(request: &TenantRemoveRequest) -> Vec<String> {
+    let mut words = vec!["tenant".to_string(), "remove".to_string(), request.name.clone()];
+    words.extend(recorded::cluster_words(&request.clusters));
+    words
 }
 
 /// The file changes of an add: the team's definition, each cluster's overlay and tenant list,
@@ -265,7 +330,7 @@ pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Pr
         )],
         awaits: Some(Awaits { objects: synced, ready: false, layer: Some(crate::flux::bootstrap::TENANTS_LAYER) }),
         new_repo: None,
-        request: Vec::new(),
+        request: remove_words(request),
         already_there: None,
     };
     drive(&context, &request.delivery, change, Some(checkout), &build).await

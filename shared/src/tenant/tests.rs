@@ -175,3 +175,41 @@ fn the_flux_namespace_and_kubernetes_own_are_no_tenants() {
     }
     super::refuse_reserved(&request(&["team-a", "--with-namespace", "a"]).unwrap(), "flux-system").unwrap();
 }
+
+#[test]
+fn a_recorded_add_parses_back_to_the_same_request() {
+    let args = [
+        "team-a",
+        "--with-namespace",
+        "b",
+        "-n",
+        "a",
+        "--repo",
+        "https://git.example.com/a",
+        "--path",
+        "deploy",
+        "--secret-ref",
+        "team-a-git",
+        "--role",
+        "cluster-admin",
+        "--allow-cluster-admin",
+        "--cluster",
+        "dev",
+        "--lockdown",
+    ];
+    let words = super::add_words(&request(&args).unwrap());
+    assert_eq!(
+        shlex::try_join(words.iter().map(String::as_str)).unwrap(),
+        "tenant add team-a --with-namespace a --with-namespace b --role cluster-admin --service-account team-a \
+         --repo https://git.example.com/a --branch main --path ./deploy --secret-ref team-a-git --interval 1m0s \
+         --cluster dev --allow-cluster-admin --lockdown"
+    );
+    let parsed: TenantAddArgs = crate::app::recorded::parse_args(&words[2..], &words).unwrap();
+    let again = parsed.request(&GlobalArgs::default()).unwrap();
+    assert_eq!(super::add_words(&again), words, "planned again from the very same request");
+    let plain = super::add_words(&request(&["team-b", "--with-namespace", "b"]).unwrap());
+    assert_eq!(
+        plain.join(" "),
+        "tenant add team-b --with-namespace b --role admin --service-account team-b --interval 1m0s"
+    );
+}

@@ -54,7 +54,8 @@ pub async fn run(
     let inspection = inspect(request, target, printer).await?;
     let versions =
         versions(request.target, request.allow_skip, inspection.running.clone(), &inspection.clusters, printer)?;
-    let components = &target_components(request, &inspection, printer).await?;
+    let (context, checkout) = (&inspection.context, &inspection.checkout);
+    let components = &target_components(request, context, checkout, &inspection.clusters, printer).await?;
     let clusters = &inspection.clusters;
     let repo = scan(&inspection.checkout, clusters, request, components)?;
     let replan = |checkout: &Checkout| scan(checkout, clusters, request, components)?.into_files();
@@ -125,7 +126,7 @@ pub async fn run(
         notes,
         awaits: None,
         new_repo: None,
-        request: Vec::new(),
+        request: upgrade_words(request),
         already_there: Some(format!("the config repo holds Flux {} for {cluster_list} already\n", request.target)),
     };
     let context = &inspection.context;
@@ -173,12 +174,29 @@ fn context_branch(context: &Context) -> Result<String> {
 async fn inspect(request: &UpgradeRequest, target: &Target, printer: &Printer) -> Result<Inspection> {
     let context = app::context(target, &request.repo, true, printer).await?;
     let checkout = app::clone(context.repo.as_ref().ok_or_else(|| Error::Internal("no config repo".into()))?)?;
-    let record = context.detection.as_ref().and_then(|detection| detection.gitops.clone());
-    if request.clusters.is_empty()
-        && let Some(record) = &record
+    let clusters = recorded_clusters(&context, &checkout, &request.clusters)?;
+    let running = running_version(&context, &clusters);
+    let current_upgraded = current_upgraded(&context, &clusters);
+    let stored = match (&context.cluster, current_upgraded) {
+        (Some(cluster), true) => storage::read(cluster).await?,
+        _ => Vec::new(),
+    };
+    Ok(Inspection { context, checkout, clusters, running, stored })
+}
+
+/// The clusters `names` asks for (default: the current one), each with the install record its
+/// directory in `checkout` holds.
+fn recorded_clusters(
+    context: &Context,
+    checkout: &Checkout,
+    names: &[String],
+) -> Result<Vec<(ClusterDir, InstallRecord)>> {
+    let record = context.record();
+    if names.is_empty()
+        && let Some(record) = record
     {
         let path = format!("{}/{}", record.path, record::FILE_NAME);
-        let text = crate::plan::read(&checkout, &path)?;
+        let text = crate::plan::read(checkout, &path)?;
         if text.as_deref().and_then(layout::parse_record).is_none() {
             return Err(Error::usage(
                 format!(
@@ -189,12 +207,11 @@ async fn inspect(request: &UpgradeRequest, target: &Target, printer: &Printer) -
             ));
         }
     }
-    let dirs = app::target_clusters(&checkout, &request.clusters, record.as_ref())?;
     let mut clusters = Vec::new();
-    for dir in dirs {
+    for dir in app::target_clusters(checkout, names, record)? {
         let path = format!("{}/{}", dir.path, record::FILE_NAME);
         let recorded =
-            crate::plan::read(&checkout, &path)?.as_deref().and_then(layout::parse_record).ok_or_else(|| {
+            crate::plan::read(checkout, &path)?.as_deref().and_then(layout::parse_record).ok_or_else(|| {
                 Error::usage(
                     format!("the install record {path} is missing or broken"),
                     "run `kubectl gitops install` again",
@@ -202,34 +219,70 @@ async fn inspect(request: &UpgradeRequest, target: &Target, printer: &Printer) -
             })?;
         clusters.push((dir, recorded));
     }
-    // The live checks are of the current cluster, when it is one of those upgraded.
-    let current_upgraded =
-        record.as_ref().is_some_and(|record| clusters.iter().any(|(dir, _)| dir.path == record.path));
-    let running = current_upgraded
+    Ok(clusters)
+}
+
+/// Whether the current cluster is one of those upgraded: the live checks are of it then.
+fn current_upgraded(context: &Context, clusters: &[(ClusterDir, InstallRecord)]) -> bool {
+    context.record().is_some_and(|record| clusters.iter().any(|(dir, _)| dir.path == record.path))
+}
+
+/// The Flux version the current cluster runs, when it is one of those upgraded.
+fn running_version(context: &Context, clusters: &[(ClusterDir, InstallRecord)]) -> Option<String> {
+    current_upgraded(context, clusters)
         .then(|| context.detection.as_ref().and_then(|d| d.flux.as_ref()).and_then(|flux| flux.version.clone()))
-        .flatten();
-    let stored = match (&context.cluster, current_upgraded) {
-        (Some(cluster), true) => storage::read(cluster).await?,
-        _ => Vec::new(),
-    };
-    Ok(Inspection { context, checkout, clusters, running, stored })
+        .flatten()
+}
+
+/// The words that record an upgrade in its pull request. The component manifests are not named:
+/// `pr show` generates them again with the verified flux CLI of the target.
+fn upgrade_words(request: &UpgradeRequest) -> Vec<String> {
+    let mut words = vec!["upgrade".to_string(), "--version".to_string(), request.target.to_string()];
+    words.extend(app::recorded::cluster_words(&request.clusters));
+    words.extend(request.allow_skip.then(|| "--allow-skip".to_string()));
+    words.extend(request.all_manifests.then(|| "--all-manifests".to_string()));
+    words
+}
+
+/// A recorded `upgrade` (`args`: its words after `upgrade`; `words`: all of them) planned again
+/// on `base`. The component manifests are generated again with the verified flux CLI of the
+/// target: flags that name local files are refused.
+pub(crate) async fn replan(
+    args: &[String],
+    words: &[String],
+    context: &Context,
+    base: &Checkout,
+    printer: &Printer,
+) -> Result<app::recorded::Replanned> {
+    let parsed = app::recorded::parse_args::<UpgradeArgs>(args, words)?;
+    if parsed.check || parsed.components_file.is_some() || parsed.flux_bin.is_some() {
+        return Err(app::recorded::unreadable(words, "it names local files or asks for no change"));
+    }
+    let request = parsed.request()?;
+    let clusters = recorded_clusters(context, base, &request.clusters)?;
+    versions(request.target, request.allow_skip, running_version(context, &clusters), &clusters, printer)?;
+    let components = target_components(&request, context, base, &clusters, printer).await?;
+    let files = scan(base, &clusters, &request, &components)?.into_files()?;
+    Ok(app::recorded::Replanned::of("upgrade", &request.target.to_string(), files))
 }
 
 /// The target's component manifests for each controller list the clusters record: the repo's copy
 /// when it is the target's already, else obtained the way install obtains them.
 async fn target_components(
     request: &UpgradeRequest,
-    inspection: &Inspection,
+    context: &Context,
+    checkout: &Checkout,
+    clusters: &[(ClusterDir, InstallRecord)],
     printer: &Printer,
 ) -> Result<BTreeMap<Vec<String>, String>> {
     let mut components = BTreeMap::new();
     let target = request.target.to_string();
-    for (dir, recorded) in &inspection.clusters {
+    for (dir, recorded) in clusters {
         if components.contains_key(&recorded.components) {
             continue;
         }
         let path = format!("{}/flux-system/gotk-components.yaml", dir.path);
-        let repo_copy = crate::plan::read(&inspection.checkout, &path)?
+        let repo_copy = crate::plan::read(checkout, &path)?
             .filter(|copy| crate::flux::bootstrap::parse_components_header(copy).0.as_deref() == Some(target.as_str()));
         let text = match repo_copy {
             Some(copy) if request.components_file.is_none() => copy,
@@ -240,7 +293,7 @@ async fn target_components(
                     allow_unpinned: request.allow_unpinned_flux,
                     deadline: request.delivery.timeout,
                     version: &target,
-                    namespace: &inspection.context.namespace,
+                    namespace: &context.namespace,
                     components: &recorded.components,
                 };
                 crate::install::flux_components(&wanted, printer).await?

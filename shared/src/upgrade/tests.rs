@@ -107,3 +107,19 @@ fn inventory_entries_at_dropped_versions_are_named() {
     assert_eq!(preflight::dropped_entry("default_web_apps_Deployment", "v1", target), None, "not a Flux kind");
     assert_eq!(preflight::dropped_entry("broken", "v1beta2", target), None);
 }
+
+#[test]
+fn a_recorded_upgrade_names_its_version_and_never_a_local_file() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Upgrade {
+        #[command(flatten)]
+        upgrade: UpgradeArgs,
+    }
+    let given = ["upgrade", "--version", "v2.9.4", "--cluster", "dev", "--allow-skip", "--components-file", "x.yaml"];
+    let request = Upgrade::try_parse_from(given).unwrap().upgrade.request().unwrap();
+    let words = upgrade_words(&request);
+    assert_eq!(words.join(" "), "upgrade --version v2.9.4 --cluster dev --allow-skip");
+    let parsed: UpgradeArgs = app::recorded::parse_args(&words[1..], &words).unwrap();
+    assert_eq!(upgrade_words(&parsed.request().unwrap()), words);
+}

@@ -126,6 +126,11 @@ impl Gitea {
         format!("ssh://git@127.0.0.1:{}/{repo}.git", self.ssh_port)
     }
 
+    /// The bare repository of `owner/name` in Gitea's storage (where its git hooks are).
+    pub fn repo_dir(&self, repo: &str) -> PathBuf {
+        self.work.join("repos").join(format!("{}.git", repo.to_lowercase()))
+    }
+
     /// The git CLI in `dir`, as [`ADMIN`] over SSH with the admin's key.
     pub fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
         let ssh = format!(

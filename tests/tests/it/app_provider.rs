@@ -219,10 +219,10 @@ impl Fixture {
     }
 }
 
-/// `gitops/add-podinfo-<7 hex>`.
+/// `gitops/add-podinfo-<64 hex: the change's SHA-256>`.
 fn is_change_branch(name: &str) -> bool {
     name.strip_prefix("gitops/add-podinfo-")
-        .is_some_and(|hash| hash.len() == 7 && hash.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+        .is_some_and(|hash| hash.len() == 64 && hash.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
 }
 
 fn pr_body_lists_the_files(body: &str) {

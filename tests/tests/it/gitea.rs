@@ -12,11 +12,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gitops_e2e::race::RacingPush;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::gitea::{ADMIN, Gitea};
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
-use gitops_shared::provider::Kind;
+use gitops_shared::app::plan::{FileChange, change_hash};
+use gitops_shared::provider::{Kind, MergeMethod, Provider, ProviderConfig, ProviderError, RepoRef, Token};
 use serde_json::{Value, json};
 
 const REPO: &str = "acme/fleet";
@@ -212,7 +214,8 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     assert!(own.stderr.contains("approve your own pull is not allowed"), "{}", own.stderr);
     let reviewer = gitea.create_user("bob").unwrap();
     gitea.api("PUT", &format!("/repos/{REPO}/collaborators/bob"), Some(&json!({ "permission": "write" }))).unwrap();
-    let approve = forge.pr(plugins.path(), &reviewer, &["approve", "1"]);
+    // (A reviewer vouches for the requests of the account that opens them.)
+    let approve = forge.pr(plugins.path(), &reviewer, &["approve", "1", "--opened-by", ADMIN]);
     assert_eq!(approve.code, Some(0), "{}\n{}", approve.stdout, approve.stderr);
     assert_eq!(approve.stdout, format!("approved #1 at {}\n", &head[..12]));
     let reviews = gitea.api("GET", &format!("/repos/{REPO}/pulls/1/reviews"), None).unwrap();
@@ -233,7 +236,7 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     // A collaborator who may only read cannot merge it: Gitea refuses, nothing is merged.
     let reader = gitea.create_user("carol").unwrap();
     gitea.api("PUT", &format!("/repos/{REPO}/collaborators/carol"), Some(&json!({ "permission": "read" }))).unwrap();
-    let refused = forge.pr(plugins.path(), &reader, &["merge", "1"]);
+    let refused = forge.pr(plugins.path(), &reader, &["merge", "1", "--opened-by", ADMIN]);
     assert_eq!(refused.code, Some(4), "{}\n{}", refused.stdout, refused.stderr);
     assert!(
         refused.stderr.contains("User not allowed to merge PR (HTTP 405)\nhint: merging needs write access"),
@@ -594,4 +597,252 @@ fn the_sock_shop_demo_deploys_the_chart_through_a_merged_pull_request() {
     ] {
         assert!(text.contains(said), "{said:?} not in:\n{text}");
     }
+}
+
+/// Who may write the forge, against the real Gitea: a commit someone pushes to a pull request
+/// branch right after ours is never merged, by `--merge` (its read-back wants the commit we
+/// pushed as the head, and the branch's whole change to be the plan) nor by `pr merge` (the
+/// recorded request, planned again, names the file nobody planned); and a merge guarded by a
+/// head that is no longer the branch's is refused by Gitea itself, nothing merged.
+#[test]
+fn a_commit_pushed_to_a_pull_request_branch_after_ours_is_never_merged() {
+    let forge = Forge::start(false);
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+    let install = forge.install();
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    let main = gitea.head(REPO, "main").unwrap();
+
+    // Someone pushes to the branch right after us (a hook on Gitea's repository makes the race
+    // certain): --merge merges nothing, and says why.
+    let racing = RacingPush::install(&gitea.repo_dir(REPO), "gitops/add-raced-", "apps/raced/extra.yaml").unwrap();
+    let url = forge.app_repo("raced");
+    let raced = Run::of(
+        forge
+            .command("kubectl-gitops-app")
+            .args(["add", "raced", "--url", &url, "--path", "./deploy", "--pr", "--merge"])
+            .args(forge.key_args()),
+    );
+    assert_eq!(raced.code, Some(4), "{}\n{}", raced.stdout, raced.stderr);
+    let [(ours, theirs)] = racing.raced().try_into().unwrap();
+    assert!(
+        raced.stderr.contains(&format!(
+            "does not hold the planned change: its head is {theirs}, not the commit we pushed, {ours}\n"
+        )),
+        "{}",
+        raced.stderr
+    );
+    assert!(raced.stderr.contains("hint: someone pushed to gitops/add-raced-"), "{}", raced.stderr);
+    assert_eq!(forge.pull(1)["merged"], false, "{}", forge.pull(1));
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main, "nothing merged");
+    drop(racing);
+
+    // A commit that changes no planned file but adds one: pr merge validates, and refuses.
+    let add = forge.add_with_pull_request("later");
+    assert_eq!(add.code, Some(0), "{}\n{}", add.stdout, add.stderr);
+    let ours = forge.pull(2)["head"]["sha"].as_str().unwrap().to_string();
+    let branch = forge.pull(2)["head"]["ref"].as_str().unwrap().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| gitea.git(work.path(), args).unwrap();
+    git(&["clone", "-q", "--branch", &branch, &gitea.ssh_url(REPO), "."]);
+    std::fs::write(work.path().join("apps/later/extra.yaml"), "kind: ConfigMap\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "Pushed meanwhile"]);
+    git(&["push", "-q", "origin", &branch]);
+    let theirs = gitea.head(REPO, &branch).unwrap();
+    let merge = forge.pr(plugins.path(), &gitea.token, &["merge", "2"]);
+    assert_eq!(merge.code, Some(1), "{}\n{}", merge.stdout, merge.stderr);
+    assert!(
+        merge.stdout.contains(
+            "FAIL  request    the branch changes apps/later/extra.yaml, which the recorded request does not plan\n"
+        ),
+        "{}",
+        merge.stdout
+    );
+    assert!(merge.stdout.ends_with("#2 was not merged\n"), "{}", merge.stdout);
+    assert_eq!(forge.pull(2)["merged"], false);
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main, "nothing merged");
+
+    // Gitea itself refuses a merge guarded by a head the branch no longer has (ours, before the
+    // push above): what stops a push between our check and our merge. (Once Gitea has taken the
+    // push in: while it checks the request again it refuses every merge, 405 "try again later".)
+    gitops_e2e::testenv::process::wait_until("Gitea to check #2 at the new head", Duration::from_secs(60), || {
+        let pull = forge.pull(2);
+        Ok(pull["head"]["sha"] == theirs.as_str() && pull["mergeable"] == true)
+    })
+    .unwrap();
+    let provider = Provider::new(ProviderConfig {
+        kind: Kind::Gitea,
+        hostname: Some(gitea.url.trim_start_matches("http://").to_string()),
+        api_base: Some(gitea.api_url()),
+        token: Token::new(gitea.token.clone()),
+    })
+    .unwrap();
+    let repo = RepoRef::parse(REPO).unwrap();
+    let stale = gitops_shared::runtime::block_on(async {
+        Ok(provider.merge_pull_request(&repo, 2, &ours, MergeMethod::Merge).await)
+    })
+    .unwrap();
+    let Err(ProviderError::Api { status: 409, message, .. }) = stale else { panic!("{stale:?}") };
+    assert!(message.contains("moved since it was validated"), "{message}");
+    assert_eq!(forge.pull(2)["merged"], false);
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main, "nothing merged");
+    assert_eq!(gitea.head(REPO, &branch).unwrap(), theirs);
+}
+
+/// A pull request another Gitea user opened, with our branch name and body (here: opened by
+/// kubectl gitops itself, with their token and key: the most faithful forgery) is unverified,
+/// never valid: `pr show` says so (exit 1), `pr approve` and `pr merge` refuse it, unless the
+/// user vouches for that author with `--opened-by`.
+#[test]
+fn a_pull_request_another_user_opened_is_unverified_and_never_merged() {
+    let forge = Forge::start(false);
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+    let install = forge.install();
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    let main = gitea.head(REPO, "main").unwrap();
+
+    // bob may write the config repo, with a key of his own.
+    let bob = gitea.create_user("bob").unwrap();
+    gitea.api("PUT", &format!("/repos/{REPO}/collaborators/bob"), Some(&json!({ "permission": "write" }))).unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let bob_key = keys.path().join("bob_ed25519");
+    let made =
+        Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", "bob", "-f"]).arg(&bob_key).status();
+    assert!(made.unwrap().success());
+    let public = std::fs::read_to_string(bob_key.with_extension("pub")).unwrap();
+    gitea.api_as(&bob, "POST", "/user/keys", Some(&json!({ "title": "bob", "key": public.trim() }))).unwrap();
+    let url = forge.app_repo("evil");
+    let forged = Run::of(
+        forge
+            .wired(Command::new(binaries::path("kubectl-gitops-app")), &bob)
+            .args(["add", "evil", "--url", &url, "--path", "./deploy", "--pr", "--private-key-file"])
+            .arg(&bob_key)
+            .arg("--known-hosts-file")
+            .arg(&gitea.known_hosts),
+    );
+    assert_eq!(forged.code, Some(0), "{}\n{}", forged.stdout, forged.stderr);
+    assert_eq!(forge.pull(1)["user"]["login"], "bob");
+
+    let show = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(
+        show.stdout.contains(&format!(
+            "FAIL  author     opened by bob, not by {ADMIN} (the token's own user): unverified, whatever it holds\n"
+        )),
+        "{}",
+        show.stdout
+    );
+    assert!(show.stdout.contains("ok    request    `kubectl gitops app add evil "), "{}", show.stdout);
+    assert!(show.stdout.ends_with(&format!("\n#1 is unverified: bob opened it, not {ADMIN}\n")), "{}", show.stdout);
+    for action in ["merge", "approve"] {
+        let refused = forge.pr(plugins.path(), &gitea.token, &[action, "1"]);
+        assert_eq!(refused.code, Some(1), "{action}: {}\n{}", refused.stdout, refused.stderr);
+        let verb = if action == "merge" { "merged" } else { "approved" };
+        assert!(
+            refused.stderr.starts_with(&format!(
+                "error: #1 was opened by bob, not by {ADMIN}: it is unverified, and was not {verb}\nhint: "
+            )),
+            "{action}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(forge.pull(1)["merged"], false);
+    let reviews = gitea.api("GET", &format!("/repos/{REPO}/pulls/1/reviews"), None).unwrap();
+    assert_eq!(reviews, json!([]), "nothing approved");
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main, "nothing merged");
+    // Whoever trusts bob says so themselves.
+    let trusted = forge.pr(plugins.path(), &gitea.token, &["show", "1", "--opened-by", "bob"]);
+    assert_eq!(trusted.code, Some(0), "{}\n{}", trusted.stdout, trusted.stderr);
+}
+
+/// A tenant's pull request, tampered with (the team made cluster-admin) on a branch named after
+/// its own content (SHA-256 in full: no grinding needed to name it, so the name proves nothing)
+/// and opened by the trusted identity, is refused: with the body of a tenant request from before
+/// requests were recorded, because it records none; with the request recorded, because planned
+/// again it names the tampered file. The untampered one validates from its recorded request.
+#[test]
+fn a_tampered_tenant_pull_request_named_after_its_content_is_refused() {
+    let forge = Forge::start(false);
+    let gitea = &forge.gitea;
+    let plugins = binaries::plugin_dir();
+    let install = forge.install();
+    assert_eq!(install.code, Some(0), "{}\n{}", install.stdout, install.stderr);
+    let main = gitea.head(REPO, "main").unwrap();
+    let tenant = Run::of(
+        forge
+            .command("kubectl-gitops-tenant")
+            .args(["add", "team", "--with-namespace", "team", "--pr"])
+            .args(forge.key_args()),
+    );
+    assert_eq!(tenant.code, Some(0), "{}\n{}", tenant.stdout, tenant.stderr);
+    let opened = forge.pull(1);
+
+    let work = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| gitea.git(work.path(), args).unwrap();
+    git(&["clone", "-q", "--branch", opened["head"]["ref"].as_str().unwrap(), &gitea.ssh_url(REPO), "."]);
+    let rbac = work.path().join("tenants/team/rbac.yaml");
+    let text = std::fs::read_to_string(&rbac).unwrap();
+    assert!(text.contains("kind: ClusterRole\n  name: admin\n"), "{text}");
+    std::fs::write(
+        &rbac,
+        text.replace("kind: ClusterRole\n  name: admin\n", "kind: ClusterRole\n  name: cluster-admin\n"),
+    )
+    .unwrap();
+    git(&["commit", "-qam", "Add tenant team"]);
+    let files: Vec<FileChange> = git(&["diff", "--name-status", "origin/main...HEAD"])
+        .lines()
+        .map(|line| {
+            let (status, path) = line.split_once('\t').unwrap();
+            let after = (status != "D").then(|| std::fs::read_to_string(work.path().join(path)).unwrap());
+            FileChange { path: path.to_string(), before: None, after }
+        })
+        .collect();
+    let branch = format!("gitops/add-team-{}", change_hash(&files));
+    git(&["push", "-q", "origin", &format!("HEAD:refs/heads/{branch}")]);
+    let body = opened["body"].as_str().unwrap();
+    let unrecorded = match body.split_once("\n### Request\n") {
+        Some((before, request)) => {
+            format!(
+                "{before}{}",
+                request.split_once("\n### ").map(|(_, rest)| format!("\n### {rest}")).unwrap_or_default()
+            )
+        }
+        None => body.to_string(),
+    };
+    let tampered = gitea
+        .api(
+            "POST",
+            &format!("/repos/{REPO}/pulls"),
+            Some(&json!({ "head": branch, "base": "main", "title": "Add tenant team", "body": unrecorded })),
+        )
+        .unwrap();
+    let number = tampered["number"].as_u64().unwrap();
+    let show = forge.pr(plugins.path(), &gitea.token, &["show", &number.to_string()]);
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.contains("ok    author     opened by gitops"), "{}", show.stdout);
+    assert!(show.stdout.contains("ok    change     the branch holds exactly the planned change"), "{}", show.stdout);
+    assert!(show.stdout.contains("FAIL  request    the body records no request"), "{}", show.stdout);
+    let merge = forge.pr(plugins.path(), &gitea.token, &["merge", &number.to_string()]);
+    assert_eq!(merge.code, Some(1), "{}\n{}", merge.stdout, merge.stderr);
+
+    // With the request recorded as it was, the plan names the tampered file.
+    gitea.api("PATCH", &format!("/repos/{REPO}/pulls/{number}"), Some(&json!({ "body": body }))).unwrap();
+    let show = forge.pr(plugins.path(), &gitea.token, &["show", &number.to_string()]);
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.contains("FAIL  request    tenants/team/rbac.yaml: blob "), "{}", show.stdout);
+    let merge = forge.pr(plugins.path(), &gitea.token, &["merge", &number.to_string()]);
+    assert_eq!(merge.code, Some(1), "{}\n{}", merge.stdout, merge.stderr);
+    assert_eq!(forge.pull(number)["merged"], false);
+    assert_eq!(gitea.head(REPO, "main").unwrap(), main, "nothing merged");
+
+    // The request as opened validates from what it records.
+    let show = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
+    assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
+    assert!(
+        show.stdout.contains("ok    request    `kubectl gitops tenant add team --with-namespace team --role admin "),
+        "{}",
+        show.stdout
+    );
 }

@@ -9,8 +9,9 @@
 
 use std::process::Command;
 
+use gitops_e2e::race::RacingPush;
 use gitops_e2e::snapshot::Run;
-use gitops_e2e::{binaries, flux_release};
+use gitops_e2e::{binaries, flux_release, standin};
 use gitops_shared::provider::Kind;
 use serde_json::Value;
 
@@ -224,7 +225,10 @@ fn github_pull_request_is_approved_by_a_reviewer_and_merged_into_the_config_bran
     fixture.standin.add_token("reviewer-token", "bob", false);
     let approve = Run::of(
         fixture
-            .kubectl_gitops_command(plugins.path(), with_key(&fixture, &["pr", "approve", "1"]).as_slice())
+            .kubectl_gitops_command(
+                plugins.path(),
+                with_key(&fixture, &["pr", "approve", "1", "--opened-by", standin::USER]).as_slice(),
+            )
             .env("GITHUB_TOKEN", "reviewer-token"),
     );
     assert_eq!(approve.code, Some(0), "{}\n{}", approve.stdout, approve.stderr);
@@ -470,5 +474,55 @@ fn pr_merge_auto_waits_for_running_checks_and_merges_at_once_when_none_run() {
         assert_eq!(now.stdout, format!("merged {sign}1 (squash) into main at {}\n", &head[..12]));
         assert!(fixture.standin.pull_requests(REPO)[0].merged, "{kind}");
         assert_ne!(fixture.main_head(), main_before, "{kind}");
+    }
+}
+
+/// `app add --pr --merge` while someone pushes to the branch right after us (a hook on the git
+/// server puts a commit of theirs on top of ours at once): the read-back finds a head that is not
+/// the commit we pushed, holding a file nobody planned, and nothing is merged. Without the race,
+/// the merge is guarded by the very head the read-back checked (GitHub `sha`, GitLab `sha`).
+#[test]
+fn a_branch_someone_pushed_to_right_after_us_is_not_merged() {
+    for kind in [Kind::GitHub, Kind::GitLab] {
+        let fixture = Fixture::install_from(kind, &flux_release::components(), &[]);
+        let main_before = fixture.main_head();
+        let bare = fixture.env.git.repos.join(format!("{REPO}.git"));
+        let racing = RacingPush::install(&bare, "gitops/add-raced-", "apps/raced/extra.yaml").unwrap();
+        let add = |name: &str| {
+            let url = "https://github.com/stefanprodan/podinfo";
+            fixture.pushing("kubectl-gitops-app", &["add", name, "--url", url, "--path", "./deploy", "--pr", "--merge"])
+        };
+        let raced = add("raced");
+        assert_eq!(raced.code, Some(4), "{kind}: {}\n{}", raced.stdout, raced.stderr);
+        let [(ours, theirs)] = racing.raced().try_into().unwrap();
+        assert!(
+            raced.stderr.contains(&format!(
+                "does not hold the planned change: its head is {theirs}, not the commit we pushed, {ours}\n"
+            )),
+            "{kind}: {}",
+            raced.stderr
+        );
+        assert!(raced.stderr.contains("hint: someone pushed to gitops/add-raced-"), "{kind}: {}", raced.stderr);
+        let merges = |writes: Vec<gitops_e2e::standin::Recorded>| {
+            writes.into_iter().filter(|write| write.path.ends_with("/merge")).collect::<Vec<_>>()
+        };
+        assert!(merges(fixture.standin.writes()).is_empty(), "{kind}: no merge was asked for");
+        let pull = &fixture.standin.pull_requests(REPO)[0];
+        assert!(pull.open && !pull.merged, "{kind}: {pull:?}");
+        assert_eq!(fixture.main_head(), main_before, "{kind}: nothing merged");
+        drop(racing);
+
+        let clean = add("clean");
+        assert_eq!(clean.code, Some(0), "{kind}: {}\n{}", clean.stdout, clean.stderr);
+        let branch = fixture.standin.pull_requests(REPO)[1].head.clone();
+        let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]).trim().to_string();
+        let merge = merges(fixture.standin.writes()).pop().unwrap();
+        let expected = match kind {
+            Kind::GitHub => serde_json::json!({ "merge_method": "merge", "sha": head }),
+            _ => serde_json::json!({ "sha": head, "squash": false }),
+        };
+        assert_eq!(merge.body, Some(expected), "{kind}");
+        let parents = fixture.git(&["rev-list", "--parents", "-n", "1", "refs/heads/main"]);
+        assert_eq!(parents.split_whitespace().skip(1).collect::<Vec<_>>(), [main_before.as_str(), head.as_str()]);
     }
 }

@@ -385,6 +385,32 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     assert_eq!(fixture.main_head(), main_before, "main did not move");
     let record = fixture.show(&format!("refs/heads/{branch}:clusters/dev/gitops.yaml"));
     assert!(record.contains(&format!("fluxVersion: {FLUX_VERSION}")), "{record}");
+    // It records its request, and that request planned again (the component manifests generated
+    // again by the flux CLI of the target) gives exactly the branch.
+    assert!(body.contains(&format!("\n### Request\n`kubectl gitops upgrade --version {FLUX_VERSION}`\n")), "{body}");
+    let plugins = binaries::plugin_dir();
+    let keys = [
+        "--private-key-file",
+        fixture.env.git.client_key.to_str().unwrap(),
+        "--known-hosts-file",
+        fixture.env.git.known_hosts.to_str().unwrap(),
+    ];
+    let show = || {
+        Run::of(
+            fixture
+                .kubectl_gitops_command(plugins.path(), &[&["pr", "show", "1"][..], &keys].concat())
+                .env(gitops_shared::env::KUBECTL_GITOPS_FLUX_BIN, &cli),
+        )
+    };
+    let shown = show();
+    assert_eq!(shown.code, Some(0), "{}", shown.render());
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("ok    request    `kubectl gitops upgrade --version {FLUX_VERSION}` planned again at ")),
+        "{}",
+        shown.stdout
+    );
 
     // A reviewer pushes a commit onto the branch: the upgrade does not overwrite it.
     let work = tempfile::tempdir().unwrap();
@@ -396,6 +422,15 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     git(&fixture.env, &clone, &["commit", "-q", "-m", "Reviewed"]);
     git(&fixture.env, &clone, &["push", "-q", "origin", &branch]);
     let reviewed = fixture.branches();
+    let shown = show();
+    assert_eq!(shown.code, Some(1), "{}", shown.render());
+    assert!(
+        shown
+            .stdout
+            .contains("FAIL  request    the branch changes REVIEW.md, which the recorded request does not plan\n"),
+        "{}",
+        shown.stdout
+    );
     fixture.standin.clear_requests();
     let refused = upgrade(&["--pr"]);
     assert_eq!(refused.code, Some(4), "{}", refused.render());
