@@ -186,4 +186,25 @@ mod tests {
         assert!(attempts >= 3, "{attempts} attempts");
         assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     }
+
+    #[tokio::test]
+    async fn kube_reads_answered_503_are_asked_again_and_writes_are_not() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tower::{Layer, Service, ServiceExt};
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        let server = tower::service_fn(move |_: http::Request<kube::client::Body>| {
+            let status = if counted.fetch_add(1, Ordering::SeqCst) % 3 < 2 { 503 } else { 200 };
+            async move { Ok::<_, tower::BoxError>(http::Response::builder().status(status).body(()).unwrap()) }
+        });
+        let mut client = KubeReads::within(Duration::from_secs(10)).layer(server);
+        let request = |method: &str| {
+            http::Request::builder().method(method).uri("/api/v1/namespaces").body(kube::client::Body::from(Vec::new()))
+        };
+        let read = client.ready().await.unwrap().call(request("GET").unwrap()).await.unwrap();
+        assert_eq!((read.status().as_u16(), calls.load(Ordering::SeqCst)), (200, 3), "two 503s, then the answer");
+        let write = client.ready().await.unwrap().call(request("POST").unwrap()).await.unwrap();
+        assert_eq!((write.status().as_u16(), calls.load(Ordering::SeqCst)), (503, 4), "a write is asked once");
+    }
 }

@@ -1,8 +1,9 @@
 //! Deadlines and interrupts, end to end. A git server that accepts and never answers (a raw
 //! listener: `gitops_e2e::http::Silent`), over HTTP and SSH, ends `install` and `app` at their
 //! `--timeout` with exit 4 and a hint; Ctrl-C ends a command blocked on it within 2 s with exit
-//! 130 and no clone left behind, and stops the UI with such a request in flight. A forge that
-//! answers 503 is asked again until it answers, and no longer than the request's timeout.
+//! 130 and no clone left behind, and stops the UI with such a request in flight; it ends a watch as
+//! asked, with exit 0. A forge that answers 503 is asked again until it answers, and no longer than
+//! the request's timeout.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -260,6 +261,24 @@ fn one_ctrl_c_stops_the_ui_within_2s_with_an_app_add_blocked_on_a_silent_git_ser
     assert_eq!(code, Some(130), "{stderr}");
     assert_error_and_hint(&stderr, "interrupted");
     assert_eq!(dirs.left(), Vec::<String>::new(), "no clone left behind");
+}
+
+#[test]
+fn ctrl_c_ends_a_watch_as_asked_with_exit_0() {
+    let env = TestEnv::shared();
+    let mut watching = Command::new(binaries::path("kubectl-gitops-status"));
+    watching.args(["-A", "--watch"]).env("KUBECONFIG", &env.kubeconfig);
+    let mut child = watching.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // The first screen is there: the watch is running.
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
+    let interrupted = Instant::now();
+    interrupt(&child);
+    let ended = wait_within(child, interrupted, Duration::from_secs(30));
+    eprintln!("status --watch ended {:?} after Ctrl-C", ended.took);
+    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+    assert!(ended.took < INTERRUPT_LIMIT, "{:?}", ended.took);
+    assert!(!ended.stderr.contains("error:"), "{}", ended.stderr);
 }
 
 /// The branch-protection read `app add` makes on GitHub before it decides between a push and a
