@@ -319,7 +319,7 @@ pub async fn pull(args: &PullArgs, printer: &Printer) -> Result<ExitCode> {
     let registry = Registry::connect(&url, &args.registry.access())?;
     printer.step(&format!("pulling {url}"));
     let (info, entries) = fetch(&url, &registry, &args.limits.limits(), Some(&args.output)).await?;
-    let count = entries.iter().filter(|entry| entry.digest.is_some()).count();
+    let count = entries.iter().filter(|entry| entry.file).count();
     printer.done(&format!("pulled {url}@{} into {} ({count} files)", info.digest, args.output.display()));
     printer.data(&format!("{}\n", info.digest))?;
     Ok(ExitCode::Ok)
@@ -441,7 +441,11 @@ mod tests {
     use super::*;
 
     fn file(path: &str, contents: Option<&str>) -> Entry {
-        Entry { path: path.into(), digest: contents.map(|c| crate::flux_cli::sha256_hex(c.as_bytes())) }
+        Entry {
+            path: path.into(),
+            file: contents.is_some(),
+            digest: contents.map(|c| crate::flux_cli::sha256_hex(c.as_bytes())),
+        }
     }
 
     #[test]

@@ -23,7 +23,9 @@ use crate::oci::limits::{Limits, size_text};
 pub struct Entry {
     /// The relative path, with `/` separators (`.` for the top directory).
     pub path: String,
-    /// The sha256 of a file's contents; `None` for a directory.
+    /// A file (else a directory).
+    pub file: bool,
+    /// The sha256 of a file's contents, when listed ([`list`]; unpacking does not hash).
     pub digest: Option<String>,
 }
 
@@ -124,13 +126,13 @@ fn walk(tar: impl Read, limits: &Limits, into: Option<&Path>) -> Result<Vec<Entr
                 std::fs::create_dir_all(target)
                     .map_err(|source| Error::io(format!("cannot create {}", target.display()), source))?;
             }
-            entries.push(Entry { path, digest: None });
+            entries.push(Entry { path, file: false, digest: None });
         } else if kind.is_file() {
             let digest = copy_file(&mut entry, target.as_deref(), mode).map_err(|error| match error {
                 Copy::Read(error) => failed(error),
                 Copy::Write(path, source) => Error::io(format!("cannot write {}", path.display()), source),
             })?;
-            entries.push(Entry { path, digest: Some(digest) });
+            entries.push(Entry { path, file: true, digest });
         } else if !matches!(kind, tar::EntryType::XHeader | tar::EntryType::XGlobalHeader) {
             return Err(escapes("an entry that is neither a file nor a directory"));
         }
@@ -144,30 +146,27 @@ enum Copy {
     Write(PathBuf, std::io::Error),
 }
 
-/// Streams an entry's contents into `target` (when given), returning their sha256.
-fn copy_file(entry: &mut impl Read, target: Option<&Path>, mode: u32) -> std::result::Result<String, Copy> {
-    let mut file = match target {
-        Some(target) => {
-            if let Some(dir) = target.parent() {
-                std::fs::create_dir_all(dir).map_err(|error| Copy::Write(dir.to_path_buf(), error))?;
-            }
-            Some(create_file(target, mode).map_err(|error| Copy::Write(target.to_path_buf(), error))?)
-        }
-        None => None,
+/// Streams an entry's contents into the file `target`, or, without one, through sha256 (whose
+/// hex it returns).
+fn copy_file(entry: &mut impl Read, target: Option<&Path>, mode: u32) -> std::result::Result<Option<String>, Copy> {
+    let Some(target) = target else {
+        let mut hasher = Sha256::new();
+        std::io::copy(entry, &mut hasher).map_err(Copy::Read)?;
+        return Ok(Some(format!("{:x}", hasher.finalize())));
     };
-    let mut hasher = Sha256::new();
-    let mut buffer = [0u8; 64 * 1024];
+    let written = |error| Copy::Write(target.to_path_buf(), error);
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).map_err(|error| Copy::Write(dir.to_path_buf(), error))?;
+    }
+    let mut file = create_file(target, mode).map_err(written)?;
+    let mut buffer = vec![0u8; 64 * 1024];
     loop {
         let count = entry.read(&mut buffer).map_err(Copy::Read)?;
         if count == 0 {
-            break;
+            return Ok(None);
         }
-        hasher.update(&buffer[..count]);
-        if let (Some(file), Some(target)) = (&mut file, target) {
-            file.write_all(&buffer[..count]).map_err(|error| Copy::Write(target.to_path_buf(), error))?;
-        }
+        file.write_all(&buffer[..count]).map_err(written)?;
     }
-    Ok(format!("{:x}", hasher.finalize()))
 }
 
 /// The gunzipped stream, counted: past `limit` bytes it fails (and the count tells why).
@@ -350,7 +349,9 @@ mod tests {
         assert_eq!(listed[1].digest.as_deref(), Some(crate::flux_cli::sha256_hex(b"r").as_str()));
         let out = tempfile::tempdir().unwrap();
         let target = out.path().join("new");
-        assert_eq!(unpack(gunzipped(&layer), &target, &Limits::default()).unwrap(), listed);
+        let unpacked = unpack(gunzipped(&layer), &target, &Limits::default()).unwrap();
+        let shape = |entries: &[Entry]| entries.iter().map(|e| (e.path.clone(), e.file)).collect::<Vec<_>>();
+        assert_eq!(shape(&unpacked), shape(&listed));
         assert_eq!(
             std::fs::read_to_string(target.join("config/default/kustomization.yaml")).unwrap(),
             "resources: []\n"
