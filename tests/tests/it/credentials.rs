@@ -134,15 +134,13 @@ fn a_record_pointing_at_another_host_gets_no_password_until_the_host_is_accepted
     let env = &TestEnv::start(Options { flux: false }).unwrap();
     install(env);
     let ssh_host = format!("127.0.0.1:{}", env.git.ssh_port);
-    let config = std::fs::read_to_string(config_file(env)).unwrap();
-    assert!(config.contains(&format!("repoHost: {ssh_host}")), "install bound the cluster to its repo:\n{config}");
 
     let attacker = Logged::asking_for_credentials();
     let evil_host = format!("127.0.0.1:{}", attacker.port());
     edit_record(env, "url", &format!("http://{evil_host}/fleet.git"));
     let dry = app_with_password(env, "git", PASSWORD, &[&ADD[..], &["--dry-run"]].concat());
-    assert_eq!(dry.code, Some(2), "{}", dry.render());
     assert_eq!(attacker.credentials_seen(), Vec::<String>::new(), "the attacker got credentials");
+    assert_eq!(dry.code, Some(2), "{}", dry.render());
     assert!(attacker.requests().is_empty(), "the attacker was not even asked: {:?}", attacker.requests());
     assert!(
         dry.stderr
@@ -155,6 +153,8 @@ fn a_record_pointing_at_another_host_gets_no_password_until_the_host_is_accepted
             .contains(&format!("hint: if the repository really moved, run again with --accept-host {evil_host};"))
     );
     assert!(!dry.stderr.contains(PASSWORD) && !dry.stdout.contains(PASSWORD));
+    let config = std::fs::read_to_string(config_file(env)).unwrap();
+    assert!(config.contains(&format!("repoHost: {ssh_host}")), "install bound the cluster to its repo:\n{config}");
 
     // The repo really moves (to the same repository over the git server's HTTP): refused until
     // accepted, then bound to the new host.
@@ -196,8 +196,8 @@ fn a_record_pointing_at_another_host_gets_no_provider_token() {
     edit_record(env, "url", &format!("http://{evil_host}/acme/fleet.git"));
     // No SSH key: the token is the password over HTTP.
     let dry = Run::of(fixture.command("kubectl-gitops-app").args(ADD).arg("--dry-run"));
-    assert_eq!(dry.code, Some(2), "{}", dry.render());
     assert_eq!(attacker.credentials_seen(), Vec::<String>::new(), "the attacker got the token");
+    assert_eq!(dry.code, Some(2), "{}", dry.render());
     assert!(dry.stderr.contains(&format!("names config repo host {evil_host}, but it is bound to")), "{}", dry.stderr);
     assert!(!dry.stderr.contains(TOKEN));
 
@@ -240,6 +240,7 @@ fn credentials_never_follow_a_redirect_to_another_origin() {
                 .env(kind.token_env(), PASSWORD)
                 .env(kind.api_url_env(), format!("{}/api", redirector.server.origin)),
         );
+        assert_eq!(elsewhere.credentials_seen(), Vec::<String>::new(), "{kind}: a token followed the redirect");
         assert_eq!(run.code, Some(4), "{kind}: {}", run.render());
         assert!(
             run.stderr.contains(&format!(
@@ -252,7 +253,6 @@ fn credentials_never_follow_a_redirect_to_another_origin() {
         assert!(run.stderr.contains("hint: credentials never follow a redirect to another origin"), "{}", run.stderr);
     }
     assert_eq!(redirector.requests().len(), 3, "each provider asked once");
-    assert_eq!(elsewhere.credentials_seen(), Vec::<String>::new(), "a token followed the redirect");
     assert!(elsewhere.requests().is_empty(), "the other server was asked: {:?}", elsewhere.requests());
 
     // Git: the repo's server (accepted as the cluster's) sends the clone to another port, which
@@ -265,10 +265,10 @@ fn credentials_never_follow_a_redirect_to_another_origin() {
     edit_record(env, "url", &format!("{}/fleet.git", git_redirector.server.origin));
     let accept = format!("127.0.0.1:{}", git_redirector.port());
     let dry = app_with_password(env, "git", PASSWORD, &[&ADD[..], &["--dry-run", "--accept-host", &accept]].concat());
+    assert_eq!(git_elsewhere.credentials_seen(), Vec::<String>::new(), "the password followed the redirect");
     assert_eq!(dry.code, Some(4), "{}", dry.render());
     assert!(!git_redirector.requests().is_empty(), "the repo's server was asked");
     assert!(!git_elsewhere.requests().is_empty(), "libgit2 followed the redirect to the other port");
-    assert_eq!(git_elsewhere.credentials_seen(), Vec::<String>::new(), "the password followed the redirect");
     assert!(
         dry.stderr.contains(&format!(
             "{} asked for them, and they belong to {} only",
