@@ -1994,7 +1994,7 @@ mod tests {
     }
 
     fn run<T>(future: impl std::future::Future<Output = T>) -> T {
-        gitops_shared::runtime::block_on(async { Ok(future.await) }).unwrap()
+        crate::block_on(future)
     }
 
     #[test]

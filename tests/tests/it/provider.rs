@@ -31,7 +31,7 @@ fn with_repo(kind: Kind, path: &str) -> (StandIn, Provider, RepoRef) {
 
 /// Runs one async block on a fresh runtime (which also installs the TLS provider).
 fn run<T>(future: impl Future<Output = T>) -> T {
-    gitops_shared::runtime::block_on(async { Ok(future.await) }).unwrap()
+    gitops_e2e::block_on(future)
 }
 
 fn lines(requests: &[Recorded]) -> Vec<String> {
