@@ -154,9 +154,7 @@ pub fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
 /// [`block_on`], with the printer a stop without unwinding prints its error with, and the
 /// command's `--timeout`.
 fn run<T>(future: impl Future<Output = Result<T>>, printer: Printer, command_timeout: Option<Duration>) -> Result<T> {
-    // Only ring is compiled in; installing it explicitly avoids rustls' run-time panic when
-    // it cannot pick a provider by itself.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::http::install_crypto_provider();
     // libgit2's network timeouts are process globals: set before the runtime starts any thread.
     crate::git::limit_network(command_timeout);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -50,9 +50,6 @@ const AUTO_MERGE_TRIES: u32 = 5;
 /// How many pages a listing follows before giving up (100 items a page).
 const MAX_PAGES: usize = 50;
 
-// Where they were before crate::http; flux_cli still names them here.
-pub use crate::http::{USER_AGENT, install_crypto_provider};
-
 /// Which git provider a host runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
