@@ -396,23 +396,30 @@ static LIMITS: OnceLock<Limits> = OnceLock::new();
 /// Bounds every network operation of this process by the command's `--timeout` (and
 /// `crate::timeouts`): libgit2 gives up connecting after [`crate::timeouts::GIT_CONNECT`] and on a
 /// server silent for [`crate::timeouts::GIT_STALL`] (for HTTP(S) and SSH: libssh2 gets the same
-/// timeout), and our callbacks end an operation that outlasts the whole limit. Once per process,
-/// before any other thread exists (`runtime` calls it first); later calls change nothing.
-#[allow(unsafe_code, reason = "libgit2's timeouts have only unsafe setters; see SAFETY")]
+/// timeout), and our callbacks end an operation that outlasts the whole limit. Once per process
+/// (`runtime` calls it first); later calls change nothing. It only records the limits: libgit2
+/// (which loads OpenSSL and the system's CA bundle, 20-30 ms) starts with the first network
+/// operation, so commands that never touch git do not pay for it.
 pub fn limit_network(command_timeout: Option<Duration>) {
-    let limits = Limits::within(command_timeout);
-    if LIMITS.set(limits).is_err() {
-        return;
-    }
+    let _ = LIMITS.set(Limits::within(command_timeout));
+}
+
+/// Hands [`Limits::current`] to libgit2, once, before the first network operation.
+#[allow(unsafe_code, reason = "libgit2's timeouts have only unsafe setters; see SAFETY")]
+fn apply_limits_to_libgit2(limits: Limits) {
+    static APPLIED: std::sync::Once = std::sync::Once::new();
     let millis = |limit: Duration| i32::try_from(limit.as_millis()).unwrap_or(i32::MAX).max(1);
-    // SAFETY: the setters write C globals of libgit2 without a lock, which git2 allows only while
-    // no other thread may use libgit2. The runtime calls this first thing on the main thread,
-    // before it starts tokio's threads, and the OnceLock above makes every later call return
-    // before reaching here. Both setters only store an int and cannot fail.
-    unsafe {
-        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(millis(limits.connect));
-        let _ = git2::opts::set_server_timeout_in_milliseconds(millis(limits.stall));
-    }
+    APPLIED.call_once(|| {
+        // SAFETY: the setters write two C ints of libgit2 without a lock, which libgit2 reads
+        // only when it opens a connection. Every connection we open starts from a `Session`, whose
+        // constructor comes here first, and `Once` makes every other caller wait until the
+        // writes are done, so no read can race them. Both setters only store an int (after
+        // git2's own once-guarded init) and cannot fail.
+        unsafe {
+            let _ = git2::opts::set_server_connect_timeout_in_milliseconds(millis(limits.connect));
+            let _ = git2::opts::set_server_timeout_in_milliseconds(millis(limits.stall));
+        }
+    });
 }
 
 /// Runs libgit2 work on a borrowed [`Checkout`] where it is: on a multi-threaded runtime (the
@@ -900,6 +907,7 @@ struct Session<'a> {
 impl<'a> Session<'a> {
     fn new(remote: &'a Remote, endpoint: &'a Endpoint) -> Session<'a> {
         let limits = Limits::current();
+        apply_limits_to_libgit2(limits);
         Session {
             remote,
             endpoint,

@@ -155,7 +155,7 @@ pub fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
 /// command's `--timeout`.
 fn run<T>(future: impl Future<Output = Result<T>>, printer: Printer, command_timeout: Option<Duration>) -> Result<T> {
     crate::http::install_crypto_provider();
-    // libgit2's network timeouts are process globals: set before the runtime starts any thread.
+    // The limits every git network operation of this command keeps to.
     crate::git::limit_network(command_timeout);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,7 +1,7 @@
 //! The typed view of a Flux object's references and status (conditions, generations, revisions,
 //! artifact, history), whatever holds it: a [`Listed`] object, parsed straight from a LIST page with
-//! every other field skipped (`status`) or reduced from what a watch delivered (`--wait`,
-//! `--watch`, the UI), or a `DynamicObject` that a GET delivered (`app status`, install). Nothing
+//! every other field skipped, from a LIST page (`status`) or a watch event (`--wait`, `--watch`,
+//! the UI), or a `DynamicObject` that a GET delivered (`app status`, install). Nothing
 //! else reads Flux status by JSON pointer.
 //!
 //! `status -A` on thousands of apps keeps every source and app in memory until the rows are joined,
@@ -297,25 +297,9 @@ impl Listed {
         self
     }
 
-    /// The same reduction of an object a watch delivered: what the watches keep of each object
-    /// (at 10,000 apps, a `DynamicObject` even pruned weighs several kilobytes, this one about one).
-    pub(crate) fn of_object(object: &DynamicObject, kind: &'static str) -> Listed {
-        let part = |name: &str| object.data.get(name).unwrap_or(&serde_json::Value::Null);
-        Listed {
-            kind,
-            metadata: Meta {
-                name: object.metadata.name.clone().unwrap_or_default(),
-                namespace: object.metadata.namespace.clone().unwrap_or_default(),
-                generation: object.metadata.generation,
-                labels: Labels {
-                    ours: object.is_ours(),
-                    tenant: object.tenant().map(String::from),
-                    platform: object.is_platform(),
-                },
-            },
-            spec: Option::<Spec>::deserialize(part("spec")).ok().flatten().unwrap_or_default(),
-            status: Option::<Status>::deserialize(part("status")).ok().flatten().unwrap_or_default(),
-        }
+    /// The object's resourceVersion, taken out (a watch needs it to resume; a row does not).
+    pub(crate) fn take_resource_version(&mut self) -> Option<String> {
+        Some(std::mem::take(&mut self.metadata.resource_version)).filter(|version| !version.is_empty())
     }
 }
 
@@ -328,6 +312,8 @@ struct Meta {
     generation: Option<i64>,
     #[serde(default, deserialize_with = "labels_read")]
     labels: Labels,
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: String,
 }
 
 /// What a row reads of an object's labels (the rest is not kept).
@@ -761,17 +747,21 @@ mod tests {
 
     #[test]
     fn a_watched_object_reduces_to_what_a_listed_one_keeps() {
-        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+        let mut listed: Listed = serde_json::from_value(serde_json::json!({
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-            "metadata": {"name": "web-3", "namespace": "ui-team", "generation": 2,
-                         "labels": {"app.kubernetes.io/managed-by": "kubectl-gitops"}},
+            "metadata": {"name": "web-3", "namespace": "ui-team", "generation": 2, "resourceVersion": "917",
+                         "labels": {"app.kubernetes.io/managed-by": "kubectl-gitops"},
+                         "managedFields": [{"manager": "kustomize-controller", "operation": "Update"}]},
             "spec": {"interval": "10m0s", "path": "./web-3", "prune": true, "suspend": true,
                      "sourceRef": {"kind": "GitRepository", "name": "missing-source"}},
             "status": {"observedGeneration": 1, "conditions": [
                 {"type": "Ready", "status": "False", "reason": "ArtifactFailed", "message": "not found"}]}
         }))
         .unwrap();
-        let listed = Listed::of_object(&object, "Kustomization");
+        assert_eq!(listed.take_resource_version().as_deref(), Some("917"));
+        assert_eq!(listed.take_resource_version(), None);
+        let listed = listed.of_kind("Kustomization");
+        assert_eq!((listed.kind(), listed.namespace(), listed.name()), ("Kustomization", "ui-team", "web-3"));
         assert!(listed.suspended());
         assert!(listed.is_ours());
         assert_eq!((listed.generation(), listed.observed_generation()), (Some(2), Some(1)));

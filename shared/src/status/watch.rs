@@ -55,7 +55,29 @@ pub(crate) enum Selector {
 }
 
 /// One watch event and the index (in what [`Triggers::follow`] was given) of the watch it came from.
-pub(super) type Change = (usize, watcher::Result<Event<DynamicObject>>);
+pub(super) type Change<K> = (usize, watcher::Result<Event<K>>);
+
+/// What a watch can deliver: any object of a resource discovered at run time, parsed as `K`
+/// (a `DynamicObject`, or a type that keeps less of it).
+pub(crate) trait WatchedObject:
+    kube::Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + 'static
+{
+}
+
+impl<K> WatchedObject for K where
+    K: kube::Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static
+{
+}
 
 /// Whether a watch error is a 403: that watch ends instead of retrying forever.
 pub(super) fn forbidden(error: &watcher::Error) -> bool {
@@ -68,21 +90,21 @@ pub(super) fn forbidden(error: &watcher::Error) -> bool {
     }
 }
 
-/// Watches merged into one stream of changes.
-pub(crate) struct Triggers {
+/// Watches merged into one stream of changes, each object parsed as `K`.
+pub(crate) struct Triggers<K = DynamicObject> {
     client: kube::Client,
     /// Where watch errors are told (`-v`).
     printer: Printer,
     /// Seconds each watch call may last.
     call: u32,
     following: Vec<Followed>,
-    events: SelectAll<BoxStream<'static, Change>>,
+    events: SelectAll<BoxStream<'static, Change<K>>>,
     /// Changes received by a [`Triggers::burst`] that was cancelled, for the next one.
-    pending: Vec<Change>,
+    pending: Vec<Change<K>>,
 }
 
-impl Triggers {
-    pub(crate) fn new(cluster: &Cluster, printer: Printer) -> Triggers {
+impl<K: WatchedObject> Triggers<K> {
+    pub(crate) fn new(cluster: &Cluster, printer: Printer) -> Triggers<K> {
         let call = match cluster.request_timeout {
             Some(timeout) if timeout <= WATCH_CALL => timeout.saturating_sub(Duration::from_secs(5)),
             _ => WATCH_CALL,
@@ -105,7 +127,7 @@ impl Triggers {
         }
         self.events = SelectAll::new();
         for (index, followed) in wanted.iter().enumerate() {
-            let api: Api<DynamicObject> = match &followed.namespace {
+            let api: Api<K> = match &followed.namespace {
                 Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &followed.resource),
                 None => Api::all_with(self.client.clone(), &followed.resource),
             };
@@ -131,7 +153,7 @@ impl Triggers {
     /// Waits for an event, then for the burst it belongs to to settle, and returns the burst.
     /// Never returns when nothing is watched. Cancel-safe: what a cancelled call received is
     /// returned by the next one.
-    pub(super) async fn burst(&mut self) -> Vec<Change> {
+    pub(super) async fn burst(&mut self) -> Vec<Change<K>> {
         if self.pending.is_empty() {
             match self.events.next().await {
                 Some(change) => self.pending.push(change),
@@ -213,7 +235,7 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>) -> Vec<Followed> {
 pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<ExitCode> {
     let printer = viewer.printer;
     let terminal = printer.redraws();
-    let mut triggers = Triggers::new(&viewer.cluster, printer);
+    let mut triggers: Triggers = Triggers::new(&viewer.cluster, printer);
     let mut shown: Option<Option<AppReport>> = None;
     loop {
         let looked = viewer.look(true).await?;

@@ -580,6 +580,8 @@ impl TestEnv {
                 verb: text(&event["verb"]),
                 resource: text(&event["objectRef"]["resource"]),
                 uri: text(&event["requestURI"]),
+                stage: text(&event["stage"]),
+                at: text(&event["stageTimestamp"]),
             })
             .collect())
     }
@@ -708,6 +710,10 @@ pub struct OurRequest {
     pub resource: String,
     /// Path and query.
     pub uri: String,
+    /// `ResponseStarted` (a watch began) or `ResponseComplete` (the request ended).
+    pub stage: String,
+    /// When the stage was reached (RFC 3339, microseconds).
+    pub at: String,
 }
 
 impl OurRequest {

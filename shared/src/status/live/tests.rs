@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use kube::api::DynamicObject;
 use serde_json::json;
 
 use super::*;
@@ -175,13 +176,18 @@ fn view() -> View {
     }
 }
 
+/// `object` as a watch delivers it to the listing: parsed from its JSON.
+fn watched(object: &DynamicObject) -> Watched {
+    serde_json::from_value(serde_json::to_value(object).unwrap()).unwrap()
+}
+
 /// Feeds a complete list of `objects` to the watch of each kind, as a (re)started watch does.
 fn list(live: &mut Live, objects: &[DynamicObject]) {
     for index in 0..live.stores.len() {
         let kind = live.stores[index].kind.kind;
         live.apply((index, Ok(Event::Init)));
         for object in objects.iter().filter(|object| key(object).0 == kind) {
-            live.apply((index, Ok(Event::InitApply(object.clone()))));
+            live.apply((index, Ok(Event::InitApply(watched(object)))));
         }
         live.apply((index, Ok(Event::InitDone)));
     }
@@ -266,8 +272,8 @@ async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
     // The watches report the fix and the deletion: everything shown is ready.
     let before = wait.view.scoped(wait.live.report());
     let kustomizations = store_of(&wait.live, "Kustomization");
-    wait.live.apply((kustomizations, Ok(Event::Apply(ready_at("web", "apps", NEW)))));
-    wait.live.apply((kustomizations, Ok(Event::Delete(broken))));
+    wait.live.apply((kustomizations, Ok(Event::Apply(watched(&ready_at("web", "apps", NEW))))));
+    wait.live.apply((kustomizations, Ok(Event::Delete(watched(&broken)))));
     let verdicts = wait.look().await.unwrap();
     assert!(verdicts.iter().all(|(_, verdict)| *verdict == Verdict::Ready), "{verdicts:?}");
 
