@@ -1,5 +1,7 @@
 //! The module layers of docs/ARCHITECTURE.md, checked against the code: a module uses modules of
-//! its own layer or below, never above, and no modules use each other in a circle.
+//! its own layer or below, never above; no modules use each other in a circle; and no files do
+//! either. Every file is read whole, without its comments, string literals and `#[cfg(test)]`
+//! items (test code may use anything).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -58,10 +60,25 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, modules)| modules.contains(&module))
 }
 
-/// The `crate::<module>` paths each top-level module's non-test code names.
-fn uses() -> BTreeMap<String, BTreeSet<String>> {
+/// A source file: its path under `src/` and its text.
+struct Source {
+    path: String,
+    text: String,
+}
+
+/// The module a file is (`app/mod.rs` and `app.rs`: `["app"]`; `app/spec.rs`: `["app", "spec"]`).
+fn module_of(path: &str) -> Vec<String> {
+    let mut parts: Vec<String> = path.trim_end_matches(".rs").split('/').map(String::from).collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The files of the library that are not test code, read whole.
+fn sources() -> Vec<Source> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut found = Vec::new();
     let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
@@ -70,32 +87,286 @@ fn uses() -> BTreeMap<String, BTreeSet<String>> {
                 pending.push(path);
                 continue;
             }
-            let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
-            let top = relative.split('/').next().unwrap().trim_end_matches(".rs").to_string();
-            let file = path.file_name().unwrap().to_string_lossy();
-            if ["lib", "testing", "architecture"].contains(&top.as_str()) || file == "tests.rs" {
+            if path.extension().is_none_or(|extension| extension != "rs") {
                 continue;
             }
-            let text = std::fs::read_to_string(&path).unwrap();
-            // Test modules at the end of a file may use anything.
-            let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
-            let used = found.entry(top.clone()).or_default();
-            for line in code.lines().map(|line| line.split("//").next().unwrap_or_default()) {
-                for (_, rest) in line.match_indices("crate::").map(|(at, _)| ((), &line[at + 7..])) {
-                    let name: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-                    if !name.is_empty() && name != top {
-                        used.insert(name);
+            let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+            let top = module_of(&relative)[0].clone();
+            if ["lib", "testing", "architecture"].contains(&top.as_str()) || relative.ends_with("tests.rs") {
+                continue;
+            }
+            found.push(Source { path: relative, text: std::fs::read_to_string(&path).unwrap() });
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
+}
+
+/// `text` without comments, without the contents of string and char literals, and without the
+/// items marked `#[cfg(test)]`.
+fn code_of(text: &str) -> String {
+    let blanked = blank_comments_and_literals(text);
+    let mut code = String::with_capacity(blanked.len());
+    let mut rest = blanked.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        code.push_str(&rest[..at]);
+        rest = skip_item(&rest[at + "#[cfg(test)]".len()..]);
+    }
+    code.push_str(rest);
+    code
+}
+
+/// What follows the item at the start of `text`: after its `;`, or after the `}` that closes its
+/// first `{` (the literals are blank, so every brace left is the code's).
+fn skip_item(text: &str) -> &str {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            ';' if depth == 0 => return &text[at + 1..],
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &text[at + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    ""
+}
+
+/// `text` with comments removed and string and char literals emptied (`""`, `' '`), so that a
+/// path or a brace inside them is not read as code.
+fn blank_comments_and_literals(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
                     }
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(' ');
+        } else if c == 'r' && (next == Some('"') || next == Some('#')) && !is_ident(chars.get(i.wrapping_sub(1))) {
+            // A raw string: r"…", r#"…"#, and so on.
+            let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
+            if chars.get(i + 1 + hashes) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            i += 2 + hashes;
+            while i < chars.len()
+                && !(chars[i] == '"' && chars[i + 1..].iter().take(hashes).filter(|c| **c == '#').count() == hashes)
+            {
+                i += 1;
+            }
+            i += 1 + hashes;
+            out.push_str("\"\"");
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c == '\'' && is_char_literal(&chars[i..]) {
+            i += 1;
+            while i < chars.len() && chars[i] != '\'' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("' '");
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_ident(c: Option<&char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || *c == '_')
+}
+
+/// Whether the `'` at the start of `chars` opens a char literal (`'a'`, `'\n'`, `'\u{7f}'`)
+/// rather than a lifetime or a label (`'a`, `'static`).
+fn is_char_literal(chars: &[char]) -> bool {
+    match chars.get(1) {
+        Some('\\') => true,
+        Some(_) => chars.get(2) == Some(&'\''),
+        None => false,
+    }
+}
+
+/// Every path the code names that starts at `crate::`, `super::` or `self::`, made absolute
+/// (`["app", "spec", "AppSpec"]`), with `use` groups (`super::{a::B, c}`) expanded.
+fn paths_named(module: &[String], code: &str) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_word = !is_ident(i.checked_sub(1).and_then(|before| chars.get(before)))
+            && chars.get(i.wrapping_sub(1)) != Some(&':');
+        if starts_word {
+            for root in ["crate", "super", "self"] {
+                let word: Vec<char> = root.chars().collect();
+                if chars[i..].starts_with(&word) && chars[i + word.len()..].starts_with(&[':', ':']) {
+                    // `app/mod.rs` and `app/spec.rs` are the modules `app` and `app::spec`: `self`
+                    // is the module, `super` the one above it.
+                    let base = match root {
+                        "crate" => Vec::new(),
+                        "super" => module[..module.len().saturating_sub(1)].to_vec(),
+                        _ => module.to_vec(),
+                    };
+                    let (expanded, end) = expand(&chars, i + word.len() + 2, base);
+                    paths.extend(expanded);
+                    i = end;
+                    break;
                 }
             }
         }
+        i += 1;
     }
-    found
+    paths
+}
+
+/// The paths that `chars[i..]` names after a `prefix::` (a name, more `::` segments, or a
+/// `{…}` group), and where they end.
+fn expand(chars: &[char], mut i: usize, mut prefix: Vec<String>) -> (Vec<Vec<String>>, usize) {
+    loop {
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+            i += 1;
+        }
+        if chars.get(i) == Some(&'{') {
+            let mut paths = Vec::new();
+            i += 1;
+            loop {
+                while chars.get(i).is_some_and(|c| c.is_whitespace() || *c == ',') {
+                    i += 1;
+                }
+                match chars.get(i) {
+                    None => return (paths, i),
+                    Some('}') => return (paths, i + 1),
+                    _ => {}
+                }
+                let (inner, end) = expand(chars, i, prefix.clone());
+                paths.extend(inner);
+                // Skip what follows the item (`as name`) up to the next item.
+                i = end;
+                while chars.get(i).is_some_and(|c| *c != ',' && *c != '}') {
+                    i += 1;
+                }
+            }
+        }
+        let name: String = chars[i..].iter().take_while(|c| is_ident(Some(c))).collect();
+        if name.is_empty() {
+            return (vec![prefix], i);
+        }
+        i += name.chars().count();
+        match name.as_str() {
+            "super" => {
+                prefix.pop();
+            }
+            "self" => {}
+            _ => prefix.push(name),
+        }
+        if chars[i..].starts_with(&[':', ':']) {
+            i += 2;
+        } else {
+            return (vec![prefix], i);
+        }
+    }
+}
+
+/// The file a path lands in: the deepest module of `modules` it goes through.
+fn file_of<'a>(path: &[String], modules: &'a BTreeMap<Vec<String>, String>) -> Option<&'a String> {
+    (1..=path.len()).rev().find_map(|length| modules.get(&path[..length]))
+}
+
+/// What each file uses of the others (a file's use of a module above it in its own tree, such as
+/// a child's `super::Name`, is the module's own business and not counted).
+fn file_uses(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+    let modules: BTreeMap<Vec<String>, String> =
+        sources.iter().map(|source| (module_of(&source.path), source.path.clone())).collect();
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in sources {
+        let module = module_of(&source.path);
+        let used = uses.entry(source.path.clone()).or_default();
+        for path in paths_named(&module, &code_of(&source.text)) {
+            let Some(file) = file_of(&path, &modules) else { continue };
+            let target = module_of(file);
+            let above_in_own_tree = module.starts_with(&target);
+            if *file != source.path && !above_in_own_tree {
+                used.insert(file.clone());
+            }
+        }
+    }
+    uses
+}
+
+/// What each top-level module uses of the others.
+fn module_uses(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, used) in file_uses(sources) {
+        let top = module_of(&file)[0].clone();
+        let entry = uses.entry(top.clone()).or_default();
+        entry.extend(used.iter().map(|other| module_of(other)[0].clone()).filter(|other| *other != top));
+    }
+    uses
+}
+
+/// A circle of `uses`, when there is one: the nodes in order, the first repeated at the end.
+fn circle(uses: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    // Depth-first from every node; a node met again on the current path closes a circle.
+    fn visit(
+        node: &str,
+        uses: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|seen| seen == node) {
+            return Some(path[at..].iter().cloned().chain([node.to_string()]).collect());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in uses.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, uses, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    uses.keys().find_map(|node| visit(node, uses, &mut Vec::new(), &mut done))
 }
 
 #[test]
 fn every_module_has_a_layer() {
-    for module in uses().keys() {
+    for module in module_uses(&sources()).keys() {
         assert!(layer_of(module).is_some(), "module {module} is in no layer of docs/ARCHITECTURE.md");
     }
 }
@@ -103,7 +374,7 @@ fn every_module_has_a_layer() {
 #[test]
 fn no_module_uses_a_layer_above_its_own() {
     let mut wrong = Vec::new();
-    for (module, used) in uses() {
+    for (module, used) in module_uses(&sources()) {
         for dependency in used {
             let (Some(from), Some(to)) = (layer_of(&module), layer_of(&dependency)) else { continue };
             if to > from && !ALLOWED_UPWARD.contains(&(module.as_str(), dependency.as_str())) {
@@ -116,24 +387,80 @@ fn no_module_uses_a_layer_above_its_own() {
 
 #[test]
 fn no_modules_use_each_other_in_a_circle() {
-    let uses = uses();
-    // Depth-first from every module; a module met again on the current path closes a circle.
-    fn visit(module: &str, uses: &BTreeMap<String, BTreeSet<String>>, path: &mut Vec<String>) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|seen| seen == module) {
-            return Some(path[at..].iter().cloned().chain([module.to_string()]).collect());
-        }
-        path.push(module.to_string());
-        for next in uses.get(module).into_iter().flatten() {
-            if let Some(circle) = visit(next, uses, path) {
-                return Some(circle);
-            }
-        }
-        path.pop();
-        None
+    if let Some(circle) = circle(&module_uses(&sources())) {
+        panic!("modules use each other in a circle: {}", circle.join(" → "));
     }
-    for module in uses.keys() {
-        if let Some(circle) = visit(module, &uses, &mut Vec::new()) {
-            panic!("modules use each other in a circle: {}", circle.join(" → "));
-        }
+}
+
+#[test]
+fn no_files_use_each_other_in_a_circle() {
+    if let Some(circle) = circle(&file_uses(&sources())) {
+        panic!("files use each other in a circle: {}", circle.join(" → "));
+    }
+}
+
+#[test]
+fn the_checks_see_the_files_uses() {
+    let uses = file_uses(&sources());
+    // A use near the top, and one past the first test module of a long file.
+    assert!(uses["ui/pages.rs"].contains("ui/api.rs"), "{:?}", uses["ui/pages.rs"]);
+    assert!(uses["app/spec.rs"].contains("app/args.rs"), "{:?}", uses["app/spec.rs"]);
+    let edges: usize = uses.values().map(BTreeSet::len).sum();
+    assert!(edges > 300, "only {edges} uses between files were found");
+}
+
+#[cfg(test)]
+mod checks {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> Vec<Source> {
+        files.iter().map(|(path, text)| Source { path: path.to_string(), text: text.to_string() }).collect()
+    }
+
+    #[test]
+    fn a_planted_circle_of_two_files_is_found() {
+        let files = tree(&[
+            ("app/mod.rs", "mod spec;\nmod layout;\npub struct Context;\n"),
+            ("app/spec.rs", "use super::layout::APPS_DIR;\nuse super::Context;\n"),
+            ("app/layout.rs", "pub const APPS_DIR: &str = \"apps\";\nfn f() { super::spec::read(); }\n"),
+        ]);
+        assert_eq!(circle(&file_uses(&files)).unwrap(), ["app/layout.rs", "app/spec.rs", "app/layout.rs"]);
+    }
+
+    #[test]
+    fn a_circle_through_a_use_group_and_crate_paths_is_found() {
+        let files = tree(&[
+            ("ui/api.rs", "use super::{Server, query::{Snapshot, page}};\n"),
+            ("ui/query.rs", "use crate::ui::api::ApiError;\n"),
+            ("ui/mod.rs", "pub struct Server;\n"),
+        ]);
+        assert_eq!(circle(&file_uses(&files)).unwrap(), ["ui/api.rs", "ui/query.rs", "ui/api.rs"]);
+    }
+
+    #[test]
+    fn the_whole_file_is_read_but_test_items_comments_and_strings_are_not() {
+        let text = "use super::b::B;\n\
+                    #[cfg(test)]\nmod tests {\n    use super::super::c::C;\n    fn f() { let _ = \"}\"; }\n}\n\
+                    // super::d::D in a comment\n\
+                    const URL: &str = \"crate::e::E\";\n\
+                    fn late() { crate::a::f::F; }\n";
+        let files =
+            tree(&[("a/x.rs", text), ("a/b.rs", ""), ("a/c.rs", ""), ("d.rs", ""), ("e.rs", ""), ("a/f.rs", "")]);
+        let uses = file_uses(&files);
+        assert_eq!(uses["a/x.rs"], BTreeSet::from(["a/b.rs".to_string(), "a/f.rs".to_string()]));
+    }
+
+    #[test]
+    fn a_child_using_its_parent_closes_no_circle() {
+        let files = tree(&[("app/mod.rs", "use self::spec::AppSpec;\n"), ("app/spec.rs", "use super::Context;\n")]);
+        assert_eq!(circle(&file_uses(&files)), None);
+        assert_eq!(file_uses(&files)["app/mod.rs"], BTreeSet::from(["app/spec.rs".to_string()]));
+    }
+
+    #[test]
+    fn a_planted_circle_of_modules_is_found() {
+        let files =
+            tree(&[("git.rs", "use crate::output::Printer;\n"), ("output/mod.rs", "fn f(_: crate::git::Remote) {}\n")]);
+        assert_eq!(circle(&module_uses(&files)).unwrap(), ["git", "output", "git"]);
     }
 }

@@ -108,7 +108,7 @@ pub struct AddArgs {
     pub create_repo: Option<String>,
 
     #[command(flatten)]
-    pub new_repo: super::new_repo::SourceArgs,
+    pub new_repo: SourceArgs,
 
     /// The git branch to follow (git sources; default main).
     #[arg(long, help_heading = "Source")]
@@ -267,4 +267,40 @@ pub struct ComponentUpgradeArgs {
 
     #[command(flatten)]
     pub delivery: DeliveryArgs,
+}
+
+/// Where a new repository's first files come from: `repo create`'s and `app add --create-repo`'s flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SourceArgs {
+    /// Generate it from this template repository of the same provider (`OWNER/REPO`).
+    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "from_url", help_heading = "New repository")]
+    pub from_template: Option<String>,
+
+    /// Copy the files of this git repository (any server) into it as its first commit.
+    #[arg(long, value_name = "URL", help_heading = "New repository")]
+    pub from_url: Option<String>,
+
+    /// The branch of --from-url to copy.
+    #[arg(long, value_name = "BRANCH", default_value = "main", requires = "from_url", help_heading = "New repository")]
+    pub from_branch: String,
+
+    /// Fork --from-template instead of generating from it (it need not be a template).
+    #[arg(long, requires = "from_template", help_heading = "New repository")]
+    pub fork: bool,
+
+    /// Make it public (default: private).
+    #[arg(long, help_heading = "New repository")]
+    pub public: bool,
+}
+
+impl SourceArgs {
+    /// Whether any of these flags was given.
+    pub fn given(&self) -> bool {
+        self.given_source() || self.fork || self.public
+    }
+
+    /// Whether the files come from elsewhere than our app layout.
+    pub fn given_source(&self) -> bool {
+        self.from_template.is_some() || self.from_url.is_some()
+    }
 }

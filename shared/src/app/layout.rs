@@ -19,16 +19,13 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::plan::SuspendPatch;
-use super::spec::{AppKind, AppSpec, ValuesFile, Versions};
+use super::spec::{APPS_DIR, AppKind, AppSpec, ValuesFile, Versions};
 use crate::error::{Error, Result};
 use crate::flux::objects::ValuesReference;
 use crate::git::Checkout;
 use crate::record::{self, InstallRecord, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::yaml;
 
-/// The root directory of shared app definitions.
-pub const APPS_DIR: &str = "apps";
 /// The file name of a kustomize configuration.
 pub const KUSTOMIZATION_FILE: &str = "kustomization.yaml";
 /// helm-controller reconciles a release when a ConfigMap with this label changes.
@@ -279,4 +276,19 @@ fn add_generator(kustomization: &mut Value, mut generator: Value, namespace: &st
             WATCH_LABEL.0: WATCH_LABEL.1,
         },
     });
+}
+
+/// A merge patch of `spec.suspend` on one object in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuspendPatch {
+    /// The Flux kind.
+    pub kind: &'static crate::flux::api::FluxKind,
+    /// The API version the cluster serves.
+    pub version: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The value written.
+    pub suspend: bool,
 }

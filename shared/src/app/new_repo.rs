@@ -16,42 +16,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use clap::Args;
 use serde::Serialize;
 
 use k8s_openapi::api::core::v1::Secret;
 
 use super::HostedRepo;
+use super::args::SourceArgs;
 use crate::deploy_key::{DeployKey, KeyAlgorithm};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::{self, Auth, Checkout, Remote};
 use crate::output::Printer;
 use crate::provider::{Kind, RepoInfo, RepoRef};
-
-/// Where a new repository's first files come from: `repo create`'s and `app add --create-repo`'s flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct SourceArgs {
-    /// Generate it from this template repository of the same provider (`OWNER/REPO`).
-    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "from_url", help_heading = "New repository")]
-    pub from_template: Option<String>,
-
-    /// Copy the files of this git repository (any server) into it as its first commit.
-    #[arg(long, value_name = "URL", help_heading = "New repository")]
-    pub from_url: Option<String>,
-
-    /// The branch of --from-url to copy.
-    #[arg(long, value_name = "BRANCH", default_value = "main", requires = "from_url", help_heading = "New repository")]
-    pub from_branch: String,
-
-    /// Fork --from-template instead of generating from it (it need not be a template).
-    #[arg(long, requires = "from_template", help_heading = "New repository")]
-    pub fork: bool,
-
-    /// Make it public (default: private).
-    #[arg(long, help_heading = "New repository")]
-    pub public: bool,
-}
 
 /// Where the new repository's first files come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,16 +52,6 @@ pub struct NewRepoRequest {
 }
 
 impl SourceArgs {
-    /// Whether any of these flags was given.
-    pub fn given(&self) -> bool {
-        self.given_source() || self.fork || self.public
-    }
-
-    /// Whether the files come from elsewhere than our app layout.
-    pub fn given_source(&self) -> bool {
-        self.from_template.is_some() || self.from_url.is_some()
-    }
-
     /// Checks the name and the flags before anything is asked.
     pub fn request(&self, name: &str) -> Result<NewRepoRequest> {
         let name = name.trim().trim_matches('/').to_string();
@@ -529,9 +495,6 @@ pub(crate) async fn remove_key(key: &KeySecret, cluster: &crate::cluster::Cluste
         Err(error) => Err(cluster.error(error)),
     }
 }
-
-/// The directory of the app layout's manifests, the path `app add --create-repo` deploys.
-pub const LAYOUT_PATH: &str = "./deploy";
 
 /// The files of a new app repository: a kustomization `app add --path ./deploy` applies, and a
 /// README that says so.

@@ -4,6 +4,8 @@
 
 pub use crate::plan::{FileChange, blob_id, diff, differences, files_under, read};
 
+use super::layout::SuspendPatch;
+
 /// One thing an `app` command does, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -57,21 +59,6 @@ pub enum Delivery {
         /// `--merge`: merge it once it is opened and read back.
         merge: bool,
     },
-}
-
-/// A merge patch of `spec.suspend` on one object in the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SuspendPatch {
-    /// The Flux kind.
-    pub kind: &'static crate::flux::api::FluxKind,
-    /// The API version the cluster serves.
-    pub version: String,
-    /// Namespace.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-    /// The value written.
-    pub suspend: bool,
 }
 
 /// What a changing `app` command will do.
@@ -232,7 +219,7 @@ impl Plan {
             }
         }
         if !self.request.is_empty()
-            && let Some(section) = super::recorded::body_section(&self.request)
+            && let Some(section) = body_section(&self.request)
         {
             body.push_str(&section);
         }
@@ -363,4 +350,25 @@ pub fn change_hash(files: &[FileChange]) -> String {
         }
     }
     hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The body's heading above the recorded request.
+pub const REQUEST_HEADING: &str = "### Request";
+
+/// What every recorded request starts with.
+pub(super) const PREFIX: &str = "kubectl gitops ";
+
+/// The body's section for `words`: the heading, then the command line in backticks. `None`
+/// when a word cannot be quoted for a shell (a NUL byte).
+pub fn body_section(words: &[String]) -> Option<String> {
+    let line = shlex::try_join(words.iter().map(String::as_str)).ok()?;
+    Some(format!("\n{REQUEST_HEADING}\n`{PREFIX}{line}`\n"))
+}
+
+/// The recorded words of a body, without `kubectl gitops`; `None` when it records none.
+pub fn parse(body: &str) -> Option<Vec<String>> {
+    let mut lines = body.lines().skip_while(|line| line.trim() != REQUEST_HEADING).skip(1);
+    let line = lines.find(|line| !line.trim().is_empty())?.trim();
+    let command = line.strip_prefix('`')?.strip_suffix('`')?.strip_prefix(PREFIX)?;
+    shlex::split(command)
 }

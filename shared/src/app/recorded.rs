@@ -24,12 +24,6 @@ use super::{Context, add_changes, check_secret_ref, remove_listed, target_cluste
 use crate::error::{Error, Result};
 use crate::git::Checkout;
 
-/// The body's heading above the recorded request.
-pub const REQUEST_HEADING: &str = "### Request";
-
-/// What every recorded request starts with.
-const PREFIX: &str = "kubectl gitops ";
-
 /// The words of an add: `<app|platform> add NAME --url … [--cluster C]… [--update]`.
 pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<String> {
     let mut words = vec![spec.tier.command().to_string(), "add".to_string()];
@@ -55,21 +49,6 @@ pub fn persist_words(name: &str, suspend: bool) -> Vec<String> {
 /// `--cluster C` for each cluster given.
 pub fn cluster_words(clusters: &[String]) -> impl Iterator<Item = String> + '_ {
     clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()])
-}
-
-/// The body's section for `words`: the heading, then the command line in backticks. `None`
-/// when a word cannot be quoted for a shell (a NUL byte).
-pub fn body_section(words: &[String]) -> Option<String> {
-    let line = shlex::try_join(words.iter().map(String::as_str)).ok()?;
-    Some(format!("\n{REQUEST_HEADING}\n`{PREFIX}{line}`\n"))
-}
-
-/// The recorded words of a body, without `kubectl gitops`; `None` when it records none.
-pub fn parse(body: &str) -> Option<Vec<String>> {
-    let mut lines = body.lines().skip_while(|line| line.trim() != REQUEST_HEADING).skip(1);
-    let line = lines.find(|line| !line.trim().is_empty())?.trim();
-    let command = line.strip_prefix('`')?.strip_suffix('`')?.strip_prefix(PREFIX)?;
-    shlex::split(command)
 }
 
 /// A command's flags `T`, parsed from recorded words.
@@ -107,7 +86,7 @@ pub(crate) fn parse_args<T: clap::Args>(words: &[String], all: &[String]) -> Res
 /// A recorded request that cannot be planned, and why.
 pub(crate) fn unreadable(words: &[String], why: &str) -> Error {
     Error::usage(
-        format!("the recorded request `{PREFIX}{}` cannot be planned: {why}", words.join(" ")),
+        format!("the recorded request `{}{}` cannot be planned: {why}", app_plan::PREFIX, words.join(" ")),
         "the pull request body was edited, or a newer kubectl-gitops opened it",
     )
 }

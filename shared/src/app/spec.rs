@@ -23,6 +23,12 @@ mod constraint;
 /// The label naming the app on every object `app add` generates; `app list` selects on it.
 pub const APP_LABEL: &str = "kubectl-gitops.io/app";
 
+/// The root directory of shared app definitions.
+pub const APPS_DIR: &str = "apps";
+
+/// The directory of the app layout's manifests, the path `app add --create-repo` deploys.
+pub const LAYOUT_PATH: &str = "./deploy";
+
 /// Where an app belongs: with the teams' apps (`apps/`), or with the cluster-wide services every
 /// team uses (`platform/`, `kubectl gitops platform add`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,7 +44,7 @@ impl Tier {
     /// The directory of its definitions, and of each cluster's list: `apps` or `platform`.
     pub fn root(self) -> &'static str {
         match self {
-            Tier::App => super::layout::APPS_DIR,
+            Tier::App => APPS_DIR,
             Tier::Platform => crate::record::PLATFORM_TIER,
         }
     }
@@ -291,8 +297,7 @@ impl AppSpec {
                     None => crate::repo_access::parse_url(given_url)?.canonical,
                 };
                 // A new repository of our app layout keeps its manifests in ./deploy.
-                let layout_path = (args.create_repo.is_some() && !args.new_repo.given_source())
-                    .then_some(super::new_repo::LAYOUT_PATH);
+                let layout_path = (args.create_repo.is_some() && !args.new_repo.given_source()).then_some(LAYOUT_PATH);
                 let deploy = match chart_path {
                     Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
                     None => Deploy::Kustomize { path: source_path(args.path.as_deref().or(layout_path), "--path")? },

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use clap::Parser;
 
+use super::layout::SuspendPatch;
 use super::layout::{self, ClusterDir};
-use super::plan::{self, Delivery, FileChange, Plan, SuspendPatch};
+use super::plan::{self, Delivery, FileChange, Plan};
 use super::spec::{AppSpec, Versions};
 use super::*;
 use crate::flux::api::ServedApis;
@@ -517,7 +518,7 @@ fn the_recorded_request_is_one_quoted_line_under_its_heading() {
         ">=1.0.0 <2.0.0",
     ]);
     let words = recorded::add_words(&spec, &["dev".into(), "prod".into()], true);
-    let section = recorded::body_section(&words).unwrap();
+    let section = plan::body_section(&words).unwrap();
     assert!(
         section.starts_with(
             "\n### Request\n`kubectl gitops app add db --url https://charts.example.com --chart postgresql --chart-version '>=1.0.0 <2.0.0' "
@@ -526,9 +527,9 @@ fn the_recorded_request_is_one_quoted_line_under_its_heading() {
     );
     assert!(section.ends_with(" --cluster dev --cluster prod --update`\n"), "{section}");
     let body = format!("{}\n\n### Files\n- add `x`\n{section}\n### Notes\n- n\n", plan::PULL_REQUEST_MARK);
-    assert_eq!(recorded::parse(&body), Some(words));
-    assert_eq!(recorded::parse("no request here"), None);
-    assert_eq!(recorded::parse("### Request\nkubectl gitops app add x (no backticks)\n"), None);
+    assert_eq!(plan::parse(&body), Some(words));
+    assert_eq!(plan::parse("no request here"), None);
+    assert_eq!(plan::parse("### Request\nkubectl gitops app add x (no backticks)\n"), None);
     let removal = recorded::remove_words(spec::Tier::Platform, "db", &[]);
     assert_eq!(removal, ["platform", "remove", "db"]);
 }

@@ -4,10 +4,9 @@
 //! drops a version still listed in `storedVersions` (flux2 #5598, #2743, #3362, #3622), so an
 //! upgrade migrates before the new CRDs arrive, and again after, for the next one.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::api::is_flux_group;
 use crate::cluster::Cluster;
@@ -23,6 +22,72 @@ async fn list_all(objects: &Api<DynamicObject>) -> kube::Result<kube::api::Objec
         async move { objects.list(&ListParams::default()).await }
     })
     .await
+}
+
+/// The CustomResourceDefinitions of the cluster, read as [`Crd`]s.
+pub(crate) fn crds(cluster: &Cluster) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    };
+    Api::all_with(cluster.client.clone(), &resource)
+}
+
+/// What we read of a CustomResourceDefinition: its group, names, versions and stored versions.
+/// Not k8s-openapi's typed CRD, whose parser of every OpenAPI schema field was about 50 KB of
+/// each binary that can run an upgrade step, for these few fields.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Crd {
+    #[serde(default)]
+    pub(crate) spec: CrdSpec,
+    #[serde(default)]
+    pub(crate) status: CrdStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CrdSpec {
+    #[serde(default)]
+    pub(crate) group: String,
+    #[serde(default)]
+    pub(crate) names: CrdNames,
+    #[serde(default)]
+    pub(crate) versions: Vec<CrdVersion>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CrdNames {
+    #[serde(default)]
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) plural: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CrdVersion {
+    #[serde(default)]
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) served: bool,
+    #[serde(default)]
+    pub(crate) storage: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CrdStatus {
+    #[serde(default)]
+    pub(crate) stored_versions: Vec<String>,
+}
+
+impl Crd {
+    /// The CRD in `object` (a CRD the API server returned, so a field that does not parse reads
+    /// as absent).
+    pub(crate) fn of(object: DynamicObject) -> Crd {
+        serde_json::from_value(object.data).unwrap_or_default()
+    }
 }
 
 /// One Flux CRD and what its stored objects need.
@@ -76,20 +141,22 @@ impl StoredKind {
 
 /// Every Flux CRD of the cluster with what it stores (read-only: CRDs and a list per kind).
 pub async fn read(cluster: &Cluster) -> Result<Vec<StoredKind>> {
-    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
-    let list = crds.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
+    let list = crds(cluster).list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
     let mut kinds = Vec::new();
-    for crd in
-        list.items.into_iter().filter(|crd| is_flux_group(&crd.spec.group) || crd.spec.group.ends_with(".fluxcd.io"))
-    {
+    for object in list.items {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let crd = Crd::of(object);
+        if !is_flux_group(&crd.spec.group) && !crd.spec.group.ends_with(".fluxcd.io") {
+            continue;
+        }
         let Some(storage) = crd.spec.versions.iter().find(|v| v.storage).map(|v| v.name.clone()) else { continue };
         let mut kind = StoredKind {
-            crd: crd.metadata.name.clone().unwrap_or_default(),
-            group: crd.spec.group.clone(),
-            kind: crd.spec.names.kind.clone(),
-            plural: crd.spec.names.plural.clone(),
+            crd: name,
             served: crd.spec.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect(),
-            stored: crd.status.as_ref().and_then(|status| status.stored_versions.clone()).unwrap_or_default(),
+            group: crd.spec.group,
+            kind: crd.spec.names.kind,
+            plural: crd.spec.names.plural,
+            stored: crd.status.stored_versions,
             storage,
             stale_objects: Vec::new(),
             objects: 0,
@@ -160,9 +227,9 @@ pub async fn migrate(cluster: &Cluster, kind: &StoredKind) -> Result<usize> {
         }
     }
     if kind.stored != [kind.storage.clone()] {
-        let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
         let status = serde_json::json!({"status": {"storedVersions": [kind.storage]}});
-        crds.patch_status(&kind.crd, &PatchParams::default(), &Patch::Merge(&status))
+        crds(cluster)
+            .patch_status(&kind.crd, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .map_err(|error| cluster.error(error))?;
     }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::rules::{self, Thresholds};
+use super::{NAMESPACE, POD_MONITOR};
 use crate::app::layout::{ClusterDir, KUSTOMIZATION_FILE, kustomize_config};
 use crate::app::spec::Versions;
 use crate::error::{Error, Result};
@@ -26,16 +27,12 @@ use crate::yaml;
 pub const PLATFORM_DIR: &str = "platform";
 /// The name of the monitoring stack: its directory, list entry and Flux objects' prefix.
 pub const NAME: &str = "monitoring";
-/// The namespace the stack runs in.
-pub const NAMESPACE: &str = "monitoring";
 /// The chart, and the HelmRelease's name (the chart's resources are named after it).
 pub const RELEASE: &str = "kube-prometheus-stack";
 /// Where the chart is published.
 pub const CHART_URL: &str = crate::dependencies::MONITORING_CHART_URL;
 /// The chart version, pinned in dependencies.toml.
 pub const CHART_VERSION: &str = crate::dependencies::MONITORING_CHART_VERSION;
-/// The PodMonitor that scrapes the Flux controllers; the alerts name its job (`<ns>/<name>`).
-pub const POD_MONITOR: &str = "flux-system";
 /// The container port the Flux controllers serve metrics on.
 pub const METRICS_PORT: &str = "http-prom";
 /// The controllers the PodMonitor selects, by their pods' `app` label.

@@ -11,6 +11,11 @@ pub mod manifests;
 pub mod prometheus;
 pub mod rules;
 
+/// The namespace the stack runs in.
+pub const NAMESPACE: &str = "monitoring";
+/// The PodMonitor that scrapes the Flux controllers; the alerts name its job (`<ns>/<name>`).
+pub const POD_MONITOR: &str = "flux-system";
+
 use std::time::Duration;
 
 use clap::Args;
@@ -178,14 +183,13 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
             format!(
                 "Kustomization {}/{NAME}-controllers: HelmRelease {}/{} (chart {})",
                 context.namespace,
-                manifests::NAMESPACE,
+                NAMESPACE,
                 manifests::RELEASE,
                 manifests::CHART_VERSION
             ),
             format!(
                 "Kustomization {}/{NAME}-configs: PodMonitor, PrometheusRule and dashboards in {}",
-                context.namespace,
-                manifests::NAMESPACE
+                context.namespace, NAMESPACE
             ),
         ],
         wait: request

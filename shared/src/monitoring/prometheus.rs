@@ -6,7 +6,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::manifests::{NAMESPACE, RELEASE};
+use super::NAMESPACE;
+use super::manifests::RELEASE;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 

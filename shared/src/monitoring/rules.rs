@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::manifests::{NAMESPACE, POD_MONITOR};
+use super::{NAMESPACE, POD_MONITOR};
 use crate::duration;
 
 /// How long before each alert fires, and what is slow.

@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
-use super::progress::Spinner;
+use super::progress::{Spinner, write_stderr};
 use super::sanitize::for_terminal;
 use super::style::Style;
 use crate::cli::{ColorChoice, GlobalArgs, OutputFormat};
@@ -169,11 +169,4 @@ fn write_stdout(text: &str) -> Result<()> {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .map_err(|error| Error::io("writing to stdout", error))
-}
-
-/// Writes to stderr, ignoring failures: there is nowhere left to report them.
-pub(super) fn write_stderr(text: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes());
-    let _ = stderr.flush();
 }

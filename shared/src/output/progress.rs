@@ -1,9 +1,9 @@
 //! A spinner for long waits: on a terminal one line redrawn in place; elsewhere nothing (the
 //! step line printed before the wait is the plain-text progress).
 
+use std::io::Write;
 use std::time::Instant;
 
-use super::printer::write_stderr;
 use super::sanitize::for_terminal;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -39,4 +39,11 @@ impl Spinner {
             write_stderr("\r\x1b[2K");
         }
     }
+}
+
+/// Writes to stderr, ignoring failures: there is nowhere left to report them.
+pub(super) fn write_stderr(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.flush();
 }

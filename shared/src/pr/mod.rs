@@ -441,7 +441,7 @@ async fn replan_recorded(
     change: &BranchChange,
     printer: &Printer,
 ) -> Option<(Vec<String>, Result<Replanned>)> {
-    let words = recorded::parse(body)?;
+    let words = crate::app::plan::parse(body)?;
     let base = crate::git::in_place(|| -> Result<Checkout> {
         let repo = context.repo()?;
         let mut base = Checkout::clone(&repo.remote, &repo.branch)?;

@@ -10,8 +10,9 @@ mod tests;
 
 use clap::Args;
 
+use crate::app::args::SourceArgs;
 use crate::app::args::TrustArgs;
-use crate::app::new_repo::{self, NewRepoRequest, SourceArgs};
+use crate::app::new_repo::{self, NewRepoRequest};
 use crate::app::settings::RepoSettings;
 use crate::app::{self, Target};
 use crate::cli::{GlobalArgs, OutputFormat};

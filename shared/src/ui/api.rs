@@ -15,8 +15,7 @@ use serde::Serialize;
 
 use super::Server;
 use super::change::{AddApp, Changed, RemoveApp};
-use super::live::Snapshot;
-use super::query::{AppsPage, AppsParams, page};
+use super::query::{AppsPage, AppsParams, Snapshot, page};
 use crate::error::{Error, ExitCode};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest, dora_report};
 use crate::status::{self, AppHistory, AppReport, AppStatus};
@@ -222,25 +221,8 @@ pub(crate) struct Acted {
     pub(crate) result: String,
 }
 
-/// `POST /api/v1/apps/{namespace}/{name}/suspend|resume|reconcile`. The App page's buttons post
-/// here too, as a form: they get the page back instead of JSON.
-pub(super) async fn act(
-    State(server): State<Arc<Server>>,
-    Path((namespace, name, action)): Path<(String, String, String)>,
-    headers: axum::http::HeaderMap,
-) -> Response {
-    let acted = perform(&server, &namespace, &name, &action).await;
-    if media_type(&headers) == Some("application/x-www-form-urlencoded") {
-        return super::pages::acted(&namespace, &name, acted.map(drop));
-    }
-    match acted {
-        Ok(acted) => Json(acted).into_response(),
-        Err(error) => error.into_response(),
-    }
-}
-
 /// The request body's media type, without parameters.
-fn media_type(headers: &axum::http::HeaderMap) -> Option<&str> {
+pub(super) fn media_type(headers: &axum::http::HeaderMap) -> Option<&str> {
     let value = headers.get(axum::http::header::CONTENT_TYPE)?.to_str().ok()?;
     value.split(';').next().map(str::trim)
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::live::Snapshot;
+use super::query::Snapshot;
 use crate::cluster::Cluster;
 use crate::deployments::dora::Metrics;
 

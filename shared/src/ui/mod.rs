@@ -1,7 +1,7 @@
 //! `kubectl gitops ui`: a web UI and a JSON API on 127.0.0.1, over the same core as the CLI.
 //!
 //! - [`live`]: one watch per Flux kind (the watches of `status --watch`), shared by every
-//!   client; each change becomes a new [`live::Snapshot`] that pages, the API and the
+//!   client; each change becomes a new [`query::Snapshot`] that pages, the API and the
 //!   Server-Sent Events read.
 //! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the
 //!   read-only default.
@@ -103,7 +103,7 @@ pub(crate) struct Server {
     repo: RepoArgs,
     allow_writes: bool,
     auth: auth::Auth,
-    snapshots: watch::Receiver<Arc<live::Snapshot>>,
+    snapshots: watch::Receiver<Arc<query::Snapshot>>,
     /// The Apps page's DORA panel, worked out in the background.
     dora: watch::Receiver<dora::Panel>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
@@ -161,7 +161,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps", get(api::apps).post(api::add))
         .route("/apps/{namespace}/{name}", get(api::app).delete(api::remove))
         .route("/apps/{namespace}/{name}/history", get(api::history))
-        .route("/apps/{namespace}/{name}/{action}", post(api::act))
+        .route("/apps/{namespace}/{name}/{action}", post(pages::act))
         .route("/cluster", get(api::cluster))
         .route("/metrics/dora", get(api::dora))
         .route("/events", get(api::events))

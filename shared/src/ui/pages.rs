@@ -385,7 +385,25 @@ fn dora_figures(figures: &Metrics, title: &str) -> Markup {
 
 /// The answer to the App page's buttons (form posts to the API's action): the page again, or the
 /// failure as a page, so they work without JavaScript.
-pub(super) fn acted(namespace: &str, name: &str, result: Result<(), ApiError>) -> Response {
+/// `POST /api/v1/apps/{namespace}/{name}/suspend|resume|reconcile`: the API's action
+/// ([`api::perform`]), which the App page's buttons post to as a form; a form gets the page back
+/// instead of JSON.
+pub(super) async fn act(
+    State(server): State<Arc<Server>>,
+    Path((namespace, name, action)): Path<(String, String, String)>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let acted = api::perform(&server, &namespace, &name, &action).await;
+    if api::media_type(&headers) == Some("application/x-www-form-urlencoded") {
+        return acted_page(&namespace, &name, acted.map(drop));
+    }
+    match acted {
+        Ok(acted) => api::Json(acted).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+fn acted_page(namespace: &str, name: &str, result: Result<(), ApiError>) -> Response {
     match result {
         Ok(()) => Redirect::to(&format!("/apps/{namespace}/{name}")).into_response(),
         Err(error) => failed(error),

@@ -1,11 +1,13 @@
-//! The Apps listing's filters and pages, the same for the API and the page: server-side, so a
-//! browser never receives 10,000 rows to page through itself.
+//! The Apps listing's snapshots (what [`super::live`] publishes on each change), and its filters
+//! and pages, the same for the API and the page: server-side, so a browser never receives 10,000
+//! rows to page through itself.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::live::Snapshot;
 use crate::error::{Error, Result};
 use crate::names;
 use crate::status::{AppKind, AppState, AppStatus, Report, Scope, Summary, summarize};
@@ -228,6 +230,87 @@ fn matches(app: &AppStatus, query: &AppsQuery) -> bool {
     query.namespace.as_ref().is_none_or(|namespace| *namespace == app.namespace)
         && query.health.is_none_or(|health| health == app.state)
         && query.q.as_ref().is_none_or(|q| app.name.to_lowercase().contains(q.as_str()))
+}
+
+/// How many past changes a snapshot keeps for streams that fell behind, and how many changed rows
+/// in all at most.
+const KEPT_CHANGES: usize = 8;
+const KEPT_ROWS: usize = 1_000;
+
+/// The listing at one moment.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    /// Goes up by one on every change; pages carry it so that a reload can tell it is current.
+    pub(crate) revision: u64,
+    /// Every watch listed once; until then the rows are incomplete.
+    pub(crate) listed: bool,
+    /// The rows of `status`, sorted by namespace and name once per snapshot: every page, filter
+    /// and live refresh cuts from these instead of sorting the listing again. The snapshot holds
+    /// them and nothing else of the listing: at 10,000 apps a second copy costs megabytes.
+    pub(crate) rows: Vec<AppRow>,
+    /// The last changes that led here, oldest first: the revision each one made and the rows it
+    /// changed (a deleted row with the message `deleted`). Worked out once here, not once per
+    /// event stream; a stream that missed a snapshot or two sends what they changed too.
+    pub(super) changes: Vec<(u64, Arc<Vec<AppStatus>>)>,
+    /// What the user may not read, as `status` reports it.
+    pub(crate) forbidden: Vec<String>,
+    /// Where the watches look: every namespace, or the user's own when that is all RBAC allows.
+    pub(crate) scope: Scope,
+    /// Why the watches could not start, when they could not.
+    pub(crate) error: Option<String>,
+}
+
+impl Snapshot {
+    pub(super) fn starting() -> Snapshot {
+        Snapshot {
+            revision: 0,
+            listed: false,
+            rows: Vec::new(),
+            changes: Vec::new(),
+            forbidden: Vec::new(),
+            scope: Scope::All,
+            error: None,
+        }
+    }
+
+    /// The snapshot of a complete listing after `last`; `None` when nothing changed since it.
+    pub(super) fn next(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Option<Snapshot> {
+        let forbidden = report.forbidden.clone();
+        let rows = sorted_rows(report);
+        // After a failed or unlisted snapshot there is nothing to compare with: streams resync.
+        let mut changes = Vec::new();
+        if last.listed {
+            let changed = changed_rows(&last.rows, &rows);
+            if changed.is_empty() && forbidden == last.forbidden && scope == last.scope {
+                return None;
+            }
+            changes.clone_from(&last.changes);
+            changes.push((revision, Arc::new(changed)));
+            // Bounded by count and by rows, so that a change of every row is not kept eight times.
+            while changes.len() > KEPT_CHANGES
+                || changes.len() > 1 && changes.iter().map(|(_, rows)| rows.len()).sum::<usize>() > KEPT_ROWS
+            {
+                changes.remove(0);
+            }
+        }
+        Some(Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None })
+    }
+
+    /// The rows changed since the snapshot `revision`, each once as it is now; `None` when this
+    /// snapshot no longer knows (the stream fell too far behind, or the watches restarted).
+    pub(crate) fn changed_since(&self, revision: u64) -> Option<Vec<AppStatus>> {
+        if revision == self.revision {
+            return Some(Vec::new());
+        }
+        let start = self.changes.iter().position(|(made, _)| *made == revision + 1)?;
+        let mut changed = BTreeMap::new();
+        for (_, rows) in &self.changes[start..] {
+            for row in rows.iter() {
+                changed.insert((row.namespace.clone(), row.name.clone(), row.kind), row.clone());
+            }
+        }
+        Some(changed.into_values().collect())
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject};
 use serde::Serialize;
 
@@ -16,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::flux::api;
 use crate::flux::migrate::{self, Blocker, Rewrite};
 use crate::flux::release::{self, FluxVersion};
+use crate::flux::storage::Crd;
 use crate::git::Checkout;
 use crate::plan::{self, FileChange};
 use crate::record::{self, InstallRecord};
@@ -117,7 +117,7 @@ pub(super) fn scan(
             .unwrap_or_else(|| crate::cluster::DEFAULT_FLUX_NAMESPACE.to_string());
         let upgraded = InstallRecord { flux_version: request.target.to_string(), ..recorded.clone() };
         wanted.insert(record_path, crate::flux::bootstrap::record_manifest(&upgraded, &namespace)?);
-        for directory in [dir.path.as_str(), crate::app::layout::APPS_DIR] {
+        for directory in [dir.path.as_str(), crate::app::spec::APPS_DIR] {
             manifests.extend(plan::files_under(checkout, directory)?);
         }
     }
@@ -196,11 +196,11 @@ pub(super) async fn check_rollout(
             ));
         }
     }
-    let api: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    let api = crate::flux::storage::crds(cluster);
     for (name, wanted) in &crds {
-        let live = api.get_opt(name).await.map_err(|error| cluster.error(error))?;
+        let live = api.get_opt(name).await.map_err(|error| cluster.error(error))?.map(Crd::of);
         let versions: BTreeSet<String> =
-            live.iter().flat_map(|crd| crd.spec.versions.iter().map(|version| version.name.clone())).collect();
+            live.into_iter().flat_map(|crd| crd.spec.versions.into_iter().map(|version| version.name)).collect();
         if versions != *wanted {
             stuck.push(format!(
                 "CRD {name} serves [{}], the manifests give [{}]",

@@ -65,7 +65,7 @@ fn through_the_service_proxy(env: &TestEnv, port: u16) {
     );
     assert!(absent.stderr.contains("hint: run `kubectl gitops monitoring install`"), "{}", absent.stderr);
 
-    let (namespace, service) = (manifests::NAMESPACE, format!("{}-prometheus", manifests::RELEASE));
+    let (namespace, service) = (gitops_shared::monitoring::NAMESPACE, format!("{}-prometheus", manifests::RELEASE));
     let address = host_address();
     env.apply_yaml(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n---\n\
