@@ -1,6 +1,11 @@
 //! The git module against local bare repositories over `file://` (no server needed); the
 //! SSH and HTTP paths are tested against real servers in tests/tests/git.rs.
 
+use std::time::Instant;
+
+use git2::{CredentialType, ErrorClass};
+
+use super::session::{Limits, credential_kinds};
 use super::*;
 
 pub(crate) fn author() -> Signature {

@@ -582,6 +582,7 @@ impl TestEnv {
                 uri: text(&event["requestURI"]),
                 stage: text(&event["stage"]),
                 at: text(&event["stageTimestamp"]),
+                id: text(&event["auditID"]),
             })
             .collect())
     }
@@ -714,6 +715,8 @@ pub struct OurRequest {
     pub stage: String,
     /// When the stage was reached (RFC 3339, microseconds).
     pub at: String,
+    /// The request's audit ID: its stages share it.
+    pub id: String,
 }
 
 impl OurRequest {
