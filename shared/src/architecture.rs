@@ -399,6 +399,29 @@ fn no_files_use_each_other_in_a_circle() {
     }
 }
 
+/// The longest a file of `src/` may be (test files too): past it, split it by concern.
+const MAX_LINES: usize = 800;
+
+#[test]
+fn no_file_is_longer_than_max_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut long = Vec::new();
+    let mut pending = vec![root.clone()];
+    while let Some(dir) = pending.pop() {
+        for path in std::fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.path()) {
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                if lines > MAX_LINES {
+                    long.push(format!("{} has {lines} lines", path.strip_prefix(&root).unwrap().display()));
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:#?}");
+}
+
 #[test]
 fn the_checks_see_the_files_uses() {
     let uses = file_uses(&sources());

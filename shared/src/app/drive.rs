@@ -1,0 +1,194 @@
+//! The driver every changing verb runs through (`app add|remove|suspend`, `platform`, `tenant`,
+//! `monitoring install`, `component upgrade`, `upgrade`): a [`Change`] is planned against a clone
+//! of the config repo, printed for `--dry-run` or delivered (one commit or pull request), then
+//! waited for when asked.
+
+use super::layout::SuspendPatch;
+use super::plan::{Delivery, FileChange, Plan};
+use super::settings::DeliverySettings;
+use super::{Context, deliver, delivery, new_repo, wait};
+use crate::error::Result;
+use crate::git::Checkout;
+use std::time::Duration;
+
+/// What one changing verb (`app …`, `component upgrade`, `upgrade`) asks for, before it is
+/// planned: the repo changes and cluster writes it computed, and how to word them.
+pub(crate) struct Change<'a> {
+    /// `app`, `component` or `flux`: what the last line names.
+    pub noun: &'static str,
+    /// `add`, `remove`, `suspend`, `resume`, `upgrade`: names the pull request branch.
+    pub verb: &'static str,
+    /// `added`, `removed`, …: the last line says `app NAME <done> at <commit>`.
+    pub done: &'static str,
+    pub app: &'a str,
+    pub message: String,
+    pub files: Vec<FileChange>,
+    pub patches: Vec<SuspendPatch>,
+    /// Flux kinds whose storage is migrated before the commit.
+    pub migrations: Vec<crate::flux::storage::StoredKind>,
+    pub objects: Vec<String>,
+    pub wait: Option<String>,
+    pub notes: Vec<String>,
+    /// What `--wait` waits for once the sync applied the commit; `None`: the caller waits
+    /// itself, on the commit [`drive_change`] returns.
+    pub awaits: Option<Awaits>,
+    /// The answer when the config repo already holds the change (`None`: not a question).
+    pub already_there: Option<String>,
+    /// `app add --create-repo`: the app's repository, made first.
+    pub new_repo: Option<new_repo::ForApp>,
+    /// The words that plan this change again, recorded in a pull request's body
+    /// ([`recorded`]); empty for a change `pr show` does not re-plan.
+    pub request: Vec<String>,
+}
+
+/// The releases a change's `--wait` follows after the push: Kustomizations or HelmReleases by
+/// (namespace, name), Ready or gone.
+pub(crate) struct Awaits {
+    pub objects: Vec<(String, String)>,
+    /// Ready (`true`), or gone.
+    pub ready: bool,
+    /// The layer whose list the change is in (`None`: the sync applies it, as components).
+    pub layer: Option<crate::flux::bootstrap::Layer>,
+}
+
+impl Awaits {
+    /// One release, in `layer`'s list.
+    pub fn one(
+        namespace: &str,
+        name: &str,
+        ready: bool,
+        layer: Option<crate::flux::bootstrap::Layer>,
+    ) -> Option<Awaits> {
+        Some(Awaits { objects: vec![(namespace.to_string(), name.to_string())], ready, layer })
+    }
+
+    /// What the wait after the push follows, for `noun` `name`.
+    fn awaited<'a>(&'a self, noun: &'a str, name: &'a str) -> wait::Awaited<'a> {
+        wait::Awaited { noun, name, objects: &self.objects, wants_ready: self.ready, layer: self.layer }
+    }
+}
+
+/// The one driver of add, remove, suspend and resume: plans the change (how it is delivered),
+/// then prints the plan (`--dry-run`), or carries it out ([`deliver::execute`]: patches, then
+/// the commit, re-planned with `replan` on a refused push) and waits when asked.
+pub(crate) async fn drive(
+    context: &Context,
+    args: &DeliverySettings,
+    change: Change<'_>,
+    checkout: Option<Checkout>,
+    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+) -> Result<String> {
+    drive_change(context, args, change, checkout, replan).await.map(|driven| driven.line)
+}
+
+/// What [`drive_change`] did: the last line to print, and what execution did (`None` for a dry
+/// run or a change already made).
+pub(crate) struct Driven {
+    pub line: String,
+    pub outcome: Option<deliver::Outcome>,
+}
+
+/// [`drive`], for a caller that goes on after the change: with the delivery's outcome.
+pub(crate) async fn drive_change(
+    context: &Context,
+    args: &DeliverySettings,
+    change: Change<'_>,
+    checkout: Option<Checkout>,
+    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+) -> Result<Driven> {
+    let delivery = match &context.repo {
+        Some(repo) if !change.files.is_empty() => {
+            delivery(repo, args, change.verb, change.app, &change.files, &context.printer).await?
+        }
+        _ => Delivery::Push,
+    };
+    let plan = Plan {
+        delivery,
+        message: change.message,
+        repo: context.repo.as_ref().map(|repo| repo.remote.url.clone()).unwrap_or_default(),
+        branch: context.repo.as_ref().map(|repo| repo.branch.clone()).unwrap_or_default(),
+        files: change.files,
+        patches: change.patches,
+        migrations: change.migrations,
+        objects: change.objects,
+        wait: change.wait,
+        notes: change.notes,
+        new_repo: change.new_repo,
+        request: change.request,
+    };
+    if args.dry_run {
+        return Ok(Driven { line: plan.render(), outcome: None });
+    }
+    if plan.is_noop()
+        && let Some(already_there) = change.already_there
+    {
+        return Ok(Driven { line: already_there, outcome: None });
+    }
+    for note in &plan.notes {
+        context.printer.progress(note);
+    }
+    let target = match (checkout, &context.repo) {
+        (Some(checkout), Some(repo)) => Some((checkout, repo)),
+        _ => None,
+    };
+    let cluster = context.cluster.as_ref();
+    let outcome =
+        deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
+    let what = Done { noun: change.noun, name: change.app, done: change.done, awaits: change.awaits.as_ref() };
+    let line = finish(context, &plan, &outcome, &what, args.timeout).await?;
+    Ok(Driven { line, outcome: Some(outcome) })
+}
+
+/// What was changed, for the last line: `<noun> <name> <done> at <commit>`.
+#[derive(Clone, Copy)]
+struct Done<'a> {
+    noun: &'a str,
+    name: &'a str,
+    done: &'a str,
+    /// What `--wait` waits for; `None`: the caller waits.
+    awaits: Option<&'a Awaits>,
+}
+
+/// After execution: the lines to print, and `--wait`.
+async fn finish(
+    context: &Context,
+    plan: &Plan,
+    outcome: &deliver::Outcome,
+    what: &Done<'_>,
+    timeout: Duration,
+) -> Result<String> {
+    let Done { noun: what_noun, name: app, done, awaits } = *what;
+    if let Some((pull_request, state)) = &outcome.pull_request {
+        let noun = match &plan.delivery {
+            Delivery::PullRequest { noun, .. } => noun,
+            Delivery::Push => "pull request",
+        };
+        let verb = match state {
+            crate::provider::PullRequestOutcome::Created => "opened",
+            crate::provider::PullRequestOutcome::Updated => "updated",
+        };
+        let line = format!("{noun} {verb}: {}\n", pull_request.url);
+        let (Some(awaits), Some(_), Some(cluster), Some(repo)) = (awaits, &plan.wait, &context.cluster, &context.repo)
+        else {
+            return Ok(line);
+        };
+        // --wait follows the request: merged (by us with --merge, or by a reviewer), then applied.
+        context.printer.progress(line.trim_end());
+        let merged = deliver::merged(repo, pull_request.number, timeout, &context.printer).await?;
+        let awaited = awaits.awaited(what_noun, app);
+        wait::after_push(cluster, context, &awaited, &merged, timeout).await?;
+        return Ok(format!("{line}{what_noun} {app} {done} at {}\n", &merged[..merged.len().min(12)]));
+    }
+    if outcome.made_meanwhile {
+        return Ok(format!("{what_noun} {app} was {done} meanwhile by another push; nothing to change\n"));
+    }
+    let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
+    if plan.wait.is_some()
+        && let Some(awaits) = awaits
+        && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
+    {
+        let awaited = awaits.awaited(what_noun, app);
+        wait::after_push(cluster, context, &awaited, commit, timeout).await?;
+    }
+    Ok(format!("{what_noun} {app} {done}{at}\n"))
+}
