@@ -28,9 +28,6 @@ VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 DIST_OS ?= $(shell uname -s | tr A-Z a-z)
 DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
-# Release builds abort on panic, so on Linux our code needs no unwind tables: without them every
-# plugin is about 0.8 MB smaller (docs/performance.md). Windows requires them; elsewhere unmeasured.
-RELEASE_RUSTFLAGS := $(strip $(RUSTFLAGS) $(if $(filter linux,$(DIST_OS)),-C force-unwind-tables=no,))
 
 .PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo demo-sockshop bench clean
 
@@ -47,8 +44,8 @@ build: ## Build every binary (debug)
 	$(CARGO) build --workspace
 
 release: ## Build every binary (release); with KUBECTL_GITOPS_EMBED_FLUX=<flux>, kubectl-gitops-flux carries it
-	RUSTFLAGS="$(RELEASE_RUSTFLAGS)" $(CARGO) build --workspace --release
-	if [ -n "$$KUBECTL_GITOPS_EMBED_FLUX" ]; then RUSTFLAGS="$(RELEASE_RUSTFLAGS)" $(CARGO) build --release -p kubectl-gitops-flux --features embed-flux; fi
+	$(CARGO) build --workspace --release
+	if [ -n "$$KUBECTL_GITOPS_EMBED_FLUX" ]; then $(CARGO) build --release -p kubectl-gitops-flux --features embed-flux; fi
 
 man: ## Man pages (each binary prints its own: BINARY __man) into target/$(PROFILE)/man
 	mkdir -p target/$(PROFILE)/man
