@@ -75,12 +75,13 @@ impl Printer {
     /// Prints data as JSON or YAML on stdout.
     ///
     /// JSON is streamed rather than built as one string first: `status -A` on thousands of apps
-    /// would otherwise hold its output twice.
+    /// would otherwise hold its output twice. In 64 KiB writes: 8 KiB ones were a thousand
+    /// system calls at 1,000 apps.
     pub fn structured<T: Serialize>(&self, value: &T, format: OutputFormat) -> Result<()> {
         if format == OutputFormat::Yaml {
             return write_stdout(&super::render_structured(value, format)?);
         }
-        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
         serde_json::to_writer_pretty(&mut stdout, value).map_err(|error| match error.io_error_kind() {
             Some(kind) => Error::io("writing to stdout", std::io::Error::from(kind)),
             None => Error::Render(error.to_string()),
