@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 
 use super::new_repo::{self, AppStep};
 use super::plan::{FileChange, Plan, Step, flux_objects};
-use crate::apply::FIELD_MANAGER;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::git::{Checkout, Remote, RemoteBranch, Signature};
@@ -108,8 +107,7 @@ pub async fn execute(
                 let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to patch".into()))?;
                 let api: Api<DynamicObject> =
                     Api::namespaced_with(cluster.client.clone(), &patch.namespace, &patch.kind.at(&patch.version));
-                let body = serde_json::json!({"spec": {"suspend": patch.suspend}});
-                api.patch(&patch.name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
+                crate::flux::reconcile::set_suspended(&api, &patch.name, patch.suspend)
                     .await
                     .map_err(|error| cluster.error(error))?;
                 done(words);

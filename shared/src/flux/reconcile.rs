@@ -1,5 +1,6 @@
 //! Asking Flux to reconcile an object now instead of at its next interval, the way
-//! `flux reconcile` asks: a new value of the annotation the controllers watch.
+//! `flux reconcile` asks: a new value of the annotation the controllers watch; and suspending
+//! and resuming an object, as `flux suspend|resume` do.
 
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
@@ -32,8 +33,19 @@ pub async fn request_dependents(api: &Api<DynamicObject>, layer: &str) -> Vec<(&
     refused
 }
 
+/// Sets `spec.suspend` of `name`, as `flux suspend|resume` do: resuming also asks for a
+/// reconcile, in the same patch, so that the app catches up at once rather than at its next
+/// interval. The one suspend and resume of the suite: `app suspend|resume` and the UI's buttons.
+pub async fn set_suspended(api: &Api<DynamicObject>, name: &str, suspend: bool) -> kube::Result<()> {
+    let mut body = serde_json::json!({"spec": {"suspend": suspend}});
+    if !suspend {
+        body["metadata"] = requested_at(&crate::duration::now().to_string());
+    }
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body)).await.map(drop)
+}
+
 /// The `metadata` of a merge patch that asks for a reconcile (with `value`, say the current
-/// time), for a caller that changes the object in the same patch.
-pub fn requested_at(value: &str) -> serde_json::Value {
+/// time).
+fn requested_at(value: &str) -> serde_json::Value {
     serde_json::json!({"annotations": {REQUESTED_AT: value}})
 }

@@ -3,7 +3,7 @@
 //! reads and renderer and the watch engine (watch.rs) do not import each other.
 
 use kube::Api;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::DynamicObject;
 
 use super::app_reads::{Viewer, served_apis};
 use super::app_report::AppReport;
@@ -11,7 +11,6 @@ use super::app_report::{AppRef, exit_code};
 use super::collect::resource;
 use super::tree::print;
 use super::watch::{WaitArgs, WaitRequest};
-use crate::apply::FIELD_MANAGER;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection};
 use crate::error::{ExitCode, Result};
@@ -129,14 +128,7 @@ pub async fn request_reconcile(cluster: &Cluster, namespace: &str, name: &str) -
 /// `app suspend` without `--persist`); says what it did, or `None` when there is no such app.
 pub async fn set_suspended(cluster: &Cluster, namespace: &str, name: &str, suspend: bool) -> Result<Option<String>> {
     let Some(api) = app_object(cluster, namespace, name).await? else { return Ok(None) };
-    let mut body = serde_json::json!({"spec": {"suspend": suspend}});
-    if !suspend {
-        // Resuming reconciles at once, as `flux resume` does: in the same patch.
-        body["metadata"] = crate::flux::reconcile::requested_at(&crate::duration::now().to_string());
-    }
-    api.patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(&body))
-        .await
-        .map_err(|error| cluster.error(error))?;
+    crate::flux::reconcile::set_suspended(&api, name, suspend).await.map_err(|error| cluster.error(error))?;
     let done = if suspend { "suspended" } else { "resumed" };
     Ok(Some(format!("{done} {namespace}/{name} in the cluster (the config repo is unchanged)")))
 }

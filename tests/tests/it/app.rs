@@ -262,12 +262,23 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     watcher.wait().unwrap();
     assert_eq!(row(&list(env), "podinfo")["suspended"], true);
     assert!(suspended.stderr.contains("pass --persist to record it"), "progress goes to stderr: {}", suspended.stderr);
+    // Resuming asks for a reconcile in the same patch, as `flux resume` and the UI's Resume do.
+    let requested_at = || {
+        let jsonpath = "jsonpath={.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}";
+        env.kubectl_ok(&["-n", "flux-system", "get", "kustomization", "podinfo", "-o", jsonpath]).unwrap()
+    };
+    let before_resume = requested_at();
     // -q: data and errors only, no progress.
     let resumed = app(env, &env.kubeconfig, &["resume", "podinfo", "-q"]);
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
     assert_eq!(resumed.stderr, "", "-q prints no progress");
     assert!(resumed.stdout.starts_with("app podinfo resumed"), "{}", resumed.stdout);
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
+    let after_resume = requested_at();
+    assert!(
+        after_resume != before_resume && after_resume.trim().parse::<u64>().is_ok(),
+        "app resume requested a reconcile: {before_resume:?} -> {after_resume:?}"
+    );
     // --persist records it in the cluster's overlay, through git.
     let before = env.git.head("fleet");
     let persisted = app(env, &env.kubeconfig, &["suspend", "podinfo", "--persist"]);
