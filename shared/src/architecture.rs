@@ -423,6 +423,30 @@ fn no_file_is_longer_than_max_lines() {
 }
 
 #[test]
+fn docs_architecture_names_every_module_and_file() {
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap();
+    let mut missing = Vec::new();
+    for source in sources() {
+        let module = module_of(&source.path);
+        let named = if module.len() == 1 && !source.path.contains('/') {
+            format!("`{}`", module[0])
+        } else {
+            format!("`{}`", source.path)
+        };
+        // A folder module's `mod.rs` is its row in the table.
+        let named =
+            if source.path.ends_with("/mod.rs") && module.len() == 1 { format!("`{}`", module[0]) } else { named };
+        if !doc.contains(&named) {
+            missing.push(named);
+        }
+    }
+    // Test-only files are no module of the product.
+    missing.retain(|name| name != "`provider/published_examples.rs`");
+    assert!(missing.is_empty(), "docs/ARCHITECTURE.md does not name {missing:?}");
+}
+
+#[test]
 fn the_checks_see_the_files_uses() {
     let uses = file_uses(&sources());
     // A use near the top, and one past the first test module of a long file.

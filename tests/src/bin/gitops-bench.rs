@@ -8,7 +8,7 @@
 //! Prints each row's median wall time and peak RSS, the size of the LIST responses, and the ratios
 //! the targets in docs/performance.md are about, each with PASS or FAIL. The Flux CRDs are installed
 //! but no controller runs, so the objects stay as seeded. The rows run round-robin, one warm-up
-//! round and `RUNS` measured ones.
+//! round and `RUNS` measured ones (`SMALL_RUNS` at 1,000 apps and fewer).
 //!
 //! Arguments: the sizes (default 1000 10000). Environment: `FLUX_CLI` (a flux binary) or
 //! `GITOPS_FLUX_CLI_DIR` (what tests/testenv/build-flux-cli.sh built; else the script runs);
@@ -25,6 +25,8 @@ use anyhow::{Context, Result, bail};
 use gitops_e2e::testenv::{Options, TestEnv};
 
 const RUNS: usize = 5;
+/// Measured rounds of the status rows at 1,000 apps and fewer.
+const SMALL_RUNS: usize = 15;
 const NAMESPACES: usize = 10;
 const KINDS: &str = "gitrepositories,helmrepositories,ocirepositories,kustomizations,helmreleases";
 /// The LISTs of the floor: the kinds `kubectl get` above reads, as (group/version, plural).
@@ -484,8 +486,12 @@ fn report(env: &TestEnv, api: &Api, size: usize, seeding: Duration, flux: &Resul
         Err(error) => println!("\nflux get kustomizations -A: not measured, the flux CLI was not built:\n{error}"),
     }
     // Round-robin, so that a slower spell of the machine (or of the API server) weighs on every
-    // row alike; the first round is the warm-up that checks every object was listed.
-    for round in 0..=RUNS {
+    // row alike; the first round is the warm-up that checks every object was listed. At 1,000 apps
+    // a run takes a fifth of a second, and the API server's slow spells (its LIST pages take
+    // twice as long) fall on about a third of the runs: 5 runs let a median land on one of
+    // them, so small sizes get more runs.
+    let runs = if size <= 1_000 { SMALL_RUNS } else { RUNS };
+    for round in 0..=runs {
         for row in &mut rows {
             api.touch()?;
             row.run(&env.kubeconfig, api, round == 0)?;
@@ -495,7 +501,7 @@ fn report(env: &TestEnv, api: &Api, size: usize, seeding: Duration, flux: &Resul
     let bytes = rows.iter().map(|row| row.bytes).max().unwrap_or(0);
     println!();
     println!(
-        "N = {size} apps ({} objects; LIST responses {:.1} MB; seeded in {:.1} s)",
+        "N = {size} apps ({} objects; LIST responses {:.1} MB; seeded in {:.1} s; {runs} runs, medians)",
         2 * size,
         bytes as f64 / 1e6,
         seeding.as_secs_f64()
