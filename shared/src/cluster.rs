@@ -100,9 +100,9 @@ impl Cluster {
 /// kube's connector leaves Nagle's algorithm on, and a request written in two parts on a reused
 /// connection then waited for the API server's delayed ACK: 40 ms, more than once per command
 /// (`status -A` at 1,000 apps spent 45 of its 250 ms there). Reads answered 429 or 5xx are asked
-/// again within the request timeout (writes are not); a retry layer needs a service it can
-/// clone, which the buffer is. A kubeconfig `proxy-url` gets kube's own answer (this build
-/// has no proxy support).
+/// again within the request timeout (writes are not); the stack clones cheaply (the hyper client
+/// shares one pool), so the retry layer needs no buffer of its own (kube's `Client` has one). A
+/// kubeconfig `proxy-url` gets kube's own answer (this build has no proxy support).
 fn client(config: Config, request_timeout: Option<Duration>) -> std::result::Result<Client, kube::Error> {
     use kube::client::ConfigExt;
     use tower::ServiceBuilder;
@@ -123,7 +123,6 @@ fn client(config: Config, request_timeout: Option<Duration>) -> std::result::Res
     let retries = crate::retry::KubeReads::within(request_timeout.unwrap_or(crate::timeouts::REQUEST));
     let service = ServiceBuilder::new()
         .layer(retries)
-        .layer(tower::buffer::BufferLayer::new(1024))
         .layer(config.base_uri_layer())
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
