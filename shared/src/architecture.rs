@@ -75,29 +75,33 @@ fn module_of(path: &str) -> Vec<String> {
     parts
 }
 
-/// The files of the library that are not test code, read whole.
-fn sources() -> Vec<Source> {
+/// Every `.rs` file of `src/`, test files too, read whole.
+fn all_files() -> Vec<Source> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
     let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
+        for path in std::fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.path()) {
             if path.is_dir() {
                 pending.push(path);
-                continue;
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                found.push(Source { path: relative, text: std::fs::read_to_string(&path).unwrap() });
             }
-            if path.extension().is_none_or(|extension| extension != "rs") {
-                continue;
-            }
-            let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
-            let top = module_of(&relative)[0].clone();
-            if ["lib", "testing", "architecture"].contains(&top.as_str()) || relative.ends_with("tests.rs") {
-                continue;
-            }
-            found.push(Source { path: relative, text: std::fs::read_to_string(&path).unwrap() });
         }
     }
+    found
+}
+
+/// The files of the library that are not test code, read whole.
+fn sources() -> Vec<Source> {
+    let mut found: Vec<Source> = all_files()
+        .into_iter()
+        .filter(|source| {
+            let top = module_of(&source.path)[0].clone();
+            !["lib", "testing", "architecture"].contains(&top.as_str()) && !source.path.ends_with("tests.rs")
+        })
+        .collect();
     found.sort_by(|a, b| a.path.cmp(&b.path));
     found
 }
@@ -404,21 +408,12 @@ const MAX_LINES: usize = 800;
 
 #[test]
 fn no_file_is_longer_than_max_lines() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut long = Vec::new();
-    let mut pending = vec![root.clone()];
-    while let Some(dir) = pending.pop() {
-        for path in std::fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.path()) {
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|extension| extension == "rs") {
-                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-                if lines > MAX_LINES {
-                    long.push(format!("{} has {lines} lines", path.strip_prefix(&root).unwrap().display()));
-                }
-            }
-        }
-    }
+    let long: Vec<String> = all_files()
+        .into_iter()
+        .map(|file| (file.text.lines().count(), file.path))
+        .filter(|(lines, _)| *lines > MAX_LINES)
+        .map(|(lines, path)| format!("{path} has {lines} lines"))
+        .collect();
     assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:#?}");
 }
 

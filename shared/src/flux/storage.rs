@@ -38,47 +38,40 @@ pub(crate) fn crds(cluster: &Cluster) -> Api<DynamicObject> {
 
 /// What we read of a CustomResourceDefinition: its group, names, versions and stored versions.
 /// Not k8s-openapi's typed CRD, whose parser of every OpenAPI schema field was about 50 KB of
-/// each binary that can run an upgrade step, for these few fields.
+/// each binary that can run an upgrade step, for these few fields. Every field may be absent.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct Crd {
-    #[serde(default)]
     pub(crate) spec: CrdSpec,
-    #[serde(default)]
     pub(crate) status: CrdStatus,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct CrdSpec {
-    #[serde(default)]
     pub(crate) group: String,
-    #[serde(default)]
     pub(crate) names: CrdNames,
-    #[serde(default)]
     pub(crate) versions: Vec<CrdVersion>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct CrdNames {
-    #[serde(default)]
     pub(crate) kind: String,
-    #[serde(default)]
     pub(crate) plural: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct CrdVersion {
-    #[serde(default)]
     pub(crate) name: String,
-    #[serde(default)]
     pub(crate) served: bool,
-    #[serde(default)]
     pub(crate) storage: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub(crate) struct CrdStatus {
-    #[serde(default)]
     pub(crate) stored_versions: Vec<String>,
 }
 
