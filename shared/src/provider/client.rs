@@ -27,7 +27,7 @@ pub struct Provider {
 }
 
 /// An answer, read in full.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Reply {
     pub(super) status: u16,
     pub(super) headers: HeaderMap,
@@ -205,8 +205,22 @@ impl Provider {
             return self.send_once(method, url, body, self.timeout).await;
         }
         let deadline = std::time::Instant::now() + self.timeout;
+        let mut last_refusal: Option<Reply> = None;
         let attempt = async |backoff: &crate::retry::Backoff| {
-            self.send_once(Method::GET, url.clone(), None, backoff.remaining()).await
+            let answer = self.send_once(Method::GET, url.clone(), None, backoff.remaining()).await;
+            match answer {
+                Ok(reply) if crate::retry::is_transient(reply.status) => {
+                    last_refusal = Some(reply.clone());
+                    Ok(reply)
+                }
+                // The deadline cut a retry short: the server's last answer says more than "did not
+                // answer", and the backoff (deadline passed) returns it to the caller.
+                Err(error) => match last_refusal.take() {
+                    Some(reply) if backoff.remaining().is_zero() => Ok(reply),
+                    _ => Err(error),
+                },
+                answer => answer,
+            }
         };
         crate::retry::until(deadline, attempt, |answer| match answer {
             Ok(reply) if crate::retry::is_transient(reply.status) => {

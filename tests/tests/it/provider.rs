@@ -614,6 +614,26 @@ fn server_errors_carry_status_and_message() {
 }
 
 #[test]
+fn a_retry_cut_short_by_the_deadline_reports_the_servers_last_answer() {
+    let stand_in = StandIn::start(Kind::GitLab);
+    stand_in.add_repo("acme/fleet");
+    let repo = RepoRef::parse("acme/fleet").unwrap();
+    // Each answer takes 0.6 s of a 1 s budget: the first is a 500, the retry cannot finish in time.
+    stand_in.set_delay(Duration::from_millis(600));
+    for _ in 0..3 {
+        stand_in.fail_next(
+            "GET",
+            "/api/v4/projects/acme%2Ffleet/deploy_keys",
+            503,
+            json!({ "message": "503 Service Unavailable" }),
+        );
+    }
+    let gitlab = Provider::with_timeout(stand_in.provider_config(standin::TOKEN), Duration::from_secs(1)).unwrap();
+    let error = run(gitlab.list_deploy_keys(&repo)).unwrap_err();
+    assert!(matches!(error, ProviderError::Api { status: 503, .. }), "{error:?}");
+}
+
+#[test]
 fn slow_answers_time_out() {
     let stand_in = StandIn::start(Kind::GitHub);
     stand_in.add_repo("acme/fleet");
