@@ -17,10 +17,40 @@ pub trait CommandLine: CommandFactory + FromArgMatches {
     fn global_args(&self) -> &GlobalArgs;
 }
 
-/// Implements [`CommandLine`] for a clap struct that flattens the shared options into its
-/// `global` field: `gitops_shared::command_line!(Cli);`.
+/// A plugin's command line: the clap struct, with the shared options flattened into its `global`
+/// field, and its [`CommandLine`]. Three forms (the doc comment is the command's help, as clap
+/// reads it):
+/// - `command_line! { /// … struct Cli { subcommand: Command } }`: a command of subcommands,
+///   in field `command`;
+/// - `command_line! { /// … struct Cli { install: InstallArgs } }`: one struct of flags,
+///   flattened into the named field;
+/// - `command_line!(Cli);`: only the [`CommandLine`] of a struct written out by hand.
 #[macro_export]
 macro_rules! command_line {
+    ($(#[$doc:meta])* struct $cli:ident { subcommand: $command:ty $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, clap::Parser)]
+        #[command(version = $crate::version::VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+        struct $cli {
+            #[command(subcommand)]
+            command: $command,
+            #[command(flatten)]
+            global: $crate::cli::GlobalArgs,
+        }
+        $crate::command_line!($cli);
+    };
+    ($(#[$doc:meta])* struct $cli:ident { $field:ident: $args:ty $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, clap::Parser)]
+        #[command(version = $crate::version::VERSION_LINE)]
+        struct $cli {
+            #[command(flatten)]
+            $field: $args,
+            #[command(flatten)]
+            global: $crate::cli::GlobalArgs,
+        }
+        $crate::command_line!($cli);
+    };
     ($cli:ty) => {
         impl $crate::runtime::CommandLine for $cli {
             fn global_args(&self) -> &$crate::cli::GlobalArgs {

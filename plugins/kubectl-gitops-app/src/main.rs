@@ -1,26 +1,19 @@
 //! `kubectl gitops app`: add, list, remove, suspend and resume apps in the config repo.
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, AppHistoryArgs, AppStatusArgs};
-use gitops_shared::version::VERSION_LINE;
 
-/// Add, list, remove, suspend and resume apps: Flux manifests in the config repo, committed
-/// directly or through a pull request, deployed by Flux.
-///
-/// An app is defined once under apps/<app>/ (its source and its Kustomization or HelmRelease)
-/// and listed per cluster under <cluster>/apps/, with per-cluster values there. The config repo
-/// is the one the current cluster was installed from (see `kubectl gitops detect -o yaml`).
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// Add, list, remove, suspend and resume apps: Flux manifests in the config repo, committed
+    /// directly or through a pull request, deployed by Flux.
+    ///
+    /// An app is defined once under apps/<app>/ (its source and its Kustomization or HelmRelease)
+    /// and listed per cluster under <cluster>/apps/, with per-cluster values there. The config repo
+    /// is the one the current cluster was installed from (see `kubectl gitops detect -o yaml`).
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -56,8 +49,6 @@ enum Command {
     #[command(verbatim_doc_comment)]
     History(AppHistoryArgs),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops app", |cli: Cli, printer| async move {

@@ -1,23 +1,16 @@
 //! `kubectl gitops artifact`: Flux OCI artifacts, pushed and pulled exactly as the flux CLI does.
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, Subcommand};
 use gitops_shared::artifact::{self, BuildArgs, DiffArgs, ListArgs, PullArgs, PushArgs, TagArgs};
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
-/// Push, pull, list, tag and compare Flux OCI artifacts: a directory of manifests as an OCI
-/// artifact, exactly as `flux push artifact` makes it, for an OCIRepository to deploy.
-///
-/// Credentials come from --creds, else the docker config file (`docker login`). Plain HTTP is
-/// used only for a registry on this machine, or with --insecure.
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// Push, pull, list, tag and compare Flux OCI artifacts: a directory of manifests as an OCI
+    /// artifact, exactly as `flux push artifact` makes it, for an OCIRepository to deploy.
+    ///
+    /// Credentials come from --creds, else the docker config file (`docker login`). Plain HTTP is
+    /// used only for a registry on this machine, or with --insecure.
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,8 +34,6 @@ enum Command {
     /// Compare a directory with an artifact: exit 1 and name the files when they differ.
     Diff(DiffArgs),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     // `build` and `pull` take `--output PATH` as flux's do; the commands that print an artifact

@@ -1,24 +1,17 @@
 //! `kubectl gitops component`: components shipped as OCI artifacts, listed from the cluster and
 //! upgraded through git.
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use gitops_shared::app::component;
 use gitops_shared::app::{self, ComponentUpgradeArgs};
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
-/// Components delivered as OCI artifacts (`kubectl gitops install --component oci://…`): an
-/// OCIRepository following a tag and the Kustomization that applies it. List them with what Flux
-/// fetched and applied; upgrade one by moving its tag in the config repo.
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// Components delivered as OCI artifacts (`kubectl gitops install --component oci://…`): an
+    /// OCIRepository following a tag and the Kustomization that applies it. List them with what Flux
+    /// fetched and applied; upgrade one by moving its tag in the config repo.
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,8 +26,6 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Upgrade(Box<ComponentUpgradeArgs>),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops component", |cli: Cli, printer| async move {

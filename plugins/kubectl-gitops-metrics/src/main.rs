@@ -1,21 +1,14 @@
 //! `kubectl gitops metrics`: DORA metrics from the apps' deployment history.
 
-use clap::{Parser, Subcommand};
-use gitops_shared::cli::GlobalArgs;
+use clap::Subcommand;
 use gitops_shared::cluster::Connection;
 use gitops_shared::metrics::{self, DoraArgs};
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
-/// DORA metrics from the apps' deployment history: what Flux keeps in status.history and what
-/// kubectl-gitops kept beyond it in each app's ledger (docs/history.md).
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// DORA metrics from the apps' deployment history: what Flux keeps in status.history and what
+    /// kubectl-gitops kept beyond it in each app's ledger (docs/history.md).
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -32,8 +25,6 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Dora(DoraArgs),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops metrics", |cli: Cli, printer| async move {

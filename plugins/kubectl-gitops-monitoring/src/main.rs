@@ -1,23 +1,16 @@
 //! `kubectl gitops monitoring`: Prometheus, Grafana and alerts for Flux, through the config repo.
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use gitops_shared::app::Target;
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::monitoring::{self, InstallArgs, StatusArgs};
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
-/// Prometheus, Grafana and alerts for Flux: kube-prometheus-stack with kube-state-metrics'
-/// state of every Flux object, a PodMonitor for the controllers, alert rules and dashboards,
-/// committed to the config repo's platform/ directory (docs/monitoring.md).
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// Prometheus, Grafana and alerts for Flux: kube-prometheus-stack with kube-state-metrics'
+    /// state of every Flux object, a PodMonitor for the controllers, alert rules and dashboards,
+    /// committed to the config repo's platform/ directory (docs/monitoring.md).
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -38,8 +31,6 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Status(StatusArgs),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops monitoring", |cli: Cli, printer| async move {

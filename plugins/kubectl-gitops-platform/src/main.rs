@@ -1,24 +1,17 @@
 //! `kubectl gitops platform`: cluster-wide services for every team, in the config repo's platform/.
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use gitops_shared::app::spec::Tier;
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs};
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
-/// Cluster-wide services every team uses (an ingress controller, cert-manager, a database
-/// operator): Helm charts or kustomize from git, defined once under platform/<name>/ and listed
-/// per cluster under <cluster>/platform/, with the flags of `app add`. `status` shows them in
-/// their own section; `monitoring install` adds the monitoring stack here too.
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// Cluster-wide services every team uses (an ingress controller, cert-manager, a database
+    /// operator): Helm charts or kustomize from git, defined once under platform/<name>/ and listed
+    /// per cluster under <cluster>/platform/, with the flags of `app add`. `status` shows them in
+    /// their own section; `monitoring install` adds the monitoring stack here too.
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,8 +28,6 @@ enum Command {
     /// Remove a platform app from the config repo; Flux prunes what it deployed.
     Remove(RemoveArgs),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops platform", |cli: Cli, printer| async move {

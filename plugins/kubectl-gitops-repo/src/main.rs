@@ -1,22 +1,15 @@
 //! `kubectl gitops repo`: app repositories on the config repo's provider.
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use gitops_shared::app::Target;
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::repo::{self, CreateArgs};
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
-/// App repositories on the provider of the config repo the current cluster was installed from
-/// (GitHub, GitLab or Gitea), made from our app layout, a template, a fork or any git repository.
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// App repositories on the provider of the config repo the current cluster was installed from
+    /// (GitHub, GitLab or Gitea), made from our app layout, a template, a fork or any git repository.
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,8 +28,6 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Create(CreateArgs),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops repo", |cli: Cli, printer| async move {

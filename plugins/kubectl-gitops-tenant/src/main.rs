@@ -1,26 +1,19 @@
 //! `kubectl gitops tenant`: teams connected to namespaces through the config repo.
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use gitops_shared::app::Target;
-use gitops_shared::cli::GlobalArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::tenant::{self, TenantAddArgs, TenantListArgs, TenantRemoveArgs};
-use gitops_shared::version::VERSION_LINE;
 
-/// Connect teams to namespaces: each tenant is a directory of the config repo (tenants/<team>/)
-/// with its namespaces, the ServiceAccount Flux impersonates for it and what that account may
-/// do there, and the team's own repo synced into each namespace as that account.
-///
-/// Kubernetes' RBAC keeps a team inside its namespaces: a team repo that creates an object
-/// elsewhere, or a cluster-wide one, fails with the API server's forbidden error (docs/tenants.md).
-#[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    #[command(flatten)]
-    global: GlobalArgs,
+gitops_shared::command_line! {
+    /// Connect teams to namespaces: each tenant is a directory of the config repo (tenants/<team>/)
+    /// with its namespaces, the ServiceAccount Flux impersonates for it and what that account may
+    /// do there, and the team's own repo synced into each namespace as that account.
+    ///
+    /// Kubernetes' RBAC keeps a team inside its namespaces: a team repo that creates an object
+    /// elsewhere, or a cluster-wide one, fails with the API server's forbidden error (docs/tenants.md).
+    struct Cli { subcommand: Command }
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,8 +35,6 @@ enum Command {
     /// Disconnect a team; Flux prunes the namespaces it created and what the team deployed.
     Remove(Box<TenantRemoveArgs>),
 }
-
-gitops_shared::command_line!(Cli);
 
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops tenant", |cli: Cli, printer| async move {
