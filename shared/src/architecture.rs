@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Top-level modules by layer, lowest first (docs/ARCHITECTURE.md, "Dependencies").
+/// Top-level modules by layer, lowest first (docs/ARCHITECTURE.md, "Layers and rules").
 const LAYERS: [(&str, &[&str]); 5] = [
     (
         "leaves",
@@ -417,6 +417,62 @@ fn no_file_is_longer_than_max_lines() {
     assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:#?}");
 }
 
+/// The longest a function of the library may be, from its `fn` line to its closing brace.
+const MAX_FUNCTION_LINES: usize = 120;
+
+/// Each function in `code` (comments and literals blank) longer than `max` lines: its name and
+/// length.
+fn long_functions(code: &str, max: usize) -> Vec<(String, usize)> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut long = Vec::new();
+    let mut i = 0;
+    while i + 3 < chars.len() {
+        let starts_fn = chars[i..].starts_with(&['f', 'n', ' ']) && !is_ident(i.checked_sub(1).map(|j| &chars[j]));
+        if !starts_fn {
+            i += 1;
+            continue;
+        }
+        let name: String = chars[i + 3..].iter().take_while(|c| is_ident(Some(c))).collect();
+        let Some(open) = chars[i..].iter().position(|c| *c == '{' || *c == ';').map(|at| i + at) else { break };
+        if name.is_empty() || chars[open] == ';' {
+            i = open + 1;
+            continue;
+        }
+        let mut depth = 0;
+        let mut close = open;
+        for (at, c) in chars.iter().enumerate().skip(open) {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                close = at;
+                break;
+            }
+        }
+        let lines = chars[i..=close].iter().filter(|c| **c == '\n').count() + 1;
+        if lines > max {
+            long.push((name, lines));
+        }
+        // Functions nested in this one are counted within it.
+        i = close + 1;
+    }
+    long
+}
+
+#[test]
+fn no_function_is_longer_than_max_function_lines() {
+    let long: Vec<String> = sources()
+        .iter()
+        .flat_map(|source| {
+            let functions = long_functions(&code_of(&source.text), MAX_FUNCTION_LINES);
+            functions.into_iter().map(move |(name, lines)| format!("{}: {name} has {lines} lines", source.path))
+        })
+        .collect();
+    assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines: {long:#?}");
+}
+
 #[test]
 fn docs_architecture_names_every_module_and_file() {
     let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ARCHITECTURE.md");
@@ -490,6 +546,16 @@ mod checks {
             tree(&[("a/x.rs", text), ("a/b.rs", ""), ("a/c.rs", ""), ("d.rs", ""), ("e.rs", ""), ("a/f.rs", "")]);
         let uses = file_uses(&files);
         assert_eq!(uses["a/x.rs"], BTreeSet::from(["a/b.rs".to_string(), "a/f.rs".to_string()]));
+    }
+
+    #[test]
+    fn a_long_function_is_found_and_a_declaration_or_fn_type_is_not() {
+        let body = "    let x = 1;\n".repeat(5);
+        let code = format!(
+            "trait T {{ fn declared(&self); }}\nfn short(f: fn(u8)) {{\n}}\npub async fn long() {{\n{body}}}\n"
+        );
+        assert_eq!(long_functions(&code, 6), vec![("long".to_string(), 7)]);
+        assert!(long_functions(&code, 7).is_empty());
     }
 
     #[test]

@@ -189,42 +189,8 @@ impl AppSpec {
         args: &AddArgs,
         read_values: &dyn Fn(&[std::path::PathBuf]) -> Result<Vec<ValuesFile>>,
     ) -> Result<AppSpec> {
-        let name = validate_name(&args.name, "app name")?;
-        let reserved = std::iter::once(crate::flux::bootstrap::SYNC_NAME)
-            .chain(crate::flux::bootstrap::LAYERS.iter().map(|layer| layer.name));
-        if let Some(taken) = reserved.into_iter().find(|reserved| *reserved == name) {
-            return Err(Error::usage(
-                format!("{taken:?} names one of the Kustomizations that apply the cluster's directory"),
-                "choose another name for the app",
-            ));
-        }
-        for dependency in &args.depends_on {
-            validate_name(dependency, "--depends-on")?;
-        }
-        // Cluster names are the labels `install --cluster-name` accepts.
-        for cluster in &args.clusters {
-            validate_name(cluster, "--cluster")?;
-        }
-        let target_namespace = validate_name(&args.target_namespace, "--target-namespace")?;
-        if let Some(secret) = &args.secret_ref {
-            validate_subdomain(secret, "--secret-ref")?;
-        }
-        if let Some(range) = &args.semver {
-            constraint::check(range).map_err(|why| {
-                Error::usage(
-                    format!("--semver {range:?} is not a semver range: {why}"),
-                    format!("give a range {RANGE_EXAMPLES}"),
-                )
-            })?;
-        }
-        if let Some(version) = &args.chart_version {
-            constraint::check(version).map_err(|why| {
-                Error::usage(
-                    format!("--chart-version {version:?} is not a chart version or semver range: {why}"),
-                    format!("give a version (1.2.3) or a range {RANGE_EXAMPLES}"),
-                )
-            })?;
-        }
+        let (name, target_namespace) = check_names(args)?;
+        check_versions(args)?;
         // `--create-repo`: a git repository whose URL is known once the config repo is (see
         // [`AppSpec::from_new_repo`]).
         let given_url = args.url.as_deref().unwrap_or_default();
@@ -242,8 +208,6 @@ impl AppSpec {
                 "use a git URL (ssh://, https://, user@host:path), an https:// Helm repository with --chart, or oci://",
             ));
         }
-        let refuse =
-            |flag: &str, why: &str| Err(Error::usage(format!("{flag} {why}"), "see `kubectl gitops app add --help`"));
         let ref_given = args.branch.is_some() || args.commit.is_some() || args.tag.is_some() || args.semver.is_some();
         if args.chart.is_some() && ref_given {
             return refuse("--branch/--tag/--semver/--commit", "do not apply to a Helm chart; use --chart-version");
@@ -254,21 +218,7 @@ impl AppSpec {
                 (Source::HelmRepository { url: given_url.to_string() }, deploy)
             }
             ("oci", None, Some(_)) => return refuse("--chart-path", "needs a git URL; for OCI charts use --chart"),
-            ("oci", None, None) => {
-                if args.branch.is_some() || args.commit.is_some() {
-                    return refuse("--branch/--commit", "do not apply to an OCI artifact; use --tag, --semver");
-                }
-                if let Some(tag) = &args.tag {
-                    validate_oci_tag(tag)?;
-                }
-                let oci_ref = match (&args.tag, &args.semver) {
-                    (_, Some(range)) => OciRef::Semver(range.clone()),
-                    (Some(tag), None) => OciRef::Tag(tag.clone()),
-                    (None, None) => OciRef::Tag("latest".into()),
-                };
-                let deploy = Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? };
-                (Source::Oci { url: given_url.to_string(), oci_ref }, deploy)
-            }
+            ("oci", None, None) => oci_artifact(args, given_url)?,
             (_, Some(chart), _) => {
                 if scheme != "https" && scheme != "http" {
                     return refuse("--chart", "needs an https:// Helm repository or an oci:// registry URL");
@@ -276,34 +226,7 @@ impl AppSpec {
                 let deploy = Deploy::Helm { chart: chart.clone(), version: args.chart_version.clone() };
                 (Source::HelmRepository { url: given_url.to_string() }, deploy)
             }
-            (_, None, chart_path) => {
-                if let Some(branch) = &args.branch {
-                    validate_git_ref(branch, "--branch", "heads")?;
-                }
-                if let Some(tag) = &args.tag {
-                    validate_git_ref(tag, "--tag", "tags")?;
-                }
-                if let Some(commit) = &args.commit {
-                    validate_commit(commit)?;
-                }
-                let git_ref = match (&args.branch, &args.tag, &args.semver, &args.commit) {
-                    (branch, _, _, Some(commit)) => GitRef::Commit { commit: commit.clone(), branch: branch.clone() },
-                    (_, _, Some(range), None) => GitRef::Semver(range.clone()),
-                    (_, Some(tag), None, None) => GitRef::Tag(tag.clone()),
-                    (branch, None, None, None) => GitRef::Branch(branch.clone().unwrap_or_else(|| "main".into())),
-                };
-                let url = match args.create_repo {
-                    Some(_) => String::new(),
-                    None => crate::repo_access::parse_url(given_url)?.canonical,
-                };
-                // A new repository of our app layout keeps its manifests in ./deploy.
-                let layout_path = (args.create_repo.is_some() && !args.new_repo.given_source()).then_some(LAYOUT_PATH);
-                let deploy = match chart_path {
-                    Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
-                    None => Deploy::Kustomize { path: source_path(args.path.as_deref().or(layout_path), "--path")? },
-                };
-                (Source::Git { url, git_ref }, deploy)
-            }
+            (_, None, chart_path) => git_source(args, given_url, chart_path.as_deref())?,
         };
         if args.insecure && scheme != "oci" {
             return refuse("--insecure", "applies to oci:// sources only");
@@ -328,7 +251,6 @@ impl AppSpec {
             tier: Tier::App,
         })
     }
-
     /// The words of `app add` that give this app again (the values files by their names), for
     /// the request a pull request records: `AppSpec::from_args` of them is this app.
     pub fn words(&self) -> Vec<String> {
@@ -727,4 +649,103 @@ pub(crate) fn values_files(
         files.push(ValuesFile { name, contents, parsed });
     }
     Ok(files)
+}
+
+/// A flag `app add` refuses in this combination.
+fn refuse<T>(flag: &str, why: &str) -> Result<T> {
+    Err(Error::usage(format!("{flag} {why}"), "see `kubectl gitops app add --help`"))
+}
+
+/// The app's name and target namespace, and every other name of the flags, checked.
+fn check_names(args: &AddArgs) -> Result<(String, String)> {
+    let name = validate_name(&args.name, "app name")?;
+    let reserved = std::iter::once(crate::flux::bootstrap::SYNC_NAME)
+        .chain(crate::flux::bootstrap::LAYERS.iter().map(|layer| layer.name));
+    if let Some(taken) = reserved.into_iter().find(|reserved| *reserved == name) {
+        return Err(Error::usage(
+            format!("{taken:?} names one of the Kustomizations that apply the cluster's directory"),
+            "choose another name for the app",
+        ));
+    }
+    for dependency in &args.depends_on {
+        validate_name(dependency, "--depends-on")?;
+    }
+    // Cluster names are the labels `install --cluster-name` accepts.
+    for cluster in &args.clusters {
+        validate_name(cluster, "--cluster")?;
+    }
+    let target_namespace = validate_name(&args.target_namespace, "--target-namespace")?;
+    if let Some(secret) = &args.secret_ref {
+        validate_subdomain(secret, "--secret-ref")?;
+    }
+    Ok((name, target_namespace))
+}
+
+/// `--semver` and `--chart-version`, checked as the ranges Flux reads.
+fn check_versions(args: &AddArgs) -> Result<()> {
+    if let Some(range) = &args.semver {
+        constraint::check(range).map_err(|why| {
+            Error::usage(
+                format!("--semver {range:?} is not a semver range: {why}"),
+                format!("give a range {RANGE_EXAMPLES}"),
+            )
+        })?;
+    }
+    if let Some(version) = &args.chart_version {
+        constraint::check(version).map_err(|why| {
+            Error::usage(
+                format!("--chart-version {version:?} is not a chart version or semver range: {why}"),
+                format!("give a version (1.2.3) or a range {RANGE_EXAMPLES}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// An OCI artifact of manifests at `url`, applied by a Kustomization.
+fn oci_artifact(args: &AddArgs, url: &str) -> Result<(Source, Deploy)> {
+    if args.branch.is_some() || args.commit.is_some() {
+        return refuse("--branch/--commit", "do not apply to an OCI artifact; use --tag, --semver");
+    }
+    if let Some(tag) = &args.tag {
+        validate_oci_tag(tag)?;
+    }
+    let oci_ref = match (&args.tag, &args.semver) {
+        (_, Some(range)) => OciRef::Semver(range.clone()),
+        (Some(tag), None) => OciRef::Tag(tag.clone()),
+        (None, None) => OciRef::Tag("latest".into()),
+    };
+    let deploy = Deploy::Kustomize { path: source_path(args.path.as_deref(), "--path")? };
+    Ok((Source::Oci { url: url.to_string(), oci_ref }, deploy))
+}
+
+/// A git repository at `url` (empty with `--create-repo`): kustomize at `--path`, or the Helm
+/// chart at `chart_path`.
+fn git_source(args: &AddArgs, url: &str, chart_path: Option<&str>) -> Result<(Source, Deploy)> {
+    if let Some(branch) = &args.branch {
+        validate_git_ref(branch, "--branch", "heads")?;
+    }
+    if let Some(tag) = &args.tag {
+        validate_git_ref(tag, "--tag", "tags")?;
+    }
+    if let Some(commit) = &args.commit {
+        validate_commit(commit)?;
+    }
+    let git_ref = match (&args.branch, &args.tag, &args.semver, &args.commit) {
+        (branch, _, _, Some(commit)) => GitRef::Commit { commit: commit.clone(), branch: branch.clone() },
+        (_, _, Some(range), None) => GitRef::Semver(range.clone()),
+        (_, Some(tag), None, None) => GitRef::Tag(tag.clone()),
+        (branch, None, None, None) => GitRef::Branch(branch.clone().unwrap_or_else(|| "main".into())),
+    };
+    let url = match args.create_repo {
+        Some(_) => String::new(),
+        None => crate::repo_access::parse_url(url)?.canonical,
+    };
+    // A new repository of our app layout keeps its manifests in ./deploy.
+    let layout_path = (args.create_repo.is_some() && !args.new_repo.given_source()).then_some(LAYOUT_PATH);
+    let deploy = match chart_path {
+        Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
+        None => Deploy::Kustomize { path: source_path(args.path.as_deref().or(layout_path), "--path")? },
+    };
+    Ok((Source::Git { url, git_ref }, deploy))
 }

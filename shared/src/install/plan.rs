@@ -3,10 +3,9 @@
 //! steps [`super::execute`] runs in order; `--dry-run` renders the same value.
 
 use super::{FluxAuth, Inspection, Request, describe_creation, source};
-use crate::detect::ClusterState;
+use crate::detect::{ClusterState, FluxInstallation};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, SYNC_NAME, SyncTarget};
-use crate::git::Checkout;
 use crate::plan::FileChange;
 use crate::record::{self, InstallRecord, PlatformRepo};
 use crate::yaml;
@@ -188,7 +187,7 @@ fn layout(inspection: &Inspection, path: &str) -> Result<Layout> {
     }
     let Some(checkout) = &inspection.checkout else { return Ok(Layout::Layered) };
     let known = ["flux-system", record::FILE_NAME, "components"];
-    let mut foreign: Vec<String> = match std::fs::read_dir(checkout.root().join(path)) {
+    let mut foreign: Vec<String> = match std::fs::read_dir(checkout.files().root().join(path)) {
         Ok(entries) => entries
             .filter_map(|entry| entry.ok())
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
@@ -377,59 +376,17 @@ impl Plan {
     ) -> Result<Plan> {
         let source = &inspection.source;
         let detection = &inspection.detection;
-        let mut warnings = Vec::new();
-
-        if let Some(installed) = &detection.gitops
-            && (installed.url != source.flux_url || installed.path != request.path)
-        {
-            return Err(Error::usage(
-                format!(
-                    "this cluster is already installed from {} (path {}), not from {} (path {})",
-                    installed.url, installed.path, source.flux_url, request.path
-                ),
-                "run install with the same --url and --path to repair it, or use a cluster without our layout",
-            ));
-        }
+        refuse_another_install(inspection, &request)?;
         let existing_flux = detection.flux.as_ref().filter(|_| detection.state != ClusterState::Unmodified);
-        // A running Flux of another release line is kept until Flux itself applies the repo's pin.
-        if let Some(flux) = existing_flux
-            && let Some(version) = flux.version.as_deref().filter(|v| !request.flux_version.starts_with(*v))
-        {
-            warnings.push(format!(
-                "Flux {version} is running in {}; the repo pins {}, which Flux will roll out on its next sync \
-                 (pass --flux-version {version} to keep it)",
-                flux.namespace, request.flux_version
-            ));
-        }
+        let mut warnings: Vec<String> =
+            existing_flux.and_then(|flux| other_flux_line(flux, &request)).into_iter().collect();
 
         let components_path = request.components_path();
         request.take_components_header(&components_text)?;
         let cluster_dir = |name: &str| format!("{}/{name}", request.path);
-        let components = yaml::documents_from_str(&components_text).map_err(|error| {
-            Error::usage(format!("the component manifests are not valid YAML: {error}"), "check --components-file")
-        })?;
-        if !components.iter().any(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition")) {
-            return Err(Error::usage(
-                "the component manifests contain no CustomResourceDefinition",
-                "pass the full output of `flux install --export` as --components-file",
-            ));
-        }
-
+        let components = component_manifests(&components_text)?;
         let hosted = inspection.hosted.as_ref();
-        let record = InstallRecord {
-            url: source.flux_url.clone(),
-            branch: request.branch.clone(),
-            path: request.path.clone(),
-            cluster_name: request.cluster_name.clone(),
-            flux_version: request.flux_version.clone(),
-            components: request.components.clone(),
-            provider: hosted.map(|hosted| hosted.provider.kind().id().to_string()),
-            repository: hosted.map(|hosted| hosted.repo.path()),
-            hostname: hosted
-                .map(|hosted| hosted.provider.host().to_string())
-                .filter(|host| hosted.is_some_and(|h| h.provider.kind().default_host() != host)),
-            platform: inspection.platform.as_ref().map(|platform| platform.repo.clone()),
-        };
+        let record = install_record(inspection, &request);
         let target = SyncTarget {
             url: source.flux_url.clone(),
             branch: request.branch.clone(),
@@ -452,119 +409,24 @@ impl Plan {
         // OCI components need OCIRepository. A cluster without Flux gets the pinned Flux, which
         // serves it; an existing Flux must serve it already (checked the way Helm charts check
         // `Capabilities.APIVersions.Has`).
-        let oci_version = match existing_flux {
-            None => Some(crate::flux::api::OCI_REPOSITORY.version.to_string()),
-            Some(_) => detection.api_versions.version_for(&crate::flux::api::OCI_REPOSITORY).map(String::from),
-        };
-        let mut component_names = Vec::new();
-        for component in &request.oci_components {
-            match &oci_version {
-                Some(version) => {
-                    wanted.push((
-                        cluster_dir(&format!("components/{}.yaml", component.name)),
-                        component.manifest(&request.namespace, version)?,
-                    ));
-                    component_names.push(component.name.clone());
-                }
-                None => warnings.push(format!(
-                    "skipped component {}: this cluster's Flux does not serve OCIRepository (Flux v2.0 or later does; v2.6 or later serves source.toolkit.fluxcd.io/v1)",
-                    component.url
-                )),
-            }
-        }
-        let mut migration = None;
-        let layout = layout(inspection, &request.path)?;
-        if let Some(platform) = &inspection.platform {
-            check_platform_move(inspection, &request, &layout, &platform.repo)?;
-        }
-        match layout {
-            Layout::Layered => {
-                for file in layer_files(inspection, &request.path, &target, &component_names)? {
-                    if !wanted.iter().any(|(path, _)| *path == file.0) {
-                        wanted.push(file);
-                    }
-                }
-            }
-            Layout::Unlayered if request.move_to_layers => {
-                let sync_path = cluster_dir("flux-system/gotk-sync.yaml");
-                // check_platform_move refused a platform repo here: it follows the move.
-                migration = Some(Migration {
-                    sync_without_pruning: (sync_path.clone(), bootstrap::gotk_sync_without_pruning(&target)?),
-                    layers: layer_files(inspection, &request.path, &target, &component_names)?,
-                    sync: (sync_path, sync_text.clone()),
-                });
-            }
-            Layout::Unlayered => warnings.push(format!(
-                "{} was laid out before the platform, apps and tenants layers, so Flux does not order platform apps \
-                 before apps there; run install again with --layers to move it (docs/layout.md)",
-                request.path
-            )),
-            Layout::Foreign(entries) => warnings.push(format!(
-                "{} holds files install did not write ({entries}): it stays one directory Flux applies whole, without \
-                 the layers that order platform apps before apps (docs/layout.md)",
-                request.path
-            )),
-        }
+        let component_names = oci_component_files(inspection, &request, existing_flux, &mut wanted, &mut warnings)?;
+        let layers = Layers { target: &target, component_names: &component_names, sync_text: &sync_text };
+        let migration = lay_out(inspection, &request, &layers, &mut wanted, &mut warnings)?;
         let read = |path: &str| inspection.read(path);
         let files = planned_files(wanted, &request.path, &read)?;
-        let platform = match &inspection.platform {
-            Some(platform) => {
-                let lists = bootstrap::LAYERS.iter().filter(|layer| layer.in_platform_repo);
-                let list = |layer: &bootstrap::Layer| cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", layer.name));
-                let mut wanted: Vec<(String, String)> =
-                    lists.map(|layer| (list(layer), bootstrap::apps_kustomization())).collect();
-                wanted.push((cluster_dir(record::FILE_NAME), record_text.clone()));
-                let read = |path: &str| Ok(platform.checkout.read(path)?);
-                let files = planned_files(wanted, &request.path, &read)?;
-                Some(PlannedPlatform { repo: platform.repo.clone(), files })
-            }
-            None => None,
-        };
+        let platform = planned_platform(inspection, &request, &record_text)?;
 
         let mut sync_objects = yaml::documents_from_str(&sync_text).map_err(Error::Internal)?;
         sync_objects.extend(yaml::documents_from_str(&record_text).map_err(Error::Internal)?);
 
-        let mut steps = Vec::new();
-        if let (Some(hosted), FluxAuth::Ssh(key)) = (hosted, &auth)
-            && !hosted.has_key(&key.public_openssh, !request.read_write_key)
-        {
-            steps.push(Step::UploadDeployKey);
-        }
-        if let (Some(_), Some(side), FluxAuth::Ssh(key)) = (hosted, &inspection.platform, &auth)
-            && !source::has_key(&side.deploy_keys, &key.public_openssh, true)
-        {
-            steps.push(Step::UploadPlatformDeployKey);
-        }
-        if confirm_key {
-            steps.push(Step::ConfirmDeployKey);
-        }
-        if platform.as_ref().is_some_and(|platform| platform.changed_files().next().is_some()) {
-            let message = format!("Platform services of {} ({})", request.cluster_name, request.path);
-            steps.push(Step::SeedPlatformRepo { message });
-        }
-        if files.iter().any(|file| file.change != FileState::Unchanged) {
-            let message =
-                if inspection.checkout.as_ref().and_then(Checkout::head).is_none() || detection.gitops.is_none() {
-                    format!("Install Flux {} and kubectl-gitops layout in {}", request.flux_version, request.path)
-                } else {
-                    format!("Update kubectl-gitops layout in {}", request.path)
-                };
-            steps.push(Step::CommitAndPush { message });
-        }
-        if existing_flux.is_none() {
-            steps.push(Step::ApplyComponents);
-        }
-        if !inspection.existing_secret.as_ref().is_some_and(|secret| auth.matches(secret)) {
-            steps.push(Step::ApplySecret);
-        }
-        let in_sync = detection.gitops.as_ref().is_some_and(|installed| *installed == record);
-        if !in_sync || steps.iter().any(|s| matches!(s, Step::ApplyComponents | Step::ApplySecret)) {
-            steps.push(Step::ApplySync);
-        }
-        steps.push(Step::WaitReady);
-        if migration.is_some() {
-            steps.extend([Step::StopSyncPruning, Step::MoveToLayers, Step::ResumeSyncPruning]);
-        }
+        let changes = Changes {
+            files: &files,
+            platform: platform.as_ref(),
+            record: &record,
+            existing_flux: existing_flux.is_some(),
+            migration: migration.is_some(),
+        };
+        let steps = steps(inspection, &request, &auth, confirm_key, &changes);
 
         let hosted_repo = hosted.map(|hosted| hosted.repo.path());
         let creates_repository = hosted.is_some_and(|hosted| hosted.info.is_none());
@@ -647,4 +509,223 @@ impl Plan {
         }
         Ok(text)
     }
+}
+
+/// An install of this cluster from another repository or path is not ours to change.
+fn refuse_another_install(inspection: &Inspection, request: &Request) -> Result<()> {
+    let source = &inspection.source;
+    match &inspection.detection.gitops {
+        Some(installed) if installed.url != source.flux_url || installed.path != request.path => Err(Error::usage(
+            format!(
+                "this cluster is already installed from {} (path {}), not from {} (path {})",
+                installed.url, installed.path, source.flux_url, request.path
+            ),
+            "run install with the same --url and --path to repair it, or use a cluster without our layout",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A running Flux of another release line is kept until Flux itself applies the repo's pin: the
+/// warning that says so.
+fn other_flux_line(flux: &FluxInstallation, request: &Request) -> Option<String> {
+    let version = flux.version.as_deref().filter(|version| !request.flux_version.starts_with(*version))?;
+    Some(format!(
+        "Flux {version} is running in {}; the repo pins {}, which Flux will roll out on its next sync \
+         (pass --flux-version {version} to keep it)",
+        flux.namespace, request.flux_version
+    ))
+}
+
+/// The component manifests as documents, refused unless they hold the CRDs.
+fn component_manifests(text: &str) -> Result<Vec<serde_json::Value>> {
+    let components = yaml::documents_from_str(text).map_err(|error| {
+        Error::usage(format!("the component manifests are not valid YAML: {error}"), "check --components-file")
+    })?;
+    if !components.iter().any(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition")) {
+        return Err(Error::usage(
+            "the component manifests contain no CustomResourceDefinition",
+            "pass the full output of `flux install --export` as --components-file",
+        ));
+    }
+    Ok(components)
+}
+
+/// What the cluster directory records of this install.
+fn install_record(inspection: &Inspection, request: &Request) -> InstallRecord {
+    let hosted = inspection.hosted.as_ref();
+    InstallRecord {
+        url: inspection.source.flux_url.clone(),
+        branch: request.branch.clone(),
+        path: request.path.clone(),
+        cluster_name: request.cluster_name.clone(),
+        flux_version: request.flux_version.clone(),
+        components: request.components.clone(),
+        provider: hosted.map(|hosted| hosted.provider.kind().id().to_string()),
+        repository: hosted.map(|hosted| hosted.repo.path()),
+        hostname: hosted
+            .map(|hosted| hosted.provider.host().to_string())
+            .filter(|host| hosted.is_some_and(|h| h.provider.kind().default_host() != host)),
+        platform: inspection.platform.as_ref().map(|platform| platform.repo.clone()),
+    }
+}
+
+/// The OCI components' files, added to `wanted`; the names of those added. OCI components need
+/// OCIRepository: a cluster without Flux gets the pinned Flux, which serves it; an existing Flux
+/// must serve it already (checked the way Helm charts check `Capabilities.APIVersions.Has`).
+fn oci_component_files(
+    inspection: &Inspection,
+    request: &Request,
+    existing_flux: Option<&FluxInstallation>,
+    wanted: &mut Vec<(String, String)>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>> {
+    let oci_version = match existing_flux {
+        None => Some(crate::flux::api::OCI_REPOSITORY.version.to_string()),
+        Some(_) => inspection.detection.api_versions.version_for(&crate::flux::api::OCI_REPOSITORY).map(String::from),
+    };
+    let mut names = Vec::new();
+    for component in &request.oci_components {
+        match &oci_version {
+            Some(version) => {
+                wanted.push((
+                    format!("{}/components/{}.yaml", request.path, component.name),
+                    component.manifest(&request.namespace, version)?,
+                ));
+                names.push(component.name.clone());
+            }
+            None => warnings.push(format!(
+                "skipped component {}: this cluster's Flux does not serve OCIRepository (Flux v2.0 or later does; v2.6 or later serves source.toolkit.fluxcd.io/v1)",
+                component.url
+            )),
+        }
+    }
+    Ok(names)
+}
+
+/// What the layers' files are made from.
+struct Layers<'a> {
+    target: &'a SyncTarget,
+    component_names: &'a [String],
+    sync_text: &'a str,
+}
+
+/// The layers: their files added to `wanted` where the directory is laid out in them, the move
+/// into them with `--layers` (returned), else a warning that says why there are none.
+fn lay_out(
+    inspection: &Inspection,
+    request: &Request,
+    layers: &Layers<'_>,
+    wanted: &mut Vec<(String, String)>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Migration>> {
+    let layout = layout(inspection, &request.path)?;
+    if let Some(platform) = &inspection.platform {
+        check_platform_move(inspection, request, &layout, &platform.repo)?;
+    }
+    let Layers { target, component_names, sync_text } = *layers;
+    match layout {
+        Layout::Layered => {
+            for file in layer_files(inspection, &request.path, target, component_names)? {
+                if !wanted.iter().any(|(path, _)| *path == file.0) {
+                    wanted.push(file);
+                }
+            }
+        }
+        Layout::Unlayered if request.move_to_layers => {
+            let sync_path = format!("{}/flux-system/gotk-sync.yaml", request.path);
+            // check_platform_move refused a platform repo here: it follows the move.
+            return Ok(Some(Migration {
+                sync_without_pruning: (sync_path.clone(), bootstrap::gotk_sync_without_pruning(target)?),
+                layers: layer_files(inspection, &request.path, target, component_names)?,
+                sync: (sync_path, sync_text.to_string()),
+            }));
+        }
+        Layout::Unlayered => warnings.push(format!(
+            "{} was laid out before the platform, apps and tenants layers, so Flux does not order platform apps \
+             before apps there; run install again with --layers to move it (docs/layout.md)",
+            request.path
+        )),
+        Layout::Foreign(entries) => warnings.push(format!(
+            "{} holds files install did not write ({entries}): it stays one directory Flux applies whole, without \
+             the layers that order platform apps before apps (docs/layout.md)",
+            request.path
+        )),
+    }
+    Ok(None)
+}
+
+/// The platform repo's files: its layers' lists and the install record.
+fn planned_platform(inspection: &Inspection, request: &Request, record_text: &str) -> Result<Option<PlannedPlatform>> {
+    let Some(platform) = &inspection.platform else { return Ok(None) };
+    let cluster_dir = |name: &str| format!("{}/{name}", request.path);
+    let lists = bootstrap::LAYERS.iter().filter(|layer| layer.in_platform_repo);
+    let list = |layer: &bootstrap::Layer| cluster_dir(&format!("{}/{ROOT_KUSTOMIZATION}", layer.name));
+    let mut wanted: Vec<(String, String)> = lists.map(|layer| (list(layer), bootstrap::apps_kustomization())).collect();
+    wanted.push((cluster_dir(record::FILE_NAME), record_text.to_string()));
+    let read = |path: &str| Ok(platform.checkout.files().read(path)?);
+    let files = planned_files(wanted, &request.path, &read)?;
+    Ok(Some(PlannedPlatform { repo: platform.repo.clone(), files }))
+}
+
+/// What the plan changes, which decides its steps.
+struct Changes<'a> {
+    files: &'a [PlannedFile],
+    platform: Option<&'a PlannedPlatform>,
+    record: &'a InstallRecord,
+    existing_flux: bool,
+    migration: bool,
+}
+
+/// The steps, in order: each only when there is something for it to do.
+fn steps(
+    inspection: &Inspection,
+    request: &Request,
+    auth: &FluxAuth,
+    confirm_key: bool,
+    changes: &Changes<'_>,
+) -> Vec<Step> {
+    let (hosted, detection) = (inspection.hosted.as_ref(), &inspection.detection);
+    let mut steps = Vec::new();
+    if let (Some(hosted), FluxAuth::Ssh(key)) = (hosted, auth)
+        && !hosted.has_key(&key.public_openssh, !request.read_write_key)
+    {
+        steps.push(Step::UploadDeployKey);
+    }
+    if let (Some(_), Some(side), FluxAuth::Ssh(key)) = (hosted, &inspection.platform, auth)
+        && !source::has_key(&side.deploy_keys, &key.public_openssh, true)
+    {
+        steps.push(Step::UploadPlatformDeployKey);
+    }
+    if confirm_key {
+        steps.push(Step::ConfirmDeployKey);
+    }
+    if changes.platform.is_some_and(|platform| platform.changed_files().next().is_some()) {
+        let message = format!("Platform services of {} ({})", request.cluster_name, request.path);
+        steps.push(Step::SeedPlatformRepo { message });
+    }
+    if changes.files.iter().any(|file| file.change != FileState::Unchanged) {
+        let first = inspection.checkout.as_ref().and_then(|checkout| checkout.files().head()).is_none();
+        let message = if first || detection.gitops.is_none() {
+            format!("Install Flux {} and kubectl-gitops layout in {}", request.flux_version, request.path)
+        } else {
+            format!("Update kubectl-gitops layout in {}", request.path)
+        };
+        steps.push(Step::CommitAndPush { message });
+    }
+    if !changes.existing_flux {
+        steps.push(Step::ApplyComponents);
+    }
+    if !inspection.existing_secret.as_ref().is_some_and(|secret| auth.matches(secret)) {
+        steps.push(Step::ApplySecret);
+    }
+    let in_sync = detection.gitops.as_ref().is_some_and(|installed| installed == changes.record);
+    if !in_sync || steps.iter().any(|s| matches!(s, Step::ApplyComponents | Step::ApplySecret)) {
+        steps.push(Step::ApplySync);
+    }
+    steps.push(Step::WaitReady);
+    if changes.migration {
+        steps.extend([Step::StopSyncPruning, Step::MoveToLayers, Step::ResumeSyncPruning]);
+    }
+    steps
 }
