@@ -204,14 +204,12 @@ pub async fn retry_busy<T, Fut>(patience: std::time::Duration, mut call: impl Fn
 where
     Fut: Future<Output = Result<T, kube::Error>>,
 {
-    let deadline = tokio::time::Instant::now() + patience;
-    let mut pause = std::time::Duration::from_millis(100);
+    use std::time::{Duration, Instant};
+    let mut backoff =
+        crate::retry::Backoff::between(Duration::from_millis(100), Duration::from_secs(1), Instant::now() + patience);
     loop {
         match call().await {
-            Err(kube::Error::Api(status)) if status.code == 429 && tokio::time::Instant::now() + pause < deadline => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(std::time::Duration::from_secs(1));
-            }
+            Err(kube::Error::Api(status)) if status.code == 429 && backoff.wait().await => {}
             other => return other,
         }
     }

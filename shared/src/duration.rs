@@ -2,15 +2,6 @@
 
 use std::time::Duration;
 
-/// `base` plus a random share of up to half of it: retries of processes that failed together
-/// spread out instead of colliding again.
-pub fn jittered(base: Duration) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded randomly per instance: enough randomness for a backoff, no crate.
-    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-    base + base.mul_f64((random % 1_000) as f64 / 2_000.0)
-}
-
 /// Parses `5s`, `1m30s`, `1h`, `250ms`, or a bare number of seconds (`30`), as kubectl does.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();

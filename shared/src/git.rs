@@ -18,6 +18,7 @@ mod error;
 pub mod known_hosts;
 pub mod log;
 mod session;
+pub mod workspace;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -30,6 +31,7 @@ use std::time::Duration;
 pub use self::error::GitError;
 pub use self::session::limit_network;
 use self::session::{Endpoint, Session, redact_url};
+pub use self::workspace::{Workspace, network};
 
 use git2::{
     Direction, ErrorCode, IndexAddOption, Oid, PushOptions, RemoteRedirect, Repository, build::CheckoutBuilder,
@@ -134,26 +136,17 @@ pub struct Signature {
 
 /// Runs libgit2 work that owns what it needs off the async runtime's threads (`spawn_blocking`),
 /// giving up after `timeout`: libgit2 blocks on disk and network, and must not hold a tokio
-/// worker. Work on a borrowed [`Checkout`] goes through [`in_place`] instead.
-pub async fn off_runtime<T: Send + 'static>(
+/// worker. A [`Workspace`] runs its checkout's network operations through it.
+pub async fn off_runtime<T: Send + 'static, E: From<GitError> + Send + 'static>(
     timeout: Duration,
-    work: impl FnOnce() -> Result<T, GitError> + Send + 'static,
-) -> Result<T, GitError> {
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, E> {
     match tokio::time::timeout(timeout, tokio::task::spawn_blocking(work)).await {
         Ok(Ok(outcome)) => outcome,
-        Ok(Err(failed)) => Err(GitError::Other(git2::Error::from_str(&format!("the git task failed: {failed}")))),
-        Err(_) => Err(GitError::TimedOut { what: "git".into(), after: crate::duration::format(timeout) }),
-    }
-}
-
-/// Runs libgit2 work on a borrowed [`Checkout`] where it is: on a multi-threaded runtime (the
-/// binaries') tokio first moves this worker's other tasks elsewhere (`block_in_place`). Each
-/// network operation inside is bounded by [`limit_network`]'s limits and ends at Ctrl-C (the
-/// callbacks check [`crate::interrupt::requested`]).
-pub fn in_place<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
+        Ok(Err(failed)) => {
+            Err(GitError::Other(git2::Error::from_str(&format!("the git task failed: {failed}"))).into())
+        }
+        Err(_) => Err(GitError::TimedOut { what: "git".into(), after: crate::duration::format(timeout) }.into()),
     }
 }
 

@@ -196,19 +196,24 @@ pub async fn run_steps<S>(
     steps: &[(S, String)],
     mut run: impl AsyncFnMut(usize, &S, &str) -> Result<()>,
 ) -> Result<()> {
-    let total = steps.len();
     for (index, (step, words)) in steps.iter().enumerate() {
-        if crate::interrupt::requested() {
-            return Err(Error::Interrupted);
-        }
-        run(index + 1, step, words).await.map_err(|source| Error::Step {
-            number: index + 1,
-            total,
-            step: words.clone(),
-            source: Box::new(source),
-        })?;
+        may_start_step()?;
+        run(index + 1, step, words).await.map_err(|source| failed_step(index + 1, steps.len(), words, source))?;
     }
     Ok(())
+}
+
+/// Whether the next step may start: not after Ctrl-C or SIGTERM.
+pub fn may_start_step() -> Result<()> {
+    match crate::interrupt::requested() {
+        true => Err(Error::Interrupted),
+        false => Ok(()),
+    }
+}
+
+/// Step `number` of `total`, described by `words`, failed with `source`.
+pub fn failed_step(number: usize, total: usize, words: &str, source: Error) -> Error {
+    Error::Step { number, total, step: words.to_string(), source: Box::new(source) }
 }
 
 #[cfg(test)]

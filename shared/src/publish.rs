@@ -9,12 +9,13 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::git::{self, Checkout, GitError, Signature};
+use crate::git::{self, Checkout, GitError, Signature, Workspace};
 use crate::output::Printer;
 use crate::plan::FileChange;
 
 /// The pause after the first refused push; it doubles after each further one, up to
-/// [`MAX_PUSH_BACKOFF`], jittered so that writers refused together do not retry together.
+/// [`MAX_PUSH_BACKOFF`], jittered so that writers refused together do not retry together
+/// ([`crate::retry::Backoff`]).
 const FIRST_PUSH_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_PUSH_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -37,39 +38,40 @@ pub enum Published {
     MadeMeanwhile,
 }
 
+/// How a change is planned again on a new head: the files to write, from the same request.
+pub type Replan<'a> = &'a (dyn Fn(&Checkout) -> Result<Vec<FileChange>> + Sync);
+
 /// Commits `message` with the files `plan` gives for the checkout's head and pushes it to the
 /// checkout's branch, re-planning on the new head after each refused push until `timeout`.
 /// `first` are the files planned at clone time; `plan` is asked only after a refusal. An empty
 /// plan means the branch already holds the change.
 pub async fn commit_and_push(
-    checkout: &mut Checkout,
+    workspace: &Workspace,
     message: &str,
     author: &Signature,
     first: Vec<FileChange>,
-    plan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+    plan: Replan<'_>,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<Published> {
-    let deadline = Instant::now() + timeout;
+    let mut backoff = crate::retry::Backoff::between(FIRST_PUSH_BACKOFF, MAX_PUSH_BACKOFF, Instant::now() + timeout);
     let mut files = first;
-    let mut backoff = FIRST_PUSH_BACKOFF;
     let mut refused = 0;
     loop {
         if files.is_empty() {
             return Ok(Published::MadeMeanwhile);
         }
-        let pushed = git::in_place(|| -> Result<(Option<String>, git::Pushed)> {
-            write(checkout, &files)?;
-            let commit = checkout.commit(message, author)?;
-            Ok((commit, checkout.push()?))
-        });
-        match pushed {
-            Ok((_, git::Pushed::AlreadyThere)) => return Ok(Published::MadeMeanwhile),
-            Ok((commit, git::Pushed::Updated | git::Pushed::Nothing)) => return Ok(Published::Commit(commit)),
-            Err(Error::Git(GitError::NonFastForward { branch })) => {
+        let commit = {
+            let mut checkout = workspace.files();
+            write(&mut checkout, &files)?;
+            checkout.commit(message, author)?
+        };
+        match workspace.push().await {
+            Ok(git::Pushed::AlreadyThere) => return Ok(Published::MadeMeanwhile),
+            Ok(git::Pushed::Updated | git::Pushed::Nothing) => return Ok(Published::Commit(commit)),
+            Err(GitError::NonFastForward { branch }) => {
                 refused += 1;
-                let pause = crate::duration::jittered(backoff);
-                if Instant::now() + pause >= deadline {
+                let Some(pause) = backoff.pause(None) else {
                     return Err(Error::Remote {
                         message: format!(
                             "{branch} kept moving: {refused} pushes were refused within {}",
@@ -77,16 +79,13 @@ pub async fn commit_and_push(
                         ),
                         hint: Some("raise --timeout, or try again when fewer changes are being pushed".into()),
                     });
-                }
+                };
                 printer.detail(&format!("{branch} moved while we pushed; trying again on its new head"));
                 tokio::time::sleep(pause).await;
-                backoff = (backoff * 2).min(MAX_PUSH_BACKOFF);
-                files = git::in_place(|| -> Result<Vec<FileChange>> {
-                    checkout.reset_to_remote()?;
-                    plan(checkout)
-                })?;
+                workspace.reset_to_remote().await?;
+                files = plan(&workspace.files())?;
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
     }
 }
@@ -104,8 +103,8 @@ pub fn write(checkout: &mut Checkout, files: &[FileChange]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
     use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::git::tests::{author, bare, read_text};
@@ -122,7 +121,7 @@ mod tests {
     }
 
     /// The plan of a request that wants these files, on whatever head the checkout is at.
-    fn wanting(files: &[(&str, &str)]) -> impl Fn(&Checkout) -> Result<Vec<FileChange>> {
+    fn wanting(files: &[(&str, &str)]) -> impl Fn(&Checkout) -> Result<Vec<FileChange>> + Sync {
         let wanted: BTreeMap<String, String> =
             files.iter().map(|(path, contents)| (path.to_string(), contents.to_string())).collect();
         move |checkout: &Checkout| crate::plan::diff(checkout, &wanted, &[])
@@ -132,13 +131,13 @@ mod tests {
     async fn a_refused_push_is_planned_again_on_the_new_head_and_both_changes_land() {
         let (dir, remote) = bare();
         push_theirs(&remote, "README.md");
-        let mut ours = Checkout::clone(&remote, "main").unwrap();
+        let ours = Workspace::clone(&remote, "main").await.unwrap();
         let plan = wanting(&[("ours.yaml", "ours")]);
-        let first = plan(&ours).unwrap();
+        let first = plan(&ours.files()).unwrap();
         let their_commit = push_theirs(&remote, "theirs.yaml");
 
         let published =
-            commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10), &quiet()).await;
+            commit_and_push(&ours, "ours", &author(), first, &plan, Duration::from_secs(10), &quiet()).await;
         let Ok(Published::Commit(Some(commit))) = published else { panic!("{published:?}") };
         assert_eq!(remote_head(&remote, "main").unwrap(), Some(commit.clone()));
         let check = Checkout::clone(&remote, "main").unwrap();
@@ -154,13 +153,13 @@ mod tests {
     async fn a_change_someone_else_pushed_first_is_made_meanwhile_and_nothing_is_pushed() {
         let (_dir, remote) = bare();
         push_theirs(&remote, "README.md");
-        let mut ours = Checkout::clone(&remote, "main").unwrap();
+        let ours = Workspace::clone(&remote, "main").await.unwrap();
         let plan = wanting(&[("same.yaml", "same.yaml")]);
-        let first = plan(&ours).unwrap();
+        let first = plan(&ours.files()).unwrap();
         let their_commit = push_theirs(&remote, "same.yaml");
 
         let published =
-            commit_and_push(&mut ours, "ours", &author(), first, &plan, Duration::from_secs(10), &quiet()).await;
+            commit_and_push(&ours, "ours", &author(), first, &plan, Duration::from_secs(10), &quiet()).await;
         assert!(matches!(published, Ok(Published::MadeMeanwhile)), "{published:?}");
         assert_eq!(remote_head(&remote, "main").unwrap(), Some(their_commit));
     }
@@ -169,22 +168,22 @@ mod tests {
     async fn a_branch_that_keeps_moving_ends_at_the_timeout_with_a_hint() {
         let (_dir, remote) = bare();
         push_theirs(&remote, "README.md");
-        let mut ours = Checkout::clone(&remote, "main").unwrap();
-        let first = wanting(&[("ours.yaml", "ours")])(&ours).unwrap();
+        let ours = Workspace::clone(&remote, "main").await.unwrap();
+        let first = wanting(&[("ours.yaml", "ours")])(&ours.files()).unwrap();
         push_theirs(&remote, "theirs-0.yaml");
         // Every re-plan finds the branch moved again before our push.
-        let moves = Cell::new(0);
+        let moves = AtomicUsize::new(0);
         let busy = |checkout: &Checkout| {
-            moves.set(moves.get() + 1);
-            push_theirs(&remote, &format!("theirs-{}.yaml", moves.get()));
+            let moved = moves.fetch_add(1, Ordering::SeqCst) + 1;
+            push_theirs(&remote, &format!("theirs-{moved}.yaml"));
             wanting(&[("ours.yaml", "ours")])(checkout)
         };
         let published =
-            commit_and_push(&mut ours, "ours", &author(), first, &busy, Duration::from_millis(400), &quiet()).await;
+            commit_and_push(&ours, "ours", &author(), first, &busy, Duration::from_millis(400), &quiet()).await;
         let Err(Error::Remote { message, hint }) = published else { panic!("{published:?}") };
         assert!(message.starts_with("main kept moving: "), "{message}");
         assert!(hint.is_some_and(|hint| hint.contains("--timeout")));
-        assert!(moves.get() >= 1);
+        assert!(moves.load(Ordering::SeqCst) >= 1);
         let check = Checkout::clone(&remote, "main").unwrap();
         assert_eq!(check.read("ours.yaml").unwrap(), None, "nothing of ours landed");
     }

@@ -5,8 +5,12 @@
 //! timeout and no more, and the last answer is what the caller reports. Writes are not retried
 //! here: only the caller knows whether asking twice does something twice.
 //!
-//! Used by the provider's GETs ([`crate::provider`]) and by the kube client's reads
-//! ([`KubeReads`], a layer of its request stack).
+//! [`Backoff`] is the one pacing of every loop that asks again until a deadline: the provider's
+//! GETs ([`crate::provider`]) and the kube client's reads ([`KubeReads`], a layer of its request
+//! stack), a push refused because the branch moved (`publish`), an API server still busy with a
+//! new CRD (`cluster::retry_busy`), and the questions to a forge that has no watch (is the pull
+//! request merged yet, mergeable yet, can GitLab take auto-merge yet). The wait for the cluster
+//! has watches instead (`status::watch`).
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
@@ -28,17 +32,28 @@ pub fn retry_after(value: &str) -> Option<Duration> {
     value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
-/// The pauses between the attempts of one read, within its deadline.
+/// The pauses between the attempts of one loop, within its deadline.
 #[derive(Debug, Clone)]
 pub struct Backoff {
     deadline: Instant,
     next: Duration,
+    max: Duration,
 }
 
 impl Backoff {
-    /// Pauses for a read that must be done by `deadline`.
+    /// Pauses for a read that must be done by `deadline`: from [`FIRST_PAUSE`] to [`MAX_PAUSE`].
     pub fn until(deadline: Instant) -> Backoff {
-        Backoff { deadline, next: FIRST_PAUSE }
+        Backoff::between(FIRST_PAUSE, MAX_PAUSE, deadline)
+    }
+
+    /// Pauses that double from `first` up to `max`, until `deadline`.
+    pub fn between(first: Duration, max: Duration, deadline: Instant) -> Backoff {
+        Backoff { deadline, next: first, max }
+    }
+
+    /// Pauses of about `interval` each (jittered down to half of it), until `deadline`: polling.
+    pub fn every(interval: Duration, deadline: Instant) -> Backoff {
+        Backoff::between(interval, interval, deadline)
     }
 
     /// How long to wait before the next attempt, given the server's `Retry-After`; `None` when the
@@ -47,31 +62,26 @@ impl Backoff {
         // "Equal jitter": half the pause fixed, half random.
         let half = self.next / 2;
         let jittered = half + half.mul_f64(unit_random());
-        self.next = (self.next * 2).min(MAX_PAUSE);
+        self.next = (self.next * 2).min(self.max);
         let pause = retry_after.map_or(jittered, |asked| asked.max(jittered));
         (Instant::now() + pause < self.deadline).then_some(pause)
+    }
+
+    /// Sleeps the next pause and says `true`; says `false` at once when the deadline would pass
+    /// first.
+    pub async fn wait(&mut self) -> bool {
+        match self.pause(None) {
+            Some(pause) => {
+                tokio::time::sleep(pause).await;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The time left until the deadline (zero once it passed).
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
-    }
-}
-
-/// Runs `attempt` until `retry_in` finds nothing to retry in its answer (it returns the server's
-/// `Retry-After` inside `Some` for an answer worth retrying), or the next attempt would start past
-/// `deadline`; returns the last answer.
-pub async fn until<T>(
-    deadline: Instant,
-    mut attempt: impl AsyncFnMut(&Backoff) -> T,
-    retry_in: impl Fn(&T) -> Option<Option<Duration>>,
-) -> T {
-    let mut backoff = Backoff::until(deadline);
-    loop {
-        let answer = attempt(&backoff).await;
-        let Some(retry_after) = retry_in(&answer) else { return answer };
-        let Some(pause) = backoff.pause(retry_after) else { return answer };
-        tokio::time::sleep(pause).await;
     }
 }
 
@@ -161,30 +171,6 @@ mod tests {
         assert_eq!(backoff.pause(Some(Duration::from_secs(7200))), None, "past the deadline");
         let mut short = Backoff::until(Instant::now() + Duration::from_millis(50));
         assert_eq!(short.pause(None), None, "no time for a pause and another attempt");
-    }
-
-    #[tokio::test]
-    async fn until_retries_transient_answers_and_returns_the_last_one_at_the_deadline() {
-        let transient = |status: &u16| is_transient(*status).then_some(None);
-        let mut answers = vec![200, 503, 503];
-        let got = until(Instant::now() + Duration::from_secs(60), async |_| answers.pop().unwrap(), transient).await;
-        assert_eq!(got, 200, "two 503s, then the answer");
-        assert!(answers.is_empty());
-
-        let started = Instant::now();
-        let mut attempts = 0;
-        let got = until(
-            started + Duration::from_secs(1),
-            async |_| {
-                attempts += 1;
-                503
-            },
-            transient,
-        )
-        .await;
-        assert_eq!(got, 503, "the last answer");
-        assert!(attempts >= 3, "{attempts} attempts");
-        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     }
 
     #[tokio::test]

@@ -130,10 +130,10 @@ async fn rows(context: &Context) -> Result<Vec<ComponentRow>> {
 /// (or through a pull request) on the one git write path.
 pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer: &Printer) -> Result<String> {
     let context = context(target, &request.repo, true, printer).await?;
-    let checkout = clone(context.repo()?)?;
+    let checkout = clone(context.repo()?).await?;
     let replan =
         |checkout: &Checkout| upgrade_changes(&request.name, &request.tag, &request.clusters, &context, checkout);
-    let files = replan(&checkout)?;
+    let files = replan(&checkout.files())?;
     let cluster = context.record().map_or("the cluster", |record| record.path.as_str());
     let change = Change {
         noun: "component",

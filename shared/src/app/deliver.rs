@@ -12,11 +12,11 @@ use super::new_repo::{self, AppStep};
 use super::plan::{FileChange, Plan, Step, flux_objects};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::git::{Checkout, Remote, RemoteBranch, Signature};
+use crate::git::{Remote, RemoteBranch, Signature, Workspace};
 use crate::output::Printer;
 use crate::plan;
 use crate::provider::{MergeMethod, Provider, PullRequest, PullRequestOutcome, PullState, RepoRef};
-use crate::publish::{self, Published};
+use crate::publish::{self, Published, Replan};
 
 /// The config repo, and the provider API in front of it when there is one.
 #[derive(Debug, Clone)]
@@ -61,184 +61,258 @@ pub struct Outcome {
 /// overwrites what the other push changed; refused pushes are retried until `timeout` passes.
 pub async fn execute(
     plan: &Plan,
-    repo: Option<(Checkout, &ConfigRepo)>,
+    repo: Option<(Workspace, &ConfigRepo)>,
     author: &Signature,
     cluster: Option<&Cluster>,
-    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+    replan: Replan<'_>,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<Outcome> {
-    let done = |words: &str| printer.done(words);
-    let mut outcome = Outcome::default();
-    let (mut checkout, repo) = match repo {
-        Some((checkout, repo)) => (Some(checkout), Some(repo)),
-        None => (None, None),
+    let (checkout, repo) = repo.unzip();
+    let mut execution = Execution {
+        plan,
+        checkout,
+        repo,
+        author,
+        cluster,
+        replan,
+        timeout,
+        printer,
+        outcome: Outcome::default(),
+        branch_existed: None,
+        checked_head: None,
+        made_repo: new_repo::Progress::default(),
+        key_made: false,
+        delivered: false,
     };
-    // What the pull request branch held before we pushed it: a branch we created is taken away
-    // again when its pull request cannot open.
-    let mut branch_existed: Option<RemoteBranch> = None;
-    // The pull request branch's head once read back and found to hold exactly the plan: what
-    // `--merge` merges, and nothing else.
-    let mut checked_head: Option<String> = None;
-    // `--create-repo`: what was made of the app's repository, undone if the config repo is not
-    // changed after all.
-    let mut made_repo = new_repo::Progress::default();
-    let mut key_made = false;
-    let mut delivered = false;
+    // A loop rather than `plan::run_steps`' async closure, whose future the compiler cannot
+    // prove `Send` (the UI runs this on its server's tasks).
     let steps = plan.steps();
-    let ran = plan::run_steps(&steps, async |_, step: &Step, words: &str| -> Result<()> {
+    let mut ran = Ok(());
+    for (number, (step, words)) in steps.iter().enumerate() {
+        ran = match crate::plan::may_start_step() {
+            Ok(()) => execution.run(step, words).await,
+            Err(interrupted) => Err(interrupted),
+        }
+        .map_err(|source| crate::plan::failed_step(number + 1, steps.len(), words, source));
+        if ran.is_err() {
+            break;
+        }
+    }
+    match ran {
+        Ok(()) => Ok(execution.outcome),
+        // The config repo names the new repository now: it stays.
+        Err(error) if execution.delivered => Err(error),
+        Err(error) => Err(execution.undo(error).await),
+    }
+}
+
+/// One execution of a plan: what it needs, and what it did so far.
+struct Execution<'a> {
+    plan: &'a Plan,
+    checkout: Option<Workspace>,
+    repo: Option<&'a ConfigRepo>,
+    author: &'a Signature,
+    cluster: Option<&'a Cluster>,
+    replan: Replan<'a>,
+    timeout: Duration,
+    printer: &'a Printer,
+    outcome: Outcome,
+    /// What the pull request branch held before we pushed it: a branch we created is taken away
+    /// again when its pull request cannot open.
+    branch_existed: Option<RemoteBranch>,
+    /// The pull request branch's head once read back and found to hold exactly the plan: what
+    /// `--merge` merges, and nothing else.
+    checked_head: Option<String>,
+    /// `--create-repo`: what was made of the app's repository, undone if the config repo is not
+    /// changed after all.
+    made_repo: new_repo::Progress,
+    key_made: bool,
+    /// The config repo holds the change (pushed, or a pull request opened).
+    delivered: bool,
+}
+
+impl<'a> Execution<'a> {
+    async fn run(&mut self, step: &Step, words: &str) -> Result<()> {
         match step {
-            Step::NewRepo(step) => {
-                let (Some(new), Some(hosted)) = (&plan.new_repo, repo.and_then(|repo| repo.hosted.as_ref())) else {
-                    return Err(Error::Internal("a new repository needs its plan and the provider".into()));
-                };
-                match (step, &new.key) {
-                    (AppStep::Repository(step), _) => made_repo.run(&new.plan, hosted, step).await?,
-                    (AppStep::Key, Some(key)) => {
-                        let cluster = cluster.ok_or_else(|| Error::Internal("no cluster for the key".into()))?;
-                        new_repo::add_key(new, key, hosted, cluster).await?;
-                        key_made = true;
-                    }
-                    (AppStep::Key, None) => {}
-                }
-                done(words);
-            }
+            Step::NewRepo(step) => self.new_repo(step).await?,
             Step::Patch(patch) => {
-                let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to patch".into()))?;
+                let cluster = self.cluster()?;
                 let api: Api<DynamicObject> =
                     Api::namespaced_with(cluster.client.clone(), &patch.namespace, &patch.kind.at(&patch.version));
                 crate::flux::reconcile::set_suspended(&api, &patch.name, patch.suspend)
                     .await
                     .map_err(|error| cluster.error(error))?;
-                done(words);
             }
-            Step::MigrateStorage(kind) => {
-                let cluster = cluster.ok_or_else(|| Error::Internal("no cluster to migrate".into()))?;
-                crate::flux::storage::migrate(cluster, kind).await?;
-                done(words);
-            }
+            Step::MigrateStorage(kind) => drop(crate::flux::storage::migrate(self.cluster()?, kind).await?),
             Step::Push => {
-                let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
-                let first = plan.files.clone();
-                match publish::commit_and_push(checkout, &plan.message, author, first, replan, timeout, printer).await?
-                {
-                    Published::Commit(commit) => {
-                        done(words);
-                        outcome.commit = commit;
+                let published = self.push().await?;
+                self.delivered = true;
+                match published {
+                    Published::Commit(commit) => self.outcome.commit = commit,
+                    Published::MadeMeanwhile => {
+                        self.outcome.made_meanwhile = true;
+                        return Ok(());
                     }
-                    Published::MadeMeanwhile => outcome.made_meanwhile = true,
                 }
-                delivered = true;
             }
             Step::PushBranch { branch } => {
-                let checkout = checkout.as_mut().ok_or_else(|| Error::Internal("no clone to commit to".into()))?;
-                let (commit, existing) = crate::git::in_place(|| -> Result<(Option<String>, RemoteBranch)> {
-                    publish::write(checkout, &plan.files)?;
-                    let commit = checkout.commit(&plan.message, author)?;
-                    let existing = checkout.remote_branch(branch)?;
-                    match existing {
-                        RemoteBranch::Holds => {}
-                        RemoteBranch::Absent | RemoteBranch::Stale => checkout.push_to_branch(branch)?,
-                        RemoteBranch::Other => {
-                            return Err(Error::Remote {
-                                message: format!("branch {branch} exists with other changes than this one"),
-                                hint: Some(
-                                    "merge or close its pull request and delete the branch, then run this again \
-                                     (nothing was pushed)"
-                                        .into(),
-                                ),
-                            });
-                        }
-                    }
-                    Ok((commit, existing))
-                })?;
-                branch_existed = Some(existing);
-                outcome.commit = commit;
-                match existing {
-                    RemoteBranch::Holds => done(&format!("branch {branch} already holds this change")),
-                    _ => done(words),
+                if self.push_branch(branch).await? == RemoteBranch::Holds {
+                    self.printer.done(&format!("branch {branch} already holds this change"));
+                    return Ok(());
                 }
             }
-            Step::OpenPullRequest { branch } => {
-                let (Some(repo), Some(checkout)) = (repo, checkout.as_ref()) else {
-                    return Err(Error::Internal("a pull request needs the config repo".into()));
-                };
-                let hosted = repo
-                    .hosted
-                    .as_ref()
-                    .ok_or_else(|| Error::Internal("a pull request needs a GitHub or GitLab repo".into()))?;
-                let body = plan.pull_request_body();
-                match hosted
-                    .provider
-                    .ensure_pull_request(&hosted.repo, branch, &repo.branch, &plan.message, &body)
-                    .await
-                {
-                    Ok(pull_request) => {
-                        done(words);
-                        outcome.pull_request = Some(pull_request);
-                        delivered = true;
-                    }
-                    Err(error) => {
-                        // Leave nothing behind: a branch we created for a pull request that does
-                        // not exist would only confuse the next run and the repo's owners.
-                        if branch_existed == Some(RemoteBranch::Absent)
-                            && let Err(cleanup) = crate::git::in_place(|| checkout.delete_remote_branch(branch))
-                        {
-                            printer.warning(&format!("could not delete branch {branch} again: {cleanup}"));
-                        }
-                        return Err(error.into());
-                    }
-                }
-            }
+            Step::OpenPullRequest { branch } => self.open_pull_request(branch).await?,
             Step::CheckPullRequest { branch } => {
-                let (Some(repo), Some((opened, _))) = (repo, &outcome.pull_request) else {
-                    return Err(Error::Internal("nothing to check: no pull request was opened".into()));
-                };
+                let number = self.opened()?.number;
                 // The commit we pushed; on a re-run whose branch already held the change, none
                 // was pushed, and the branch's head is checked for what it holds.
-                let pushed = outcome.commit.as_deref().filter(|_| branch_existed != Some(RemoteBranch::Holds));
-                let (held, head) = check_pull_request(repo, branch, opened.number, &plan.files, pushed).await?;
-                checked_head = Some(head);
-                done(&format!("checked: #{} is open and {branch} holds {held}", opened.number));
+                let pushed =
+                    self.outcome.commit.as_deref().filter(|_| self.branch_existed != Some(RemoteBranch::Holds));
+                let (held, head) = check_pull_request(self.repo()?, branch, number, &self.plan.files, pushed).await?;
+                self.checked_head = Some(head);
+                self.printer.done(&format!("checked: #{number} is open and {branch} holds {held}"));
+                return Ok(());
             }
             Step::MergePullRequest { .. } => {
-                let (Some(repo), Some((opened, _)), Some(head)) = (repo, &outcome.pull_request, &checked_head) else {
-                    return Err(Error::Internal("nothing to merge: no pull request was opened and checked".into()));
-                };
-                let hosted =
-                    repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
-                // Guarded by the head we checked: the provider refuses when the branch moved since,
-                // so a commit someone pushed after our check is never merged.
-                hosted.provider.merge_pull_request(&hosted.repo, opened.number, head, MergeMethod::Merge).await?;
-                done(&format!(
-                    "merged {}{} into {}",
-                    hosted.provider.kind().pull_request_sign(),
-                    opened.number,
-                    repo.branch
-                ));
+                self.merge_pull_request().await?;
+                return Ok(());
             }
             // The command waits once the change is delivered (`finish`), with what it knows of
             // the cluster and the app.
-            Step::Wait => {}
+            Step::Wait => return Ok(()),
+        }
+        self.printer.done(words);
+        Ok(())
+    }
+
+    fn cluster(&self) -> Result<&'a Cluster> {
+        self.cluster.ok_or_else(|| Error::Internal("no cluster for this step".into()))
+    }
+
+    fn repo(&self) -> Result<&'a ConfigRepo> {
+        self.repo.ok_or_else(|| Error::Internal("no config repo for this step".into()))
+    }
+
+    fn hosted(&self) -> Result<&'a HostedRepo> {
+        self.repo()?.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))
+    }
+
+    fn checkout(&self) -> Result<&Workspace> {
+        self.checkout.as_ref().ok_or_else(|| Error::Internal("no clone to commit to".into()))
+    }
+
+    fn opened(&self) -> Result<&PullRequest> {
+        let opened = self.outcome.pull_request.as_ref().map(|(opened, _)| opened);
+        opened.ok_or_else(|| Error::Internal("no pull request was opened".into()))
+    }
+
+    async fn new_repo(&mut self, step: &AppStep) -> Result<()> {
+        let new = self.plan.new_repo.as_ref().ok_or_else(|| Error::Internal("no plan for a new repository".into()))?;
+        let hosted = self.hosted()?;
+        match (step, &new.key) {
+            (AppStep::Repository(step), _) => self.made_repo.run(&new.plan, hosted, step).await?,
+            (AppStep::Key, Some(key)) => {
+                new_repo::add_key(new, key, hosted, self.cluster()?).await?;
+                self.key_made = true;
+            }
+            (AppStep::Key, None) => {}
         }
         Ok(())
-    })
-    .await;
-    match (ran, &plan.new_repo, repo.and_then(|repo| repo.hosted.as_ref())) {
-        (Ok(()), _, _) => Ok(outcome),
-        // The config repo names the new repository now: it stays.
-        (Err(error), _, _) if delivered => Err(error),
-        (Err(mut error), Some(new), Some(hosted)) => {
-            if key_made
-                && let (Some(key), Some(cluster)) = (&new.key, cluster)
-                && let Err(left) = new_repo::remove_key(key, cluster).await
-            {
-                printer.warning(&format!("could not delete Secret {}/{} again: {left}", key.namespace, key.name));
+    }
+
+    async fn push(&self) -> Result<Published> {
+        let plan = self.plan;
+        let first = plan.files.clone();
+        let printer = self.printer;
+        publish::commit_and_push(
+            self.checkout()?,
+            &plan.message,
+            self.author,
+            first,
+            self.replan,
+            self.timeout,
+            printer,
+        )
+        .await
+    }
+
+    /// Commits the plan and pushes it to the pull request `branch`, unless the branch holds it
+    /// already; what the branch held before.
+    async fn push_branch(&mut self, branch: &str) -> Result<RemoteBranch> {
+        let checkout = self.checkout()?;
+        let commit = {
+            let mut files = checkout.files();
+            publish::write(&mut files, &self.plan.files)?;
+            files.commit(&self.plan.message, self.author)?
+        };
+        let existing = checkout.remote_branch(branch).await?;
+        match existing {
+            RemoteBranch::Holds => {}
+            RemoteBranch::Absent | RemoteBranch::Stale => checkout.push_to_branch(branch).await?,
+            RemoteBranch::Other => {
+                return Err(Error::Remote {
+                    message: format!("branch {branch} exists with other changes than this one"),
+                    hint: Some(
+                        "merge or close its pull request and delete the branch, then run this again \
+                         (nothing was pushed)"
+                            .into(),
+                    ),
+                });
             }
-            error = made_repo.undo(&new.plan, hosted, error, printer).await;
-            Err(error)
         }
-        (Err(error), _, _) => Err(error),
+        self.branch_existed = Some(existing);
+        self.outcome.commit = commit;
+        Ok(existing)
+    }
+
+    async fn open_pull_request(&mut self, branch: &str) -> Result<()> {
+        let (repo, hosted) = (self.repo()?, self.hosted()?);
+        let body = self.plan.pull_request_body();
+        let opened =
+            hosted.provider.ensure_pull_request(&hosted.repo, branch, &repo.branch, &self.plan.message, &body).await;
+        match opened {
+            Ok(pull_request) => {
+                self.outcome.pull_request = Some(pull_request);
+                self.delivered = true;
+                Ok(())
+            }
+            Err(error) => {
+                // Leave nothing behind: a branch we created for a pull request that does not
+                // exist would only confuse the next run and the repo's owners.
+                if self.branch_existed == Some(RemoteBranch::Absent)
+                    && let Err(cleanup) = self.checkout()?.delete_remote_branch(branch).await
+                {
+                    self.printer.warning(&format!("could not delete branch {branch} again: {cleanup}"));
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    async fn merge_pull_request(&self) -> Result<()> {
+        let (repo, hosted, opened) = (self.repo()?, self.hosted()?, self.opened()?);
+        let head = self.checked_head.as_ref().ok_or_else(|| Error::Internal("nothing checked to merge".into()))?;
+        // Guarded by the head we checked: the provider refuses when the branch moved since, so a
+        // commit someone pushed after our check is never merged.
+        hosted.provider.merge_pull_request(&hosted.repo, opened.number, head, MergeMethod::Merge).await?;
+        let sign = hosted.provider.kind().pull_request_sign();
+        self.printer.done(&format!("merged {sign}{} into {}", opened.number, repo.branch));
+        Ok(())
+    }
+
+    /// After a failure before the config repo held the change: takes away the new repository's
+    /// key and the repository itself, as far as they were made.
+    async fn undo(mut self, mut error: Error) -> Error {
+        let (Some(new), Ok(hosted)) = (&self.plan.new_repo, self.hosted()) else { return error };
+        if self.key_made
+            && let (Some(key), Some(cluster)) = (&new.key, self.cluster)
+            && let Err(left) = new_repo::remove_key(key, cluster).await
+        {
+            self.printer.warning(&format!("could not delete Secret {}/{} again: {left}", key.namespace, key.name));
+        }
+        error = self.made_repo.undo(&new.plan, hosted, error, self.printer).await;
+        error
     }
 }
 
@@ -262,11 +336,12 @@ async fn check_pull_request(
             hint: Some("someone may have closed it meanwhile; run the command again to open it again".into()),
         });
     }
-    let change = crate::git::in_place(|| crate::git::log::branch_change(&repo.remote, &repo.branch, branch))?
-        .ok_or_else(|| Error::Remote {
+    let change = crate::git::workspace::branch_change(&repo.remote, &repo.branch, branch).await?.ok_or_else(|| {
+        Error::Remote {
             message: format!("branch {branch} of #{number} is gone"),
             hint: Some("someone deleted it meanwhile; run the command again to push it again".into()),
-        })?;
+        }
+    })?;
     let pushed_to = |what: String| Error::Remote {
         message: format!("branch {branch} of #{number} does not hold the planned change: {what}"),
         hint: Some(format!(
@@ -302,7 +377,7 @@ pub(crate) async fn merged(repo: &ConfigRepo, number: u64, timeout: Duration, pr
     let hosted = repo.hosted.as_ref().ok_or_else(|| Error::Internal("a pull request needs a provider".into()))?;
     let kind = hosted.provider.kind();
     let (noun, sign) = (kind.pull_request_noun(), kind.pull_request_sign());
-    let deadline = std::time::Instant::now() + timeout;
+    let mut polls = crate::retry::Backoff::every(PULL_REQUEST_POLL, std::time::Instant::now() + timeout);
     printer.progress(&format!("waiting for {noun} {sign}{number} to be merged"));
     loop {
         let details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| Error::Remote {
@@ -313,7 +388,8 @@ pub(crate) async fn merged(repo: &ConfigRepo, number: u64, timeout: Duration, pr
             PullState::Merged => {
                 return match details.merge_commit {
                     Some(commit) => Ok(commit),
-                    None => crate::git::in_place(|| crate::git::remote_head(&repo.remote, &repo.branch))?
+                    None => crate::git::workspace::remote_head(&repo.remote, &repo.branch)
+                        .await?
                         .ok_or_else(|| Error::Internal(format!("{} has no branch {}", repo.remote.url, repo.branch))),
                 };
             }
@@ -323,7 +399,8 @@ pub(crate) async fn merged(repo: &ConfigRepo, number: u64, timeout: Duration, pr
                     hint: Some("run the same command again to open it again".into()),
                 });
             }
-            PullState::Open if std::time::Instant::now() >= deadline => {
+            PullState::Open if polls.wait().await => {}
+            PullState::Open => {
                 return Err(Error::Negative {
                     message: format!("{noun} {sign}{number} is still open after {}", crate::duration::format(timeout)),
                     hint: Some(format!(
@@ -331,7 +408,6 @@ pub(crate) async fn merged(repo: &ConfigRepo, number: u64, timeout: Duration, pr
                     )),
                 });
             }
-            PullState::Open => tokio::time::sleep(PULL_REQUEST_POLL).await,
         }
     }
 }

@@ -8,7 +8,8 @@ use super::plan::{Delivery, FileChange, Plan};
 use super::settings::DeliverySettings;
 use super::{Context, deliver, delivery, new_repo, wait};
 use crate::error::Result;
-use crate::git::Checkout;
+use crate::git::Workspace;
+use crate::publish::Replan;
 use std::time::Duration;
 
 /// What one changing verb (`app …`, `component upgrade`, `upgrade`) asks for, before it is
@@ -75,8 +76,8 @@ pub(crate) async fn drive(
     context: &Context,
     args: &DeliverySettings,
     change: Change<'_>,
-    checkout: Option<Checkout>,
-    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+    checkout: Option<Workspace>,
+    replan: Replan<'_>,
 ) -> Result<String> {
     drive_change(context, args, change, checkout, replan).await.map(|driven| driven.line)
 }
@@ -93,8 +94,8 @@ pub(crate) async fn drive_change(
     context: &Context,
     args: &DeliverySettings,
     change: Change<'_>,
-    checkout: Option<Checkout>,
-    replan: &dyn Fn(&Checkout) -> Result<Vec<FileChange>>,
+    checkout: Option<Workspace>,
+    replan: Replan<'_>,
 ) -> Result<Driven> {
     let delivery = match &context.repo {
         Some(repo) if !change.files.is_empty() => {

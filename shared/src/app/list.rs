@@ -53,8 +53,8 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
     };
     let current = context.record().map(|record| record.cluster_name.clone());
     let rows = if reads_repo {
-        let checkout = clone(context.repo()?)?;
-        let clusters = layout::clusters_in(&checkout)?;
+        let checkout = clone(context.repo()?).await?;
+        let clusters = layout::clusters_in(&checkout.files())?;
         if let Some(wanted) = &args.cluster
             && !clusters.iter().any(|cluster| &cluster.name == wanted)
         {
@@ -62,7 +62,7 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
             return Err(Error::usage(format!("unknown cluster {wanted:?}"), format!("clusters in the repo: {known}")));
         }
         let listed = Listed { root: args.tier.root(), only: args.cluster.as_deref(), current: current.as_deref() };
-        repo_rows(&checkout, &clusters, &context.namespace, &listed, &live)?
+        repo_rows(&checkout.files(), &clusters, &context.namespace, &listed, &live)?
     } else {
         live.iter().map(|app| live_row(app, current.as_deref())).collect()
     };

@@ -39,7 +39,7 @@ use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::api;
 use crate::flux::bootstrap::SYNC_NAME;
-use crate::git::{Auth, Checkout, Remote};
+use crate::git::{Auth, Checkout, Remote, Workspace};
 use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::{InstallRecord, PlatformRepo};
@@ -297,9 +297,9 @@ async fn delivery(
 
 /// Clones the config branch into a temp dir (deleted when dropped). A branch that does not
 /// exist is refused: apps go into a repo that `install` set up.
-pub(crate) fn clone(repo: &ConfigRepo) -> Result<Checkout> {
-    let checkout = crate::git::in_place(|| Checkout::clone(&repo.remote, &repo.branch))?;
-    if checkout.head().is_none() {
+pub(crate) async fn clone(repo: &ConfigRepo) -> Result<Workspace> {
+    let checkout = Workspace::clone(&repo.remote, &repo.branch).await?;
+    if checkout.files().head().is_none() {
         return Err(Error::usage(
             format!("branch {} of {} is empty or does not exist", repo.branch, repo.remote.url),
             "run `kubectl gitops install` to set up the config repo, or pass --config-branch",
@@ -350,8 +350,8 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
     }
     let context = context(target, &args.repo.for_tier(args.spec.tier), true, printer).await?;
     check_secret_ref(&request.spec, &context)?;
-    let checkout = clone(context.repo()?)?;
-    let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
+    let checkout = clone(context.repo()?).await?;
+    let clusters = target_clusters(&checkout.files(), &args.clusters, context.record())?;
     let (spec, new_repo) = match &args.new_repo {
         Some(new) => {
             let (spec, planned) = new_repo::for_app(&context, new, &request.spec, &clusters).await?;
@@ -364,7 +364,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
     let build = |checkout: &Checkout| {
         add_changes(spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
     };
-    let files = build(&checkout)?;
+    let files = build(&checkout.files())?;
     let cluster_list = layout::paths(&clusters);
     let message = args.delivery.message.clone().unwrap_or_else(|| {
         let verb = if files.iter().any(|file| file.path.starts_with(&spec.definition_dir()) && file.before.is_some()) {
@@ -497,11 +497,11 @@ fn add_changes(
 /// `app remove` (and `platform remove`: `args.tier`).
 pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
     let context = context(target, &args.repo.for_tier(args.tier), true, printer).await?;
-    let checkout = clone(context.repo()?)?;
-    let clusters = target_clusters(&checkout, &args.clusters, context.record())?;
+    let checkout = clone(context.repo()?).await?;
+    let clusters = target_clusters(&checkout.files(), &args.clusters, context.record())?;
     let root = args.tier.root();
     let build = |checkout: &Checkout| remove_listed(root, &args.name, &clusters, checkout);
-    let files = build(&checkout)?;
+    let files = build(&checkout.files())?;
     let cluster_list = layout::paths(&clusters);
     let noun = args.tier.noun();
     if files.is_empty() {
@@ -579,8 +579,8 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
     let patches = suspend_patches(context.cluster()?, &context, &args.name, suspend).await?;
     let replan = |checkout: &Checkout| persist_changes(&args.name, &context, suspend, &patches, checkout);
     let (checkout, files) = if args.persist {
-        let checkout = clone(context.repo()?)?;
-        let files = replan(&checkout)?;
+        let checkout = clone(context.repo()?).await?;
+        let files = replan(&checkout.files())?;
         (Some(checkout), files)
     } else {
         (None, Vec::new())
@@ -619,10 +619,10 @@ pub async fn suspend(args: &SuspendRequest, target: &Target, printer: &Printer) 
 pub(crate) async fn persisted(
     request: &SuspendRequest,
     context: &Context,
-    checkout: &Checkout,
+    checkout: &Workspace,
 ) -> Result<Vec<FileChange>> {
     let patches = suspend_patches(context.cluster()?, context, &request.name, request.suspend).await?;
-    persist_changes(&request.name, context, request.suspend, &patches, checkout)
+    persist_changes(&request.name, context, request.suspend, &patches, &checkout.files())
 }
 
 /// `spec.suspend` patches for the app's release and source, at the versions the cluster serves.

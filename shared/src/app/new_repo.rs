@@ -310,19 +310,22 @@ async fn first_commit(
                 .is_some_and(|(remote, ours)| crate::repo_access::same_server(&remote, &ours));
             let auth = if same_server { token.clone() } else { Auth::Anonymous };
             let source = Remote { url: remote.clone(), auth };
-            let (files, commit) = git::in_place(|| read_tree(&source, source_branch))?;
+            let source_branch = source_branch.clone();
+            let (files, commit) = git::network(move || read_tree(&source, &source_branch)).await?;
             (files, format!("{message}\n\nTemplate: {remote}@{commit}\n"), Some(commit))
         }
     };
-    git::in_place(|| -> Result<()> {
-        let mut checkout = Checkout::clone(&target, branch)?;
+    let branch = branch.to_string();
+    git::network(move || -> Result<()> {
+        let mut checkout = Checkout::clone(&target, &branch)?;
         for (path, contents) in &files {
             checkout.write(path, contents)?;
         }
         checkout.commit(&message, &crate::publish::author())?;
         checkout.push()?;
         Ok(())
-    })?;
+    })
+    .await?;
     Ok(copied)
 }
 

@@ -22,7 +22,7 @@ use super::plan::{self as app_plan, FileChange};
 use super::spec::{AppSpec, Tier};
 use super::{Context, add_changes, check_secret_ref, remove_listed, target_clusters};
 use crate::error::{Error, Result};
-use crate::git::Checkout;
+use crate::git::Workspace;
 
 /// The words of an add: `<app|platform> add NAME --url … [--cluster C]… [--update]`.
 pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<String> {
@@ -91,13 +91,13 @@ pub(crate) fn unreadable(words: &[String], why: &str) -> Error {
     )
 }
 
-/// The file changes the recorded `app`/`platform` `words` plan on `base` (a checkout of the
+/// The file changes the recorded `app`/`platform` `words` plan on `workspace` (a checkout of the
 /// commit the branch left the config branch at), for `context`'s cluster. `branch_files` are
 /// the branch's own changes, where the values files are read from.
 pub(crate) async fn replan(
     words: &[String],
     context: &Context,
-    base: &Checkout,
+    workspace: &Workspace,
     branch_files: &[(String, Option<Vec<u8>>)],
 ) -> Result<Replanned> {
     let (tier, verb, rest) = match words {
@@ -118,6 +118,7 @@ pub(crate) async fn replan(
             let mut spec = AppSpec::from_args_reading(&parsed, &read_values)?;
             spec.tier = tier;
             check_secret_ref(&spec, context)?;
+            let base = &workspace.files();
             let clusters = target_clusters(base, &parsed.clusters, context.record())?;
             let per_cluster_values = !parsed.clusters.is_empty();
             let (namespace, versions) = (&context.namespace, &context.versions);
@@ -127,6 +128,7 @@ pub(crate) async fn replan(
         "remove" => {
             let parsed: RemoveArgs = parse_args(rest, words)?;
             crate::names::validate_name(&parsed.name, "app name")?;
+            let base = &workspace.files();
             let clusters: Vec<ClusterDir> = target_clusters(base, &parsed.clusters, context.record())?;
             Ok(Replanned::of("remove", &parsed.name, remove_listed(tier.root(), &parsed.name, &clusters, base)?))
         }
@@ -136,7 +138,7 @@ pub(crate) async fn replan(
                 return Err(unreadable(words, "without --persist it changes only the cluster"));
             }
             let request = parsed.request(verb == "suspend")?;
-            let files = super::persisted(&request, context, base).await?;
+            let files = super::persisted(&request, context, workspace).await?;
             Ok(Replanned::of(verb, &request.name, files))
         }
         other => Err(unreadable(words, &format!("{other:?} is not add, remove, suspend or resume"))),

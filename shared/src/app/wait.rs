@@ -93,7 +93,7 @@ fn name(kind: &FluxKind, namespace: &str, name: &str) -> String {
 impl AfterPush<'_> {
     /// Whether Kustomization `sync_name` applied the commit. A layer that does not exist is a
     /// directory without layers: nothing to wait for.
-    async fn judge_sync(&self, sync_name: &str) -> Result<Verdict> {
+    async fn judge_sync(&mut self, sync_name: &str) -> Result<Verdict> {
         let api = self.syncs.api(self.cluster, self.namespace);
         let sync = api.get_opt(sync_name).await.map_err(|error| self.cluster.error(error))?;
         let sync_name = name(&api::KUSTOMIZATION, self.namespace, sync_name);
@@ -138,14 +138,14 @@ impl AfterPush<'_> {
     }
 
     /// Whether the layer `layer` depends on has applied the commit.
-    async fn dependency_applied(&self, layer: Layer) -> Result<bool> {
+    async fn dependency_applied(&mut self, layer: Layer) -> Result<bool> {
         match layer.depends_on {
             Some(first) => Ok(matches!(self.judge_sync(first).await?, Verdict::Ready)),
             None => Ok(false),
         }
     }
 
-    async fn judge_release(&self, namespace: &str, release_name: &str) -> Result<Verdict> {
+    async fn judge_release(&mut self, namespace: &str, release_name: &str) -> Result<Verdict> {
         let mut found = None;
         for release in &self.releases {
             let api = release.api(self.cluster, namespace);
@@ -283,14 +283,8 @@ pub(crate) async fn after_push(
         (true, Some(layer)) => (PLATFORM_SOURCE, layer.name),
         _ => (SYNC_NAME, SYNC_NAME),
     };
-    // Ask for a fetch now instead of at the next interval.
-    for (kind, name) in [(&sources, source), (&syncs, applier)] {
-        if let Err(error) = crate::flux::reconcile::request(&kind.api(cluster, namespace), name).await {
-            context
-                .printer
-                .warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
-        }
-    }
+    let (source_api, applier_api) = (sources.api(cluster, namespace), syncs.api(cluster, namespace));
+    crate::flux::reconcile::request_with_source((&source_api, source), (&applier_api, applier), &context.printer).await;
     let releases: Vec<Kind> =
         [&api::KUSTOMIZATION, &api::HELM_RELEASE].into_iter().filter_map(|kind| Kind::new(context, kind)).collect();
     let mut triggers = Triggers::new(cluster, context.printer);

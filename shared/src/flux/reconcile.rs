@@ -20,6 +20,22 @@ pub async fn request(api: &Api<DynamicObject>, name: &str) -> kube::Result<Strin
     Ok(requested)
 }
 
+/// Asks a source to fetch and the object that applies it to reconcile, now instead of at their
+/// next interval (a GitRepository's is a minute), as `flux reconcile --with-source` does: after a
+/// push, so that a wait for the commit takes seconds. A failure is a warning: the interval still
+/// comes.
+pub async fn request_with_source(
+    source: (&Api<DynamicObject>, &str),
+    applier: (&Api<DynamicObject>, &str),
+    printer: &crate::output::Printer,
+) {
+    for (api, name) in [source, applier] {
+        if let Err(error) = request(api, name).await {
+            printer.warning(&format!("could not ask Flux to reconcile now: {}", crate::diagnostic::describe(&error)));
+        }
+    }
+}
+
 /// Asks every layer that depends on `layer` (Kustomizations in `api`'s namespace) to reconcile
 /// now, once `layer` applied a commit: Flux would retry a layer held back by its dependency only
 /// after its `--requeue-dependency` (30 s). Returns the layers that could not be asked, and why.

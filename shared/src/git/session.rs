@@ -42,6 +42,11 @@ impl Limits {
 
 static LIMITS: OnceLock<Limits> = OnceLock::new();
 
+/// How long one whole network operation of this process may take ([`limit_network`]).
+pub(super) fn operation_limit() -> Duration {
+    Limits::current().operation
+}
+
 /// Bounds every network operation of this process by the command's `--timeout` (and
 /// `crate::timeouts`): libgit2 gives up connecting after [`crate::timeouts::GIT_CONNECT`] and on a
 /// server silent for [`crate::timeouts::GIT_STALL`] (for HTTP(S) and SSH: libssh2 gets the same

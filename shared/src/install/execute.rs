@@ -11,7 +11,7 @@ use crate::apply::{Applier, FIELD_MANAGER};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
-use crate::git::Checkout;
+use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
 use crate::provider::RepoRef;
 use crate::publish::{self, Published};
@@ -38,11 +38,12 @@ pub async fn execute(
     // Check RBAC before pushing anything, so that a cluster we may not write to leaves the
     // repo untouched too.
     preflight(cluster, plan).await?;
-    let mut checkout = inspection.checkout;
-    let mut platform = inspection.platform;
+    let checkout = inspection.checkout;
+    let platform = inspection.platform;
     // The platform repo's commit this run pushed, which the platform layer must apply.
     let mut seeded: Option<String> = None;
-    let mut outcome = Outcome { commit: checkout.as_ref().and_then(Checkout::head), committed: false };
+    let mut outcome =
+        Outcome { commit: checkout.as_ref().and_then(|checkout| checkout.files().head()), committed: false };
     let steps: Vec<(Step, String)> = plan.steps.iter().map(|step| (step.clone(), step.describe(plan))).collect();
     let total = steps.len();
     crate::plan::run_steps(&steps, async |number, step: &Step, words: &str| -> Result<()> {
@@ -60,18 +61,18 @@ pub async fn execute(
                 _ => Ok(()),
             },
             Step::SeedPlatformRepo { message } => {
-                let (Some(side), Some(planned)) = (platform.as_mut(), plan.platform.as_ref()) else {
+                let (Some(side), Some(planned)) = (platform.as_ref(), plan.platform.as_ref()) else {
                     return Err(Error::Internal("no clone of the platform repository to commit to".into()));
                 };
                 let wanted: BTreeMap<String, String> =
                     planned.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
-                commit_files(&mut side.checkout, message, &wanted, &planned.repo.branch, timeout, printer).await?;
-                seeded = side.checkout.head();
+                commit_files(&side.checkout, message, &wanted, &planned.repo.branch, timeout, printer).await?;
+                seeded = side.checkout.files().head();
                 Ok(())
             }
             Step::ConfirmDeployKey => confirm_deploy_key(plan, yes, printer),
             Step::CommitAndPush { message } => {
-                let Some(checkout) = checkout.as_mut() else {
+                let Some(checkout) = checkout.as_ref() else {
                     return Err(Error::Internal("no clone of the repository to commit to".into()));
                 };
                 let wanted: BTreeMap<String, String> =
@@ -79,11 +80,11 @@ pub async fn execute(
                 let committed =
                     commit_files(checkout, message, &wanted, &plan.request.branch, timeout, printer).await?;
                 outcome.committed = committed;
-                outcome.commit = checkout.head();
+                outcome.commit = checkout.files().head();
                 Ok(())
             }
             Step::StopSyncPruning | Step::MoveToLayers | Step::ResumeSyncPruning => {
-                let (Some(checkout), Some(migration)) = (checkout.as_mut(), plan.migration.as_ref()) else {
+                let (Some(checkout), Some(migration)) = (checkout.as_ref(), plan.migration.as_ref()) else {
                     return Err(Error::Internal("moving to the layers needs the clone and the plan".into()));
                 };
                 let path = &plan.request.path;
@@ -98,8 +99,10 @@ pub async fn execute(
                     _ => (vec![migration.sync.clone()], format!("Prune again in {path}, moved to its layers")),
                 };
                 let wanted: BTreeMap<String, String> = files.into_iter().collect();
-                commit_files(checkout, &message, &wanted, &plan.request.branch, timeout, printer).await?;
-                outcome.commit = checkout.head();
+                if commit_files(checkout, &message, &wanted, &plan.request.branch, timeout, printer).await? {
+                    super::wait::fetch_now(cluster, &plan.request.namespace, printer).await;
+                }
+                outcome.commit = checkout.files().head();
                 let sha = outcome.commit.clone().unwrap_or_default();
                 let request = &plan.request;
                 // The sync alone: the move is safe once it applied the commit, whatever the layers do.
@@ -112,6 +115,9 @@ pub async fn execute(
             Step::ApplySync => Applier::new(cluster).apply_staged(&plan.sync_objects, timeout).await.map(drop),
             Step::WaitReady => match &outcome.commit {
                 Some(sha) => {
+                    if outcome.committed || seeded.is_some() {
+                        super::wait::fetch_now(cluster, &plan.request.namespace, printer).await;
+                    }
                     let layers = plan.adds_layers();
                     let revisions = super::wait::Revisions::of(plan, sha, seeded.as_deref());
                     super::wait::until_synced(cluster, &plan.request.namespace, &revisions, layers, timeout, printer)
@@ -137,18 +143,18 @@ async fn upload_key(hosted: &super::Hosted, repo: &RepoRef, plan: &Plan, read_on
 /// differ are written again (install writes whole files: the request decides their contents, not
 /// the head). Whether a commit was made.
 async fn commit_files(
-    checkout: &mut Checkout,
+    checkout: &Workspace,
     message: &str,
     wanted: &BTreeMap<String, String>,
     branch: &str,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<bool> {
-    let first = crate::plan::diff(checkout, wanted, &[])?;
+    let first = crate::plan::diff(&checkout.files(), wanted, &[])?;
     let replan = |checkout: &Checkout| crate::plan::diff(checkout, wanted, &[]);
     let author = crate::publish::author();
     let published = publish::commit_and_push(checkout, message, &author, first, &replan, timeout, printer).await?;
-    if let Some(sha) = &checkout.head() {
+    if let Some(sha) = &checkout.files().head() {
         let sha = short(sha);
         let line = match published {
             Published::Commit(_) => format!("pushed {sha} to {branch}"),

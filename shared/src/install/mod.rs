@@ -29,7 +29,7 @@ use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::flux_cli;
-use crate::git::{Checkout, Remote};
+use crate::git::{Remote, Workspace};
 use crate::names::sanitize_name;
 use crate::output::Printer;
 use crate::provider::RepoRef;
@@ -45,7 +45,7 @@ pub struct Inspection {
     pub existing_secret: Option<Secret>,
     /// A clone of the branch (an unborn branch when it does not exist yet); `None` when the
     /// repository itself does not exist yet (created by the plan).
-    pub checkout: Option<Checkout>,
+    pub checkout: Option<Workspace>,
     /// Where the repo is and how to reach it.
     pub source: RepoSource,
     /// The GitHub or GitLab repository, for `--provider github|gitlab`.
@@ -60,7 +60,7 @@ pub struct PlatformSide {
     /// Its URL (as Flux reads it) and branch.
     pub repo: PlatformRepo,
     /// A clone of its branch (an unborn branch when it does not exist yet).
-    pub checkout: Checkout,
+    pub checkout: Workspace,
     /// `owner/name` on the config repo's provider; `None` on a plain git server.
     pub hosted: Option<RepoRef>,
     /// Its deploy keys, on a provider.
@@ -71,7 +71,7 @@ impl Inspection {
     /// A file of the branch as it is now; `None` when absent (or the repo does not exist yet).
     pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
         match &self.checkout {
-            Some(checkout) => Ok(checkout.read(path)?),
+            Some(checkout) => Ok(checkout.files().read(path)?),
             None => Ok(None),
         }
     }
@@ -208,7 +208,7 @@ pub async fn inspect(
         Err(error) => return Err(cluster.error(error)),
     };
     let repository_exists = hosted.as_ref().is_none_or(|hosted| hosted.info.is_some());
-    let checkout = if repository_exists { Some(clone(&source, &request.branch)?) } else { None };
+    let checkout = if repository_exists { Some(clone(&source, &request.branch).await?) } else { None };
     Ok(Inspection { detection, existing_secret, checkout, source, hosted, platform: None })
 }
 
@@ -268,7 +268,7 @@ async fn platform_side(source: &RepoSource, hosted: Option<&Hosted>, repo: Platf
         }
         None => (None, Vec::new()),
     };
-    let checkout = crate::git::in_place(|| Checkout::clone(&remote, &repo.branch)).map_err(|error| {
+    let checkout = Workspace::clone(&remote, &repo.branch).await.map_err(|error| {
         Error::usage(
             format!("cannot read the platform repo {}: {error}", repo.url),
             "create the platform repository first (empty will do), on the config repo's server",
@@ -284,9 +284,9 @@ fn missing_platform_repo(url: &str) -> Error {
     )
 }
 
-/// Clones the branch into a temp dir (libgit2 blocks: see [`crate::git::in_place`]).
-pub fn clone(source: &RepoSource, branch: &str) -> Result<Checkout> {
-    Ok(crate::git::in_place(|| Checkout::clone(&source.push_remote, branch))?)
+/// Clones the branch into a temp dir (deleted when dropped).
+pub async fn clone(source: &RepoSource, branch: &str) -> Result<Workspace> {
+    Ok(Workspace::clone(&source.push_remote, branch).await?)
 }
 
 /// The whole command: validate, inspect, plan, then print the plan (`--dry-run`), the

@@ -209,6 +209,15 @@ fn flux_kind(cluster: &Cluster, namespace: &str, kind: &FluxKind, version: &str)
     (resource, api)
 }
 
+/// After a push: asks the sync's GitRepository to fetch and the sync to apply now, not at the
+/// repository's next interval (a minute).
+pub(crate) async fn fetch_now(cluster: &Cluster, namespace: &str, printer: &Printer) {
+    let (_, kustomizations) = flux_kind(cluster, namespace, &api::KUSTOMIZATION, "v1");
+    let (_, repositories) = flux_kind(cluster, namespace, &api::GIT_REPOSITORY, "v1");
+    crate::flux::reconcile::request_with_source((&repositories, SYNC_NAME), (&kustomizations, SYNC_NAME), printer)
+        .await;
+}
+
 /// Waits until the `flux-system` Kustomization (and, with `layers`, each layer) has applied
 /// `<branch>@sha1:<sha>` and is Ready and the Flux Deployments are ready; at the timeout, says
 /// which object is not ready and why.

@@ -161,10 +161,10 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
     let target = Target { namespace: None, ..target.clone() };
     let context = app::context(&target, &request.config.for_tier(app::spec::Tier::Platform), true, printer).await?;
     require_kinds(&context.versions)?;
-    let checkout = clone(context.repo()?)?;
-    let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
+    let checkout = clone(context.repo()?).await?;
+    let clusters = target_clusters(&checkout.files(), &request.clusters, context.record())?;
     let build = |checkout: &Checkout| install_changes(&request.thresholds, &context, &clusters, checkout);
-    let files = build(&checkout)?;
+    let files = build(&checkout.files())?;
     let cluster_list = app::layout::paths(&clusters);
     let syncs: Vec<(String, String)> =
         ["controllers", "configs"].iter().map(|part| (context.namespace.clone(), format!("{NAME}-{part}"))).collect();

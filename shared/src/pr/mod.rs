@@ -27,17 +27,17 @@ use crate::app::{self, HostedRepo, Target};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::duration;
 use crate::error::{Error, Result};
-use crate::git::Checkout;
 use crate::git::log::BranchChange;
+use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
 use crate::output::table::Table;
 use crate::provider::{MergeMethod, MergeOutcome, PullRequestDetails, PullState};
 use crate::record::InstallRecord;
 
-/// How often, and how far apart, `pr show` asks again while the provider has not worked out
+/// How far apart, and for how long, `pr show` asks again while the provider has not worked out
 /// whether a request is mergeable (GitHub computes it in the background after the first read).
-const MERGEABLE_POLLS: u32 = 5;
-const MERGEABLE_POLL_INTERVAL: Duration = Duration::from_secs(1);
+const MERGEABLE_POLL: Duration = Duration::from_secs(1);
+const MERGEABLE_PATIENCE: Duration = Duration::from_secs(5);
 
 /// `pr show` arguments.
 #[derive(Debug, Clone, Args)]
@@ -399,15 +399,16 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
         None => hosted.provider.token_login().await?,
     };
     context.attach_repo(&request.repo).await?;
-    let mut polls = 1;
-    while details.state == PullState::Open && details.mergeable.is_none() && polls < MERGEABLE_POLLS {
+    let mut polls = crate::retry::Backoff::every(MERGEABLE_POLL, std::time::Instant::now() + MERGEABLE_PATIENCE);
+    while details.state == PullState::Open && details.mergeable.is_none() {
         printer.progress(&format!("{} is still working out whether {sign}{number} can be merged", hosted.repo));
-        tokio::time::sleep(MERGEABLE_POLL_INTERVAL).await;
+        if !polls.wait().await {
+            break;
+        }
         details = hosted.provider.get_pull_request(&hosted.repo, number).await?.unwrap_or(details);
-        polls += 1;
     }
     let repo = context.repo()?.clone();
-    let change = crate::git::in_place(|| crate::git::log::branch_change(&repo.remote, &repo.branch, &head_branch))?;
+    let change = crate::git::workspace::branch_change(&repo.remote, &repo.branch, &head_branch).await?;
     let author = author_check(&details, &trusted, request.opened_by.is_some());
     let verified = author.ok;
     let mut checks = vec![state_check(&details), base_check(&details, &repo.branch), author];
@@ -442,12 +443,18 @@ async fn replan_recorded(
     printer: &Printer,
 ) -> Option<(Vec<String>, Result<Replanned>)> {
     let words = crate::app::plan::parse(body)?;
-    let base = crate::git::in_place(|| -> Result<Checkout> {
-        let repo = context.repo()?;
-        let mut base = Checkout::clone(&repo.remote, &repo.branch)?;
-        base.reset_to_commit(&change.merge_base)?;
-        Ok(base)
-    });
+    let base = match context.repo() {
+        Ok(repo) => {
+            let (repo, merge_base) = (repo.clone(), change.merge_base.clone());
+            crate::git::network(move || -> Result<Workspace> {
+                let mut base = Checkout::clone(&repo.remote, &repo.branch)?;
+                base.reset_to_commit(&merge_base)?;
+                Ok(base.into())
+            })
+            .await
+        }
+        Err(error) => Err(error),
+    };
     let replanned = match base {
         Ok(base) => replan(&words, context, &base, &change.files, printer).await,
         Err(error) => Err(error),
@@ -459,7 +466,7 @@ async fn replan_recorded(
 async fn replan(
     words: &[String],
     context: &app::Context,
-    base: &Checkout,
+    base: &Workspace,
     branch_files: &[(String, Option<Vec<u8>>)],
     printer: &Printer,
 ) -> Result<Replanned> {
@@ -468,10 +475,10 @@ async fn replan(
         Some("app" | "platform") => recorded::replan(words, context, base, branch_files).await,
         Some("tenant") => crate::tenant::replan(words, context, base).await,
         Some("monitoring") if words.get(1).is_some_and(|verb| verb == "install") => {
-            crate::monitoring::replan(rest, words, context, base)
+            crate::monitoring::replan(rest, words, context, &base.files())
         }
         Some("component") if words.get(1).is_some_and(|verb| verb == "upgrade") => {
-            app::component::replan(rest, words, context, base)
+            app::component::replan(rest, words, context, &base.files())
         }
         Some("upgrade") => crate::upgrade::replan(&words[1..], words, context, base, printer).await,
         _ => Err(recorded::unreadable(words, "it is not a command kubectl gitops opens pull requests for")),

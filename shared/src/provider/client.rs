@@ -27,7 +27,7 @@ pub struct Provider {
 }
 
 /// An answer, read in full.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Reply {
     pub(super) status: u16,
     pub(super) headers: HeaderMap,
@@ -204,31 +204,28 @@ impl Provider {
         if method != Method::GET {
             return self.send_once(method, url, body, self.timeout).await;
         }
-        let deadline = std::time::Instant::now() + self.timeout;
-        let mut last_refusal: Option<Reply> = None;
-        let attempt = async |backoff: &crate::retry::Backoff| {
-            let answer = self.send_once(Method::GET, url.clone(), None, backoff.remaining()).await;
-            match answer {
-                Ok(reply) if crate::retry::is_transient(reply.status) => {
-                    last_refusal = Some(reply.clone());
-                    Ok(reply)
+        let mut backoff = crate::retry::Backoff::until(std::time::Instant::now() + self.timeout);
+        // The last 429 or 5xx: what the caller gets when the deadline cuts the next attempt short.
+        let mut refused: Option<Reply> = None;
+        loop {
+            let reply = match self.send_once(Method::GET, url.clone(), None, backoff.remaining()).await {
+                Ok(reply) => reply,
+                Err(error) => {
+                    return match refused {
+                        Some(reply) if backoff.remaining().is_zero() => Ok(reply),
+                        _ => Err(error),
+                    };
                 }
-                // The deadline cut a retry short: the server's last answer says more than "did not
-                // answer", and the backoff (deadline passed) returns it to the caller.
-                Err(error) => match last_refusal.take() {
-                    Some(reply) if backoff.remaining().is_zero() => Ok(reply),
-                    _ => Err(error),
-                },
-                answer => answer,
+            };
+            if !crate::retry::is_transient(reply.status) {
+                return Ok(reply);
             }
-        };
-        crate::retry::until(deadline, attempt, |answer| match answer {
-            Ok(reply) if crate::retry::is_transient(reply.status) => {
-                Some(reply.header("retry-after").and_then(crate::retry::retry_after))
-            }
-            _ => None,
-        })
-        .await
+            let Some(pause) = backoff.pause(reply.header("retry-after").and_then(crate::retry::retry_after)) else {
+                return Ok(reply);
+            };
+            refused = Some(reply);
+            tokio::time::sleep(pause).await;
+        }
     }
 
     /// One attempt of [`Provider::send`], given `timeout`.

@@ -54,8 +54,9 @@ pub use self::model::{
     PullRequestOutcome, PullState, RepoInfo, RepoRef, Token,
 };
 
-/// How often GitLab is asked to auto-merge while it answers 405 (right after a request opens).
-const AUTO_MERGE_TRIES: u32 = 5;
+/// How long GitLab is asked again, about every second, to auto-merge while it answers 405 (right
+/// after a request opens).
+const AUTO_MERGE_PATIENCE: Duration = Duration::from_secs(5);
 
 /// `github::f(self, args…)`, `gitlab::f(…)` or `gitea::f(…)`, by the provider's kind, awaited: the
 /// public methods of [`Provider`] hand each operation to the module of its provider.
@@ -448,15 +449,13 @@ impl Provider {
                         .await
                         .map(|()| MergeOutcome::Merged);
                 }
-                let mut tries = 1;
+                let patience = std::time::Instant::now() + AUTO_MERGE_PATIENCE;
+                let mut tries = crate::retry::Backoff::every(Duration::from_secs(1), patience);
                 loop {
                     let merged =
                         forge::merge_pull_request::<gitlab::GitLab>(self, repo, number, head_sha, method, true).await;
                     match merged {
-                        Err(ProviderError::Api { status: 405, .. }) if tries < AUTO_MERGE_TRIES => {
-                            tries += 1;
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                        }
+                        Err(ProviderError::Api { status: 405, .. }) if tries.wait().await => {}
                         other => return other,
                     }
                 }

@@ -29,7 +29,7 @@ use crate::cli::GlobalArgs;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::PLATFORM_LAYER;
 use crate::flux::objects::GitRef;
-use crate::git::Checkout;
+use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
 use crate::plan;
 
@@ -38,11 +38,11 @@ pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer)
     // `-n` named one of the team's namespaces; the Flux namespace comes from the cluster.
     let target = Target { namespace: None, ..target.clone() };
     let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
-    let checkout = clone(context.repo()?)?;
+    let checkout = clone(context.repo()?).await?;
     let (adopted, clusters) = add_inputs(request, &context, &checkout).await?;
     let inputs = Inputs { versions: &context.versions, adopted: &adopted };
     let build = |checkout: &Checkout| add_changes(request, &inputs, &clusters, checkout);
-    let files = build(&checkout)?;
+    let files = build(&checkout.files())?;
     let cluster_list = app_layout::paths(&clusters);
     let namespaces = request.namespaces.join(", ");
     let message = request.delivery.message.clone().unwrap_or_else(|| {
@@ -109,7 +109,7 @@ pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer)
 async fn add_inputs(
     request: &TenantAddRequest,
     context: &Context,
-    checkout: &Checkout,
+    checkout: &Workspace,
 ) -> Result<(Vec<String>, Vec<ClusterDir>)> {
     refuse_reserved(request, &context.namespace)?;
     if request.lockdown && context.repo()?.platform {
@@ -120,7 +120,7 @@ async fn add_inputs(
         ));
     }
     let adopted = existing_namespaces(context, request).await?;
-    Ok((adopted, target_clusters(checkout, &request.clusters, context.record())?))
+    Ok((adopted, target_clusters(&checkout.files(), &request.clusters, context.record())?))
 }
 
 /// The words that record a `tenant add` in its pull request, every flag resolved.
@@ -150,18 +150,19 @@ fn add_words(request: &TenantAddRequest) -> Vec<String> {
 }
 
 /// A recorded `tenant add|remove` (`words`, all of them) planned again on `base`.
-pub(crate) async fn replan(words: &[String], context: &Context, base: &Checkout) -> Result<Replanned> {
+pub(crate) async fn replan(words: &[String], context: &Context, base: &Workspace) -> Result<Replanned> {
     match words {
         [_, verb, rest @ ..] if verb == "add" => {
             let request = recorded::parse_args::<TenantAddArgs>(rest, words)?.request(&GlobalArgs::default())?;
             let (adopted, clusters) = add_inputs(&request, context, base).await?;
             let inputs = Inputs { versions: &context.versions, adopted: &adopted };
-            Ok(Replanned::of("add", &request.name, add_changes(&request, &inputs, &clusters, base)?))
+            Ok(Replanned::of("add", &request.name, add_changes(&request, &inputs, &clusters, &base.files())?))
         }
         [_, verb, rest @ ..] if verb == "remove" => {
             let request = recorded::parse_args::<TenantRemoveArgs>(rest, words)?.request()?;
-            let clusters = target_clusters(base, &request.clusters, context.record())?;
-            let files = app::remove_listed(TENANTS_DIR, &request.name, &clusters, base)?;
+            let base = base.files();
+            let clusters = target_clusters(&base, &request.clusters, context.record())?;
+            let files = app::remove_listed(TENANTS_DIR, &request.name, &clusters, &base)?;
             Ok(Replanned::of("remove", &request.name, files))
         }
         _ => Err(recorded::unreadable(words, "it is not tenant add or remove")),
@@ -291,10 +292,10 @@ async fn existing_namespaces(context: &Context, request: &TenantAddRequest) -> R
 pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
     let target = Target { namespace: None, ..target.clone() };
     let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
-    let checkout = clone(context.repo()?)?;
-    let clusters = target_clusters(&checkout, &request.clusters, context.record())?;
+    let checkout = clone(context.repo()?).await?;
+    let clusters = target_clusters(&checkout.files(), &request.clusters, context.record())?;
     let build = |checkout: &Checkout| app::remove_listed(TENANTS_DIR, &request.name, &clusters, checkout);
-    let files = build(&checkout)?;
+    let files = build(&checkout.files())?;
     let cluster_list = app_layout::paths(&clusters);
     if files.is_empty() {
         return Err(Error::usage(
@@ -303,7 +304,7 @@ pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Pr
         ));
     }
     // What the team syncs, read before the files go: its Kustomizations are waited on to go.
-    let owners = layout::namespace_owners(&checkout)?;
+    let owners = layout::namespace_owners(&checkout.files())?;
     let namespaces: Vec<String> =
         owners.iter().filter(|(_, team)| **team == request.name).map(|(namespace, _)| namespace.clone()).collect();
     let synced: Vec<(String, String)> =

@@ -121,19 +121,6 @@ fn parse<C: Parser>(words: Vec<OsString>, command: &str) -> Result<C> {
     })
 }
 
-/// Runs an app command the way the CLI runs it. git2's handles are not Send, so neither are
-/// `app::add`'s and `app::remove`'s futures: they run on a blocking thread of the same runtime,
-/// as the CLI runs them on its main thread.
-async fn run_blocking<F>(command: F) -> Result<String>
-where
-    F: AsyncFnOnce() -> Result<String> + Send + 'static,
-{
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(command()))
-        .await
-        .map_err(|error| Error::Internal(format!("the app command stopped: {error}")))?
-}
-
 impl RemoveApp {
     fn words(&self, repo: &RepoArgs) -> Vec<OsString> {
         let mut words: Vec<OsString> = vec![self.name.clone().into()];
@@ -153,8 +140,7 @@ impl RemoveApp {
         let command: RemoveCommand = parse(self.words(repo), "remove")?;
         let request = command.args.request()?;
         let target = Target { namespace: Some(namespace.to_string()), ..target.clone() };
-        let printer = *printer;
-        let output = run_blocking(async move || app::remove(&request, &target, &printer).await).await?;
+        let output = app::remove(&request, &target, printer).await?;
         Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
     }
 }
@@ -206,8 +192,7 @@ impl AddApp {
     pub(crate) async fn run(&self, repo: &RepoArgs, target: &Target, printer: &Printer) -> Result<Changed> {
         let command: AddCommand = parse(self.words(repo), "add")?;
         let request = command.args.request()?;
-        let (target, printer) = (target.clone(), *printer);
-        let output = run_blocking(async move || app::add(&request, &target, &printer).await).await?;
+        let output = app::add(&request, target, printer).await?;
         Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
     }
 }

@@ -27,14 +27,14 @@ use crate::cli::OutputFormat;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::release::{self, FluxVersion, Move};
 use crate::flux::storage::{self, StoredKind};
-use crate::git::Checkout;
+use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
 use crate::record::{self, InstallRecord};
 
 /// Everything the upgrade is planned from, read once.
 struct Inspection {
     context: Context,
-    checkout: Checkout,
+    checkout: Workspace,
     /// The clusters changed, each with the install record its directory holds.
     clusters: Vec<(ClusterDir, InstallRecord)>,
     /// What the current cluster runs, when the current cluster is one of them.
@@ -57,7 +57,7 @@ pub async fn run(
     let (context, checkout) = (&inspection.context, &inspection.checkout);
     let components = &target_components(request, context, checkout, &inspection.clusters, printer).await?;
     let clusters = &inspection.clusters;
-    let repo = scan(&inspection.checkout, clusters, request, components)?;
+    let repo = scan(&inspection.checkout.files(), clusters, request, components)?;
     let replan = |checkout: &Checkout| scan(checkout, clusters, request, components)?.into_files();
     let migrations: Vec<StoredKind> = before_upgrade(&inspection.stored, request.target)?;
     let others = repos_to_change_first(&inspection, request.target).await?;
@@ -133,7 +133,7 @@ pub async fn run(
     // An upgrade is reviewed.
     let delivery = app::reviewed(&request.delivery, context);
     let Inspection { checkout, .. } = inspection;
-    let head = checkout.head();
+    let head = checkout.files().head();
     let branch = context_branch(context)?;
     let driven = app::drive_change(context, &delivery, change, Some(checkout), &replan).await?;
     if request.delivery.dry_run || !request.delivery.wait {
@@ -173,8 +173,8 @@ fn context_branch(context: &Context) -> Result<String> {
 /// Reads the cluster, the config repo and each cluster's install record; changes nothing.
 async fn inspect(request: &UpgradeRequest, target: &Target, printer: &Printer) -> Result<Inspection> {
     let context = app::context(target, &request.repo, true, printer).await?;
-    let checkout = app::clone(context.repo.as_ref().ok_or_else(|| Error::Internal("no config repo".into()))?)?;
-    let clusters = recorded_clusters(&context, &checkout, &request.clusters)?;
+    let checkout = app::clone(context.repo.as_ref().ok_or_else(|| Error::Internal("no config repo".into()))?).await?;
+    let clusters = recorded_clusters(&context, &checkout.files(), &request.clusters)?;
     let running = running_version(&context, &clusters);
     let current_upgraded = current_upgraded(&context, &clusters);
     let stored = match (&context.cluster, current_upgraded) {
@@ -251,7 +251,7 @@ pub(crate) async fn replan(
     args: &[String],
     words: &[String],
     context: &Context,
-    base: &Checkout,
+    base: &Workspace,
     printer: &Printer,
 ) -> Result<app::recorded::Replanned> {
     let parsed = app::recorded::parse_args::<UpgradeArgs>(args, words)?;
@@ -259,10 +259,10 @@ pub(crate) async fn replan(
         return Err(app::recorded::unreadable(words, "it names local files or asks for no change"));
     }
     let request = parsed.request()?;
-    let clusters = recorded_clusters(context, base, &request.clusters)?;
+    let clusters = recorded_clusters(context, &base.files(), &request.clusters)?;
     versions(request.target, request.allow_skip, running_version(context, &clusters), &clusters, printer)?;
     let components = target_components(&request, context, base, &clusters, printer).await?;
-    let files = scan(base, &clusters, &request, &components)?.into_files()?;
+    let files = scan(&base.files(), &clusters, &request, &components)?.into_files()?;
     Ok(app::recorded::Replanned::of("upgrade", &request.target.to_string(), files))
 }
 
@@ -271,7 +271,7 @@ pub(crate) async fn replan(
 async fn target_components(
     request: &UpgradeRequest,
     context: &Context,
-    checkout: &Checkout,
+    checkout: &Workspace,
     clusters: &[(ClusterDir, InstallRecord)],
     printer: &Printer,
 ) -> Result<BTreeMap<Vec<String>, String>> {
@@ -282,7 +282,7 @@ async fn target_components(
             continue;
         }
         let path = format!("{}/flux-system/gotk-components.yaml", dir.path);
-        let repo_copy = crate::plan::read(checkout, &path)?
+        let repo_copy = crate::plan::read(&checkout.files(), &path)?
             .filter(|copy| crate::flux::bootstrap::parse_components_header(copy).0.as_deref() == Some(target.as_str()));
         let text = match repo_copy {
             Some(copy) if request.components_file.is_none() => copy,

@@ -95,7 +95,10 @@ impl Supervisor {
         let stopping = Arc::clone(&self.stopping);
         let name = name.to_string();
         std::thread::spawn(move || {
-            let mut backoff = policy.first_backoff;
+            // Restarts are counted, not timed: a deadline that never comes.
+            let far = std::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+            let mut backoff =
+                gitops_shared::retry::Backoff::between(policy.first_backoff, Duration::from_secs(10), far);
             loop {
                 let status = child.wait();
                 if *lock(&stopping) {
@@ -112,12 +115,11 @@ impl Supervisor {
                     ));
                     return;
                 }
-                let pause = gitops_shared::duration::jittered(backoff);
+                let pause = backoff.pause(None).unwrap_or(Duration::from_secs(10));
                 let note = format!("testenv: {name} exited with {status}; restart {} in {pause:.1?}", restarts + 1);
                 eprintln!("{note}");
                 append_line(&log_path, &note);
                 std::thread::sleep(pause);
-                backoff = (backoff * 2).min(Duration::from_secs(10));
                 let stopping = lock(&stopping);
                 if *stopping {
                     return;
