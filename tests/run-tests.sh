@@ -10,7 +10,12 @@ cd "$(dirname "$0")/.."
 log=${TEST_LOG:-target/test.log}
 mkdir -p "$(dirname "$log")"
 started=$(date +%s)
-${CARGO:-cargo} test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$log"
+# Each test's time: libtest's --report-time, which stable Rust keeps behind -Z unstable-options
+# unless the test binary runs with RUSTC_BOOTSTRAP=1. Given to the test binaries alone, through
+# cargo's runner: rustc never sees it, so nothing is rebuilt for it.
+host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
+export "CARGO_TARGET_${host}_RUNNER=env RUSTC_BOOTSTRAP=1"
+${CARGO:-cargo} test --workspace --all-targets --no-fail-fast "$@" -- -Z unstable-options --report-time 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 elapsed=$(($(date +%s) - started))
 
@@ -33,10 +38,15 @@ awk -v elapsed="$elapsed" -v logfile="$log" -v status="$status" '
     next
   }
   /^test [a-z_0-9]+::[^ ]+ \.\.\. (ok|FAILED|ignored)/ {
+    # --report-time ends the line with the time of the test: `<12.345s>`.
+    secs = 0
+    if (match($0, /<[0-9.]+s>$/)) secs = substr($0, RSTART + 1, RLENGTH - 3) + 0
     if (binary != "it") next
     area = $2; sub(/::.*/, "", area)
-    if (!(area in area_passed)) { area_order[++areas] = area; area_passed[area] = 0; area_failed[area] = 0; area_ignored[area] = 0 }
-    if ($0 ~ / \.\.\. ok$/) area_passed[area]++; else if ($0 ~ / \.\.\. FAILED$/) area_failed[area]++; else area_ignored[area]++
+    if (!(area in area_passed)) { area_order[++areas] = area; area_passed[area] = 0; area_failed[area] = 0; area_ignored[area] = 0; area_secs[area] = 0 }
+    if ($0 ~ / \.\.\. ok( <|$)/) area_passed[area]++; else if ($0 ~ / \.\.\. FAILED( <|$)/) area_failed[area]++; else area_ignored[area]++
+    area_secs[area] += secs
+    test_secs[$2] = secs
     next
   }
   /^test result: / {
@@ -49,12 +59,19 @@ awk -v elapsed="$elapsed" -v logfile="$log" -v status="$status" '
     printf "  %-46s %-8s %4d passed %3d failed %3d ignored  %8s\n", name, (f ? "FAILED" : "ok"), p, f, i, t
     for (k = 1; k <= areas; k++) {
       a = area_order[k]
-      printf "    %-44s %-8s %4d passed %3d failed %3d ignored\n", a, (area_failed[a] ? "FAILED" : "ok"), area_passed[a], area_failed[a], area_ignored[a]
+      printf "    %-44s %-8s %4d passed %3d failed %3d ignored  %7.1fs of tests\n", a, (area_failed[a] ? "FAILED" : "ok"), area_passed[a], area_failed[a], area_ignored[a], area_secs[a]
     }
     passed += p; failed += f; ignored += i; closed = 1
   }
   END {
     close_binary()
+    # The end-to-end tests that took longest (run two or more at a time, so they add up to more
+    # than the wall time of the binary).
+    n = 0
+    for (t in test_secs) { names[++n] = t }
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (test_secs[names[j]] > test_secs[names[i]]) { x = names[i]; names[i] = names[j]; names[j] = x }
+    if (n) print "\nslowest end-to-end tests:"
+    for (i = 1; i <= n && i <= 15; i++) printf "  %7.1fs  %s\n", test_secs[names[i]], names[i]
     printf "\nfull log: %s (%d s)\n", logfile, elapsed
     if (crashed) printf "%d test binaries ended without a result\n", crashed
     if (status != 0 && failed == 0 && crashed == 0) print "cargo test failed before any test ran (a build error?); see the log"

@@ -235,31 +235,7 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     assert!(env.kubectl(&["-n", TEAM, "get", "rolebinding", "team-a-reconciler"]).unwrap().status.code() != Some(0));
     env.kubectl_ok(&["get", "namespace", TEAM]).unwrap();
 
-    // Platform services on the same cluster: `monitoring install` plans the platform directory,
-    // commits it, and Flux creates the stack's two Kustomizations from it.
     let key = env.git.client_key.display().to_string();
-    let dry = gitops(env, "kubectl-gitops-monitoring", &["install", "--dry-run", "--private-key-file", &key]);
-    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
-    for line in [
-        "+++ b/platform/monitoring/controllers/release.yaml",
-        "+++ b/platform/monitoring/configs/rules.yaml",
-        "+++ b/clusters/dev/platform/monitoring/sync.yaml",
-        "+++ b/clusters/dev/platform/kustomization.yaml",
-    ] {
-        assert!(dry.stdout.contains(line), "{line} in\n{}", dry.stdout);
-    }
-    assert!(dry.stdout.contains("+  - monitoring\n") || dry.stdout.contains("+- monitoring\n"), "{}", dry.stdout);
-    let head = env.git.head("fleet");
-    let installed = gitops(env, "kubectl-gitops-monitoring", &["install", "--private-key-file", &key]);
-    assert_eq!(installed.code, Some(0), "{}\n{}", installed.stdout, installed.stderr);
-    assert_ne!(env.git.head("fleet"), head);
-    let commit = env.git.head("fleet");
-    assert_eq!(installed.stdout, format!("platform service monitoring installed at {}\n", &commit[..12]));
-    let again = gitops(env, "kubectl-gitops-monitoring", &["install", "--private-key-file", &key]);
-    assert_eq!(again.stdout, "monitoring is already in the config repo for clusters/dev; nothing to change\n");
-    let configs = reconciled_sync(env, &commit);
-    assert_eq!(configs["spec"]["dependsOn"][0]["name"], "monitoring-controllers", "{configs:#}");
-
     // A platform app: a chart that is not in its repository is refused before anything is
     // committed; one that is lands in platform/, and helm-controller installs it.
     env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
@@ -307,6 +283,33 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     let removed = platform(&["remove", "ingress", "--wait", "--timeout", "3m"]);
     assert_eq!(removed.code, Some(0), "{}\n{}", removed.stdout, removed.stderr);
     assert!(env.kubectl(&["-n", "flux-system", "get", "helmrelease", "ingress"]).unwrap().status.code() != Some(0));
+
+    // Platform services last: once `monitoring install` has put its stack in the platform layer, the
+    // layer's health checks wait on a chart this environment does not serve, and every later change
+    // of the layer waits with them.
+    // Platform services on the same cluster: `monitoring install` plans the platform directory,
+    // commits it, and Flux creates the stack's two Kustomizations from it.
+    let dry = gitops(env, "kubectl-gitops-monitoring", &["install", "--dry-run", "--private-key-file", &key]);
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
+    for line in [
+        "+++ b/platform/monitoring/controllers/release.yaml",
+        "+++ b/platform/monitoring/configs/rules.yaml",
+        "+++ b/clusters/dev/platform/monitoring/sync.yaml",
+        "+++ b/clusters/dev/platform/kustomization.yaml",
+    ] {
+        assert!(dry.stdout.contains(line), "{line} in\n{}", dry.stdout);
+    }
+    assert!(dry.stdout.contains("+  - monitoring\n") || dry.stdout.contains("+- monitoring\n"), "{}", dry.stdout);
+    let head = env.git.head("fleet");
+    let installed = gitops(env, "kubectl-gitops-monitoring", &["install", "--private-key-file", &key]);
+    assert_eq!(installed.code, Some(0), "{}\n{}", installed.stdout, installed.stderr);
+    assert_ne!(env.git.head("fleet"), head);
+    let commit = env.git.head("fleet");
+    assert_eq!(installed.stdout, format!("platform service monitoring installed at {}\n", &commit[..12]));
+    let again = gitops(env, "kubectl-gitops-monitoring", &["install", "--private-key-file", &key]);
+    assert_eq!(again.stdout, "monitoring is already in the config repo for clusters/dev; nothing to change\n");
+    let configs = reconciled_sync(env, &commit);
+    assert_eq!(configs["spec"]["dependsOn"][0]["name"], "monitoring-controllers", "{configs:#}");
 }
 
 /// Asks Flux to fetch the config repo now, waits until the sync applied `commit`, and returns the
