@@ -5,8 +5,8 @@
 //! [`Workspace::files`], a lock guard that a `Send` future cannot hold across an await.
 //!
 //! Each network operation is bounded twice: inside, by libgit2's limits ([`super::limit_network`]);
-//! outside, by [`super::off_runtime`] at the same whole-operation limit, should libgit2 not
-//! return.
+//! outside, by [`super::off_runtime`] a little after the same whole-operation limit, should
+//! libgit2 not return.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -76,12 +76,16 @@ impl Workspace {
     }
 }
 
+/// How much longer than libgit2's own limit the outside bound waits: libgit2's callbacks end an
+/// operation at the limit with an error that names the server, and must be the ones to end it.
+const BACKSTOP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs libgit2 work that goes over the network off the async threads ([`off_runtime`]), bounded
-/// by the whole-operation limit.
+/// by the whole-operation limit (plus [`BACKSTOP`], should libgit2 not return).
 pub async fn network<T: Send + 'static, E: From<GitError> + Send + 'static>(
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, E> {
-    off_runtime(session::operation_limit(), work).await
+    off_runtime(session::operation_limit() + BACKSTOP, work).await
 }
 
 /// [`super::remote_head`], off the async threads.
