@@ -87,6 +87,10 @@ kubectl gitops pr show 1 "${keys[@]}"
 step "kubectl gitops pr merge 1"
 kubectl gitops pr merge 1 "${keys[@]}"
 
+# Flux would fetch the merge at its next interval (a minute); the flux CLI asks it now.
+step "kubectl gitops flux reconcile source git flux-system"
+kubectl gitops flux --flux-bin "$flux_cli" reconcile source git flux-system
+
 step "kubectl gitops app status sock-shop --wait --timeout 5m"
 kubectl gitops app status sock-shop --wait --timeout 5m
 

@@ -544,6 +544,18 @@ impl TestEnv {
         self.kubectl_ok(&[&["get"][..], what, &[jsonpath.as_str()]].concat())
     }
 
+    /// Asks Flux to reconcile each of `objects` (`kind/name` in `namespace`) now, as `flux
+    /// reconcile` asks: a new `reconcile.fluxcd.io/requestedAt`. A test that pushed or merged a
+    /// commit itself asks this instead of waiting for the source's interval.
+    pub fn request_reconcile(&self, namespace: &str, objects: &[&str]) -> Result<()> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+        let requested = format!("reconcile.fluxcd.io/requestedAt={now}");
+        for object in objects {
+            self.kubectl_ok(&["-n", namespace, "annotate", "--overwrite", object, &requested])?;
+        }
+        Ok(())
+    }
+
     pub fn wait_for_jsonpath(&self, what: &[&str], path: &str, expected: &str, timeout: Duration) -> Result<()> {
         let mut get: Vec<&str> = vec!["get"];
         get.extend(what);

@@ -216,16 +216,7 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert_eq!(browser.count("tr[data-app]"), 0);
     let head = fixture.git(&["rev-parse", &format!("refs/heads/{}", pulls[0].head)]);
     fixture.git(&["update-ref", "refs/heads/main", head.trim(), &main_before]);
-    env.kubectl_ok(&[
-        "-n",
-        "flux-system",
-        "annotate",
-        "--overwrite",
-        "gitrepository",
-        "flux-system",
-        &format!("reconcile.fluxcd.io/requestedAt={}", head.trim()),
-    ])
-    .unwrap();
+    env.request_reconcile("flux-system", &["gitrepository/flux-system"]).unwrap();
     browser.wait_for_text("tr[data-app=\"flux-system/pr-app\"] td:nth-child(4)", Duration::from_secs(180), |text| {
         text == "True"
     });

@@ -258,6 +258,8 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     let again = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
     assert_eq!(again.code, Some(1), "{}\n{}", again.stdout, again.stderr);
     assert!(again.stdout.contains("FAIL  open       merged already\n"), "{}", again.stdout);
+    // (pr merge leaves the cluster alone; Flux fetches at once when asked, as `flux reconcile` asks.)
+    forge.env.request_reconcile("flux-system", &["gitrepository/flux-system"]).unwrap();
     forge
         .env
         .wait_for_jsonpath(&["-n", "default", "configmap", "hello"], "{.data.from}", "gitea", Duration::from_secs(180))

@@ -67,8 +67,7 @@ fn config_map(version: u32) -> String {
 /// Asks source-controller to fetch now, then waits until kustomize-controller's newest history
 /// entry is `commit` with `status`; returns that entry.
 fn reconciled(env: &TestEnv, commit: &str, status: &str) -> Value {
-    let requested = format!("reconcile.fluxcd.io/requestedAt={}", now_nanos());
-    env.kubectl_ok(&["-n", NAMESPACE, "annotate", "--overwrite", "gitrepository/web", &requested]).unwrap();
+    env.request_reconcile(NAMESPACE, &["gitrepository/web"]).unwrap();
     let revision = format!("main@sha1:{commit}");
     let started = Instant::now();
     loop {
@@ -83,10 +82,6 @@ fn reconciled(env: &TestEnv, commit: &str, status: &str) -> Value {
         assert!(started.elapsed() < Duration::from_secs(120), "{commit} never reached {status}: {json:#}");
         std::thread::sleep(Duration::from_millis(500));
     }
-}
-
-fn now_nanos() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
 }
 
 fn seconds(time: &Value) -> u64 {

@@ -58,12 +58,8 @@ fn get(env: &TestEnv, args: &[&str]) -> Value {
 /// Asks source-controller to fetch the team repo now, then waits until the Kustomization
 /// `namespace/name` attempted `commit` and its Ready condition has `status`; returns its message.
 fn reconciled(env: &TestEnv, namespace: &str, name: &str, commit: &str, status: &str) -> String {
-    let requested = format!(
-        "reconcile.fluxcd.io/requestedAt={}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-    );
-    let _ = env.kubectl(&["-n", TEAM, "annotate", "--overwrite", &format!("gitrepository/{TEAM}"), &requested]);
-    let _ = env.kubectl(&["-n", namespace, "annotate", "--overwrite", &format!("kustomization/{name}"), &requested]);
+    let _ = env.request_reconcile(TEAM, &[&format!("gitrepository/{TEAM}")]);
+    let _ = env.request_reconcile(namespace, &[&format!("kustomization/{name}")]);
     let started = Instant::now();
     loop {
         let found = env.kubectl(&["-n", namespace, "get", &format!("kustomization/{name}"), "-o", "json"]).unwrap();
@@ -315,13 +311,7 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
 /// Asks Flux to fetch the config repo now, waits until the sync applied `commit`, and returns the
 /// Kustomization `monitoring-configs` it created.
 fn reconciled_sync(env: &TestEnv, commit: &str) -> Value {
-    let requested = format!(
-        "reconcile.fluxcd.io/requestedAt={}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-    );
-    for object in ["gitrepository/flux-system", "kustomization/flux-system"] {
-        let _ = env.kubectl(&["-n", "flux-system", "annotate", "--overwrite", object, &requested]);
-    }
+    let _ = env.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]);
     let started = Instant::now();
     loop {
         let sync = get(env, &["-n", "flux-system", "get", "kustomization", "flux-system"]);
