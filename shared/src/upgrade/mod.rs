@@ -429,6 +429,8 @@ async fn wait_rollout(
 ) -> Result<()> {
     let timeout = request.delivery.timeout;
     let revisions = crate::install::wait::Revisions::sync_only(branch, commit);
+    // The commit is pushed or merged: Flux fetches it now rather than at the next interval.
+    crate::install::wait::fetch_now(cluster, &context.namespace, printer).await;
     crate::install::wait::until_synced(cluster, &context.namespace, &revisions, false, timeout, printer).await?;
     let texts: Vec<&String> = components.values().collect();
     preflight::check_rollout(cluster, &context.namespace, request.target, &texts).await?;
