@@ -11,12 +11,16 @@
 #
 # The archive is flat (krew's manifest maps `kubectl-gitops*` to `.`) and reproducible: sorted
 # names, owner 0, the commit's time (SOURCE_DATE_EPOCH), gzip without a name or time.
+#
+#   DIST_GZIP_LEVEL  gzip's level, 1-9 (default 6, gzip's own). The distribution test packs debug
+#                    binaries, twenty times the release's size, and asks for 1.
 set -euo pipefail
 
 die() { printf 'dist: error: %s\n' "$*" >&2; exit 2; }
 (($# >= 6)) || die "usage: krew/dist.sh VERSION BIN_DIR OUT_DIR OS ARCH FILE…"
 version=$1 bin_dir=$2 out_dir=$3 os=$4 arch=$5
 shift 5
+[[ ${DIST_GZIP_LEVEL:-6} =~ ^[1-9]$ ]] || die "DIST_GZIP_LEVEL ${DIST_GZIP_LEVEL} is not a gzip level 1-9"
 [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || die "version $version is not vX.Y.Z"
 case $os/$arch in
 linux/amd64 | linux/arm64 | darwin/amd64 | darwin/arm64 | windows/amd64) ;;
@@ -59,7 +63,7 @@ else
 	archive=$name.tar.gz
 	(cd "$stage" && find . -type f | LC_ALL=C sort | sed 's#^\./##' |
 		tar --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --no-recursion -cf - -T - |
-		gzip -n >"$out_dir/$archive.tmp")
+		gzip "-${DIST_GZIP_LEVEL:-6}" -n >"$out_dir/$archive.tmp")
 fi
 mv -f "$out_dir/$archive.tmp" "$out_dir/$archive"
 

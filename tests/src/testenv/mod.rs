@@ -369,7 +369,10 @@ impl TestEnv {
                     format!("--events-addr=127.0.0.1:{}", self.ports.events),
                     format!("--receiverAddr=127.0.0.1:{}", free[FLUX_CONTROLLERS.len() * 2]),
                 ]),
-                _ => args.push(format!("--events-addr={events}")),
+                // A Kustomization or HelmRelease held back by its dependency is tried again after
+                // 5 s instead of the default 30 s (the flag is the controllers' own): the tests
+                // wait on dependency chains (platform before apps) again and again.
+                _ => args.extend([format!("--events-addr={events}"), "--requeue-dependency=5s".to_string()]),
             }
             let (program, kubeconfig) = (bin.join(controller), self.kubeconfig.clone());
             let name = controller.to_string();
