@@ -7,7 +7,8 @@
 //!
 //! [`Backoff`] is the one pacing of every loop that asks again until a deadline: the provider's
 //! GETs ([`crate::provider`]) and the kube client's reads ([`KubeReads`], a layer of its request
-//! stack), a push refused because the branch moved (`publish`), an API server still busy with a
+//! stack), the watches between their failures ([`WatchRetries`]), a push refused because the
+//! branch moved (`publish`), an API server still busy with a
 //! new CRD (`cluster::retry_busy`), and the questions to a forge that has no watch (is the pull
 //! request merged yet, mergeable yet, can GitLab take auto-merge yet). The wait for the cluster
 //! has watches instead (`status::watch`).
@@ -82,6 +83,35 @@ impl Backoff {
     /// The time left until the deadline (zero once it passed).
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// The pauses of a watch between its failures, for kube's watcher (its `StreamBackoff`): from
+/// [`FIRST_PAUSE`] doubling to [`MAX_PAUSE`], from the start again once an event arrives. kube's
+/// default pauses up to 30 s, which `--wait`, `--watch` and the UI would show as a stall after
+/// one failed call.
+#[derive(Debug, Clone)]
+pub struct WatchRetries(Backoff);
+
+impl Default for WatchRetries {
+    fn default() -> WatchRetries {
+        // A watch has no deadline: it retries for as long as it is followed.
+        let never = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+        WatchRetries(Backoff::between(FIRST_PAUSE, MAX_PAUSE, never))
+    }
+}
+
+impl Iterator for WatchRetries {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        Some(self.0.pause(None).unwrap_or(MAX_PAUSE))
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchRetries {
+    fn reset(&mut self) {
+        *self = WatchRetries::default();
     }
 }
 
@@ -171,6 +201,18 @@ mod tests {
         assert_eq!(backoff.pause(Some(Duration::from_secs(7200))), None, "past the deadline");
         let mut short = Backoff::until(Instant::now() + Duration::from_millis(50));
         assert_eq!(short.pause(None), None, "no time for a pause and another attempt");
+    }
+
+    #[test]
+    fn watch_retries_double_to_the_cap_and_start_again_after_a_success() {
+        use kube::runtime::utils::Backoff as _;
+        let mut retries = WatchRetries::default();
+        let pauses: Vec<Duration> = retries.by_ref().take(8).collect();
+        assert!(pauses[0] <= FIRST_PAUSE, "{pauses:?}");
+        assert!(pauses.iter().all(|pause| *pause <= MAX_PAUSE), "{pauses:?}");
+        assert!(pauses[7] >= MAX_PAUSE / 2, "{pauses:?}");
+        retries.reset();
+        assert!(retries.next().unwrap() <= FIRST_PAUSE);
     }
 
     #[tokio::test]

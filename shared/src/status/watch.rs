@@ -138,7 +138,8 @@ impl<K: WatchedObject> Triggers<K> {
             }
             .timeout(self.call);
             // A forbidden watch is passed on once and then ends: retrying cannot help.
-            let changes = watcher::watcher(api, config).default_backoff().scan(false, move |ended, event| {
+            let retries = crate::retry::WatchRetries::default();
+            let changes = watcher::watcher(api, config).backoff(retries).scan(false, move |ended, event| {
                 if *ended {
                     return futures::future::ready(None);
                 }
