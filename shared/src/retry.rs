@@ -52,6 +52,12 @@ impl Backoff {
         Backoff { deadline, next: first, max }
     }
 
+    /// Pauses that double from `first` up to `max`, with no deadline: a loop that retries for as
+    /// long as it runs, or counts its tries itself.
+    pub fn without_deadline(first: Duration, max: Duration) -> Backoff {
+        Backoff::between(first, max, Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600))
+    }
+
     /// Pauses of about `interval` each (jittered down to half of it), until `deadline`: polling.
     pub fn every(interval: Duration, deadline: Instant) -> Backoff {
         Backoff::between(interval, interval, deadline)
@@ -95,9 +101,7 @@ pub struct WatchRetries(Backoff);
 
 impl Default for WatchRetries {
     fn default() -> WatchRetries {
-        // A watch has no deadline: it retries for as long as it is followed.
-        let never = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
-        WatchRetries(Backoff::between(FIRST_PAUSE, MAX_PAUSE, never))
+        WatchRetries(Backoff::without_deadline(FIRST_PAUSE, MAX_PAUSE))
     }
 }
 

@@ -85,20 +85,7 @@ pub async fn execute(
         key_made: false,
         delivered: false,
     };
-    // A loop rather than `plan::run_steps`' async closure, whose future the compiler cannot
-    // prove `Send` (the UI runs this on its server's tasks).
-    let steps = plan.steps();
-    let mut ran = Ok(());
-    for (number, (step, words)) in steps.iter().enumerate() {
-        ran = match crate::plan::may_start_step() {
-            Ok(()) => execution.run(step, words).await,
-            Err(interrupted) => Err(interrupted),
-        }
-        .map_err(|source| crate::plan::failed_step(number + 1, steps.len(), words, source));
-        if ran.is_err() {
-            break;
-        }
-    }
+    let ran = execution.run_all(&plan.steps()).await;
     match ran {
         Ok(()) => Ok(execution.outcome),
         // The config repo names the new repository now: it stays.
@@ -133,6 +120,17 @@ struct Execution<'a> {
 }
 
 impl<'a> Execution<'a> {
+    /// [`crate::plan::run_steps`]' loop, as a method: its async closure makes a future the
+    /// compiler cannot prove `Send`, and the UI runs this on its server's tasks.
+    async fn run_all(&mut self, steps: &[(Step, String)]) -> Result<()> {
+        for (index, (step, words)) in steps.iter().enumerate() {
+            crate::plan::may_start_step()?;
+            let ran = self.run(step, words).await;
+            ran.map_err(|source| crate::plan::failed_step(index + 1, steps.len(), words, source))?;
+        }
+        Ok(())
+    }
+
     async fn run(&mut self, step: &Step, words: &str) -> Result<()> {
         match step {
             Step::NewRepo(step) => self.new_repo(step).await?,

@@ -95,10 +95,9 @@ impl Supervisor {
         let stopping = Arc::clone(&self.stopping);
         let name = name.to_string();
         std::thread::spawn(move || {
-            // Restarts are counted, not timed: a deadline that never comes.
-            let far = std::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+            // Restarts are counted, not timed.
             let mut backoff =
-                gitops_shared::retry::Backoff::between(policy.first_backoff, Duration::from_secs(10), far);
+                gitops_shared::retry::Backoff::without_deadline(policy.first_backoff, Duration::from_secs(10));
             loop {
                 let status = child.wait();
                 if *lock(&stopping) {
