@@ -28,11 +28,12 @@ const LAYERS: [(&str, &[&str]); 5] = [
         "infrastructure",
         &["cluster", "git", "http", "provider", "repo_access", "retry", "config", "output", "yaml", "flux_cli", "oci"],
     ),
-    ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments"]),
+    ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments", "wait", "change"]),
     (
         "commands",
         &[
             "app",
+            "component",
             "install",
             "status",
             "version",

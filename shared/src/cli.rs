@@ -98,6 +98,115 @@ pub enum ColorChoice {
     Never,
 }
 
+/// How to reach the config repo. By default: the repo, branch and cluster directory recorded
+/// when this cluster was installed.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RepoArgs {
+    /// The config repo URL (default: the one the current cluster was installed from).
+    #[arg(long, value_name = "URL", help_heading = "Config repo")]
+    pub config_repo: Option<String>,
+
+    /// The config repo's branch (default: the one the current cluster follows, else main).
+    #[arg(long, value_name = "BRANCH", help_heading = "Config repo")]
+    pub config_branch: Option<String>,
+
+    /// The SSH private key to push with (default ~/.ssh/id_ed25519, id_ecdsa or id_rsa).
+    #[arg(long, value_name = "FILE", help_heading = "Config repo")]
+    pub private_key_file: Option<PathBuf>,
+
+    /// known_hosts for the git host (default: the host keys pinned in the cluster's Flux Secret,
+    /// else ~/.ssh/known_hosts).
+    #[arg(long, value_name = "FILE", help_heading = "Config repo")]
+    pub known_hosts_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub trust: TrustArgs,
+}
+
+/// Which hosts the cluster's install record may send credentials to, besides the ones it is
+/// bound to in the config file (docs/layout.md, "Where credentials go").
+#[derive(Debug, Clone, Default, Args)]
+pub struct TrustArgs {
+    /// Accept HOST as the new config repo or provider API host of this cluster, when its install
+    /// record names another than the one it is bound to (repeatable).
+    #[arg(long = "accept-host", value_name = "HOST", help_heading = "Config repo")]
+    pub accept_hosts: Vec<String>,
+}
+
+/// How a change reaches the config repo, and what happens after.
+#[derive(Debug, Clone, Args)]
+pub struct DeliveryArgs {
+    /// Push the commit to the config branch (the default unless the provider says the branch is protected).
+    #[arg(long, help_heading = "Delivery")]
+    pub auto_merge: bool,
+
+    /// Push to a new branch and open a pull request (GitLab: merge request) instead.
+    #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]
+    pub pr: bool,
+
+    /// The commit message (default: what changed, e.g. "Add app podinfo (kustomize) to clusters/dev").
+    #[arg(long, short = 'm', value_name = "TEXT", help_heading = "Delivery")]
+    pub message: Option<String>,
+
+    /// The commit author as "Name <email>" (default: $GIT_AUTHOR_NAME <$GIT_AUTHOR_EMAIL>, else kubectl-gitops).
+    #[arg(long, value_name = "NAME <EMAIL>", help_heading = "Delivery")]
+    pub author: Option<String>,
+
+    /// Print the numbered plan and a unified diff of the repo; change nothing anywhere.
+    #[arg(long, help_heading = "Delivery")]
+    pub dry_run: bool,
+
+    /// With a pull request: merge it once it is opened and read back (a merge commit, guarded by
+    /// the branch's head; the token must be allowed to merge).
+    #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]
+    pub merge: bool,
+
+    /// After pushing, wait until Flux has applied the commit and the app is Ready (or gone); with a
+    /// pull request, first until it is merged (a request closed unmerged: exit 1).
+    #[arg(long, help_heading = "Delivery")]
+    pub wait: bool,
+
+    /// How long --wait waits, and how long a push refused because others pushed first is retried.
+    #[arg(long, value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Delivery")]
+    pub timeout: Duration,
+}
+
+/// Where a new repository's first files come from: `repo create`'s and `app add --create-repo`'s flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SourceArgs {
+    /// Generate it from this template repository of the same provider (`OWNER/REPO`).
+    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "from_url", help_heading = "New repository")]
+    pub from_template: Option<String>,
+
+    /// Copy the files of this git repository (any server) into it as its first commit.
+    #[arg(long, value_name = "URL", help_heading = "New repository")]
+    pub from_url: Option<String>,
+
+    /// The branch of --from-url to copy.
+    #[arg(long, value_name = "BRANCH", default_value = "main", requires = "from_url", help_heading = "New repository")]
+    pub from_branch: String,
+
+    /// Fork --from-template instead of generating from it (it need not be a template).
+    #[arg(long, requires = "from_template", help_heading = "New repository")]
+    pub fork: bool,
+
+    /// Make it public (default: private).
+    #[arg(long, help_heading = "New repository")]
+    pub public: bool,
+}
+
+impl SourceArgs {
+    /// Whether any of these flags was given.
+    pub fn given(&self) -> bool {
+        self.given_source() || self.fork || self.public
+    }
+
+    /// Whether the files come from elsewhere than our app layout.
+    pub fn given_source(&self) -> bool {
+        self.from_template.is_some() || self.from_url.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

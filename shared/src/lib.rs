@@ -8,9 +8,11 @@ pub mod apply;
 #[cfg(test)]
 mod architecture;
 pub mod artifact;
+pub mod change;
 pub mod cli;
 pub mod cluster;
 pub mod completion;
+pub mod component;
 pub mod config;
 pub mod dependencies;
 pub mod deploy_key;
@@ -49,6 +51,7 @@ pub mod timeouts;
 pub mod ui;
 pub mod upgrade;
 pub mod version;
+pub mod wait;
 pub mod yaml;
 
 #[cfg(test)]

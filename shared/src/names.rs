@@ -46,6 +46,36 @@ pub fn validate_name(name: &str, flag: &str) -> Result<String> {
     }
 }
 
+/// A branch or tag name git accepts (`refs/heads/<branch>`, `refs/tags/<tag>`); Flux could
+/// never check out another.
+pub(crate) fn validate_git_ref(name: &str, flag: &str, namespace: &str) -> Result<()> {
+    if !name.starts_with('-') && git2::Reference::is_valid_name(&format!("refs/{namespace}/{name}")) {
+        return Ok(());
+    }
+    Err(Error::usage(
+        format!("{flag} {name:?} is not a valid git {} name", if namespace == "tags" { "tag" } else { "branch" }),
+        "git names have no spaces, `..`, `~`, `^`, `:`, `?`, `*`, `[` or `\\`, and do not start with '-'",
+    ))
+}
+
+/// A path inside a source, as Flux wants it: `./dir`, never leaving the source.
+pub(crate) fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
+    let Some(path) = path else {
+        return Ok("./".to_string());
+    };
+    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
+    if trimmed.is_empty() || trimmed == "." {
+        return Ok("./".to_string());
+    }
+    if Path::new(trimmed).is_absolute() || trimmed.split('/').any(|part| part == ".." || part.is_empty()) {
+        return Err(Error::usage(
+            format!("{flag} {path:?} leaves the source"),
+            format!("give {flag} relative to the repository root, without `..`, e.g. ./deploy"),
+        ));
+    }
+    Ok(format!("./{trimmed}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

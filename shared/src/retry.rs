@@ -11,7 +11,7 @@
 //! branch moved (`publish`), an API server still busy with a
 //! new CRD (`cluster::retry_busy`), and the questions to a forge that has no watch (is the pull
 //! request merged yet, mergeable yet, can GitLab take auto-merge yet). The wait for the cluster
-//! has watches instead (`status::watch`).
+//! has watches instead (`crate::wait`).
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};

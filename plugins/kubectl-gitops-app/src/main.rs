@@ -53,7 +53,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops app", |cli: Cli, printer| async move {
         let global = &cli.global;
-        let target = app::Target::from_args(global);
+        let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {
             Command::Status(args) => {
                 return status::run_app_status(&args.request(global)?, &target.connection, &printer).await;

@@ -2,8 +2,8 @@
 //! upgraded through git.
 
 use clap::Subcommand;
-use gitops_shared::app::component;
-use gitops_shared::app::{self, ComponentUpgradeArgs};
+use gitops_shared::component;
+use gitops_shared::component::ComponentUpgradeArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 
@@ -30,7 +30,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops component", |cli: Cli, printer| async move {
         let global = &cli.global;
-        let target = app::Target::from_args(global);
+        let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {
             Command::List => component::list(&target, global.output_format(), !global.no_headers, &printer).await?,
             Command::Upgrade(args) => component::upgrade(&args.request()?, &target, &printer).await?,

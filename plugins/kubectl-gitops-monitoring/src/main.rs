@@ -1,7 +1,7 @@
 //! `kubectl gitops monitoring`: Prometheus, Grafana and alerts for Flux, through the config repo.
 
 use clap::Subcommand;
-use gitops_shared::app::Target;
+use gitops_shared::change::Target;
 use gitops_shared::error::ExitCode;
 use gitops_shared::monitoring::{self, InstallArgs, StatusArgs};
 use gitops_shared::runtime;

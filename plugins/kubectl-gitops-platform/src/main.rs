@@ -32,7 +32,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops platform", |cli: Cli, printer| async move {
         let global = &cli.global;
-        let target = app::Target::from_args(global);
+        let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {
             Command::Add(args) => {
                 let mut request = args.request()?;

@@ -1,9 +1,9 @@
 //! `kubectl gitops pr`: the pull requests kubectl-gitops opened on the config repo.
 
 use clap::{Parser, Subcommand};
-use gitops_shared::app::Target;
-use gitops_shared::app::args::TrustArgs;
+use gitops_shared::change::Target;
 use gitops_shared::cli::GlobalArgs;
+use gitops_shared::cli::TrustArgs;
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::Printer;
 use gitops_shared::pr::{self, Action, MergeArgs, ShowArgs};

@@ -1,7 +1,7 @@
 //! `kubectl gitops repo`: app repositories on the config repo's provider.
 
 use clap::Subcommand;
-use gitops_shared::app::Target;
+use gitops_shared::change::Target;
 use gitops_shared::error::ExitCode;
 use gitops_shared::repo::{self, CreateArgs};
 use gitops_shared::runtime;

@@ -1,7 +1,7 @@
 //! `kubectl gitops tenant`: teams connected to namespaces through the config repo.
 
 use clap::Subcommand;
-use gitops_shared::app::Target;
+use gitops_shared::change::Target;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::tenant::{self, TenantAddArgs, TenantListArgs, TenantRemoveArgs};

@@ -2,7 +2,7 @@
 //! one commit or pull request of the config repo.
 
 use clap::{CommandFactory, Parser};
-use gitops_shared::app::Target;
+use gitops_shared::change::Target;
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::runtime;
 use gitops_shared::upgrade::{self, UpgradeArgs};

@@ -3,14 +3,16 @@
 
 use serde::Serialize;
 
-use super::layout::{self, ClusterDir};
-use super::settings::{ListRequest, Target};
+use super::settings::ListRequest;
 use super::spec::Tier;
-use super::{clone, context, plan};
+use crate::change::Target;
+use crate::change::context::{clone, context};
+use crate::change::layout::{self, ClusterDir};
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::output::table::Table;
+use crate::plan;
 use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
 
 /// One app; `-o json|yaml` prints a list of these (docs/output.md).
@@ -38,7 +40,7 @@ pub struct AppRow {
 /// `app list`: returns the text to print.
 pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Result<String> {
     let (format, reads_repo) = (args.format, args.reads_repo);
-    let context = context(target, &args.repo.for_tier(args.tier), reads_repo, printer).await?;
+    let context = context(target, &args.repo.for_platform(args.tier == Tier::Platform), reads_repo, printer).await?;
     let scope = match (args.all_namespaces, &target.namespace) {
         (true, _) => Scope::All,
         (false, Some(namespace)) => Scope::Namespace(namespace.clone()),

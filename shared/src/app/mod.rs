@@ -1,345 +1,38 @@
-//! `kubectl gitops app`: add, list, remove, suspend and resume apps in the config repo.
-//!
-//! Every changing subcommand runs the same way:
-//! 1. resolve the flags into a request ([`settings`], the app with [`spec::AppSpec::from_args`]):
+//! `kubectl gitops app` (and `platform`): add, list, remove, suspend and resume apps in the config
+//! repo. Each changing subcommand describes its change and hands it to the change engine
+//! ([`crate::change`]):
+//! 1. the flags are resolved into a request ([`settings`], the app with [`spec::AppSpec::from_args`]):
 //!    bad input stops here;
-//! 2. resolve the context ([`context`]): the cluster, its install record, the config repo and
-//!    the provider in front of it; read-only checks (the repo exists, we may push);
-//! 3. clone the config branch into a temp dir and build a [`plan::Plan`];
-//! 4. `--dry-run` prints the plan; otherwise [`deliver::execute`] carries out the same plan.
+//! 2. the engine resolves the context ([`crate::change::context`]);
+//! 3. the app's file changes are computed on a clone of the config branch ([`layout`]) and handed
+//!    over as a [`Change`], which the engine plans, prints for `--dry-run` or delivers, and waits for.
 
 pub mod args;
 pub mod chart;
-pub mod component;
-pub(crate) mod deliver;
-mod drive;
 pub mod layout;
 mod list;
-pub mod new_repo;
-pub mod plan;
 pub mod recorded;
 pub mod settings;
 pub mod spec;
 
 use kube::api::Api;
 
-pub use self::args::{AddArgs, ComponentUpgradeArgs, DeliveryArgs, ListArgs, RemoveArgs, RepoArgs, SuspendArgs};
-pub use self::deliver::{ConfigRepo, HostedRepo};
-pub(crate) use self::drive::{Awaits, Change, drive, drive_change};
-use self::layout::ClusterDir;
-use self::layout::SuspendPatch;
+pub use self::args::{AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 pub use self::list::list;
-use self::plan::{Delivery, FileChange};
-use self::settings::{AddRequest, DeliveryMode, DeliverySettings, RemoveRequest, RepoSettings, SuspendRequest};
-pub use self::settings::{ListRequest, Target};
-use self::spec::{AppSpec, Versions};
+pub use self::settings::ListRequest;
+use self::settings::{AddRequest, RemoveRequest, SuspendRequest};
+use self::spec::AppSpec;
+use crate::change::layout::{self as repo_layout, ClusterDir, SuspendPatch, remove_listed};
+use crate::change::plan::FileChange;
+use crate::change::{Awaits, Change, Context, Target, clone, context, drive, new_repo, reviewed, target_clusters};
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
-use crate::config::hosts;
-use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
-use crate::flux::api;
+use crate::flux::api::{self, Versions};
 use crate::flux::bootstrap::SYNC_NAME;
-use crate::git::{Auth, Checkout, Remote, Workspace};
+use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
-use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
-use crate::record::{InstallRecord, PlatformRepo};
+use crate::plan;
 use crate::repo_access::{self, parse_url};
-
-/// Everything an app command works against, resolved once.
-pub struct Context {
-    /// The current cluster; `None` when it is not needed and not reachable (`--config-repo`).
-    pub cluster: Option<Cluster>,
-    /// The Flux namespace, where the app's Flux objects live.
-    pub namespace: String,
-    /// The API versions to write.
-    pub versions: Versions,
-    /// What the current cluster holds (its install record among it); `None` without a cluster.
-    pub detection: Option<Detection>,
-    /// The config repo, with our credentials; resolved only for commands that read or write it.
-    pub repo: Option<ConfigRepo>,
-    /// Where progress and warnings go.
-    pub printer: Printer,
-}
-
-impl Context {
-    /// The current cluster, for commands that act on it.
-    fn cluster(&self) -> Result<&Cluster> {
-        self.cluster.as_ref().ok_or_else(|| {
-            Error::usage("this needs the cluster, and none is reachable", "check --kubeconfig and --context")
-        })
-    }
-
-    /// The current cluster's install record.
-    pub(crate) fn record(&self) -> Option<&InstallRecord> {
-        self.detection.as_ref()?.gitops.as_ref()
-    }
-
-    /// The config repo, for commands that read or write it.
-    pub(crate) fn repo(&self) -> Result<&ConfigRepo> {
-        self.repo.as_ref().ok_or_else(|| Error::Internal("the config repo was not resolved".into()))
-    }
-}
-
-/// Resolves the cluster and, with `needs_repo`, the config repo and how to reach it. Read-only.
-pub async fn context(
-    target: &Target,
-    repo_args: &RepoSettings,
-    needs_repo: bool,
-    printer: &Printer,
-) -> Result<Context> {
-    let connected = Cluster::connect(&target.connection, printer).await;
-    let (cluster, detection) = match connected {
-        Ok(cluster) => {
-            let detection = detect::detect(&cluster).await?;
-            if detection.state == ClusterState::Unreachable && repo_args.config_repo.is_none() {
-                return Err(Error::Unreachable {
-                    server: cluster.server.clone(),
-                    reason: detection.error.clone().unwrap_or_default(),
-                });
-            }
-            let reachable = detection.state != ClusterState::Unreachable;
-            (reachable.then_some(cluster), reachable.then_some(detection))
-        }
-        Err(error) if repo_args.config_repo.is_none() => return Err(error),
-        Err(_) => (None, None),
-    };
-    let namespace = detection
-        .as_ref()
-        .and_then(|detection| detection.flux.as_ref().map(|flux| flux.namespace.clone()))
-        .or_else(|| target.namespace.clone())
-        .unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
-    let versions = match &detection {
-        Some(detection) if !detection.api_versions.is_empty() => Versions::served(detection.api_versions.clone()),
-        Some(_) if repo_args.config_repo.is_none() => {
-            return Err(Error::Negative {
-                message: "this cluster has no Flux (no Flux API is served)".into(),
-                hint: Some("run `kubectl gitops install` first".into()),
-            });
-        }
-        _ => Versions::pinned(),
-    };
-    let mut context = Context { cluster, namespace, versions, detection, repo: None, printer: *printer };
-    if needs_repo {
-        context.attach_repo(repo_args).await?;
-    }
-    Ok(context)
-}
-
-impl Context {
-    /// Resolves the config repo and our credentials for it (the repo flags, else the install
-    /// record): for a command that found out first, without a key, whether it has work to do.
-    pub(crate) async fn attach_repo(&mut self, repo_args: &RepoSettings) -> Result<()> {
-        let record = self.trusted_record(repo_args)?;
-        let platform = platform_repo(record, repo_args);
-        let url = repo_args.config_repo.clone();
-        let url = url.or_else(|| platform.map(|platform| platform.url.clone()));
-        let url = url.or_else(|| record.map(|r| r.url.clone())).ok_or_else(|| {
-            Error::usage(
-                "this cluster has no kubectl-gitops layout, so there is no config repo to write to",
-                "run `kubectl gitops install`, or pass --config-repo URL",
-            )
-        })?;
-        let branch = repo_args
-            .config_branch
-            .clone()
-            .or_else(|| platform.map(|platform| platform.branch.clone()))
-            .or_else(|| record.map(|r| r.branch.clone()))
-            .unwrap_or_else(|| "main".to_string());
-        let hosted = provider_repo(record, repo_args)?;
-        let pinned_hosts = match &self.cluster {
-            Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &self.namespace).await?,
-            None => None,
-        };
-        let remote = push_remote(&url, repo_args, hosted.as_ref(), pinned_hosts.as_deref())?;
-        self.repo = Some(ConfigRepo { remote, branch, hosted, platform: platform.is_some() });
-        Ok(())
-    }
-
-    /// The provider in front of the repository `repo_args` ask for (the config repo, or the
-    /// platform repo beside it), with our token; `None` for a plain git server.
-    pub(crate) fn hosted_repo(&self, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
-        provider_repo(self.trusted_record(repo_args)?, repo_args)
-    }
-
-    /// The install record, once the hosts it sends our credentials to for `repo_args` are those
-    /// this cluster is bound to in the user's config file (bound now on first use, with a line
-    /// saying so; another host only with `--accept-host`, [`crate::config::hosts`]). Every use of
-    /// the record's repository or provider goes through here.
-    fn trusted_record(&self, repo_args: &RepoSettings) -> Result<Option<&InstallRecord>> {
-        let (Some(record), Some(cluster)) = (self.record(), &self.cluster) else { return Ok(self.record()) };
-        let repo_url = match platform_repo(Some(record), repo_args) {
-            Some(platform) => Some(platform.url.as_str()),
-            None => repo_args.config_repo.is_none().then_some(record.url.as_str()),
-        };
-        let wanted = hosts::Wanted::of_record(record, repo_url)?;
-        if let Some(line) = hosts::bind(&cluster.server, &wanted, hosts::Accept::Named(&repo_args.accepted_hosts))? {
-            self.printer.progress(&line);
-        }
-        Ok(Some(record))
-    }
-}
-
-/// The recorded platform repo, when `repo_args` ask for the platform services' repository and
-/// name no other (`--config-repo`).
-fn platform_repo<'a>(record: Option<&'a InstallRecord>, repo_args: &RepoSettings) -> Option<&'a PlatformRepo> {
-    record.and_then(|record| record.platform.as_ref()).filter(|_| repo_args.platform && repo_args.config_repo.is_none())
-}
-
-/// The provider in front of the repository `repo_args` ask for: the config repo, or the platform
-/// repo beside it (the same provider, another repository).
-fn provider_repo(record: Option<&InstallRecord>, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
-    let mut hosted = config_repo_provider(record)?;
-    if let (Some(platform), Some(hosted)) = (platform_repo(record, repo_args), hosted.as_mut()) {
-        let path = repo_access::path_of(&platform.url)?;
-        hosted.repo = RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
-    }
-    Ok(hosted)
-}
-
-/// The provider in front of the config repo, from the install record.
-fn config_repo_provider(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
-    let Some(record) = record else { return Ok(None) };
-    let (Some(kind), Some(repository)) = (record.provider.as_deref().and_then(Kind::from_id), &record.repository)
-    else {
-        return Ok(None);
-    };
-    let host = kind.host(record.hostname.as_deref());
-    let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
-        Error::usage(
-            format!("the config repo {repository} is on {host}, and there is no token for it"),
-            crate::config::token_hint(kind, &host),
-        )
-    })?;
-    let config = ProviderConfig {
-        kind,
-        hostname: record.hostname.clone(),
-        api_base: std::env::var(kind.api_url_env()).ok().filter(|value| !value.is_empty()),
-        token: token.clone(),
-    };
-    Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)?, token }))
-}
-
-/// How we push: over SSH with the user's key (host keys checked, never trusted blindly), over
-/// HTTPS with the provider token or `GITOPS_GIT_PASSWORD`.
-fn push_remote(url: &str, args: &RepoSettings, hosted: Option<&HostedRepo>, pinned: Option<&str>) -> Result<Remote> {
-    let parsed = parse_url(url)?;
-    if parsed.scheme == "ssh" {
-        let private_key = match &args.private_key_file {
-            Some(path) => repo_access::read_private_key(path)?,
-            None => repo_access::default_ssh_key()?,
-        };
-        let refuse_scan = |_: &str| -> Result<bool> {
-            Err(Error::usage(
-                format!("the SSH host keys of {} are not known", parsed.host),
-                "pass --known-hosts-file with the host's known_hosts lines (`ssh-keyscan HOST`)",
-            ))
-        };
-        let known_hosts = repo_access::known_hosts(args.known_hosts_file.as_deref(), pinned, &parsed, &refuse_scan)?;
-        let auth = Auth::Ssh { user: parsed.user.clone(), private_key, known_hosts };
-        return Ok(Remote { url: parsed.canonical, auth });
-    }
-    let (username, password) = match hosted {
-        Some(hosted) => (hosted.provider.kind().token_user().to_string(), hosted.token.expose().to_string()),
-        None => repo_access::https_credentials()?,
-    };
-    Ok(Remote { url: parsed.canonical, auth: Auth::Basic { username, password } })
-}
-
-/// Checks what the provider can tell before anything is written: the repo exists, and which
-/// delivery applies (`--pr`, `--auto-merge`, or a pull request when the branch is protected).
-async fn delivery(
-    repo: &ConfigRepo,
-    args: &DeliverySettings,
-    verb: &str,
-    app: &str,
-    files: &[FileChange],
-    printer: &Printer,
-) -> Result<Delivery> {
-    let Some(hosted) = &repo.hosted else {
-        if args.mode == DeliveryMode::PullRequest {
-            return Err(Error::usage(
-                "--pr needs a config repo on GitHub or GitLab",
-                "install with --provider github|gitlab to get pull requests, or push directly (--auto-merge)",
-            ));
-        }
-        return Ok(Delivery::Push);
-    };
-    let info = hosted.provider.get_repository(&hosted.repo).await?.ok_or_else(|| Error::Remote {
-        message: format!("the config repo {} does not exist on {}", hosted.repo, hosted.provider.kind()),
-        hint: Some("check the install record (kubectl gitops detect -o yaml) and the token's access".into()),
-    })?;
-    if info.can_push == Some(false) {
-        return Err(Error::Remote {
-            message: format!("the {} token may not push to {}", hosted.provider.kind(), hosted.repo),
-            hint: Some(format!(
-                "use a token with write access ({})",
-                crate::config::token_hint(hosted.provider.kind(), hosted.provider.host())
-            )),
-        });
-    }
-    let pull_request = Delivery::PullRequest {
-        branch: plan::pull_request_branch(verb, app, files),
-        noun: hosted.provider.kind().pull_request_noun(),
-        merge: args.merge,
-    };
-    match args.mode {
-        DeliveryMode::PullRequest => return Ok(pull_request),
-        DeliveryMode::Push => return Ok(Delivery::Push),
-        DeliveryMode::Auto => {}
-    }
-    if hosted.provider.is_branch_protected(&hosted.repo, &repo.branch).await? {
-        let noun = hosted.provider.kind().pull_request_noun();
-        printer.progress(&format!("{} is protected: opening a {noun} instead of pushing to it", repo.branch));
-        return Ok(pull_request);
-    }
-    Ok(Delivery::Push)
-}
-
-/// Clones the config branch into a temp dir (deleted when dropped). A branch that does not
-/// exist is refused: apps go into a repo that `install` set up.
-pub(crate) async fn clone(repo: &ConfigRepo) -> Result<Workspace> {
-    let checkout = Workspace::clone(&repo.remote, &repo.branch).await?;
-    if checkout.files().head().is_none() {
-        return Err(Error::usage(
-            format!("branch {} of {} is empty or does not exist", repo.branch, repo.remote.url),
-            "run `kubectl gitops install` to set up the config repo, or pass --config-branch",
-        ));
-    }
-    Ok(checkout)
-}
-
-/// The clusters to change: those named with `--cluster`, else the current cluster.
-pub(crate) fn target_clusters(
-    checkout: &Checkout,
-    names: &[String],
-    record: Option<&InstallRecord>,
-) -> Result<Vec<ClusterDir>> {
-    let known = layout::clusters_in(checkout)?;
-    let known_names = || known.iter().map(|cluster| cluster.name.as_str()).collect::<Vec<_>>().join(", ");
-    let wanted: Vec<String> = if names.is_empty() {
-        let record = record.ok_or_else(|| {
-            Error::usage("no cluster given and the current cluster has no install record", "pass --cluster NAME")
-        })?;
-        vec![record.cluster_name.clone()]
-    } else {
-        names.to_vec()
-    };
-    wanted
-        .iter()
-        .map(|name| {
-            known.iter().find(|cluster| &cluster.name == name).cloned().ok_or_else(|| {
-                Error::usage(
-                    format!("unknown cluster {name:?}: the config repo has no install record for it"),
-                    if known.is_empty() {
-                        "install a cluster into this repo first (`kubectl gitops install`)".to_string()
-                    } else {
-                        format!("clusters in the repo: {}", known_names())
-                    },
-                )
-            })
-        })
-        .collect()
-}
 
 /// `app add`.
 pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Result<String> {
@@ -348,13 +41,19 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         let namespace = target.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
         return request.spec.export(&namespace);
     }
-    let context = context(target, &args.repo.for_tier(args.spec.tier), true, printer).await?;
+    let context =
+        context(target, &args.repo.for_platform(args.spec.tier == spec::Tier::Platform), true, printer).await?;
     check_secret_ref(&request.spec, &context)?;
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &args.clusters, context.record())?;
     let (spec, new_repo) = match &args.new_repo {
         Some(new) => {
-            let (spec, planned) = new_repo::for_app(&context, new, &request.spec, &clusters).await?;
+            let planned = new_repo::for_app(&context, new, &request.spec.name, &clusters).await?;
+            let spec = request.spec.from_new_repo(
+                planned.url.clone(),
+                planned.plan.branch.clone(),
+                planned.secret_ref.clone(),
+            );
             (spec, Some(planned))
         }
         None => (request.spec.clone(), None),
@@ -365,7 +64,7 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
         add_changes(spec, &clusters, per_cluster_values, &context.namespace, &context.versions, args.update, checkout)
     };
     let files = build(&checkout.files())?;
-    let cluster_list = layout::paths(&clusters);
+    let cluster_list = repo_layout::paths(&clusters);
     let message = args.delivery.message.clone().unwrap_or_else(|| {
         let verb = if files.iter().any(|file| file.path.starts_with(&spec.definition_dir()) && file.before.is_some()) {
             "Update"
@@ -440,17 +139,6 @@ pub(crate) fn check_secret_ref(spec: &AppSpec, context: &Context) -> Result<()> 
     ))
 }
 
-/// The delivery of a change that is reviewed (an upgrade, a platform app): without `--pr` or
-/// `--auto-merge`, a pull request where the config repo has them (GitHub, GitLab); a plain git
-/// server takes the commit, as `--auto-merge` does.
-pub(crate) fn reviewed(delivery: &DeliverySettings, context: &Context) -> DeliverySettings {
-    let mut delivery = delivery.clone();
-    if delivery.mode == DeliveryMode::Auto && context.repo.as_ref().is_some_and(|repo| repo.hosted.is_some()) {
-        delivery.mode = DeliveryMode::PullRequest;
-    }
-    delivery
-}
-
 /// The file changes of an add: the shared definition, each cluster's overlay and app list.
 fn add_changes(
     spec: &AppSpec,
@@ -488,7 +176,7 @@ fn add_changes(
         wanted.extend(overlay);
         dirs.push(overlay_dir);
         let list_path = cluster.list_file(spec.tier.root());
-        let list = layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &spec.name, true)?;
+        let list = repo_layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &spec.name, true)?;
         wanted.insert(list_path, list);
     }
     plan::diff(checkout, &wanted, &dirs)
@@ -496,13 +184,13 @@ fn add_changes(
 
 /// `app remove` (and `platform remove`: `args.tier`).
 pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
-    let context = context(target, &args.repo.for_tier(args.tier), true, printer).await?;
+    let context = context(target, &args.repo.for_platform(args.tier == spec::Tier::Platform), true, printer).await?;
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &args.clusters, context.record())?;
     let root = args.tier.root();
     let build = |checkout: &Checkout| remove_listed(root, &args.name, &clusters, checkout);
     let files = build(&checkout.files())?;
-    let cluster_list = layout::paths(&clusters);
+    let cluster_list = repo_layout::paths(&clusters);
     let noun = args.tier.noun();
     if files.is_empty() {
         return Err(Error::usage(
@@ -539,37 +227,6 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
         already_there: None,
     };
     drive(&context, &args.delivery, change, Some(checkout), &build).await
-}
-
-/// The file changes that take `name` off the clusters' lists under `root` (`apps`, `tenants`):
-/// each cluster's overlay and list entry, and the shared definition `<root>/<name>` once no
-/// cluster in the repo lists it.
-pub(crate) fn remove_listed(
-    root: &str,
-    name: &str,
-    clusters: &[ClusterDir],
-    checkout: &Checkout,
-) -> Result<Vec<FileChange>> {
-    let mut wanted = std::collections::BTreeMap::new();
-    let mut dirs = Vec::new();
-    for cluster in clusters {
-        let list_path = cluster.list_file(root);
-        if let Some(list) = plan::read(checkout, &list_path)? {
-            wanted.insert(list_path, layout::app_list(Some(&list), name, false)?);
-        }
-        dirs.push(cluster.entry_dir(root, name));
-    }
-    let still_listed =
-        layout::clusters_in(checkout)?.iter().filter(|cluster| !clusters.contains(cluster)).any(|cluster| {
-            plan::read(checkout, &cluster.list_file(root))
-                .ok()
-                .flatten()
-                .is_some_and(|list| layout::listed_apps(&list).iter().any(|listed| listed == name))
-        });
-    if !still_listed {
-        dirs.push(format!("{root}/{name}"));
-    }
-    plan::diff(checkout, &wanted, &dirs)
 }
 
 /// `app suspend` (`suspend = true`) and `app resume`.
@@ -666,19 +323,17 @@ fn persist_changes(
 ) -> Result<Vec<FileChange>> {
     let mut wanted = std::collections::BTreeMap::new();
     for cluster in &target_clusters(checkout, &[], context.record())? {
-        let path = format!("{}/{}", cluster.app_dir(app), layout::KUSTOMIZATION_FILE);
+        let path = format!("{}/{}", cluster.app_dir(app), repo_layout::KUSTOMIZATION_FILE);
         let existing = plan::read(checkout, &path)?.ok_or_else(|| {
             Error::usage(
                 format!("app {app} is not in the config repo for {}", cluster.path),
                 "suspend it without --persist, or add it with `kubectl gitops app add`",
             )
         })?;
-        wanted.insert(path, layout::with_suspend_patches(&existing, patches, suspend)?);
+        wanted.insert(path, repo_layout::with_suspend_patches(&existing, patches, suspend)?);
     }
     plan::diff(checkout, &wanted, &[])
 }
-
-pub(crate) mod wait;
 
 #[cfg(test)]
 mod tests;

@@ -14,14 +14,14 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
-
 use super::args::{AddArgs, RemoveArgs, SuspendArgs};
-use super::layout::ClusterDir;
-use super::plan::{self as app_plan, FileChange};
 use super::spec::{AppSpec, Tier};
-use super::{Context, add_changes, check_secret_ref, remove_listed, target_clusters};
-use crate::error::{Error, Result};
+use super::{add_changes, check_secret_ref};
+use crate::change::Context;
+use crate::change::context::target_clusters;
+use crate::change::layout::{ClusterDir, remove_listed};
+use crate::change::recorded::{Replanned, cluster_words, parse_args, unreadable};
+use crate::error::Result;
 use crate::git::Workspace;
 
 /// The words of an add: `<app|platform> add NAME --url … [--cluster C]… [--update]`.
@@ -44,51 +44,6 @@ pub fn remove_words(tier: Tier, name: &str, clusters: &[String]) -> Vec<String> 
 pub fn persist_words(name: &str, suspend: bool) -> Vec<String> {
     let verb = if suspend { "suspend" } else { "resume" };
     ["app", verb, name, "--persist"].map(String::from).to_vec()
-}
-
-/// `--cluster C` for each cluster given.
-pub fn cluster_words(clusters: &[String]) -> impl Iterator<Item = String> + '_ {
-    clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()])
-}
-
-/// A command's flags `T`, parsed from recorded words.
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct Recorded<T: clap::Args> {
-    #[command(flatten)]
-    args: T,
-}
-
-/// What a recorded request plans again: its files, and the branch its pull request goes to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replanned {
-    /// `gitops/<verb>-<name>-<hash of the files>`: the branch a pull request of this plan has.
-    pub branch: String,
-    /// The file changes, on the base they were planned on.
-    pub files: Vec<FileChange>,
-}
-
-impl Replanned {
-    /// The plan of change `verb` of `name`: `files`, and the branch that names them.
-    pub fn of(verb: &str, name: &str, files: Vec<FileChange>) -> Replanned {
-        Replanned { branch: app_plan::pull_request_branch(verb, name, &files), files }
-    }
-}
-
-/// The command's flags `T`, parsed from recorded `words` (those after the command and its verb);
-/// `all` are the whole recorded words, for the error.
-pub(crate) fn parse_args<T: clap::Args>(words: &[String], all: &[String]) -> Result<T> {
-    Recorded::<T>::try_parse_from(words)
-        .map(|recorded| recorded.args)
-        .map_err(|error| unreadable(all, &first_line(&error)))
-}
-
-/// A recorded request that cannot be planned, and why.
-pub(crate) fn unreadable(words: &[String], why: &str) -> Error {
-    Error::usage(
-        format!("the recorded request `{}{}` cannot be planned: {why}", app_plan::PREFIX, words.join(" ")),
-        "the pull request body was edited, or a newer kubectl-gitops opened it",
-    )
 }
 
 /// The file changes the recorded `app`/`platform` `words` plan on `workspace` (a checkout of the
@@ -160,8 +115,4 @@ fn values_on_branch(
         .ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::NotFound, format!("the branch writes no {name} for {app}"))
         })
-}
-
-fn first_line(error: &clap::Error) -> String {
-    error.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string()
 }

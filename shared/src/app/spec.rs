@@ -4,18 +4,17 @@
 //! anything is cloned or written.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::args::AddArgs;
 use crate::error::{Error, Result};
-use crate::flux::api::{self, FluxKind, ServedApis};
+use crate::flux::api::{self, FluxKind, Versions};
 use crate::flux::objects::{
     self, Chart, GitRef, HelmReleaseSpec, KustomizationSpec, Meta, OciRef, SourceRef, ValuesReference,
 };
-use crate::names::validate_name;
+use crate::names::{source_path, validate_git_ref, validate_name};
 use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
 mod constraint;
@@ -23,8 +22,7 @@ mod constraint;
 /// The label naming the app on every object `app add` generates; `app list` selects on it.
 pub const APP_LABEL: &str = "kubectl-gitops.io/app";
 
-/// The root directory of shared app definitions.
-pub const APPS_DIR: &str = "apps";
+pub use crate::change::layout::APPS_DIR;
 
 /// The directory of the app layout's manifests, the path `app add --create-repo` deploys.
 pub const LAYOUT_PATH: &str = "./deploy";
@@ -488,40 +486,6 @@ impl AppSpec {
     }
 }
 
-/// The API version to write for each Flux kind: what the cluster serves, or what Flux v2.9
-/// serves when there is no cluster to ask (`--export`).
-#[derive(Debug, Clone)]
-pub struct Versions(Option<ServedApis>);
-
-impl Versions {
-    /// The versions Flux v2.9 serves.
-    pub fn pinned() -> Versions {
-        Versions(None)
-    }
-
-    /// The versions a cluster serves.
-    pub fn served(served: ServedApis) -> Versions {
-        Versions(Some(served))
-    }
-
-    /// The version to write for a kind; `None` when the cluster does not serve it.
-    pub fn lookup(&self, kind: &FluxKind) -> Option<&str> {
-        match &self.0 {
-            None => Some(kind.version),
-            Some(served) => served.version_for(kind),
-        }
-    }
-
-    pub(crate) fn get(&self, kind: &FluxKind) -> Result<&str> {
-        self.lookup(kind).ok_or_else(|| {
-            Error::usage(
-                format!("this cluster's Flux does not serve {} ({})", kind.kind, kind.group),
-                "upgrade Flux (`kubectl gitops upgrade`), or pick a source this Flux supports",
-            )
-        })
-    }
-}
-
 /// Ranges Flux takes, for the hint of a refused `--semver` or `--chart-version`.
 const RANGE_EXAMPLES: &str = r#"as Flux reads it, e.g. ">=1.0.0 <2.0.0", "~1.2", "^1", "1.x" or "1.2.3 || 2.x""#;
 
@@ -555,18 +519,6 @@ fn validate_subdomain(name: &str, flag: &str) -> Result<()> {
     ))
 }
 
-/// A branch or tag name git accepts (`refs/heads/<branch>`, `refs/tags/<tag>`); Flux could
-/// never check out another.
-pub(crate) fn validate_git_ref(name: &str, flag: &str, namespace: &str) -> Result<()> {
-    if !name.starts_with('-') && git2::Reference::is_valid_name(&format!("refs/{namespace}/{name}")) {
-        return Ok(());
-    }
-    Err(Error::usage(
-        format!("{flag} {name:?} is not a valid git {} name", if namespace == "tags" { "tag" } else { "branch" }),
-        "git names have no spaces, `..`, `~`, `^`, `:`, `?`, `*`, `[` or `\\`, and do not start with '-'",
-    ))
-}
-
 /// A full commit id, SHA-1 or SHA-256: Flux checks out `spec.ref.commit` as given, and an
 /// abbreviated one never resolves there.
 fn validate_commit(commit: &str) -> Result<()> {
@@ -592,24 +544,6 @@ fn validate_oci_tag(tag: &str) -> Result<()> {
         format!("--tag {tag:?} is not a valid OCI tag"),
         "an OCI tag is letters, digits, '_', '.' and '-', at most 128 characters, not starting with '.' or '-'",
     ))
-}
-
-/// A path inside a source, as Flux wants it: `./dir`, never leaving the source.
-pub(crate) fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
-    let Some(path) = path else {
-        return Ok("./".to_string());
-    };
-    let trimmed = path.trim().trim_start_matches("./").trim_end_matches('/');
-    if trimmed.is_empty() || trimmed == "." {
-        return Ok("./".to_string());
-    }
-    if Path::new(trimmed).is_absolute() || trimmed.split('/').any(|part| part == ".." || part.is_empty()) {
-        return Err(Error::usage(
-            format!("{flag} {path:?} leaves the source"),
-            format!("give {flag} relative to the repository root, without `..`, e.g. ./deploy"),
-        ));
-    }
-    Ok(format!("./{trimmed}"))
 }
 
 /// Reads and checks `--values` files: each must exist and be a YAML mapping.

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 
 use clap::Parser;
 
-use super::layout::SuspendPatch;
-use super::layout::{self, ClusterDir};
-use super::plan::{self, Delivery, FileChange, Plan};
-use super::spec::{AppSpec, Versions};
+use super::layout;
+use super::spec::AppSpec;
 use super::*;
-use crate::flux::api::ServedApis;
+use crate::change::ConfigRepo;
+use crate::change::layout::{self as repo_layout, ClusterDir, SuspendPatch};
+use crate::change::plan::{self, Delivery, FileChange, Plan};
+use crate::flux::api::{ServedApis, Versions};
+use crate::git::{Auth, Remote};
 
 #[derive(Parser)]
 struct Add {
@@ -122,19 +124,19 @@ fn a_helm_app_is_one_shared_definition_plus_a_cluster_overlay_with_its_values() 
 #[test]
 fn the_app_list_keeps_other_entries_sorted_and_the_rest_of_the_file() {
     let existing = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: apps\nresources:\n- zeta\n- ./alpha/\n";
-    let added = layout::app_list(Some(existing), "mid", true).unwrap();
+    let added = repo_layout::app_list(Some(existing), "mid", true).unwrap();
     assert_eq!(
         added,
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: apps\nresources:\n- ./alpha/\n- mid\n- zeta\n"
     );
-    assert_eq!(layout::listed_apps(&added), ["alpha", "mid", "zeta"]);
-    let removed = layout::app_list(Some(&added), "alpha", false).unwrap();
-    assert_eq!(layout::listed_apps(&removed), ["mid", "zeta"]);
+    assert_eq!(repo_layout::listed_apps(&added), ["alpha", "mid", "zeta"]);
+    let removed = repo_layout::app_list(Some(&added), "alpha", false).unwrap();
+    assert_eq!(repo_layout::listed_apps(&removed), ["mid", "zeta"]);
     assert_eq!(
-        layout::app_list(None, "one", true).unwrap(),
+        repo_layout::app_list(None, "one", true).unwrap(),
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- one\n"
     );
-    assert!(layout::app_list(Some("resources: [\n"), "x", true).is_err());
+    assert!(repo_layout::app_list(Some("resources: [\n"), "x", true).is_err());
 }
 
 #[test]
@@ -147,12 +149,12 @@ fn suspend_patches_come_and_go_leaving_other_patches() {
         name: "web".into(),
         suspend: true,
     };
-    let suspended = layout::with_suspend_patches(overlay, std::slice::from_ref(&patch), true).unwrap();
+    let suspended = repo_layout::with_suspend_patches(overlay, std::slice::from_ref(&patch), true).unwrap();
     assert_eq!(suspended.matches("path: /spec/suspend").count(), 1, "{suspended}");
     assert!(suspended.contains("path: /spec/valuesFrom/-"), "{suspended}");
-    let again = layout::with_suspend_patches(&suspended, std::slice::from_ref(&patch), true).unwrap();
+    let again = repo_layout::with_suspend_patches(&suspended, std::slice::from_ref(&patch), true).unwrap();
     assert_eq!(again, suspended, "suspending twice changes nothing");
-    let resumed = layout::with_suspend_patches(&suspended, &[patch], false).unwrap();
+    let resumed = repo_layout::with_suspend_patches(&suspended, &[patch], false).unwrap();
     assert!(!resumed.contains("/spec/suspend"), "{resumed}");
     assert!(resumed.contains("path: /spec/valuesFrom/-"), "{resumed}");
 }

@@ -6,6 +6,8 @@ use kube::core::discovery::v2::APIGroupDiscoveryList;
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::Serialize;
 
+use crate::error::{Error, Result};
+
 /// One Flux kind we read or write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FluxKind {
@@ -133,6 +135,40 @@ impl ServedApis {
     pub fn version_for(&self, kind: &FluxKind) -> Option<&str> {
         let versions = self.versions(kind);
         versions.iter().find(|v| *v == kind.version).or_else(|| versions.first()).map(String::as_str)
+    }
+}
+
+/// The API version to write for each Flux kind: what the cluster serves, or what Flux v2.9
+/// serves when there is no cluster to ask (`--export`).
+#[derive(Debug, Clone)]
+pub struct Versions(Option<ServedApis>);
+
+impl Versions {
+    /// The versions Flux v2.9 serves.
+    pub fn pinned() -> Versions {
+        Versions(None)
+    }
+
+    /// The versions a cluster serves.
+    pub fn served(served: ServedApis) -> Versions {
+        Versions(Some(served))
+    }
+
+    /// The version to write for a kind; `None` when the cluster does not serve it.
+    pub fn lookup(&self, kind: &FluxKind) -> Option<&str> {
+        match &self.0 {
+            None => Some(kind.version),
+            Some(served) => served.version_for(kind),
+        }
+    }
+
+    pub(crate) fn get(&self, kind: &FluxKind) -> Result<&str> {
+        self.lookup(kind).ok_or_else(|| {
+            Error::usage(
+                format!("this cluster's Flux does not serve {} ({})", kind.kind, kind.group),
+                "upgrade Flux (`kubectl gitops upgrade`), or pick a source this Flux supports",
+            )
+        })
     }
 }
 

@@ -18,6 +18,11 @@ use serde::{Deserialize, Deserializer};
 use crate::flux::TENANT_LABEL;
 use crate::record;
 
+/// Ready=False reasons that mean "waiting for something else", not a failure of the app itself.
+/// (kustomize-controller's `ArtifactFailed` is not one: it also means "path not found"; a source
+/// without an artifact shows as the source's own failure, earlier in the chain.)
+pub(crate) const WAITING_REASONS: [&str; 2] = ["DependencyNotReady", "Progressing"];
+
 /// An object's (kind, namespace, name).
 pub type Key = (String, String, String);
 

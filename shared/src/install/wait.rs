@@ -16,7 +16,7 @@ use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
 use crate::output::Printer;
-use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
+use crate::wait::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
 
 /// What install waits for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

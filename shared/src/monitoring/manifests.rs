@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 
 use super::rules::{self, Thresholds};
 use super::{NAMESPACE, POD_MONITOR};
-use crate::app::layout::{ClusterDir, KUSTOMIZATION_FILE, kustomize_config};
-use crate::app::spec::Versions;
+use crate::change::layout::{ClusterDir, KUSTOMIZATION_FILE, kustomize_config};
 use crate::error::{Error, Result};
+use crate::flux::api::Versions;
 use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux::objects::{self, Chart, HelmReleaseSpec, KustomizationSpec, Meta, OciRef, SourceRef};

@@ -24,12 +24,12 @@ use serde::Serialize;
 use self::manifests::{NAME, NEEDED_KINDS, PLATFORM_DIR};
 use self::prometheus::Endpoint;
 pub use self::rules::Thresholds;
-use crate::app::args::{DeliveryArgs, RepoArgs};
-use crate::app::layout::ClusterDir;
-use crate::app::plan::FileChange;
-use crate::app::recorded::{self, Replanned};
-use crate::app::settings::{DeliverySettings, RepoSettings};
-use crate::app::{self, Awaits, Change, Target, clone, drive, target_clusters};
+use crate::change::layout::ClusterDir;
+use crate::change::plan::FileChange;
+use crate::change::recorded::{self, Replanned};
+use crate::change::{self, Awaits, Change, Target, clone, drive, target_clusters};
+use crate::change::{DeliverySettings, RepoSettings};
+use crate::cli::{DeliveryArgs, RepoArgs};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::Cluster;
 use crate::duration;
@@ -159,13 +159,13 @@ impl StatusArgs {
 /// `monitoring install`.
 pub async fn install(request: &InstallRequest, target: &Target, printer: &Printer) -> Result<String> {
     let target = Target { namespace: None, ..target.clone() };
-    let context = app::context(&target, &request.config.for_tier(app::spec::Tier::Platform), true, printer).await?;
+    let context = change::context(&target, &request.config.in_platform_repo(), true, printer).await?;
     require_kinds(&context.versions)?;
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &request.clusters, context.record())?;
     let build = |checkout: &Checkout| install_changes(&request.thresholds, &context, &clusters, checkout);
     let files = build(&checkout.files())?;
-    let cluster_list = app::layout::paths(&clusters);
+    let cluster_list = change::layout::paths(&clusters);
     let syncs: Vec<(String, String)> =
         ["controllers", "configs"].iter().map(|part| (context.namespace.clone(), format!("{NAME}-{part}"))).collect();
     let change = Change {
@@ -227,7 +227,12 @@ fn install_words(request: &InstallRequest) -> Vec<String> {
 
 /// A recorded `monitoring install` (`args`: its words after the verb; `words`: all of them),
 /// planned again on `base`.
-pub(crate) fn replan(args: &[String], words: &[String], context: &app::Context, base: &Checkout) -> Result<Replanned> {
+pub(crate) fn replan(
+    args: &[String],
+    words: &[String],
+    context: &change::Context,
+    base: &Checkout,
+) -> Result<Replanned> {
     let request = recorded::parse_args::<InstallArgs>(args, words)?.request()?;
     require_kinds(&context.versions)?;
     let clusters = target_clusters(base, &request.clusters, context.record())?;
@@ -236,7 +241,7 @@ pub(crate) fn replan(args: &[String], words: &[String], context: &app::Context, 
 
 /// Refuses a cluster whose Flux does not serve every kind the stack is made of: nothing would
 /// deploy it.
-fn require_kinds(versions: &crate::app::spec::Versions) -> Result<()> {
+fn require_kinds(versions: &crate::flux::api::Versions) -> Result<()> {
     let missing: Vec<String> = NEEDED_KINDS
         .iter()
         .filter(|kind| versions.lookup(kind).is_none())
@@ -257,7 +262,7 @@ fn require_kinds(versions: &crate::app::spec::Versions) -> Result<()> {
 /// The file changes: `platform/monitoring/`, and each cluster's overlay and platform list.
 fn install_changes(
     thresholds: &Thresholds,
-    context: &app::Context,
+    context: &change::Context,
     clusters: &[ClusterDir],
     checkout: &Checkout,
 ) -> Result<Vec<FileChange>> {
@@ -267,7 +272,7 @@ fn install_changes(
         wanted.extend(manifests::cluster_files(cluster, &context.namespace, &context.versions)?);
         dirs.push(cluster.entry_dir(PLATFORM_DIR, NAME));
         let list_path = cluster.list_file(PLATFORM_DIR);
-        let list = app::layout::app_list(plan::read(checkout, &list_path)?.as_deref(), NAME, true)?;
+        let list = change::layout::app_list(plan::read(checkout, &list_path)?.as_deref(), NAME, true)?;
         wanted.insert(list_path, list);
     }
     plan::diff(checkout, &wanted, &dirs)

@@ -4,7 +4,7 @@
 
 use super::manifests::{self, CONTROLLERS, METRICS_PORT};
 use super::rules::{self, Thresholds};
-use crate::app::spec::Versions;
+use crate::flux::api::Versions;
 use crate::yaml;
 
 #[test]
@@ -112,6 +112,6 @@ fn a_recorded_install_parses_back_to_the_same_thresholds() {
         "monitoring install --cluster dev --not-ready-for 1m30s --suspended-for 24h0m0s --controller-down-for 5m0s \
          --slow-reconcile 1m0s --slow-for 1h0m0s"
     );
-    let parsed: super::InstallArgs = crate::app::recorded::parse_args(&words[2..], &words).unwrap();
+    let parsed: super::InstallArgs = crate::change::recorded::parse_args(&words[2..], &words).unwrap();
     assert_eq!(super::install_words(&parsed.request().unwrap()), words);
 }

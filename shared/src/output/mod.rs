@@ -32,6 +32,10 @@ pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Resul
     }
 }
 
+/// What a list (`app list`, `tenant list`) prints: a table, its names, or the rows as data.
+pub const LIST_FORMATS: [OutputFormat; 5] =
+    [OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Name];
+
 /// Rejects an `-o` value a command does not support, naming the ones it does.
 pub fn ensure_supported(format: OutputFormat, supported: &[OutputFormat]) -> Result<()> {
     if supported.contains(&format) {

@@ -9,7 +9,7 @@
 //! - the branch's whole change since it left the config branch hashes, SHA-256 in full, to the
 //!   hash in its name ([`plan::change_hash`]), which only indexes it: the body's file list, with
 //!   each planned file's blob id, then names what differs;
-//! - the request its body records ([`app::recorded`]), planned again on the branch's merge base,
+//! - the request its body records ([`crate::change::recorded`], [`crate::app::recorded`]), planned again on the branch's merge base,
 //!   gives exactly the branch: every path, every blob, nothing else, and the branch's very name.
 //!
 //! A branch an older kubectl-gitops named (7 digits of SHA-1) is listed, but never validates.
@@ -19,11 +19,11 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::app::args::RepoArgs;
-use crate::app::plan::{self, BranchName, FileChange};
-use crate::app::recorded::{self, Replanned};
-use crate::app::settings::RepoSettings;
-use crate::app::{self, HostedRepo, Target};
+use crate::change::RepoSettings;
+use crate::change::plan::{self, BranchName, FileChange};
+use crate::change::recorded::{self, Replanned};
+use crate::change::{self, HostedRepo, Target};
+use crate::cli::RepoArgs;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::duration;
 use crate::error::{Error, Result};
@@ -143,7 +143,7 @@ struct Listing {
 /// `pr list`: the open pull requests we opened, oldest first.
 pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Result<String> {
     // Only the provider is asked: no clone, so no key is needed.
-    let context = app::context(target, &request.repo, false, printer).await?;
+    let context = change::context(target, &request.repo, false, printer).await?;
     let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
     let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
     let mut rows = Vec::new();
@@ -369,7 +369,7 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
     let number = request.number.ok_or_else(|| Error::Internal("pr show without a number".into()))?;
     // The request is looked up before the config repo is resolved, so that a number that is not
     // ours is refused without a key; cloning its branch needs one.
-    let mut context = app::context(target, &request.repo, false, printer).await?;
+    let mut context = change::context(target, &request.repo, false, printer).await?;
     let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
     let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
     let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
@@ -438,11 +438,11 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
 /// base, each kind by its own planner; `None` when the body records none.
 async fn replan_recorded(
     body: &str,
-    context: &app::Context,
+    context: &change::Context,
     change: &BranchChange,
     printer: &Printer,
 ) -> Option<(Vec<String>, Result<Replanned>)> {
-    let words = crate::app::plan::parse(body)?;
+    let words = crate::change::plan::parse(body)?;
     let base = match context.repo() {
         Ok(repo) => {
             let (repo, merge_base) = (repo.clone(), change.merge_base.clone());
@@ -465,20 +465,20 @@ async fn replan_recorded(
 /// Plans the recorded `words` again on `base`, with the planner of the command they name.
 async fn replan(
     words: &[String],
-    context: &app::Context,
+    context: &change::Context,
     base: &Workspace,
     branch_files: &[(String, Option<Vec<u8>>)],
     printer: &Printer,
 ) -> Result<Replanned> {
     let rest = words.get(2..).unwrap_or_default();
     match words.first().map(String::as_str) {
-        Some("app" | "platform") => recorded::replan(words, context, base, branch_files).await,
+        Some("app" | "platform") => crate::app::recorded::replan(words, context, base, branch_files).await,
         Some("tenant") => crate::tenant::replan(words, context, base).await,
         Some("monitoring") if words.get(1).is_some_and(|verb| verb == "install") => {
             crate::monitoring::replan(rest, words, context, &base.files())
         }
         Some("component") if words.get(1).is_some_and(|verb| verb == "upgrade") => {
-            app::component::replan(rest, words, context, &base.files())
+            crate::component::replan(rest, words, context, &base.files())
         }
         Some("upgrade") => crate::upgrade::replan(&words[1..], words, context, base, printer).await,
         _ => Err(recorded::unreadable(words, "it is not a command kubectl gitops opens pull requests for")),

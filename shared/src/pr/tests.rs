@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 use super::*;
-use crate::app::plan::{Delivery, Plan};
+use crate::change::plan::{Delivery, Plan};
 use crate::git::log::BranchChange;
 
 fn planned() -> Vec<FileChange> {

@@ -1,5 +1,5 @@
 //! `kubectl gitops repo create`: an app repository on the config repo's provider, made from our
-//! app layout, a template, a fork or a copy of any git repository ([`app::new_repo`],
+//! app layout, a template, a fork or a copy of any git repository ([`crate::change::new_repo`],
 //! docs/repositories.md).
 //!
 //! One plan: `--dry-run` prints it, execution consumes it. A step that fails after the
@@ -10,11 +10,10 @@ mod tests;
 
 use clap::Args;
 
-use crate::app::args::SourceArgs;
-use crate::app::args::TrustArgs;
-use crate::app::new_repo::{self, NewRepoRequest};
-use crate::app::settings::RepoSettings;
-use crate::app::{self, Target};
+use crate::change::new_repo::{self, NewRepoRequest};
+use crate::change::{self, RepoSettings, Target};
+use crate::cli::SourceArgs;
+use crate::cli::TrustArgs;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -64,7 +63,7 @@ impl CreateArgs {
 /// `repo create`: plans, then (unless `--dry-run`) runs the plan; returns stdout's text.
 pub async fn create(request: &CreateRequest, target: &Target, printer: &Printer) -> Result<String> {
     let repo = RepoSettings { accepted_hosts: request.accepted_hosts.clone(), ..RepoSettings::default() };
-    let context = app::context(target, &repo, false, printer).await?;
+    let context = change::context(target, &repo, false, printer).await?;
     let hosted = context.hosted_repo(&repo)?.ok_or_else(|| {
         Error::usage(
             "the config repo is not on GitHub, GitLab or Gitea: repo create needs a provider's API",

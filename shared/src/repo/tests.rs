@@ -3,7 +3,7 @@
 use clap::Parser;
 
 use super::*;
-use crate::app::new_repo::{Source, app_layout};
+use crate::change::new_repo::{Source, app_layout};
 use crate::provider::RepoRef;
 
 #[derive(Parser)]

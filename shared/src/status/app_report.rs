@@ -10,13 +10,8 @@ use super::collect::{Index, Key, chart_key, helm_release_row, key, kustomization
 use super::{AppState, AppStatus, ObjectStatus};
 use crate::error::{Error, ExitCode};
 use crate::flux::api::HELM_RELEASE;
-use crate::flux::status::FluxObject;
+use crate::flux::status::{FluxObject, WAITING_REASONS};
 use crate::git::log::CommitInfo;
-
-/// Ready=False reasons that mean "waiting for something else", not a failure of the app itself.
-/// (kustomize-controller's `ArtifactFailed` is not one: it also means "path not found"; a source
-/// without an artifact shows as the source's own failure, earlier in the chain.)
-pub(crate) const WAITING_REASONS: [&str; 2] = ["DependencyNotReady", "Progressing"];
 
 /// One object the app applied, from its inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -18,10 +18,7 @@ use kube::runtime::watcher::{self, Event};
 use super::app_reads::{git_remote, run_git};
 use super::collect::{Key, Lookup, Scope, assemble, detect_flux, kustomization_row, resource, runtime};
 use super::render::View;
-use super::watch::{
-    Change, Followed, Selector, Triggers, Verdict, WaitRequest, Waited, events_hint, forbidden, judge_row,
-    revision_matches, wait_until,
-};
+use super::watch::{WaitRequest, events_hint, judge_row};
 use super::{AppKind, AppState, AppStatus, Report, Runtime};
 use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
 use crate::duration;
@@ -32,6 +29,7 @@ use crate::flux::api::{
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux::status::{FluxObject, Listed};
 use crate::output::Printer;
+use crate::wait::{Change, Followed, Selector, Triggers, Verdict, Waited, forbidden, revision_matches, wait_until};
 
 /// How many blocking objects a timeout names before it only counts the rest.
 const NAMED_AT_TIMEOUT: usize = 10;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::app::args::{DeliveryArgs, RepoArgs};
-use crate::app::settings::{DeliverySettings, RepoSettings};
+use crate::change::{DeliverySettings, RepoSettings};
+use crate::cli::{DeliveryArgs, RepoArgs};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::duration;
 use crate::error::{Error, Result};
@@ -193,11 +193,11 @@ impl TenantAddArgs {
         let repo = match &self.repo {
             Some(url) => {
                 crate::repo_access::parse_url(url)?;
-                crate::app::spec::validate_git_ref(&self.branch, "--branch", "heads")?;
+                crate::names::validate_git_ref(&self.branch, "--branch", "heads")?;
                 Some(TeamRepo {
                     url: url.clone(),
                     git_ref: GitRef::Branch(self.branch.clone()),
-                    path: crate::app::spec::source_path(Some(&self.path), "--path")?,
+                    path: crate::names::source_path(Some(&self.path), "--path")?,
                     secret_ref: self.secret_ref.as_deref().map(|s| validate_name(s, "--secret-ref")).transpose()?,
                 })
             }
@@ -234,7 +234,7 @@ impl TenantListArgs {
     /// `-o`, the header and `-n`, checked.
     pub fn request(&self, global: &GlobalArgs) -> Result<TenantListRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, &crate::app::settings::LIST_FORMATS)?;
+        crate::output::ensure_supported(format, &crate::output::LIST_FORMATS)?;
         let namespace = global.namespace.as_deref().map(|ns| validate_name(ns, "namespace")).transpose()?;
         Ok(TenantListRequest { format, headers: !global.no_headers, namespace })
     }

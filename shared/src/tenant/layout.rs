@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::args::{TeamRepo, TenantAddRequest};
-use crate::app::layout::{self as app_layout, ClusterDir, KUSTOMIZATION_FILE};
-use crate::app::spec::Versions;
+use crate::change::layout::{self as repo_layout, ClusterDir, KUSTOMIZATION_FILE};
 use crate::error::{Error, Result};
 use crate::flux::api;
+use crate::flux::api::Versions;
 use crate::flux::bootstrap::{APPS_LAYER, PLATFORM_LAYER};
 use crate::flux::objects::{self, KustomizationSpec, Meta, SourceRef};
 use crate::git::Checkout;
@@ -68,7 +68,7 @@ pub fn tenant_files(request: &TenantAddRequest, inputs: &Inputs<'_>) -> Result<B
         files.insert(format!("{dir}/sync.yaml"), yaml::to_documents(&sync)?);
         resources.push("sync.yaml".to_string());
     }
-    files.insert(format!("{dir}/{KUSTOMIZATION_FILE}"), yaml::to_string(&app_layout::kustomize_config(resources))?);
+    files.insert(format!("{dir}/{KUSTOMIZATION_FILE}"), yaml::to_string(&repo_layout::kustomize_config(resources))?);
     Ok(files)
 }
 
@@ -232,6 +232,6 @@ fn with_patches(text: &str, wanted: &[Value], what: &str) -> Result<String> {
 /// The overlay `<cluster>/tenants/<team>/kustomization.yaml`: the shared definition.
 pub fn cluster_files(team: &str, cluster: &ClusterDir) -> Result<BTreeMap<String, String>> {
     let dir = cluster.entry_dir(TENANTS_DIR, team);
-    let config = app_layout::overlay_config(&dir, &tenant_dir(team));
+    let config = repo_layout::overlay_config(&dir, &tenant_dir(team));
     Ok(BTreeMap::from([(format!("{dir}/{KUSTOMIZATION_FILE}"), yaml::to_string(&config)?)]))
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::args::TenantListRequest;
 use super::layout::TENANT_LABEL;
-use crate::app::Target;
+use crate::change::Target;
 use crate::cli::OutputFormat;
 use crate::cluster::Cluster;
 use crate::error::Result;

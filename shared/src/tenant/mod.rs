@@ -21,10 +21,10 @@ pub use self::args::{TenantAddArgs, TenantListArgs, TenantRemoveArgs};
 use self::args::{TenantAddRequest, TenantRemoveRequest};
 use self::layout::{Inputs, TENANT_LABEL, TENANTS_DIR};
 pub use self::list::list;
-use crate::app::layout::{self as app_layout, ClusterDir, KUSTOMIZATION_FILE};
-use crate::app::plan::FileChange;
-use crate::app::recorded::{self, Replanned};
-use crate::app::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
+use crate::change::layout::{self as repo_layout, ClusterDir, KUSTOMIZATION_FILE};
+use crate::change::plan::FileChange;
+use crate::change::recorded::{self, Replanned};
+use crate::change::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
 use crate::cli::GlobalArgs;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::PLATFORM_LAYER;
@@ -37,13 +37,13 @@ use crate::plan;
 pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer) -> Result<String> {
     // `-n` named one of the team's namespaces; the Flux namespace comes from the cluster.
     let target = Target { namespace: None, ..target.clone() };
-    let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
+    let context = change::context(&target, &request.config.in_platform_repo(), true, printer).await?;
     let checkout = clone(context.repo()?).await?;
     let (adopted, clusters) = add_inputs(request, &context, &checkout).await?;
     let inputs = Inputs { versions: &context.versions, adopted: &adopted };
     let build = |checkout: &Checkout| add_changes(request, &inputs, &clusters, checkout);
     let files = build(&checkout.files())?;
-    let cluster_list = app_layout::paths(&clusters);
+    let cluster_list = repo_layout::paths(&clusters);
     let namespaces = request.namespaces.join(", ");
     let message = request.delivery.message.clone().unwrap_or_else(|| {
         let verb = if files.iter().any(|file| file.before.is_some() && file.path.starts_with(TENANTS_DIR)) {
@@ -162,7 +162,7 @@ pub(crate) async fn replan(words: &[String], context: &Context, base: &Workspace
             let request = recorded::parse_args::<TenantRemoveArgs>(rest, words)?.request()?;
             let base = base.files();
             let clusters = target_clusters(&base, &request.clusters, context.record())?;
-            let files = app::remove_listed(TENANTS_DIR, &request.name, &clusters, &base)?;
+            let files = change::layout::remove_listed(TENANTS_DIR, &request.name, &clusters, &base)?;
             Ok(Replanned::of("remove", &request.name, files))
         }
         _ => Err(recorded::unreadable(words, "it is not tenant add or remove")),
@@ -197,7 +197,7 @@ fn add_changes(
         wanted.extend(layout::cluster_files(&request.name, cluster)?);
         dirs.push(cluster.entry_dir(TENANTS_DIR, &request.name));
         let list_path = cluster.list_file(TENANTS_DIR);
-        let list = app_layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &request.name, true)?;
+        let list = repo_layout::app_list(plan::read(checkout, &list_path)?.as_deref(), &request.name, true)?;
         wanted.insert(list_path, list);
         if request.lockdown {
             lock_down(cluster, checkout, &mut wanted)?;
@@ -291,12 +291,12 @@ async fn existing_namespaces(context: &Context, request: &TenantAddRequest) -> R
 /// `tenant remove`.
 pub async fn remove(request: &TenantRemoveRequest, target: &Target, printer: &Printer) -> Result<String> {
     let target = Target { namespace: None, ..target.clone() };
-    let context = app::context(&target, &request.config.in_platform_repo(), true, printer).await?;
+    let context = change::context(&target, &request.config.in_platform_repo(), true, printer).await?;
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &request.clusters, context.record())?;
-    let build = |checkout: &Checkout| app::remove_listed(TENANTS_DIR, &request.name, &clusters, checkout);
+    let build = |checkout: &Checkout| change::layout::remove_listed(TENANTS_DIR, &request.name, &clusters, checkout);
     let files = build(&checkout.files())?;
-    let cluster_list = app_layout::paths(&clusters);
+    let cluster_list = repo_layout::paths(&clusters);
     if files.is_empty() {
         return Err(Error::usage(
             format!("tenant {} is not in the config repo for {cluster_list}", request.name),

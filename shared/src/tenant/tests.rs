@@ -5,9 +5,9 @@ use clap::Parser;
 
 use super::args::{CLUSTER_ADMIN, TenantAddArgs, TenantAddRequest};
 use super::layout::{self, Inputs};
-use crate::app::spec::Versions;
 use crate::cli::GlobalArgs;
 use crate::error::Error;
+use crate::flux::api::Versions;
 use crate::testing::flux_fixture;
 use crate::yaml;
 
@@ -204,7 +204,7 @@ fn a_recorded_add_parses_back_to_the_same_request() {
          --repo https://git.example.com/a --branch main --path ./deploy --secret-ref team-a-git --interval 1m0s \
          --cluster dev --allow-cluster-admin --lockdown"
     );
-    let parsed: TenantAddArgs = crate::app::recorded::parse_args(&words[2..], &words).unwrap();
+    let parsed: TenantAddArgs = crate::change::recorded::parse_args(&words[2..], &words).unwrap();
     let again = parsed.request(&GlobalArgs::default()).unwrap();
     assert_eq!(super::add_words(&again), words, "planned again from the very same request");
     let plain = super::add_words(&request(&["team-b", "--with-namespace", "b"]).unwrap());

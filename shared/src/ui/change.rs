@@ -8,7 +8,9 @@ use std::ffi::OsString;
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 
-use crate::app::{self, AddArgs, RemoveArgs, RepoArgs, Target};
+use crate::app::{self, AddArgs, RemoveArgs};
+use crate::change::Target;
+use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 
@@ -210,7 +212,7 @@ mod tests {
         let remove = RemoveApp { name: "shop".into(), pr: true, dry_run: true, wait: false };
         let repo = RepoArgs {
             config_repo: Some("ssh://git@example.com/fleet.git".into()),
-            trust: crate::app::args::TrustArgs { accept_hosts: vec!["git.example.com:2222".into()] },
+            trust: crate::cli::TrustArgs { accept_hosts: vec!["git.example.com:2222".into()] },
             ..RepoArgs::default()
         };
         let args = RemoveCommand::try_parse_from(remove.words(&repo)).unwrap().args;

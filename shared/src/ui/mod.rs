@@ -30,8 +30,9 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use tokio::sync::watch;
 
-use crate::app::{RepoArgs, Target};
+use crate::change::Target;
 use crate::cli::GlobalArgs;
+use crate::cli::RepoArgs;
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;

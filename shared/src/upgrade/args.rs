@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::app::settings::{DeliverySettings, RepoSettings};
-use crate::app::{DeliveryArgs, RepoArgs};
+use crate::change::{DeliverySettings, RepoSettings};
+use crate::cli::{DeliveryArgs, RepoArgs};
 use crate::error::{Error, Result};
 use crate::flux::release::FluxVersion;
 

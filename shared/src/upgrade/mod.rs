@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 pub use self::args::{UpgradeArgs, UpgradeRequest};
 use self::preflight::{OtherRepo, describe_other_repo, other_repos, scan};
 use self::report::{Check, Versions};
-use crate::app::layout::{self, ClusterDir};
-use crate::app::{self, Change, Context, Target};
+use crate::change::layout::{self, ClusterDir};
+use crate::change::{self, Change, Context, Target};
 use crate::cli::OutputFormat;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::release::{self, FluxVersion, Move};
@@ -131,11 +131,11 @@ pub async fn run(
     };
     let context = &inspection.context;
     // An upgrade is reviewed.
-    let delivery = app::reviewed(&request.delivery, context);
+    let delivery = change::reviewed(&request.delivery, context);
     let Inspection { checkout, .. } = inspection;
     let head = checkout.files().head();
     let branch = context_branch(context)?;
-    let driven = app::drive_change(context, &delivery, change, Some(checkout), &replan).await?;
+    let driven = change::drive_change(context, &delivery, change, Some(checkout), &replan).await?;
     if request.delivery.dry_run || !request.delivery.wait {
         return Ok((driven.line, ExitCode::Ok));
     }
@@ -172,8 +172,9 @@ fn context_branch(context: &Context) -> Result<String> {
 
 /// Reads the cluster, the config repo and each cluster's install record; changes nothing.
 async fn inspect(request: &UpgradeRequest, target: &Target, printer: &Printer) -> Result<Inspection> {
-    let context = app::context(target, &request.repo, true, printer).await?;
-    let checkout = app::clone(context.repo.as_ref().ok_or_else(|| Error::Internal("no config repo".into()))?).await?;
+    let context = change::context(target, &request.repo, true, printer).await?;
+    let checkout =
+        change::clone(context.repo.as_ref().ok_or_else(|| Error::Internal("no config repo".into()))?).await?;
     let clusters = recorded_clusters(&context, &checkout.files(), &request.clusters)?;
     let running = running_version(&context, &clusters);
     let current_upgraded = current_upgraded(&context, &clusters);
@@ -208,7 +209,7 @@ fn recorded_clusters(
         }
     }
     let mut clusters = Vec::new();
-    for dir in app::target_clusters(checkout, names, record)? {
+    for dir in change::target_clusters(checkout, names, record)? {
         let path = format!("{}/{}", dir.path, record::FILE_NAME);
         let recorded =
             crate::plan::read(checkout, &path)?.as_deref().and_then(layout::parse_record).ok_or_else(|| {
@@ -238,7 +239,7 @@ fn running_version(context: &Context, clusters: &[(ClusterDir, InstallRecord)]) 
 /// `pr show` generates them again with the verified flux CLI of the target.
 fn upgrade_words(request: &UpgradeRequest) -> Vec<String> {
     let mut words = vec!["upgrade".to_string(), "--version".to_string(), request.target.to_string()];
-    words.extend(app::recorded::cluster_words(&request.clusters));
+    words.extend(change::recorded::cluster_words(&request.clusters));
     words.extend(request.allow_skip.then(|| "--allow-skip".to_string()));
     words.extend(request.all_manifests.then(|| "--all-manifests".to_string()));
     words
@@ -253,17 +254,17 @@ pub(crate) async fn replan(
     context: &Context,
     base: &Workspace,
     printer: &Printer,
-) -> Result<app::recorded::Replanned> {
-    let parsed = app::recorded::parse_args::<UpgradeArgs>(args, words)?;
+) -> Result<change::recorded::Replanned> {
+    let parsed = change::recorded::parse_args::<UpgradeArgs>(args, words)?;
     if parsed.check || parsed.components_file.is_some() || parsed.flux_bin.is_some() {
-        return Err(app::recorded::unreadable(words, "it names local files or asks for no change"));
+        return Err(change::recorded::unreadable(words, "it names local files or asks for no change"));
     }
     let request = parsed.request()?;
     let clusters = recorded_clusters(context, &base.files(), &request.clusters)?;
     versions(request.target, request.allow_skip, running_version(context, &clusters), &clusters, printer)?;
     let components = target_components(&request, context, base, &clusters, printer).await?;
     let files = scan(&base.files(), &clusters, &request, &components)?.into_files()?;
-    Ok(app::recorded::Replanned::of("upgrade", &request.target.to_string(), files))
+    Ok(change::recorded::Replanned::of("upgrade", &request.target.to_string(), files))
 }
 
 /// The target's component manifests for each controller list the clusters record: the repo's copy

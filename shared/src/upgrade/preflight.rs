@@ -8,11 +8,11 @@ use kube::api::{Api, DynamicObject};
 use serde::Serialize;
 
 use super::UpgradeRequest;
-use crate::app::layout::ClusterDir;
-use crate::app::spec::Versions as ServedVersions;
+use crate::change::layout::ClusterDir;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api;
+use crate::flux::api::Versions as ServedVersions;
 use crate::flux::migrate::{self, Blocker, Rewrite};
 use crate::flux::release::{self, FluxVersion};
 use crate::flux::storage::Crd;
@@ -117,7 +117,7 @@ pub(super) fn scan(
             .unwrap_or_else(|| crate::cluster::DEFAULT_FLUX_NAMESPACE.to_string());
         let upgraded = InstallRecord { flux_version: request.target.to_string(), ..recorded.clone() };
         wanted.insert(record_path, crate::flux::bootstrap::record_manifest(&upgraded, &namespace)?);
-        for directory in [dir.path.as_str(), crate::app::spec::APPS_DIR] {
+        for directory in [dir.path.as_str(), crate::change::layout::APPS_DIR] {
             manifests.extend(plan::files_under(checkout, directory)?);
         }
     }

@@ -120,6 +120,6 @@ fn a_recorded_upgrade_names_its_version_and_never_a_local_file() {
     let request = Upgrade::try_parse_from(given).unwrap().upgrade.request().unwrap();
     let words = upgrade_words(&request);
     assert_eq!(words.join(" "), "upgrade --version v2.9.4 --cluster dev --allow-skip");
-    let parsed: UpgradeArgs = app::recorded::parse_args(&words[1..], &words).unwrap();
+    let parsed: UpgradeArgs = crate::change::recorded::parse_args(&words[1..], &words).unwrap();
     assert_eq!(upgrade_words(&parsed.request().unwrap()), words);
 }

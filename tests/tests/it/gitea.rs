@@ -17,7 +17,7 @@ use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::gitea::{ADMIN, Gitea};
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
-use gitops_shared::app::plan::{FileChange, change_hash};
+use gitops_shared::change::plan::{FileChange, change_hash};
 use gitops_shared::provider::{Kind, MergeMethod, Provider, ProviderConfig, ProviderError, RepoRef, Token};
 use serde_json::{Value, json};
 

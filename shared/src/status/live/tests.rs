@@ -11,8 +11,8 @@ use crate::cli::OutputFormat;
 use crate::output::style::Style;
 use crate::status::collect::{Index, key};
 use crate::status::tests::detected;
-use crate::status::watch::Limits;
 use crate::testing::quiet;
+use crate::wait::Limits;
 
 const OLD: &str = "main@sha1:1111111111111111111111111111111111111111";
 const NEW: &str = "main@sha1:2222222222222222222222222222222222222222";

@@ -3,11 +3,12 @@
 
 use super::super::app_reads::{gather, served_apis};
 use super::super::app_report::*;
-use super::super::watch::{Verdict, judge, revision_matches};
+use super::super::watch::judge;
 use super::*;
 use crate::error::ExitCode;
 use crate::git::log::CommitInfo;
 use crate::testing::FakeApi;
+use crate::wait::{Verdict, revision_matches};
 
 const KUSTOMIZE: &str = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations";
 const HELM: &str = "/apis/helm.toolkit.fluxcd.io/v2/namespaces/flux-system/helmreleases";

@@ -3,16 +3,17 @@
 //! `kubectl-gitops.io/component`. An upgrade moves `.spec.ref.tag` through git, the way the
 //! pipeline-controller proposal upgrades: Flux pulls the new artifact and applies it, CRDs included.
 
+mod args;
+
 use std::collections::BTreeMap;
 
 use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 use serde::Serialize;
 
-use super::args::ComponentUpgradeArgs;
-use super::recorded::{self, Replanned};
-use super::settings::{ComponentUpgradeRequest, Target};
-use super::{Change, Context, clone, context, drive, target_clusters};
+pub use self::args::{ComponentUpgradeArgs, ComponentUpgradeRequest};
+use crate::change::recorded::{self, Replanned};
+use crate::change::{Awaits, Change, Context, Target, clone, context, drive, target_clusters};
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 use crate::flux::api;
@@ -151,7 +152,7 @@ pub async fn upgrade(request: &ComponentUpgradeRequest, target: &Target, printer
         objects: Vec::new(),
         wait: None,
         notes: Vec::new(),
-        awaits: super::Awaits::one(&context.namespace, &request.name, true, None),
+        awaits: Awaits::one(&context.namespace, &request.name, true, None),
         new_repo: None,
         request: upgrade_words(request),
         already_there: Some(format!("component {} follows {} already; nothing to change\n", request.name, request.tag)),

@@ -20,8 +20,9 @@ use serde::Serialize;
 
 use k8s_openapi::api::core::v1::Secret;
 
-use super::HostedRepo;
-use super::args::SourceArgs;
+use super::context::{Context, HostedRepo};
+use super::layout::ClusterDir;
+use crate::cli::SourceArgs;
 use crate::deploy_key::{DeployKey, KeyAlgorithm};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
@@ -73,7 +74,7 @@ impl SourceArgs {
             }
             (None, Some(url)) => {
                 crate::repo_access::parse_url(url)?;
-                super::spec::validate_git_ref(&self.from_branch, "--from-branch", "heads")?;
+                crate::names::validate_git_ref(&self.from_branch, "--from-branch", "heads")?;
                 Source::Url { url: url.clone(), branch: self.from_branch.clone() }
             }
             (None, None) => Source::Layout,
@@ -362,6 +363,10 @@ fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> Re
 pub struct ForApp {
     /// Making the repository.
     pub plan: Plan,
+    /// The new repository's URL, as Flux reads it.
+    pub url: String,
+    /// The Secret Flux reads it with: the app's own deploy key Secret, or the sync's.
+    pub secret_ref: String,
     /// A new read-only deploy key for Flux (an SSH config repo), or `None`: Flux reads it with
     /// the config repo's own HTTPS credentials, the Secret the sync uses.
     pub key: Option<KeySecret>,
@@ -407,13 +412,13 @@ pub enum AppStep {
 
 /// Plans `app add --create-repo` for `spec` (whose repository is not known yet): the new
 /// repository beside the config repo, on the same host and reached the same way (so Flux
-/// trusts the same host keys), and how Flux reads it. Returns the app as it will be deployed.
+/// trusts the same host keys), and how Flux reads it.
 pub(crate) async fn for_app(
-    context: &super::Context,
+    context: &Context,
     request: &NewRepoRequest,
-    spec: &super::spec::AppSpec,
-    clusters: &[super::layout::ClusterDir],
-) -> Result<(super::spec::AppSpec, ForApp)> {
+    app: &str,
+    clusters: &[ClusterDir],
+) -> Result<ForApp> {
     let hosted = context.repo()?.hosted.as_ref().ok_or_else(|| {
         Error::usage(
             "--create-repo needs a config repo on GitHub, GitLab or Gitea",
@@ -443,23 +448,23 @@ pub(crate) async fn for_app(
             )
         })?;
         let secrets: kube::Api<Secret> = kube::Api::namespaced(cluster.client.clone(), &context.namespace);
-        if secrets.get_opt(&spec.name).await.map_err(|error| cluster.error(error))?.is_some() {
+        if secrets.get_opt(app).await.map_err(|error| cluster.error(error))?.is_some() {
             return Err(Error::usage(
-                format!("Secret {}/{} exists already", context.namespace, spec.name),
+                format!("Secret {}/{} exists already", context.namespace, app),
                 "--create-repo keeps Flux's key in a Secret named after the app: choose another app name, or delete the Secret",
             ));
         }
         Some(KeySecret {
             namespace: context.namespace.clone(),
-            name: spec.name.clone(),
-            title: format!("flux-{}-{}", record.cluster_name, spec.name),
+            name: app.to_string(),
+            title: format!("flux-{}-{}", record.cluster_name, app),
             known_hosts,
         })
     } else {
         None
     };
     let secret_ref = key.as_ref().map_or_else(|| SYNC_NAME.to_string(), |key| key.name.clone());
-    Ok((spec.from_new_repo(url, plan.branch.clone(), secret_ref), ForApp { plan, key }))
+    Ok(ForApp { plan, url, secret_ref, key })
 }
 
 /// `config_url` with its repository path replaced by `target`'s: the same scheme, user, host and

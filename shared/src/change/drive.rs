@@ -3,12 +3,14 @@
 //! of the config repo, printed for `--dry-run` or delivered (one commit or pull request), then
 //! waited for when asked.
 
+use super::context::{ConfigRepo, Context};
 use super::layout::SuspendPatch;
-use super::plan::{Delivery, FileChange, Plan};
-use super::settings::DeliverySettings;
-use super::{Context, deliver, delivery, new_repo, wait};
-use crate::error::Result;
+use super::plan::{self, Delivery, FileChange, Plan};
+use super::settings::{DeliveryMode, DeliverySettings};
+use super::{deliver, new_repo, wait};
+use crate::error::{Error, Result};
 use crate::git::Workspace;
+use crate::output::Printer;
 use crate::publish::Replan;
 use std::time::Duration;
 
@@ -38,7 +40,7 @@ pub(crate) struct Change<'a> {
     /// `app add --create-repo`: the app's repository, made first.
     pub new_repo: Option<new_repo::ForApp>,
     /// The words that plan this change again, recorded in a pull request's body
-    /// ([`recorded`]); empty for a change `pr show` does not re-plan.
+    /// ([`super::recorded`]); empty for a change `pr show` does not re-plan.
     pub request: Vec<String>,
 }
 
@@ -192,4 +194,54 @@ async fn finish(
         wait::after_push(cluster, context, &awaited, commit, timeout).await?;
     }
     Ok(format!("{what_noun} {app} {done}{at}\n"))
+}
+
+/// Checks what the provider can tell before anything is written: the repo exists, and which
+/// delivery applies (`--pr`, `--auto-merge`, or a pull request when the branch is protected).
+async fn delivery(
+    repo: &ConfigRepo,
+    args: &DeliverySettings,
+    verb: &str,
+    app: &str,
+    files: &[FileChange],
+    printer: &Printer,
+) -> Result<Delivery> {
+    let Some(hosted) = &repo.hosted else {
+        if args.mode == DeliveryMode::PullRequest {
+            return Err(Error::usage(
+                "--pr needs a config repo on GitHub or GitLab",
+                "install with --provider github|gitlab to get pull requests, or push directly (--auto-merge)",
+            ));
+        }
+        return Ok(Delivery::Push);
+    };
+    let info = hosted.provider.get_repository(&hosted.repo).await?.ok_or_else(|| Error::Remote {
+        message: format!("the config repo {} does not exist on {}", hosted.repo, hosted.provider.kind()),
+        hint: Some("check the install record (kubectl gitops detect -o yaml) and the token's access".into()),
+    })?;
+    if info.can_push == Some(false) {
+        return Err(Error::Remote {
+            message: format!("the {} token may not push to {}", hosted.provider.kind(), hosted.repo),
+            hint: Some(format!(
+                "use a token with write access ({})",
+                crate::config::token_hint(hosted.provider.kind(), hosted.provider.host())
+            )),
+        });
+    }
+    let pull_request = Delivery::PullRequest {
+        branch: plan::pull_request_branch(verb, app, files),
+        noun: hosted.provider.kind().pull_request_noun(),
+        merge: args.merge,
+    };
+    match args.mode {
+        DeliveryMode::PullRequest => return Ok(pull_request),
+        DeliveryMode::Push => return Ok(Delivery::Push),
+        DeliveryMode::Auto => {}
+    }
+    if hosted.provider.is_branch_protected(&hosted.repo, &repo.branch).await? {
+        let noun = hosted.provider.kind().pull_request_noun();
+        printer.progress(&format!("{} is protected: opening a {noun} instead of pushing to it", repo.branch));
+        return Ok(pull_request);
+    }
+    Ok(Delivery::Push)
 }

@@ -1,4 +1,4 @@
-//! The plan every changing `app` command builds first: the repo files to change, how the change
+//! The plan every changing command builds first: the repo files to change, how the change
 //! is delivered, the objects patched in the cluster. `--dry-run` prints it; execution
 //! ([`super::deliver`]) consumes the same value, so the two cannot drift apart.
 

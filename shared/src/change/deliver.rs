@@ -8,40 +8,16 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject};
 
+use super::context::{ConfigRepo, HostedRepo};
 use super::new_repo::{self, AppStep};
 use super::plan::{FileChange, Plan, Step, flux_objects};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
-use crate::git::{Remote, RemoteBranch, Signature, Workspace};
+use crate::git::{RemoteBranch, Signature, Workspace};
 use crate::output::Printer;
 use crate::plan;
-use crate::provider::{MergeMethod, Provider, PullRequest, PullRequestOutcome, PullState, RepoRef};
+use crate::provider::{MergeMethod, PullRequest, PullRequestOutcome, PullState};
 use crate::publish::{self, Published, Replan};
-
-/// The config repo, and the provider API in front of it when there is one.
-#[derive(Debug, Clone)]
-pub struct ConfigRepo {
-    /// Where we clone and push, with our credentials.
-    pub remote: Remote,
-    /// The branch Flux follows.
-    pub branch: String,
-    /// GitHub or GitLab: for branch protection and pull requests.
-    pub hosted: Option<HostedRepo>,
-    /// It is the platform repo (`install --platform-repo`): the platform layer applies its
-    /// commits, through a GitRepository of its own, not the sync.
-    pub platform: bool,
-}
-
-/// A config repo on GitHub or GitLab.
-#[derive(Debug, Clone)]
-pub struct HostedRepo {
-    /// The API client.
-    pub provider: Provider,
-    /// `owner/name`.
-    pub repo: RepoRef,
-    /// The API token, also used to push over HTTPS.
-    pub token: crate::provider::Token,
-}
 
 /// What execution did.
 #[derive(Debug, Clone, Default)]

@@ -1,5 +1,5 @@
 //! `--wait` after a push: ask Flux to fetch now, then wait, on the watch engine `status --wait`
-//! uses (`status::watch`: watches, no polling), until the cluster's sync has applied the pushed
+//! uses ([`crate::wait`]: watches, no polling), until the cluster's sync has applied the pushed
 //! commit and the app is Ready (add) or gone (remove). A failure that lasts the grace period ends
 //! the wait as it ends `status --wait`.
 
@@ -8,13 +8,13 @@ use std::time::Duration;
 use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
 
-use super::Context;
+use super::context::Context;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::{Layer, PLATFORM_SOURCE, SYNC_NAME};
-use crate::flux::status::FluxObject;
-use crate::status::watch::{Followed, Limits, Selector, Triggers, Verdict, WAITING_REASONS, Waited, wait_until};
+use crate::flux::status::{FluxObject, WAITING_REASONS};
+use crate::wait::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
 
 /// What the wait after a push follows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
