@@ -29,7 +29,7 @@ DIST_OS ?= $(shell uname -s | tr A-Z a-z)
 DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
 
-.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test lint unit-test e2e testenv-build testenv testenv-down demo demo-sockshop bench clean
+.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test-build test lint unit-test e2e testenv-build testenv testenv-down demo demo-sockshop bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -102,7 +102,10 @@ embed-build: build testenv-build ## kubectl-gitops-flux with the flux CLI inside
 	cp target/debug/kubectl-gitops-flux target/debug/embed-flux/embedded
 	$(CARGO) build --workspace
 
-test: deps lint build testenv-build embed-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
+test-build: ## Compile every test target (the build half of `make test`; its test phase only runs them)
+	$(CARGO) test --workspace --all-targets --no-run
+
+test: deps lint build testenv-build embed-build test-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
 		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh

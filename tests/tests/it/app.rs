@@ -548,6 +548,8 @@ fn platform_apps_are_reconciled_before_the_apps() {
     let web = ["add", "web", "--url", &env.git.ssh_url("web"), "--path", "./deploy", "--secret-ref", "flux-system"];
     let added = app(env, &env.kubeconfig, &web);
     assert_eq!(added.code, Some(0), "{}\n{}", added.stdout, added.stderr);
+    // Both commits are fetched now, not at the GitRepository's next one-minute interval.
+    env.request_reconcile("flux-system", &["gitrepository/flux-system"]).unwrap();
     let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";
     env.wait_for_jsonpath(
         &["-n", "flux-system", "kustomization", "apps"],
