@@ -29,7 +29,7 @@ DIST_OS ?= $(shell uname -s | tr A-Z a-z)
 DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
 
-.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test-build test lint unit-test e2e testenv-build testenv testenv-down demo demo-sockshop bench clean
+.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test-build test lint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -110,17 +110,25 @@ test: deps lint build testenv-build embed-build test-build ## Everything CI runs
 		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
 		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh
 
-testenv: deps testenv-build ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
+testenv: deps testenv-core ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up
 
 testenv-down: ## Stop the environment `make testenv` started
 	@$(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- down
 
-demo: deps build testenv-build ## Run the main job end to end (local environment, or DEMO_CLUSTER=current)
+# What `make demo` and `make testenv` need of the Go builds: the environment and the flux CLI, not
+# what only the tests use (krew, actionlint, Prometheus, kube-state-metrics, Gitea, the previous
+# Flux line).
+testenv-core: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers and the flux CLI
+
+	bash $(TESTENV_BUILD)
+	bash $(FLUX_CLI_BUILD)
+
+demo: deps build testenv-core ## Run the main job end to end (local environment, or DEMO_CLUSTER=current)
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		bash tests/demo.sh
 
-demo-sockshop: deps build testenv-build ## The sock shop demo through a real Gitea: repo from upstream, app add --pr, pr merge, wait (docs/examples/sock-shop.md)
+demo-sockshop: deps build testenv-core ## The sock shop demo through a real Gitea: repo from upstream, app add --pr, pr merge, wait (docs/examples/sock-shop.md)
 	$(CARGO) build -q -p gitops-e2e --bin gitops-testenv
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" bash tests/demo-sockshop.sh

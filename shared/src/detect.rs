@@ -105,10 +105,39 @@ pub struct Detection {
     pub warnings: Vec<String>,
     /// Why the cluster is unreachable.
     pub error: Option<String>,
+    /// The same, kept to hand back as a command's own error (not printed twice).
+    #[serde(skip)]
+    pub(crate) unreached: Option<Unreached>,
+}
+
+/// What made a cluster unreachable: the first request's error, of one of the kinds that make the
+/// state `unreachable`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unreached {
+    Transport { reason: String },
+    Unauthorized,
+    Forbidden { message: String },
 }
 
 impl Detection {
+    /// The error a command that needs the cluster stops with when it is unreachable: the first
+    /// request's own (its exit code and hint included); `None` for a reachable cluster.
+    pub fn unreachable_error(&self) -> Option<Error> {
+        let server = self.server.clone();
+        Some(match self.unreached.clone()? {
+            Unreached::Transport { reason } => Error::Unreachable { server, reason },
+            Unreached::Unauthorized => Error::Unauthorized { server },
+            Unreached::Forbidden { message } => Error::Forbidden { message },
+        })
+    }
+
     fn unreachable(cluster: &Cluster, error: &Error) -> Detection {
+        let unreached = match error {
+            Error::Unreachable { reason, .. } => Unreached::Transport { reason: reason.clone() },
+            Error::Unauthorized { .. } => Unreached::Unauthorized,
+            Error::Forbidden { message } => Unreached::Forbidden { message: message.clone() },
+            other => Unreached::Transport { reason: other.to_string() },
+        };
         Detection {
             state: ClusterState::Unreachable,
             server: cluster.server.clone(),
@@ -120,6 +149,7 @@ impl Detection {
             gitops: None,
             warnings: Vec::new(),
             error: Some(error.to_string()),
+            unreached: Some(unreached),
         }
     }
 }
@@ -214,6 +244,7 @@ pub async fn detect(cluster: &Cluster) -> Result<Detection> {
         gitops,
         warnings,
         error: None,
+        unreached: None,
     })
 }
 

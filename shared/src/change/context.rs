@@ -85,11 +85,8 @@ pub async fn context(
     let (cluster, detection) = match connected {
         Ok(cluster) => {
             let detection = detect::detect(&cluster).await?;
-            if detection.state == ClusterState::Unreachable && repo_args.config_repo.is_none() {
-                return Err(Error::Unreachable {
-                    server: cluster.server.clone(),
-                    reason: detection.error.clone().unwrap_or_default(),
-                });
+            if let Some(error) = detection.unreachable_error().filter(|_| repo_args.config_repo.is_none()) {
+                return Err(error);
             }
             let reachable = detection.state != ClusterState::Unreachable;
             (reachable.then_some(cluster), reachable.then_some(detection))

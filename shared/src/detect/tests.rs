@@ -180,6 +180,8 @@ async fn rejected_credentials_are_unreachable() {
     let fake = FakeApi::new().route("/version", 401, unauthorized.to_string());
     let detection = detect(&fake.cluster()).await.unwrap();
     assert_eq!(detection.state, ClusterState::Unreachable);
+    let error = detection.unreachable_error().expect("an unreachable cluster's error");
+    assert!(matches!(error, Error::Unauthorized { .. }), "{error:?}");
     assert!(detection.error.unwrap().contains("rejected our credentials"));
     assert_eq!(fake.requests(), ["GET /version"]);
 }

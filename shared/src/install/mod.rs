@@ -25,7 +25,7 @@ pub use self::source::{FluxAuth, Hosted, RepoSource};
 use crate::cluster::Cluster;
 use crate::config::hosts;
 use crate::deploy_key::{DeployKey, KeyAlgorithm};
-use crate::detect::{self, ClusterState, Detection};
+use crate::detect::{self, Detection};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::flux_cli;
@@ -195,11 +195,8 @@ pub async fn inspect(
     hosted: Option<Hosted>,
 ) -> Result<Inspection> {
     let detection = detect::detect(cluster).await?;
-    if detection.state == ClusterState::Unreachable {
-        return Err(Error::Unreachable {
-            server: cluster.server.clone(),
-            reason: detection.error.clone().unwrap_or_default(),
-        });
+    if let Some(error) = detection.unreachable_error() {
+        return Err(error);
     }
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &request.namespace);
     let existing_secret = match secrets.get_opt(SYNC_NAME).await {

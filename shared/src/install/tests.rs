@@ -1,7 +1,7 @@
 //! Plan building against real (file://) repositories and hand-built detections.
 
 use super::*;
-use crate::detect::{Detection, FluxInstallation};
+use crate::detect::{ClusterState, Detection, FluxInstallation};
 use crate::flux::api::ServedApis;
 use crate::git::{Auth, Checkout, Remote, Signature};
 
@@ -24,6 +24,7 @@ fn detection(state: ClusterState, flux_version: Option<&str>, gitops: Option<Ins
         gitops,
         warnings: Vec::new(),
         error: None,
+        unreached: None,
     }
 }
 

@@ -9,7 +9,7 @@ use kube::discovery::ApiResource;
 
 use super::{AppKind, AppState, AppStatus, ObjectStatus, Report, Runtime, Summary, summarize};
 use crate::cluster::{Cluster, is_forbidden};
-use crate::detect::{self, ClusterState};
+use crate::detect;
 use crate::error::{Error, Result};
 use crate::flux::api::{
     FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY, ServedApis,
@@ -110,11 +110,8 @@ impl Lookup for Index {
 /// Detects the cluster; an error when it is unreachable or serves no Flux API status reads.
 pub(super) async fn detect_flux(cluster: &Cluster) -> Result<detect::Detection> {
     let detection = detect::detect(cluster).await?;
-    if detection.state == ClusterState::Unreachable {
-        return Err(Error::Unreachable {
-            server: cluster.server.clone(),
-            reason: detection.error.clone().unwrap_or_default(),
-        });
+    if let Some(error) = detection.unreachable_error() {
+        return Err(error);
     }
     require_flux(&detection.api_versions)?;
     Ok(detection)

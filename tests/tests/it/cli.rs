@@ -213,6 +213,23 @@ fn detect_prints_unreachable_and_exits_3_within_the_timeout() {
     ");
 }
 
+/// The commands that need the cluster stop with the first request's own error, said once.
+#[test]
+fn status_app_list_and_component_list_say_an_unreachable_cluster_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
+    for (binary, args) in [
+        ("kubectl-gitops-status", &[][..]),
+        ("kubectl-gitops-app", &["list"][..]),
+        ("kubectl-gitops-component", &["list"][..]),
+    ] {
+        let run = run(binary, &[&["--kubeconfig", kubeconfig.to_str().unwrap()][..], args].concat());
+        assert_eq!(run.code, Some(3), "{binary}: {}", run.stderr);
+        assert_eq!(run.stderr.matches("cluster unreachable at").count(), 1, "{binary}: {}", run.stderr);
+        assert!(run.stderr.contains("Connection refused"), "{binary}: {}", run.stderr);
+    }
+}
+
 #[test]
 fn detect_without_any_kubeconfig_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();
