@@ -38,6 +38,8 @@ pub const REGISTRY_READ: Duration = Duration::from_secs(60);
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 
 /// How long a command's `--timeout` lets it push and wait (`install`, `app`, `status --wait`).
+pub const COMMAND: Duration = Duration::from_secs(300);
+/// [`COMMAND`] as the flag's default.
 pub const COMMAND_FLAG: &str = "5m";
 /// How long a failure must last before a wait gives up on it, so that one that heals by itself
 /// (a retry) is not one (`--grace-period`, and `app --wait`).
@@ -55,6 +57,6 @@ mod tests {
     #[test]
     fn flag_defaults_are_the_values() {
         assert_eq!(crate::duration::parse(GRACE_PERIOD_FLAG), Ok(GRACE_PERIOD));
-        assert_eq!(crate::duration::parse(COMMAND_FLAG), Ok(Duration::from_secs(300)));
+        assert_eq!(crate::duration::parse(COMMAND_FLAG), Ok(COMMAND));
     }
 }

@@ -1,7 +1,8 @@
 //! `kubectl gitops app` (and `platform`): add, list, remove, suspend and resume apps in the config
 //! repo. Each changing subcommand describes its change and hands it to the change engine
 //! ([`crate::change`]):
-//! 1. the flags are resolved into a request ([`settings`], the app with [`spec::AppSpec::from_args`]):
+//! 1. the flags are resolved into a request ([`settings`]; the app, plain data
+//!    ([`definition::AppDefinition`]), checked by [`spec::AppSpec::from_definition`]):
 //!    bad input stops here;
 //! 2. the engine resolves the context ([`crate::change::context`]);
 //! 3. the app's file changes are computed on a clone of the config branch ([`layout`]) and handed
@@ -9,6 +10,7 @@
 
 pub mod args;
 pub mod chart;
+pub mod definition;
 pub mod layout;
 mod list;
 pub mod recorded;

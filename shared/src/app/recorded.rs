@@ -70,7 +70,8 @@ pub(crate) async fn replan(
                 let read = |path: &PathBuf| values_on_branch(path, &parsed.name, branch_files);
                 super::spec::values_files(paths, &read)
             };
-            let mut spec = AppSpec::from_args_reading(&parsed, &read_values)?;
+            super::settings::checked_clusters(&parsed.clusters)?;
+            let mut spec = AppSpec::from_definition(&parsed.definition(), None, &read_values)?;
             spec.tier = tier;
             check_secret_ref(&spec, context)?;
             let base = &workspace.files();

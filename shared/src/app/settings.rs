@@ -4,7 +4,7 @@
 //! clap's structs.
 
 use super::args::{AddArgs, ListArgs, RemoveArgs, SuspendArgs};
-use super::spec::{AppSpec, Tier};
+use super::spec::{AppSpec, Tier, read_values};
 use crate::change::new_repo::NewRepoRequest;
 use crate::change::{DeliverySettings, RepoSettings};
 use crate::cli::{GlobalArgs, OutputFormat};
@@ -43,15 +43,24 @@ impl AddArgs {
             None => None,
         };
         Ok(AddRequest {
+            spec: AppSpec::from_definition(&self.definition(), new_repo.as_ref(), &read_values)?,
             new_repo,
-            spec: AppSpec::from_args(self)?,
             delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,
             export: self.export,
-            clusters: self.clusters.clone(),
+            clusters: checked_clusters(&self.clusters)?,
             update: self.update,
         })
     }
+}
+
+/// The clusters an app goes to, by their names in the repo: the labels `install --cluster-name`
+/// accepts.
+pub(crate) fn checked_clusters(clusters: &[String]) -> Result<Vec<String>> {
+    for cluster in clusters {
+        crate::names::validate_name(cluster, "--cluster")?;
+    }
+    Ok(clusters.to_vec())
 }
 
 /// `app remove`.

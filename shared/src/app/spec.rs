@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::args::AddArgs;
+use super::definition::AppDefinition;
+use crate::change::new_repo::{NewRepoRequest, Source as NewRepoSource};
 use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind, Versions};
 use crate::flux::objects::{
@@ -176,17 +177,15 @@ pub struct AppSpec {
 }
 
 impl AppSpec {
-    /// Validates `app add`'s flags and reads the values files.
-    pub fn from_args(args: &AddArgs) -> Result<AppSpec> {
-        AppSpec::from_args_reading(args, &read_values)
-    }
-
-    /// [`AppSpec::from_args`], the values files read by `read_values` (`pr show` takes them from
-    /// the branch that wrote them).
-    pub fn from_args_reading(
-        args: &AddArgs,
+    /// Checks an app's definition (from `app add`'s flags, the UI or a recorded request) and reads
+    /// its values files with `read_values` (this machine's, [`read_values`]; `pr show` takes them
+    /// from the branch that wrote them). `new_repo`: `--create-repo` makes its repository first.
+    pub fn from_definition(
+        args: &AppDefinition,
+        new_repo: Option<&NewRepoRequest>,
         read_values: &dyn Fn(&[std::path::PathBuf]) -> Result<Vec<ValuesFile>>,
     ) -> Result<AppSpec> {
+        args.check_combinations()?;
         let (name, target_namespace) = check_names(args)?;
         check_versions(args)?;
         // `--create-repo`: a git repository whose URL is known once the config repo is (see
@@ -197,7 +196,7 @@ impl AppSpec {
             "keep them in a Secret in the Flux namespace, named with --secret-ref",
         )?;
         let scheme = given_url.split_once("://").map(|(scheme, _)| scheme).unwrap_or_default();
-        let is_git = args.create_repo.is_some()
+        let is_git = new_repo.is_some()
             || matches!(scheme, "ssh" | "http" | "https")
             || (scheme.is_empty() && given_url.contains('@'));
         if !is_git && scheme != "oci" {
@@ -224,7 +223,7 @@ impl AppSpec {
                 let deploy = Deploy::Helm { chart: chart.clone(), version: args.chart_version.clone() };
                 (Source::HelmRepository { url: given_url.to_string() }, deploy)
             }
-            (_, None, chart_path) => git_source(args, given_url, chart_path.as_deref())?,
+            (_, None, chart_path) => git_source(args, new_repo, given_url, chart_path.as_deref())?,
         };
         if args.insecure && scheme != "oci" {
             return refuse("--insecure", "applies to oci:// sources only");
@@ -250,7 +249,7 @@ impl AppSpec {
         })
     }
     /// The words of `app add` that give this app again (the values files by their names), for
-    /// the request a pull request records: `AppSpec::from_args` of them is this app.
+    /// the request a pull request records: the definition of them is this app.
     pub fn words(&self) -> Vec<String> {
         let mut words = vec![self.name.clone()];
         let mut flag = |name: &str, value: &str| words.extend([format!("--{name}"), value.to_string()]);
@@ -547,7 +546,7 @@ fn validate_oci_tag(tag: &str) -> Result<()> {
 }
 
 /// Reads and checks `--values` files: each must exist and be a YAML mapping.
-fn read_values(paths: &[std::path::PathBuf]) -> Result<Vec<ValuesFile>> {
+pub(crate) fn read_values(paths: &[std::path::PathBuf]) -> Result<Vec<ValuesFile>> {
     let read = |path: &std::path::PathBuf| std::fs::read_to_string(path);
     values_files(paths, &read)
 }
@@ -591,7 +590,7 @@ fn refuse<T>(flag: &str, why: &str) -> Result<T> {
 }
 
 /// The app's name and target namespace, and every other name of the flags, checked.
-fn check_names(args: &AddArgs) -> Result<(String, String)> {
+fn check_names(args: &AppDefinition) -> Result<(String, String)> {
     let name = validate_name(&args.name, "app name")?;
     let reserved = std::iter::once(crate::flux::bootstrap::SYNC_NAME)
         .chain(crate::flux::bootstrap::LAYERS.iter().map(|layer| layer.name));
@@ -604,10 +603,6 @@ fn check_names(args: &AddArgs) -> Result<(String, String)> {
     for dependency in &args.depends_on {
         validate_name(dependency, "--depends-on")?;
     }
-    // Cluster names are the labels `install --cluster-name` accepts.
-    for cluster in &args.clusters {
-        validate_name(cluster, "--cluster")?;
-    }
     let target_namespace = validate_name(&args.target_namespace, "--target-namespace")?;
     if let Some(secret) = &args.secret_ref {
         validate_subdomain(secret, "--secret-ref")?;
@@ -616,7 +611,7 @@ fn check_names(args: &AddArgs) -> Result<(String, String)> {
 }
 
 /// `--semver` and `--chart-version`, checked as the ranges Flux reads.
-fn check_versions(args: &AddArgs) -> Result<()> {
+fn check_versions(args: &AppDefinition) -> Result<()> {
     if let Some(range) = &args.semver {
         constraint::check(range).map_err(|why| {
             Error::usage(
@@ -637,7 +632,7 @@ fn check_versions(args: &AddArgs) -> Result<()> {
 }
 
 /// An OCI artifact of manifests at `url`, applied by a Kustomization.
-fn oci_artifact(args: &AddArgs, url: &str) -> Result<(Source, Deploy)> {
+fn oci_artifact(args: &AppDefinition, url: &str) -> Result<(Source, Deploy)> {
     if args.branch.is_some() || args.commit.is_some() {
         return refuse("--branch/--commit", "do not apply to an OCI artifact; use --tag, --semver");
     }
@@ -653,9 +648,14 @@ fn oci_artifact(args: &AddArgs, url: &str) -> Result<(Source, Deploy)> {
     Ok((Source::Oci { url: url.to_string(), oci_ref }, deploy))
 }
 
-/// A git repository at `url` (empty with `--create-repo`): kustomize at `--path`, or the Helm
-/// chart at `chart_path`.
-fn git_source(args: &AddArgs, url: &str, chart_path: Option<&str>) -> Result<(Source, Deploy)> {
+/// A git repository at `url` (empty with `--create-repo`, `new_repo`): kustomize at `--path`, or
+/// the Helm chart at `chart_path`.
+fn git_source(
+    args: &AppDefinition,
+    new_repo: Option<&NewRepoRequest>,
+    url: &str,
+    chart_path: Option<&str>,
+) -> Result<(Source, Deploy)> {
     if let Some(branch) = &args.branch {
         validate_git_ref(branch, "--branch", "heads")?;
     }
@@ -671,12 +671,12 @@ fn git_source(args: &AddArgs, url: &str, chart_path: Option<&str>) -> Result<(So
         (_, Some(tag), None, None) => GitRef::Tag(tag.clone()),
         (branch, None, None, None) => GitRef::Branch(branch.clone().unwrap_or_else(|| "main".into())),
     };
-    let url = match args.create_repo {
+    let url = match new_repo {
         Some(_) => String::new(),
         None => crate::repo_access::parse_url(url)?.canonical,
     };
     // A new repository of our app layout keeps its manifests in ./deploy.
-    let layout_path = (args.create_repo.is_some() && !args.new_repo.given_source()).then_some(LAYOUT_PATH);
+    let layout_path = new_repo.is_some_and(|new| new.source == NewRepoSource::Layout).then_some(LAYOUT_PATH);
     let deploy = match chart_path {
         Some(path) => Deploy::Helm { chart: source_path(Some(path), "--chart-path")?, version: None },
         None => Deploy::Kustomize { path: source_path(args.path.as_deref().or(layout_path), "--path")? },

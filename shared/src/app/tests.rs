@@ -22,7 +22,7 @@ struct Add {
 
 fn spec(args: &[&str]) -> AppSpec {
     let parsed = Add::try_parse_from(std::iter::once("add").chain(args.iter().copied())).unwrap();
-    AppSpec::from_args(&parsed.add).unwrap()
+    parsed.add.request().unwrap().spec
 }
 
 fn kinds(spec: &AppSpec, versions: &Versions) -> (String, String) {
@@ -359,7 +359,7 @@ fn export_merges_the_values_files_into_the_release_as_flux_does() {
 
 fn refused(args: &[&str]) -> crate::error::Error {
     let parsed = Add::try_parse_from(std::iter::once("add").chain(args.iter().copied())).unwrap();
-    AppSpec::from_args(&parsed.add).unwrap_err()
+    parsed.add.request().unwrap_err()
 }
 
 #[test]
@@ -571,7 +571,7 @@ fn the_sync_secret_reads_only_sources_on_the_config_repos_server() {
 fn a_token_in_the_source_url_is_refused_and_not_shown() {
     for url in ["https://ci:s3cret@github.com/acme/web", "oci://robot:s3cret@ghcr.io/acme/web"] {
         let parsed = Add::try_parse_from(["add", "web", "--url", url]).unwrap();
-        let error = AppSpec::from_args(&parsed.add).unwrap_err();
+        let error = parsed.add.request().unwrap_err();
         let text = format!("{error} {}", error.hint().unwrap_or_default());
         assert!(!text.contains("s3cret") && text.contains("***@") && text.contains("--secret-ref"), "{text}");
     }

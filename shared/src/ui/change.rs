@@ -1,15 +1,15 @@
-//! Adding and removing an app from the UI: the request becomes the words of `kubectl gitops app
-//! add` (or `app remove`), parsed by the same clap definition, and runs the same `app::add` (or
-//! `app::remove`): plan, `--dry-run` with its diff, commit or pull request on the one git write
-//! path. No second implementation to drift.
+//! Adding and removing an app from the UI: the request is built from the body as plain data
+//! (an [`AppDefinition`], the delivery), checked by the same functions as `app add`'s flags, and
+//! runs the same `app::add` (or `app::remove`): plan, `--dry-run` with its diff, commit or pull
+//! request on the one git write path. No second implementation to drift.
 
-use std::ffi::OsString;
-
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 
-use crate::app::{self, AddArgs, RemoveArgs};
-use crate::change::Target;
+use crate::app;
+use crate::app::definition::AppDefinition;
+use crate::app::settings::{AddRequest, RemoveRequest, checked_clusters};
+use crate::app::spec::{AppSpec, Tier};
+use crate::change::{DeliveryMode, DeliverySettings, Target};
 use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -63,22 +63,6 @@ pub(crate) struct Changed {
     pub(crate) output: String,
 }
 
-/// `app add`'s flags, parsed on their own.
-#[derive(Debug, Parser)]
-#[command(name = "add", no_binary_name = true)]
-struct AddCommand {
-    #[command(flatten)]
-    args: AddArgs,
-}
-
-/// `app remove`'s flags, parsed on their own.
-#[derive(Debug, Parser)]
-#[command(name = "remove", no_binary_name = true)]
-struct RemoveCommand {
-    #[command(flatten)]
-    args: RemoveArgs,
-}
-
 /// `DELETE /api/v1/apps/{namespace}/{name}`: `app remove NAME`, with the query's `dryRun`, `pr`
 /// and `wait` as its flags.
 #[derive(Debug, Clone, Default)]
@@ -89,46 +73,37 @@ pub(crate) struct RemoveApp {
     pub(crate) wait: bool,
 }
 
-/// The words of the server's own config repo flags.
-fn repo_words(repo: &RepoArgs) -> Vec<OsString> {
-    let mut words = Vec::new();
-    for (name, value) in [
-        ("config-repo", repo.config_repo.clone()),
-        ("config-branch", repo.config_branch.clone()),
-        ("private-key-file", repo.private_key_file.as_ref().map(|path| path.display().to_string())),
-        ("known-hosts-file", repo.known_hosts_file.as_ref().map(|path| path.display().to_string())),
-    ] {
-        if let Some(value) = value {
-            words.push(format!("--{name}").into());
-            words.push(value.into());
-        }
+/// The delivery the UI asks for: a pull request or what `app add` chooses (a push unless the
+/// branch is protected), the plan alone with `dryRun`, `--wait`; every other setting as the
+/// flags default it.
+fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
+    DeliverySettings {
+        mode: if pr { DeliveryMode::PullRequest } else { DeliveryMode::Auto },
+        message,
+        author: crate::publish::author(),
+        dry_run,
+        merge: false,
+        wait,
+        timeout: crate::timeouts::COMMAND,
     }
-    for host in &repo.trust.accept_hosts {
-        words.extend(["--accept-host".into(), host.into()]);
-    }
-    words
 }
 
-/// The flags without a value that are set, as words.
-fn switches(words: &mut Vec<OsString>, flags: &[(&str, bool)]) {
-    words.extend(flags.iter().filter(|(_, set)| *set).map(|(name, _)| format!("--{name}").into()));
-}
-
-/// Parses the words with a command's own flag definitions; what it refuses is bad input.
-fn parse<C: Parser>(words: Vec<OsString>, command: &str) -> Result<C> {
-    C::try_parse_from(words).map_err(|error| {
-        let text = error.to_string();
-        let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
-        Error::usage(first, format!("the fields are the flags of `kubectl gitops app {command}` (docs/api.md)"))
-    })
+/// A field that is left empty is not given.
+fn given(value: &Option<String>) -> Option<String> {
+    value.clone().filter(|value| !value.trim().is_empty())
 }
 
 impl RemoveApp {
-    fn words(&self, repo: &RepoArgs) -> Vec<OsString> {
-        let mut words: Vec<OsString> = vec![self.name.clone().into()];
-        switches(&mut words, &[("pr", self.pr), ("dry-run", self.dry_run), ("wait", self.wait)]);
-        words.extend(repo_words(repo));
-        words
+    /// The request `app remove NAME` makes, checked as its flags are.
+    fn request(&self, repo: &RepoArgs) -> Result<RemoveRequest> {
+        crate::names::validate_name(&self.name, "app name")?;
+        Ok(RemoveRequest {
+            name: self.name.clone(),
+            tier: Tier::App,
+            clusters: Vec::new(),
+            repo: repo.settings()?,
+            delivery: delivery(self.pr, None, self.dry_run, self.wait),
+        })
     }
 
     /// Removes the app from the config repo of the Flux namespace `namespace`.
@@ -139,8 +114,7 @@ impl RemoveApp {
         target: &Target,
         printer: &Printer,
     ) -> Result<Changed> {
-        let command: RemoveCommand = parse(self.words(repo), "remove")?;
-        let request = command.args.request()?;
+        let request = self.request(repo)?;
         let target = Target { namespace: Some(namespace.to_string()), ..target.clone() };
         let output = app::remove(&request, &target, printer).await?;
         Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
@@ -148,52 +122,52 @@ impl RemoveApp {
 }
 
 impl AddApp {
-    /// The words `kubectl gitops app add` would be given, then the server's own repo flags.
-    fn words(&self, repo: &RepoArgs) -> Vec<OsString> {
-        let mut words: Vec<OsString> = vec![self.name.clone().into(), "--url".into(), self.url.clone().into()];
-        let mut flag = |name: &str, value: &Option<String>| {
-            if let Some(value) = value.as_deref().filter(|value| !value.trim().is_empty()) {
-                words.push(format!("--{name}").into());
-                words.push(value.into());
-            }
+    /// The app the body defines, each field as the flag of its name reads it.
+    fn definition(&self) -> Result<AppDefinition> {
+        let interval = match given(&self.interval) {
+            Some(text) => crate::duration::parse(&text).map_err(|why| {
+                Error::usage(format!("interval {text:?}: {why}"), "a Go duration, e.g. 1m or 30s (docs/api.md)")
+            })?,
+            None => std::time::Duration::from_secs(60),
         };
-        flag("branch", &self.branch);
-        flag("tag", &self.tag);
-        flag("semver", &self.semver);
-        flag("commit", &self.commit);
-        flag("secret-ref", &self.secret_ref);
-        flag("path", &self.path);
-        flag("chart", &self.chart);
-        flag("chart-version", &self.chart_version);
-        flag("chart-path", &self.chart_path);
-        flag("target-namespace", &self.target_namespace);
-        flag("interval", &self.interval);
-        flag("message", &self.message);
-        flag("prune", &self.prune.map(|prune| prune.to_string()));
-        for (name, values) in [("depends-on", &self.depends_on), ("cluster", &self.clusters)] {
-            for value in values {
-                words.push(format!("--{name}").into());
-                words.push(value.into());
-            }
-        }
-        switches(
-            &mut words,
-            &[
-                ("create-namespace", self.create_namespace),
-                ("update", self.update),
-                ("pr", self.pr),
-                ("dry-run", self.dry_run),
-                ("wait", self.wait),
-            ],
-        );
-        words.extend(repo_words(repo));
-        words
+        Ok(AppDefinition {
+            name: self.name.clone(),
+            url: Some(self.url.clone()),
+            branch: given(&self.branch),
+            tag: given(&self.tag),
+            semver: given(&self.semver),
+            commit: given(&self.commit),
+            insecure: false,
+            secret_ref: given(&self.secret_ref),
+            path: given(&self.path),
+            chart: given(&self.chart),
+            chart_version: given(&self.chart_version),
+            chart_path: given(&self.chart_path),
+            values: Vec::new(),
+            target_namespace: given(&self.target_namespace).unwrap_or_else(|| "default".to_string()),
+            create_namespace: self.create_namespace,
+            interval,
+            prune: self.prune.unwrap_or(true),
+            depends_on: self.depends_on.clone(),
+        })
+    }
+
+    /// The request `app add` makes of the same flags, checked the same way.
+    fn request(&self, repo: &RepoArgs) -> Result<AddRequest> {
+        Ok(AddRequest {
+            spec: AppSpec::from_definition(&self.definition()?, None, &|_| Ok(Vec::new()))?,
+            export: false,
+            clusters: checked_clusters(&self.clusters)?,
+            update: self.update,
+            repo: repo.settings()?,
+            delivery: delivery(self.pr, given(&self.message), self.dry_run, self.wait),
+            new_repo: None,
+        })
     }
 
     /// Checks the request the way `app add` checks its flags, then adds the app.
     pub(crate) async fn run(&self, repo: &RepoArgs, target: &Target, printer: &Printer) -> Result<Changed> {
-        let command: AddCommand = parse(self.words(repo), "add")?;
-        let request = command.args.request()?;
+        let request = self.request(repo)?;
         let output = app::add(&request, target, printer).await?;
         Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
     }
@@ -201,33 +175,22 @@ impl AddApp {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+    use crate::app::AddArgs;
+    use crate::app::spec::{Deploy, Source};
 
-    fn parse(add: &AddApp) -> std::result::Result<AddCommand, clap::Error> {
-        AddCommand::try_parse_from(add.words(&RepoArgs::default()))
+    /// `app add`'s flags, parsed as the CLI parses them.
+    #[derive(Parser)]
+    #[command(no_binary_name = true)]
+    struct AddCommand {
+        #[command(flatten)]
+        args: AddArgs,
     }
 
-    #[test]
-    fn a_removal_is_app_remove_with_the_servers_repo_flags() {
-        let remove = RemoveApp { name: "shop".into(), pr: true, dry_run: true, wait: false };
-        let repo = RepoArgs {
-            config_repo: Some("ssh://git@example.com/fleet.git".into()),
-            trust: crate::cli::TrustArgs { accept_hosts: vec!["git.example.com:2222".into()] },
-            ..RepoArgs::default()
-        };
-        let args = RemoveCommand::try_parse_from(remove.words(&repo)).unwrap().args;
-        assert_eq!(args.name, "shop");
-        assert!(args.delivery.pr && args.delivery.dry_run && !args.delivery.wait);
-        assert_eq!(args.repo.config_repo.as_deref(), Some("ssh://git@example.com/fleet.git"));
-        assert_eq!(args.repo.trust.accept_hosts, ["git.example.com:2222"]);
-        let bad = RemoveApp { name: "Shop_1".into(), ..RemoveApp::default() };
-        let args = RemoveCommand::try_parse_from(bad.words(&RepoArgs::default())).unwrap().args;
-        assert!(args.request().unwrap_err().to_string().contains("Shop_1"));
-    }
-
-    #[test]
-    fn the_fields_become_the_flags_of_app_add() {
-        let add = AddApp {
+    fn shop() -> AddApp {
+        AddApp {
             name: "shop".into(),
             url: "https://charts.example.com".into(),
             chart: Some("shop".into()),
@@ -236,19 +199,61 @@ mod tests {
             create_namespace: true,
             depends_on: vec!["db".into()],
             prune: Some(false),
+            interval: Some("5m".into()),
+            branch: Some(" ".into()),
             dry_run: true,
             ..AddApp::default()
+        }
+    }
+
+    #[test]
+    fn a_removal_is_app_remove_with_the_servers_repo_settings() {
+        let remove = RemoveApp { name: "shop".into(), pr: true, dry_run: true, wait: false };
+        let repo = RepoArgs {
+            config_repo: Some("ssh://git@example.com/fleet.git".into()),
+            trust: crate::cli::TrustArgs { accept_hosts: vec!["git.example.com:2222".into()] },
+            ..RepoArgs::default()
         };
-        let args = parse(&add).unwrap().args;
-        assert_eq!(
-            (args.name.as_str(), args.url.as_deref().unwrap_or_default()),
-            ("shop", "https://charts.example.com")
-        );
-        assert_eq!(args.chart.as_deref(), Some("shop"));
-        assert_eq!(args.chart_version.as_deref(), Some("1.2.x"));
-        assert_eq!(args.target_namespace, "shop");
-        assert!(args.create_namespace && args.delivery.dry_run && !args.prune);
-        assert_eq!(args.depends_on, ["db"]);
+        let request = remove.request(&repo).unwrap();
+        assert_eq!(request.name, "shop");
+        assert_eq!(request.delivery.mode, DeliveryMode::PullRequest);
+        assert!(request.delivery.dry_run && !request.delivery.wait);
+        assert_eq!(request.repo.config_repo.as_deref(), Some("ssh://git@example.com/fleet.git"));
+        assert_eq!(request.repo.accepted_hosts, ["git.example.com:2222"]);
+        let bad = RemoveApp { name: "Shop_1".into(), ..RemoveApp::default() };
+        assert!(bad.request(&RepoArgs::default()).unwrap_err().to_string().contains("Shop_1"));
+    }
+
+    #[test]
+    fn the_fields_make_the_app_its_flags_make() {
+        let request = shop().request(&RepoArgs::default()).unwrap();
+        let spec = &request.spec;
+        assert_eq!(spec.source, Source::HelmRepository { url: "https://charts.example.com".into() });
+        assert_eq!(spec.deploy, Deploy::Helm { chart: "shop".into(), version: Some("1.2.x".into()) });
+        assert_eq!(spec.target_namespace, "shop");
+        assert!(spec.create_namespace && !spec.prune && request.delivery.dry_run);
+        assert_eq!(spec.depends_on, ["db"]);
+        // The same app, typed as flags: the one app, whichever way it came.
+        let words = [
+            "shop",
+            "--url",
+            "https://charts.example.com",
+            "--chart",
+            "shop",
+            "--chart-version",
+            "1.2.x",
+            "--target-namespace",
+            "shop",
+            "--create-namespace",
+            "--depends-on",
+            "db",
+            "--prune",
+            "false",
+            "--interval",
+            "5m",
+        ];
+        let typed = AddCommand::try_parse_from(words).unwrap().args.request().unwrap();
+        assert_eq!(typed.spec, request.spec);
     }
 
     #[test]
@@ -260,10 +265,16 @@ mod tests {
             chart: Some("shop".into()),
             ..AddApp::default()
         };
-        assert!(parse(&both).unwrap_err().to_string().contains("cannot be used with"));
-        let bad_interval =
-            AddApp { name: "shop".into(), url: "x".into(), interval: Some("often".into()), ..AddApp::default() };
-        assert!(parse(&bad_interval).is_err());
+        let error = both.request(&RepoArgs::default()).unwrap_err().to_string();
+        assert!(error.contains("--path cannot be used with --chart"), "{error}");
+        let two_references = AddApp { tag: Some("v1".into()), semver: Some(">=1".into()), ..shop() };
+        let error = two_references.request(&RepoArgs::default()).unwrap_err().to_string();
+        assert!(error.contains("--tag cannot be used with --semver"), "{error}");
+        let bad_interval = AddApp { interval: Some("often".into()), ..shop() };
+        let error = bad_interval.request(&RepoArgs::default()).unwrap_err().to_string();
+        assert!(error.contains("interval \"often\""), "{error}");
+        let bad_cluster = AddApp { clusters: vec!["Dev_1".into()], ..shop() };
+        assert!(bad_cluster.request(&RepoArgs::default()).unwrap_err().to_string().contains("Dev_1"));
     }
 
     #[test]
