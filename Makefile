@@ -2,16 +2,12 @@
 
 PREFIX ?= /usr/local
 CARGO ?= cargo
-BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
-            kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component \
-            kubectl-gitops-flux kubectl-gitops-ui kubectl-gitops-metrics kubectl-gitops-tenant kubectl-gitops-monitoring kubectl-gitops-platform kubectl-gitops-pr kubectl-gitops-repo kubectl_complete-gitops
-# The binaries with a man page (kubectl-gitops-flux is flux's own CLI; the shim is for kubectl).
-MAN_BINARIES := kubectl-gitops kubectl-gitops-install kubectl-gitops-app kubectl-gitops-status \
-                kubectl-gitops-upgrade kubectl-gitops-detect kubectl-gitops-artifact kubectl-gitops-component \
-                kubectl-gitops-ui kubectl-gitops-metrics kubectl-gitops-tenant kubectl-gitops-monitoring kubectl-gitops-platform kubectl-gitops-pr kubectl-gitops-repo
-# The command binaries: kubectl runs `kubectl gitops <command>` as the plugin kubectl-gitops-<command>
-# when it is on PATH, and completes it with kubectl_complete-gitops-<command> (a link to the shim).
-COMMANDS := install app status upgrade detect artifact component flux ui metrics tenant monitoring platform pr repo
+# What a release ships and `make install` installs: the one binary that runs every command, and
+# the completion shim kubectl runs for `kubectl gitops <TAB>` (docs/ARCHITECTURE.md, "Layout notes").
+BINARIES := kubectl-gitops kubectl_complete-gitops
+# The commands with a man page of their own, kubectl-gitops-<command>.1 (flux is flux's own CLI).
+MAN_COMMANDS := install app status upgrade detect artifact component ui metrics tenant monitoring platform pr repo
+MAN_PAGES := kubectl-gitops $(addprefix kubectl-gitops-,$(MAN_COMMANDS))
 # Which build `man` and `install-files` take their binaries from (release or debug).
 PROFILE ?= release
 BASH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
@@ -43,13 +39,13 @@ deps-check: ## Check the prerequisites only (exit 1 and name what is missing)
 build: ## Build every binary (debug)
 	$(CARGO) build --workspace
 
-release: ## Build every binary (release); with KUBECTL_GITOPS_EMBED_FLUX=<flux>, kubectl-gitops-flux carries it
-	$(CARGO) build --workspace --release
-	if [ -n "$$KUBECTL_GITOPS_EMBED_FLUX" ]; then $(CARGO) build --release -p kubectl-gitops-flux --features embed-flux; fi
+release: ## Build the release binaries (kubectl-gitops runs every command); with KUBECTL_GITOPS_EMBED_FLUX=<flux>, it carries that flux CLI
+	$(CARGO) build --release -p kubectl-gitops $${KUBECTL_GITOPS_EMBED_FLUX:+--features embed-flux}
 
-man: ## Man pages (each binary prints its own: BINARY __man) into target/$(PROFILE)/man
+man: ## Man pages (each command prints its own: kubectl-gitops [COMMAND] __man) into target/$(PROFILE)/man
 	mkdir -p target/$(PROFILE)/man
-	for b in $(MAN_BINARIES); do target/$(PROFILE)/$$b$(EXE) __man >target/$(PROFILE)/man/$$b.1; done
+	target/$(PROFILE)/kubectl-gitops$(EXE) __man >target/$(PROFILE)/man/kubectl-gitops.1
+	for c in $(MAN_COMMANDS); do target/$(PROFILE)/kubectl-gitops$(EXE) $$c __man >target/$(PROFILE)/man/kubectl-gitops-$$c.1; done
 
 dist: release ## The release archive of this platform (kubectl-gitops_<VERSION>_<os>_<arch>.tar.gz) and dist/checksums.txt
 	$(MAKE) --no-print-directory man PROFILE=release
@@ -65,16 +61,14 @@ install: release ## Install the binaries, the completion shim, bash/zsh/fish com
 install-files: man ## What install copies, from target/$(PROFILE), without building
 	install -d $(DESTDIR)$(PREFIX)/bin $(MAN_DIR) $(BASH_COMPLETION_DIR) $(ZSH_COMPLETION_DIR) $(FISH_COMPLETION_DIR)
 	for b in $(BINARIES); do install -m 0755 target/$(PROFILE)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
-	for c in $(COMMANDS); do ln -sf kubectl_complete-gitops $(DESTDIR)$(PREFIX)/bin/kubectl_complete-gitops-$$c; done
-	for b in $(MAN_BINARIES); do install -m 0644 target/$(PROFILE)/man/$$b.1 $(MAN_DIR)/$$b.1; done
+	for p in $(MAN_PAGES); do install -m 0644 target/$(PROFILE)/man/$$p.1 $(MAN_DIR)/$$p.1; done
 	target/$(PROFILE)/kubectl-gitops completion bash >$(BASH_COMPLETION_DIR)/kubectl-gitops
 	target/$(PROFILE)/kubectl-gitops completion zsh >$(ZSH_COMPLETION_DIR)/_kubectl-gitops
 	target/$(PROFILE)/kubectl-gitops completion fish >$(FISH_COMPLETION_DIR)/kubectl-gitops.fish
 
 uninstall: ## Remove exactly what install installed from $(PREFIX)
 	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
-	for c in $(COMMANDS); do rm -f $(DESTDIR)$(PREFIX)/bin/kubectl_complete-gitops-$$c; done
-	for b in $(MAN_BINARIES); do rm -f $(MAN_DIR)/$$b.1; done
+	for p in $(MAN_PAGES); do rm -f $(MAN_DIR)/$$p.1; done
 	rm -f $(BASH_COMPLETION_DIR)/kubectl-gitops $(ZSH_COMPLETION_DIR)/_kubectl-gitops $(FISH_COMPLETION_DIR)/kubectl-gitops.fish
 
 lint: ## Format check, clippy with warnings denied, actionlint on .github/workflows
@@ -136,6 +130,8 @@ demo-sockshop: deps build testenv-core ## The sock shop demo through a real Gite
 # The bench compares with the real flux CLI that testenv-build builds (cached; about 9 minutes when cold).
 # It measures the release build and the archive `make dist` packs (the size budgets).
 bench: deps testenv-build dist ## status -A vs kubectl get, the LIST floor and flux get (1,000 and 10,000 apps); start-up, detect and size budgets; flux passthrough; artifact push/pull vs flux
+	# The rows time each command's own release binary too (the one binary runs the same code).
+	$(CARGO) build -q --release --workspace
 	$(CARGO) build -q -p gitops-e2e --bin gitops-bench
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		BENCH_ARCHIVE=dist/kubectl-gitops_$(VERSION)_$(DIST_OS)_$(DIST_ARCH).tar.gz target/debug/gitops-bench $(BENCH_SIZES)

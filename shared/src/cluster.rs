@@ -133,7 +133,8 @@ fn client(config: Config, request_timeout: Option<Duration>) -> std::result::Res
 
 /// `kubectl-gitops/<version> (<binary>)`, like kubectl's `kubectl/v1.32 (linux/amd64)`.
 pub fn user_agent() -> String {
-    let binary = std::env::args_os()
+    let binary = crate::env::command_line()
+        .into_iter()
         .next()
         .map(std::path::PathBuf::from)
         .and_then(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))

@@ -1,7 +1,27 @@
 //! Every environment variable kubectl-gitops reads, declared once, with what it does.
 //!
 //! Code reads variables only through these constants, so this file is the complete list
-//! (docs/ARCHITECTURE.md points here).
+//! (docs/ARCHITECTURE.md points here). The command line is read here too ([`command_line`]).
+
+use std::ffi::OsString;
+use std::sync::OnceLock;
+
+/// The command line a command runs with, when the dispatcher runs it in its own process.
+static COMMAND_LINE: OnceLock<Vec<OsString>> = OnceLock::new();
+
+/// The command line: `argv[0]` (the binary's name, `kubectl-gitops-status`) and its arguments;
+/// the process's own, or the one the dispatcher handed the command it runs in its own process
+/// ([`crate::runtime::run_as`]).
+pub fn command_line() -> Vec<OsString> {
+    COMMAND_LINE.get().cloned().unwrap_or_else(|| std::env::args_os().collect())
+}
+
+/// Sets the command line [`command_line`] answers with, once per process.
+pub(crate) fn set_command_line(args: Vec<OsString>) {
+    if COMMAND_LINE.set(args).is_err() {
+        panic!("the command line was already set in this process");
+    }
+}
 
 /// Colon-separated kubeconfig files, merged the way kubectl merges them.
 pub const KUBECONFIG: &str = "KUBECONFIG";

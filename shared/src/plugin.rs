@@ -1,7 +1,7 @@
-//! How the dispatcher finds and runs the command binaries (`kubectl-gitops-<command>`).
-//!
-//! krew links only the dispatcher onto PATH, so the siblings are looked for next to the
-//! dispatcher's own resolved executable first, then on PATH, like cargo's external subcommands.
+//! The commands of the suite, and how the dispatcher finds and runs other command binaries
+//! (`kubectl-gitops-<command>`): the suite's own run in the dispatcher's process; any other is
+//! looked for next to the dispatcher's own resolved executable first, then on PATH, like cargo's
+//! external subcommands.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

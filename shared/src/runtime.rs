@@ -60,6 +60,14 @@ macro_rules! command_line {
     };
 }
 
+/// Runs the command whose `main` is `command_main` in this process, as if it had been started
+/// with `args` (its binary's name first): how the one `kubectl-gitops` binary of a release runs
+/// every command (docs/ARCHITECTURE.md, "Layout notes"). Once per process.
+pub fn run_as(args: Vec<OsString>, command_main: fn() -> std::process::ExitCode) -> std::process::ExitCode {
+    crate::env::set_command_line(args);
+    command_main()
+}
+
 /// Runs a binary. `display_name` is how usage lines name it (`kubectl gitops status`).
 ///
 /// Handles `__complete` before parsing, makes the [`Printer`] the body prints with, installs
@@ -81,7 +89,7 @@ where
     F: FnOnce(C, Printer) -> Fut,
     Fut: Future<Output = Result<ExitCode>>,
 {
-    let args: Vec<OsString> = std::env::args_os().collect();
+    let args = crate::env::command_line();
     start_process(&args);
     // Until the flags are parsed, the defaults decide how errors look.
     let unparsed = Printer::new(ColorChoice::Auto, 0, 0);
@@ -167,7 +175,8 @@ fn panic_hint() -> String {
 
 /// `BINARY __man`: the binary's man page, titled with the binary's own file name.
 pub fn print_man_page(command: clap::Command, printer: &Printer) -> Result<ExitCode> {
-    let binary = std::env::args_os()
+    let binary = crate::env::command_line()
+        .into_iter()
         .next()
         .map(|arg0| std::path::Path::new(&arg0).file_name().unwrap_or_default().to_string_lossy().into_owned())
         .unwrap_or_default();

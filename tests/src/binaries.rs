@@ -23,6 +23,10 @@ pub const ALL: [&str; 17] = [
     "kubectl_complete-gitops",
 ];
 
+/// What a release ships (Makefile's BINARIES): the one binary that runs every command, and
+/// kubectl's completion shim.
+pub const RELEASE: [&str; 2] = ["kubectl-gitops", "kubectl_complete-gitops"];
+
 /// The machine's kubectl (a prerequisite: `make deps` checks for it).
 pub fn kubectl() -> PathBuf {
     ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]

@@ -1,60 +1,6 @@
-//! `kubectl gitops artifact`: Flux OCI artifacts, pushed and pulled exactly as the flux CLI does.
-
-use clap::{CommandFactory, Subcommand};
-use gitops_shared::artifact::{self, BuildArgs, DiffArgs, ListArgs, PullArgs, PushArgs, TagArgs};
-use gitops_shared::runtime;
-
-gitops_shared::command_line! {
-    /// Push, pull, list, tag and compare Flux OCI artifacts: a directory of manifests as an OCI
-    /// artifact, exactly as `flux push artifact` makes it, for an OCIRepository to deploy.
-    ///
-    /// Credentials come from --creds, else the docker config file (`docker login`). Plain HTTP is
-    /// used only for a registry on this machine, or with --insecure.
-    struct Cli { subcommand: Command }
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Push a directory as a Flux artifact and print its digest
-    ///
-    /// Examples:
-    ///   kubectl gitops artifact push oci://ghcr.io/org/manifests/app:v1.0.0 --path ./config \
-    ///     --source "$(git config --get remote.origin.url)" --revision "main@sha1:$(git rev-parse HEAD)"
-    ///   kubectl gitops artifact push oci://localhost:5000/app:v1 --path ./deploy --source x --revision v1 --reproducible -o json
-    #[command(verbatim_doc_comment)]
-    Push(Box<PushArgs>),
-    /// Write the artifact's tarball to a file, without pushing it.
-    Build(BuildArgs),
-    /// Pull an artifact into a directory, checking its digest and every path in it.
-    Pull(PullArgs),
-    /// List a repository's tags with their source, revision and digest.
-    List(ListArgs),
-    /// Add tags to an artifact (its digest does not change).
-    Tag(TagArgs),
-    /// Compare a directory with an artifact: exit 1 and name the files when they differ.
-    Diff(DiffArgs),
-}
+//! The `kubectl-gitops-artifact` binary: the command of lib.rs, which the one `kubectl-gitops` binary of a release
+//! runs too (docs/ARCHITECTURE.md, "Layout notes").
 
 fn main() -> std::process::ExitCode {
-    // `build` and `pull` take `--output PATH` as flux's do; the commands that print an artifact
-    // take `-o FORMAT` of their own. So the shared -o is not passed down to the commands.
-    let command = Cli::command()
-        .bin_name("kubectl gitops artifact")
-        .name("kubectl gitops artifact")
-        .mut_arg("output", |arg| arg.global(false).hide(true))
-        // Artifacts live in registries: the cluster flags mean nothing here.
-        .mut_args(|arg| match arg.get_help_heading() {
-            Some("Cluster options") => arg.hide(true),
-            _ => arg,
-        });
-    runtime::main_with(command, |cli: Cli, printer| async move {
-        match &cli.command {
-            Command::Push(args) => artifact::push(args, &printer).await,
-            Command::Build(args) => artifact::build(args, &printer),
-            Command::Pull(args) => artifact::pull(args, &printer).await,
-            Command::List(args) => artifact::list(args, !cli.global.no_headers, &printer).await,
-            Command::Tag(args) => artifact::tag(args, &printer).await,
-            Command::Diff(args) => artifact::diff(args, &printer).await,
-        }
-    })
+    kubectl_gitops_artifact::main()
 }

@@ -1,27 +1,6 @@
-//! `kubectl gitops install`: bootstrap Flux and the GitOps repo layout into a cluster.
-
-use gitops_shared::error::ExitCode;
-use gitops_shared::install::{self, InstallArgs};
-use gitops_shared::runtime;
-
-gitops_shared::command_line! {
-    /// Bootstrap Flux and the GitOps repo layout into a cluster from a git repo.
-    ///
-    /// Writes <path>/flux-system/{gotk-components,gotk-sync,kustomization}.yaml (the layout
-    /// `flux bootstrap` writes), <path>/gitops.yaml (the install record) and <path>/apps/, commits
-    /// and pushes them, applies Flux to the cluster (reusing a Flux that is already there), stores
-    /// the deploy key in Secret <namespace>/flux-system and waits until Flux runs the pushed commit.
-    /// Re-running with the same repo and path changes nothing. `--dry-run` prints the steps, files
-    /// and objects and changes nothing anywhere.
-    ///
-    /// Example: kubectl gitops install --url ssh://git@git.example.com/fleet.git --path clusters/dev
-    struct Cli { install: InstallArgs }
-}
+//! The `kubectl-gitops-install` binary: the command of lib.rs, which the one `kubectl-gitops` binary of a release
+//! runs too (docs/ARCHITECTURE.md, "Layout notes").
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops install", |cli: Cli, printer| async move {
-        let text = install::run(&cli.install.settings(&cli.global)?, &printer).await?;
-        printer.data(&text)?;
-        Ok(ExitCode::Ok)
-    })
+    kubectl_gitops_install::main()
 }

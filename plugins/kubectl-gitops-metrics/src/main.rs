@@ -1,36 +1,6 @@
-//! `kubectl gitops metrics`: DORA metrics from the apps' deployment history.
-
-use clap::Subcommand;
-use gitops_shared::cluster::Connection;
-use gitops_shared::metrics::{self, DoraArgs};
-use gitops_shared::runtime;
-
-gitops_shared::command_line! {
-    /// DORA metrics from the apps' deployment history: what Flux keeps in status.history and what
-    /// kubectl-gitops kept beyond it in each app's ledger (docs/history.md).
-    struct Cli { subcommand: Command }
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Deployment frequency, lead time for changes, change failure rate and time to restore.
-    ///
-    /// Per app and overall, each with its sample size and what it could not see. -o prometheus
-    /// prints the text exposition format for node-exporter's textfile collector.
-    ///
-    /// Examples:
-    ///   kubectl gitops metrics dora -A
-    ///   kubectl gitops metrics dora --app web --since 7d -o json
-    ///   kubectl gitops metrics dora -A -o prometheus > /var/lib/node-exporter/gitops.prom
-    #[command(verbatim_doc_comment)]
-    Dora(DoraArgs),
-}
+//! The `kubectl-gitops-metrics` binary: the command of lib.rs, which the one `kubectl-gitops` binary of a release
+//! runs too (docs/ARCHITECTURE.md, "Layout notes").
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops metrics", |cli: Cli, printer| async move {
-        let connection = Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST);
-        match &cli.command {
-            Command::Dora(args) => metrics::run_dora(&args.request(&cli.global)?, &connection, &printer).await,
-        }
-    })
+    kubectl_gitops_metrics::main()
 }

@@ -1,22 +1,6 @@
-//! `kubectl gitops ui`: the web UI and JSON API on 127.0.0.1.
-
-use gitops_shared::runtime;
-use gitops_shared::ui::{self, UiArgs};
-
-gitops_shared::command_line! {
-    /// Serve a live web UI and a JSON API for the apps on this cluster.
-    ///
-    /// Listens on 127.0.0.1 (a free port unless --port is given) and prints a URL with a one-time
-    /// token; on a terminal it opens the browser too. The server acts with your kubeconfig
-    /// credentials, so what you see is what RBAC lets you read. It is read-only unless
-    /// --allow-writes is given. The Apps page updates itself as the cluster changes. The API is
-    /// under /api/v1 (docs/api.md). Ctrl-C stops it.
-    struct Cli { ui: UiArgs }
-}
+//! The `kubectl-gitops-ui` binary: the command of lib.rs, which the one `kubectl-gitops` binary of a release
+//! runs too (docs/ARCHITECTURE.md, "Layout notes").
 
 fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops ui", |cli: Cli, printer| async move {
-        let settings = cli.ui.settings(&printer)?;
-        ui::serve(&cli.global, &settings, printer).await
-    })
+    kubectl_gitops_ui::main()
 }

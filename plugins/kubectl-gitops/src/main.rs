@@ -1,8 +1,9 @@
 //! `kubectl gitops`: the dispatcher.
 //!
-//! `kubectl gitops <command> …` runs `kubectl-gitops-<command>`, found next to this
-//! executable or on PATH, with the global flags given before the command forwarded to it.
-//! `version` and `completion` are answered here.
+//! `kubectl gitops <command> …` runs the command with the global flags given before it forwarded
+//! to it: every command of the suite in this process (this one binary is what a release ships),
+//! any other `kubectl-gitops-<command>` found next to this executable or on PATH as a program of
+//! its own, as cargo runs its external subcommands. `version` and `completion` are answered here.
 
 use std::ffi::OsString;
 
@@ -10,9 +11,44 @@ use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Subcommand};
 use gitops_shared::cli::{ColorChoice, GlobalArgs, OutputFormat};
 use gitops_shared::cluster::Connection;
 use gitops_shared::completion::{self, COMPLETE_ARG, Shell};
-use gitops_shared::error::{Error, ExitCode};
+use gitops_shared::error::ExitCode;
 use gitops_shared::output::{self, Printer};
 use gitops_shared::{plugin, runtime, timeouts, version};
+
+/// A command's `main`, run with the command line [`runtime::run_as`] sets.
+type CommandMain = fn() -> std::process::ExitCode;
+
+/// The commands of the suite, each run in this process by its crate's `main`, as if it had been
+/// started as `kubectl-gitops-<command>`.
+const COMMAND_MAINS: [(&str, CommandMain); 15] = [
+    ("app", kubectl_gitops_app::main),
+    ("artifact", kubectl_gitops_artifact::main),
+    ("component", kubectl_gitops_component::main),
+    ("detect", kubectl_gitops_detect::main),
+    ("flux", kubectl_gitops_flux::main),
+    ("install", kubectl_gitops_install::main),
+    ("metrics", kubectl_gitops_metrics::main),
+    ("monitoring", kubectl_gitops_monitoring::main),
+    ("platform", kubectl_gitops_platform::main),
+    ("pr", kubectl_gitops_pr::main),
+    ("repo", kubectl_gitops_repo::main),
+    ("status", kubectl_gitops_status::main),
+    ("tenant", kubectl_gitops_tenant::main),
+    ("ui", kubectl_gitops_ui::main),
+    ("upgrade", kubectl_gitops_upgrade::main),
+];
+
+/// The `main` of a command of the suite.
+fn command_main(name: &str) -> Option<CommandMain> {
+    COMMAND_MAINS.iter().find(|(known, _)| *known == name).map(|(_, main)| *main)
+}
+
+/// Runs a command of the suite in this process with `args` after its binary's name.
+fn run_in_process(name: &str, command_main: CommandMain, args: Vec<OsString>) -> std::process::ExitCode {
+    let mut command_line = vec![OsString::from(format!("{}{name}", plugin::BINARY_PREFIX))];
+    command_line.extend(args);
+    runtime::run_as(command_line, command_main)
+}
 
 /// What the dispatcher answers itself.
 #[derive(Debug, Subcommand)]
@@ -90,16 +126,9 @@ fn known_commands() -> Vec<String> {
     names
 }
 
+/// Runs an external command, `kubectl-gitops-<name>` next to this executable or on PATH.
 fn run_plugin(name: &str, forwarded: Vec<OsString>) -> gitops_shared::error::Result<ExitCode> {
     let Some(binary) = plugin::find(name) else {
-        if plugin::COMMANDS.iter().any(|(known, _)| *known == name) {
-            return Err(Error::usage(
-                format!("kubectl gitops {name} is not installed next to kubectl-gitops or on PATH"),
-                format!(
-                    "reinstall the plugin (`kubectl krew install gitops` or `make install`) so that kubectl-gitops-{name} is present"
-                ),
-            ));
-        }
         return Err(plugin::unknown_command(name, &known_commands()));
     };
     let code = plugin::run(&binary, &forwarded)?;
@@ -115,7 +144,7 @@ fn main() -> std::process::ExitCode {
     let unparsed = Printer::new(ColorChoice::Auto, 0, 0);
 
     if words.first().is_some_and(|word| word == COMPLETE_ARG) {
-        return runtime::finish(complete(&command, &words[1..], &unparsed), &unparsed);
+        return complete(&command, &words[1..], &unparsed);
     }
     if words.first().is_some_and(|word| word == gitops_shared::manpage::MAN_ARG) {
         return runtime::finish(runtime::print_man_page(command, &unparsed), &unparsed);
@@ -136,6 +165,9 @@ fn main() -> std::process::ExitCode {
                 Err(error) => error.exit(),
             };
             let forwarded: Vec<OsString> = globals.iter().chain(&words[position + 1..]).cloned().collect();
+            if let Some(command_main) = command_main(&name) {
+                return run_in_process(&name, command_main, forwarded);
+            }
             return runtime::finish(run_plugin(&name, forwarded), &printer);
         }
     }
@@ -185,18 +217,35 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs, printer: Printer) -> 
     }
 }
 
-/// Completes command names here; longer lines go to the command binary's own `__complete`.
-fn complete(command: &Command, words: &[OsString], printer: &Printer) -> gitops_shared::error::Result<ExitCode> {
+/// Completes command names here; longer lines go to the command's own `__complete`.
+fn complete(command: &Command, words: &[OsString], printer: &Printer) -> std::process::ExitCode {
     if let Some(position) = command_position(command, words).filter(|position| position + 1 < words.len()) {
-        let name = words[position].to_string_lossy();
+        let name = words[position].to_string_lossy().into_owned();
+        let mut forwarded = vec![OsString::from(COMPLETE_ARG)];
+        forwarded.extend(words[..position].iter().cloned());
+        forwarded.extend(words[position + 1..].iter().cloned());
+        if let Some(command_main) = command_main(&name) {
+            return run_in_process(&name, command_main, forwarded);
+        }
         if let Some(binary) = plugin::find(&name) {
-            let mut forwarded = vec![OsString::from(COMPLETE_ARG)];
-            forwarded.extend(words[..position].iter().cloned());
-            forwarded.extend(words[position + 1..].iter().cloned());
-            let code = plugin::run(&binary, &forwarded)?;
-            std::process::exit(code);
+            return match plugin::run(&binary, &forwarded) {
+                Ok(code) => std::process::exit(code),
+                Err(error) => runtime::finish(Err(error), printer),
+            };
         }
     }
-    printer.data(&completion::respond(command.clone(), words))?;
-    Ok(ExitCode::Ok)
+    runtime::finish(printer.data(&completion::respond(command.clone(), words)).map(|()| ExitCode::Ok), printer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_of_the_suite_runs_in_this_binary() {
+        for (name, _) in plugin::COMMANDS {
+            assert!(command_main(name).is_some(), "{name} has no main in COMMAND_MAINS");
+        }
+        assert_eq!(COMMAND_MAINS.len(), plugin::COMMANDS.len(), "the suite's commands, nothing else");
+    }
 }

@@ -1,0 +1,110 @@
+//! `kubectl gitops pr`: the pull requests kubectl-gitops opened on the config repo.
+
+use clap::{Parser, Subcommand};
+use gitops_shared::change::Target;
+use gitops_shared::cli::GlobalArgs;
+use gitops_shared::cli::TrustArgs;
+use gitops_shared::error::ExitCode;
+use gitops_shared::output::Printer;
+use gitops_shared::pr::{self, Action, MergeArgs, ShowArgs};
+use gitops_shared::runtime;
+use gitops_shared::version::VERSION_LINE;
+
+/// The pull (merge) requests kubectl-gitops opened on the config repo (app add --pr, platform
+/// add, upgrade, …): listed, validated against what was planned, approved and merged. The config repo and its
+/// provider are the ones the current cluster was installed with (GitHub, GitLab or Gitea).
+#[derive(Debug, Parser)]
+#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// The pull requests of the platform repo (`install --platform-repo`): `platform add`,
+    /// `platform remove` and `monitoring install` open theirs there.
+    #[arg(long, global = true)]
+    platform: bool,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The open pull requests kubectl-gitops opened: what each changes, whether it can be merged, its age.
+    ///
+    /// Examples:
+    ///   kubectl gitops pr list
+    ///   kubectl gitops pr list -o json
+    #[command(verbatim_doc_comment)]
+    List(TrustArgs),
+    /// Validate one: it is open, into the branch Flux follows, opened by you, exactly what its recorded request plans, and it can be merged.
+    ///
+    /// Exit 0 when every check passes, 1 when one fails (each finding named) or another
+    /// identity opened it (unverified: --opened-by LOGIN vouches for another's), 2 for a number
+    /// that is not a pull request of the config repo or one kubectl-gitops did not open.
+    ///
+    /// Examples:
+    ///   kubectl gitops pr show 42
+    ///   kubectl gitops pr show https://github.com/acme/fleet/pull/42 -o json
+    #[command(verbatim_doc_comment)]
+    Show(ShowArgs),
+    /// Validate one as `show` does, then approve it at the commit validated.
+    ///
+    /// Nothing is approved when a check fails (exit 1, the findings printed), nor when another
+    /// identity than the one vouched for opened it (exit 1). The provider refuses an approval by
+    /// the request's own author (GitHub, Gitea) and one whose head moved since.
+    ///
+    /// Examples:
+    ///   GITHUB_TOKEN=$REVIEWER_TOKEN kubectl gitops pr approve 42 --opened-by deploy-bot
+    #[command(verbatim_doc_comment)]
+    Approve(ShowArgs),
+    /// Validate one as `show` does, then merge it, guarded by the commit validated.
+    ///
+    /// Nothing is merged when a check fails or another identity opened it (exit 1, the findings
+    /// printed), or when its branch moved after it was validated (the provider refuses: exit 4). With --auto the provider
+    /// merges it once its checks pass (GitHub auto-merge, GitLab auto_merge, Gitea's scheduled
+    /// merge); with nothing pending it is merged now.
+    ///
+    /// Examples:
+    ///   kubectl gitops pr merge 42
+    ///   kubectl gitops pr merge 42 --method squash
+    ///   kubectl gitops pr merge 42 --auto
+    #[command(verbatim_doc_comment)]
+    Merge(MergeArgs),
+}
+
+gitops_shared::command_line!(Cli);
+
+/// Prints what `approve` or `merge` did, or the findings that stopped it (exit 1).
+fn acted(printer: &Printer, (text, done): (String, bool)) -> gitops_shared::error::Result<ExitCode> {
+    printer.data(&text)?;
+    Ok(if done { ExitCode::Ok } else { ExitCode::No })
+}
+
+/// The command, run with the process's command line (the binary's own, or the one the
+/// `kubectl-gitops` of a release runs it with in its own process).
+pub fn main() -> std::process::ExitCode {
+    runtime::main("kubectl gitops pr", |cli: Cli, printer| async move {
+        let global = &cli.global;
+        let target = Target::from_args(global);
+        match &cli.command {
+            Command::List(trust) => {
+                let mut request = pr::list_request(global, cli.platform)?;
+                request.repo.accepted_hosts = trust.accept_hosts.clone();
+                printer.data(&pr::list(&request, &target, &printer).await?)?;
+                Ok(ExitCode::Ok)
+            }
+            Command::Show(args) => {
+                let (text, valid) = pr::show(&args.request(global, cli.platform)?, &target, &printer).await?;
+                printer.data(&text)?;
+                Ok(if valid { ExitCode::Ok } else { ExitCode::No })
+            }
+            Command::Approve(args) => acted(
+                &printer,
+                pr::act(Action::Approve, &args.request(global, cli.platform)?, &target, &printer).await?,
+            ),
+            Command::Merge(args) => {
+                let action = Action::Merge { method: args.method, auto: args.auto };
+                acted(&printer, pr::act(action, &args.show.request(global, cli.platform)?, &target, &printer).await?)
+            }
+        }
+    })
+}

@@ -1,0 +1,88 @@
+//! `kubectl gitops status`: what runs where, at which commit, healthy or not, and why.
+
+use clap::Parser;
+use gitops_shared::cli::{GlobalArgs, OutputFormat};
+use gitops_shared::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
+use gitops_shared::output;
+use gitops_shared::runtime;
+use gitops_shared::status::{self, Scope, View};
+use gitops_shared::version::VERSION_LINE;
+
+/// What runs where, at which commit, healthy or not, and why.
+///
+/// A header for the Flux runtime (version, namespace, controllers, the config repo), then one
+/// row per Kustomization or HelmRelease: the apps kubectl-gitops manages, then the other Flux
+/// objects. MESSAGE is that of the first object in the app's chain (source, chart, app) that is
+/// not ready. Exits 0 when everything shown is ready or suspended, 1 otherwise, so it can gate CI.
+/// Reads the Flux namespace (flux-system) unless -n or -A is given. --wait and --watch follow the
+/// Flux objects with watches.
+#[derive(Debug, Parser)]
+#[command(version = VERSION_LINE)]
+struct Cli {
+    /// Show every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+
+    /// Show only the Flux runtime header, no apps.
+    #[arg(long)]
+    cluster_only: bool,
+
+    /// Show only apps that are failing or not ready yet.
+    #[arg(long)]
+    failed_only: bool,
+
+    #[command(flatten)]
+    wait: status::WaitArgs,
+
+    /// Keep showing the status, driven by watches: redrawn in place on a terminal, otherwise one line per row that changed.
+    #[arg(long)]
+    watch: bool,
+
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+gitops_shared::command_line!(Cli);
+
+/// The command, run with the process's command line (the binary's own, or the one the
+/// `kubectl-gitops` of a release runs it with in its own process).
+pub fn main() -> std::process::ExitCode {
+    runtime::main("kubectl gitops status", |cli: Cli, printer| async move {
+        let format = cli.global.output_format();
+        output::ensure_supported(
+            format,
+            &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
+        )?;
+        let cluster =
+            Cluster::connect(&Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST), &printer).await?;
+        let scope = match (cli.all_namespaces, &cli.global.namespace) {
+            (true, _) => Scope::All,
+            (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
+            (false, None) => Scope::Namespace(DEFAULT_FLUX_NAMESPACE.to_string()),
+        };
+        let view = View {
+            format,
+            all_namespaces: cli.all_namespaces,
+            headers: !cli.global.no_headers,
+            failed_only: cli.failed_only,
+            cluster_only: cli.cluster_only,
+            style: printer.stdout_style(),
+        };
+        if cli.watch {
+            return status::watch_cluster(cluster, &scope, view, printer).await;
+        }
+        if let Some(wait) = cli.wait.request() {
+            return status::wait_cluster(cluster, &scope, view, &wait, printer).await;
+        }
+        let keeper = status::HistoryKeeper::start(&cluster, &scope, printer);
+        let report = status::collect(&cluster, &scope).await?;
+        let keeping = keeper.keep(&report);
+        let report = view.shown(report);
+        match format {
+            OutputFormat::Json | OutputFormat::Yaml => printer.structured(&report, format)?,
+            _ => printer.data(&view.render(&report)?)?,
+        }
+        let _ = keeping.await;
+        Ok(status::exit_code(&report))
+    })
+}

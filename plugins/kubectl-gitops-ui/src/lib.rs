@@ -1,0 +1,24 @@
+//! `kubectl gitops ui`: the web UI and JSON API on 127.0.0.1.
+
+use gitops_shared::runtime;
+use gitops_shared::ui::{self, UiArgs};
+
+gitops_shared::command_line! {
+    /// Serve a live web UI and a JSON API for the apps on this cluster.
+    ///
+    /// Listens on 127.0.0.1 (a free port unless --port is given) and prints a URL with a one-time
+    /// token; on a terminal it opens the browser too. The server acts with your kubeconfig
+    /// credentials, so what you see is what RBAC lets you read. It is read-only unless
+    /// --allow-writes is given. The Apps page updates itself as the cluster changes. The API is
+    /// under /api/v1 (docs/api.md). Ctrl-C stops it.
+    struct Cli { ui: UiArgs }
+}
+
+/// The command, run with the process's command line (the binary's own, or the one the
+/// `kubectl-gitops` of a release runs it with in its own process).
+pub fn main() -> std::process::ExitCode {
+    runtime::main("kubectl gitops ui", |cli: Cli, printer| async move {
+        let settings = cli.ui.settings(&printer)?;
+        ui::serve(&cli.global, &settings, printer).await
+    })
+}
