@@ -358,7 +358,8 @@ fn budgets(env: &TestEnv) -> Result<()> {
     println!("\nsizes ({})", bin_dir.display());
     // What a release ships: the one binary that runs every command, and the completion shim.
     for name in gitops_e2e::binaries::RELEASE {
-        let size = std::fs::metadata(bin_dir.join(name)).with_context(|| format!("{name} in {}", bin_dir.display()))?.len();
+        let size =
+            std::fs::metadata(bin_dir.join(name)).with_context(|| format!("{name} in {}", bin_dir.display()))?.len();
         check(name, size as f64 / 1e6, RELEASE_BINARY_MB, " MB");
     }
     match std::env::var_os("BENCH_ARCHIVE").map(PathBuf::from) {

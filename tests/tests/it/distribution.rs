@@ -25,7 +25,7 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// Our binaries, stripped of debug info (the debug build's archive would be a gigabyte), in a
+/// What a release ships (the one binary and the shim), stripped of debug info, in a
 /// directory of their own: what `make dist` packs from target/release.
 fn stage_binaries(dir: &Path) {
     for name in RELEASE {
@@ -45,7 +45,7 @@ fn dist(version: &str, bin: &Path, out: &Path) -> PathBuf {
         .arg(out)
         .args(["linux", "amd64"])
         .args(RELEASE)
-        // Debug binaries, 400 MB stripped: gzip -1 packs them in 6 s instead of 22.
+        // A debug build, stripped: gzip -1 packs it several times faster than gzip -6.
         .env("DIST_GZIP_LEVEL", "1"))
     .unwrap();
     PathBuf::from(printed.trim())
