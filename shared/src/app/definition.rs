@@ -126,3 +126,28 @@ impl AddArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::spec::{AppSpec, Deploy};
+
+    #[test]
+    fn an_app_as_json_is_the_app_its_flags_make() {
+        let json =
+            r#"{"name": "web", "url": "https://git.example.com/acme/web", "path": "./deploy", "interval": "5m"}"#;
+        let definition: AppDefinition = serde_json::from_str(json).unwrap();
+        assert_eq!(definition.target_namespace, "default", "defaults as the flags'");
+        assert!(definition.prune);
+        let spec = AppSpec::from_definition(&definition, None, &|_| Ok(Vec::new())).unwrap();
+        assert_eq!(spec.deploy, Deploy::Kustomize { path: "./deploy".into() });
+        assert_eq!(spec.interval, Duration::from_secs(300));
+        let again: AppDefinition = serde_json::from_str(&serde_json::to_string(&definition).unwrap()).unwrap();
+        assert_eq!(again, definition, "it reads back what it writes");
+        let unknown = serde_json::from_str::<AppDefinition>(r#"{"name": "web", "colour": "red"}"#).unwrap_err();
+        assert!(unknown.to_string().contains("unknown field `colour`"), "{unknown}");
+        let both = AppDefinition { tag: Some("v1".into()), commit: Some("a".repeat(40)), ..definition };
+        let refused = AppSpec::from_definition(&both, None, &|_| Ok(Vec::new())).unwrap_err();
+        assert!(refused.to_string().contains("--tag cannot be used with --commit"), "{refused}");
+    }
+}
