@@ -59,15 +59,15 @@ pub struct AppDefinition {
     pub depends_on: Vec<String>,
 }
 
-fn default_target_namespace() -> String {
+pub(crate) fn default_target_namespace() -> String {
     "default".to_string()
 }
 
-fn default_interval() -> Duration {
+pub(crate) fn default_interval() -> Duration {
     Duration::from_secs(60)
 }
 
-fn default_prune() -> bool {
+pub(crate) fn default_prune() -> bool {
     true
 }
 

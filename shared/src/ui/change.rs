@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app;
-use crate::app::definition::AppDefinition;
+use crate::app::definition::{self, AppDefinition};
 use crate::app::settings::{AddRequest, RemoveRequest, checked_clusters};
 use crate::app::spec::{AppSpec, Tier};
 use crate::change::{DeliveryMode, DeliverySettings, Target};
@@ -128,7 +128,7 @@ impl AddApp {
             Some(text) => crate::duration::parse(&text).map_err(|why| {
                 Error::usage(format!("interval {text:?}: {why}"), "a Go duration, e.g. 1m or 30s (docs/api.md)")
             })?,
-            None => std::time::Duration::from_secs(60),
+            None => definition::default_interval(),
         };
         Ok(AppDefinition {
             name: self.name.clone(),
@@ -144,10 +144,10 @@ impl AddApp {
             chart_version: given(&self.chart_version),
             chart_path: given(&self.chart_path),
             values: Vec::new(),
-            target_namespace: given(&self.target_namespace).unwrap_or_else(|| "default".to_string()),
+            target_namespace: given(&self.target_namespace).unwrap_or_else(definition::default_target_namespace),
             create_namespace: self.create_namespace,
             interval,
-            prune: self.prune.unwrap_or(true),
+            prune: self.prune.unwrap_or_else(definition::default_prune),
             depends_on: self.depends_on.clone(),
         })
     }
