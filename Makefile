@@ -8,7 +8,7 @@ BINARIES := kubectl-gitops kubectl_complete-gitops
 # The commands with a man page of their own, kubectl-gitops-<command>.1 (flux is flux's own CLI).
 MAN_COMMANDS := install app status upgrade detect artifact component ui metrics tenant monitoring platform pr repo
 MAN_PAGES := kubectl-gitops $(addprefix kubectl-gitops-,$(MAN_COMMANDS))
-# Which build `man` and `install-files` take their binaries from (release or debug).
+# Which profile's build `man` and `install-files` take their binaries from (release or debug).
 PROFILE ?= release
 BASH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSH_COMPLETION_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
@@ -24,8 +24,14 @@ VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 DIST_OS ?= $(shell uname -s | tr A-Z a-z)
 DIST_ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 EXE := $(if $(filter windows,$(DIST_OS)),.exe,)
+# A Linux release is one static binary (musl, OpenSSL built in): it runs on any Linux whatever its
+# glibc or libssl (docs/release.md). Elsewhere the host's own target.
+DIST_TARGET ?= $(if $(filter linux,$(DIST_OS)),$(if $(filter arm64,$(DIST_ARCH)),aarch64,x86_64)-unknown-linux-musl,)
+DIST_BIN_DIR := target/$(if $(DIST_TARGET),$(DIST_TARGET)/,)release
+# Which build `man` and `install-files` take their binaries from.
+BIN_DIR ?= target/$(PROFILE)
 
-.PHONY: man install-files uninstall dist krew-manifest embed-build update-deps help deps deps-check build release install test-build test-prepare-rust test lint lint-rust actionlint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
+.PHONY: man install-files uninstall dist-build dist release-check krew-manifest embed-build update-deps help deps deps-check build release install test-build test-prepare-rust test lint lint-rust actionlint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -42,14 +48,22 @@ build: ## Build every binary (debug)
 release: ## Build the release binaries (kubectl-gitops runs every command); with KUBECTL_GITOPS_EMBED_FLUX=<flux>, it carries that flux CLI
 	$(CARGO) build --release -p kubectl-gitops $${KUBECTL_GITOPS_EMBED_FLUX:+--features embed-flux}
 
-man: ## Man pages (each command prints its own: kubectl-gitops [COMMAND] __man) into target/$(PROFILE)/man
-	mkdir -p target/$(PROFILE)/man
-	target/$(PROFILE)/kubectl-gitops$(EXE) __man >target/$(PROFILE)/man/kubectl-gitops.1
-	for c in $(MAN_COMMANDS); do target/$(PROFILE)/kubectl-gitops$(EXE) $$c __man >target/$(PROFILE)/man/kubectl-gitops-$$c.1; done
+man: ## Man pages (each command prints its own: kubectl-gitops [COMMAND] __man) into $(BIN_DIR)/man
+	mkdir -p $(BIN_DIR)/man
+	$(BIN_DIR)/kubectl-gitops$(EXE) __man >$(BIN_DIR)/man/kubectl-gitops.1
+	for c in $(MAN_COMMANDS); do $(BIN_DIR)/kubectl-gitops$(EXE) $$c __man >$(BIN_DIR)/man/kubectl-gitops-$$c.1; done
 
-dist: release ## The release archive of this platform (kubectl-gitops_<VERSION>_<os>_<arch>.tar.gz) and dist/checksums.txt
-	$(MAKE) --no-print-directory man PROFILE=release
-	bash krew/dist.sh $(VERSION) target/release dist $(DIST_OS) $(DIST_ARCH) $(BINARIES)
+dist-build: ## The release build of what an archive ships, for DIST_TARGET (Linux: static musl)
+	$(CARGO) build --release -p kubectl-gitops $(if $(DIST_TARGET),--target $(DIST_TARGET)) $${KUBECTL_GITOPS_EMBED_FLUX:+--features embed-flux}
+
+dist: dist-build ## The release archive of this platform (kubectl-gitops_<VERSION>_<os>_<arch>.tar.gz) and dist/checksums.txt
+	$(MAKE) --no-print-directory man BIN_DIR=$(DIST_BIN_DIR)
+	python3 krew/third-party.py $(DIST_TARGET) >$(DIST_BIN_DIR)/THIRD_PARTY_LICENSES.tmp
+	mv $(DIST_BIN_DIR)/THIRD_PARTY_LICENSES.tmp $(DIST_BIN_DIR)/THIRD_PARTY_LICENSES
+	bash krew/dist.sh $(VERSION) $(DIST_BIN_DIR) dist $(DIST_OS) $(DIST_ARCH) $(BINARIES)
+
+release-check: ## Everything a release job runs that can run here, for VERSION: dist, linkage, licences, size, manifest, krew install
+	bash krew/release-check.sh $(VERSION) $(DIST_OS) $(DIST_ARCH) $(DIST_BIN_DIR)
 
 krew-manifest: ## krew/gitops.yaml for VERSION from the archives in dist/ (every platform, real sha256 sums)
 	bash krew/render.sh $(VERSION) dist >krew/gitops.yaml.tmp
@@ -58,13 +72,13 @@ krew-manifest: ## krew/gitops.yaml for VERSION from the archives in dist/ (every
 install: release ## Install the binaries, the completion shim, bash/zsh/fish completions and man pages into $(PREFIX)
 	$(MAKE) --no-print-directory install-files PROFILE=release
 
-install-files: man ## What install copies, from target/$(PROFILE), without building
+install-files: man ## What install copies, from $(BIN_DIR), without building
 	install -d $(DESTDIR)$(PREFIX)/bin $(MAN_DIR) $(BASH_COMPLETION_DIR) $(ZSH_COMPLETION_DIR) $(FISH_COMPLETION_DIR)
-	for b in $(BINARIES); do install -m 0755 target/$(PROFILE)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
-	for p in $(MAN_PAGES); do install -m 0644 target/$(PROFILE)/man/$$p.1 $(MAN_DIR)/$$p.1; done
-	target/$(PROFILE)/kubectl-gitops completion bash >$(BASH_COMPLETION_DIR)/kubectl-gitops
-	target/$(PROFILE)/kubectl-gitops completion zsh >$(ZSH_COMPLETION_DIR)/_kubectl-gitops
-	target/$(PROFILE)/kubectl-gitops completion fish >$(FISH_COMPLETION_DIR)/kubectl-gitops.fish
+	for b in $(BINARIES); do install -m 0755 $(BIN_DIR)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
+	for p in $(MAN_PAGES); do install -m 0644 $(BIN_DIR)/man/$$p.1 $(MAN_DIR)/$$p.1; done
+	$(BIN_DIR)/kubectl-gitops completion bash >$(BASH_COMPLETION_DIR)/kubectl-gitops
+	$(BIN_DIR)/kubectl-gitops completion zsh >$(ZSH_COMPLETION_DIR)/_kubectl-gitops
+	$(BIN_DIR)/kubectl-gitops completion fish >$(FISH_COMPLETION_DIR)/kubectl-gitops.fish
 
 uninstall: ## Remove exactly what install installed from $(PREFIX)
 	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done

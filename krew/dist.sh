@@ -7,7 +7,8 @@
 #   OUT_DIR   where kubectl-gitops_<VERSION>_<OS>_<ARCH>.tar.gz (.zip for windows) is written, and
 #             checksums.txt, one `<sha256>  <archive>` line per archive (sha256sum's format)
 #   FILE…     the binaries to pack (Makefile's BINARIES), found in BIN_DIR (with .exe on windows);
-#             LICENSE and the man pages under BIN_DIR/man (when built) go in too
+#             LICENSE, BIN_DIR/THIRD_PARTY_LICENSES (required) and the man pages under
+#             BIN_DIR/man (when built) go in too
 #
 # The archive is flat (krew's manifest maps `kubectl-gitops*` to `.`) and reproducible: sorted
 # names, owner 0, the commit's time (SOURCE_DATE_EPOCH), gzip without a name or time.
@@ -37,6 +38,9 @@ for file in "$@"; do
 	install -m 0755 "$bin_dir/$file$exe" "$stage/$file$exe"
 done
 install -m 0644 "$root/LICENSE" "$stage/LICENSE"
+# The licences of what the binary links (krew/third-party.py; `make dist` writes it).
+[[ -f $bin_dir/THIRD_PARTY_LICENSES ]] || die "$bin_dir/THIRD_PARTY_LICENSES is missing: make dist writes it"
+install -m 0644 "$bin_dir/THIRD_PARTY_LICENSES" "$stage/THIRD_PARTY_LICENSES"
 if [[ -d $bin_dir/man ]]; then
 	mkdir -p "$stage/man"
 	install -m 0644 "$bin_dir"/man/*.1 "$stage/man/"

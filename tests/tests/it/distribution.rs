@@ -25,14 +25,18 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// What a release ships (the one binary and the shim), stripped of debug info, in a
-/// directory of their own: what `make dist` packs from target/release.
+/// What a release ships (the one binary and the shim), stripped of debug info, with the licences
+/// of what they link, in a directory of their own: what `make dist` packs from its build.
 fn stage_binaries(dir: &Path) {
     for name in RELEASE {
         let to = dir.join(name);
         std::fs::copy(binaries::path(name), &to).unwrap();
         run(Command::new("strip").arg("--strip-all").arg(&to)).unwrap();
     }
+    let licences =
+        run(Command::new("python3").arg(repo_root().join("krew/third-party.py")).current_dir(repo_root())).unwrap();
+    assert!(licences.contains("\nring "), "THIRD_PARTY_LICENSES names the crates linked in:\n{}", &licences[..500]);
+    std::fs::write(dir.join("THIRD_PARTY_LICENSES"), licences).unwrap();
 }
 
 /// `krew/dist.sh VERSION …`: the archive's path.
@@ -139,9 +143,9 @@ fn krew_installs_upgrades_and_uninstalls_the_plugin_from_our_archive_and_manifes
     let listing = run(Command::new("tar").arg("-tzf").arg(&first)).unwrap();
     let mut listed: Vec<&str> = listing.lines().collect();
     listed.sort();
-    let mut expected: Vec<&str> = RELEASE.iter().copied().chain(["LICENSE"]).collect();
+    let mut expected: Vec<&str> = RELEASE.iter().copied().chain(["LICENSE", "THIRD_PARTY_LICENSES"]).collect();
     expected.sort();
-    assert_eq!(listed, expected, "the archive is flat: the one binary, the shim and LICENSE");
+    assert_eq!(listed, expected, "the archive is flat: the one binary, the shim and the licences");
     assert_eq!(dist("v0.1.0", &bin, &out), first);
     assert_eq!(std::fs::read_to_string(out.join("checksums.txt")).unwrap(), checksums, "packing again is reproducible");
 
