@@ -142,8 +142,8 @@ kubectl gitops app suspend podinfo
 kubectl gitops app list
 kubectl gitops app resume podinfo
 
-step 'kubectl gitops app list --repo'
-kubectl gitops app list --repo "${app_flags[@]:2}"
+step 'kubectl gitops app list --in-repo'
+kubectl gitops app list --in-repo "${app_flags[@]:2}"
 
 step 'kubectl gitops app remove podinfo --wait'
 kubectl gitops app remove podinfo "${app_flags[@]:2}" --wait

@@ -17,8 +17,8 @@ use crate::oci::limits::{self, Limits};
 use crate::oci::reference::OciUrl;
 use crate::oci::registry::{Access, Registry};
 use crate::oci::tarball;
+use crate::output::Printer;
 use crate::output::table::Table;
-use crate::output::{self, Printer};
 
 /// Registry access flags, shared by the commands that talk to a registry.
 #[derive(Debug, Clone, Args)]
@@ -27,6 +27,8 @@ pub struct RegistryArgs {
     /// ($DOCKER_CONFIG/config.json or ~/.docker/config.json, credential helpers included).
     #[arg(long, value_name = "USER:PASSWORD", help_heading = "Registry options")]
     pub creds: Option<String>,
+    /// Allow plain HTTP to an OCI registry.
+    ///
     /// Allow plain HTTP to a registry that is not on this machine (localhost always may).
     #[arg(long, help_heading = "Registry options")]
     pub insecure: bool,
@@ -69,42 +71,30 @@ impl LimitArgs {
     }
 }
 
-/// `-o json|yaml` of the commands that print an artifact. `build` and `pull` take `--output` as
-/// a path instead, as `flux build artifact` and `flux pull artifact` do, so the artifact binary
-/// makes the shared `-o` local to each command (plugins/kubectl-gitops-artifact).
-#[derive(Debug, Clone, Args)]
-pub struct FormatArg {
-    /// Output format: table, json or yaml.
-    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT", hide_possible_values = true)]
-    pub output: Option<OutputFormat>,
-}
-
-impl FormatArg {
-    fn format(&self) -> Result<OutputFormat> {
-        let format = self.output.unwrap_or(OutputFormat::Table);
-        output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-        Ok(format)
-    }
-}
-
 /// `artifact push`.
 #[derive(Debug, Clone, Args)]
 pub struct PushArgs {
     /// Where to push: oci://REGISTRY/REPOSITORY:TAG.
     #[arg(value_name = "URL")]
     pub url: String,
+    /// A directory: in a source, the one Flux applies; for an artifact, on this machine.
+    ///
     /// The directory whose files become the artifact.
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
     /// The source the files came from, e.g. the git repository's URL.
     #[arg(long, value_name = "URL")]
     pub source: String,
+    /// A source revision, by Flux's convention (<branch|tag>@sha1:<commit>) or a commit hash.
+    ///
     /// The source revision, by Flux's convention <branch|tag>@sha1:<commit>.
     #[arg(long, value_name = "REVISION")]
     pub revision: String,
     /// More manifest annotations, KEY=VALUE (repeatable).
     #[arg(short = 'a', long = "annotations", value_name = "KEY=VALUE")]
     pub annotations: Vec<String>,
+    /// Leave out files matching these gitignore patterns, relative to --path.
+    ///
     /// Leave out files matching these gitignore patterns, relative to --path (comma-separated or
     /// repeated), besides Flux's defaults (.git/, images, archives).
     #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
@@ -113,20 +103,20 @@ pub struct PushArgs {
     #[arg(long)]
     pub reproducible: bool,
     #[command(flatten)]
-    pub format: FormatArg,
-    #[command(flatten)]
     pub registry: RegistryArgs,
 }
 
 /// `artifact build`.
 #[derive(Debug, Clone, Args)]
 pub struct BuildArgs {
+    /// A directory: in a source, the one Flux applies; for an artifact, on this machine.
+    ///
     /// The directory whose files become the tarball.
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
-    /// The .tgz file to write.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: PathBuf,
+    /// The .tgz file to write (flux build artifact's --output; -o is the output format, as everywhere).
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
     /// Leave out files matching these gitignore patterns, relative to --path.
     #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
     pub ignore_paths: Vec<String>,
@@ -138,9 +128,10 @@ pub struct PullArgs {
     /// What to pull: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
     #[arg(value_name = "URL")]
     pub url: String,
-    /// The directory to write the files to (created if missing).
-    #[arg(short = 'o', long, value_name = "DIR")]
-    pub output: PathBuf,
+    /// The directory to write the files to, created if missing (flux pull artifact's --output; -o
+    /// is the output format, as everywhere).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
@@ -154,8 +145,6 @@ pub struct ListArgs {
     #[arg(value_name = "URL")]
     pub url: String,
     #[command(flatten)]
-    pub format: FormatArg,
-    #[command(flatten)]
     pub registry: RegistryArgs,
 }
 
@@ -165,6 +154,8 @@ pub struct TagArgs {
     /// The artifact to tag: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
     #[arg(value_name = "URL")]
     pub url: String,
+    /// A tag: of a git or OCI source, or of an artifact.
+    ///
     /// The new tag (repeatable).
     #[arg(long = "tag", value_name = "TAG", required = true)]
     pub tags: Vec<String>,
@@ -178,14 +169,14 @@ pub struct DiffArgs {
     /// The artifact to compare with: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
     #[arg(value_name = "URL")]
     pub url: String,
+    /// A directory: in a source, the one Flux applies; for an artifact, on this machine.
+    ///
     /// The local directory.
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
     /// Leave out files matching these gitignore patterns, relative to --path.
     #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
     pub ignore_paths: Vec<String>,
-    #[command(flatten)]
-    pub format: FormatArg,
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
@@ -244,8 +235,7 @@ fn print_info(info: &ArtifactInfo, format: OutputFormat, printer: &Printer) -> R
 }
 
 /// `push`: builds the artifact, uploads its blobs, then tags the manifest.
-pub async fn push(args: &PushArgs, printer: &Printer) -> Result<ExitCode> {
-    let format = args.format.format()?;
+pub async fn push(args: &PushArgs, format: OutputFormat, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse_tagged(&args.url)?;
     let path = required_path(&args.path)?;
     let annotations = artifact::parse_annotations(&args.annotations)?;
@@ -269,17 +259,17 @@ pub async fn push(args: &PushArgs, printer: &Printer) -> Result<ExitCode> {
 pub fn build(args: &BuildArgs, printer: &Printer) -> Result<ExitCode> {
     let path = required_path(&args.path)?;
     let layer = tarball::tar_gz(path, &args.ignore_paths)?;
-    let dir = match args.output.parent() {
+    let dir = match args.file.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     let mut file = tempfile::NamedTempFile::new_in(dir)
         .map_err(|source| Error::io(format!("cannot write in {}", dir.display()), source))?;
     std::io::Write::write_all(&mut file, &layer)
-        .map_err(|source| Error::io(format!("cannot write {}", args.output.display()), source))?;
-    file.persist(&args.output)
-        .map_err(|error| Error::io(format!("cannot write {}", args.output.display()), error.error))?;
-    printer.done(&format!("wrote {} ({} bytes, {})", args.output.display(), layer.len(), artifact::digest_of(&layer)));
+        .map_err(|source| Error::io(format!("cannot write {}", args.file.display()), source))?;
+    file.persist(&args.file)
+        .map_err(|error| Error::io(format!("cannot write {}", args.file.display()), error.error))?;
+    printer.done(&format!("wrote {} ({} bytes, {})", args.file.display(), layer.len(), artifact::digest_of(&layer)));
     Ok(ExitCode::Ok)
 }
 
@@ -318,16 +308,15 @@ pub async fn pull(args: &PullArgs, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse_pinned(&args.url)?;
     let registry = Registry::connect(&url, &args.registry.access())?;
     printer.step(&format!("pulling {url}"));
-    let (info, entries) = fetch(&url, &registry, &args.limits.limits(), Some(&args.output)).await?;
+    let (info, entries) = fetch(&url, &registry, &args.limits.limits(), Some(&args.dir)).await?;
     let count = entries.iter().filter(|entry| entry.file).count();
-    printer.done(&format!("pulled {url}@{} into {} ({count} files)", info.digest, args.output.display()));
+    printer.done(&format!("pulled {url}@{} into {} ({count} files)", info.digest, args.dir.display()));
     printer.data(&format!("{}\n", info.digest))?;
     Ok(ExitCode::Ok)
 }
 
 /// `list`: every tag, newest name last, with what its manifest says.
-pub async fn list(args: &ListArgs, headers: bool, printer: &Printer) -> Result<ExitCode> {
-    let format = args.format.format()?;
+pub async fn list(args: &ListArgs, format: OutputFormat, headers: bool, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse(&args.url)?;
     let registry = Registry::connect(&url, &args.registry.access())?;
     let mut rows = Vec::new();
@@ -411,8 +400,7 @@ pub fn differences(local: &[Entry], remote: &[Entry]) -> Vec<Difference> {
 }
 
 /// `diff`: exit 0 when the directory holds what the artifact holds, 1 (naming the files) when not.
-pub async fn diff(args: &DiffArgs, printer: &Printer) -> Result<ExitCode> {
-    let format = args.format.format()?;
+pub async fn diff(args: &DiffArgs, format: OutputFormat, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse_pinned(&args.url)?;
     let path = required_path(&args.path)?;
     // Our own tar stream, read back unpacked: no gzip and gunzip in between.

@@ -11,6 +11,24 @@ use clap::{Args, ValueEnum};
 
 use crate::duration;
 
+/// Spellings kept one release as hidden aliases, each with the one that replaces it and why:
+/// using one prints a warning (`runtime`).
+pub const DEPRECATED_FLAGS: [(&str, &str, &str); 1] = [(
+    "--cluster",
+    "--cluster-name",
+    "from the next release --cluster names the kubeconfig cluster, as in kubectl and flux",
+)];
+
+/// The deprecated spellings among `args` (up to `--`), with their replacements and reasons.
+pub fn deprecated_flags_in(args: &[std::ffi::OsString]) -> Vec<(&'static str, &'static str, &'static str)> {
+    let words: Vec<String> =
+        args.iter().skip(1).map(|arg| arg.to_string_lossy().into_owned()).take_while(|word| word != "--").collect();
+    DEPRECATED_FLAGS
+        .into_iter()
+        .filter(|(old, _, _)| words.iter().any(|word| word == old || word.starts_with(&format!("{old}="))))
+        .collect()
+}
+
 /// Connection, output and verbosity options shared by every command.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GlobalArgs {
@@ -23,8 +41,10 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "NAME", alias = "kube-context", help_heading = "Cluster options")]
     pub context: Option<String>,
 
-    /// The namespace of the apps to act on. Defaults to the context's namespace; Flux's own
-    /// objects default to flux-system.
+    /// The namespace of the Flux objects to act on or show.
+    ///
+    /// Default: the cluster's Flux namespace, else FLUX_SYSTEM_NAMESPACE, else flux-system
+    /// (docs/cli.md).
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = "Cluster options")]
     pub namespace: Option<String>,
 
@@ -32,6 +52,35 @@ pub struct GlobalArgs {
     /// Each command has its own default (detect: 5s).
     #[arg(long, global = true, value_name = "DURATION", value_parser = duration::parse, help_heading = "Cluster options")]
     pub request_timeout: Option<Duration>,
+
+    /// The kubeconfig user to act as, instead of the context's.
+    #[arg(long, global = true, value_name = "NAME", help_heading = "Cluster options")]
+    pub user: Option<String>,
+
+    /// The API server's address, instead of the kubeconfig cluster's.
+    #[arg(long, global = true, value_name = "URL", help_heading = "Cluster options")]
+    pub server: Option<String>,
+
+    /// A bearer token for the API server, instead of the kubeconfig user's credentials.
+    #[arg(long, global = true, value_name = "TOKEN", help_heading = "Cluster options")]
+    pub token: Option<String>,
+
+    /// A PEM file of the CA certificates the API server's certificate must chain to, instead of
+    /// the kubeconfig cluster's.
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Cluster options")]
+    pub certificate_authority: Option<PathBuf>,
+
+    /// Don't check the API server's certificate: the connection is then not secure.
+    #[arg(long, global = true, help_heading = "Cluster options")]
+    pub insecure_skip_tls_verify: bool,
+
+    /// The user to impersonate for every request (as kubectl --as).
+    #[arg(long = "as", global = true, value_name = "USER", help_heading = "Cluster options")]
+    pub impersonate: Option<String>,
+
+    /// A group to impersonate for every request; repeat it for more (as kubectl --as-group).
+    #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = "Cluster options")]
+    pub impersonate_groups: Vec<String>,
 
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, value_name = "FORMAT", help_heading = "Output options")]
@@ -64,6 +113,95 @@ impl GlobalArgs {
     pub fn request_timeout_or(&self, default: Duration) -> Option<Duration> {
         let timeout = self.request_timeout.unwrap_or(default);
         (!timeout.is_zero()).then_some(timeout)
+    }
+}
+
+/// The formats `-o` offers, per command of one binary: the command's path below the binary
+/// (`""` for the binary's own, `"list"`, `"app history"`) and what it prints. A command not
+/// listed prints text: its `-o` is hidden and takes `table` alone.
+pub type OutputFormats = &'static [(&'static str, &'static [OutputFormat])];
+
+/// `-o table|json|yaml`.
+pub const STRUCTURED: &[OutputFormat] = &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml];
+
+/// Every format: what the dispatcher accepts before a command's name, for the command to judge.
+pub const ALL_FORMATS: &[OutputFormat] = &[
+    OutputFormat::Table,
+    OutputFormat::Wide,
+    OutputFormat::Json,
+    OutputFormat::Yaml,
+    OutputFormat::Name,
+    OutputFormat::Prometheus,
+];
+
+/// `command` with each command's `-o` offering the formats `formats` gives it and refusing the
+/// others, in its help, its completion and its parsing alike. Every command gets an `-o` of its
+/// own, a copy of the global one with its formats (clap then propagates the global one to none of
+/// them, and a value given to any of them reaches [`GlobalArgs`]). Done before clap builds the
+/// command: a built command keeps an index of its flags that changing one would leave stale.
+pub fn offer_output_formats(command: clap::Command, formats: OutputFormats) -> clap::Command {
+    let global = command.get_arguments().find(|arg| arg.get_id() == "output").cloned();
+    offer(command, global.as_ref(), "", formats)
+}
+
+fn offer(command: clap::Command, global: Option<&clap::Arg>, path: &str, formats: OutputFormats) -> clap::Command {
+    let offered: &'static [OutputFormat] =
+        formats.iter().find(|(at, _)| *at == path).map_or(&[OutputFormat::Table], |(_, offered)| *offered);
+    let restrict =
+        |arg: clap::Arg| arg.value_parser(FormatParser(offered)).hide(offered.len() < 2).hide_possible_values(false);
+    let has_own = command.get_arguments().any(|arg| arg.get_id() == "output");
+    let mut command = match (has_own, global) {
+        (true, _) => command.mut_arg("output", restrict),
+        (false, Some(global)) => command.arg(restrict(global.clone())),
+        (false, None) => command,
+    };
+    for subcommand in command.get_subcommands_mut() {
+        let inner = if path.is_empty() {
+            subcommand.get_name().to_string()
+        } else {
+            format!("{path} {}", subcommand.get_name())
+        };
+        let taken = std::mem::take(subcommand);
+        *subcommand = offer(taken, global, &inner, formats);
+    }
+    command
+}
+
+/// `-o`'s parser for one command: its formats, by their names.
+#[derive(Clone)]
+struct FormatParser(&'static [OutputFormat]);
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = OutputFormat;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<OutputFormat, clap::Error> {
+        use clap::error::{ContextKind, ContextValue, ErrorKind};
+        let text = value.to_string_lossy();
+        let found = self
+            .0
+            .iter()
+            .copied()
+            .find(|format| format.to_possible_value().is_some_and(|possible| possible.matches(&text, false)));
+        found.ok_or_else(|| {
+            let mut error = clap::Error::new(ErrorKind::InvalidValue).with_cmd(command);
+            let names = self.0.iter().filter_map(|format| format.to_possible_value()).map(|v| v.get_name().to_string());
+            error.insert(
+                ContextKind::InvalidArg,
+                ContextValue::String(arg.map(ToString::to_string).unwrap_or_default()),
+            );
+            error.insert(ContextKind::InvalidValue, ContextValue::String(text.into_owned()));
+            error.insert(ContextKind::ValidValue, ContextValue::Strings(names.collect()));
+            error
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().filter_map(ValueEnum::to_possible_value)))
     }
 }
 
@@ -110,10 +248,14 @@ pub struct RepoArgs {
     #[arg(long, value_name = "BRANCH", help_heading = "Config repo")]
     pub config_branch: Option<String>,
 
+    /// The SSH private key for git.
+    ///
     /// The SSH private key to push with (default ~/.ssh/id_ed25519, id_ecdsa or id_rsa).
     #[arg(long, value_name = "FILE", help_heading = "Config repo")]
     pub private_key_file: Option<PathBuf>,
 
+    /// known_hosts for the git host.
+    ///
     /// known_hosts for the git host (default: the host keys pinned in the cluster's Flux Secret,
     /// else ~/.ssh/known_hosts).
     #[arg(long, value_name = "FILE", help_heading = "Config repo")]
@@ -136,11 +278,15 @@ pub struct TrustArgs {
 /// How a change reaches the config repo, and what happens after.
 #[derive(Debug, Clone, Args)]
 pub struct DeliveryArgs {
-    /// Push the commit to the config branch (the default unless the provider says the branch is protected).
+    /// Push the commit to the config branch.
+    ///
+    /// The default unless the provider says the branch is protected.
     #[arg(long, help_heading = "Delivery")]
     pub auto_merge: bool,
 
-    /// Push to a new branch and open a pull request (GitLab: merge request) instead.
+    /// Push to a new branch and open a pull request (GitLab: merge request).
+    ///
+    /// Instead of pushing to the config branch.
     #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]
     pub pr: bool,
 
@@ -152,6 +298,8 @@ pub struct DeliveryArgs {
     #[arg(long, value_name = "NAME <EMAIL>", help_heading = "Delivery")]
     pub author: Option<String>,
 
+    /// Print the plan and change nothing.
+    ///
     /// Print the numbered plan and a unified diff of the repo; change nothing anywhere.
     #[arg(long, help_heading = "Delivery")]
     pub dry_run: bool,
@@ -161,13 +309,17 @@ pub struct DeliveryArgs {
     #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]
     pub merge: bool,
 
+    /// Wait until Flux has applied the change and it is Ready.
+    ///
     /// After pushing, wait until Flux has applied the commit and the app is Ready (or gone); with a
     /// pull request, first until it is merged (a request closed unmerged: exit 1).
     #[arg(long, help_heading = "Delivery")]
     pub wait: bool,
 
+    /// How long to wait.
+    ///
     /// How long --wait waits, and how long a push refused because others pushed first is retried.
-    #[arg(long, value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Delivery")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Delivery")]
     pub timeout: Duration,
 }
 
@@ -190,7 +342,7 @@ pub struct SourceArgs {
     #[arg(long, requires = "from_template", help_heading = "New repository")]
     pub fork: bool,
 
-    /// Make it public (default: private).
+    /// Make a new repository public (default: private).
     #[arg(long, help_heading = "New repository")]
     pub public: bool,
 }
@@ -233,5 +385,57 @@ mod tests {
         let probe = Probe::parse_from(["x", "--kube-context", "prod", "-o", "json"]);
         assert_eq!(probe.global.context.as_deref(), Some("prod"));
         assert_eq!(probe.global.output_format(), OutputFormat::Json);
+    }
+
+    #[test]
+    fn a_deprecated_spelling_is_found_before_a_double_dash_only() {
+        let args = |words: &[&str]| words.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let found = deprecated_flags_in(&args(&["kubectl-gitops-app", "list", "--cluster", "dev"]));
+        assert_eq!(
+            found.iter().map(|(old, new, _)| (*old, *new)).collect::<Vec<_>>(),
+            [("--cluster", "--cluster-name")]
+        );
+        assert_eq!(deprecated_flags_in(&args(&["x", "list", "--cluster=dev"])).len(), 1);
+        assert!(deprecated_flags_in(&args(&["x", "list", "--cluster-name", "dev"])).is_empty());
+        assert!(deprecated_flags_in(&args(&["x", "--", "--cluster"])).is_empty());
+        assert!(deprecated_flags_in(&args(&["--cluster"])).is_empty(), "the binary's name is not a flag");
+    }
+
+    #[derive(Parser)]
+    struct Nested {
+        #[command(subcommand)]
+        command: NestedCommand,
+        #[command(flatten)]
+        global: GlobalArgs,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum NestedCommand {
+        List,
+        Add,
+    }
+
+    #[test]
+    fn each_command_offers_its_own_output_formats_and_refuses_the_others() {
+        use clap::{CommandFactory, FromArgMatches};
+        let command = offer_output_formats(Nested::command(), &[("list", STRUCTURED)]);
+        let parse = |words: &[&str]| {
+            command.clone().try_get_matches_from(words).and_then(|matches| Nested::from_arg_matches(&matches))
+        };
+        let listed = parse(&["x", "list", "-o", "yaml"]).unwrap();
+        assert!(matches!(listed.command, NestedCommand::List));
+        assert_eq!(listed.global.output_format(), OutputFormat::Yaml);
+        let refused = parse(&["x", "list", "-o", "wide"]).err().unwrap();
+        assert_eq!(refused.kind(), clap::error::ErrorKind::InvalidValue);
+        assert!(refused.render().to_string().contains("[possible values: table, json, yaml]"), "{}", refused.render());
+        assert!(parse(&["x", "add", "-o", "json"]).is_err(), "add prints text");
+        assert_eq!(parse(&["x", "add", "-o", "table"]).unwrap().global.output_format(), OutputFormat::Table);
+        let list = command.get_subcommands().find(|sub| sub.get_name() == "list").unwrap();
+        let output = list.get_arguments().find(|arg| arg.get_id() == "output").unwrap();
+        assert!(!output.is_hide_set());
+        let names: Vec<String> = output.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
+        assert_eq!(names, ["table", "json", "yaml"]);
+        let add = command.get_subcommands().find(|sub| sub.get_name() == "add").unwrap();
+        assert!(add.get_arguments().find(|arg| arg.get_id() == "output").unwrap().is_hide_set());
     }
 }

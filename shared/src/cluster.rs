@@ -12,6 +12,15 @@ use crate::error::{Error, Result};
 /// The namespace Flux installs itself into unless told otherwise.
 pub const DEFAULT_FLUX_NAMESPACE: &str = "flux-system";
 
+/// The Flux namespace when neither `-n` nor the cluster names one: `FLUX_SYSTEM_NAMESPACE`, as
+/// the flux CLI reads it, else flux-system (docs/cli.md, "-n").
+pub fn default_flux_namespace() -> Result<String> {
+    match std::env::var(crate::env::FLUX_SYSTEM_NAMESPACE) {
+        Ok(value) if !value.is_empty() => crate::names::validate_name(&value, crate::env::FLUX_SYSTEM_NAMESPACE),
+        _ => Ok(DEFAULT_FLUX_NAMESPACE.to_string()),
+    }
+}
+
 /// A connected client plus what we know about where it points.
 #[derive(Clone)]
 pub struct Cluster {
@@ -39,6 +48,98 @@ pub struct Connection {
     pub namespace: Option<String>,
     /// One request's limit; `None`: none (`--request-timeout 0`).
     pub request_timeout: Option<Duration>,
+    /// What the kubectl flags change of the kubeconfig's cluster and user.
+    pub overrides: Overrides,
+}
+
+/// kubectl's overrides of the kubeconfig (`--user`, `--server`, `--token`,
+/// `--certificate-authority`, `--insecure-skip-tls-verify`, `--as`, `--as-group`): each one
+/// replaces what the context's cluster or user says.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub user: Option<String>,
+    pub server: Option<String>,
+    /// Redacted in `Debug`: the token never reaches a log line.
+    pub token: Option<secrecy::SecretString>,
+    pub certificate_authority: Option<std::path::PathBuf>,
+    pub insecure_skip_tls_verify: bool,
+    pub impersonate: Option<String>,
+    pub impersonate_groups: Vec<String>,
+}
+
+impl PartialEq for Overrides {
+    fn eq(&self, other: &Overrides) -> bool {
+        use secrecy::ExposeSecret;
+        let token = |overrides: &Overrides| overrides.token.as_ref().map(|token| token.expose_secret().to_string());
+        self.user == other.user
+            && self.server == other.server
+            && token(self) == token(other)
+            && self.certificate_authority == other.certificate_authority
+            && self.insecure_skip_tls_verify == other.insecure_skip_tls_verify
+            && self.impersonate == other.impersonate
+            && self.impersonate_groups == other.impersonate_groups
+    }
+}
+
+impl Eq for Overrides {}
+
+impl Overrides {
+    /// Applies the cluster overrides to the kubeconfig's cluster that `context` (the current one
+    /// when `None`) points at, before kube reads it: the server, the CA file (in place of any
+    /// inline CA data) and skipping the certificate check.
+    fn apply_to_kubeconfig(&self, kubeconfig: &mut Kubeconfig, context: Option<&str>) -> Result<()> {
+        if self.server.is_none() && self.certificate_authority.is_none() && !self.insecure_skip_tls_verify {
+            return Ok(());
+        }
+        let context = context.or(kubeconfig.current_context.as_deref()).map(str::to_string);
+        let cluster_name = kubeconfig
+            .contexts
+            .iter()
+            .find(|named| Some(&named.name) == context.as_ref())
+            .and_then(|named| named.context.as_ref())
+            .map(|context| context.cluster.clone());
+        let Some(named) = kubeconfig.clusters.iter_mut().find(|named| Some(&named.name) == cluster_name.as_ref())
+        else {
+            return Err(Error::usage(
+                "--server, --certificate-authority and --insecure-skip-tls-verify change the kubeconfig context's cluster, and there is none",
+                "name a context that has a cluster (--context), or fix the kubeconfig",
+            ));
+        };
+        let cluster = named.cluster.get_or_insert_with(Default::default);
+        if let Some(server) = &self.server {
+            cluster.server = Some(server.clone());
+        }
+        if let Some(path) = &self.certificate_authority {
+            cluster.certificate_authority = Some(path.to_string_lossy().into_owned());
+            cluster.certificate_authority_data = None;
+        }
+        if self.insecure_skip_tls_verify {
+            cluster.insecure_skip_tls_verify = Some(true);
+        }
+        Ok(())
+    }
+
+    /// Applies the user overrides to the config kube made: the token (in place of the user's
+    /// other credentials) and impersonation.
+    fn apply_to_config(&self, config: &mut Config) {
+        if let Some(token) = &self.token {
+            let kept = std::mem::take(&mut config.auth_info);
+            config.auth_info = kube::config::AuthInfo {
+                token: Some(token.clone()),
+                client_certificate: kept.client_certificate,
+                client_certificate_data: kept.client_certificate_data,
+                client_key: kept.client_key,
+                client_key_data: kept.client_key_data,
+                ..Default::default()
+            };
+        }
+        if let Some(user) = &self.impersonate {
+            config.auth_info.impersonate = Some(user.clone());
+        }
+        if !self.impersonate_groups.is_empty() {
+            config.auth_info.impersonate_groups = Some(self.impersonate_groups.clone());
+        }
+    }
 }
 
 impl Connection {
@@ -50,6 +151,15 @@ impl Connection {
             context: args.context.clone(),
             namespace: args.namespace.clone(),
             request_timeout: args.request_timeout_or(default_timeout),
+            overrides: Overrides {
+                user: args.user.clone(),
+                server: args.server.clone(),
+                token: args.token.clone().map(secrecy::SecretString::from),
+                certificate_authority: args.certificate_authority.clone(),
+                insecure_skip_tls_verify: args.insecure_skip_tls_verify,
+                impersonate: args.impersonate.clone(),
+                impersonate_groups: args.impersonate_groups.clone(),
+            },
         }
     }
 }
@@ -57,14 +167,21 @@ impl Connection {
 impl Cluster {
     /// Loads the kubeconfig the way kubectl does and builds the client.
     pub async fn connect(connection: &Connection, printer: &crate::output::Printer) -> Result<Cluster> {
-        let kubeconfig = match &connection.kubeconfig {
+        let mut kubeconfig = match &connection.kubeconfig {
             Some(path) => Kubeconfig::read_from(path),
             None => Kubeconfig::read(),
         }
         .map_err(Error::Kubeconfig)?;
         let context = connection.context.clone().or_else(|| kubeconfig.current_context.clone());
-        let options = KubeConfigOptions { context: connection.context.clone(), ..Default::default() };
+        let overrides = &connection.overrides;
+        overrides.apply_to_kubeconfig(&mut kubeconfig, connection.context.as_deref())?;
+        let options = KubeConfigOptions {
+            context: connection.context.clone(),
+            user: overrides.user.clone(),
+            ..Default::default()
+        };
         let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(Error::Kubeconfig)?;
+        overrides.apply_to_config(&mut config);
         let request_timeout = connection.request_timeout;
         config.connect_timeout = request_timeout;
         config.read_timeout = request_timeout;

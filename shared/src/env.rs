@@ -25,6 +25,8 @@ pub(crate) fn set_command_line(args: Vec<OsString>) {
 
 /// Colon-separated kubeconfig files, merged the way kubectl merges them.
 pub const KUBECONFIG: &str = "KUBECONFIG";
+/// The Flux namespace when neither `-n` nor the cluster names one, as the flux CLI reads it.
+pub const FLUX_SYSTEM_NAMESPACE: &str = "FLUX_SYSTEM_NAMESPACE";
 /// When set to anything non-empty, no colour and no glyphs are printed (<https://no-color.org>).
 pub const NO_COLOR: &str = "NO_COLOR";
 /// Forces colour on even when stdout is not a terminal (like `--color always`).

@@ -171,6 +171,7 @@ async fn cluster_flux(flags: &ClusterFlags, printer: &Printer) -> Option<(String
         context: flags.context.clone(),
         namespace: None,
         request_timeout: Some(crate::timeouts::PROBE),
+        overrides: Default::default(),
     };
     let cluster = Cluster::connect(&connection, printer).await.ok()?;
     let detection = crate::detect::detect(&cluster).await.ok()?;

@@ -1,11 +1,94 @@
-//! Man pages, written by each binary from its own clap definition (`BINARY __man` prints its
-//! page), so that a page documents exactly the flags its binary parses. `make man` collects them
-//! into `target/<profile>/man/<binary>.1`; `make install` and the release archive ship them.
+//! Man pages and the flag table, written by each command from its own clap definition, so that
+//! they document exactly the flags it parses. `BINARY [COMMAND] __man` prints the page: `make man`
+//! collects them into `<build>/man/<binary>.1`; `make install` and the release archive ship them.
+//! `BINARY [COMMAND] __flags` prints the flag table that docs/cli.md lists and a test checks (one
+//! meaning per flag name across the suite).
 
 use clap::Command;
+use serde::Serialize;
 
 /// The hidden argument that makes a binary print its man page.
 pub const MAN_ARG: &str = "__man";
+
+/// The hidden argument that makes a binary print its flag table.
+pub const FLAGS_ARG: &str = "__flags";
+
+/// One flag of one command, as `__flags` prints it (a JSON object per line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Flag {
+    /// The command, as a user types it: `kubectl gitops app add`.
+    pub command: String,
+    /// `--namespace`.
+    pub long: String,
+    /// `-n`, when it has one.
+    pub short: Option<String>,
+    /// The spellings it also answers to, hidden or not.
+    pub aliases: Vec<String>,
+    /// The value's name (`NAMESPACE`), none for a switch.
+    pub value: Option<String>,
+    /// The values it accepts, when it lists them.
+    pub values: Vec<String>,
+    /// The first line of its help.
+    pub help: String,
+    /// Whether the help leaves it out.
+    pub hidden: bool,
+}
+
+/// Every flag of `command` and of its subcommands, depth first, in definition order. The help
+/// flag clap adds is left out (its text says whether there is more help, which differs).
+pub fn flags(command: Command) -> Vec<Flag> {
+    let mut command = command;
+    command.build();
+    let mut found = Vec::new();
+    collect_flags(&command, command.get_bin_name().unwrap_or(command.get_name()).to_string(), &mut found);
+    found
+}
+
+fn collect_flags(command: &Command, path: String, found: &mut Vec<Flag>) {
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        if arg.get_id().as_str() == "help" {
+            continue;
+        }
+        let takes_value = arg.get_num_args().is_some_and(|range| range.takes_values());
+        found.push(Flag {
+            command: path.clone(),
+            long: format!("--{long}"),
+            short: arg.get_short().map(|short| format!("-{short}")),
+            aliases: arg.get_all_aliases().unwrap_or_default().into_iter().map(|alias| format!("--{alias}")).collect(),
+            value: takes_value.then(|| {
+                arg.get_value_names()
+                    .and_then(|names| names.first())
+                    .map_or_else(|| long.to_uppercase(), ToString::to_string)
+            }),
+            values: if takes_value {
+                arg.get_possible_values()
+                    .iter()
+                    .filter(|value| !value.is_hide_set())
+                    .map(|value| value.get_name().to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            help: arg
+                .get_help()
+                .map(|help| help.to_string().lines().next().unwrap_or_default().to_string())
+                .unwrap_or_default(),
+            hidden: arg.is_hide_set(),
+        });
+    }
+    for subcommand in command.get_subcommands() {
+        if subcommand.get_name() == "help" {
+            continue;
+        }
+        collect_flags(subcommand, format!("{path} {}", subcommand.get_name()), found);
+    }
+}
+
+/// [`flags`] as `__flags` prints them: one JSON object per line.
+pub fn flag_table(command: Command) -> String {
+    flags(command).iter().map(|flag| serde_json::to_string(flag).unwrap_or_default() + "\n").collect()
+}
 
 /// The roff page of `command`, titled `title` (the binary's name, as `man` finds it), section 1.
 pub fn render(command: Command, title: &str) -> std::io::Result<String> {
@@ -33,5 +116,50 @@ mod tests {
         assert!(page.contains("Shows a page"), "{page}");
         assert!(page.contains("dry\\-run"), "{page}");
         assert!(page.contains("Change nothing"), "{page}");
+    }
+
+    #[test]
+    fn the_flag_table_lists_every_subcommands_flags_with_the_globals_propagated() {
+        let command = Command::new("kubectl-gitops-demo")
+            .bin_name("kubectl gitops demo")
+            .arg(
+                clap::Arg::new("namespace")
+                    .short('n')
+                    .long("namespace")
+                    .value_name("NAMESPACE")
+                    .global(true)
+                    .help("The namespace of the Flux objects.\n\nMore text."),
+            )
+            .subcommand(
+                Command::new("add").arg(
+                    clap::Arg::new("output")
+                        .long("output")
+                        .value_parser(["table", "json"])
+                        .visible_alias("format")
+                        .help("Output format"),
+                ),
+            );
+        let flags = flags(command);
+        let listed: Vec<(&str, &str)> = flags.iter().map(|flag| (flag.command.as_str(), flag.long.as_str())).collect();
+        assert_eq!(
+            listed,
+            [
+                ("kubectl gitops demo", "--namespace"),
+                ("kubectl gitops demo add", "--output"),
+                ("kubectl gitops demo add", "--namespace")
+            ]
+        );
+        assert_eq!(flags[0].short.as_deref(), Some("-n"));
+        assert_eq!(flags[0].value.as_deref(), Some("NAMESPACE"));
+        assert_eq!(flags[0].help, "The namespace of the Flux objects.");
+        assert_eq!(flags[1].values, ["table", "json"]);
+        assert_eq!(flags[1].aliases, ["--format"]);
+        let table = flag_table(
+            Command::new("x").arg(clap::Arg::new("dry-run").long("dry-run").action(clap::ArgAction::SetTrue)),
+        );
+        assert_eq!(
+            table,
+            "{\"command\":\"x\",\"long\":\"--dry-run\",\"short\":null,\"aliases\":[],\"value\":null,\"values\":[],\"help\":\"\",\"hidden\":false}\n"
+        );
     }
 }

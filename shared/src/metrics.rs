@@ -9,7 +9,7 @@ use kube::api::{DynamicObject, ListParams};
 use serde::Serialize;
 
 use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE, list_pages};
+use crate::cluster::{Cluster, Connection, list_pages};
 use crate::deployments::dora::{self, Metrics, Tally, Window};
 use crate::deployments::ledger::{self, AppId};
 use crate::deployments::timeline::{self, Row};
@@ -31,9 +31,11 @@ pub struct DoraArgs {
     #[arg(long, value_name = "NAME")]
     pub app: Option<String>,
 
-    /// The cluster, by its name in the config repo: checked against the cluster the kubeconfig
-    /// reaches (each cluster keeps its own ledgers; --context picks another).
-    #[arg(long, value_name = "NAME")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// Checked against the cluster the kubeconfig reaches (each cluster keeps its own ledgers;
+    /// --context picks another).
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME")]
     pub cluster: Option<String>,
 
     /// How far back to look, e.g. 30d, 12h.
@@ -44,6 +46,8 @@ pub struct DoraArgs {
     #[arg(long, default_value = DEFAULT_FAILURE_WINDOW, value_name = "DURATION")]
     pub failure_window: String,
 
+    /// Every namespace, instead of -n's.
+    ///
     /// Every namespace (default: the Flux namespace, or -n).
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
@@ -60,7 +64,7 @@ impl DoraArgs {
         let namespace = match (self.all_namespaces, &global.namespace) {
             (true, _) => None,
             (false, Some(namespace)) => Some(namespace.clone()),
-            (false, None) => Some(DEFAULT_FLUX_NAMESPACE.to_string()),
+            (false, None) => Some(crate::cluster::default_flux_namespace()?),
         };
         let mut request = DoraRequest::new(namespace, self.app.clone(), &self.since, &self.failure_window)?;
         request.cluster.clone_from(&self.cluster);
@@ -275,18 +279,18 @@ async fn each_timeline(
     Ok(())
 }
 
-/// `--cluster`: the cluster reached must be the one of that name in the config repo.
+/// `--cluster-name`: the cluster reached must be the one of that name in the config repo.
 async fn check_cluster(cluster: &Cluster, wanted: &str) -> Result<()> {
     let detection = crate::detect::detect(cluster).await?;
     match detection.gitops.as_ref().map(|record| record.cluster_name.as_str()) {
         Some(name) if name == wanted => Ok(()),
         Some(name) => Err(Error::usage(
-            format!("--cluster {wanted}: the kubeconfig reaches cluster {name}"),
+            format!("--cluster-name {wanted}: the kubeconfig reaches cluster {name}"),
             format!("each cluster keeps its own history; --context picks the context of {wanted}"),
         )),
         None => Err(Error::usage(
-            format!("--cluster {wanted}: this cluster was not installed by kubectl-gitops, so it has no name"),
-            "leave out --cluster to measure the cluster the kubeconfig reaches",
+            format!("--cluster-name {wanted}: this cluster was not installed by kubectl-gitops, so it has no name"),
+            "leave out --cluster-name to measure the cluster the kubeconfig reaches",
         )),
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{ColorChoice, GlobalArgs};
+use crate::cli::{ColorChoice, GlobalArgs, OutputFormats};
 use crate::completion::{self, COMPLETE_ARG};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
@@ -73,22 +73,24 @@ pub fn run_as(args: Vec<OsString>, command_main: fn() -> std::process::ExitCode)
 /// Handles `__complete` before parsing, makes the [`Printer`] the body prints with, installs
 /// the TLS provider, and maps errors to `error:`/`hint:` lines and the documented exit codes.
 /// A closed stdout pipe exits 0.
-pub fn main<C, F, Fut>(display_name: &'static str, body: F) -> std::process::ExitCode
+pub fn main<C, F, Fut>(display_name: &'static str, formats: OutputFormats, body: F) -> std::process::ExitCode
 where
     C: CommandLine,
     F: FnOnce(C, Printer) -> Fut,
     Fut: Future<Output = Result<ExitCode>>,
 {
-    main_with(C::command().bin_name(display_name).name(display_name), body)
+    main_with(C::command().bin_name(display_name).name(display_name), formats, body)
 }
 
-/// [`main`] with a clap command the caller adjusted (for example its about text).
-pub fn main_with<C, F, Fut>(command: clap::Command, body: F) -> std::process::ExitCode
+/// [`main`] with a clap command the caller adjusted (for example its about text). `formats`: what
+/// each of its commands offers with `-o` ([`crate::cli::offer_output_formats`]).
+pub fn main_with<C, F, Fut>(command: clap::Command, formats: OutputFormats, body: F) -> std::process::ExitCode
 where
     C: CommandLine,
     F: FnOnce(C, Printer) -> Fut,
     Fut: Future<Output = Result<ExitCode>>,
 {
+    let command = crate::cli::offer_output_formats(command, formats);
     let args = crate::env::command_line();
     start_process(&args);
     // Until the flags are parsed, the defaults decide how errors look.
@@ -100,7 +102,10 @@ where
     if args.get(1).is_some_and(|arg| arg == crate::manpage::MAN_ARG) {
         return finish(print_man_page(command, &unparsed), &unparsed);
     }
-    let matches = match command.try_get_matches_from(args) {
+    if args.get(1).is_some_and(|arg| arg == crate::manpage::FLAGS_ARG) {
+        return finish(unparsed.data(&crate::manpage::flag_table(command)).map(|()| ExitCode::Ok), &unparsed);
+    }
+    let matches = match command.try_get_matches_from(args.clone()) {
         Ok(matches) => matches,
         Err(error) => return usage_error(error, &unparsed),
     };
@@ -109,6 +114,9 @@ where
         Err(error) => return usage_error(error, &unparsed),
     };
     let printer = Printer::from_args(parsed.global_args());
+    for (old, new, why) in crate::cli::deprecated_flags_in(&args) {
+        printer.warning(&format!("{old} is deprecated: use {new} ({why})"));
+    }
     let outcome = run(body(parsed, printer), printer, command_timeout(&matches));
     // The process ends here: remove what work abandoned at its timeout (a git read left running on
     // a blocking thread) still holds.
@@ -287,7 +295,7 @@ impl StopSignals {
 
 /// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help and
 /// version requests print as clap prints them.
-fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitCode {
+pub fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitCode {
     use clap::error::ErrorKind;
     if matches!(
         error.kind(),
@@ -302,6 +310,8 @@ fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitCode 
     for line in lines {
         if let Some(tip) = line.strip_prefix("tip: ") {
             hints.push(tip.to_string());
+        } else if let Some(values) = line.strip_prefix("[possible values: ").and_then(|rest| rest.strip_suffix(']')) {
+            hints.push(format!("possible values: {values}"));
         } else if let Some(usage) = line.strip_prefix("Usage: ") {
             hints.push(format!("usage: {usage} (see --help)"));
         }

@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, AppHistoryArgs, AppStatusArgs};
@@ -25,7 +26,7 @@ enum Command {
     /// Examples:
     ///   kubectl gitops app add podinfo --url https://github.com/stefanprodan/podinfo --path ./kustomize
     ///   kubectl gitops app add db --url https://charts.bitnami.com/bitnami --chart postgresql --values db.yaml
-    ///   kubectl gitops app add mccp --url oci://ghcr.io/acme/charts --chart mccp --values uat.yaml --cluster uat
+    ///   kubectl gitops app add mccp --url oci://ghcr.io/acme/charts --chart mccp --values uat.yaml --cluster-name uat
     #[command(verbatim_doc_comment)]
     Add(Box<AddArgs>),
     /// List the apps: from the cluster, or from the config repo with --repo.
@@ -50,10 +51,14 @@ enum Command {
     History(AppHistoryArgs),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats =
+    &[("list", &gitops_shared::output::LIST_FORMATS), ("status", STRUCTURED), ("history", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops app", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops app", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {

@@ -2,6 +2,7 @@
 
 use clap::{CommandFactory, Subcommand};
 use gitops_shared::artifact::{self, BuildArgs, DiffArgs, ListArgs, PullArgs, PushArgs, TagArgs};
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::runtime;
 
 gitops_shared::command_line! {
@@ -35,28 +36,29 @@ enum Command {
     Diff(DiffArgs),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("push", STRUCTURED), ("list", STRUCTURED), ("diff", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    // `build` and `pull` take `--output PATH` as flux's do; the commands that print an artifact
-    // take `-o FORMAT` of their own. So the shared -o is not passed down to the commands.
     let command = Cli::command()
         .bin_name("kubectl gitops artifact")
         .name("kubectl gitops artifact")
-        .mut_arg("output", |arg| arg.global(false).hide(true))
         // Artifacts live in registries: the cluster flags mean nothing here.
         .mut_args(|arg| match arg.get_help_heading() {
             Some("Cluster options") => arg.hide(true),
             _ => arg,
         });
-    runtime::main_with(command, |cli: Cli, printer| async move {
+    runtime::main_with(command, OUTPUT_FORMATS, |cli: Cli, printer| async move {
+        let format = cli.global.output_format();
         match &cli.command {
-            Command::Push(args) => artifact::push(args, &printer).await,
+            Command::Push(args) => artifact::push(args, format, &printer).await,
             Command::Build(args) => artifact::build(args, &printer),
             Command::Pull(args) => artifact::pull(args, &printer).await,
-            Command::List(args) => artifact::list(args, !cli.global.no_headers, &printer).await,
+            Command::List(args) => artifact::list(args, format, !cli.global.no_headers, &printer).await,
             Command::Tag(args) => artifact::tag(args, &printer).await,
-            Command::Diff(args) => artifact::diff(args, &printer).await,
+            Command::Diff(args) => artifact::diff(args, format, &printer).await,
         }
     })
 }

@@ -2,6 +2,7 @@
 //! upgraded through git.
 
 use clap::Subcommand;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::component;
 use gitops_shared::component::ComponentUpgradeArgs;
 use gitops_shared::error::ExitCode;
@@ -27,10 +28,13 @@ enum Command {
     Upgrade(Box<ComponentUpgradeArgs>),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("list", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops component", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops component", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {

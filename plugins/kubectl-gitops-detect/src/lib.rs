@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::cluster::{Cluster, Connection};
 use gitops_shared::detect::{self, ClusterState};
 use gitops_shared::error::{Error, ExitCode};
@@ -26,10 +27,13 @@ struct Cli {
 
 gitops_shared::command_line!(Cli);
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops detect", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops detect", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let format = cli.global.output_format();
         output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
         let detection = match Cluster::connect(&Connection::from_args(&cli.global, timeouts::PROBE), &printer).await {

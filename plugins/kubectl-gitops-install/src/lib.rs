@@ -1,5 +1,6 @@
 //! `kubectl gitops install`: bootstrap Flux and the GitOps repo layout into a cluster.
 
+use gitops_shared::cli::OutputFormats;
 use gitops_shared::error::ExitCode;
 use gitops_shared::install::{self, InstallArgs};
 use gitops_shared::runtime;
@@ -18,10 +19,13 @@ gitops_shared::command_line! {
     struct Cli { install: InstallArgs }
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops install", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops install", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let text = install::run(&cli.install.settings(&cli.global)?, &printer).await?;
         printer.data(&text)?;
         Ok(ExitCode::Ok)

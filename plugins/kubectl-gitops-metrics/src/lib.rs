@@ -1,6 +1,7 @@
 //! `kubectl gitops metrics`: DORA metrics from the apps' deployment history.
 
 use clap::Subcommand;
+use gitops_shared::cli::{OutputFormat, OutputFormats};
 use gitops_shared::cluster::Connection;
 use gitops_shared::metrics::{self, DoraArgs};
 use gitops_shared::runtime;
@@ -26,10 +27,14 @@ enum Command {
     Dora(DoraArgs),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats =
+    &[("dora", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Prometheus])];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops metrics", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops metrics", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let connection = Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST);
         match &cli.command {
             Command::Dora(args) => metrics::run_dora(&args.request(&cli.global)?, &connection, &printer).await,

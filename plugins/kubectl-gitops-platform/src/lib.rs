@@ -3,6 +3,7 @@
 use clap::Subcommand;
 use gitops_shared::app::spec::Tier;
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs};
+use gitops_shared::cli::OutputFormats;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 
@@ -29,10 +30,13 @@ enum Command {
     Remove(RemoveArgs),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("list", &gitops_shared::output::LIST_FORMATS)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops platform", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops platform", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use gitops_shared::change::Target;
 use gitops_shared::cli::GlobalArgs;
 use gitops_shared::cli::TrustArgs;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::Printer;
 use gitops_shared::pr::{self, Action, MergeArgs, ShowArgs};
@@ -79,10 +80,13 @@ fn acted(printer: &Printer, (text, done): (String, bool)) -> gitops_shared::erro
     Ok(if done { ExitCode::Ok } else { ExitCode::No })
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("list", STRUCTURED), ("show", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops pr", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops pr", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = Target::from_args(global);
         match &cli.command {

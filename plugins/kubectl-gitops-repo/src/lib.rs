@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use gitops_shared::change::Target;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::repo::{self, CreateArgs};
 use gitops_shared::runtime;
@@ -29,10 +30,13 @@ enum Command {
     Create(CreateArgs),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("create", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops repo", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops repo", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = Target::from_args(global);
         match &cli.command {

@@ -1,8 +1,9 @@
 //! `kubectl gitops status`: what runs where, at which commit, healthy or not, and why.
 
 use clap::Parser;
+use gitops_shared::cli::OutputFormats;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
-use gitops_shared::cluster::{Cluster, Connection, DEFAULT_FLUX_NAMESPACE};
+use gitops_shared::cluster::{Cluster, Connection, default_flux_namespace};
 use gitops_shared::output;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, Scope, View};
@@ -14,11 +15,13 @@ use gitops_shared::version::VERSION_LINE;
 /// row per Kustomization or HelmRelease: the apps kubectl-gitops manages, then the other Flux
 /// objects. MESSAGE is that of the first object in the app's chain (source, chart, app) that is
 /// not ready. Exits 0 when everything shown is ready or suspended, 1 otherwise, so it can gate CI.
-/// Reads the Flux namespace (flux-system) unless -n or -A is given. --wait and --watch follow the
+/// Reads the Flux namespace (FLUX_SYSTEM_NAMESPACE, else flux-system) unless -n or -A is given. --wait and --watch follow the
 /// Flux objects with watches.
 #[derive(Debug, Parser)]
 #[command(version = VERSION_LINE)]
 struct Cli {
+    /// Every namespace, instead of -n's.
+    ///
     /// Show every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
@@ -34,8 +37,10 @@ struct Cli {
     #[command(flatten)]
     wait: status::WaitArgs,
 
+    /// Keep showing it, driven by watches.
+    ///
     /// Keep showing the status, driven by watches: redrawn in place on a terminal, otherwise one line per row that changed.
-    #[arg(long)]
+    #[arg(short = 'w', long)]
     watch: bool,
 
     #[command(flatten)]
@@ -44,10 +49,14 @@ struct Cli {
 
 gitops_shared::command_line!(Cli);
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats =
+    &[("", &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml])];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops status", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops status", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let format = cli.global.output_format();
         output::ensure_supported(
             format,
@@ -58,7 +67,7 @@ pub fn main() -> std::process::ExitCode {
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
             (true, _) => Scope::All,
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
-            (false, None) => Scope::Namespace(DEFAULT_FLUX_NAMESPACE.to_string()),
+            (false, None) => Scope::Namespace(default_flux_namespace()?),
         };
         let view = View {
             format,

@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use gitops_shared::change::Target;
+use gitops_shared::cli::OutputFormats;
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::tenant::{self, TenantAddArgs, TenantListArgs, TenantRemoveArgs};
@@ -36,14 +37,17 @@ enum Command {
     Remove(Box<TenantRemoveArgs>),
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("list", &gitops_shared::output::LIST_FORMATS)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops tenant", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops tenant", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = Target::from_args(global);
         let text = match &cli.command {
-            Command::Add(args) => tenant::add(&args.request(global)?, &target, &printer).await?,
+            Command::Add(args) => tenant::add(&args.request()?, &target, &printer).await?,
             Command::List(args) => tenant::list(&args.request(global)?, &target, &printer).await?,
             Command::Remove(args) => tenant::remove(&args.request()?, &target, &printer).await?,
         };

@@ -1,5 +1,6 @@
 //! `kubectl gitops ui`: the web UI and JSON API on 127.0.0.1.
 
+use gitops_shared::cli::OutputFormats;
 use gitops_shared::runtime;
 use gitops_shared::ui::{self, UiArgs};
 
@@ -14,10 +15,13 @@ gitops_shared::command_line! {
     struct Cli { ui: UiArgs }
 }
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
-    runtime::main("kubectl gitops ui", |cli: Cli, printer| async move {
+    runtime::main("kubectl gitops ui", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let settings = cli.ui.settings(&printer)?;
         ui::serve(&cli.global, &settings, printer).await
     })

@@ -4,6 +4,7 @@
 use clap::{CommandFactory, Parser};
 use gitops_shared::change::Target;
 use gitops_shared::cli::GlobalArgs;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::runtime;
 use gitops_shared::upgrade::{self, UpgradeArgs};
 
@@ -25,11 +26,9 @@ use gitops_shared::upgrade::{self, UpgradeArgs};
 ///   kubectl gitops upgrade                      # a pull request on GitHub and GitLab
 ///   kubectl gitops upgrade --wait               # once it is merged: the rollout, storage, Ready
 ///   kubectl gitops upgrade --auto-merge --wait
-///   kubectl gitops upgrade --version v2.9.4 --cluster staging --cluster production --pr
+///   kubectl gitops upgrade --flux-version v2.9.4 --cluster-name staging --cluster-name production --pr
 #[derive(Debug, Parser)]
-// --version is the Flux release to move to (as `flux install --version`); `kubectl gitops version`
-// prints ours.
-#[command(disable_version_flag = true, verbatim_doc_comment)]
+#[command(version = gitops_shared::version::VERSION_LINE, verbatim_doc_comment)]
 struct Cli {
     #[command(flatten)]
     upgrade: UpgradeArgs,
@@ -39,6 +38,9 @@ struct Cli {
 
 gitops_shared::command_line!(Cli);
 
+/// What `-o` offers, per subcommand (the others print text).
+const OUTPUT_FORMATS: OutputFormats = &[("", STRUCTURED)];
+
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
@@ -46,20 +48,28 @@ pub fn main() -> std::process::ExitCode {
     let command = Cli::command()
         .name(name)
         .bin_name(name)
+        // The same flags as every change's, with upgrade's own defaults and wait in their long help.
         .mut_arg("pr", |arg| {
-            arg.help("Push to a new branch and open a pull request (GitLab: merge request): the default on GitHub and GitLab")
+            arg.long_help(
+                "Push to a new branch and open a pull request (GitLab: merge request).\n\n\
+                 The default on GitHub and GitLab.",
+            )
         })
         .mut_arg("auto_merge", |arg| {
-            arg.help("Commit to the config branch directly (the default on a plain git server, which has no pull requests)")
+            arg.long_help(
+                "Push the commit to the config branch.\n\n\
+                 The default on a plain git server, which has no pull requests.",
+            )
         })
         .mut_arg("wait", |arg| {
-        arg.help(
-            "Once the change is on the config branch (pushed now, or merged): wait until Flux applied it, the \
-             controllers run the target, the CRDs are its own, storage is migrated to the new storage versions, \
-             and every Kustomization and HelmRelease is Ready",
-        )
-    });
-    runtime::main_with(command, |cli: Cli, printer| async move {
+            arg.long_help(
+                "Wait until Flux has applied the change and it is Ready.\n\n\
+                 Once the change is on the config branch (pushed now, or merged): wait until Flux applied it, the \
+                 controllers run the target, the CRDs are its own, storage is migrated to the new storage versions, \
+                 and every Kustomization and HelmRelease is Ready.",
+            )
+        });
+    runtime::main_with(command, OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let request = cli.upgrade.request()?;
         let target = Target::from_args(&cli.global);
         let (text, code) = upgrade::run(&request, &target, cli.global.output_format(), &printer).await?;

@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 
 use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Subcommand};
-use gitops_shared::cli::{ColorChoice, GlobalArgs, OutputFormat};
+use gitops_shared::cli::{ALL_FORMATS, ColorChoice, GlobalArgs, OutputFormat, OutputFormats, STRUCTURED};
 use gitops_shared::cluster::Connection;
 use gitops_shared::completion::{self, COMPLETE_ARG, Shell};
 use gitops_shared::error::ExitCode;
@@ -66,6 +66,10 @@ enum Builtin {
     },
 }
 
+/// What `-o` offers: every format before a command's name (the command judges it), and the
+/// formats of `version`.
+const OUTPUT_FORMATS: OutputFormats = &[("", ALL_FORMATS), ("version", STRUCTURED)];
+
 fn command() -> Command {
     let mut command = GlobalArgs::augment_args(Command::new("kubectl-gitops"));
     for (name, about) in plugin::COMMANDS {
@@ -81,7 +85,7 @@ fn command() -> Command {
         );
     }
     // The about text goes last: augmenting with `Builtin` would replace it with the enum's doc.
-    Builtin::augment_subcommands(command)
+    let command = Builtin::augment_subcommands(command)
         .allow_external_subcommands(true)
         .bin_name("kubectl gitops")
         .about("GitOps for any Kubernetes cluster, on top of Flux")
@@ -94,7 +98,8 @@ fn command() -> Command {
         .after_help(
             "Exit codes: 0 ok, 1 not ready or failed, 2 bad input, 3 cluster unreachable or forbidden, \
              4 git or git provider failure (docs/exit-codes.md).",
-        )
+        );
+    gitops_shared::cli::offer_output_formats(command, OUTPUT_FORMATS)
 }
 
 /// Index of the first word that is not a global flag or a global flag's value.
@@ -149,6 +154,10 @@ fn main() -> std::process::ExitCode {
     if words.first().is_some_and(|word| word == gitops_shared::manpage::MAN_ARG) {
         return runtime::finish(runtime::print_man_page(command, &unparsed), &unparsed);
     }
+    if words.first().is_some_and(|word| word == gitops_shared::manpage::FLAGS_ARG) {
+        let table = gitops_shared::manpage::flag_table(command);
+        return runtime::finish(unparsed.data(&table).map(|()| ExitCode::Ok), &unparsed);
+    }
 
     // A plugin command: forward everything after its name, preceded by the global flags
     // given before it. The global flags are parsed here only to reject bad ones early.
@@ -162,7 +171,7 @@ fn main() -> std::process::ExitCode {
                 .try_get_matches_from(std::iter::once(OsString::from("kubectl-gitops")).chain(globals.iter().cloned()));
             let printer = match parsed.and_then(|matches| GlobalArgs::from_arg_matches(&matches)) {
                 Ok(global) => Printer::from_args(&global),
-                Err(error) => error.exit(),
+                Err(error) => return runtime::usage_error(error, &unparsed),
             };
             let forwarded: Vec<OsString> = globals.iter().chain(&words[position + 1..]).cloned().collect();
             if let Some(command_main) = command_main(&name) {
@@ -172,10 +181,13 @@ fn main() -> std::process::ExitCode {
         }
     }
 
-    let matches = command.clone().get_matches_from(&args);
+    let matches = match command.clone().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(error) => return runtime::usage_error(error, &unparsed),
+    };
     let global = match GlobalArgs::from_arg_matches(&matches) {
         Ok(global) => global,
-        Err(error) => error.exit(),
+        Err(error) => return runtime::usage_error(error, &unparsed),
     };
     let printer = Printer::from_args(&global);
     let builtin = match matches.subcommand() {
@@ -185,7 +197,7 @@ fn main() -> std::process::ExitCode {
         }
         Some(_) => match Builtin::from_arg_matches(&matches) {
             Ok(builtin) => builtin,
-            Err(error) => error.exit(),
+            Err(error) => return runtime::usage_error(error, &unparsed),
         },
     };
     runtime::finish(runtime::block_on(run_builtin(builtin, global, printer)), &printer)

@@ -15,6 +15,8 @@ pub struct AddArgs {
     /// The app's name: a DNS-1123 label, used for its directory and its Flux objects.
     pub name: String,
 
+    /// Where the source is: a git URL (ssh://, https://), a Helm repository or an oci:// URL.
+    ///
     /// Where the app comes from: a git URL (ssh://, https://), an https Helm repository (with
     /// --chart), or oci:// (manifests, or a Helm chart with --chart).
     #[arg(long, required_unless_present = "create_repo", help_heading = "Source")]
@@ -38,10 +40,14 @@ pub struct AddArgs {
     #[command(flatten)]
     pub new_repo: SourceArgs,
 
+    /// The git branch Flux follows.
+    ///
     /// The git branch to follow (git sources; default main).
     #[arg(long, help_heading = "Source")]
     pub branch: Option<String>,
 
+    /// A tag: of a git or OCI source, or of an artifact.
+    ///
     /// The git or OCI tag to follow (OCI default: latest).
     #[arg(long, help_heading = "Source")]
     pub tag: Option<String>,
@@ -54,16 +60,22 @@ pub struct AddArgs {
     #[arg(long, help_heading = "Source")]
     pub commit: Option<String>,
 
+    /// Allow plain HTTP to an OCI registry.
+    ///
     /// Reach the OCI registry over plain HTTP (oci:// sources only; `insecure: true`).
     #[arg(long, help_heading = "Source")]
     pub insecure: bool,
 
+    /// The Secret with credentials for the source.
+    ///
     /// The Secret (in the Flux namespace) with credentials for a private source.
     #[arg(long, value_name = "NAME", help_heading = "Source")]
     pub secret_ref: Option<String>,
 
+    /// A directory: in a source, the one Flux applies; for an artifact, on this machine.
+    ///
     /// The directory of kustomize manifests in the source (default ./).
-    #[arg(long, conflicts_with_all = ["chart", "chart_path"], help_heading = "Deploy")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["chart", "chart_path"], help_heading = "Deploy")]
     pub path: Option<String>,
 
     /// The Helm chart's name in the Helm repository or OCI registry.
@@ -79,7 +91,7 @@ pub struct AddArgs {
     pub chart_path: Option<String>,
 
     /// A Helm values file (repeatable): copied into the repo, shared by all clusters, or
-    /// only for the clusters given with --cluster.
+    /// only for the clusters given with --cluster-name.
     #[arg(long = "values", value_name = "FILE", help_heading = "Deploy")]
     pub values: Vec<PathBuf>,
 
@@ -91,8 +103,10 @@ pub struct AddArgs {
     #[arg(long, help_heading = "Deploy")]
     pub create_namespace: bool,
 
+    /// How often Flux fetches the source and applies it again.
+    ///
     /// How often Flux checks the source and re-applies the app.
-    #[arg(long, value_parser = duration::parse, default_value = "1m", help_heading = "Deploy")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "1m", help_heading = "Deploy")]
     pub interval: Duration,
 
     /// Delete what disappears from the source (kustomize apps).
@@ -103,14 +117,18 @@ pub struct AddArgs {
     #[arg(long, value_name = "APP", help_heading = "Deploy")]
     pub depends_on: Vec<String>,
 
-    /// A cluster to deploy to, by its name in the repo (repeatable; default: the current cluster).
-    #[arg(long = "cluster", value_name = "NAME", help_heading = "Deploy")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// The clusters to deploy to (repeatable; default: the current cluster).
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME", help_heading = "Deploy")]
     pub clusters: Vec<String>,
 
     /// Replace the app's definition when it already exists with a different one.
     #[arg(long, help_heading = "Deploy")]
     pub update: bool,
 
+    /// Print the Flux YAML it would write and change nothing.
+    ///
     /// Print the app's Flux YAML only; no cluster, no repo.
     #[arg(long, conflicts_with = "dry_run", help_heading = "Delivery")]
     pub export: bool,
@@ -128,9 +146,11 @@ pub struct RemoveArgs {
     /// The app to remove.
     pub name: String,
 
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
     /// Remove it from these clusters only (repeatable; default: the current cluster). The app's
     /// definition goes too once no cluster lists it.
-    #[arg(long = "cluster", value_name = "NAME")]
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME")]
     pub clusters: Vec<String>,
 
     #[command(flatten)]
@@ -160,17 +180,21 @@ pub struct SuspendArgs {
 /// `app list`.
 #[derive(Debug, Clone, Args)]
 pub struct ListArgs {
+    /// Every namespace, instead of -n's.
+    ///
     /// List the apps of every namespace.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
 
-    /// Only the apps the config repo lists for this cluster (reads the repo, like --repo).
-    #[arg(long, value_name = "NAME")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// Only the apps it lists (reads the repo, like --repo).
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME")]
     pub cluster: Option<String>,
 
     /// Read the config repo instead of the cluster: every app and the clusters that list it.
-    #[arg(long)]
-    pub repo: bool,
+    #[arg(long = "in-repo")]
+    pub in_repo: bool,
 
     #[command(flatten)]
     pub repo_access: RepoArgs,

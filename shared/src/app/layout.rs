@@ -4,10 +4,10 @@
 //! apps/<app>/kustomization.yaml            source.yaml + release.yaml (+ shared values)
 //! apps/<app>/source.yaml                   GitRepository | HelmRepository | OCIRepository
 //! apps/<app>/release.yaml                  Kustomization | HelmRelease
-//! apps/<app>/values/<file>                 --values without --cluster: every cluster gets them
+//! apps/<app>/values/<file>                 --values without --cluster-name: every cluster gets them
 //! <cluster>/apps/kustomization.yaml        the cluster's app list: one directory per app
 //! <cluster>/apps/<app>/kustomization.yaml  the shared definition, plus this cluster's values
-//! <cluster>/apps/<app>/values/<file>       --values with --cluster
+//! <cluster>/apps/<app>/values/<file>       --values with --cluster-name
 //! ```
 //!
 //! The definition is written once and shared, so two clusters never hold two objects of the

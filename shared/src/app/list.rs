@@ -1,5 +1,5 @@
 //! `app list`: the apps, from the cluster (our labelled objects, with their state) or from the
-//! config repo (`--repo`, `--cluster`: every app and the clusters that list it).
+//! config repo (`--in-repo`, `--cluster-name`: every app and the clusters that list it).
 
 use serde::Serialize;
 

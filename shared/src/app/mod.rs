@@ -27,7 +27,7 @@ use self::spec::AppSpec;
 use crate::change::layout::{self as repo_layout, ClusterDir, SuspendPatch, remove_listed};
 use crate::change::plan::FileChange;
 use crate::change::{Awaits, Change, Context, Target, clone, context, drive, new_repo, reviewed, target_clusters};
-use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux::api::{self, Versions};
 use crate::flux::bootstrap::SYNC_NAME;
@@ -40,7 +40,10 @@ use crate::repo_access::{self, parse_url};
 pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Result<String> {
     let args = request;
     if args.export {
-        let namespace = target.namespace.clone().unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
+        let namespace = match &target.namespace {
+            Some(namespace) => namespace.clone(),
+            None => crate::cluster::default_flux_namespace()?,
+        };
         return request.spec.export(&namespace);
     }
     let context =
@@ -197,7 +200,7 @@ pub async fn remove(args: &RemoveRequest, target: &Target, printer: &Printer) ->
     if files.is_empty() {
         return Err(Error::usage(
             format!("{noun} {} is not in the config repo for {cluster_list}", args.name),
-            format!("`kubectl gitops {} list --repo` lists them and their clusters", args.tier.command()),
+            format!("`kubectl gitops {} list --in-repo` lists them and their clusters", args.tier.command()),
         ));
     }
     let definition_dir = format!("{root}/{}", args.name);

@@ -1,7 +1,7 @@
 //! The request a pull request records in its body, and the plan recomputed from it (`pr show`).
 //!
 //! Every change that opens a pull request writes the words that give it again, as a reviewer
-//! would type them (`kubectl gitops app add hello --url … --cluster dev`): `app`/`platform`
+//! would type them (`kubectl gitops app add hello --url … --cluster-name dev`): `app`/`platform`
 //! add and remove with the app's resolved flags ([`AppSpec::words`]), `app suspend|resume
 //! --persist`, `tenant add|remove`, `monitoring install`, `component upgrade` and `upgrade`,
 //! each with its flags resolved. `pr show` parses them with the commands' own flags and plans
@@ -24,7 +24,7 @@ use crate::change::recorded::{Replanned, cluster_words, parse_args, unreadable};
 use crate::error::Result;
 use crate::git::Workspace;
 
-/// The words of an add: `<app|platform> add NAME --url … [--cluster C]… [--update]`.
+/// The words of an add: `<app|platform> add NAME --url … [--cluster-name C]… [--update]`.
 pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<String> {
     let mut words = vec![spec.tier.command().to_string(), "add".to_string()];
     words.extend(spec.words());
@@ -33,7 +33,7 @@ pub fn add_words(spec: &AppSpec, clusters: &[String], update: bool) -> Vec<Strin
     words
 }
 
-/// The words of a removal: `<app|platform> remove NAME [--cluster C]…`.
+/// The words of a removal: `<app|platform> remove NAME [--cluster-name C]…`.
 pub fn remove_words(tier: Tier, name: &str, clusters: &[String]) -> Vec<String> {
     let mut words = vec![tier.command().to_string(), "remove".to_string(), name.to_string()];
     words.extend(cluster_words(clusters));

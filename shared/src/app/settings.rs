@@ -17,7 +17,7 @@ pub struct AddRequest {
     pub spec: AppSpec,
     /// `--export`: print the Flux objects, touch nothing.
     pub export: bool,
-    /// `--cluster`: the clusters to add it to (default: the current one); values go per cluster.
+    /// `--cluster-name`: the clusters to add it to (default: the current one); values go per cluster.
     pub clusters: Vec<String>,
     /// `--update`: replace a different definition.
     pub update: bool,
@@ -58,7 +58,7 @@ impl AddArgs {
 /// accepts.
 pub(crate) fn checked_clusters(clusters: &[String]) -> Result<Vec<String>> {
     for cluster in clusters {
-        crate::names::validate_name(cluster, "--cluster")?;
+        crate::names::validate_name(cluster, "--cluster-name")?;
     }
     Ok(clusters.to_vec())
 }
@@ -70,7 +70,7 @@ pub struct RemoveRequest {
     pub name: String,
     /// An app, or a platform app (`platform remove`).
     pub tier: Tier,
-    /// `--cluster`: remove it from these only (default: the current cluster).
+    /// `--cluster-name`: remove it from these only (default: the current cluster).
     pub clusters: Vec<String>,
     /// The config repo.
     pub repo: RepoSettings,
@@ -126,9 +126,9 @@ impl SuspendArgs {
 pub struct ListRequest {
     /// `-A`.
     pub all_namespaces: bool,
-    /// `--cluster`: the apps the config repo lists for this cluster.
+    /// `--cluster-name`: the apps the config repo lists for this cluster.
     pub cluster: Option<String>,
-    /// `--repo` (or `--cluster`): read the config repo.
+    /// `--in-repo` (or `--cluster-name`): read the config repo.
     pub reads_repo: bool,
     /// The config repo.
     pub repo: RepoSettings,
@@ -148,7 +148,7 @@ impl ListArgs {
         Ok(ListRequest {
             all_namespaces: self.all_namespaces,
             cluster: self.cluster.clone(),
-            reads_repo: self.repo || self.cluster.is_some(),
+            reads_repo: self.in_repo || self.cluster.is_some(),
             repo: self.repo_access.settings()?,
             format,
             headers: !global.no_headers,

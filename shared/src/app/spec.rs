@@ -170,7 +170,7 @@ pub struct AppSpec {
     pub prune: bool,
     /// Apps that must be Ready first.
     pub depends_on: Vec<String>,
-    /// Values files: shared by every cluster without `--cluster`, else for those clusters.
+    /// Values files: shared by every cluster without `--cluster-name`, else for those clusters.
     pub values: Vec<ValuesFile>,
     /// An app, or a platform app.
     pub tier: Tier,
@@ -403,7 +403,7 @@ impl AppSpec {
     /// serves, as `flux create … --export` prints them. The `--values` files are merged into
     /// the HelmRelease's `spec.values`, as `flux create helmrelease --values` writes them: the
     /// repo holds them as ConfigMaps in `valuesFrom` instead (docs/layout.md), which gives Helm
-    /// the same values. With `--cluster`, the files are what those clusters get; values already
+    /// the same values. With `--cluster-name`, the files are what those clusters get; values already
     /// in the repo are not read (`--export` reads nothing but its flags and files).
     pub fn export(&self, namespace: &str) -> Result<String> {
         let versions = Versions::pinned();

@@ -348,8 +348,8 @@ fn export_merges_the_values_files_into_the_release_as_flux_does() {
     let release = exported.split_inclusive("---\n").skip(2).collect::<String>();
     assert_eq!(format!("---\n{release}"), FLUX_HELMRELEASE_WITH_VALUES);
     assert!(exported.starts_with("---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\n"), "{exported}");
-    // With --cluster the files are that cluster's values: the export shows what it gets.
-    let per_cluster = spec(&[&args[..], &["--cluster", "dev"]].concat()).export("flux-system").unwrap();
+    // With --cluster-name the files are that cluster's values: the export shows what it gets.
+    let per_cluster = spec(&[&args[..], &["--cluster-name", "dev"]].concat()).export("flux-system").unwrap();
     assert_eq!(per_cluster, exported);
     let only_empty = spec(&["podinfo", "--url", url, "--chart", "podinfo", "--values", &empty]);
     assert!(only_empty.export("flux-system").unwrap().ends_with("  values: {}\n"), "flux prints an empty mapping");
@@ -389,10 +389,10 @@ fn semver_ranges_and_chart_versions_are_checked_with_the_flags() {
 #[test]
 fn names_and_refs_are_checked_with_the_flags() {
     let git = "https://github.com/acme/app";
-    spec(&["web", "--url", git, "--secret-ref", "git.credentials", "--cluster", "dev", "--branch", "release/1.x"]);
+    spec(&["web", "--url", git, "--secret-ref", "git.credentials", "--cluster-name", "dev", "--branch", "release/1.x"]);
     spec(&["web", "--url", "oci://ghcr.io/acme/web", "--tag", "v1.2.3_build-5"]);
     let cases: [(&[&str], &str); 5] = [
-        (&["--url", git, "--cluster", "Dev"], r#"--cluster "Dev" is not a valid name"#),
+        (&["--url", git, "--cluster-name", "Dev"], r#"--cluster-name "Dev" is not a valid name"#),
         (&["--url", git, "--secret-ref", "Git_Creds"], r#"--secret-ref "Git_Creds" is not a valid name"#),
         (&["--url", git, "--branch", "a..b"], r#"--branch "a..b" is not a valid git branch name"#),
         (&["--url", git, "--tag", "v1 beta"], r#"--tag "v1 beta" is not a valid git tag name"#),
@@ -527,7 +527,7 @@ fn the_recorded_request_is_one_quoted_line_under_its_heading() {
         ),
         "{section}"
     );
-    assert!(section.ends_with(" --cluster dev --cluster prod --update`\n"), "{section}");
+    assert!(section.ends_with(" --cluster-name dev --cluster-name prod --update`\n"), "{section}");
     let body = format!("{}\n\n### Files\n- add `x`\n{section}\n### Notes\n- n\n", plan::PULL_REQUEST_MARK);
     assert_eq!(plan::parse(&body), Some(words));
     assert_eq!(plan::parse("no request here"), None);

@@ -3,7 +3,7 @@
 
 use super::layout::{self, ClusterDir};
 use super::settings::{DeliveryMode, DeliverySettings, RepoSettings, Target};
-use crate::cluster::{Cluster, DEFAULT_FLUX_NAMESPACE};
+use crate::cluster::Cluster;
 use crate::config::hosts;
 use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
@@ -94,11 +94,8 @@ pub async fn context(
         Err(error) if repo_args.config_repo.is_none() => return Err(error),
         Err(_) => (None, None),
     };
-    let namespace = detection
-        .as_ref()
-        .and_then(|detection| detection.flux.as_ref().map(|flux| flux.namespace.clone()))
-        .or_else(|| target.namespace.clone())
-        .unwrap_or_else(|| DEFAULT_FLUX_NAMESPACE.to_string());
+    let detected = detection.as_ref().and_then(|detection| detection.flux.as_ref().map(|flux| flux.namespace.clone()));
+    let namespace = flux_namespace(detected, target.namespace.clone())?;
     let versions = match &detection {
         Some(detection) if !detection.api_versions.is_empty() => Versions::served(detection.api_versions.clone()),
         Some(_) if repo_args.config_repo.is_none() => {
@@ -249,7 +246,7 @@ pub(crate) async fn clone(repo: &ConfigRepo) -> Result<Workspace> {
     Ok(checkout)
 }
 
-/// The clusters to change: those named with `--cluster`, else the current cluster.
+/// The clusters to change: those named with `--cluster-name`, else the current cluster.
 pub(crate) fn target_clusters(
     checkout: &Checkout,
     names: &[String],
@@ -259,7 +256,7 @@ pub(crate) fn target_clusters(
     let known_names = || known.iter().map(|cluster| cluster.name.as_str()).collect::<Vec<_>>().join(", ");
     let wanted: Vec<String> = if names.is_empty() {
         let record = record.ok_or_else(|| {
-            Error::usage("no cluster given and the current cluster has no install record", "pass --cluster NAME")
+            Error::usage("no cluster given and the current cluster has no install record", "pass --cluster-name NAME")
         })?;
         vec![record.cluster_name.clone()]
     } else {
@@ -291,4 +288,33 @@ pub(crate) fn reviewed(delivery: &DeliverySettings, context: &Context) -> Delive
         delivery.mode = DeliveryMode::PullRequest;
     }
     delivery
+}
+
+/// The namespace of the Flux objects a change writes: the cluster's Flux namespace, which `-n`
+/// may only repeat (the config repo's objects live there), else `-n`, else the default.
+fn flux_namespace(detected: Option<String>, asked: Option<String>) -> Result<String> {
+    match (detected, asked) {
+        (Some(detected), Some(asked)) if detected != asked => Err(Error::usage(
+            format!("-n {asked}: this cluster's Flux objects live in namespace {detected}"),
+            format!("leave -n out, or pass -n {detected}"),
+        )),
+        (Some(namespace), _) | (None, Some(namespace)) => Ok(namespace),
+        (None, None) => crate::cluster::default_flux_namespace(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minus_n_may_repeat_the_clusters_flux_namespace_and_names_it_when_the_cluster_does_not() {
+        let some = |text: &str| Some(text.to_string());
+        assert_eq!(flux_namespace(some("gitops"), None).unwrap(), "gitops");
+        assert_eq!(flux_namespace(some("gitops"), some("gitops")).unwrap(), "gitops");
+        assert_eq!(flux_namespace(None, some("elsewhere")).unwrap(), "elsewhere");
+        let refused = flux_namespace(some("gitops"), some("team-a")).unwrap_err();
+        assert_eq!(refused.exit_code(), crate::error::ExitCode::Usage);
+        assert!(refused.to_string().contains("namespace gitops"), "{refused}");
+    }
 }

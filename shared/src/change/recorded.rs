@@ -6,9 +6,9 @@ use clap::Parser;
 use super::plan::{self, FileChange};
 use crate::error::{Error, Result};
 
-/// `--cluster C` for each cluster given.
+/// `--cluster-name C` for each cluster given.
 pub fn cluster_words(clusters: &[String]) -> impl Iterator<Item = String> + '_ {
-    clusters.iter().flat_map(|cluster| ["--cluster".to_string(), cluster.clone()])
+    clusters.iter().flat_map(|cluster| ["--cluster-name".to_string(), cluster.clone()])
 }
 
 /// A command's flags `T`, parsed from recorded words.

@@ -12,12 +12,16 @@ pub struct ComponentUpgradeArgs {
     /// The component (`kubectl gitops component list` shows them).
     pub name: String,
 
+    /// A tag: of a git or OCI source, or of an artifact.
+    ///
     /// The artifact tag to move to (`.spec.ref.tag` of its OCIRepository).
     #[arg(long)]
     pub tag: String,
 
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
     /// The clusters to change (repeatable); default: the current cluster.
-    #[arg(long = "cluster", value_name = "NAME")]
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME")]
     pub clusters: Vec<String>,
 
     #[command(flatten)]
@@ -34,7 +38,7 @@ pub struct ComponentUpgradeRequest {
     pub name: String,
     /// The tag to move to, a valid OCI tag.
     pub tag: String,
-    /// `--cluster`: the clusters to change; empty means the current one.
+    /// `--cluster-name`: the clusters to change; empty means the current one.
     pub clusters: Vec<String>,
     /// The config repo.
     pub repo: RepoSettings,

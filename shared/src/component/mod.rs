@@ -234,12 +234,22 @@ mod tests {
 
     #[test]
     fn a_recorded_upgrade_parses_back_to_the_same_request() {
-        let given =
-            ["component", "upgrade", "widgets", "--cluster", "dev", "--tag", "v0.0.2", "--cluster", "prod", "--pr"]
-                .map(String::from);
+        let given = [
+            "component",
+            "upgrade",
+            "widgets",
+            "--cluster-name",
+            "dev",
+            "--tag",
+            "v0.0.2",
+            "--cluster-name",
+            "prod",
+            "--pr",
+        ]
+        .map(String::from);
         let args: ComponentUpgradeArgs = recorded::parse_args(&given[2..], &given).unwrap();
         let words = upgrade_words(&args.request().unwrap());
-        assert_eq!(words.join(" "), "component upgrade widgets --tag v0.0.2 --cluster dev --cluster prod");
+        assert_eq!(words.join(" "), "component upgrade widgets --tag v0.0.2 --cluster-name dev --cluster-name prod");
         let parsed: ComponentUpgradeArgs = recorded::parse_args(&words[2..], &words).unwrap();
         assert_eq!(upgrade_words(&parsed.request().unwrap()), words);
         let bad = ["component", "upgrade", "widgets", "--tag", "v1", "--bogus"].map(String::from);

@@ -52,6 +52,8 @@ pub struct InstallArgs {
     #[arg(long, help_heading = "Repository")]
     pub hostname: Option<String>,
 
+    /// Where the source is: a git URL (ssh://, https://), a Helm repository or an oci:// URL.
+    ///
     /// The repository URL for --provider git: ssh://user@host[:port]/path or https://host/path.
     #[arg(long, help_heading = "Repository")]
     pub url: Option<String>,
@@ -60,12 +62,14 @@ pub struct InstallArgs {
     #[arg(long, value_name = "URL", conflicts_with = "url", help_heading = "Repository")]
     pub from_repo: Option<String>,
 
-    /// The branch Flux follows.
+    /// The git branch Flux follows.
     #[arg(long, default_value = "main", help_heading = "Repository")]
     pub branch: String,
 
+    /// A directory: in a source, the one Flux applies; for an artifact, on this machine.
+    ///
     /// The cluster's directory in the repo (default clusters/<cluster-name>).
-    #[arg(long, help_heading = "Repository")]
+    #[arg(long, value_name = "DIR", help_heading = "Repository")]
     pub path: Option<String>,
 
     /// A separate repository for the platform services (`platform add`, `monitoring install`), on
@@ -78,12 +82,16 @@ pub struct InstallArgs {
     #[arg(long, value_name = "BRANCH", requires = "platform_repo", help_heading = "Repository")]
     pub platform_branch: Option<String>,
 
-    /// The cluster's name in the repo layout (default: the kube context, lower-cased to a DNS label).
-    #[arg(long, help_heading = "Repository")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// The name this cluster gets (default: the kube context, lower-cased to a DNS label).
+    #[arg(long, value_name = "NAME", help_heading = "Repository")]
     pub cluster_name: Option<String>,
 
-    /// The Flux version to install (default: the version this plugin pins).
-    #[arg(long, help_heading = "Flux")]
+    /// The Flux release, vX.Y.Z (default: the one this kubectl-gitops pins).
+    ///
+    /// The release to install.
+    #[arg(long, value_name = "VERSION", help_heading = "Flux")]
     pub flux_version: Option<String>,
 
     /// The Flux controllers to install, comma separated.
@@ -94,15 +102,21 @@ pub struct InstallArgs {
     #[arg(long, value_delimiter = ',', help_heading = "Flux")]
     pub components_extra: Vec<String>,
 
+    /// Flux component manifests to use instead of generating them (`flux install --export` output).
+    ///
     /// The Flux component manifests to use (gotk-components.yaml, e.g. from `flux install --export`).
     #[arg(long, value_name = "FILE", help_heading = "Flux")]
     pub components_file: Option<PathBuf>,
 
+    /// The flux CLI that generates the component manifests.
+    ///
     /// The flux CLI that generates the component manifests (default: the pinned release, cached or
     /// downloaded and verified; see `kubectl gitops flux`).
     #[arg(long, value_name = "PATH", help_heading = "Flux")]
     pub flux_bin: Option<PathBuf>,
 
+    /// Allow a Flux release this kubectl-gitops does not pin, checked only against its own checksums file.
+    ///
     /// Run a Flux release this kubectl-gitops does not pin (--flux-version, or the repo's record
     /// with --from-repo), checked only against its own checksums file.
     #[arg(long, help_heading = "Flux")]
@@ -112,9 +126,11 @@ pub struct InstallArgs {
     #[arg(long = "component", value_name = "OCI_URL", help_heading = "Flux")]
     pub oci_components: Vec<String>,
 
-    /// Create the repository as private (when it does not exist yet).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL", help_heading = "Access")]
-    pub private: bool,
+    /// Make a new repository public (default: private).
+    ///
+    /// Only when the repository does not exist yet.
+    #[arg(long, help_heading = "Access")]
+    pub public: bool,
 
     /// The owner is a user, not an organisation or group.
     #[arg(long, help_heading = "Access")]
@@ -132,22 +148,32 @@ pub struct InstallArgs {
     #[arg(long, value_enum, default_value_t = KeyAlgorithm::Ed25519, help_heading = "Access")]
     pub ssh_key_algorithm: KeyAlgorithm,
 
+    /// The SSH private key for git.
+    ///
     /// Use this SSH private key for Flux and for pushing, instead of generating a deploy key.
     #[arg(long, value_name = "FILE", help_heading = "Access")]
     pub private_key_file: Option<PathBuf>,
 
+    /// known_hosts for the git host.
+    ///
     /// known_hosts lines for the git host (default: ~/.ssh/known_hosts, else a scan you confirm).
     #[arg(long, value_name = "FILE", help_heading = "Access")]
     pub known_hosts_file: Option<PathBuf>,
 
+    /// Print the plan and change nothing.
+    ///
     /// Print the numbered steps and every file and object without changing anything.
     #[arg(long, help_heading = "Run")]
     pub dry_run: bool,
 
+    /// Print the Flux YAML it would write and change nothing.
+    ///
     /// Print the manifests only (components, sync, record) and change nothing.
     #[arg(long, conflicts_with = "dry_run", help_heading = "Run")]
     pub export: bool,
 
+    /// Wait until Flux has applied the change and it is Ready.
+    ///
     /// Wait until Flux has applied the pushed commit (the default).
     #[arg(long, overrides_with = "no_wait", help_heading = "Run")]
     pub wait: bool,
@@ -156,8 +182,10 @@ pub struct InstallArgs {
     #[arg(long, help_heading = "Run")]
     pub no_wait: bool,
 
+    /// How long to wait.
+    ///
     /// How long to wait for CRDs, controllers and the first sync.
-    #[arg(long, value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Run")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = crate::timeouts::COMMAND_FLAG, help_heading = "Run")]
     pub timeout: Duration,
 
     /// Don't ask for confirmation (deploy key added, host key pinned).

@@ -150,7 +150,10 @@ impl Request {
             branch: settings.branch.clone(),
             path: settings.path.clone().unwrap_or_else(|| format!("clusters/{cluster_name}")),
             cluster_name,
-            namespace: settings.namespace.as_deref().unwrap_or(crate::cluster::DEFAULT_FLUX_NAMESPACE).to_string(),
+            namespace: match &settings.namespace {
+                Some(namespace) => namespace.clone(),
+                None => crate::cluster::default_flux_namespace()?,
+            },
             flux_version: settings.flux.version.clone().unwrap_or_else(|| crate::flux::PINNED_VERSION.to_string()),
             components: settings.flux.components.clone(),
             private: settings.access.private,

@@ -218,7 +218,7 @@ impl InstallArgs {
                 oci_components,
             },
             access: AccessSettings {
-                private: self.private,
+                private: !self.public,
                 personal: self.personal,
                 read_write_key: self.read_write_key,
                 token_auth: self.token_auth,

@@ -24,7 +24,7 @@ use serde::Serialize;
 use self::manifests::{NAME, NEEDED_KINDS, PLATFORM_DIR};
 use self::prometheus::Endpoint;
 pub use self::rules::Thresholds;
-use crate::change::layout::ClusterDir;
+use crate::change::layout::{ClusterDir, KUSTOMIZATION_FILE};
 use crate::change::plan::FileChange;
 use crate::change::recorded::{self, Replanned};
 use crate::change::{self, Awaits, Change, Target, clone, drive, target_clusters};
@@ -42,29 +42,38 @@ use crate::plan;
 /// `monitoring install`.
 #[derive(Debug, Clone, Args)]
 pub struct InstallArgs {
-    /// A cluster to install it in, by its name in the repo (repeatable; default: the current cluster).
-    #[arg(long = "cluster", value_name = "NAME", help_heading = "Monitoring")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// The clusters to install it in (repeatable; default: the current cluster).
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME", help_heading = "Monitoring")]
     pub clusters: Vec<String>,
 
     /// Alert when a Flux object has not been Ready for this long.
-    #[arg(long, value_parser = duration::parse, default_value = "10m", help_heading = "Alerts")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "10m", help_heading = "Alerts")]
     pub not_ready_for: Duration,
 
     /// Alert when a Flux object has been suspended for this long.
-    #[arg(long, value_parser = duration::parse, default_value = "24h", help_heading = "Alerts")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "24h", help_heading = "Alerts")]
     pub suspended_for: Duration,
 
     /// Alert when a Flux controller cannot be scraped for this long.
-    #[arg(long, value_parser = duration::parse, default_value = "5m", help_heading = "Alerts")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "5m", help_heading = "Alerts")]
     pub controller_down_for: Duration,
 
     /// Alert when a kind's reconciliation p99 is above this ...
-    #[arg(long, value_parser = duration::parse, default_value = "1m", help_heading = "Alerts")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "1m", help_heading = "Alerts")]
     pub slow_reconcile: Duration,
 
     /// ... for this long.
-    #[arg(long, value_parser = duration::parse, default_value = "15m", help_heading = "Alerts")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "15m", help_heading = "Alerts")]
     pub slow_for: Duration,
+
+    /// Print the Flux YAML it would write and change nothing.
+    ///
+    /// The stack's objects (its source, HelmRelease, monitors, rules and dashboards) as the config
+    /// repo would get them; no cluster, no repo.
+    #[arg(long, conflicts_with = "dry_run", help_heading = "Delivery")]
+    pub export: bool,
 
     #[command(flatten)]
     pub config: RepoArgs,
@@ -88,10 +97,12 @@ pub struct StatusArgs {
 /// `monitoring install`, resolved.
 #[derive(Debug, Clone)]
 pub struct InstallRequest {
-    /// `--cluster`.
+    /// `--cluster-name`.
     pub clusters: Vec<String>,
     /// The alerts' thresholds.
     pub thresholds: Thresholds,
+    /// `--export`: print the stack's Flux YAML only.
+    pub export: bool,
     /// How to reach the config repo.
     pub config: RepoSettings,
     /// How the change is delivered.
@@ -130,6 +141,7 @@ impl InstallArgs {
         Ok(InstallRequest {
             clusters: self.clusters.clone(),
             thresholds,
+            export: self.export,
             config: self.config.settings()?,
             delivery: self.delivery.settings()?,
         })
@@ -156,10 +168,24 @@ impl StatusArgs {
     }
 }
 
+/// `monitoring install --export`: the stack's manifests as the config repo would get them (every
+/// YAML file of its directories but kustomize's own lists), at the API versions this build pins,
+/// with no cluster and no repo.
+pub fn export(request: &InstallRequest) -> Result<String> {
+    let files = manifests::stack_files(&crate::flux::api::Versions::pinned(), &request.thresholds)?;
+    Ok(files
+        .iter()
+        .filter(|(path, _)| path.ends_with(".yaml") && !path.ends_with(KUSTOMIZATION_FILE))
+        .map(|(_, text)| if text.starts_with("---") { text.clone() } else { format!("---\n{text}") })
+        .collect())
+}
+
 /// `monitoring install`.
 pub async fn install(request: &InstallRequest, target: &Target, printer: &Printer) -> Result<String> {
-    let target = Target { namespace: None, ..target.clone() };
-    let context = change::context(&target, &request.config.in_platform_repo(), true, printer).await?;
+    if request.export {
+        return export(request);
+    }
+    let context = change::context(target, &request.config.in_platform_repo(), true, printer).await?;
     require_kinds(&context.versions)?;
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &request.clusters, context.record())?;

@@ -104,14 +104,36 @@ fn a_recorded_install_parses_back_to_the_same_thresholds() {
         #[command(flatten)]
         install: super::InstallArgs,
     }
-    let args = ["install", "--cluster", "dev", "--not-ready-for", "90s", "--slow-for", "1h"];
+    let args = ["install", "--cluster-name", "dev", "--not-ready-for", "90s", "--slow-for", "1h"];
     let request = Install::try_parse_from(args).unwrap().install.request().unwrap();
     let words = super::install_words(&request);
     assert_eq!(
         words.join(" "),
-        "monitoring install --cluster dev --not-ready-for 1m30s --suspended-for 24h0m0s --controller-down-for 5m0s \
+        "monitoring install --cluster-name dev --not-ready-for 1m30s --suspended-for 24h0m0s --controller-down-for 5m0s \
          --slow-reconcile 1m0s --slow-for 1h0m0s"
     );
     let parsed: super::InstallArgs = crate::change::recorded::parse_args(&words[2..], &words).unwrap();
     assert_eq!(super::install_words(&parsed.request().unwrap()), words);
+}
+
+#[test]
+fn export_prints_the_stacks_flux_objects_without_a_cluster() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Install {
+        #[command(flatten)]
+        install: super::InstallArgs,
+    }
+    let request = Install::try_parse_from(["install", "--export"]).unwrap().install.request().unwrap();
+    let exported = super::export(&request).unwrap();
+    let documents = crate::yaml::documents_from_str(&exported).unwrap();
+    let kinds: Vec<&str> = documents.iter().filter_map(|document| document["kind"].as_str()).collect();
+    for kind in ["Namespace", "OCIRepository", "HelmRelease", "PodMonitor", "PrometheusRule"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    assert!(
+        !kinds.contains(&"Kustomization")
+            || documents.iter().all(|d| d["apiVersion"] != "kustomize.config.k8s.io/v1beta1")
+    );
+    assert!(exported.starts_with("---\n"), "{}", &exported[..80]);
 }

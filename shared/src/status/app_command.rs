@@ -23,6 +23,8 @@ pub struct AppStatusArgs {
     /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
     pub name: String,
 
+    /// Don't read the app's git source for commit authors, times and subjects.
+    ///
     /// Don't fetch the applied commit from git to show its author, time and subject.
     #[arg(long)]
     pub no_git: bool,
@@ -30,8 +32,10 @@ pub struct AppStatusArgs {
     #[command(flatten)]
     pub wait: WaitArgs,
 
+    /// Keep showing it, driven by watches.
+    ///
     /// Keep showing the app: redrawn in place on a terminal, printed again on each change otherwise.
-    #[arg(long)]
+    #[arg(short = 'w', long)]
     pub watch: bool,
 }
 
@@ -45,7 +49,7 @@ impl AppStatusArgs {
             (false, Some(wait)) => Follow::Wait(wait),
             (false, None) => Follow::Once,
         };
-        Ok(AppStatusRequest { app: AppRef::of(&self.name, global), git: !self.no_git, format, follow })
+        Ok(AppStatusRequest { app: AppRef::of(&self.name, global)?, git: !self.no_git, format, follow })
     }
 }
 

@@ -22,6 +22,8 @@ pub struct AppHistoryArgs {
     /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
     pub name: String,
 
+    /// Don't read the app's git source for commit authors, times and subjects.
+    ///
     /// Don't read the app's git source for the commits behind each deployment.
     #[arg(long)]
     pub no_git: bool,
@@ -34,7 +36,7 @@ impl AppHistoryArgs {
         crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
         crate::names::validate_name(&self.name, "app name")?;
         Ok(AppHistoryRequest {
-            app: AppRef::of(&self.name, global),
+            app: AppRef::of(&self.name, global)?,
             git: !self.no_git,
             format,
             headers: !global.no_headers,

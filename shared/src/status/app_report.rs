@@ -261,11 +261,12 @@ pub(super) struct AppRef {
 impl AppRef {
     /// The error for an app that does not exist.
     /// The app NAME of `-n` (default: the Flux namespace), as `app status` and `app history` take it.
-    pub(super) fn of(name: &str, global: &crate::cli::GlobalArgs) -> AppRef {
-        AppRef {
-            namespace: global.namespace.clone().unwrap_or_else(|| crate::cluster::DEFAULT_FLUX_NAMESPACE.to_string()),
-            name: name.to_string(),
-        }
+    pub(super) fn of(name: &str, global: &crate::cli::GlobalArgs) -> crate::error::Result<AppRef> {
+        let namespace = match &global.namespace {
+            Some(namespace) => namespace.clone(),
+            None => crate::cluster::default_flux_namespace()?,
+        };
+        Ok(AppRef { namespace, name: name.to_string() })
     }
 
     pub(super) fn not_found(&self) -> Error {

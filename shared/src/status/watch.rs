@@ -164,14 +164,20 @@ pub(super) fn judge_row(
 /// next to its own `--watch`, which `--wait` conflicts with).
 #[derive(Debug, Clone, clap::Args)]
 pub struct WaitArgs {
+    /// Wait until Flux has applied the change and it is Ready.
+    ///
     /// Wait until Ready: for `app status` the app, at --revision (default: what its source offers); for `status` the config repo sync (Kustomization flux-system) at --revision (default: its branch's head, asked of the git server) and every app shown, at what its source offers, or suspended. Exit 1 when a failure lasts --grace-period, or at --timeout, naming what blocks.
     #[arg(long, conflicts_with = "watch")]
     pub wait: bool,
 
+    /// How long to wait.
+    ///
     /// How long --wait waits.
     #[arg(long, value_name = "DURATION", default_value = crate::timeouts::COMMAND_FLAG, value_parser = duration::parse)]
     pub timeout: Duration,
 
+    /// A source revision, by Flux's convention (<branch|tag>@sha1:<commit>) or a commit hash.
+    ///
     /// The revision --wait waits for (`status`: the config repo's): a commit hash or its start, a Flux revision (main@sha1:…), or a chart version.
     #[arg(long, value_name = "REVISION", requires = "wait")]
     pub revision: Option<String>,

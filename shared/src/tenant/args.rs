@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::flux::objects::GitRef;
 use crate::names::validate_name;
 
-/// The role a tenant gets in its namespaces unless `--role` says otherwise: Kubernetes'
+/// The role a tenant gets in its namespaces unless `--cluster-role` says otherwise: Kubernetes'
 /// namespaced `admin`, bound by a RoleBinding (never cluster-wide).
 pub const DEFAULT_ROLE: &str = "admin";
 /// The role that is refused without `--allow-cluster-admin` (`flux create tenant`'s default).
@@ -25,16 +25,17 @@ pub struct TenantAddArgs {
     /// The team: a DNS-1123 label, used for its directory, its ServiceAccount and its Flux objects.
     pub name: String,
 
-    /// A namespace the team deploys to (repeatable; `-n NS` counts as one too). Created when it
-    /// does not exist; refused when another tenant owns it.
-    #[arg(long = "with-namespace", value_name = "NS", help_heading = "Tenant")]
+    /// A namespace the team deploys to.
+    ///
+    /// Repeatable. Created when it does not exist; refused when another tenant owns it.
+    #[arg(long = "with-namespace", value_name = "NAMESPACE", help_heading = "Tenant")]
     pub namespaces: Vec<String>,
 
     /// The ClusterRole the team's ServiceAccount gets in each of its namespaces (a RoleBinding).
-    #[arg(long, value_name = "ROLE", default_value = DEFAULT_ROLE, help_heading = "Tenant")]
+    #[arg(long = "cluster-role", value_name = "ROLE", default_value = DEFAULT_ROLE, help_heading = "Tenant")]
     pub role: String,
 
-    /// Allow --role cluster-admin: full control of the team's namespaces, RBAC included.
+    /// Allow --cluster-role cluster-admin: full control of the team's namespaces, RBAC included.
     #[arg(long, help_heading = "Tenant")]
     pub allow_cluster_admin: bool,
 
@@ -46,30 +47,47 @@ pub struct TenantAddArgs {
     #[arg(long, value_name = "URL", help_heading = "Team repo")]
     pub repo: Option<String>,
 
+    /// The git branch Flux follows.
+    ///
     /// The branch of the team's repo.
     #[arg(long, value_name = "BRANCH", default_value = "main", requires = "repo", help_heading = "Team repo")]
     pub branch: String,
 
+    /// A directory: in a source, the one Flux applies; for an artifact, on this machine.
+    ///
     /// The directory of the team's repo to apply.
-    #[arg(long, value_name = "PATH", default_value = "./", requires = "repo", help_heading = "Team repo")]
+    #[arg(long, value_name = "DIR", default_value = "./", requires = "repo", help_heading = "Team repo")]
     pub path: String,
 
+    /// The Secret with credentials for the source.
+    ///
     /// The Secret (in each of the team's namespaces) with credentials for the team's repo.
     #[arg(long, value_name = "NAME", requires = "repo", help_heading = "Team repo")]
     pub secret_ref: Option<String>,
 
+    /// How often Flux fetches the source and applies it again.
+    ///
     /// How often Flux fetches the team's repo and re-applies it.
-    #[arg(long, value_parser = duration::parse, default_value = "1m", help_heading = "Team repo")]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "1m", help_heading = "Team repo")]
     pub interval: Duration,
 
-    /// A cluster to connect the team to, by its name in the repo (repeatable; default: the current cluster).
-    #[arg(long = "cluster", value_name = "NAME", help_heading = "Tenant")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// The clusters to connect the team to (repeatable; default: the current cluster).
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME", help_heading = "Tenant")]
     pub clusters: Vec<String>,
 
     /// Also lock Flux down for tenants (no cross-namespace references, no remote bases, the
     /// namespace's `default` ServiceAccount when none is named), as flux2-multi-tenancy does.
     #[arg(long, help_heading = "Tenant")]
     pub lockdown: bool,
+
+    /// Print the Flux YAML it would write and change nothing.
+    ///
+    /// The team's objects, as `flux create tenant --export` prints them (and its repo's source
+    /// and Kustomization with --repo); no cluster, no repo.
+    #[arg(long, conflicts_with = "dry_run", help_heading = "Delivery")]
+    pub export: bool,
 
     #[command(flatten)]
     pub config: RepoArgs,
@@ -84,8 +102,10 @@ pub struct TenantRemoveArgs {
     /// The team to disconnect. Flux prunes its namespaces and what was deployed into them.
     pub name: String,
 
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
     /// Remove it from these clusters only (repeatable; default: the current cluster).
-    #[arg(long = "cluster", value_name = "NAME")]
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME")]
     pub clusters: Vec<String>,
 
     #[command(flatten)]
@@ -97,7 +117,13 @@ pub struct TenantRemoveArgs {
 
 /// `tenant list`.
 #[derive(Debug, Clone, Args)]
-pub struct TenantListArgs {}
+pub struct TenantListArgs {
+    /// A namespace the team deploys to.
+    ///
+    /// Only the tenant that owns it.
+    #[arg(long = "with-namespace", value_name = "NAMESPACE")]
+    pub with_namespace: Option<String>,
+}
 
 /// The team's repo, synced into each of its namespaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,10 +153,12 @@ pub struct TenantAddRequest {
     pub repo: Option<TeamRepo>,
     /// How often Flux fetches and applies the team's repo.
     pub interval: Duration,
-    /// `--cluster`.
+    /// `--cluster-name`.
     pub clusters: Vec<String>,
     /// `--lockdown`.
     pub lockdown: bool,
+    /// `--export`: print the team's Flux YAML only.
+    pub export: bool,
     /// How to reach the config repo.
     pub config: RepoSettings,
     /// How the change is delivered.
@@ -142,7 +170,7 @@ pub struct TenantAddRequest {
 pub struct TenantRemoveRequest {
     /// The team.
     pub name: String,
-    /// `--cluster`.
+    /// `--cluster-name`.
     pub clusters: Vec<String>,
     /// How to reach the config repo.
     pub config: RepoSettings,
@@ -157,16 +185,16 @@ pub struct TenantListRequest {
     pub format: OutputFormat,
     /// Print the header line.
     pub headers: bool,
-    /// `-n`: only the tenant owning this namespace.
+    /// `--with-namespace`: only the tenant owning this namespace.
     pub namespace: Option<String>,
 }
 
 impl TenantAddArgs {
-    /// Checks every flag; `-n NS` is one more namespace (the Flux namespace comes from the cluster).
-    pub fn request(&self, global: &GlobalArgs) -> Result<TenantAddRequest> {
+    /// Checks every flag (`-n` is the Flux namespace, as everywhere: see `change::Target`).
+    pub fn request(&self) -> Result<TenantAddRequest> {
         let name = validate_name(&self.name, "tenant")?;
         let mut namespaces = Vec::new();
-        for namespace in self.namespaces.iter().chain(&global.namespace) {
+        for namespace in &self.namespaces {
             namespaces.push(validate_name(namespace, "namespace")?);
         }
         namespaces.sort();
@@ -182,8 +210,10 @@ impl TenantAddArgs {
         let role = validate_role(&self.role)?;
         if role == CLUSTER_ADMIN && !self.allow_cluster_admin {
             return Err(Error::usage(
-                "--role cluster-admin gives the tenant full control of its namespaces, their RBAC included",
-                format!("pass --allow-cluster-admin to mean it, or leave --role at its default ({DEFAULT_ROLE})"),
+                "--cluster-role cluster-admin gives the tenant full control of its namespaces, their RBAC included",
+                format!(
+                    "pass --allow-cluster-admin to mean it, or leave --cluster-role at its default ({DEFAULT_ROLE})"
+                ),
             ));
         }
         let service_account = match &self.service_account {
@@ -212,6 +242,7 @@ impl TenantAddArgs {
             interval: self.interval,
             clusters: self.clusters.clone(),
             lockdown: self.lockdown,
+            export: self.export,
             config: self.config.settings()?,
             delivery: self.delivery.settings()?,
         })
@@ -231,11 +262,11 @@ impl TenantRemoveArgs {
 }
 
 impl TenantListArgs {
-    /// `-o`, the header and `-n`, checked.
+    /// `-o`, the header and `--with-namespace`, checked.
     pub fn request(&self, global: &GlobalArgs) -> Result<TenantListRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, &crate::output::LIST_FORMATS)?;
-        let namespace = global.namespace.as_deref().map(|ns| validate_name(ns, "namespace")).transpose()?;
+        let namespace = self.with_namespace.as_deref().map(|ns| validate_name(ns, "--with-namespace")).transpose()?;
         Ok(TenantListRequest { format, headers: !global.no_headers, namespace })
     }
 }
@@ -249,8 +280,8 @@ fn validate_role(role: &str) -> Result<String> {
         Ok(role.to_string())
     } else {
         Err(Error::usage(
-            format!("--role {role:?} is not a ClusterRole name"),
-            "e.g. --role admin, --role edit or --role view (`kubectl get clusterroles` lists them)",
+            format!("--cluster-role {role:?} is not a ClusterRole name"),
+            "e.g. --cluster-role admin, --cluster-role edit or --cluster-role view (`kubectl get clusterroles` lists them)",
         ))
     }
 }

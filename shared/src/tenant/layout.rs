@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `rbac.yaml` is what `flux create tenant --export` prints, object for object, so a repo made
-//! with flux reads the same; the RoleBinding binds `--role` (namespaced `admin` by default, where
+//! with flux reads the same; the RoleBinding binds `--cluster-role` (namespaced `admin` by default, where
 //! flux binds cluster-admin). The team's Kustomization impersonates the team's ServiceAccount
 //! (`serviceAccountName`) and applies into the namespace (`targetNamespace`), so Kubernetes'
 //! RBAC, not the tool, keeps the team inside its namespaces.

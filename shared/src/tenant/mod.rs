@@ -25,8 +25,8 @@ use crate::change::layout::{self as repo_layout, ClusterDir, KUSTOMIZATION_FILE}
 use crate::change::plan::FileChange;
 use crate::change::recorded::{self, Replanned};
 use crate::change::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
-use crate::cli::GlobalArgs;
 use crate::error::{Error, Result};
+use crate::flux::api::Versions;
 use crate::flux::bootstrap::PLATFORM_LAYER;
 use crate::flux::objects::GitRef;
 use crate::git::{Checkout, Workspace};
@@ -35,9 +35,10 @@ use crate::plan;
 
 /// `tenant add`.
 pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer) -> Result<String> {
-    // `-n` named one of the team's namespaces; the Flux namespace comes from the cluster.
-    let target = Target { namespace: None, ..target.clone() };
-    let context = change::context(&target, &request.config.in_platform_repo(), true, printer).await?;
+    if request.export {
+        return export(request);
+    }
+    let context = change::context(target, &request.config.in_platform_repo(), true, printer).await?;
     let checkout = clone(context.repo()?).await?;
     let (adopted, clusters) = add_inputs(request, &context, &checkout).await?;
     let inputs = Inputs { versions: &context.versions, adopted: &adopted };
@@ -123,6 +124,19 @@ async fn add_inputs(
     Ok((adopted, target_clusters(&checkout.files(), &request.clusters, context.record())?))
 }
 
+/// `tenant add --export`: the team's objects as the config repo would get them (`rbac.yaml`, then
+/// `sync.yaml` with a team repo), at the API versions this build pins, with no cluster and no repo.
+pub fn export(request: &TenantAddRequest) -> Result<String> {
+    let versions = Versions::pinned();
+    let files = layout::tenant_files(request, &Inputs { versions: &versions, adopted: &[] })?;
+    let dir = layout::tenant_dir(&request.name);
+    Ok(["rbac.yaml", "sync.yaml"]
+        .iter()
+        .filter_map(|name| files.get(&format!("{dir}/{name}")))
+        .map(String::as_str)
+        .collect())
+}
+
 /// The words that record a `tenant add` in its pull request, every flag resolved.
 fn add_words(request: &TenantAddRequest) -> Vec<String> {
     let mut words = vec!["tenant".to_string(), "add".to_string(), request.name.clone()];
@@ -130,7 +144,7 @@ fn add_words(request: &TenantAddRequest) -> Vec<String> {
     for namespace in &request.namespaces {
         flag("with-namespace", namespace);
     }
-    flag("role", &request.role);
+    flag("cluster-role", &request.role);
     flag("service-account", &request.service_account);
     if let Some(repo) = &request.repo {
         flag("repo", &repo.url);
@@ -153,7 +167,7 @@ fn add_words(request: &TenantAddRequest) -> Vec<String> {
 pub(crate) async fn replan(words: &[String], context: &Context, base: &Workspace) -> Result<Replanned> {
     match words {
         [_, verb, rest @ ..] if verb == "add" => {
-            let request = recorded::parse_args::<TenantAddArgs>(rest, words)?.request(&GlobalArgs::default())?;
+            let request = recorded::parse_args::<TenantAddArgs>(rest, words)?.request()?;
             let (adopted, clusters) = add_inputs(&request, context, base).await?;
             let inputs = Inputs { versions: &context.versions, adopted: &adopted };
             Ok(Replanned::of("add", &request.name, add_changes(&request, &inputs, &clusters, &base.files())?))

@@ -21,7 +21,7 @@ struct Add {
 
 fn request(args: &[&str]) -> Result<TenantAddRequest, Error> {
     let parsed = Add::try_parse_from(std::iter::once("add").chain(args.iter().copied())).unwrap();
-    parsed.add.request(&parsed.global)
+    parsed.add.request()
 }
 
 fn usage_message(args: &[&str]) -> String {
@@ -51,8 +51,12 @@ fn the_default_role_is_the_namespaced_admin_and_cluster_admin_must_be_meant() {
     let plain = request(&["team-a", "--with-namespace", "a"]).unwrap();
     assert_eq!(plain.role, "admin");
     assert_eq!(plain.service_account, "team-a");
-    assert!(usage_message(&["team-a", "--with-namespace", "a", "--role", "cluster-admin"]).contains("cluster-admin"));
-    let meant = request(&["team-a", "--with-namespace", "a", "--role", "cluster-admin", "--allow-cluster-admin"]);
+    assert!(
+        usage_message(&["team-a", "--with-namespace", "a", "--cluster-role", "cluster-admin"])
+            .contains("cluster-admin")
+    );
+    let meant =
+        request(&["team-a", "--with-namespace", "a", "--cluster-role", "cluster-admin", "--allow-cluster-admin"]);
     assert_eq!(meant.unwrap().role, "cluster-admin");
 }
 
@@ -61,17 +65,27 @@ fn bad_input_stops_before_any_io() {
     assert!(usage_message(&["Team_A", "--with-namespace", "a"]).contains("\"Team_A\" is not a valid name"));
     assert!(usage_message(&["team-a"]).contains("needs at least one namespace"));
     assert!(usage_message(&["team-a", "--with-namespace", "a..b"]).contains("not a valid name"));
-    assert!(usage_message(&["team-a", "--with-namespace", "a", "--role", "Admin!"]).contains("not a ClusterRole name"));
     assert!(
-        usage_message(&["team-a", "-n", "a", "--repo", "https://h/x", "--path", "../up"]).contains("leaves the source")
+        usage_message(&["team-a", "--with-namespace", "a", "--cluster-role", "Admin!"])
+            .contains("not a ClusterRole name")
     );
-    assert!(usage_message(&["team-a", "-n", "a", "--service-account", "Bad_SA"]).contains("not a valid name"));
+    assert!(
+        usage_message(&["team-a", "--with-namespace", "a", "--repo", "https://h/x", "--path", "../up"])
+            .contains("leaves the source")
+    );
+    assert!(
+        usage_message(&["team-a", "--with-namespace", "a", "--service-account", "Bad_SA"]).contains("not a valid name")
+    );
 }
 
 #[test]
-fn namespaces_come_from_the_flag_and_from_n_sorted_once() {
-    let parsed = request(&["team-a", "--with-namespace", "b", "-n", "a", "--with-namespace", "a"]).unwrap();
+fn namespaces_come_from_with_namespace_sorted_once_and_n_is_not_one_of_them() {
+    let parsed =
+        request(&["team-a", "--with-namespace", "b", "--with-namespace", "a", "--with-namespace", "a"]).unwrap();
     assert_eq!(parsed.namespaces, ["a", "b"]);
+    // -n is the Flux namespace, as for every command (docs/cli.md).
+    let flux = request(&["team-a", "--with-namespace", "b", "-n", "flux-system"]).unwrap();
+    assert_eq!(flux.namespaces, ["b"]);
 }
 
 #[test]
@@ -182,7 +196,7 @@ fn a_recorded_add_parses_back_to_the_same_request() {
         "team-a",
         "--with-namespace",
         "b",
-        "-n",
+        "--with-namespace",
         "a",
         "--repo",
         "https://git.example.com/a",
@@ -190,26 +204,59 @@ fn a_recorded_add_parses_back_to_the_same_request() {
         "deploy",
         "--secret-ref",
         "team-a-git",
-        "--role",
+        "--cluster-role",
         "cluster-admin",
         "--allow-cluster-admin",
-        "--cluster",
+        "--cluster-name",
         "dev",
         "--lockdown",
     ];
     let words = super::add_words(&request(&args).unwrap());
     assert_eq!(
         shlex::try_join(words.iter().map(String::as_str)).unwrap(),
-        "tenant add team-a --with-namespace a --with-namespace b --role cluster-admin --service-account team-a \
+        "tenant add team-a --with-namespace a --with-namespace b --cluster-role cluster-admin --service-account team-a \
          --repo https://git.example.com/a --branch main --path ./deploy --secret-ref team-a-git --interval 1m0s \
-         --cluster dev --allow-cluster-admin --lockdown"
+         --cluster-name dev --allow-cluster-admin --lockdown"
     );
     let parsed: TenantAddArgs = crate::change::recorded::parse_args(&words[2..], &words).unwrap();
-    let again = parsed.request(&GlobalArgs::default()).unwrap();
+    let again = parsed.request().unwrap();
     assert_eq!(super::add_words(&again), words, "planned again from the very same request");
     let plain = super::add_words(&request(&["team-b", "--with-namespace", "b"]).unwrap());
     assert_eq!(
         plain.join(" "),
-        "tenant add team-b --with-namespace b --role admin --service-account team-b --interval 1m0s"
+        "tenant add team-b --with-namespace b --cluster-role admin --service-account team-b --interval 1m0s"
     );
+}
+
+#[test]
+#[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
+fn export_prints_what_flux_create_tenant_exports_without_a_cluster() {
+    let exported = super::export(
+        &request(&[
+            "dev-team",
+            "--with-namespace",
+            "apps",
+            "--cluster-role",
+            "cluster-admin",
+            "--allow-cluster-admin",
+            "--export",
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(exported, flux_fixture("testdata/create_tenant/tenant-basic.yaml"));
+    let with_repo = super::export(
+        &request(&["dev-team", "--with-namespace", "apps", "--repo", "https://git.example.com/team.git", "--export"])
+            .unwrap(),
+    )
+    .unwrap();
+    let documents = yaml::documents_from_str(&with_repo).unwrap();
+    let kinds: Vec<&str> = documents.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(kinds, ["Namespace", "ServiceAccount", "RoleBinding", "GitRepository", "Kustomization"]);
+}
+
+#[test]
+fn export_and_dry_run_do_not_go_together() {
+    let parsed = Add::try_parse_from(["add", "dev-team", "--with-namespace", "apps", "--export", "--dry-run"]);
+    assert!(parsed.is_err());
 }

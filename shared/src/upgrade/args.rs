@@ -13,12 +13,16 @@ use crate::flux::release::FluxVersion;
 /// `upgrade`.
 #[derive(Debug, Clone, Args)]
 pub struct UpgradeArgs {
-    /// The Flux release to move to (default: the one this kubectl-gitops pins).
-    #[arg(long, value_name = "vX.Y.Z")]
-    pub version: Option<String>,
+    /// The Flux release, vX.Y.Z (default: the one this kubectl-gitops pins).
+    ///
+    /// The release to move to.
+    #[arg(long, value_name = "VERSION")]
+    pub flux_version: Option<String>,
 
-    /// The clusters of the config repo to upgrade (repeatable); default: the current cluster.
-    #[arg(long = "cluster", value_name = "NAME")]
+    /// A cluster, by its name in the config repo (its directory clusters/NAME).
+    ///
+    /// The clusters to upgrade (repeatable); default: the current cluster.
+    #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME")]
     pub clusters: Vec<String>,
 
     /// Print the current, pinned and latest known versions and what an upgrade would change; change
@@ -35,15 +39,21 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub all_manifests: bool,
 
+    /// Flux component manifests to use instead of generating them (`flux install --export` output).
+    ///
     /// The target's component manifests (`flux install --export` output) instead of generating them.
     #[arg(long, value_name = "FILE")]
     pub components_file: Option<PathBuf>,
 
+    /// The flux CLI that generates the component manifests.
+    ///
     /// The flux CLI that generates the component manifests (default: cached, embedded, or
     /// downloaded and verified, as install finds it).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "PATH")]
     pub flux_bin: Option<PathBuf>,
 
+    /// Allow a Flux release this kubectl-gitops does not pin, checked only against its own checksums file.
+    ///
     /// Run a Flux release this kubectl-gitops does not pin, checked only against its own
     /// checksums file.
     #[arg(long)]
@@ -61,7 +71,7 @@ pub struct UpgradeArgs {
 pub struct UpgradeRequest {
     /// The release to move to.
     pub target: FluxVersion,
-    /// `--cluster`; empty means the current cluster.
+    /// `--cluster-name`; empty means the current cluster.
     pub clusters: Vec<String>,
     /// `--check`.
     pub check: bool,
@@ -84,7 +94,7 @@ pub struct UpgradeRequest {
 impl UpgradeArgs {
     /// Checks the flags: a well-formed version of a release line this build knows.
     pub fn request(&self) -> Result<UpgradeRequest> {
-        let target = match &self.version {
+        let target = match &self.flux_version {
             Some(text) => text.parse::<FluxVersion>()?,
             None => FluxVersion::pinned(),
         };
@@ -95,7 +105,7 @@ impl UpgradeArgs {
                     FluxVersion::pinned().line(),
                     crate::flux::PINNED_VERSION
                 ),
-                "upgrade kubectl-gitops to move to a newer Flux line, or pass --version with a release it knows",
+                "upgrade kubectl-gitops to move to a newer Flux line, or pass --flux-version with a release it knows",
             ));
         }
         for cluster in &self.clusters {

@@ -238,7 +238,7 @@ fn running_version(context: &Context, clusters: &[(ClusterDir, InstallRecord)]) 
 /// The words that record an upgrade in its pull request. The component manifests are not named:
 /// `pr show` generates them again with the verified flux CLI of the target.
 fn upgrade_words(request: &UpgradeRequest) -> Vec<String> {
-    let mut words = vec!["upgrade".to_string(), "--version".to_string(), request.target.to_string()];
+    let mut words = vec!["upgrade".to_string(), "--flux-version".to_string(), request.target.to_string()];
     words.extend(change::recorded::cluster_words(&request.clusters));
     words.extend(request.allow_skip.then(|| "--allow-skip".to_string()));
     words.extend(request.all_manifests.then(|| "--all-manifests".to_string()));

@@ -116,10 +116,11 @@ fn a_recorded_upgrade_names_its_version_and_never_a_local_file() {
         #[command(flatten)]
         upgrade: UpgradeArgs,
     }
-    let given = ["upgrade", "--version", "v2.9.4", "--cluster", "dev", "--allow-skip", "--components-file", "x.yaml"];
+    let given =
+        ["upgrade", "--flux-version", "v2.9.4", "--cluster-name", "dev", "--allow-skip", "--components-file", "x.yaml"];
     let request = Upgrade::try_parse_from(given).unwrap().upgrade.request().unwrap();
     let words = upgrade_words(&request);
-    assert_eq!(words.join(" "), "upgrade --version v2.9.4 --cluster dev --allow-skip");
+    assert_eq!(words.join(" "), "upgrade --flux-version v2.9.4 --cluster-name dev --allow-skip");
     let parsed: UpgradeArgs = crate::change::recorded::parse_args(&words[1..], &words).unwrap();
     assert_eq!(upgrade_words(&parsed.request().unwrap()), words);
 }

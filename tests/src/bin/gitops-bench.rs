@@ -145,7 +145,7 @@ fn artifacts(cli: &Path) -> Result<()> {
         let (our_dir, flux_dir) = (our_out.to_str().context("UTF-8")?, flux_out.to_str().context("UTF-8")?);
         let our_push = || run(&ours, &[&["push", &our_url][..], &meta].concat());
         let flux_push = || run(cli, &[&["push", "artifact", &flux_url][..], &meta].concat());
-        let our_pull = || run(&ours, &["pull", &our_url, "--output", our_dir]);
+        let our_pull = || run(&ours, &["pull", &our_url, "--dir", our_dir]);
         let flux_pull = || run(cli, &["pull", "artifact", &flux_url, "--output", flux_dir]);
         // Who goes first alternates: the second one pays for flushing the first one's writes.
         let ((our_push, flux_push), (our_pull, flux_pull)) = if round % 2 == 0 {

@@ -353,7 +353,7 @@ fn two_clusters_share_a_definition_and_keep_their_own_values() {
         Run::of(
             Command::new(binaries::path("kubectl-gitops-app"))
                 .args(["add", "mccp", "--url", "https://charts.example.com/mccp", "--chart", "mccp"])
-                .args(["--cluster", cluster, "--config-repo", &env.git.http_url("fleet")])
+                .args(["--cluster-name", cluster, "--config-repo", &env.git.http_url("fleet")])
                 .arg("--values")
                 .arg(values)
                 .env("KUBECONFIG", "/nonexistent")
@@ -410,7 +410,7 @@ fn race(env: &TestEnv, names: &[&str]) -> Vec<std::process::Output> {
     let spawn = |name: &&str| {
         Command::new(binaries::path("kubectl-gitops-app"))
             .args(["add", name, "--url", "https://github.com/acme/apps", "--path", &format!("./{name}")])
-            .args(["--cluster", "dev", "--config-repo", &env.git.ssh_url("fleet"), "--timeout", "4m"])
+            .args(["--cluster-name", "dev", "--config-repo", &env.git.ssh_url("fleet"), "--timeout", "4m"])
             .arg("--private-key-file")
             .arg(&env.git.client_key)
             .arg("--known-hosts-file")
@@ -481,7 +481,7 @@ fn an_unusable_ssh_key_is_a_clear_error_and_nothing_is_pushed() {
     for (key, code, message) in [(&stranger, 4, "authentication"), (&garbage, 2, "holds no private key")] {
         let out = Run::of(
             Command::new(binaries::path("kubectl-gitops-app"))
-                .args(["add", "web", "--url", "https://github.com/acme/web", "--cluster", "dev"])
+                .args(["add", "web", "--url", "https://github.com/acme/web", "--cluster-name", "dev"])
                 .args(["--config-repo", &env.git.ssh_url("fleet")])
                 .arg("--private-key-file")
                 .arg(key)

@@ -99,7 +99,7 @@ fn push_and_pull_match_the_flux_cli() {
     // The tar stream inside the layer is the one flux writes, byte for byte.
     let (flux_tgz, our_tgz) = (work.path().join("flux.tgz"), work.path().join("ours.tgz"));
     assert_ok(&flux_run(&["build", "artifact", "--path", path, "--output", flux_tgz.to_str().unwrap()]), "flux build");
-    assert_ok(&ours(&["build", "--path", path, "--output", our_tgz.to_str().unwrap()]), "our build");
+    assert_ok(&ours(&["build", "--path", path, "--file", our_tgz.to_str().unwrap()]), "our build");
     assert_eq!(gunzip_sha256(&our_tgz), gunzip_sha256(&flux_tgz), "the gunzipped tar streams differ");
 
     // Pushes: ours twice with --reproducible (the same digests), flux's once.
@@ -132,7 +132,7 @@ fn push_and_pull_match_the_flux_cli() {
     let (flux_pulled, we_pulled) = (work.path().join("flux-pulled"), work.path().join("we-pulled"));
     std::fs::create_dir(&flux_pulled).unwrap();
     assert_ok(&flux_run(&["pull", "artifact", &url("ours"), "--output", flux_pulled.to_str().unwrap()]), "flux pull");
-    let pulled = ours(&["pull", &url("flux"), "--output", we_pulled.to_str().unwrap()]);
+    let pulled = ours(&["pull", &url("flux"), "--dir", we_pulled.to_str().unwrap()]);
     assert_ok(&pulled, "our pull");
     assert_eq!(pulled.stdout.trim(), theirs_digest(&registry));
     assert_eq!(files(&flux_pulled), files(&we_pulled));
@@ -222,7 +222,7 @@ fn bad_input_fails_cleanly_and_writes_nothing() {
         4,
         "cannot reach the registry 127.0.0.1:9",
     );
-    expect(ours(&["pull", &format!("{url}:nope"), "--output", out_arg]), 4, "does not exist");
+    expect(ours(&["pull", &format!("{url}:nope"), "--dir", out_arg]), 4, "does not exist");
     assert!(!out.exists(), "a failed pull writes nothing");
 
     // A layer whose bytes no longer match its digest (changed in the registry's storage).
@@ -235,7 +235,7 @@ fn bad_input_fails_cleanly_and_writes_nothing() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&blob, &bytes).unwrap();
-    expect(ours(&["pull", &format!("{url}:v1"), "--output", out_arg]), 2, "does not match its digest");
+    expect(ours(&["pull", &format!("{url}:v1"), "--dir", out_arg]), 2, "does not match its digest");
     assert!(!out.exists(), "a failed pull writes nothing");
 
     // Entries that would land outside the output directory.
@@ -244,7 +244,7 @@ fn bad_input_fails_cleanly_and_writes_nothing() {
     {
         registry.push_layer("bad/hostile", name, &hostile_layer(entry, link), "r").unwrap();
         expect(
-            ours(&["pull", &format!("oci://{}/bad/hostile:{name}", registry.address), "--output", out_arg]),
+            ours(&["pull", &format!("oci://{}/bad/hostile:{name}", registry.address), "--dir", out_arg]),
             2,
             "nothing was written",
         );
@@ -307,7 +307,7 @@ fn crafted_artifacts_are_refused_quickly_and_write_nothing() {
         ("large-manifest", &["--max-manifest-size", "4KiB"], "the manifest is larger than 4 KiB (--max-manifest-size)"),
     ] {
         let started = Instant::now();
-        let pulled = ours(&[&["pull", &url(tag), "--output", out_arg][..], extra].concat());
+        let pulled = ours(&[&["pull", &url(tag), "--dir", out_arg][..], extra].concat());
         let took = started.elapsed();
         assert_eq!(pulled.code, Some(2), "{tag}:\n{}", pulled.render());
         assert!(pulled.stderr.contains(says), "{tag}: expected {says:?}:\n{}", pulled.render());
@@ -323,7 +323,7 @@ fn crafted_artifacts_are_refused_quickly_and_write_nothing() {
     assert!(diffed.stderr.contains("--max-unpacked-size"), "{}", diffed.render());
 
     // The limits are the user's to raise: the same manifest under the default limit pulls.
-    let pulled = ours(&["pull", &url("large-manifest"), "--output", out_arg]);
+    let pulled = ours(&["pull", &url("large-manifest"), "--dir", out_arg]);
     assert_eq!(pulled.code, Some(0), "{}", pulled.render());
     assert_eq!(std::fs::read_to_string(out.join("config.yaml")).unwrap(), "x");
 }

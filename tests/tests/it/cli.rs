@@ -136,8 +136,8 @@ fn version_rejects_formats_it_does_not_print() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: this command does not support -o name
-    hint: use one of: table, json, yaml
+    error: invalid value 'name' for '--output <FORMAT>'
+    hint: possible values: table, json, yaml
     ");
 }
 
@@ -166,10 +166,8 @@ fn kubectl_completion_hook_completes_commands_and_their_flags() {
     exit_code: 0
     ----- stdout -----
     table	Aligned columns for people
-    wide	The table with more columns (full revisions, source URLs)
     json	JSON, for scripts. The schema is in docs/output.md
     yaml	YAML, the same data as json
-    name	One `kind/name` per line
     :4
     ----- stderr -----
     ");
@@ -350,8 +348,8 @@ fn install_help() {
 
 #[test]
 fn every_command_binary_prints_its_version() {
-    // Not upgrade: its --version is the Flux release to move to, as `flux install --version` is.
-    for command in ["install", "app", "status", "detect", "artifact", "component"] {
+    // upgrade too: the Flux release to move to is --flux-version, as it is for install.
+    for command in ["install", "app", "status", "detect", "artifact", "component", "upgrade"] {
         let run = run(&format!("kubectl-gitops-{command}"), &["--version"]);
         assert_eq!(run.code, Some(0), "{command}");
         let text = gitops_e2e::snapshot::redact(&run.stdout);
@@ -402,7 +400,7 @@ fn app_add_bad_input_is_a_usage_error_before_anything_happens() {
         vec!["add", "podinfo", "--url", "ssh://git@example.com/app.git", "--semver", "~~x", "--config-repo", fleet],
         vec!["add", "podinfo", "--url", charts, "--chart", "podinfo", "--chart-version", ">>1", "--config-repo", fleet],
         // Names Kubernetes or git would refuse, so Flux never could use them.
-        vec!["add", "podinfo", "--url", git, "--cluster", "Dev"],
+        vec!["add", "podinfo", "--url", git, "--cluster-name", "Dev"],
         vec!["add", "podinfo", "--url", git, "--secret-ref", "Git_Creds"],
         vec!["add", "podinfo", "--url", git, "--branch", "a..b"],
         vec!["add", "podinfo", "--url", git, "--commit", "c88a2f4", "--config-repo", fleet],
@@ -516,7 +514,7 @@ fn tenant_bad_input_is_a_usage_error_before_anything_happens() {
     let cases: [&[&str]; 6] = [
         &["add", "Team_A", "--with-namespace", "a"],
         &["add", "team-a"],
-        &["add", "team-a", "--with-namespace", "a", "--role", "cluster-admin"],
+        &["add", "team-a", "--with-namespace", "a", "--cluster-role", "cluster-admin"],
         &["add", "team-a", "--with-namespace", "a", "--repo", "https://h/x", "--path", "../up"],
         &["remove", "Team_X"],
         &["list", "-o", "prometheus"],

@@ -135,14 +135,14 @@ impl Dirs {
     }
 }
 
-/// `kubectl-gitops-app add web … --config-repo URL --cluster dev --dry-run ARGS` with the config
+/// `kubectl-gitops-app add web … --config-repo URL --cluster-name dev --dry-run ARGS` with the config
 /// repo on `silent` over `scheme`, without a cluster (the config repo is given), a private key and
 /// known_hosts for ssh, a password for http, and `dirs`.
 fn app_add(silent: &Silent, scheme: &str, dirs: &Dirs, args: &[&str]) -> Command {
     let mut command = Command::new(binaries::path("kubectl-gitops-app"));
     command
         .args(["add", "web", "--url", "https://git.example.com/web.git", "--path", "./deploy"])
-        .args(["--config-repo", &silent_url(silent, scheme), "--cluster", "dev", "--dry-run"])
+        .args(["--config-repo", &silent_url(silent, scheme), "--cluster-name", "dev", "--dry-run"])
         .args(args)
         .arg("--private-key-file")
         .arg(dirs.key())

@@ -843,7 +843,8 @@ fn a_tampered_tenant_pull_request_named_after_its_content_is_refused() {
     let show = forge.pr(plugins.path(), &gitea.token, &["show", "1"]);
     assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
     assert!(
-        show.stdout.contains("ok    request    `kubectl gitops tenant add team --with-namespace team --role admin "),
+        show.stdout
+            .contains("ok    request    `kubectl gitops tenant add team --with-namespace team --cluster-role admin "),
         "{}",
         show.stdout
     );

@@ -254,6 +254,7 @@ fn concurrent_ledger_writers_lose_nothing() {
         context: None,
         namespace: None,
         request_timeout: Some(Duration::from_secs(30)),
+        overrides: Default::default(),
     };
     let printer = gitops_shared::output::Printer::new(gitops_shared::cli::ColorChoice::Never, 0, 0);
     let kept = runtime.block_on(async {

@@ -63,7 +63,7 @@ fn kubectl_nested_lookup_reaches_the_command_binary_directly() {
     let scratch = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(scratch.path());
     let run =
-        kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "upgrade", "--version", "latest"]);
+        kubectl_with_plugins(&kubectl, plugins.path(), &kubeconfig, &["gitops", "upgrade", "--flux-version", "latest"]);
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.starts_with("error: \"latest\" is not a Flux version\nhint: "), "{}", run.stderr);
 }

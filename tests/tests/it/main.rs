@@ -13,6 +13,7 @@ mod deadlines;
 mod dependencies;
 mod detect;
 mod distribution;
+mod flags;
 mod flux;
 mod flux_trust;
 mod git;

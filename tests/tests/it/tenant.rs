@@ -173,7 +173,7 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     // Bad input: a clear error, nothing pushed.
     let refusals = [
         (vec!["add", "team-b", "--with-namespace", TEAM], "namespace team-a already belongs to tenant team-a"),
-        (vec!["add", "team-b", "--with-namespace", "b", "--role", "cluster-admin"], "--allow-cluster-admin"),
+        (vec!["add", "team-b", "--with-namespace", "b", "--cluster-role", "cluster-admin"], "--allow-cluster-admin"),
         (vec!["add", "Team_B", "--with-namespace", "b"], "is not a valid name"),
     ];
     for (args, expected) in refusals {

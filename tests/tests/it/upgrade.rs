@@ -268,9 +268,9 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     let head = env.git.head("fleet");
     let before = mutations(env);
     for (args, says) in [
-        (&["--version", "v2.7.0"][..], "downgrades are refused"),
-        (&["--version", "v2.99.0"], "unknown Flux version v2.99.0"),
-        (&["--version", "latest"], "\"latest\" is not a Flux version"),
+        (&["--flux-version", "v2.7.0"][..], "downgrades are refused"),
+        (&["--flux-version", "v2.99.0"], "unknown Flux version v2.99.0"),
+        (&["--flux-version", "latest"], "\"latest\" is not a Flux version"),
         (&["--auto-merge"], "pass --all-manifests"),
     ] {
         let refused = upgrade(env, args);
@@ -387,7 +387,10 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     assert!(record.contains(&format!("fluxVersion: {FLUX_VERSION}")), "{record}");
     // It records its request, and that request planned again (the component manifests generated
     // again by the flux CLI of the target) gives exactly the branch.
-    assert!(body.contains(&format!("\n### Request\n`kubectl gitops upgrade --version {FLUX_VERSION}`\n")), "{body}");
+    assert!(
+        body.contains(&format!("\n### Request\n`kubectl gitops upgrade --flux-version {FLUX_VERSION}`\n")),
+        "{body}"
+    );
     let plugins = binaries::plugin_dir();
     let keys = [
         "--private-key-file",
@@ -405,9 +408,9 @@ fn an_upgrade_pull_request_lists_every_file_and_never_overwrites_other_commits()
     let shown = show();
     assert_eq!(shown.code, Some(0), "{}", shown.render());
     assert!(
-        shown
-            .stdout
-            .contains(&format!("ok    request    `kubectl gitops upgrade --version {FLUX_VERSION}` planned again at ")),
+        shown.stdout.contains(&format!(
+            "ok    request    `kubectl gitops upgrade --flux-version {FLUX_VERSION}` planned again at "
+        )),
         "{}",
         shown.stdout
     );
