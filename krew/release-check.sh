@@ -110,7 +110,7 @@ git -C "$scratch/root/index/default" init -q -b master
 git -C "$scratch/root/index/default" -c user.name=release-check -c user.email=release-check@example.invalid \
 	commit -q --allow-empty -m index
 KREW_ROOT=$scratch/root HOME=$scratch KREW_NO_UPGRADE_CHECK=1 \
-	"$krew" install --no-update-index --manifest="$scratch/gitops.yaml" --archive="$archive"
+	"$krew" install --no-update-index --manifest="$scratch/gitops.yaml" --archive="$archive" </dev/null
 installed=$(PATH="$scratch/root/bin:$PATH" kubectl gitops version --client)
 echo "$installed"
 grep -q "${version#v}" <<<"$installed" || die "the installed plugin does not report $version"

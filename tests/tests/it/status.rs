@@ -507,3 +507,22 @@ fn hostile_messages_are_shown_without_their_escape_sequences() {
     let hostile = yaml["apps"].as_array().unwrap().iter().find(|app| app["name"] == "hostile").unwrap();
     assert_eq!(hostile["message"], message, "-o yaml keeps the message exactly");
 }
+
+/// kubectl's overrides, as the API server sees them: `--as` makes every request the impersonated
+/// account's (each kind it may not list is shown as skipped, naming it), `--as-group` adds its
+/// groups, and `--server` replaces the kubeconfig cluster's address.
+#[test]
+fn kubectl_overrides_reach_the_api_server_as_kubectl_sends_them() {
+    let env = TestEnv::shared();
+    let nobody = "system:serviceaccount:default:nobody";
+    let refused = status(&env, &["--as", nobody]);
+    let said = format!("User \"{nobody}\" cannot list resource \"kustomizations\"");
+    assert!(refused.stdout.contains(&said), "{}", refused.render());
+    let admitted = status(&env, &["--as", nobody, "--as-group", "system:masters"]);
+    assert!(!admitted.stdout.contains("forbidden"), "{}", admitted.render());
+    let moved = status(&env, &["--server", "https://127.0.0.1:1"]);
+    assert_eq!(moved.code, Some(3), "{}", moved.render());
+    assert!(moved.stderr.contains("cluster unreachable at https://127.0.0.1:1/"), "{}", moved.render());
+    let elsewhere = status(&env, &["--user", "nobody-in-the-kubeconfig"]);
+    assert_ne!(elsewhere.code, Some(0), "{}", elsewhere.render());
+}
