@@ -71,7 +71,7 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
     if rows.is_empty() && matches!(format, OutputFormat::Table | OutputFormat::Wide) {
         printer.detail(&format!("no {}s found", args.tier.noun()));
     }
-    render(&rows, format, args.headers, args.tier)
+    render(&rows, format, args.headers)
 }
 
 fn live_row(app: &AppStatus, cluster: Option<&str>) -> AppRow {
@@ -169,11 +169,18 @@ fn kind_word(app: &AppStatus) -> String {
     .to_string()
 }
 
+/// The resource an app is, as `kubectl get` takes it (`kustomization.kustomize.toolkit.fluxcd.io`):
+/// a HelmRelease for a helm app, a Kustomization for the others.
+fn resource_of(row: &AppRow) -> String {
+    let kind = if row.kind == "helm" { &crate::flux::api::HELM_RELEASE } else { &crate::flux::api::KUSTOMIZATION };
+    format!("{}.{}", kind.kind.to_lowercase(), kind.group)
+}
+
 /// The rows as a table (`NAME KIND SOURCE CLUSTERS READY SUSPENDED REVISION`), names or data.
-pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool, tier: Tier) -> Result<String> {
+pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&rows, format),
-        OutputFormat::Name => Ok(rows.iter().map(|row| format!("{}/{}\n", tier.command(), row.name)).collect()),
+        OutputFormat::Name => Ok(rows.iter().map(|row| format!("{}/{}\n", resource_of(row), row.name)).collect()),
         _ => {
             let wide = format == OutputFormat::Wide;
             let mut table = Table::new(["NAME", "KIND", "SOURCE", "CLUSTERS", "READY", "SUSPENDED", "REVISION"]);
@@ -197,5 +204,30 @@ pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool, tier: Tier) 
             }
             Ok(table.render(headers))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_what_kubectl_get_takes() {
+        let row = |name: &str, kind: &str| AppRow {
+            name: name.to_string(),
+            namespace: "flux-system".to_string(),
+            kind: kind.to_string(),
+            source: None,
+            clusters: Vec::new(),
+            state: None,
+            suspended: None,
+            revision: None,
+        };
+        let rows = [row("web", "kustomize"), row("ingress", "helm"), row("shop", "oci")];
+        assert_eq!(
+            render(&rows, OutputFormat::Name, true).unwrap(),
+            "kustomization.kustomize.toolkit.fluxcd.io/web\nhelmrelease.helm.toolkit.fluxcd.io/ingress\n\
+             kustomization.kustomize.toolkit.fluxcd.io/shop\n"
+        );
     }
 }

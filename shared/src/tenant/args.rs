@@ -115,6 +115,10 @@ pub struct TenantRemoveArgs {
     pub delivery: DeliveryArgs,
 }
 
+/// What `tenant list -o` prints: no `-o name`, a tenant being no one object `kubectl get` takes.
+pub const LIST_FORMATS: [OutputFormat; 4] =
+    [OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml];
+
 /// `tenant list`.
 #[derive(Debug, Clone, Args)]
 pub struct TenantListArgs {
@@ -265,7 +269,7 @@ impl TenantListArgs {
     /// `-o`, the header and `--with-namespace`, checked.
     pub fn request(&self, global: &GlobalArgs) -> Result<TenantListRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, &crate::output::LIST_FORMATS)?;
+        crate::output::ensure_supported(format, &LIST_FORMATS)?;
         let namespace = self.with_namespace.as_deref().map(|ns| validate_name(ns, "--with-namespace")).transpose()?;
         Ok(TenantListRequest { format, headers: !global.no_headers, namespace })
     }

@@ -99,11 +99,11 @@ pub fn row(name: String, namespaces: Vec<String>, synced: &[&AppStatus]) -> Tena
     }
 }
 
-/// The rows as a table (`NAME NAMESPACES REPO READY REVISION MESSAGE`), names or data.
+/// The rows as a table (`NAME NAMESPACES REPO READY REVISION MESSAGE`), or data. No `-o name`: a
+/// tenant is no one object `kubectl get` could take.
 pub fn render(rows: &[TenantRow], format: OutputFormat, headers: bool) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&rows, format),
-        OutputFormat::Name => Ok(rows.iter().map(|row| format!("tenant/{}\n", row.name)).collect()),
         _ => {
             let wide = format == OutputFormat::Wide;
             let mut table = Table::new(["NAME", "NAMESPACES", "REPO", "READY", "REVISION", "MESSAGE"]);

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 
-pub use self::args::{TenantAddArgs, TenantListArgs, TenantRemoveArgs};
+pub use self::args::{LIST_FORMATS, TenantAddArgs, TenantListArgs, TenantRemoveArgs};
 use self::args::{TenantAddRequest, TenantRemoveRequest};
 use self::layout::{Inputs, TENANT_LABEL, TENANTS_DIR};
 pub use self::list::list;

@@ -182,8 +182,25 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     let names: Vec<&str> = failed["apps"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["bad-source", "broken-values", "missing-path"]);
 
+    app_list_names_what_kubectl_get_takes(env);
     app_status_shows_the_same_apps_as_trees(env);
     status_waits_for_the_sync_and_the_apps_and_watches_them(env);
+}
+
+/// `app list -o name` prints the apps as `kubectl get` takes them: the real kubectl gets every
+/// one of them (Kustomizations and HelmReleases alike).
+fn app_list_names_what_kubectl_get_takes(env: &TestEnv) {
+    let listed = Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(["list", "-n", "flux-system", "-o", "name"])
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(listed.code, Some(0), "{}", listed.render());
+    let names: Vec<&str> = listed.stdout.lines().collect();
+    assert!(names.contains(&"helmrelease.helm.toolkit.fluxcd.io/broken-values"), "{}", listed.stdout);
+    assert!(names.contains(&"kustomization.kustomize.toolkit.fluxcd.io/ready-app"), "{}", listed.stdout);
+    let got = env.kubectl_ok(&[&["get", "-n", "flux-system", "-o", "name"][..], &names].concat()).unwrap();
+    assert_eq!(got.lines().collect::<Vec<_>>(), names, "kubectl get finds each, by the same name");
 }
 
 /// `app status NAME` on the apps the listing test settled (one environment for both: each start
@@ -515,14 +532,14 @@ fn hostile_messages_are_shown_without_their_escape_sequences() {
 fn kubectl_overrides_reach_the_api_server_as_kubectl_sends_them() {
     let env = TestEnv::shared();
     let nobody = "system:serviceaccount:default:nobody";
-    let refused = status(&env, &["--as", nobody]);
+    let refused = status(env, &["--as", nobody]);
     let said = format!("User \"{nobody}\" cannot list resource \"kustomizations\"");
     assert!(refused.stdout.contains(&said), "{}", refused.render());
-    let admitted = status(&env, &["--as", nobody, "--as-group", "system:masters"]);
+    let admitted = status(env, &["--as", nobody, "--as-group", "system:masters"]);
     assert!(!admitted.stdout.contains("forbidden"), "{}", admitted.render());
-    let moved = status(&env, &["--server", "https://127.0.0.1:1"]);
+    let moved = status(env, &["--server", "https://127.0.0.1:1"]);
     assert_eq!(moved.code, Some(3), "{}", moved.render());
     assert!(moved.stderr.contains("cluster unreachable at https://127.0.0.1:1/"), "{}", moved.render());
-    let elsewhere = status(&env, &["--user", "nobody-in-the-kubeconfig"]);
+    let elsewhere = status(env, &["--user", "nobody-in-the-kubeconfig"]);
     assert_ne!(elsewhere.code, Some(0), "{}", elsewhere.render());
 }
