@@ -50,6 +50,11 @@ impl Provider {
         Provider::with_timeout(config, crate::timeouts::PROVIDER_REQUEST)
     }
 
+    /// How long one call may take, retries included.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// A client whose requests each time out after `timeout`.
     pub fn with_timeout(config: ProviderConfig, timeout: Duration) -> Result<Provider, ProviderError> {
         let base = config.api_base_url()?;

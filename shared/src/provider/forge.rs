@@ -61,6 +61,11 @@ pub(super) trait Forge {
     /// The body of a merge guarded by `head_sha`; `auto`: once its checks pass (GitLab
     /// `auto_merge`, Gitea `merge_when_checks_succeed`; GitHub's is a GraphQL mutation instead).
     fn merge(head_sha: &str, method: MergeMethod, auto: bool) -> Value;
+    /// Whether a refused merge call only has to wait: the forge is still checking whether the
+    /// request can merge (a push just came), and says to ask again.
+    fn merge_busy(_reply: &super::Reply) -> bool {
+        false
+    }
     /// Whether an accepted merge call merged or scheduled the merge.
     fn merge_outcome(_reply: &super::Reply) -> MergeOutcome {
         MergeOutcome::Merged
@@ -335,7 +340,14 @@ pub(super) async fn merge_pull_request<F: Forge>(
     let (noun, sign) = F::CHANGE_REQUEST;
     let what = format!("merging {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let merge = path::<F>(repo, &format!("{}/{number}/merge", F::CHANGE_REQUESTS));
-    let reply = provider.call(F::MERGE, &merge, &[], Some(&F::merge(head_sha, method, auto))).await?;
+    let mut backoff = crate::retry::Backoff::until(std::time::Instant::now() + provider.timeout());
+    let reply = loop {
+        let reply = provider.call(F::MERGE, &merge, &[], Some(&F::merge(head_sha, method, auto))).await?;
+        // The guard (head_sha) still holds on the next try: a head that moved meanwhile is a 409.
+        if !(F::merge_busy(&reply) && backoff.wait().await) {
+            break reply;
+        }
+    };
     let no_right =
         || format!("merging needs write access to {repo} and the right to merge into its base branch: ask its owners");
     provider.expect_status(&reply, &[200, 201], &what).map_err(|error| match error {

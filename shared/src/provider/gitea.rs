@@ -116,6 +116,12 @@ impl Forge for Gitea {
         json!({ "Do": method.id(), "head_commit_id": head_sha, "merge_when_checks_succeed": auto })
     }
 
+    /// Gitea answers 405 "Please try again later" while it checks whether the pull request can
+    /// merge, which it does again after each push.
+    fn merge_busy(reply: &Reply) -> bool {
+        reply.status == 405 && String::from_utf8_lossy(&reply.body).contains("try again later")
+    }
+
     /// 201: scheduled until its checks pass; 200: merged now.
     fn merge_outcome(reply: &Reply) -> MergeOutcome {
         if reply.status == 201 { MergeOutcome::Scheduled } else { MergeOutcome::Merged }
@@ -138,5 +144,22 @@ impl Forge for Gitea {
 
     fn edited_change_request(title: &str, body: &str) -> Value {
         json!({ "title": title, "body": body })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_refused_while_gitea_checks_the_request_is_asked_again_and_no_other() {
+        let reply = |status: u16, body: &str| Reply {
+            status,
+            headers: reqwest::header::HeaderMap::new(),
+            body: body.as_bytes().to_vec(),
+        };
+        assert!(Gitea::merge_busy(&reply(405, r#"{"message":"Please try again later","url":""}"#)));
+        assert!(!Gitea::merge_busy(&reply(405, r#"{"message":"User not allowed to merge PR"}"#)));
+        assert!(!Gitea::merge_busy(&reply(409, r#"{"message":"head out of date"}"#)));
     }
 }
