@@ -65,8 +65,14 @@ if [[ $os == windows ]]; then
 	fi
 else
 	archive=$name.tar.gz
+	# GNU tar's flags (macOS's bsdtar has no --mtime): gtar where tar is another one.
+	gnu_tar=tar
+	if ! tar --version 2>/dev/null | grep -q 'GNU tar'; then
+		command -v gtar >/dev/null || die "GNU tar is needed (macOS: brew install gnu-tar)"
+		gnu_tar=gtar
+	fi
 	(cd "$stage" && find . -type f | LC_ALL=C sort | sed 's#^\./##' |
-		tar --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --no-recursion -cf - -T - |
+		"$gnu_tar" --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --no-recursion -cf - -T - |
 		gzip "-${DIST_GZIP_LEVEL:-6}" -n >"$out_dir/$archive.tmp")
 fi
 mv -f "$out_dir/$archive.tmp" "$out_dir/$archive"

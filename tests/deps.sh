@@ -61,6 +61,9 @@ probe() {
   for entry in "${requirements[@]}"; do
     IFS='|' read -r name package why <<<"$entry"
     find_command "$name" >/dev/null && continue
+    # Another Chrome and chromedriver named for the browser tests (tests/src/browser.rs).
+    [[ $name == chromium && -n ${GITOPS_CHROME:-} ]] && continue
+    [[ $name == chromedriver && -n ${GITOPS_CHROMEDRIVER:-} ]] && continue
     if [[ -n $package ]]; then
       missing_packages+=("$package")
       echo "deps: missing $name ($why); Debian package $package" >&2

@@ -13,8 +13,11 @@ use hyper_util::client::legacy::connect::HttpConnector;
 
 use crate::testenv::process::free_ports;
 
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const CHROMIUM: &str = "/usr/bin/chromium";
+/// Debian's chromium and chromium-driver; `GITOPS_CHROME` and `GITOPS_CHROMEDRIVER` name others
+/// (a GitHub runner's Google Chrome and its chromedriver, whose Ubuntu `chromium` is a snap).
+fn program(variable: &str, debian: &str) -> PathBuf {
+    std::env::var_os(variable).map_or_else(|| debian.into(), PathBuf::from)
+}
 
 /// chromedriver, the session it opened in Chromium, and the runtime the client runs on.
 pub struct Browser {
@@ -28,14 +31,17 @@ pub struct Browser {
 impl Browser {
     /// Starts chromedriver on a free port and a headless Chromium session through it.
     pub fn start() -> Browser {
-        for program in [CHROMEDRIVER, CHROMIUM] {
+        let chromedriver = program("GITOPS_CHROMEDRIVER", "/usr/bin/chromedriver");
+        let chrome = program("GITOPS_CHROME", "/usr/bin/chromium");
+        for program in [&chromedriver, &chrome] {
             assert!(
-                Path::new(program).exists(),
-                "{program} is missing: the browser tests need Debian's chromium and chromium-driver (`make deps` installs them)"
+                program.exists(),
+                "{} is missing: the browser tests need Debian's chromium and chromium-driver (`make deps` installs them), or GITOPS_CHROME and GITOPS_CHROMEDRIVER naming others",
+                program.display()
             );
         }
         let port = free_ports(1).unwrap()[0];
-        let driver = Command::new(CHROMEDRIVER)
+        let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -47,7 +53,7 @@ impl Browser {
         capabilities.insert(
             "goog:chromeOptions".into(),
             serde_json::json!({
-                "binary": CHROMIUM,
+                "binary": chrome,
                 "args": [
                     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                     "--window-size=1400,1000", format!("--user-data-dir={}", profile.path().display()),
@@ -63,7 +69,11 @@ impl Browser {
                 Ok(client) => break client,
                 // chromedriver takes a moment to listen.
                 Err(_) if started.elapsed() < Duration::from_secs(30) => std::thread::sleep(Duration::from_millis(200)),
-                Err(error) => panic!("no WebDriver session with {CHROMIUM} through {CHROMEDRIVER} on {url}: {error}"),
+                Err(error) => panic!(
+                    "no WebDriver session with {} through {} on {url}: {error}",
+                    chrome.display(),
+                    chromedriver.display()
+                ),
             }
         };
         Browser { driver, client: Some(client), runtime, _profile: profile }
