@@ -90,16 +90,86 @@ pub fn flag_table(command: Command) -> String {
     flags(command).iter().map(|flag| serde_json::to_string(flag).unwrap_or_default() + "\n").collect()
 }
 
-/// The roff page of `command`, titled `title` (the binary's name, as `man` finds it), section 1.
+/// The roff page of `command`, titled `title` (the binary's name, as `man` finds it), section 1:
+/// clap_mangen's page of the command, then a section per subcommand with its own flags (the
+/// shared ones are the command's, above).
 pub fn render(command: Command, title: &str) -> std::io::Result<String> {
+    let mut command = command;
+    command.build();
     let mut page = Vec::new();
-    clap_mangen::Man::new(command)
+    clap_mangen::Man::new(command.clone())
         .title(title.to_uppercase())
         .section("1")
         .source(format!("kubectl-gitops {}", env!("CARGO_PKG_VERSION")))
         .manual("kubectl-gitops")
         .render(&mut page)?;
-    Ok(String::from_utf8_lossy(&page).into_owned())
+    let mut text = String::from_utf8_lossy(&page).into_owned();
+    // What the command's own sections already document (a flag hidden there, as `-o` of a
+    // command that prints text, is documented where a subcommand offers it).
+    let shared: Vec<&str> =
+        command.get_arguments().filter(|arg| !arg.is_hide_set()).map(|arg| arg.get_id().as_str()).collect();
+    let name = command.get_bin_name().unwrap_or(command.get_name()).to_string();
+    subcommand_sections(&command, &name, &shared, &mut text);
+    Ok(text)
+}
+
+/// A `.SH` per subcommand, depth first: its usage, what it does, and each flag of its own.
+fn subcommand_sections(command: &Command, path: &str, shared: &[&str], page: &mut String) {
+    for subcommand in command.get_subcommands().filter(|sub| !sub.is_hide_set() && sub.get_name() != "help") {
+        let inner = format!("{path} {}", subcommand.get_name());
+        page.push_str(&format!(".SH \"{}\"\n", roff_escape(&inner.to_uppercase())));
+        let about = subcommand.get_long_about().or(subcommand.get_about()).map(ToString::to_string).unwrap_or_default();
+        push_paragraphs(page, &about);
+        for arg in
+            subcommand.get_arguments().filter(|arg| !arg.is_hide_set() && !shared.contains(&arg.get_id().as_str()))
+        {
+            if arg.get_id() == "help" {
+                continue;
+            }
+            let mut tag = match (arg.get_short(), arg.get_long()) {
+                (Some(short), Some(long)) => format!("\\fB\\-{short}\\fR, \\fB\\-\\-{}\\fR", roff_escape(long)),
+                (None, Some(long)) => format!("\\fB\\-\\-{}\\fR", roff_escape(long)),
+                (Some(short), None) => format!("\\fB\\-{short}\\fR"),
+                (None, None) => String::new(),
+            };
+            if let Some(value) = arg.get_value_names().and_then(|names| names.first()) {
+                tag.push_str(&format!(" \\fI{}\\fR", roff_escape(value)));
+            }
+            page.push_str(&format!(".TP\n{tag}\n"));
+            let help = arg.get_long_help().or(arg.get_help()).map(ToString::to_string).unwrap_or_default();
+            push_paragraphs(page, &help);
+        }
+        subcommand_sections(subcommand, &inner, shared, page);
+    }
+}
+
+/// `text`'s paragraphs as roff lines, the later ones indented as the first (`.IP`). A paragraph
+/// whose lines after the first are indented (examples) keeps its lines as they are (`.nf`).
+fn push_paragraphs(page: &mut String, text: &str) {
+    for (index, paragraph) in text.split("\n\n").filter(|p| !p.trim().is_empty()).enumerate() {
+        if index > 0 {
+            page.push_str(".IP\n");
+        }
+        let lines: Vec<&str> = paragraph.lines().collect();
+        if lines.len() > 1 && lines[1..].iter().all(|line| line.starts_with(' ')) {
+            page.push_str(&format!("{}\n.nf\n", roff_escape(lines[0].trim())));
+            for line in &lines[1..] {
+                page.push_str(&roff_escape(line.trim_end()));
+                page.push('\n');
+            }
+            page.push_str(".fi\n");
+        } else {
+            page.push_str(&roff_escape(&paragraph.split_whitespace().collect::<Vec<_>>().join(" ")));
+            page.push('\n');
+        }
+    }
+}
+
+/// Text as roff reads it literally: backslashes escaped, hyphens as hyphens, and a leading `.`
+/// or `'` (a roff request) made text.
+fn roff_escape(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with(['.', '\'']) { format!("\\&{escaped}") } else { escaped }
 }
 
 #[cfg(test)]
@@ -116,6 +186,32 @@ mod tests {
         assert!(page.contains("Shows a page"), "{page}");
         assert!(page.contains("dry\\-run"), "{page}");
         assert!(page.contains("Change nothing"), "{page}");
+    }
+
+    #[test]
+    fn a_page_has_a_section_per_subcommand_with_its_own_flags() {
+        let command = Command::new("kubectl-gitops-demo")
+            .bin_name("kubectl gitops demo")
+            .arg(clap::Arg::new("verbose").long("verbose").global(true).action(clap::ArgAction::SetTrue).help("Talk"))
+            .subcommand(
+                Command::new("add").about("Adds one.\n\n.Leading dot stays text").arg(
+                    clap::Arg::new("cluster-name")
+                        .long("cluster-name")
+                        .value_name("NAME")
+                        .help("A cluster, by its name in the config repo\\path"),
+                ),
+            );
+        let page = render(command, "kubectl-gitops-demo").unwrap();
+        assert!(page.contains(".SH \"KUBECTL GITOPS DEMO ADD\"\n"), "{page}");
+        assert!(
+            page.contains(
+                ".TP\n\\fB\\-\\-cluster\\-name\\fR \\fINAME\\fR\nA cluster, by its name in the config repo\\epath\n"
+            ),
+            "{page}"
+        );
+        assert!(page.contains(".IP\n\\&.Leading dot stays text\n"), "{page}");
+        let add_section = &page[page.find("DEMO ADD").unwrap()..];
+        assert!(!add_section.contains("verbose"), "the shared flags are the command's, not repeated: {add_section}");
     }
 
     #[test]

@@ -257,3 +257,27 @@ fn every_command_refuses_an_output_format_it_does_not_offer() {
         );
     }
 }
+
+/// Each command's man page has a section per subcommand, and every flag of the subcommand is in
+/// the page (its own in its section, the shared ones in the command's).
+#[test]
+fn every_subcommands_flags_are_in_its_commands_man_page() {
+    let flags = suite_flags();
+    let mut pages: BTreeMap<String, String> = BTreeMap::new();
+    for flag in flags.iter().filter(|flag| !flag.hidden && flag.command.split(' ').count() > 3) {
+        let top = flag.command.split(' ').nth(2).unwrap().to_string();
+        let page = pages.entry(top.clone()).or_insert_with(|| {
+            let output = Command::new(binaries::path("kubectl-gitops"))
+                .args([top.as_str(), gitops_shared::manpage::MAN_ARG])
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{top} __man: {}", String::from_utf8_lossy(&output.stderr));
+            String::from_utf8(output.stdout).unwrap()
+        });
+        let heading = format!(".SH \"{}\"", flag.command.to_uppercase().replace('-', "\\-"));
+        assert!(page.contains(&heading), "the {top} page has no section {heading}");
+        let long = flag.long.replace('-', "\\-");
+        assert!(page.contains(&long), "the {top} page lacks {} of {}", flag.long, flag.command);
+    }
+    assert!(pages.len() >= 8, "pages with subcommands: {:?}", pages.keys().collect::<Vec<_>>());
+}
