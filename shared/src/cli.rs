@@ -43,8 +43,8 @@ pub struct GlobalArgs {
 
     /// The namespace of the Flux objects to act on or show.
     ///
-    /// Default: the cluster's Flux namespace, else FLUX_SYSTEM_NAMESPACE, else flux-system
-    /// (docs/cli.md).
+    /// Default: FLUX_SYSTEM_NAMESPACE, else flux-system; a command that changes the config repo
+    /// takes the cluster's Flux namespace and refuses another (docs/cli.md).
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = "Cluster options")]
     pub namespace: Option<String>,
 
