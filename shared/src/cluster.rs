@@ -38,7 +38,7 @@ pub struct Cluster {
 
 /// How to reach the cluster, resolved from the command line before a command connects: the
 /// kubeconfig (kubectl's rules when `None`), the context and namespace, and the request timeout.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Connection {
     /// `--kubeconfig`; `None`: `KUBECONFIG` or ~/.kube/config, as kubectl reads them.
     pub kubeconfig: Option<std::path::PathBuf>,
@@ -66,22 +66,6 @@ pub struct Overrides {
     pub impersonate: Option<String>,
     pub impersonate_groups: Vec<String>,
 }
-
-impl PartialEq for Overrides {
-    fn eq(&self, other: &Overrides) -> bool {
-        use secrecy::ExposeSecret;
-        let token = |overrides: &Overrides| overrides.token.as_ref().map(|token| token.expose_secret().to_string());
-        self.user == other.user
-            && self.server == other.server
-            && token(self) == token(other)
-            && self.certificate_authority == other.certificate_authority
-            && self.insecure_skip_tls_verify == other.insecure_skip_tls_verify
-            && self.impersonate == other.impersonate
-            && self.impersonate_groups == other.impersonate_groups
-    }
-}
-
-impl Eq for Overrides {}
 
 impl Overrides {
     /// Applies the cluster overrides to the kubeconfig's cluster that `context` (the current one

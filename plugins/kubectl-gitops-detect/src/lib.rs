@@ -35,7 +35,7 @@ const OUTPUT_FORMATS: OutputFormats = &[("", STRUCTURED)];
 pub fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops detect", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let format = cli.global.output_format();
-        output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        output::ensure_supported(format, STRUCTURED)?;
         let detection = match Cluster::connect(&Connection::from_args(&cli.global, timeouts::PROBE), &printer).await {
             Ok(cluster) => detect::detect(&cluster).await?,
             // No usable kubeconfig means no cluster to reach: scripts still get the word.

@@ -207,7 +207,7 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs, printer: Printer) -> 
     match builtin {
         Builtin::Version { client } => {
             let format = global.output_format();
-            output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+            output::ensure_supported(format, STRUCTURED)?;
             let report = if client {
                 version::VersionReport::client_only()
             } else {

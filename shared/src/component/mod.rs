@@ -49,7 +49,7 @@ pub struct ComponentRow {
 
 /// `component list`: the components in the Flux namespace, with what Flux fetched and applied.
 pub async fn list(target: &Target, format: OutputFormat, headers: bool, printer: &Printer) -> Result<String> {
-    output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+    output::ensure_supported(format, crate::cli::STRUCTURED)?;
     let context = context(target, &Default::default(), false, printer).await?;
     let rows = rows(&context).await?;
     match format {

@@ -152,7 +152,7 @@ impl StatusArgs {
     /// Checks every flag.
     pub fn request(&self, global: &GlobalArgs) -> Result<StatusRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         if let Some(url) = &self.prometheus_url {
             Endpoint::url(url)?;
         }
@@ -176,7 +176,7 @@ pub fn export(request: &InstallRequest) -> Result<String> {
     Ok(files
         .iter()
         .filter(|(path, _)| path.ends_with(".yaml") && !path.ends_with(KUSTOMIZATION_FILE))
-        .map(|(_, text)| if text.starts_with("---") { text.clone() } else { format!("---\n{text}") })
+        .map(|(_, text)| text.as_str())
         .collect())
 }
 

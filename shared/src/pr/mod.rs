@@ -99,7 +99,7 @@ impl ShowArgs {
 /// `pr list`'s flags, checked. `platform`: the platform repo's pull requests (`pr --platform`).
 pub fn list_request(global: &GlobalArgs, platform: bool) -> Result<Request> {
     let format = global.output_format();
-    crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+    crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
     let repo = RepoSettings { platform, ..RepoSettings::default() };
     Ok(Request { number: None, url: None, repo, opened_by: None, format, headers: !global.no_headers })
 }

@@ -50,7 +50,7 @@ impl CreateArgs {
     /// Checks the flags before anything is asked.
     pub fn request(&self, global: &GlobalArgs) -> Result<CreateRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         Ok(CreateRequest {
             repository: self.source.request(&self.name)?,
             dry_run: self.dry_run,

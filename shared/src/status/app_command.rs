@@ -43,7 +43,7 @@ impl AppStatusArgs {
     /// The request these flags and the shared ones make; an `-o` it cannot print is refused here.
     pub fn request(&self, global: &GlobalArgs) -> Result<AppStatusRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         let follow = match (self.watch, self.wait.request()) {
             (true, _) => Follow::Watch,
             (false, Some(wait)) => Follow::Wait(wait),

@@ -33,7 +33,7 @@ impl AppHistoryArgs {
     /// The request these flags and the shared ones make; an `-o` it cannot print is refused here.
     pub fn request(&self, global: &GlobalArgs) -> Result<AppHistoryRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         crate::names::validate_name(&self.name, "app name")?;
         Ok(AppHistoryRequest {
             app: AppRef::of(&self.name, global)?,

@@ -50,7 +50,7 @@ pub async fn run(
     format: OutputFormat,
     printer: &Printer,
 ) -> Result<(String, ExitCode)> {
-    crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
+    crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
     let inspection = inspect(request, target, printer).await?;
     let versions =
         versions(request.target, request.allow_skip, inspection.running.clone(), &inspection.clusters, printer)?;
