@@ -77,6 +77,11 @@ probe() {
     missing_packages+=("libssl-dev")
     echo "deps: missing the OpenSSL headers (git's HTTPS transport); Debian package libssl-dev" >&2
   fi
+  # Python's JSON Schema validator, which checks every command's -o json (tests/src/schema.rs).
+  if find_command python3 >/dev/null && ! PATH=$search_path python3 -c 'import jsonschema' 2>/dev/null; then
+    missing_packages+=("python3-jsonschema")
+    echo "deps: missing Python's jsonschema (the -o json schema checks); Debian package python3-jsonschema" >&2
+  fi
   # The Go the test environment's modules ask for (their `go` line).
   local go_bin wanted have
   if go_bin=$(find_command go); then

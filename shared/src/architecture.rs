@@ -50,7 +50,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "repo",
         ],
     ),
-    ("edge", &["runtime"]),
+    ("edge", &["runtime", "schemas"]),
 ];
 
 /// `error` names the typed errors of `git` and `provider` (`Error::Git(#[from] GitError)`), whose

@@ -184,7 +184,7 @@ pub struct DiffArgs {
 }
 
 /// What an artifact is, as `push -o json`, `pull -o json` and `list -o json` print it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ArtifactInfo {
     /// `oci://registry/repository`.
     pub repository: String,
@@ -203,6 +203,10 @@ pub struct ArtifactInfo {
     pub created: String,
     /// Every annotation of the manifest.
     pub annotations: BTreeMap<String, String>,
+}
+
+impl crate::output::Kind for ArtifactInfo {
+    const KIND: &'static str = "Artifact";
 }
 
 impl ArtifactInfo {
@@ -229,7 +233,7 @@ fn required_path(path: &Option<PathBuf>) -> Result<&Path> {
 
 fn print_info(info: &ArtifactInfo, format: OutputFormat, printer: &Printer) -> Result<()> {
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(info, format),
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&crate::output::document(info), format),
         _ => printer.data(&format!("{}\n", info.digest)),
     }
 }
@@ -326,7 +330,7 @@ pub async fn list(args: &ListArgs, format: OutputFormat, headers: bool, printer:
         rows.push(ArtifactInfo::new(&url, Some(tag), manifest.digest.clone(), manifest.annotations()));
     }
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&rows, format)?,
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&crate::output::list(&rows), format)?,
         _ => {
             let mut table = Table::new(["TAG", "SOURCE", "REVISION", "DIGEST", "CREATED"]);
             for row in &rows {
@@ -365,12 +369,16 @@ pub async fn tag(args: &TagArgs, printer: &Printer) -> Result<ExitCode> {
 }
 
 /// One difference between a directory and an artifact.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Difference {
     /// The file's relative path.
     pub path: String,
     /// `changed`, `only-local` or `only-artifact`.
     pub change: &'static str,
+}
+
+impl crate::output::Kind for Difference {
+    const KIND: &'static str = "ArtifactDifference";
 }
 
 /// The files that differ, by path and contents' digest (directories are compared by presence
@@ -409,7 +417,7 @@ pub async fn diff(args: &DiffArgs, format: OutputFormat, printer: &Printer) -> R
     let (_, remote) = fetch(&url, &registry, &args.limits.limits(), None).await?;
     let found = differences(&local, &remote);
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&found, format)?,
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&crate::output::list(&found), format)?,
         _ => {
             let text: String = found.iter().map(|d| format!("{}\t{}\n", d.change, d.path)).collect();
             printer.data(&text)?;

@@ -20,7 +20,7 @@ use crate::flux::{self, COMPONENT_LABEL, PART_OF_LABEL, PART_OF_VALUE, VERSION_L
 use crate::record::{self, InstallRecord};
 
 /// The one-word answer of `kubectl gitops detect`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClusterState {
     /// The API server did not answer, or refused our credentials.
@@ -46,7 +46,7 @@ impl ClusterState {
 }
 
 /// How the Flux version was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VersionSource {
     /// The `app.kubernetes.io/version` label of the Flux namespace.
@@ -56,7 +56,7 @@ pub enum VersionSource {
 }
 
 /// The Flux installation found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FluxInstallation {
     /// The namespace Flux runs in.
     pub namespace: String,
@@ -70,7 +70,7 @@ pub struct FluxInstallation {
 }
 
 /// One Flux controller Deployment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Controller {
     /// e.g. `source-controller`.
     pub name: String,
@@ -81,7 +81,7 @@ pub struct Controller {
 }
 
 /// Everything `detect` found. `-o json|yaml` prints this; docs/output.md documents it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Detection {
     /// The one-word state.
     pub state: ClusterState,
@@ -108,6 +108,10 @@ pub struct Detection {
     /// The same, kept to hand back as a command's own error (not printed twice).
     #[serde(skip)]
     pub(crate) unreached: Option<Unreached>,
+}
+
+impl crate::output::Kind for Detection {
+    const KIND: &'static str = "Detection";
 }
 
 /// What made a cluster unreachable: the first request's error, of one of the kinds that make the

@@ -45,6 +45,7 @@ pub mod repo;
 pub mod repo_access;
 pub mod retry;
 pub mod runtime;
+pub mod schemas;
 pub mod status;
 pub mod tenant;
 pub mod timeouts;

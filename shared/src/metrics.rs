@@ -139,7 +139,7 @@ fn days_or_duration(text: &str, flag: &str) -> Result<u64> {
 }
 
 /// What `metrics dora -o json` prints.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DoraReport {
     /// The window, RFC 3339.
@@ -152,8 +152,12 @@ pub struct DoraReport {
     pub overall: Metrics,
 }
 
+impl crate::output::Kind for DoraReport {
+    const KIND: &'static str = "DoraMetrics";
+}
+
 /// One app's metrics.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppMetrics {
     pub kind: String,
@@ -171,7 +175,9 @@ pub async fn run_dora(request: &DoraRequest, connection: &Connection, printer: &
     }
     let report = dora_report(&cluster, request).await?;
     match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&report, request.format)?,
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&report), request.format)?
+        }
         OutputFormat::Prometheus => printer.data(&prometheus(&report))?,
         _ => printer.data(&render(&report, request.headers))?,
     }

@@ -23,7 +23,7 @@ pub const TIER_LABEL: &str = "kubectl-gitops.io/tier";
 pub const PLATFORM_TIER: &str = "platform";
 
 /// What `install` recorded about this cluster's GitOps setup.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallRecord {
     /// The config repo URL Flux pulls from.
@@ -56,7 +56,7 @@ pub struct InstallRecord {
 
 /// A platform repository: the platform services of the clusters that name it, apart from their
 /// config repo (docs/layout.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlatformRepo {
     /// The URL Flux pulls it from.
     pub url: String,

@@ -11,7 +11,7 @@ use crate::flux_cli::{Locator, Pin, Tag};
 pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GITOPS_GIT_COMMIT"), ")");
 
 /// The plugin's own build.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientVersion {
     /// The kubectl-gitops release.
@@ -26,7 +26,7 @@ pub struct ClientVersion {
 }
 
 /// What the cluster runs, or why we could not tell.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerVersion {
     /// Whether the cluster answered.
@@ -42,7 +42,7 @@ pub struct ServerVersion {
 }
 
 /// Which flux CLI `kubectl gitops flux` and `install` would run, found without downloading.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FluxCliReport {
     /// The executable; `None` when it would be downloaded first.
@@ -56,7 +56,7 @@ pub struct FluxCliReport {
 }
 
 /// Everything `version` prints; `version --client` prints the client alone.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
     /// This build.
@@ -68,6 +68,10 @@ pub struct VersionReport {
     /// The cluster; absent with `--client`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerVersion>,
+}
+
+impl crate::output::Kind for VersionReport {
+    const KIND: &'static str = "Version";
 }
 
 impl VersionReport {

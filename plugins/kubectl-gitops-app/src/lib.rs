@@ -52,8 +52,15 @@ enum Command {
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats =
-    &[("list", &gitops_shared::output::LIST_FORMATS), ("status", STRUCTURED), ("history", STRUCTURED)];
+const OUTPUT_FORMATS: OutputFormats = &[
+    ("add", STRUCTURED),
+    ("list", &gitops_shared::output::LIST_FORMATS),
+    ("remove", STRUCTURED),
+    ("suspend", STRUCTURED),
+    ("resume", STRUCTURED),
+    ("status", STRUCTURED),
+    ("history", STRUCTURED),
+];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).

@@ -29,7 +29,7 @@ enum Command {
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats = &[("list", STRUCTURED)];
+const OUTPUT_FORMATS: OutputFormats = &[("list", STRUCTURED), ("upgrade", STRUCTURED)];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).

@@ -46,7 +46,7 @@ pub fn main() -> std::process::ExitCode {
             Err(error) => return Err(error),
         };
         match format {
-            OutputFormat::Json | OutputFormat::Yaml => printer.structured(&detection, format)?,
+            OutputFormat::Json | OutputFormat::Yaml => printer.structured(&output::document(&detection), format)?,
             _ => {
                 printer.data(&format!("{}\n", detection.state.word()))?;
                 for warning in &detection.warnings {

@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use gitops_shared::app::spec::Tier;
 use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs};
-use gitops_shared::cli::OutputFormats;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 
@@ -31,7 +31,8 @@ enum Command {
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats = &[("list", &gitops_shared::output::LIST_FORMATS)];
+const OUTPUT_FORMATS: OutputFormats =
+    &[("add", STRUCTURED), ("list", &gitops_shared::output::LIST_FORMATS), ("remove", STRUCTURED)];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).

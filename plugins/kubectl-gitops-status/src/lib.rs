@@ -88,7 +88,9 @@ pub fn main() -> std::process::ExitCode {
         let keeping = keeper.keep(&report);
         let report = view.shown(report);
         match format {
-            OutputFormat::Json | OutputFormat::Yaml => printer.structured(&report, format)?,
+            OutputFormat::Json | OutputFormat::Yaml => {
+                printer.structured(&gitops_shared::output::document(&report), format)?
+            }
             _ => printer.data(&view.render(&report)?)?,
         }
         let _ = keeping.await;

@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use gitops_shared::change::Target;
-use gitops_shared::cli::OutputFormats;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
 use gitops_shared::tenant::{self, TenantAddArgs, TenantListArgs, TenantRemoveArgs};
@@ -38,7 +38,7 @@ enum Command {
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats = &[("list", &tenant::LIST_FORMATS)];
+const OUTPUT_FORMATS: OutputFormats = &[("add", STRUCTURED), ("list", &tenant::LIST_FORMATS), ("remove", STRUCTURED)];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).

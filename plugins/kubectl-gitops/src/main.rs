@@ -215,7 +215,7 @@ async fn run_builtin(builtin: Builtin, global: GlobalArgs, printer: Printer) -> 
             };
             match format {
                 OutputFormat::Table => printer.data(&version::render_text(&report))?,
-                _ => printer.structured(&report, format)?,
+                _ => printer.structured(&output::document(&report), format)?,
             }
             if let Some(error) = report.server.as_ref().and_then(|server| server.error.as_ref()) {
                 printer.warning(&format!("cannot reach the cluster: {error}"));

@@ -16,14 +16,15 @@ use crate::plan;
 use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
 
 /// One app; `-o json|yaml` prints a list of these (docs/output.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppRow {
     /// The app's name.
     pub name: String,
     /// Namespace of its Flux objects.
     pub namespace: String,
-    /// kustomize, helm or oci.
+    /// kustomize, helm or oci (`type`, as in `status`).
+    #[serde(rename = "type")]
     pub kind: String,
     /// The source URL.
     pub source: Option<String>,
@@ -35,6 +36,10 @@ pub struct AppRow {
     pub suspended: Option<bool>,
     /// What is running.
     pub revision: Option<String>,
+}
+
+impl crate::output::Kind for AppRow {
+    const KIND: &'static str = "App";
 }
 
 /// `app list`: returns the text to print.
@@ -179,7 +184,7 @@ fn resource_of(row: &AppRow) -> String {
 /// The rows as a table (`NAME KIND SOURCE CLUSTERS READY SUSPENDED REVISION`), names or data.
 pub fn render(rows: &[AppRow], format: OutputFormat, headers: bool) -> Result<String> {
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&rows, format),
+        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&crate::output::list(rows), format),
         OutputFormat::Name => Ok(rows.iter().map(|row| format!("{}/{}\n", resource_of(row), row.name)).collect()),
         _ => {
             let wide = format == OutputFormat::Wide;

@@ -20,7 +20,7 @@ pub mod spec;
 use kube::api::Api;
 
 pub use self::args::{AddArgs, ListArgs, RemoveArgs, SuspendArgs};
-pub use self::list::list;
+pub use self::list::{AppRow, list};
 pub use self::settings::ListRequest;
 use self::settings::{AddRequest, RemoveRequest, SuspendRequest};
 use self::spec::AppSpec;
@@ -40,6 +40,7 @@ use crate::repo_access::{self, parse_url};
 pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Result<String> {
     let args = request;
     if args.export {
+        crate::change::exports_yaml(printer)?;
         let namespace = match &target.namespace {
             Some(namespace) => namespace.clone(),
             None => crate::cluster::default_flux_namespace()?,

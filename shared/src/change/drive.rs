@@ -1,13 +1,16 @@
 //! The driver every changing verb runs through (`app add|remove|suspend`, `platform`, `tenant`,
 //! `monitoring install`, `component upgrade`, `upgrade`): a [`Change`] is planned against a clone
 //! of the config repo, printed for `--dry-run` or delivered (one commit or pull request), then
-//! waited for when asked.
+//! waited for when asked. It says what it did as a line, or with `-o json|yaml` as one `Change`
+//! document ([`super::result`]).
 
 use super::context::{ConfigRepo, Context};
 use super::layout::SuspendPatch;
 use super::plan::{self, Delivery, FileChange, Plan};
+use super::result::{ChangeResult, DoneChange, PlannedChange, Waited};
 use super::settings::{DeliveryMode, DeliverySettings};
 use super::{deliver, new_repo, wait};
+use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 use crate::git::Workspace;
 use crate::output::Printer;
@@ -65,6 +68,16 @@ impl Awaits {
         Some(Awaits { objects: vec![(namespace.to_string(), name.to_string())], ready, layer })
     }
 
+    /// What `--wait` saw once Flux applied `commit`.
+    fn waited(&self, what: &str, commit: &str) -> Waited {
+        Waited {
+            what: what.to_string(),
+            objects: self.objects.iter().map(|(namespace, name)| format!("{namespace}/{name}")).collect(),
+            ready: self.ready,
+            commit: commit.to_string(),
+        }
+    }
+
     /// What the wait after the push follows, for `noun` `name`.
     fn awaited<'a>(&'a self, noun: &'a str, name: &'a str) -> wait::Awaited<'a> {
         wait::Awaited { noun, name, objects: &self.objects, wants_ready: self.ready, layer: self.layer }
@@ -81,14 +94,27 @@ pub(crate) async fn drive(
     checkout: Option<Workspace>,
     replan: Replan<'_>,
 ) -> Result<String> {
-    drive_change(context, args, change, checkout, replan).await.map(|driven| driven.line)
+    drive_change(context, args, change, checkout, replan).await?.text(&context.printer)
 }
 
-/// What [`drive_change`] did: the last line to print, and what execution did (`None` for a dry
-/// run or a change already made).
+/// What [`drive_change`] did: the last line to print, what execution did (`None` for a dry
+/// run or a change already made), and both as the `Change` document.
 pub(crate) struct Driven {
     pub line: String,
     pub outcome: Option<deliver::Outcome>,
+    pub result: ChangeResult,
+}
+
+impl Driven {
+    /// What the command prints: the `Change` document under `-o json|yaml`, else the line.
+    pub fn text(&self, printer: &Printer) -> Result<String> {
+        match printer.output() {
+            format @ (OutputFormat::Json | OutputFormat::Yaml) => {
+                crate::output::render_structured(&crate::output::document(&self.result), format)
+            }
+            _ => Ok(self.line.clone()),
+        }
+    }
 }
 
 /// [`drive`], for a caller that goes on after the change: with the delivery's outcome.
@@ -119,13 +145,22 @@ pub(crate) async fn drive_change(
         new_repo: change.new_repo,
         request: change.request,
     };
+    let mut result = ChangeResult {
+        noun: change.noun.to_string(),
+        verb: change.verb.to_string(),
+        name: change.app.to_string(),
+        dry_run: args.dry_run,
+        plan: PlannedChange::of(&plan),
+        done: None,
+        waited: None,
+    };
     if args.dry_run {
-        return Ok(Driven { line: plan.render(), outcome: None });
+        return Ok(Driven { line: plan.render(), outcome: None, result });
     }
     if plan.is_noop()
         && let Some(already_there) = change.already_there
     {
-        return Ok(Driven { line: already_there, outcome: None });
+        return Ok(Driven { line: already_there, outcome: None, result });
     }
     for note in &plan.notes {
         context.printer.progress(note);
@@ -138,8 +173,18 @@ pub(crate) async fn drive_change(
     let outcome =
         deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
     let what = Done { noun: change.noun, name: change.app, done: change.done, awaits: change.awaits.as_ref() };
-    let line = finish(context, &plan, &outcome, &what, args.timeout).await?;
-    Ok(Driven { line, outcome: Some(outcome) })
+    let finished = finish(context, &plan, &outcome, &what, args.timeout).await?;
+    result.done = Some(DoneChange::of(&outcome, finished.merge_commit.as_deref()));
+    result.waited = finished.waited;
+    Ok(Driven { line: finished.line, outcome: Some(outcome), result })
+}
+
+/// What [`finish`] saw: the last line, and what `--wait` followed.
+struct Finished {
+    line: String,
+    /// The commit the pull request was merged as (`--wait` on a pull request).
+    merge_commit: Option<String>,
+    waited: Option<Waited>,
 }
 
 /// What was changed, for the last line: `<noun> <name> <done> at <commit>`.
@@ -159,7 +204,7 @@ async fn finish(
     outcome: &deliver::Outcome,
     what: &Done<'_>,
     timeout: Duration,
-) -> Result<String> {
+) -> Result<Finished> {
     let Done { noun: what_noun, name: app, done, awaits } = *what;
     if let Some((pull_request, state)) = &outcome.pull_request {
         let noun = match &plan.delivery {
@@ -173,27 +218,34 @@ async fn finish(
         let line = format!("{noun} {verb}: {}\n", pull_request.url);
         let (Some(awaits), Some(_), Some(cluster), Some(repo)) = (awaits, &plan.wait, &context.cluster, &context.repo)
         else {
-            return Ok(line);
+            return Ok(Finished { line, merge_commit: None, waited: None });
         };
         // --wait follows the request: merged (by us with --merge, or by a reviewer), then applied.
         context.printer.progress(line.trim_end());
         let merged = deliver::merged(repo, pull_request.number, timeout, &context.printer).await?;
         let awaited = awaits.awaited(what_noun, app);
         wait::after_push(cluster, context, &awaited, &merged, timeout).await?;
-        return Ok(format!("{line}{what_noun} {app} {done} at {}\n", &merged[..merged.len().min(12)]));
+        return Ok(Finished {
+            line: format!("{line}{what_noun} {app} {done} at {}\n", &merged[..merged.len().min(12)]),
+            waited: plan.wait.as_deref().map(|what| awaits.waited(what, &merged)),
+            merge_commit: Some(merged),
+        });
     }
     if outcome.made_meanwhile {
-        return Ok(format!("{what_noun} {app} was {done} meanwhile by another push; nothing to change\n"));
+        let line = format!("{what_noun} {app} was {done} meanwhile by another push; nothing to change\n");
+        return Ok(Finished { line, merge_commit: None, waited: None });
     }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
+    let mut waited = None;
     if plan.wait.is_some()
         && let Some(awaits) = awaits
         && let (Some(cluster), Some(commit)) = (&context.cluster, &outcome.commit)
     {
         let awaited = awaits.awaited(what_noun, app);
         wait::after_push(cluster, context, &awaited, commit, timeout).await?;
+        waited = plan.wait.as_deref().map(|what| awaits.waited(what, commit));
     }
-    Ok(format!("{what_noun} {app} {done}{at}\n"))
+    Ok(Finished { line: format!("{what_noun} {app} {done}{at}\n"), merge_commit: None, waited })
 }
 
 /// Checks what the provider can tell before anything is written: the repo exists, and which

@@ -7,7 +7,8 @@
 //! 2. builds one typed [`plan::Plan`] and the delivery the provider allows (push or pull request);
 //! 3. prints it for `--dry-run`, or carries out that same plan ([`deliver`]) through the one git
 //!    write path ([`crate::publish`], re-planned on a refused push);
-//! 4. with `--wait`, waits on watches until Flux applied the commit ([`wait`]).
+//! 4. with `--wait`, waits on watches until Flux applied the commit ([`wait`]);
+//! 5. says what it did: a line, or with `-o json|yaml` one `Change` document ([`result`]).
 //!
 //! The config repo's layout ([`layout`]), the requests a pull request records ([`recorded`]) and
 //! new repositories ([`new_repo`]) live here too: every command above shares them.
@@ -19,6 +20,7 @@ pub mod layout;
 pub mod new_repo;
 pub mod plan;
 pub mod recorded;
+pub mod result;
 pub mod settings;
 pub mod wait;
 
@@ -26,3 +28,16 @@ pub use self::context::{ConfigRepo, Context, HostedRepo, context};
 pub(crate) use self::context::{clone, reviewed, target_clusters};
 pub(crate) use self::drive::{Awaits, Change, drive, drive_change};
 pub use self::settings::{DeliveryMode, DeliverySettings, RepoSettings, Target};
+
+/// `--export` prints Flux YAML, as `flux create … --export` does; `-o json|yaml` asks for the
+/// `Change` document, which `--export` has none of: the two together are refused.
+pub fn exports_yaml(printer: &crate::output::Printer) -> crate::error::Result<()> {
+    use crate::cli::OutputFormat;
+    match printer.output() {
+        OutputFormat::Json | OutputFormat::Yaml => Err(crate::error::Error::usage(
+            "--export prints the Flux YAML the change commits; it has no -o",
+            "drop -o to get the YAML, or drop --export to make the change and get its Change document",
+        )),
+        _ => Ok(()),
+    }
+}

@@ -121,7 +121,7 @@ pub struct Plan {
 }
 
 /// What was made, for stdout.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Created {
     pub repository: String,
@@ -131,6 +131,10 @@ pub struct Created {
     /// The template's (or copied branch's) commit, when one was copied.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template_commit: Option<String>,
+}
+
+impl crate::output::Kind for Created {
+    const KIND: &'static str = "Repository";
 }
 
 /// The branch new repositories start on when nothing says otherwise.

@@ -26,7 +26,7 @@ use crate::plan;
 use crate::yaml;
 
 /// One component as `component list` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ComponentRow {
     /// The component's name.
@@ -47,13 +47,17 @@ pub struct ComponentRow {
     pub message: String,
 }
 
+impl crate::output::Kind for ComponentRow {
+    const KIND: &'static str = "Component";
+}
+
 /// `component list`: the components in the Flux namespace, with what Flux fetched and applied.
 pub async fn list(target: &Target, format: OutputFormat, headers: bool, printer: &Printer) -> Result<String> {
     output::ensure_supported(format, crate::cli::STRUCTURED)?;
     let context = context(target, &Default::default(), false, printer).await?;
     let rows = rows(&context).await?;
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => output::render_structured(&rows, format),
+        OutputFormat::Json | OutputFormat::Yaml => output::render_structured(&output::list(&rows), format),
         _ if rows.is_empty() => {
             printer.warning(&format!(
                 "no components in {} (install adds them with --component oci://…)",

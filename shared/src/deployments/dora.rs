@@ -27,7 +27,7 @@ pub struct Window {
 }
 
 /// The metrics of one app, or of all of them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Metrics {
     /// Deployments in the window.
@@ -44,7 +44,7 @@ pub struct Metrics {
 }
 
 /// Deployments that reached Ready, per day and per week of the window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Frequency {
     pub per_day: f64,
@@ -54,7 +54,7 @@ pub struct Frequency {
 }
 
 /// A duration's median and p90 over its samples, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Spread {
     pub samples: usize,
@@ -70,7 +70,7 @@ impl Spread {
 }
 
 /// Failed changes over deployments.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Rate {
     pub failed: usize,

@@ -51,7 +51,7 @@ impl AppKind {
 
 /// One deployment of an app: a revision Flux applied (a Kustomization's source revision, a Helm
 /// release), when, and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Deployment {
     /// A Kustomization's source revision (`main@sha1:…`); a HelmRelease's chart version.

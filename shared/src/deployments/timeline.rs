@@ -11,7 +11,7 @@ use crate::duration::parse_timestamp;
 use crate::git::log::{CommitInfo, LoggedCommit};
 
 /// One row of the timeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     #[serde(flatten)]

@@ -79,7 +79,7 @@ pub fn is_flux_group(group: &str) -> bool {
 }
 
 /// The versions a cluster serves for each Flux kind, preferred version first.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct ServedApis {
     by_kind: BTreeMap<String, Vec<String>>,

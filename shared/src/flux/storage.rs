@@ -84,7 +84,7 @@ impl Crd {
 }
 
 /// One Flux CRD and what its stored objects need.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredKind {
     /// The CRD's name, e.g. `alerts.notification.toolkit.fluxcd.io`.

@@ -16,7 +16,7 @@ const DEEP_FETCH: i32 = 200;
 const FETCHED: &str = "refs/kubectl-gitops/fetched";
 
 /// A commit as `git log -1` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CommitInfo {
     /// The full hash.
     pub sha: String,

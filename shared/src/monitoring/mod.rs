@@ -183,6 +183,7 @@ pub fn export(request: &InstallRequest) -> Result<String> {
 /// `monitoring install`.
 pub async fn install(request: &InstallRequest, target: &Target, printer: &Printer) -> Result<String> {
     if request.export {
+        crate::change::exports_yaml(printer)?;
         return export(request);
     }
     let context = change::context(target, &request.config.in_platform_repo(), true, printer).await?;
@@ -305,7 +306,7 @@ fn install_changes(
 }
 
 /// What `monitoring status` prints; `-o json|yaml` prints exactly this (docs/output.md).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MonitoringStatus {
     /// Every alerting rule: its name, state (`inactive`, `pending`, `firing`), severity, `for` in
@@ -315,8 +316,12 @@ pub struct MonitoringStatus {
     pub slowest: Vec<SlowRow>,
 }
 
+impl crate::output::Kind for MonitoringStatus {
+    const KIND: &'static str = "MonitoringStatus";
+}
+
 /// One alerting rule.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AlertRow {
     pub name: String,
@@ -328,7 +333,7 @@ pub struct AlertRow {
 }
 
 /// One object's reconciliation time.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SlowRow {
     pub kind: String,
@@ -393,7 +398,9 @@ pub async fn status(request: &StatusRequest, target: &Target, printer: &Printer)
     let firing = alerts.iter().any(|alert| alert.state == "firing");
     let report = MonitoringStatus { alerts, slowest };
     let text = match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&report, request.format)?,
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::document(&report), request.format)?
+        }
         _ => render(&report, request.headers),
     };
     Ok((text, firing))

@@ -3,25 +3,27 @@
 //! - [`printer::Printer`] is the one way to write: made once in `runtime::main` and passed down.
 //! - [`style`] is colour and glyphs for one stream (TTY, `--color`, `NO_COLOR`).
 //! - [`table`] renders kubectl-like tables; [`render_structured`] renders json/yaml.
+//! - [`document`] makes every json/yaml document versioned (`apiVersion`, `kind`) and gives its
+//!   JSON Schema.
 //! - [`sanitize`] keeps text from the cluster or a forge from driving the terminal.
 //!
 //! Nothing in the workspace uses `println!`: a closed pipe (`| head`) must end the process
 //! quietly with exit 0, which needs the write errors that [`printer::Printer::data`] returns.
 
+pub mod document;
 pub mod printer;
 pub mod progress;
 pub mod sanitize;
 pub mod style;
 pub mod table;
 
-use serde::Serialize;
-
+pub use self::document::{Kind, Versioned, document, list};
 pub use self::printer::Printer;
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 
-/// Serialises data as pretty JSON (with a final newline) or YAML.
-pub fn render_structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<String> {
+/// Serialises a document as pretty JSON (with a final newline) or YAML.
+pub fn render_structured<T: Versioned>(value: &T, format: OutputFormat) -> Result<String> {
     match format {
         OutputFormat::Yaml => crate::yaml::to_string(value),
         _ => {
@@ -73,9 +75,9 @@ mod tests {
     #[test]
     fn json_and_yaml_keep_control_characters_as_escapes() {
         let message = "a\u{1b}]0;pwned\u{7}b\u{1b}[2Jc\rd";
-        let value = serde_json::json!({ "message": message });
+        let value = Message { message: message.to_string() };
         for format in [OutputFormat::Json, OutputFormat::Yaml] {
-            let text = render_structured(&value, format).unwrap();
+            let text = render_structured(&document(&value), format).unwrap();
             assert!(!text.contains(['\u{1b}', '\u{7}', '\r']), "{format:?} wrote a raw control character: {text:?}");
             let back: serde_json::Value = match format {
                 OutputFormat::Yaml => serde_saphyr::from_str(&text).unwrap(),
@@ -87,7 +89,22 @@ mod tests {
 
     #[test]
     fn json_ends_with_a_newline() {
-        let text = render_structured(&serde_json::json!({"a": 1}), OutputFormat::Json).unwrap();
-        assert_eq!(text, "{\n  \"a\": 1\n}\n");
+        let text = render_structured(&list::<Message>(&[]), OutputFormat::Json).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{{\n  \"apiVersion\": \"{}\",\n  \"kind\": \"MessageList\",\n  \"items\": []\n}}\n",
+                document::API_VERSION
+            )
+        );
+    }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Message {
+        message: String,
+    }
+
+    impl Kind for Message {
+        const KIND: &'static str = "Message";
     }
 }

@@ -7,8 +7,6 @@
 
 use std::io::{IsTerminal, Write};
 
-use serde::Serialize;
-
 use super::progress::{Spinner, write_stderr};
 use super::sanitize::for_terminal;
 use super::style::Style;
@@ -27,6 +25,9 @@ pub struct Printer {
     stdout_is_terminal: bool,
     /// Whether stderr is a terminal, where a spinner can redraw its line.
     stderr_is_terminal: bool,
+    /// `-o`: how a command's result is printed (a changing command's line of text, or its
+    /// `Change` document).
+    output: OutputFormat,
 }
 
 impl Printer {
@@ -43,12 +44,18 @@ impl Printer {
             verbosity: (i16::from(verbose) - i16::from(quiet)).clamp(-8, 8) as i8,
             stdout_is_terminal,
             stderr_is_terminal,
+            output: OutputFormat::Table,
         }
     }
 
     /// The printer the shared options ask for.
     pub fn from_args(global: &GlobalArgs) -> Printer {
-        Printer::new(global.color, global.verbose, global.quiet)
+        Printer { output: global.output_format(), ..Printer::new(global.color, global.verbose, global.quiet) }
+    }
+
+    /// `-o`, `table` when not given.
+    pub fn output(&self) -> OutputFormat {
+        self.output
     }
 
     /// How data on stdout is decorated (tables, trees).
@@ -77,7 +84,7 @@ impl Printer {
     /// JSON is streamed rather than built as one string first: `status -A` on thousands of apps
     /// would otherwise hold its output twice. In 64 KiB writes: 8 KiB ones were a thousand
     /// system calls at 1,000 apps.
-    pub fn structured<T: Serialize>(&self, value: &T, format: OutputFormat) -> Result<()> {
+    pub fn structured<T: super::Versioned>(&self, value: &T, format: OutputFormat) -> Result<()> {
         if format == OutputFormat::Yaml {
             return write_stdout(&super::render_structured(value, format)?);
         }

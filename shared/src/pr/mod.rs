@@ -105,7 +105,7 @@ pub fn list_request(global: &GlobalArgs, platform: bool) -> Result<Request> {
 }
 
 /// One of our open pull requests, as `pr list` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     pub number: u64,
@@ -134,10 +134,8 @@ pub struct Row {
     pub older: bool,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Listing {
-    pull_requests: Vec<Row>,
+impl crate::output::Kind for Row {
+    const KIND: &'static str = "PullRequest";
 }
 
 /// `pr list`: the open pull requests we opened, oldest first.
@@ -186,7 +184,7 @@ pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Resu
     }
     match request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
-            crate::output::render_structured(&Listing { pull_requests: rows }, request.format)
+            crate::output::render_structured(&crate::output::list(&rows), request.format)
         }
         _ => Ok(render_list(&rows, request.headers, hosted.provider.kind().pull_request_noun())),
     }
@@ -227,7 +225,7 @@ fn mergeable_word(mergeable: Option<bool>, detail: Option<&str>) -> String {
 }
 
 /// One check of `pr show`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Check {
     /// `open`, `base`, `author`, `change`, `request`, `mergeable`.
     pub name: &'static str,
@@ -237,7 +235,7 @@ pub struct Check {
 }
 
 /// What `pr show` found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Validation {
     pub number: u64,
@@ -260,6 +258,10 @@ pub struct Validation {
     /// The identity vouched for.
     #[serde(skip)]
     pub trusted: String,
+}
+
+impl crate::output::Kind for Validation {
+    const KIND: &'static str = "PullRequestValidation";
 }
 
 /// `pr merge` arguments.
@@ -358,7 +360,9 @@ struct Validated {
 pub async fn show(request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
     let Validated { validation, sign, .. } = validate(request, target, printer).await?;
     let text = match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&validation, request.format)?,
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::document(&validation), request.format)?
+        }
         _ => render_validation(&validation, sign),
     };
     Ok((text, validation.valid))

@@ -86,7 +86,9 @@ pub async fn create(request: &CreateRequest, target: &Target, printer: &Printer)
     }
     let created = progress.created(&plan)?;
     match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&created, request.format),
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::document(&created), request.format)
+        }
         _ => Ok(format!("repository {} created: {}\n", created.repository, created.web_url)),
     }
 }

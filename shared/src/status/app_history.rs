@@ -54,15 +54,20 @@ pub struct AppHistoryRequest {
 }
 
 /// What `app history -o json` prints.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppHistory {
-    /// `Kustomization` or `HelmRelease`.
+    /// `Kustomization` or `HelmRelease` (not `kind`: that names the document).
+    #[serde(rename = "fluxKind")]
     pub kind: String,
     pub namespace: String,
     pub name: String,
     /// Every deployment kept, oldest first.
     pub deployments: Vec<Row>,
+}
+
+impl crate::output::Kind for AppHistory {
+    const KIND: &'static str = "AppHistory";
 }
 
 /// Runs `kubectl gitops app history NAME`: prints the timeline and keeps what it saw in the
@@ -75,7 +80,9 @@ pub async fn run_app_history(
     let cluster = Cluster::connect(connection, printer).await?;
     let history = app_history(&cluster, &request.app.namespace, &request.app.name, request.git, printer).await?;
     match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&history, request.format)?,
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&history), request.format)?
+        }
         _ => {
             if history.deployments.is_empty() {
                 printer.warning(&format!(

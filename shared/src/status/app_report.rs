@@ -14,7 +14,7 @@ use crate::flux::status::{FluxObject, WAITING_REASONS};
 use crate::git::log::CommitInfo;
 
 /// One object the app applied, from its inventory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InventoryItem {
     /// e.g. `ConfigMap`.
@@ -28,7 +28,7 @@ pub struct InventoryItem {
 }
 
 /// A Deployment, StatefulSet or DaemonSet the app runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Workload {
     /// `Deployment`, `StatefulSet` or `DaemonSet`.
@@ -51,7 +51,7 @@ pub struct Workload {
 
 /// A pod of a workload, and why it is not ready when it is not: what `kubectl describe` makes you
 /// dig for (ImagePullBackOff, CrashLoopBackOff, Unschedulable, …).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodState {
     /// Name.
@@ -120,7 +120,7 @@ pub(super) fn pod_state(pod: &DynamicObject) -> PodState {
 }
 
 /// The last successful deployment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastDeployed {
     /// When, RFC 3339; `None` while the app is not Ready (a Kustomization records no time then).
@@ -132,7 +132,7 @@ pub struct LastDeployed {
 }
 
 /// Everything `app status` prints; `-o json|yaml` prints exactly this (docs/output.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppReport {
     /// The app as the `status` listing shows it; `objects` is its chain of Flux objects, source first.
@@ -159,9 +159,13 @@ pub struct AppReport {
     pub events: Vec<AppEvent>,
 }
 
+impl crate::output::Kind for AppReport {
+    const KIND: &'static str = "AppReport";
+}
+
 /// One entry of Flux's `status.history`: a Kustomization's snapshot of a source revision
 /// (Flux 2.7+), or a HelmRelease's Helm release.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     /// A Kustomization's source revision; a HelmRelease's chart version.
@@ -182,7 +186,7 @@ pub struct HistoryEntry {
 }
 
 /// A Kubernetes event about the app, as Flux's controllers record them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppEvent {
     /// When it last happened, RFC 3339.

@@ -39,7 +39,7 @@ pub use self::watch::{Limits, WaitArgs, WaitRequest};
 use crate::record::InstallRecord;
 
 /// How an app is deployed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AppKind {
     /// A Kustomization of a git (or bucket) source.
@@ -51,7 +51,7 @@ pub enum AppKind {
 }
 
 /// Where an app stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AppState {
     /// Ready at the latest revision.
@@ -80,7 +80,7 @@ impl AppState {
 }
 
 /// A Flux object in an app's chain, with its Ready condition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectStatus {
     /// e.g. `GitRepository`.
@@ -102,14 +102,15 @@ pub struct ObjectStatus {
 }
 
 /// One row: a Kustomization or HelmRelease and what it depends on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppStatus {
     /// Namespace of the Kustomization or HelmRelease.
     pub namespace: String,
     /// Its name.
     pub name: String,
-    /// kustomize, helm or oci.
+    /// kustomize, helm or oci (not `kind`: that names a document, `status --watch`'s rows).
+    #[serde(rename = "type")]
     pub kind: AppKind,
     /// ready, failing, progressing or suspended.
     pub state: AppState,
@@ -138,8 +139,12 @@ pub struct AppStatus {
     pub history_fingerprint: Option<String>,
 }
 
+impl crate::output::Kind for AppStatus {
+    const KIND: &'static str = "AppStatus";
+}
+
 /// The Flux runtime the header describes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Runtime {
     /// The Flux namespace.
@@ -153,7 +158,7 @@ pub struct Runtime {
 }
 
 /// Counts for the summary line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Rows shown.
     pub apps: usize,
@@ -168,7 +173,7 @@ pub struct Summary {
 }
 
 /// Everything `status` prints; `-o json|yaml` prints exactly this (docs/output.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     /// The Flux runtime.
@@ -185,6 +190,10 @@ pub struct Report {
     pub forbidden: Vec<String>,
     /// Counts over both lists.
     pub summary: Summary,
+}
+
+impl crate::output::Kind for Report {
+    const KIND: &'static str = "Status";
 }
 
 impl Report {

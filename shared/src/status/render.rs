@@ -47,7 +47,9 @@ impl View {
     /// The screen (or JSON/YAML) of a report.
     pub fn render(&self, report: &Report) -> Result<String> {
         match self.format {
-            OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(report, self.format),
+            OutputFormat::Json | OutputFormat::Yaml => {
+                crate::output::render_structured(&crate::output::document(report), self.format)
+            }
             _ => Ok(render_table(
                 report,
                 self.all_namespaces,
@@ -63,8 +65,19 @@ impl View {
     /// headers, or one JSON or YAML document per row.
     pub(super) fn render_rows(&self, rows: &[AppStatus]) -> Result<String> {
         match self.format {
-            OutputFormat::Json => rows.iter().map(|row| crate::output::render_structured(row, self.format)).collect(),
-            OutputFormat::Yaml => rows.iter().map(|row| Ok(format!("---\n{}", crate::yaml::to_string(row)?))).collect(),
+            OutputFormat::Json => rows
+                .iter()
+                .map(|row| crate::output::render_structured(&crate::output::document(row), self.format))
+                .collect(),
+            OutputFormat::Yaml => rows
+                .iter()
+                .map(|row| {
+                    Ok(format!(
+                        "---\n{}",
+                        crate::output::render_structured(&crate::output::document(row), self.format)?
+                    ))
+                })
+                .collect(),
             _ if rows.is_empty() => Ok(String::new()),
             _ => Ok(table(rows, self.all_namespaces, self.format == OutputFormat::Wide, crate::duration::now())
                 .render(false)),

@@ -99,7 +99,6 @@ async fn the_json_is_the_documented_schema() {
     insta::assert_json_snapshot!(json["apps"][0], @r#"
     {
       "appliedRevision": null,
-      "kind": "kustomize",
       "lastDeployed": null,
       "message": "waiting to be reconciled",
       "name": "fresh",
@@ -129,7 +128,8 @@ async fn the_json_is_the_documented_schema() {
       "sourceRef": "branch main",
       "sourceRevision": "main@sha1:3f2c9a1b0d4e5f60718293a4b5c6d7e8f9012345",
       "sourceUrl": "ssh://git@git.example.com/podinfo.git",
-      "state": "progressing"
+      "state": "progressing",
+      "type": "kustomize"
     }
     "#);
     assert_eq!(

@@ -21,7 +21,9 @@ pub(super) fn print(report: &AppReport, format: OutputFormat, printer: &Printer)
 /// The report as text in the chosen format (the tree for `table`).
 pub(super) fn render(report: &AppReport, format: OutputFormat, style: Style) -> Result<String> {
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(report, format),
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::document(report), format)
+        }
         _ => Ok(render_tree(report, style, duration::now())),
     }
 }

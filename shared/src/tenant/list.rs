@@ -19,7 +19,7 @@ use crate::output::table::Table;
 use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
 
 /// One tenant; `-o json|yaml` prints a list of these (docs/output.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TenantRow {
     /// The team.
@@ -35,6 +35,10 @@ pub struct TenantRow {
     pub state: Option<String>,
     /// Why it is not ready: the first failing Kustomization's message, prefixed with its namespace.
     pub message: Option<String>,
+}
+
+impl crate::output::Kind for TenantRow {
+    const KIND: &'static str = "Tenant";
 }
 
 /// `tenant list`: returns the text to print.
@@ -103,7 +107,7 @@ pub fn row(name: String, namespaces: Vec<String>, synced: &[&AppStatus]) -> Tena
 /// tenant is no one object `kubectl get` could take.
 pub fn render(rows: &[TenantRow], format: OutputFormat, headers: bool) -> Result<String> {
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&rows, format),
+        OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&crate::output::list(rows), format),
         _ => {
             let wide = format == OutputFormat::Wide;
             let mut table = Table::new(["NAME", "NAMESPACES", "REPO", "READY", "REVISION", "MESSAGE"]);

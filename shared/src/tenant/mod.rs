@@ -20,7 +20,7 @@ use kube::api::Api;
 pub use self::args::{LIST_FORMATS, TenantAddArgs, TenantListArgs, TenantRemoveArgs};
 use self::args::{TenantAddRequest, TenantRemoveRequest};
 use self::layout::{Inputs, TENANT_LABEL, TENANTS_DIR};
-pub use self::list::list;
+pub use self::list::{TenantRow, list};
 use crate::change::layout::{self as repo_layout, ClusterDir, KUSTOMIZATION_FILE};
 use crate::change::plan::FileChange;
 use crate::change::recorded::{self, Replanned};
@@ -36,6 +36,7 @@ use crate::plan;
 /// `tenant add`.
 pub async fn add(request: &TenantAddRequest, target: &Target, printer: &Printer) -> Result<String> {
     if request.export {
+        change::exports_yaml(printer)?;
         return export(request);
     }
     let context = change::context(target, &request.config.in_platform_repo(), true, printer).await?;

@@ -86,6 +86,15 @@ impl<T: Serialize> IntoResponse for Json<T> {
     }
 }
 
+/// A document as the CLI prints it with `-o json`: `apiVersion`, `kind`, then its fields.
+pub(crate) struct Document<T>(pub(crate) T);
+
+impl<T: crate::output::Kind> IntoResponse for Document<T> {
+    fn into_response(self) -> Response {
+        Json(crate::output::document(&self.0)).into_response()
+    }
+}
+
 /// The latest snapshot once the watches listed everything once (or failed to start).
 pub(super) async fn listed(server: &Server) -> Result<Arc<Snapshot>, ApiError> {
     let mut snapshots = server.snapshots.clone();
@@ -121,8 +130,8 @@ pub(super) async fn apps(
 pub(super) async fn app(
     State(server): State<Arc<Server>>,
     Path((namespace, name)): Path<(String, String)>,
-) -> Result<Json<AppReport>, ApiError> {
-    Ok(Json(app_report(&server, &namespace, &name).await?))
+) -> Result<Document<AppReport>, ApiError> {
+    Ok(Document(app_report(&server, &namespace, &name).await?))
 }
 
 pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> Result<AppReport, ApiError> {
@@ -139,8 +148,8 @@ pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> 
 pub(super) async fn history(
     State(server): State<Arc<Server>>,
     Path((namespace, name)): Path<(String, String)>,
-) -> Result<Json<AppHistory>, ApiError> {
-    Ok(Json(app_history(&server, &namespace, &name).await?))
+) -> Result<Document<AppHistory>, ApiError> {
+    Ok(Document(app_history(&server, &namespace, &name).await?))
 }
 
 pub(super) async fn app_history(server: &Server, namespace: &str, name: &str) -> Result<AppHistory, ApiError> {
@@ -157,7 +166,7 @@ pub(super) async fn app_history(server: &Server, namespace: &str, name: &str) ->
 pub(super) async fn dora(
     State(server): State<Arc<Server>>,
     RawQuery(query): RawQuery,
-) -> Result<Json<DoraReport>, ApiError> {
+) -> Result<Document<DoraReport>, ApiError> {
     let (mut since, mut failure_window) = (DEFAULT_SINCE.to_string(), DEFAULT_FAILURE_WINDOW.to_string());
     let (mut namespace, mut app) = (None, None);
     for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
@@ -176,7 +185,7 @@ pub(super) async fn dora(
         }
     }
     let request = DoraRequest::new(namespace, app, &since, &failure_window)?;
-    Ok(Json(dora_report(&server.cluster, &request).await?))
+    Ok(Document(dora_report(&server.cluster, &request).await?))
 }
 
 /// Checks that `app remove NAME` would remove this app: it takes an app by name from the config
@@ -207,7 +216,7 @@ fn not_found_app(namespace: &str, name: &str) -> ApiError {
 
 /// `GET /api/v1/cluster`: what `detect -o json` prints.
 pub(super) async fn cluster(State(server): State<Arc<Server>>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(crate::detect::detect(&server.cluster).await?))
+    Ok(Document(crate::detect::detect(&server.cluster).await?))
 }
 
 /// What `POST …/{action}` did.
@@ -353,6 +362,26 @@ pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream
 /// `GET /api/v1/openapi.json`
 pub(super) async fn openapi() -> impl IntoResponse {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], include_str!("openapi.json"))
+}
+
+/// `GET /api/v1/schemas/{kind}.json`: the JSON Schema of the documents the API answers with,
+/// the files docs/schemas/ publishes; openapi.json's components name them.
+pub(super) async fn schema(Path(file): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    use crate::output::document::schema_of;
+    let schema = match file.as_str() {
+        "AppReport.json" => schema_of::<AppReport>(),
+        "AppHistory.json" => schema_of::<AppHistory>(),
+        "DoraMetrics.json" => schema_of::<DoraReport>(),
+        "Detection.json" => schema_of::<crate::detect::Detection>(),
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "no such schema",
+                Some("GET /api/v1/openapi.json names the schemas (components.schemas)"),
+            ));
+        }
+    };
+    Ok(Json(schema))
 }
 
 /// Any other path under `/api/v1`.

@@ -167,6 +167,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/metrics/dora", get(api::dora))
         .route("/events", get(api::events))
         .route("/openapi.json", get(api::openapi))
+        .route("/schemas/{file}", get(api::schema))
         .fallback(api::not_found);
     Router::new()
         .route("/", get(pages::root))

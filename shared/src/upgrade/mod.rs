@@ -20,7 +20,8 @@ use std::collections::BTreeMap;
 
 pub use self::args::{UpgradeArgs, UpgradeRequest};
 use self::preflight::{OtherRepo, describe_other_repo, other_repos, scan};
-use self::report::{Check, Versions};
+pub use self::report::Check;
+use self::report::Versions;
 use crate::change::layout::{self, ClusterDir};
 use crate::change::{self, Change, Context, Target};
 use crate::cli::OutputFormat;
@@ -65,7 +66,9 @@ pub async fn run(
         let check = Check::new(&versions, &repo, &migrations, &inspection.stored, &others, request.target);
         let code = if check.up_to_date { ExitCode::Ok } else { ExitCode::No };
         let text = match format {
-            OutputFormat::Json | OutputFormat::Yaml => crate::output::render_structured(&check, format)?,
+            OutputFormat::Json | OutputFormat::Yaml => {
+                crate::output::render_structured(&crate::output::document(&check), format)?
+            }
             _ => check.render(),
         };
         return Ok((text, code));
@@ -135,24 +138,27 @@ pub async fn run(
     let Inspection { checkout, .. } = inspection;
     let head = checkout.files().head();
     let branch = context_branch(context)?;
-    let driven = change::drive_change(context, &delivery, change, Some(checkout), &replan).await?;
+    let mut driven = change::drive_change(context, &delivery, change, Some(checkout), &replan).await?;
     if request.delivery.dry_run || !request.delivery.wait {
-        return Ok((driven.line, ExitCode::Ok));
+        return Ok((driven.text(printer)?, ExitCode::Ok));
     }
-    let outcome = driven.outcome.unwrap_or_default();
+    let outcome = driven.outcome.clone().unwrap_or_default();
     if outcome.pull_request.is_some() {
         printer.warning("--wait waits once the pull request is merged: run `kubectl gitops upgrade --wait` then");
-        return Ok((driven.line, ExitCode::Ok));
+        return Ok((driven.text(printer)?, ExitCode::Ok));
     }
-    let Some(commit) = outcome.commit.or(head) else { return Ok((driven.line, ExitCode::Ok)) };
+    let Some(commit) = outcome.commit.or(head) else { return Ok((driven.text(printer)?, ExitCode::Ok)) };
     let cluster = context.cluster.as_ref().ok_or_else(|| Error::Internal("no cluster to wait on".into()))?;
     wait_rollout(cluster, context, &branch, &commit, request, components, printer).await?;
     let cluster_name = clusters.first().map(|(dir, _)| dir.name.as_str()).unwrap_or_default();
-    let line = format!(
-        "{}Flux {} runs in {cluster_name}: controllers, CRDs and stored objects at {}, everything Ready\n",
-        driven.line, request.target, request.target
+    let runs = format!(
+        "Flux {} runs in {cluster_name}: controllers, CRDs and stored objects at {}, everything Ready",
+        request.target, request.target
     );
-    Ok((line, ExitCode::Ok))
+    driven.result.waited =
+        Some(change::result::Waited { what: runs.clone(), objects: Vec::new(), ready: true, commit });
+    driven.line = format!("{}{runs}\n", driven.line);
+    Ok((driven.text(printer)?, ExitCode::Ok))
 }
 
 /// The repos other than the config repo to change before this one (the current cluster's view).

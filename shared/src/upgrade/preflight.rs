@@ -223,7 +223,7 @@ pub(super) async fn check_rollout(
 
 /// A repo other than the config repo whose manifests a Kustomization applied at a version the
 /// target drops: it must change first, or that Kustomization fails once the new CRDs arrive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct OtherRepo {
     /// The source's URL (a git repo, or an OCI repository).

@@ -83,35 +83,39 @@ fn describe(movement: Move) -> &'static str {
 }
 
 /// `--check`: the versions, and what an upgrade would change. `-o json|yaml` prints it as is.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Check {
+pub struct Check {
     /// What the current cluster runs (namespace label).
-    pub running: Option<String>,
+    pub(super) running: Option<String>,
     /// What each cluster's install record says.
-    pub recorded: Vec<RecordedVersion>,
+    pub(super) recorded: Vec<RecordedVersion>,
     /// The release this kubectl-gitops pins.
-    pub pinned: String,
+    pub(super) pinned: String,
     /// The newest release this kubectl-gitops knows (the pinned one: it reads no release feed).
-    pub latest_known: String,
+    pub(super) latest_known: String,
     /// The release asked for.
-    pub target: String,
+    pub(super) target: String,
     /// Nothing to change in the repo or the cluster.
-    pub up_to_date: bool,
+    pub(super) up_to_date: bool,
     /// The files an upgrade changes, with why.
-    pub files: Vec<String>,
+    pub(super) files: Vec<String>,
     /// Manifests that must change, where.
-    pub findings: Vec<String>,
+    pub(super) findings: Vec<String>,
     /// Flux kinds whose stored objects need migrating before or after the upgrade.
-    pub storage: Vec<StoredKind>,
+    pub(super) storage: Vec<StoredKind>,
     /// The CRDs of those migrated before the upgrade (the target drops a version they record).
-    pub before_upgrade: Vec<String>,
+    pub(super) before_upgrade: Vec<String>,
     /// Repos other than the config repo to change first, in order.
-    pub other_repos: Vec<OtherRepo>,
+    pub(super) other_repos: Vec<OtherRepo>,
+}
+
+impl crate::output::Kind for Check {
+    const KIND: &'static str = "UpgradeCheck";
 }
 
 /// One cluster's recorded version.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct RecordedVersion {
     pub cluster: String,
@@ -119,7 +123,7 @@ pub(super) struct RecordedVersion {
 }
 
 impl Check {
-    pub fn new(
+    pub(super) fn new(
         versions: &Versions,
         repo: &RepoScan,
         migrations: &[StoredKind],

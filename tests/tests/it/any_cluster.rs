@@ -38,7 +38,7 @@ fn detect_version_and_status_tell_the_same_flux() {
     let kubeconfig = kubeconfig();
     let detect = gitops(&kubeconfig, &["detect", "-o", "json"]);
     assert_eq!(detect.code, Some(0), "{}", detect.stderr);
-    let detected: serde_json::Value = serde_json::from_str(&detect.stdout).unwrap();
+    let detected = gitops_e2e::schema::document("Detection", &detect.stdout);
     let state = detected["state"].as_str().unwrap();
     assert!(matches!(state, "flux2" | "gitops"), "{detected}");
     // The local environment runs the controllers as processes, with no Flux namespace, so there
@@ -48,13 +48,13 @@ fn detect_version_and_status_tell_the_same_flux() {
 
     let version = gitops(&kubeconfig, &["version", "-o", "json"]);
     assert_eq!(version.code, Some(0), "{}", version.stderr);
-    let version: serde_json::Value = serde_json::from_str(&version.stdout).unwrap();
+    let version = gitops_e2e::schema::document("Version", &version.stdout);
     assert_eq!(version["server"]["reachable"], true, "{version}");
     assert_eq!(version["server"]["fluxVersion"], flux_version);
 
     let status = gitops(&kubeconfig, &["status", "-A", "-o", "json"]);
     assert!(matches!(status.code, Some(0 | 1)), "{}", status.stderr);
-    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let status = gitops_e2e::schema::document("Status", &status.stdout);
     assert_eq!(status["flux"]["version"], flux_version, "{status}");
 }
 
@@ -82,7 +82,7 @@ fn the_ui_lists_what_status_lists() {
     let started = Instant::now();
     loop {
         let status = gitops(&kubeconfig, &["status", "-n", namespace, "-o", "json"]);
-        let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+        let status = gitops_e2e::schema::document("Status", &status.stdout);
         let from_status: Vec<(String, String)> = status["otherFluxObjects"]
             .as_array()
             .unwrap()

@@ -80,7 +80,7 @@ fn our_mutations(env: &TestEnv) -> usize {
 fn list(env: &TestEnv) -> serde_json::Value {
     let run = app(env, &env.kubeconfig, &["list", "-o", "json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    serde_json::from_str(&run.stdout).unwrap()
+    gitops_e2e::schema::document("AppList", &run.stdout)["items"].clone()
 }
 
 fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
@@ -115,6 +115,15 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     );
     assert!(dry.stdout.contains("--- /dev/null\n+++ b/apps/podinfo/source.yaml\n"), "{}", dry.stdout);
     assert!(dry.stdout.contains("+  - podinfo\n") || dry.stdout.contains("+- podinfo\n"), "{}", dry.stdout);
+    // The same plan as a Change document, for a script.
+    let planned = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--dry-run", "-o", "json"]].concat());
+    assert_eq!(planned.code, Some(0), "{}", planned.stderr);
+    let planned = gitops_e2e::schema::document("Change", &planned.stdout);
+    assert_eq!((planned["verb"].as_str(), planned["dryRun"].as_bool()), (Some("add"), Some(true)), "{planned:#}");
+    assert_eq!(planned["done"], serde_json::Value::Null, "{planned:#}");
+    let files: Vec<&str> =
+        planned["plan"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert!(files.contains(&"apps/podinfo/source.yaml"), "{planned:#}");
     assert_eq!(env.git.head("fleet"), head, "--dry-run pushed nothing");
     assert_eq!(our_mutations(env), writes, "--dry-run wrote nothing to the cluster");
 
@@ -133,7 +142,7 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     );
     assert_eq!(history.code, Some(0), "{}", history.stderr);
     assert!(!history.stderr.contains("warning"), "{}", history.stderr);
-    let history: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
+    let history = gitops_e2e::schema::document("AppHistory", &history.stdout);
     let deployment = &history["deployments"][0];
     assert_eq!(deployment["commit"]["subject"], "app", "{history:#}");
     let config_changes = deployment["configChanges"].to_string();
@@ -227,11 +236,11 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     env.kubectl_ok(&["-n", "default", "get", "configmap", "from-oci"]).unwrap();
 
     let listed = list(env);
-    assert_eq!(row(&listed, "web")["kind"], "oci");
-    assert_eq!(row(&listed, "podinfo")["kind"], "kustomize");
+    assert_eq!(row(&listed, "web")["type"], "oci");
+    assert_eq!(row(&listed, "podinfo")["type"], "kustomize");
     assert_eq!(row(&listed, "podinfo")["state"], "ready");
     assert_eq!(row(&listed, "podinfo")["clusters"], serde_json::json!(["dev"]));
-    assert_eq!(row(&listed, "greeter")["kind"], "helm");
+    assert_eq!(row(&listed, "greeter")["type"], "helm");
     assert_eq!(row(&listed, "greeter")["state"], "ready");
     let table = app(env, &env.kubeconfig, &["list"]);
     assert!(table.stdout.starts_with("NAME "), "{}", table.stdout);
@@ -298,10 +307,16 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
 
     // Remove: Flux prunes the app and what it deployed.
-    for name in ["podinfo", "greeter", "hello", "web"] {
+    for name in ["podinfo", "greeter", "hello"] {
         let removed = app(env, &env.kubeconfig, &["remove", name, "--wait", "--timeout", "3m"]);
         assert_eq!(removed.code, Some(0), "{name}: {}\n{}", removed.stdout, removed.stderr);
     }
+    // The last one as a script does it: one Change document, what was done and waited for.
+    let removed = app(env, &env.kubeconfig, &["remove", "web", "--wait", "--timeout", "3m", "-o", "json"]);
+    assert_eq!(removed.code, Some(0), "{}\n{}", removed.stdout, removed.stderr);
+    let removed = gitops_e2e::schema::document("Change", &removed.stdout);
+    assert_eq!(removed["done"]["commit"], env.git.head("fleet"), "{removed:#}");
+    assert_eq!(removed["waited"]["ready"], false, "it waited for the app to be gone: {removed:#}");
     let gone = env.kubectl(&["-n", "default", "get", "deployment", "podinfo"]).unwrap();
     assert!(!gone.status.success(), "Flux pruned the podinfo Deployment");
     assert_eq!(list(env), serde_json::json!([]));
@@ -663,7 +678,7 @@ fn platform_services_in_a_platform_repo_of_their_own() {
     env.kubectl_ok(&["-n", "default", "get", "configmap", "ingress"]).unwrap();
     let listed = platform(&["list", "-o", "json"]);
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let rows = gitops_e2e::schema::document("AppList", &listed.stdout)["items"].clone();
     assert_eq!((rows[0]["name"].as_str(), rows[0]["state"].as_str()), (Some("ingress"), Some("ready")), "{rows:#}");
 
     // A team connected to a namespace: the tenant goes to the platform repo too, and the tenants

@@ -108,7 +108,7 @@ fn push_and_pull_match_the_flux_cli() {
     let push = |tag: &str| {
         let run = ours(&[&["push", &url(tag), "--path", path, "--reproducible", "-o", "json"][..], &meta].concat());
         assert_ok(&run, "our push");
-        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
+        gitops_e2e::schema::document("Artifact", &run.stdout)
     };
     let (first, second) = (push("ours"), push("again"));
     assert_eq!(first["digest"], second["digest"], "the same directory and flags give the same manifest digest");
@@ -151,7 +151,7 @@ fn push_and_pull_match_the_flux_cli() {
     assert_eq!(tagged.stdout.trim(), first["digest"].as_str().unwrap());
     let listed = ours(&["list", &format!("oci://{registry}/manifests/app"), "-o", "json"]);
     assert_ok(&listed, "list");
-    let listed: Vec<serde_json::Value> = serde_json::from_str(&listed.stdout).unwrap();
+    let listed = gitops_e2e::schema::document("ArtifactList", &listed.stdout)["items"].as_array().unwrap().clone();
     let rows: Vec<(&str, &str)> =
         listed.iter().map(|row| (row["tag"].as_str().unwrap(), row["digest"].as_str().unwrap())).collect();
     let digest = first["digest"].as_str().unwrap();
@@ -174,6 +174,10 @@ fn push_and_pull_match_the_flux_cli() {
     let differs = ours(&["diff", &url("flux"), "--path", path]);
     assert_eq!(differs.code, Some(1), "{}", differs.render());
     assert_eq!(differs.stdout, "changed\tconfig/crd/widgets.yaml\nonly-local\tnew.yaml\n");
+    let differs = ours(&["diff", &url("flux"), "--path", path, "-o", "json"]);
+    assert_eq!(differs.code, Some(1), "{}", differs.render());
+    let differs = gitops_e2e::schema::document("ArtifactDifferenceList", &differs.stdout);
+    assert_eq!(differs["items"][1], serde_json::json!({"path": "new.yaml", "change": "only-local"}), "{differs:#}");
 }
 
 fn theirs_digest(registry: &str) -> String {
@@ -228,6 +232,7 @@ fn bad_input_fails_cleanly_and_writes_nothing() {
     // A layer whose bytes no longer match its digest (changed in the registry's storage).
     let pushed = ours(&[&["push", &format!("{url}:v1"), "--path", path, "-o", "json"][..], &meta].concat());
     assert_eq!(pushed.code, Some(0), "{}", pushed.render());
+    gitops_e2e::schema::document("Artifact", &pushed.stdout);
     let layer = manifest(&registry.address, "bad/app", "v1")["layers"][0]["digest"].as_str().unwrap().to_string();
     let hex = layer.trim_start_matches("sha256:");
     let blob = registry.data.join(format!("docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]));

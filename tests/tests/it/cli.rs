@@ -89,7 +89,7 @@ fn version_as_json() {
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
     let run = run("kubectl-gitops", &["--kubeconfig", kubeconfig.to_str().unwrap(), "version", "-o", "json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let report = gitops_e2e::schema::document("Version", &run.stdout);
     assert_eq!(report["client"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.4");
     assert_eq!(report["server"]["reachable"], false);
@@ -102,7 +102,7 @@ fn version_as_json() {
             .args(["--kubeconfig", kubeconfig.to_str().unwrap(), "version", "-o", "json"])
             .env(env::KUBECTL_GITOPS_FLUX_BIN, "/bin/sh"),
     );
-    let report: serde_json::Value = serde_json::from_str(&named.stdout).unwrap();
+    let report = gitops_e2e::schema::document("Version", &named.stdout);
     assert_eq!(
         (report["fluxCli"]["path"].as_str(), report["fluxCli"]["origin"].as_str()),
         (Some("/bin/sh"), Some("environment"))
@@ -124,9 +124,9 @@ fn version_client_reads_neither_the_cluster_nor_the_flux_cli() {
     ");
     let run = run("kubectl-gitops", &["--kubeconfig", kubeconfig, "version", "--client", "-o", "json"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let report = gitops_e2e::schema::document("Version", &run.stdout);
     let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["client"], "{report}");
+    assert_eq!(keys, ["apiVersion", "client", "kind"], "{report}");
     assert_eq!(report["client"]["pinnedFluxVersion"], "v2.9.4");
 }
 
@@ -244,7 +244,7 @@ fn detect_json_when_unreachable() {
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
     let run = run("kubectl-gitops-detect", &["--kubeconfig", kubeconfig.to_str().unwrap(), "-o", "json"]);
     assert_eq!(run.code, Some(3));
-    let detection: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let detection = gitops_e2e::schema::document("Detection", &run.stdout);
     assert_eq!(detection["state"], "unreachable");
     assert_eq!(detection["flux"], serde_json::Value::Null);
     assert!(detection["error"].as_str().unwrap().contains("Connection refused"));

@@ -67,7 +67,7 @@ fn list_until(env: &TestEnv, what: &str, done: impl Fn(&[serde_json::Value]) -> 
     loop {
         let run = ours(env, "kubectl-gitops-component", &["list", "-o", "json"]);
         assert_eq!(run.code, Some(0), "{}", run.render());
-        let rows: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).unwrap();
+        let rows = gitops_e2e::schema::document("ComponentList", &run.stdout)["items"].as_array().unwrap().clone();
         if done(&rows) {
             return rows;
         }

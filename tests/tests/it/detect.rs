@@ -20,7 +20,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
 
     let run = detect(env, &[]);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "unmodified\n"), "{}", run.stderr);
-    let json: serde_json::Value = serde_json::from_str(&detect(env, &["-o", "json"]).stdout).unwrap();
+    let json = gitops_e2e::schema::document("Detection", &detect(env, &["-o", "json"]).stdout);
     assert_eq!(json["kubernetesVersion"], "v1.36.3");
     assert_eq!(json["flux"], serde_json::Value::Null);
 
@@ -37,7 +37,7 @@ fn unmodified_then_flux2_after_the_real_flux_manifests_then_gitops_with_our_reco
     }
     let run = detect(env, &[]);
     assert_eq!((run.code, run.stdout.as_str()), (Some(0), "flux2\n"), "{}", run.stderr);
-    let json: serde_json::Value = serde_json::from_str(&detect(env, &["-o", "json"]).stdout).unwrap();
+    let json = gitops_e2e::schema::document("Detection", &detect(env, &["-o", "json"]).stdout);
     assert_eq!(json["flux"]["namespace"], "flux-system");
     assert_eq!(json["flux"]["version"], "v2.9.4");
     assert_eq!(json["flux"]["versionSource"], "namespace-label");
@@ -92,6 +92,6 @@ fn two_flux_namespaces_are_refused_unless_one_is_named() {
     assert_eq!(both.stdout, "");
     let named = detect(env, &["-n", "flux-b", "-o", "json"]);
     assert_eq!(named.code, Some(0), "{}", named.render());
-    let json: serde_json::Value = serde_json::from_str(&named.stdout).unwrap();
+    let json = gitops_e2e::schema::document("Detection", &named.stdout);
     assert_eq!(json["flux"]["namespace"], "flux-b");
 }

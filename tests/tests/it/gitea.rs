@@ -203,10 +203,10 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
         .unwrap();
     let list = forge.kubectl_gitops(plugins.path(), &gitea.token, &["pr", "list", "-o", "json"]);
     assert_eq!(list.code, Some(0), "{}\n{}", list.stdout, list.stderr);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    assert_eq!(listed["pullRequests"][0]["number"], 1, "{listed}");
-    assert_eq!(listed["pullRequests"][0]["name"], "hello", "{listed}");
-    assert_eq!(listed["pullRequests"][0]["checks"], "pending", "the commit status posted on its head: {listed}");
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    assert_eq!(listed["items"][0]["number"], 1, "{listed}");
+    assert_eq!(listed["items"][0]["name"], "hello", "{listed}");
+    assert_eq!(listed["items"][0]["checks"], "pending", "the commit status posted on its head: {listed}");
 
     // Gitea refuses its author's approval; a collaborator's is recorded at the validated head.
     let own = forge.pr(plugins.path(), &gitea.token, &["approve", "1"]);
@@ -352,12 +352,12 @@ fn a_platform_repo_on_gitea_takes_the_platform_pull_requests() {
         let run =
             forge.kubectl_gitops(plugins.path(), &gitea.token, &[&["pr"][..], args, &["list", "-o", "json"]].concat());
         assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-        serde_json::from_str::<Value>(&run.stdout).unwrap()
+        gitops_e2e::schema::document("PullRequestList", &run.stdout)
     };
     let listed = list(&["--platform"]);
-    assert_eq!(listed["pullRequests"][0]["number"], 2, "{listed}");
-    assert_eq!(listed["pullRequests"][0]["name"], "dns", "{listed}");
-    assert_eq!(list(&[])["pullRequests"], json!([]));
+    assert_eq!(listed["items"][0]["number"], 2, "{listed}");
+    assert_eq!(listed["items"][0]["name"], "dns", "{listed}");
+    assert_eq!(list(&[])["items"], json!([]));
     let show = forge.pr(plugins.path(), &gitea.token, &["--platform", "show", "2"]);
     assert_eq!(show.code, Some(0), "{}\n{}", show.stdout, show.stderr);
     for check in ["open ", "base ", "change ", "request ", "mergeable "] {
@@ -433,7 +433,7 @@ fn repo_create_makes_app_repositories_from_the_layout_a_template_a_fork_and_a_ur
     .unwrap();
     let shop = repo(&["acme/shop", "--from-template", "acme/hello", "-o", "json"]);
     assert_eq!(shop.code, Some(0), "{}\n{}", shop.stdout, shop.stderr);
-    let created: Value = serde_json::from_str(&shop.stdout).unwrap();
+    let created = gitops_e2e::schema::document("Repository", &shop.stdout);
     assert_eq!(created["repository"], "acme/shop");
     assert_eq!(created["sshUrl"], gitea.ssh_url("acme/shop"));
     assert!(file("acme/shop", "README.md").starts_with("# An app deployed with kubectl-gitops\n"));

@@ -29,8 +29,8 @@ fn history(env: &TestEnv) -> Vec<Value> {
     let run = kubectl_gitops(env, "kubectl-gitops-app", &["history", "web", "-n", NAMESPACE, "-o", "json"]);
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert!(!run.stderr.contains("warning"), "{}", run.stderr);
-    let json: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!((json["kind"].as_str(), json["name"].as_str()), (Some("Kustomization"), Some("web")));
+    let json = gitops_e2e::schema::document("AppHistory", &run.stdout);
+    assert_eq!((json["fluxKind"].as_str(), json["name"].as_str()), (Some("Kustomization"), Some("web")));
     json["deployments"].as_array().unwrap().clone()
 }
 
@@ -112,6 +112,7 @@ fn history_and_dora_follow_real_reconciles_beyond_fluxs_five_entries() {
     // `status` keeps what it listed: the ledger exists before any app history ran.
     let listed = kubectl_gitops(env, "kubectl-gitops-status", &["-n", NAMESPACE, "-o", "json"]);
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    gitops_e2e::schema::document("Status", &listed.stdout);
     assert_eq!(kept(env).len(), 1);
     assert_eq!(history(env).len(), 1);
 
@@ -143,7 +144,7 @@ fn history_and_dora_follow_real_reconciles_beyond_fluxs_five_entries() {
     assert_eq!(rows[3]["commit"]["subject"], "web 4, fixed");
     assert_eq!(rows[3]["changes"].as_array().unwrap().len(), 1, "{:#}", rows[3]);
 
-    let report: Value = serde_json::from_str(&dora(env, &["--app", "web", "-o", "json"]).stdout).unwrap();
+    let report = gitops_e2e::schema::document("DoraMetrics", &dora(env, &["--app", "web", "-o", "json"]).stdout);
     let web = &report["apps"][0];
     assert_eq!((web["deployments"].as_u64(), web["succeeded"].as_u64()), (Some(5), Some(4)), "{report:#}");
     assert_eq!(web["changeFailureRate"]["failed"], 1);
@@ -195,7 +196,7 @@ fn history_and_dora_follow_real_reconciles_beyond_fluxs_five_entries() {
     assert_eq!(table.stdout.lines().count(), 9, "a header and 8 rows: {}", table.stdout);
     assert!(table.stdout.contains("failed: ReconciliationFailed") && table.stdout.contains("rolled back, reverted"));
 
-    let report: Value = serde_json::from_str(&dora(env, &["--app", "web", "-o", "json"]).stdout).unwrap();
+    let report = gitops_e2e::schema::document("DoraMetrics", &dora(env, &["--app", "web", "-o", "json"]).stdout);
     let web = &report["apps"][0];
     assert_eq!(web["deployments"], 8, "{report:#}");
     assert_eq!(web["changeFailureRate"]["failed"], 2, "the broken one and the reverted one: {report:#}");

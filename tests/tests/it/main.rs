@@ -25,6 +25,7 @@ mod kubectl;
 mod monitoring;
 mod pr;
 mod provider;
+mod schemas;
 mod setup;
 mod status;
 mod tenant;

@@ -96,7 +96,7 @@ fn through_the_service_proxy(env: &TestEnv, port: u16) {
     .unwrap();
     let proxied = status(&["-o", "json"]);
     assert_eq!(proxied.code, Some(1), "an alert fires: {}\n{}", proxied.stdout, proxied.stderr);
-    let report: Value = serde_json::from_str(&proxied.stdout).unwrap();
+    let report = gitops_e2e::schema::document("MonitoringStatus", &proxied.stdout);
     let slow =
         report["alerts"].as_array().unwrap().iter().find(|alert| alert["name"] == "FluxReconciliationSlow").unwrap();
     assert_eq!(slow["state"], "firing", "{report:#}");
@@ -374,7 +374,7 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
             .env("KUBECONFIG", &env.kubeconfig),
     );
     assert_eq!(status.code, Some(1), "{}\n{}", status.stdout, status.stderr);
-    let report: Value = serde_json::from_str(&status.stdout).unwrap();
+    let report = gitops_e2e::schema::document("MonitoringStatus", &status.stdout);
     let slow =
         report["alerts"].as_array().unwrap().iter().find(|alert| alert["name"] == "FluxReconciliationSlow").unwrap();
     assert_eq!(slow["state"], "firing", "{report:#}");

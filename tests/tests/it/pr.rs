@@ -13,7 +13,6 @@ use gitops_e2e::race::RacingPush;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::{binaries, flux_release, standin};
 use gitops_shared::provider::Kind;
-use serde_json::Value;
 
 use crate::app_provider::Fixture;
 
@@ -67,8 +66,8 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
 
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
     assert_eq!(list.code, Some(0), "{}\n{}", list.stdout, list.stderr);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    let rows = listed["pullRequests"].as_array().unwrap();
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    let rows = listed["items"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{listed:#}");
     let branch = rows[0]["branch"].as_str().unwrap().to_string();
     assert!(branch.starts_with("gitops/add-podinfo-"), "{listed:#}");
@@ -85,8 +84,8 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     assert!(table.stdout.contains("\n1        add podinfo   yes         pending "), "{}", table.stdout);
     fixture.standin.add_check_run(head.trim(), "completed", Some("failure"));
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    assert_eq!(listed["pullRequests"][0]["checks"], "failure", "a failed check run: {listed:#}");
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    assert_eq!(listed["items"][0]["checks"], "failure", "a failed check run: {listed:#}");
 
     // Valid as opened: every check passes, exit 0.
     let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
@@ -127,7 +126,7 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     let show =
         fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1", "-o", "json"]).as_slice());
     assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
-    let validation: Value = serde_json::from_str(&show.stdout).unwrap();
+    let validation = gitops_e2e::schema::document("PullRequestValidation", &show.stdout);
     assert_eq!(validation["valid"], false);
     let failed: Vec<&str> = validation["checks"]
         .as_array()
@@ -170,8 +169,8 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
         other.stderr
     );
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    assert_eq!(listed["pullRequests"].as_array().unwrap().len(), 1, "only ours: {listed:#}");
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "only ours: {listed:#}");
     let bad = fixture.kubectl_gitops(plugins.path(), &["pr", "show", "web"]);
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }
@@ -181,16 +180,16 @@ fn gitlab_merge_requests_are_validated_by_their_iid() {
     let fixture = opened(Kind::GitLab);
     let plugins = binaries::plugin_dir();
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    let url = listed["pullRequests"][0]["url"].as_str().unwrap().to_string();
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    let url = listed["items"][0]["url"].as_str().unwrap().to_string();
     assert!(url.ends_with("/-/merge_requests/1"), "{listed:#}");
-    assert!(listed["pullRequests"][0].get("checks").is_none(), "no pipeline yet: {listed:#}");
-    let branch = listed["pullRequests"][0]["branch"].as_str().unwrap().to_string();
+    assert!(listed["items"][0].get("checks").is_none(), "no pipeline yet: {listed:#}");
+    let branch = listed["items"][0]["branch"].as_str().unwrap().to_string();
     let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
     fixture.standin.set_commit_checks(head.trim(), "running");
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    assert_eq!(listed["pullRequests"][0]["checks"], "running", "its head pipeline: {listed:#}");
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    assert_eq!(listed["items"][0]["checks"], "running", "its head pipeline: {listed:#}");
     let elsewhere = fixture.kubectl_gitops(
         plugins.path(),
         with_key(&fixture, &["pr", "show", "https://gitlab.example.com/other/repo/-/merge_requests/1"]).as_slice(),
@@ -268,8 +267,8 @@ fn github_pull_request_is_approved_by_a_reviewer_and_merged_into_the_config_bran
     assert_eq!(again.code, Some(1), "{}\n{}", again.stdout, again.stderr);
     assert!(again.stdout.ends_with("#1 was not merged\n"), "{}", again.stdout);
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
-    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
-    assert_eq!(listed["pullRequests"], serde_json::json!([]), "merged: no longer open");
+    let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
+    assert_eq!(listed["items"], serde_json::json!([]), "merged: no longer open");
 }
 
 #[test]

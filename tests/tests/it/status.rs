@@ -163,7 +163,7 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
         app("bad-source")
     );
     assert_eq!(app("hello")["appliedRevision"], "0.1.0", "{}", app("hello"));
-    assert_eq!(app("hello")["kind"], "helm");
+    assert_eq!(app("hello")["type"], "helm");
     assert!(app("ready-app")["appliedRevision"].as_str().unwrap().starts_with("main@sha1:"));
     assert!(app("ready-app")["lastDeployed"].as_str().unwrap().ends_with('Z'));
     assert_eq!(json["flux"]["version"], "v2.9.4");
@@ -178,7 +178,7 @@ fn status_shows_each_state_with_flux_messages_and_gates_on_failures() {
     assert!(table.stdout.ends_with("6 apps: 2 ready, 3 failing, 0 progressing, 1 suspended\n"), "{}", table.stdout);
 
     let failed = status(env, &["--failed-only", "-o", "json"]);
-    let failed: serde_json::Value = serde_json::from_str(&failed.stdout).unwrap();
+    let failed = gitops_e2e::schema::document("Status", &failed.stdout);
     let names: Vec<&str> = failed["apps"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["bad-source", "broken-values", "missing-path"]);
 
@@ -222,7 +222,7 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
     assert_eq!(ready.stderr, "");
 
     let json = app_status(env, &["ready-app", "-o", "json"]);
-    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let json = gitops_e2e::schema::document("AppReport", &json.stdout);
     assert_eq!(json["app"]["state"], "ready");
     assert_eq!(json["commit"]["subject"], "app");
     assert_eq!(json["commit"]["sha"].as_str().unwrap().len(), 40);
@@ -244,7 +244,7 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
     let broken =
         settled(|| app_status(env, &["broken-values", "-o", "json"]), |run| run.stdout.contains("\"lastError\": {"));
     assert_eq!(broken.code, Some(1));
-    let broken: serde_json::Value = serde_json::from_str(&broken.stdout).unwrap();
+    let broken = gitops_e2e::schema::document("AppReport", &broken.stdout);
     assert_eq!(broken["lastError"]["kind"], "HelmRelease", "{broken}");
     assert!(broken["lastError"]["message"].as_str().unwrap().contains("greeting is required"), "{broken}");
 
@@ -381,6 +381,28 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     });
     let next = || received.recv_timeout(Duration::from_secs(30)).unwrap();
     while !next().starts_with("1 app: 1 ready") {}
+    // And as JSON: the Status document, then one AppStatus document per row that changed.
+    let mut json_watching = Command::new(binaries::path("kubectl-gitops-status"))
+        .args(["-n", "status-wait", "--watch", "-o", "json"])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (documents, json_received) = std::sync::mpsc::channel();
+    let json_stdout = json_watching.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for document in serde_json::Deserializer::from_reader(json_stdout).into_iter::<serde_json::Value>() {
+            let Ok(document) = document else { break };
+            if documents.send(document).is_err() {
+                break;
+            }
+        }
+    });
+    let next_document = || json_received.recv_timeout(Duration::from_secs(30)).unwrap();
+    let first = next_document();
+    gitops_e2e::schema::validate("Status", &first);
+    assert_eq!(first["kind"], "Status", "{first:#}");
     env.apply_yaml(&web.replace("  prune: true\n", "  prune: true\n  suspend: true\n")).unwrap();
     // Only rows, no screen: web, until it shows SUSPENDED True.
     let changed = loop {
@@ -393,6 +415,16 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     watching.kill().unwrap();
     watching.wait().unwrap();
     assert!(changed.contains("Applied revision"), "{changed}");
+    let row = loop {
+        let row = next_document();
+        assert_eq!((row["kind"].as_str(), row["name"].as_str()), (Some("AppStatus"), Some("web")), "{row:#}");
+        if row["state"] == "suspended" {
+            break row;
+        }
+    };
+    json_watching.kill().unwrap();
+    json_watching.wait().unwrap();
+    gitops_e2e::schema::validate("AppStatus", &row);
 
     // A new commit: the branch head moved, Flux has not fetched it (10m interval), and the
     // timeout says so, naming the GitRepository.
@@ -416,7 +448,7 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     let started = Instant::now();
     let synced = status(env, &["-n", "status-wait", "--wait", "--timeout", "60s", "-o", "json"]);
     assert_eq!(synced.code, Some(0), "{}\n{}", synced.stdout, synced.stderr);
-    let json: serde_json::Value = serde_json::from_str(&synced.stdout).unwrap();
+    let json = gitops_e2e::schema::document("Status", &synced.stdout);
     assert_eq!(json["apps"][0]["state"], "suspended", "suspended counts as done");
     eprintln!("status --wait until the sync applied a new commit: {:?}", started.elapsed());
     let pinned = status(env, &["-n", "status-wait", "--wait", "--timeout", "10s", "--revision", &second[..8]]);

@@ -164,7 +164,7 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
 
     let listed = tenant(env, &["list", "-o", "json"]);
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let rows = gitops_e2e::schema::document("TenantList", &listed.stdout)["items"].clone();
     assert_eq!(rows[0]["name"], TEAM, "{rows:#}");
     assert_eq!(rows[0]["namespaces"], serde_json::json!([TEAM]));
     assert_eq!(rows[0]["repo"], team_url.as_str());
@@ -193,7 +193,7 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     assert!(message.contains("forbidden") && message.contains("system:serviceaccount:team-a:team-a"), "{message}");
     let status = gitops(env, "kubectl-gitops-status", &["-A", "-o", "json"]);
     assert_eq!(status.code, Some(1), "a failing row: exit 1\n{}", status.stderr);
-    let report: Value = serde_json::from_str(&status.stdout).unwrap();
+    let report = gitops_e2e::schema::document("Status", &status.stdout);
     let row = report["tenants"].as_array().unwrap().iter().find(|row| row["name"] == TEAM).unwrap().clone();
     assert_eq!(row["state"], "failing", "{row:#}");
     assert!(row["message"].as_str().unwrap().contains("forbidden"), "{row:#}");
@@ -224,9 +224,12 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     assert!(env.kubectl(&["-n", "team-b-owned", "get", "configmap", "planted"]).unwrap().status.code() != Some(0));
 
     // Removal: Flux prunes what the tenant made; the namespace that existed before stays.
-    let removed = tenant(env, &["remove", TEAM, "--wait", "--timeout", "3m"]);
+    let removed = tenant(env, &["remove", TEAM, "--wait", "--timeout", "3m", "-o", "json"]);
     assert_eq!(removed.code, Some(0), "{}\n{}", removed.stdout, removed.stderr);
-    assert!(removed.stdout.starts_with("tenant team-a removed at "), "{}", removed.stdout);
+    let removed = gitops_e2e::schema::document("Change", &removed.stdout);
+    assert_eq!((removed["noun"].as_str(), removed["verb"].as_str()), (Some("tenant"), Some("remove")), "{removed:#}");
+    assert_eq!(removed["done"]["commit"], env.git.head("fleet"), "{removed:#}");
+    assert!(removed["waited"].is_object(), "{removed:#}");
     assert!(env.kubectl(&["-n", TEAM, "get", "kustomization", TEAM]).unwrap().status.code() != Some(0));
     assert!(env.kubectl(&["-n", TEAM, "get", "rolebinding", "team-a-reconciler"]).unwrap().status.code() != Some(0));
     env.kubectl_ok(&["get", "namespace", TEAM]).unwrap();
@@ -269,7 +272,7 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     assert_eq!(release["metadata"]["labels"]["kubectl-gitops.io/tier"], "platform");
     let listed = platform(&["list", "-o", "json"]);
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
-    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let rows = gitops_e2e::schema::document("AppList", &listed.stdout)["items"].clone();
     assert_eq!(rows[0]["name"], "ingress", "{rows:#}");
     assert_eq!(rows[0]["state"], "ready", "{rows:#}");
     let apps = gitops(env, "kubectl-gitops-app", &["list", "-o", "json"]);

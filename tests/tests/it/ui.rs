@@ -74,7 +74,7 @@ fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live()
     let searched = ui.json(&cookie, "/api/v1/apps?q=WEB-6");
     assert_eq!(names(&searched), ["ui-team/web-6"]);
     assert_eq!(searched["items"][0]["managed"], true);
-    assert_eq!(searched["items"][0]["kind"], "kustomize");
+    assert_eq!(searched["items"][0]["type"], "kustomize");
 
     // Bad input: 400 with a hint; unknown things: 404.
     for path in
@@ -89,12 +89,22 @@ fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live()
 
     // One app: what `app status -o json` prints, with the missing source it waits on.
     let app = ui.json(&cookie, "/api/v1/apps/ui-team/db");
+    gitops_e2e::schema::validate("AppReport", &app);
     assert_eq!(app["app"]["name"], "db");
     assert!(app["waitingOn"].to_string().contains("missing-source"), "{app}");
     let cluster = ui.json(&cookie, "/api/v1/cluster");
+    gitops_e2e::schema::validate("Detection", &cluster);
     assert_eq!(cluster["state"], "flux2", "{cluster}");
     let openapi = ui.json(&cookie, "/api/v1/openapi.json");
     assert!(openapi["paths"]["/api/v1/apps"].is_object());
+    // Its components are the published schemas, served by the API itself.
+    for kind in ["AppReport", "AppHistory", "Detection", "DoraMetrics"] {
+        let reference = openapi["components"]["schemas"][kind]["$ref"].as_str().unwrap();
+        let served = ui.json(&cookie, reference);
+        let file = gitops_e2e::schema::schemas_dir().join(format!("{kind}.json"));
+        let published: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(served, published, "{reference} differs from {}", file.display());
+    }
 
     // The pages, without JavaScript.
     let apps = ui.get(&cookie, "/apps?namespace=ui-team&limit=3");

@@ -251,7 +251,7 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
     assert!(check.stdout.contains("Alert "), "{}", check.stdout);
     let json = upgrade(env, &["--check", "-o", "json"]);
     assert_eq!(json.code, Some(1), "{}", json.render());
-    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let report = gitops_e2e::schema::document("UpgradeCheck", &json.stdout);
     assert_eq!((report["upToDate"].as_bool(), report["target"].as_str()), (Some(false), Some(FLUX_VERSION)));
     assert_eq!(report["otherRepos"][0]["url"], team_url.as_str(), "{report}");
 
@@ -339,7 +339,7 @@ fn a_cluster_at_the_previous_flux_line_is_upgraded_through_git_with_its_manifest
         assert!(images.contains(image), "{image} runs: {images}");
     }
     let detect = ours(env, "kubectl-gitops-detect", &["-o", "json"]);
-    let detection: serde_json::Value = serde_json::from_str(&detect.stdout).unwrap();
+    let detection = gitops_e2e::schema::document("Detection", &detect.stdout);
     assert_eq!(detection["flux"]["version"], FLUX_VERSION, "{}", detect.stdout);
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
     env.wait_for_jsonpath(&["-n", "flux-system", "helmrelease/hello"], ready, "True", Duration::from_secs(5)).unwrap();
