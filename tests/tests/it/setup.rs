@@ -57,8 +57,18 @@ fn machine_without(dir: &Path, absent: &[&str]) {
         }
         let found = std::env::split_paths(&path).map(|dir| dir.join(command)).find(|candidate| candidate.exists());
         let found = found.unwrap_or_else(|| panic!("this machine has no {command}; run `make deps`"));
+        // The interpreter itself, not a launcher such as pyenv's shim, which needs the real PATH:
+        // the script imports jsonschema with it.
+        let found = if command == "python3" { python_interpreter(&found) } else { found };
         std::os::unix::fs::symlink(found, dir.join(command)).unwrap();
     }
+}
+
+/// The executable `python3` runs as (`sys.executable`).
+fn python_interpreter(python3: &Path) -> PathBuf {
+    let output = Command::new(python3).args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
+    assert!(output.status.success(), "{} runs", python3.display());
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
 fn deps_script() -> PathBuf {

@@ -400,9 +400,9 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
         }
     });
     let next_document = || json_received.recv_timeout(Duration::from_secs(30)).unwrap();
-    let first = next_document();
-    gitops_e2e::schema::validate("Status", &first);
-    assert_eq!(first["kind"], "Status", "{first:#}");
+    let screen = next_document();
+    gitops_e2e::schema::validate("Status", &screen);
+    assert_eq!(screen["kind"], "Status", "{screen:#}");
     env.apply_yaml(&web.replace("  prune: true\n", "  prune: true\n  suspend: true\n")).unwrap();
     // Only rows, no screen: web, until it shows SUSPENDED True.
     let changed = loop {
