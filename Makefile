@@ -30,6 +30,9 @@ DIST_TARGET ?= $(if $(filter linux,$(DIST_OS)),$(if $(filter arm64,$(DIST_ARCH))
 DIST_BIN_DIR := target/$(if $(DIST_TARGET),$(DIST_TARGET)/,)release
 # Which build `man` and `install-files` take their binaries from.
 BIN_DIR ?= target/$(PROFILE)
+# Where `make man` writes the pages (`make dist` packs them from there); the install test points
+# it at a directory of its own.
+MAN_BUILD_DIR ?= $(BIN_DIR)/man
 
 .PHONY: man install-files uninstall dist-build dist release-check krew-manifest embed-build update-deps help deps deps-check build release install test-build test-prepare-rust test lint lint-rust actionlint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
 
@@ -48,10 +51,10 @@ build: ## Build every binary (debug)
 release: ## Build the release binaries (kubectl-gitops runs every command); with KUBECTL_GITOPS_EMBED_FLUX=<flux>, it carries that flux CLI
 	$(CARGO) build --release -p kubectl-gitops $${KUBECTL_GITOPS_EMBED_FLUX:+--features embed-flux}
 
-man: ## Man pages (each command prints its own: kubectl-gitops [COMMAND] __man) into $(BIN_DIR)/man
-	mkdir -p $(BIN_DIR)/man
-	$(BIN_DIR)/kubectl-gitops$(EXE) __man >$(BIN_DIR)/man/kubectl-gitops.1
-	for c in $(MAN_COMMANDS); do $(BIN_DIR)/kubectl-gitops$(EXE) $$c __man >$(BIN_DIR)/man/kubectl-gitops-$$c.1; done
+man: ## Man pages (each command prints its own: kubectl-gitops [COMMAND] __man) into $(MAN_BUILD_DIR)
+	mkdir -p $(MAN_BUILD_DIR)
+	$(BIN_DIR)/kubectl-gitops$(EXE) __man >$(MAN_BUILD_DIR)/kubectl-gitops.1
+	for c in $(MAN_COMMANDS); do $(BIN_DIR)/kubectl-gitops$(EXE) $$c __man >$(MAN_BUILD_DIR)/kubectl-gitops-$$c.1; done
 
 dist-build: ## The release build of what an archive ships, for DIST_TARGET (Linux: static musl)
 	$(CARGO) build --release -p kubectl-gitops $(if $(DIST_TARGET),--target $(DIST_TARGET)) $${KUBECTL_GITOPS_EMBED_FLUX:+--features embed-flux}
@@ -75,7 +78,7 @@ install: release ## Install the binaries, the completion shim, bash/zsh/fish com
 install-files: man ## What install copies, from $(BIN_DIR), without building
 	install -d $(DESTDIR)$(PREFIX)/bin $(MAN_DIR) $(BASH_COMPLETION_DIR) $(ZSH_COMPLETION_DIR) $(FISH_COMPLETION_DIR)
 	for b in $(BINARIES); do install -m 0755 $(BIN_DIR)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
-	for p in $(MAN_PAGES); do install -m 0644 $(BIN_DIR)/man/$$p.1 $(MAN_DIR)/$$p.1; done
+	for p in $(MAN_PAGES); do install -m 0644 $(MAN_BUILD_DIR)/$$p.1 $(MAN_DIR)/$$p.1; done
 	$(BIN_DIR)/kubectl-gitops completion bash >$(BASH_COMPLETION_DIR)/kubectl-gitops
 	$(BIN_DIR)/kubectl-gitops completion zsh >$(ZSH_COMPLETION_DIR)/_kubectl-gitops
 	$(BIN_DIR)/kubectl-gitops completion fish >$(FISH_COMPLETION_DIR)/kubectl-gitops.fish

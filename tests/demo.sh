@@ -31,12 +31,12 @@ else
   field() { target/debug/gitops-testenv status "$1"; }
   repos=$(field gitRepos)
   git init -q --bare -b main "$repos/demo-fleet.git"
-  repo_url="ssh://root@127.0.0.1:$(field sshPort)$repos/demo-fleet.git"
+  repo_url="ssh://$(id -un)@127.0.0.1:$(field sshPort)$repos/demo-fleet.git"
   install_flags=(--private-key-file "$(field gitClientKey)" --known-hosts-file "$(field knownHosts)")
   # The app's own repo: podinfo's kustomize manifests on the same git server; Flux pulls it
   # with the deploy key install stores in the flux-system Secret.
   podinfo=../shared/fixtures/apps/podinfo/kustomize
-  app_url="ssh://root@127.0.0.1:$(field sshPort)$repos/demo-podinfo.git"
+  app_url="ssh://$(id -un)@127.0.0.1:$(field sshPort)$repos/demo-podinfo.git"
   app_flags=(--secret-ref flux-system --private-key-file "$(field gitClientKey)")
   git init -q --bare -b main "$repos/demo-podinfo.git"
   work=$(mktemp -d)

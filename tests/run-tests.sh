@@ -3,7 +3,10 @@
 # output is kept in a log file, and a summary of each test binary's result closes the run.
 #
 # Usage: tests/run-tests.sh [cargo test args...]
-#   TEST_LOG   the log file (default target/test.log)
+#   TEST_LOG           the log file (default target/test.log)
+#   GITOPS_TEST_USER   as root, the unprivileged user the test binaries run as (tests/as-test-user.sh);
+#                      under CI it defaults to gitops-test, so CI proves the tests need no root.
+#                      `root` keeps them root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +17,14 @@ started=$(date +%s)
 # unless the test binary runs with RUSTC_BOOTSTRAP=1. Given to the test binaries alone, through
 # cargo's runner: rustc never sees it, so nothing is rebuilt for it.
 host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
-export "CARGO_TARGET_${host}_RUNNER=env RUSTC_BOOTSTRAP=1"
+runner="env RUSTC_BOOTSTRAP=1"
+test_user=${GITOPS_TEST_USER:-${CI:+gitops-test}}
+if [[ $(id -u) == 0 && -n $test_user && $test_user != root ]]; then
+  runner="$PWD/tests/as-test-user.sh $runner"
+  export GITOPS_TEST_USER=$test_user
+  echo "run-tests: the test binaries run as $test_user, not root" >&2
+fi
+export "CARGO_TARGET_${host}_RUNNER=$runner"
 ${CARGO:-cargo} test --workspace --all-targets --no-fail-fast "$@" -- -Z unstable-options --report-time 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 elapsed=$(($(date +%s) - started))

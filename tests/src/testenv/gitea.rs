@@ -175,7 +175,7 @@ fn access_token(output: &str) -> Result<String> {
 /// offline, no mail, no registration. The templates and locales are read from `source`, the
 /// module source the binary was built from.
 fn app_ini(work: &Path, source: &Path, http_port: u16, ssh_port: u16, host_key: &Path) -> String {
-    let user = whoami();
+    let user = super::whoami();
     // Gitea refuses to run as root unless told this; CI containers run as root.
     let as_root = if user == "root" { "I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true\n" } else { "" };
     let work = work.display();
@@ -195,14 +195,4 @@ fn app_ini(work: &Path, source: &Path, http_port: u16, ssh_port: u16, host_key: 
         host_key = host_key.display(),
         source = source.display(),
     )
-}
-
-/// The user this process runs as, for RUN_USER (Gitea checks it is the one running it).
-fn whoami() -> String {
-    Command::new("id")
-        .arg("-un")
-        .output()
-        .ok()
-        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
-        .unwrap_or_default()
 }

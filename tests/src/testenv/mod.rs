@@ -760,3 +760,13 @@ fn multi_tenancy_args(kubeconfig: &Path, controller: &str) -> Vec<String> {
         .unwrap_or_default();
     args.into_iter().filter(|arg| FLAGS.iter().any(|flag| arg.starts_with(&format!("{flag}=")))).collect()
 }
+
+/// The name of the user running the tests (`id -un`).
+pub fn whoami() -> String {
+    Command::new("id")
+        .arg("-un")
+        .output()
+        .ok()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+        .unwrap_or_default()
+}

@@ -19,6 +19,9 @@ pub struct GitServer {
     pub repos: PathBuf,
     /// sshd's port.
     pub ssh_port: u16,
+    /// The user the repositories are reached as over SSH: whoever runs the tests (sshd runs as
+    /// them, and lets only them in).
+    pub ssh_user: String,
     /// The smart-HTTP server's port.
     pub http_port: u16,
     /// A `known_hosts` file with sshd's host key.
@@ -45,6 +48,7 @@ impl GitServer {
         keygen(&host_key, "testenv-host")?;
         keygen(&client_key, "testenv-client")?;
         let authorized_keys = ssh.join("authorized_keys");
+        let ssh_user = super::whoami();
         std::fs::write(&authorized_keys, std::fs::read_to_string(client_key.with_extension("pub"))?)?;
         let host_pub = std::fs::read_to_string(host_key.with_extension("pub"))?;
         let key_fields: Vec<&str> = host_pub.split_whitespace().take(2).collect();
@@ -57,7 +61,7 @@ impl GitServer {
             format!(
                 "Port {ssh_port}\nListenAddress 127.0.0.1\nHostKey {host}\nPidFile {pid}\nAuthorizedKeysFile {keys}\n\
                  PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 PermitRootLogin prohibit-password\nAllowUsers root\nUsePAM no\nStrictModes no\n\
+                 PermitRootLogin prohibit-password\nAllowUsers {user}\nUsePAM no\nStrictModes no\n\
                  AllowTcpForwarding no\nX11Forwarding no\nLogLevel VERBOSE\n\
                  # Tests open dozens of connections at once (16 concurrent writers); sshd's default\n\
                  # MaxStartups 10:30:100 drops some of them mid-handshake (\"Failed getting banner\").\n\
@@ -65,16 +69,23 @@ impl GitServer {
                 host = host_key.display(),
                 pid = ssh.join("sshd.pid").display(),
                 keys = authorized_keys.display(),
+                user = ssh_user,
                 penalties = per_source_penalties_off()?,
             ),
         )?;
-        // sshd insists on /run/sshd; a private mount namespace gives it one without touching the host.
-        let sshd = format!(
-            "mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f '{}'",
-            config.display()
-        );
-        supervisor
-            .spawn("sshd", Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &sshd]))?;
+        if rustix::process::geteuid().is_root() {
+            // As root, sshd insists on /run/sshd (its privilege separation chroot); a private mount
+            // namespace gives it one without touching the host.
+            let sshd = format!(
+                "mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f '{}'",
+                config.display()
+            );
+            supervisor
+                .spawn("sshd", Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &sshd]))?;
+        } else {
+            // As anyone else it needs neither: it serves that user alone, as a GitHub runner's does.
+            supervisor.spawn("sshd", Command::new("/usr/sbin/sshd").arg("-D").arg("-e").arg("-f").arg(&config))?;
+        }
 
         let backend = Path::new(env!("CARGO_MANIFEST_DIR")).join("testenv/servers/git_http_backend.py");
         supervisor.spawn(
@@ -86,7 +97,16 @@ impl GitServer {
                 format!("{GIT_HTTP_USER}:{GIT_HTTP_PASSWORD}"),
             ]),
         )?;
-        Ok(GitServer { repos, ssh_port, http_port, known_hosts, known_hosts_line, client_key, authorized_keys })
+        Ok(GitServer {
+            repos,
+            ssh_port,
+            ssh_user,
+            http_port,
+            known_hosts,
+            known_hosts_line,
+            client_key,
+            authorized_keys,
+        })
     }
 
     /// Waits until both servers accept connections.
@@ -108,7 +128,7 @@ impl GitServer {
 
     /// The SSH URL of a repository.
     pub fn ssh_url(&self, name: &str) -> String {
-        format!("ssh://root@127.0.0.1:{}{}/{name}.git", self.ssh_port, self.repos.display())
+        format!("ssh://{}@127.0.0.1:{}{}/{name}.git", self.ssh_user, self.ssh_port, self.repos.display())
     }
 
     /// The HTTP URL of a repository (credentials are separate).

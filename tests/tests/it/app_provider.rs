@@ -69,7 +69,7 @@ impl Fixture {
 
     fn install_into(env: Arc<TestEnv>, kind: Kind, components: &std::path::Path, extra: &[&str]) -> Fixture {
         let standin = StandIn::start(kind);
-        let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
+        let ssh_base = format!("ssh://{}@127.0.0.1:{}{}/", env.git.ssh_user, env.git.ssh_port, env.git.repos.display());
         let https_base = format!("http://127.0.0.1:{}/", env.git.http_port);
         standin.set_clone_bases(&ssh_base, &https_base);
         standin.set_git_storage(&env.git.repos);

@@ -244,12 +244,15 @@ fn krew_installs_upgrades_and_uninstalls_the_plugin_from_our_archive_and_manifes
 /// `make TARGET PREFIX=… PROFILE=<this build>` in the repository.
 fn make(target: &str, prefix: &Path) -> String {
     let profile = binaries::target_dir().file_name().unwrap().to_string_lossy().into_owned();
+    // The pages `make man` builds: beside the build, which the tests may not write to.
+    let pages = tempfile::tempdir().unwrap();
     run(Command::new("make")
         .arg("--no-print-directory")
         .arg("-C")
         .arg(repo_root())
         .arg(target)
         .arg(format!("PREFIX={}", prefix.display()))
+        .arg(format!("MAN_BUILD_DIR={}", pages.path().display()))
         .arg(format!("PROFILE={profile}")))
     .unwrap()
 }

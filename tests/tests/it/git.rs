@@ -231,7 +231,7 @@ fn ssh_wrong_key_fails_authentication_quickly() {
         private_key: client_key(git),
         known_hosts: git.known_hosts_line.clone(),
     };
-    let url = remote.url.replace("ssh://root@", "ssh://");
+    let url = remote.url.replace(&format!("ssh://{}@", git.ssh_user), "ssh://");
     remote.url = url;
     let error = quickly("a refused user", || remote_head(&remote, "main").unwrap_err());
     assert!(matches!(error, GitError::AuthFailed { .. }), "{error:?}");
@@ -260,7 +260,7 @@ fn ssh_deploy_keys_of_every_common_type_work() {
         let remote = Remote {
             url: git.ssh_url(&repo),
             auth: Auth::Ssh {
-                user: Some("root".into()),
+                user: Some(git.ssh_user.clone()),
                 private_key: private,
                 known_hosts: git.known_hosts_line.clone(),
             },

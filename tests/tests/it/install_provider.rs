@@ -15,7 +15,7 @@ use gitops_shared::provider::Kind;
 /// A stand-in whose clone URLs point at the test environment's git server.
 fn standin(env: &TestEnv, kind: Kind) -> StandIn {
     let standin = StandIn::start(kind);
-    let ssh_base = format!("ssh://root@127.0.0.1:{}{}/", env.git.ssh_port, env.git.repos.display());
+    let ssh_base = format!("ssh://{}@127.0.0.1:{}{}/", env.git.ssh_user, env.git.ssh_port, env.git.repos.display());
     let https_base = format!("http://127.0.0.1:{}/", env.git.http_port);
     standin.set_clone_bases(&ssh_base, &https_base);
     standin
