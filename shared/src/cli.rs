@@ -238,6 +238,29 @@ pub enum ColorChoice {
 
 /// How to reach the config repo. By default: the repo, branch and cluster directory recorded
 /// when this cluster was installed.
+/// `-l`: the label selector of the listing commands.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SelectorArgs {
+    /// Only the objects whose labels match, as kubectl's -l.
+    ///
+    /// Only the objects whose labels match, as kubectl's -l: key=value, key!=value, 'key in (a,b)',
+    /// 'key notin (a,b)', key, '!key'; commas join requirements that must all hold. The objects are
+    /// the Kustomizations and HelmReleases (status, app list, platform list) or the tenants'
+    /// namespaces (tenant list); the API server filters them.
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+}
+
+impl SelectorArgs {
+    /// The selector, checked.
+    pub fn labels(&self) -> crate::error::Result<Option<String>> {
+        match &self.selector {
+            Some(selector) => crate::names::validate_label_selector(selector, "-l").map(|()| Some(selector.clone())),
+            None => Ok(None),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Args)]
 pub struct RepoArgs {
     /// The config repo URL (default: the one the current cluster was installed from).

@@ -76,6 +76,104 @@ pub(crate) fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
     Ok(format!("./{trimmed}"))
 }
 
+/// Checks a label selector as kubectl takes one with `-l`: requirements separated by commas, all
+/// of which must hold: `key`, `!key`, `key=value`, `key==value`, `key!=value`, `key in (a,b)`,
+/// `key notin (a,b)`. Keys are label keys (`[prefix/]name`), values label values.
+pub fn validate_label_selector(selector: &str, flag: &str) -> Result<()> {
+    let bad = |why: String| {
+        Error::usage(
+            format!("{flag} {selector:?} is not a label selector: {why}"),
+            "e.g. -l team=a, -l 'tier in (web,api)', -l '!legacy' (comma-separated, all must hold)",
+        )
+    };
+    if selector.trim().is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    for requirement in split_requirements(selector) {
+        let requirement = requirement.trim();
+        let (key, values) = if let Some(key) = requirement.strip_prefix('!') {
+            (key.trim(), Vec::new())
+        } else if let Some((key, value)) = requirement
+            .split_once("!=")
+            .or_else(|| requirement.split_once("=="))
+            .or_else(|| requirement.split_once('='))
+        {
+            (key.trim(), vec![value.trim()])
+        } else if let Some((key, rest)) = set_operation(requirement) {
+            let inner = rest
+                .trim()
+                .strip_prefix('(')
+                .and_then(|rest| rest.strip_suffix(')'))
+                .ok_or_else(|| bad(format!("{requirement:?}: the values of in and notin go in parentheses")))?;
+            (key, inner.split(',').map(str::trim).collect())
+        } else {
+            (requirement, Vec::new())
+        };
+        if !is_label_key(key) {
+            return Err(bad(format!("{key:?} is not a label key")));
+        }
+        if let Some(value) = values.iter().find(|value| !is_label_value(value)) {
+            return Err(bad(format!("{value:?} is not a label value")));
+        }
+    }
+    Ok(())
+}
+
+/// The requirements of a selector: split at commas outside parentheses.
+fn split_requirements(selector: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
+    for (at, character) in selector.char_indices() {
+        match character {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&selector[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&selector[start..]);
+    parts
+}
+
+/// `key in (…)` or `key notin (…)`: the key and what follows the operator.
+fn set_operation(requirement: &str) -> Option<(&str, &str)> {
+    let (key, rest) = requirement.split_once(char::is_whitespace)?;
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix("notin").or_else(|| rest.strip_prefix("in"))?;
+    Some((key, rest))
+}
+
+/// A label key: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(|prefix| {
+        !prefix.is_empty()
+            && prefix.len() <= 253
+            && prefix.split('.').all(|part| {
+                !part.is_empty()
+                    && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            })
+    });
+    prefix_ok && !name.is_empty() && is_label_value(name)
+}
+
+/// A label value: empty, or at most 63 alphanumerics, `-`, `_` and `.`, starting and ending with an
+/// alphanumeric.
+fn is_label_value(value: &str) -> bool {
+    value.is_empty()
+        || (value.len() <= 63
+            && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && value.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +194,26 @@ mod tests {
         assert_eq!(sanitize_name("---"), "default");
         assert!(validate_name("Dev", "--cluster-name").is_err());
         assert_eq!(validate_name("dev-1", "--cluster-name").unwrap(), "dev-1");
+    }
+
+    #[test]
+    fn label_selectors_are_checked_as_kubectl_checks_them() {
+        for good in [
+            "team=a",
+            "team==a,tier!=web",
+            "app.kubernetes.io/name=web",
+            "!legacy",
+            "legacy",
+            "tier in (web, api)",
+            "tier notin (web),team=a",
+            "team=",
+        ] {
+            assert!(validate_label_selector(good, "-l").is_ok(), "{good}");
+        }
+        for bad in ["", "team=a b", "Team/x=y", "-team=a", "tier in web", "team=a,", "a=b=c"] {
+            let error = validate_label_selector(bad, "-l").unwrap_err();
+            assert!(error.to_string().starts_with("-l "), "{bad}: {error}");
+            assert!(error.hint().is_some(), "{bad}");
+        }
     }
 }

@@ -60,10 +60,16 @@ pub fn components() -> PathBuf {
                 .output()
                 .expect("running flux install --export");
             assert!(output.status.success(), "flux install --export: {}", String::from_utf8_lossy(&output.stderr));
-            let dir = crate::binaries::target_dir().join("flux-components");
+            // In a directory of the user's own (the tests may not write to the build), under a
+            // name the same CLI always gives the same bytes: written whole, then renamed into place,
+            // so concurrent test processes share one file and none reads a partial one.
+            let uid = rustix::process::geteuid().as_raw();
+            let dir = std::env::temp_dir().join(format!("kubectl-gitops-tests-{uid}"));
             std::fs::create_dir_all(&dir).expect("a directory for the components");
-            let path = dir.join(format!("gotk-components-{FLUX_VERSION}-{}.yaml", std::process::id()));
-            std::fs::write(&path, &output.stdout).expect("writing the components");
+            let path = dir.join(format!("gotk-components-{FLUX_VERSION}.yaml"));
+            let partial = dir.join(format!(".gotk-components-{FLUX_VERSION}.{}", std::process::id()));
+            std::fs::write(&partial, &output.stdout).expect("writing the components");
+            std::fs::rename(&partial, &path).expect("moving the components into place");
             path
         })
         .clone()

@@ -1,8 +1,8 @@
 //! `kubectl gitops status`: what runs where, at which commit, healthy or not, and why.
 
 use clap::Parser;
-use gitops_shared::cli::OutputFormats;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
+use gitops_shared::cli::{OutputFormats, SelectorArgs};
 use gitops_shared::cluster::{Cluster, Connection, default_flux_namespace};
 use gitops_shared::output;
 use gitops_shared::runtime;
@@ -35,6 +35,9 @@ struct Cli {
     failed_only: bool,
 
     #[command(flatten)]
+    selector: SelectorArgs,
+
+    #[command(flatten)]
     wait: status::WaitArgs,
 
     /// Keep showing it, driven by watches.
@@ -62,6 +65,8 @@ pub fn main() -> std::process::ExitCode {
             format,
             &[OutputFormat::Table, OutputFormat::Wide, OutputFormat::Json, OutputFormat::Yaml],
         )?;
+        let labels = cli.selector.labels()?;
+        let labels = labels.as_deref();
         let cluster =
             Cluster::connect(&Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST), &printer).await?;
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
@@ -78,13 +83,13 @@ pub fn main() -> std::process::ExitCode {
             style: printer.stdout_style(),
         };
         if cli.watch {
-            return status::watch_cluster(cluster, &scope, view, printer).await;
+            return status::watch_cluster(cluster, &scope, labels, view, printer).await;
         }
         if let Some(wait) = cli.wait.request() {
-            return status::wait_cluster(cluster, &scope, view, &wait, printer).await;
+            return status::wait_cluster(cluster, &scope, labels, view, &wait, printer).await;
         }
         let keeper = status::HistoryKeeper::start(&cluster, &scope, printer);
-        let report = status::collect(&cluster, &scope).await?;
+        let report = status::collect_labelled(&cluster, &scope, labels).await?;
         let keeping = keeper.keep(&report);
         let report = view.shown(report);
         match format {

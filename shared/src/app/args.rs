@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args};
 
-use crate::cli::{DeliveryArgs, RepoArgs, SourceArgs};
+use crate::cli::{DeliveryArgs, RepoArgs, SelectorArgs, SourceArgs};
 use crate::duration;
 
 /// `app add NAME --url URL`.
@@ -195,6 +195,9 @@ pub struct ListArgs {
     /// Read the config repo instead of the cluster: every app and the clusters that list it.
     #[arg(long = "in-repo")]
     pub in_repo: bool,
+
+    #[command(flatten)]
+    pub selector: SelectorArgs,
 
     #[command(flatten)]
     pub repo_access: RepoArgs,

@@ -53,7 +53,7 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
     };
     let live = match (&context.cluster, &context.detection) {
         (Some(cluster), Some(detection)) => {
-            let report = status::collect_detected(cluster, &scope, detection.clone()).await?;
+            let report = status::collect_detected(cluster, &scope, args.labels.as_deref(), detection.clone()).await?;
             if args.tier == Tier::Platform { report.platform } else { report.apps }
         }
         _ => Vec::new(),

@@ -138,6 +138,8 @@ pub struct ListRequest {
     pub tier: Tier,
     /// Column headers (`--no-headers` turns them off).
     pub headers: bool,
+    /// `-l`: the apps whose Kustomization or HelmRelease has these labels.
+    pub labels: Option<String>,
 }
 
 impl ListArgs {
@@ -145,10 +147,19 @@ impl ListArgs {
     pub fn request(&self, global: &GlobalArgs) -> Result<ListRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, &crate::output::LIST_FORMATS)?;
+        let labels = self.selector.labels()?;
+        let reads_repo = self.in_repo || self.cluster.is_some();
+        if labels.is_some() && reads_repo {
+            return Err(Error::usage(
+                "-l selects by the cluster's labels; --in-repo and --cluster-name read the config repo",
+                "drop -l to list the repo's apps, or drop --in-repo/--cluster-name to list the cluster's",
+            ));
+        }
         Ok(ListRequest {
+            labels,
             all_namespaces: self.all_namespaces,
             cluster: self.cluster.clone(),
-            reads_repo: self.in_repo || self.cluster.is_some(),
+            reads_repo,
             repo: self.repo_access.settings()?,
             format,
             headers: !global.no_headers,

@@ -34,13 +34,24 @@ pub(super) type Index = HashMap<Key, DynamicObject>;
 
 /// Reads the runtime and every Kustomization and HelmRelease in scope with their sources.
 pub async fn collect(cluster: &Cluster, scope: &Scope) -> Result<Report> {
-    collect_detected(cluster, scope, detect_flux(cluster).await?).await
+    collect_labelled(cluster, scope, None).await
 }
 
-/// [`collect`] for a caller that has detected the cluster already (detection is five requests).
-pub async fn collect_detected(cluster: &Cluster, scope: &Scope, detection: detect::Detection) -> Result<Report> {
+/// [`collect`], of the Kustomizations and HelmReleases whose labels match `labels` (`-l`).
+pub async fn collect_labelled(cluster: &Cluster, scope: &Scope, labels: Option<&str>) -> Result<Report> {
+    collect_detected(cluster, scope, labels, detect_flux(cluster).await?).await
+}
+
+/// [`collect_labelled`] for a caller that has detected the cluster already (detection is five
+/// requests).
+pub async fn collect_detected(
+    cluster: &Cluster,
+    scope: &Scope,
+    labels: Option<&str>,
+    detection: detect::Detection,
+) -> Result<Report> {
     require_flux(&detection.api_versions)?;
-    let listed = list_all(cluster, &detection.api_versions, scope).await;
+    let listed = list_all(cluster, &detection.api_versions, scope, labels).await;
     join(cluster, runtime(detection), listed)
 }
 
@@ -49,15 +60,15 @@ pub async fn collect_detected(cluster: &Cluster, scope: &Scope, detection: detec
 type ListOutcome = Result<Option<Vec<Listed>>, (String, kube::Error)>;
 
 /// The LISTs of the six kinds, concurrently: sources (git, OCI, Helm repositories, charts), then
-/// apps (Kustomizations, HelmReleases).
-async fn list_all(cluster: &Cluster, served: &ServedApis, scope: &Scope) -> [ListOutcome; 6] {
+/// apps (Kustomizations, HelmReleases), these of them only whose labels match `labels`.
+async fn list_all(cluster: &Cluster, served: &ServedApis, scope: &Scope, labels: Option<&str>) -> [ListOutcome; 6] {
     let (git, oci, helm_repositories, charts, kustomizations, releases) = tokio::join!(
-        list(cluster, served, &GIT_REPOSITORY, scope),
-        list(cluster, served, &OCI_REPOSITORY, scope),
-        list(cluster, served, &HELM_REPOSITORY, scope),
-        list(cluster, served, &HELM_CHART, scope),
-        list(cluster, served, &KUSTOMIZATION, scope),
-        list(cluster, served, &HELM_RELEASE, scope),
+        list(cluster, served, &GIT_REPOSITORY, scope, None),
+        list(cluster, served, &OCI_REPOSITORY, scope, None),
+        list(cluster, served, &HELM_REPOSITORY, scope, None),
+        list(cluster, served, &HELM_CHART, scope, None),
+        list(cluster, served, &KUSTOMIZATION, scope, labels),
+        list(cluster, served, &HELM_RELEASE, scope, labels),
     );
     [git, oci, helm_repositories, charts, kustomizations, releases]
 }
@@ -182,7 +193,13 @@ pub(super) fn require_flux(served: &ServedApis) -> Result<()> {
 ///
 /// Each page is parsed straight into [`Listed`] objects, so inventories, histories and managed
 /// fields are skipped by the parser instead of being built and dropped.
-async fn list(cluster: &Cluster, served: &ServedApis, kind: &'static FluxKind, scope: &Scope) -> ListOutcome {
+async fn list(
+    cluster: &Cluster,
+    served: &ServedApis,
+    kind: &'static FluxKind,
+    scope: &Scope,
+    labels: Option<&str>,
+) -> ListOutcome {
     let Some(resource) = resource(served, kind) else { return Ok(None) };
     let failed = |error| (kind.plural.to_string(), error);
     let namespace = match scope {
@@ -192,6 +209,9 @@ async fn list(cluster: &Cluster, served: &ServedApis, kind: &'static FluxKind, s
     let request = kube::core::Request::new(DynamicObject::url_path(&resource, namespace));
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(PAGE);
+    if let Some(labels) = labels {
+        params = params.labels(labels);
+    }
     loop {
         let mut http = request.list(&params).map_err(|error| failed(kube::Error::BuildRequest(error)))?;
         http.extensions_mut().insert("list");

@@ -168,7 +168,9 @@ impl Lookup for Live {
 
 impl Live {
     /// Detects Flux (as `status` does) and starts one watch per kind in scope.
-    pub(crate) async fn start(cluster: Cluster, scope: &Scope, printer: Printer) -> Result<Live> {
+    /// Starts the watches of the Flux objects in `scope`: the Kustomizations and HelmReleases
+    /// whose labels match `labels` (`-l`), with every source.
+    pub(crate) async fn start(cluster: Cluster, scope: &Scope, labels: Option<&str>, printer: Printer) -> Result<Live> {
         let detection = detect_flux(&cluster).await?;
         let served = detection.api_versions.clone();
         let runtime = runtime(detection);
@@ -178,8 +180,12 @@ impl Live {
             Scope::Namespace(namespace) => Some(namespace.clone()),
         };
         let mut wanted: Vec<(&FluxKind, Option<String>, Selector, bool)> = Vec::new();
-        for kind in [&GIT_REPOSITORY, &OCI_REPOSITORY, &HELM_REPOSITORY, &HELM_CHART, &KUSTOMIZATION, &HELM_RELEASE] {
+        for kind in [&GIT_REPOSITORY, &OCI_REPOSITORY, &HELM_REPOSITORY, &HELM_CHART] {
             wanted.push((kind, in_scope.clone(), Selector::Every, false));
+        }
+        let rows = labels.map_or(Selector::Every, |labels| Selector::Labels(labels.to_string()));
+        for kind in [&KUSTOMIZATION, &HELM_RELEASE] {
+            wanted.push((kind, in_scope.clone(), rows.clone(), false));
         }
         if in_scope.as_ref().is_some_and(|namespace| *namespace != flux_namespace) {
             let flux = Some(flux_namespace.clone());
@@ -503,11 +509,12 @@ impl Waited for ClusterWait {
 pub async fn wait_cluster(
     cluster: Cluster,
     scope: &Scope,
+    labels: Option<&str>,
     view: View,
     request: &WaitRequest,
     printer: Printer,
 ) -> Result<ExitCode> {
-    let live = Live::start(cluster, scope, printer).await?;
+    let live = Live::start(cluster, scope, labels, printer).await?;
     let mut waited = ClusterWait { live, view, revision: request.revision.clone(), head: None };
     wait_until(&mut waited, "waiting for Flux to sync", request.limits, &printer).await
 }
@@ -515,8 +522,14 @@ pub async fn wait_cluster(
 /// `status --watch`: the screen, then again on every change until interrupted, which ends it as
 /// asked (exit 0). On a terminal the screen is redrawn in place; otherwise each row that changed is printed on its own (a table line,
 /// or a JSON or YAML document), as `kubectl get -w` does.
-pub async fn watch_cluster(cluster: Cluster, scope: &Scope, view: View, printer: Printer) -> Result<ExitCode> {
-    let mut live = Live::start(cluster, scope, printer).await?;
+pub async fn watch_cluster(
+    cluster: Cluster,
+    scope: &Scope,
+    labels: Option<&str>,
+    view: View,
+    printer: Printer,
+) -> Result<ExitCode> {
+    let mut live = Live::start(cluster, scope, labels, printer).await?;
     let terminal = printer.redraws();
     let mut last: Option<Report> = None;
     loop {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::change::{DeliverySettings, RepoSettings};
-use crate::cli::{DeliveryArgs, RepoArgs};
+use crate::cli::{DeliveryArgs, RepoArgs, SelectorArgs};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::duration;
 use crate::error::{Error, Result};
@@ -127,6 +127,9 @@ pub struct TenantListArgs {
     /// Only the tenant that owns it.
     #[arg(long = "with-namespace", value_name = "NAMESPACE")]
     pub with_namespace: Option<String>,
+
+    #[command(flatten)]
+    pub selector: SelectorArgs,
 }
 
 /// The team's repo, synced into each of its namespaces.
@@ -191,6 +194,8 @@ pub struct TenantListRequest {
     pub headers: bool,
     /// `--with-namespace`: only the tenant owning this namespace.
     pub namespace: Option<String>,
+    /// `-l`: only the tenants' namespaces with these labels.
+    pub labels: Option<String>,
 }
 
 impl TenantAddArgs {
@@ -271,7 +276,8 @@ impl TenantListArgs {
         let format = global.output_format();
         crate::output::ensure_supported(format, &LIST_FORMATS)?;
         let namespace = self.with_namespace.as_deref().map(|ns| validate_name(ns, "--with-namespace")).transpose()?;
-        Ok(TenantListRequest { format, headers: !global.no_headers, namespace })
+        let labels = self.selector.labels()?;
+        Ok(TenantListRequest { format, headers: !global.no_headers, namespace, labels })
     }
 }
 

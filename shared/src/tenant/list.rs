@@ -45,8 +45,12 @@ impl crate::output::Kind for TenantRow {
 pub async fn list(request: &TenantListRequest, target: &Target, printer: &Printer) -> Result<String> {
     let cluster = Cluster::connect(&target.connection, printer).await?;
     let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let selector = match &request.labels {
+        Some(labels) => format!("{TENANT_LABEL},{labels}"),
+        None => TENANT_LABEL.to_string(),
+    };
     let labelled = namespaces
-        .list_metadata(&ListParams::default().labels(TENANT_LABEL))
+        .list_metadata(&ListParams::default().labels(&selector))
         .await
         .map_err(|error| cluster.error(error))?;
     let mut teams: BTreeMap<String, Vec<String>> = BTreeMap::new();

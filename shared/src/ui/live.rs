@@ -25,7 +25,7 @@ pub(crate) fn follow(cluster: Cluster, printer: Printer) -> watch::Receiver<Arc<
         let mut scope = Scope::All;
         let mut revision = 0;
         loop {
-            let mut live = match Live::start(cluster.clone(), &scope, printer).await {
+            let mut live = match Live::start(cluster.clone(), &scope, None, printer).await {
                 Ok(live) => live,
                 Err(error) => {
                     revision += 1;

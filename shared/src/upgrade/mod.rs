@@ -458,7 +458,9 @@ async fn wait_rollout(
         limits: crate::status::Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD },
         revision: Some(commit.to_string()),
     };
-    crate::status::wait_cluster(cluster.clone(), &crate::status::Scope::All, view, &wait, *printer).await.map(drop)
+    crate::status::wait_cluster(cluster.clone(), &crate::status::Scope::All, None, view, &wait, *printer)
+        .await
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -35,7 +35,9 @@ fn up(gitea: bool) -> Result<()> {
         return Ok(());
     }
     let _ = std::fs::remove_file(state_file());
-    let log = std::env::temp_dir().join("kubectl-gitops-testenv.log");
+    // Beside the state file: the runtime directory is this user's (a fixed name in the shared temp
+    // directory could be another user's file).
+    let log = state_file().with_file_name("kubectl-gitops-testenv.log");
     let mut child = {
         use std::os::unix::process::CommandExt;
         Command::new(std::env::current_exe()?)

@@ -511,7 +511,8 @@ fn repo_create_bad_input_is_a_usage_error_before_anything_happens() {
 /// `tenant add|list|remove` refuse bad flags before connecting (no kubeconfig here).
 #[test]
 fn tenant_bad_input_is_a_usage_error_before_anything_happens() {
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 7] = [
+        &["list", "-l", "team in web"],
         &["add", "Team_A", "--with-namespace", "a"],
         &["add", "team-a"],
         &["add", "team-a", "--with-namespace", "a", "--cluster-role", "cluster-admin"],

@@ -201,6 +201,19 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     assert!(table.stdout.contains("Tenants\n"), "{}", table.stdout);
     let listed = tenant(env, &["list"]);
     assert!(listed.stdout.contains("forbidden"), "{}", listed.stdout);
+    // -l: the API server keeps the team's objects (status) and namespaces (tenant list) alone.
+    let selected =
+        gitops(env, "kubectl-gitops-status", &["-A", "-l", &format!("toolkit.fluxcd.io/tenant={TEAM}"), "-o", "json"]);
+    let selected = gitops_e2e::schema::document("Status", &selected.stdout);
+    let names = |rows: &serde_json::Value| -> Vec<String> {
+        rows.as_array().unwrap().iter().map(|row| row["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(names(&selected["tenants"]), [TEAM], "{selected:#}");
+    assert!(names(&selected["otherFluxObjects"]).is_empty() && names(&selected["apps"]).is_empty(), "{selected:#}");
+    let none = tenant(env, &["list", "-l", "toolkit.fluxcd.io/tenant=nobody", "-o", "json"]);
+    assert_eq!(gitops_e2e::schema::document("TenantList", &none.stdout)["items"], serde_json::json!([]));
+    let mine = tenant(env, &["list", "-l", "!team,toolkit.fluxcd.io/tenant in (team-a, team-b)", "-o", "json"]);
+    assert_eq!(gitops_e2e::schema::document("TenantList", &mine.stdout)["items"][0]["name"], TEAM);
 
     // Another namespace, through a Kustomization the team writes itself: refused the same way.
     env.kubectl_ok(&["create", "namespace", "team-b-owned"]).unwrap();

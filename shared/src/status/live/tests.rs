@@ -217,7 +217,7 @@ fn parts(verdicts: &[(Part, Verdict)]) -> Vec<(String, &'static str)> {
 
 #[tokio::test]
 async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
-    let live = Live::start(detected().cluster(), &Scope::Namespace("flux-system".into()), quiet()).await.unwrap();
+    let live = Live::start(detected().cluster(), &Scope::Namespace("flux-system".into()), None, quiet()).await.unwrap();
     assert_eq!(live.stores.len(), 6, "one watch per kind, the sync is in scope");
     let mut wait = ClusterWait { live, view: view(), revision: Some(NEW_SHA.into()), head: None };
     let verdicts = wait.look().await.unwrap();
@@ -293,7 +293,7 @@ async fn the_watches_feed_the_listing_the_verdicts_and_the_timeout_message() {
 
 #[tokio::test]
 async fn a_missing_sync_is_waited_for_and_forbidden_kinds_are_reported() {
-    let mut live = Live::start(detected().cluster(), &Scope::Namespace("team-a".into()), quiet()).await.unwrap();
+    let mut live = Live::start(detected().cluster(), &Scope::Namespace("team-a".into()), None, quiet()).await.unwrap();
     assert_eq!(live.stores.iter().filter(|store| store.extra).count(), 3, "the sync is watched outside the scope");
     list(&mut live, &[]);
     let charts = store_of(&live, "HelmChart");
