@@ -48,6 +48,8 @@ api /orgs '{"username": "microservices-demo"}'
 api /orgs/microservices-demo/repos '{"name": "microservices-demo", "private": false}'
 mkdir -p "$work/upstream/deploy/kubernetes"
 cp -r "$upstream/helm-chart" "$upstream/complete-demo.yaml" "$work/upstream/deploy/kubernetes/"
+# ../shared is read-only: the copy is ours to change and to delete at the end, as any user.
+chmod -R u+w "$work/upstream"
 cp "$upstream/LICENSE" "$work/upstream/"
 git -C "$work/upstream" init -q -b master
 git -C "$work/upstream" add .

@@ -306,6 +306,27 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert!(!overlay.contains("/spec/suspend"), "{overlay}");
     assert_eq!(row(&list(env), "podinfo")["suspended"], false);
 
+    // Completion names them, from the cluster, through the hook kubectl runs for `kubectl gitops
+    // app remove <TAB>`; and the namespaces for -n.
+    let complete = |words: &[&str]| {
+        let run = Run::of(
+            Command::new(binaries::path("kubectl_complete-gitops")).args(words).env("KUBECONFIG", &env.kubeconfig),
+        );
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        assert_eq!(run.stderr, "", "completion never writes to the terminal");
+        run.stdout
+    };
+    assert_eq!(complete(&["app", "remove", ""]), "greeter\nhello\npodinfo\nweb\n:4\n");
+    assert_eq!(complete(&["app", "suspend", "gr"]), "greeter\n:4\n");
+    assert!(complete(&["status", "-n", "flux-"]).starts_with("flux-system\n"));
+    let unreachable = binaries::unreachable_kubeconfig(work.path());
+    let nothing = Run::of(
+        Command::new(binaries::path("kubectl_complete-gitops"))
+            .args(["app", "remove", ""])
+            .env("KUBECONFIG", &unreachable),
+    );
+    assert_eq!((nothing.code, nothing.stdout.as_str(), nothing.stderr.as_str()), (Some(0), ":4\n", ""));
+
     // Remove: Flux prunes the app and what it deployed.
     for name in ["podinfo", "greeter", "hello"] {
         let removed = app(env, &env.kubeconfig, &["remove", name, "--wait", "--timeout", "3m"]);

@@ -5,7 +5,10 @@
 //! then `:<directive>`. Our own scripts (`kubectl gitops completion bash|zsh|fish`) speak the
 //! same protocol to `kubectl-gitops __complete`. The dispatcher completes command names and
 //! hands longer lines to the command binary's own `__complete`, so every binary stays the one
-//! place its flags are defined.
+//! place its flags are defined. Contexts, namespaces, app names and tenants come from the
+//! kubeconfig and the cluster ([`dynamic`]), within a short deadline.
+
+mod dynamic;
 
 use std::ffi::OsString;
 
@@ -62,7 +65,18 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
         }
     }
 
+    let looked_up = |source: dynamic::Source| -> (Vec<Candidate>, u8) {
+        let found = dynamic::values(source, &dynamic::connection_of(before))
+            .into_iter()
+            .filter(|value| value.starts_with(partial))
+            .map(|value| (value, None))
+            .collect();
+        (found, NO_FILE_COMPLETION)
+    };
     if let Some(arg) = pending_value_of {
+        if let Some(source) = flag_source(arg) {
+            return looked_up(source);
+        }
         return value_candidates(arg, partial);
     }
     if partial.starts_with('-') {
@@ -81,6 +95,11 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
         .filter(|(name, _)| name.starts_with(partial))
         .collect();
     if let Some(positional) = current.get_positionals().nth(positionals_seen) {
+        if positionals_seen == 0
+            && let Some(source) = name_source(root.get_name(), current.get_name())
+        {
+            return looked_up(source);
+        }
         let (values, directive) = value_candidates(positional, partial);
         if !values.is_empty() || found.is_empty() {
             found.extend(values);
@@ -88,6 +107,27 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
         }
     }
     (found, NO_FILE_COMPLETION)
+}
+
+/// Where the values of a flag come from, when not from its definition: `--context` from the
+/// kubeconfig, `-n` from the cluster.
+fn flag_source(arg: &clap::Arg) -> Option<dynamic::Source> {
+    match arg.get_id().as_str() {
+        "context" => Some(dynamic::Source::Contexts),
+        "namespace" => Some(dynamic::Source::Namespaces),
+        _ => None,
+    }
+}
+
+/// Where the NAME of subcommand `sub` of command `command` (`kubectl gitops app`) comes from: the
+/// cluster's apps, platform apps or tenants.
+fn name_source(command: &str, sub: &str) -> Option<dynamic::Source> {
+    match (command.rsplit(' ').next()?, sub) {
+        ("app", "remove" | "suspend" | "resume" | "status" | "history") => Some(dynamic::Source::Apps),
+        ("platform", "remove") => Some(dynamic::Source::PlatformApps),
+        ("tenant", "remove") => Some(dynamic::Source::Tenants),
+        _ => None,
+    }
 }
 
 fn value_candidates(arg: &clap::Arg, partial: &str) -> (Vec<Candidate>, u8) {
@@ -254,5 +294,43 @@ mod tests {
             assert!(text.contains("\"kubectl-gitops\" __complete"), "{text}");
             assert!(!text.contains("{program}") && !text.contains("{function}"));
         }
+    }
+
+    #[test]
+    fn names_come_from_the_cluster_for_the_subcommands_that_take_an_existing_one() {
+        assert_eq!(name_source("kubectl gitops app", "remove"), Some(dynamic::Source::Apps));
+        assert_eq!(name_source("kubectl gitops app", "history"), Some(dynamic::Source::Apps));
+        assert_eq!(name_source("kubectl gitops app", "add"), None, "a new app has no name yet");
+        assert_eq!(name_source("kubectl gitops platform", "remove"), Some(dynamic::Source::PlatformApps));
+        assert_eq!(name_source("kubectl gitops tenant", "remove"), Some(dynamic::Source::Tenants));
+        assert_eq!(name_source("kubectl gitops tenant", "add"), None);
+    }
+
+    #[test]
+    fn the_connection_flags_typed_so_far_are_the_lookups() {
+        let words: Vec<String> =
+            ["--kubeconfig", "/k", "app", "--context=prod", "-n", "team", "remove"].map(String::from).to_vec();
+        let connection = dynamic::connection_of(&words);
+        assert_eq!(connection.kubeconfig.as_deref(), Some(std::path::Path::new("/k")));
+        assert_eq!((connection.context.as_deref(), connection.namespace.as_deref()), (Some("prod"), Some("team")));
+        assert!(connection.request_timeout.is_some_and(|timeout| timeout.as_secs() <= 2));
+    }
+
+    #[test]
+    fn contexts_come_from_the_kubeconfig_named_on_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts:\n- name: prod\n  context: {cluster: a, user: b}\n- name: dev\n  context: {cluster: a, user: b}\n",
+        )
+        .unwrap();
+        let words = ["--kubeconfig".to_string(), path.display().to_string(), "--context".to_string()];
+        let command = Command::new("kubectl gitops status")
+            .arg(clap::Arg::new("context").long("context"))
+            .arg(clap::Arg::new("kubeconfig").long("kubeconfig"));
+        let text =
+            respond(command, &[&words[..], &["p".to_string()]].concat().iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(text, "prod\n:4\n");
     }
 }
