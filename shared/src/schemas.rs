@@ -46,8 +46,8 @@ pub fn all() -> Vec<Published> {
         one::<crate::metrics::DoraReport>("metrics dora"),
         one::<crate::change::new_repo::Created>("repo create"),
         one::<crate::change::result::ChangeResult>(
-            "app add|remove|suspend|resume, platform add|remove, tenant add|remove, monitoring install, \
-             component upgrade, upgrade",
+            "install, app add|remove|suspend|resume, platform add|remove, tenant add|remove, monitoring \
+             install, component upgrade, upgrade",
         ),
     ]
 }

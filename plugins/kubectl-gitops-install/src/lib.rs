@@ -1,6 +1,6 @@
 //! `kubectl gitops install`: bootstrap Flux and the GitOps repo layout into a cluster.
 
-use gitops_shared::cli::OutputFormats;
+use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::install::{self, InstallArgs};
 use gitops_shared::runtime;
@@ -20,7 +20,7 @@ gitops_shared::command_line! {
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats = &[];
+const OUTPUT_FORMATS: OutputFormats = &[("", STRUCTURED)];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).

@@ -22,6 +22,8 @@ pub use self::execute::execute;
 pub use self::plan::{FileState, Migration, Plan, PlannedFile, PlannedPlatform, Step};
 pub use self::settings::{InstallSettings, Mode};
 pub use self::source::{FluxAuth, Hosted, RepoSource};
+use crate::change::result::{ChangeResult, DoneChange, Waited};
+use crate::cli::OutputFormat;
 use crate::cluster::Cluster;
 use crate::config::hosts;
 use crate::deploy_key::{DeployKey, KeyAlgorithm};
@@ -293,6 +295,7 @@ pub async fn clone(source: &RepoSource, branch: &str) -> Result<Workspace> {
 /// manifests (`--export`) or execute it. Returns the line to print on stdout.
 pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String> {
     if settings.mode == Mode::Export {
+        crate::change::exports_yaml(printer)?;
         // Export needs no cluster: only a kube context, when --cluster-name is not given.
         let context = Cluster::connect(&settings.connection, printer).await.ok().and_then(|cluster| cluster.context);
         let request = Request::new(settings, context.as_deref())?;
@@ -336,7 +339,13 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
         printer.warning(warning);
     }
     if settings.mode == Mode::DryRun {
-        return plan.render();
+        return match printer.output() {
+            format @ (OutputFormat::Json | OutputFormat::Yaml) => crate::output::render_structured(
+                &crate::output::document(&change_result(&plan, None, settings)),
+                format,
+            ),
+            _ => plan.render(),
+        };
     }
     let noop = plan.is_noop();
     // The hosts given here are the ones this cluster's credentials go to from now on.
@@ -349,12 +358,44 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
         Ok(None) => {}
         Err(error) => printer.warning(&format!("{error}; the first command that reads the record binds them")),
     }
+    if let format @ (OutputFormat::Json | OutputFormat::Yaml) = printer.output() {
+        let result = change_result(&plan, Some(&outcome), settings);
+        return crate::output::render_structured(&crate::output::document(&result), format);
+    }
     let at = outcome.commit.as_deref().map(|sha| format!(" at {}", &sha[..sha.len().min(12)])).unwrap_or_default();
     Ok(if noop {
         format!("already installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)
     } else {
         format!("installed: {} (branch {}, path {}){at}\n", plan.url, plan.request.branch, plan.request.path)
     })
+}
+
+/// The `Change` document of an install: the plan, and once executed what it committed and, with
+/// `--wait`, the sync it waited for.
+fn change_result(plan: &Plan, outcome: Option<&execute::Outcome>, settings: &InstallSettings) -> ChangeResult {
+    let planned = plan.planned_change();
+    let waited = match (outcome.and_then(|outcome| outcome.commit.as_ref()), &planned.wait) {
+        (Some(commit), Some(what)) if settings.wait => Some(Waited {
+            what: what.clone(),
+            objects: vec![format!("{}/{SYNC_NAME}", plan.request.namespace)],
+            ready: true,
+            commit: commit.clone(),
+        }),
+        _ => None,
+    };
+    ChangeResult {
+        noun: "flux".into(),
+        verb: "install".into(),
+        name: plan.request.cluster_name.clone(),
+        dry_run: outcome.is_none(),
+        plan: planned,
+        done: outcome.map(|outcome| DoneChange {
+            commit: outcome.commit.clone(),
+            pull_request: None,
+            made_meanwhile: false,
+        }),
+        waited,
+    }
 }
 
 fn describe_creation(repo: &str, private: bool) -> String {

@@ -3,6 +3,7 @@
 //! steps [`super::execute`] runs in order; `--dry-run` renders the same value.
 
 use super::{FluxAuth, Inspection, Request, describe_creation, source};
+use crate::change::result::{PlannedChange, PlannedDelivery, PlannedFile as ChangedFile};
 use crate::detect::{ClusterState, FluxInstallation};
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, SYNC_NAME, SyncTarget};
@@ -446,6 +447,56 @@ impl Plan {
         })
     }
 
+    /// Every step in order, in words (the repository created first, when it is).
+    fn step_words(&self) -> Vec<String> {
+        let mut described: Vec<String> = Vec::new();
+        if self.creates_repository {
+            described.push(describe_creation(self.hosted_repo.as_deref().unwrap_or_default(), self.request.private));
+        }
+        described.extend(self.steps.iter().map(|step| step.describe(self)));
+        described
+    }
+
+    /// The objects applied to the cluster directly, `Kind/namespace/name`.
+    fn applied_objects(&self) -> Vec<String> {
+        let applies = |wanted: fn(&Step) -> bool| self.steps.iter().any(wanted);
+        let mut objects = Vec::new();
+        if applies(|step| matches!(step, Step::ApplyComponents)) {
+            objects.extend(self.components.iter().map(|document| crate::apply::object_ref(document).to_string()));
+        }
+        if applies(|step| matches!(step, Step::ApplySecret)) {
+            objects.push(format!("Secret/{}/{SYNC_NAME}", self.request.namespace));
+        }
+        if applies(|step| matches!(step, Step::ApplySync)) {
+            objects.extend(self.sync_objects.iter().map(|document| crate::apply::object_ref(document).to_string()));
+        }
+        objects
+    }
+
+    /// The plan as the `Change` document has it (`install -o json|yaml`).
+    pub fn planned_change(&self) -> PlannedChange {
+        let message = self.steps.iter().find_map(|step| match step {
+            Step::CommitAndPush { message } => Some(message.clone()),
+            _ => None,
+        });
+        let files = self.changed_files().chain(self.platform.iter().flat_map(PlannedPlatform::changed_files));
+        PlannedChange {
+            message: message.unwrap_or_default(),
+            repo: self.url.clone(),
+            branch: self.request.branch.clone(),
+            delivery: PlannedDelivery { method: "push".into(), branch: None, merge: false },
+            steps: self.step_words(),
+            files: files
+                .map(|file| ChangedFile { path: file.path.clone(), action: file.change.word().into() })
+                .collect(),
+            objects: self.applied_objects(),
+            patches: Vec::new(),
+            migrations: Vec::new(),
+            wait: self.steps.iter().find(|step| matches!(step, Step::WaitReady)).map(|step| step.describe(self)),
+            notes: self.warnings.clone(),
+        }
+    }
+
     /// The `--dry-run` text: numbered steps, then every file and object, secrets redacted.
     pub fn render(&self) -> Result<String> {
         let mut text = String::new();
@@ -455,11 +506,7 @@ impl Plan {
                 self.url, self.request.branch, self.request.path
             ));
         }
-        let mut described: Vec<String> = Vec::new();
-        if self.creates_repository {
-            described.push(describe_creation(self.hosted_repo.as_deref().unwrap_or_default(), self.request.private));
-        }
-        described.extend(self.steps.iter().map(|step| step.describe(self)));
+        let described = self.step_words();
         text.push_str(&crate::plan::render_steps(described.iter().map(String::as_str)));
         text.push_str("\nFiles in the repo:\n");
         for file in &self.files {
@@ -475,18 +522,8 @@ impl Plan {
             }
         }
         text.push_str("\nObjects applied to the cluster:\n");
-        if self.steps.iter().any(|s| matches!(s, Step::ApplyComponents)) {
-            for document in &self.components {
-                text.push_str(&format!("  {}\n", crate::apply::object_ref(document)));
-            }
-        }
-        if self.steps.iter().any(|s| matches!(s, Step::ApplySecret)) {
-            text.push_str(&format!("  Secret/{}/{SYNC_NAME}\n", self.request.namespace));
-        }
-        if self.steps.iter().any(|s| matches!(s, Step::ApplySync)) {
-            for document in &self.sync_objects {
-                text.push_str(&format!("  {}\n", crate::apply::object_ref(document)));
-            }
+        for object in self.applied_objects() {
+            text.push_str(&format!("  {object}\n"));
         }
         text.push('\n');
         for file in self.changed_files() {

@@ -78,6 +78,15 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert!(dry.stdout.contains("  add       clusters/dev/flux-system/gotk-sync.yaml\n"), "{}", dry.stdout);
     assert!(dry.stdout.contains("  add       clusters/dev/platform.yaml\n"), "{}", dry.stdout);
     assert!(!dry.stdout.contains("PRIVATE KEY"));
+    // The same plan as a script reads it: a Change document.
+    let planned = install(env, &env.kubeconfig, &[&args[..], &["--dry-run", "-o", "json"]].concat());
+    assert_eq!(planned.code, Some(0), "{}", planned.stderr);
+    assert!(!planned.stdout.contains("PRIVATE KEY"));
+    let planned = gitops_e2e::schema::document("Change", &planned.stdout);
+    assert_eq!((planned["verb"].as_str(), planned["dryRun"].as_bool()), (Some("install"), Some(true)), "{planned:#}");
+    let sync = serde_json::json!({"path": "clusters/dev/flux-system/gotk-sync.yaml", "action": "add"});
+    assert!(planned["plan"]["files"].as_array().unwrap().contains(&sync), "{planned:#}");
+    assert_eq!(planned["done"], serde_json::Value::Null);
     assert_eq!(our_mutations(env), Vec::<String>::new(), "--dry-run made no mutating request");
     assert_eq!(env.git.head("fleet"), "", "--dry-run pushed nothing");
     assert_eq!(detect(&env.kubeconfig), "unmodified\n");
@@ -102,6 +111,15 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     assert!(again.stdout.starts_with("already installed: "), "{}", again.stdout);
     assert_eq!(env.git.head("fleet"), head, "no new commit");
     assert_eq!(our_mutations(env).len(), before, "no new write to the cluster");
+    let described = install(env, &env.kubeconfig, &[&args[..], &["-o", "json"]].concat());
+    assert_eq!(described.code, Some(0), "{}", described.stderr);
+    let described = gitops_e2e::schema::document("Change", &described.stdout);
+    assert_eq!(
+        (described["done"]["commit"].as_str(), described["plan"]["files"].as_array().map(Vec::len)),
+        (Some(head.as_str()), Some(0)),
+        "{described:#}"
+    );
+    assert_eq!(described["waited"]["commit"], head.as_str(), "{described:#}");
 
     // A re-run trusts the host keys the first run pinned in the Flux Secret: no known_hosts file,
     // no scan, no question.
