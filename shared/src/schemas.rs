@@ -39,6 +39,7 @@ pub fn all() -> Vec<Published> {
         one::<crate::monitoring::MonitoringStatus>("monitoring status"),
         list::<crate::pr::Row>("pr list"),
         one::<crate::pr::Validation>("pr show"),
+        one::<crate::pr::Acted>("pr approve, pr merge"),
         one::<crate::artifact::ArtifactInfo>("artifact push"),
         list::<crate::artifact::ArtifactInfo>("artifact list"),
         list::<crate::artifact::Difference>("artifact diff"),

@@ -81,7 +81,8 @@ fn acted(printer: &Printer, (text, done): (String, bool)) -> gitops_shared::erro
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats = &[("list", STRUCTURED), ("show", STRUCTURED)];
+const OUTPUT_FORMATS: OutputFormats =
+    &[("list", STRUCTURED), ("show", STRUCTURED), ("approve", STRUCTURED), ("merge", STRUCTURED)];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).

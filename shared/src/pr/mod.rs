@@ -288,49 +288,90 @@ pub enum Action {
     Merge { method: MergeMethod, auto: bool },
 }
 
+/// What `pr approve|merge -o json|yaml` prints: what was asked, what came of it, and the
+/// validation it rests on (as `pr show` prints it).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Acted {
+    /// `approve` or `merge`.
+    pub action: String,
+    /// The merge method (`merge`, `squash`, `rebase`); absent for an approval.
+    pub method: Option<String>,
+    /// `approved`, `merged`, `autoMergeEnabled` (merged by the forge once its checks pass), or
+    /// `notDone` (a check failed: nothing was done, exit 1).
+    pub outcome: String,
+    /// The head commit validated, in full, at which it was approved or merged.
+    pub head: Option<String>,
+    pub validation: Validation,
+}
+
+impl crate::output::Kind for Acted {
+    const KIND: &'static str = "PullRequestAction";
+}
+
 /// `pr approve` and `pr merge`: validates the request as `pr show` does, and acts only when it
 /// is valid, at the head it validated (the provider refuses when the head moved since). The
-/// text to print, and whether it acted (`false`: the findings, exit 1).
+/// text to print (a `PullRequestAction` document with `-o json|yaml`), and whether it acted
+/// (`false`: the findings, exit 1).
 pub async fn act(action: Action, request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
     let validated = validate(request, target, printer).await?;
     let Validated { validation, hosted, sign } = &validated;
     let number = validation.number;
     let verb = if action == Action::Approve { "approved" } else { "merged" };
+    let acted = |outcome: &str, head: Option<&str>| Acted {
+        action: if action == Action::Approve { "approve" } else { "merge" }.to_string(),
+        method: match action {
+            Action::Approve => None,
+            Action::Merge { method, .. } => Some(method.id().to_string()),
+        },
+        outcome: outcome.to_string(),
+        head: head.map(String::from),
+        validation: validation.clone(),
+    };
+    let printed = |text: String, acted: Acted| match printer.output() {
+        format @ (OutputFormat::Json | OutputFormat::Yaml) => {
+            crate::output::render_structured(&crate::output::document(&acted), format)
+        }
+        _ => Ok(text),
+    };
     if !validation.verified {
-        printer.data(&render_validation(validation, sign))?;
+        printer.data(&printed(render_validation(validation, sign), acted("notDone", None))?)?;
         return Err(unverified(validation, sign, verb));
     }
     let head = validation.head.as_deref().filter(|_| validation.valid);
     let Some(head) = head else {
         let mut text = render_validation(validation, sign);
         text.push_str(&format!("{sign}{number} was not {verb}\n"));
-        return Ok((text, false));
+        return Ok((printed(text, acted("notDone", None))?, false));
     };
     let at = &head[..head.len().min(12)];
-    let text = match action {
+    let (text, outcome) = match action {
         Action::Approve => {
             hosted.provider.approve_pull_request(&hosted.repo, number, head).await?;
-            format!("approved {sign}{number} at {at}\n")
+            (format!("approved {sign}{number} at {at}\n"), "approved")
         }
         Action::Merge { method, auto: false } => {
             hosted.provider.merge_pull_request(&hosted.repo, number, head, method).await?;
-            format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base)
+            (format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base), "merged")
         }
         Action::Merge { method, auto: true } => {
             match hosted.provider.auto_merge_pull_request(&hosted.repo, number, head, method).await? {
                 MergeOutcome::Merged => {
-                    format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base)
+                    (format!("merged {sign}{number} ({}) into {} at {at}\n", method.id(), validation.base), "merged")
                 }
-                MergeOutcome::Scheduled => format!(
-                    "auto-merge enabled on {sign}{number} ({}) at {at}: {} merges it into {} once its checks pass\n",
-                    method.id(),
-                    hosted.provider.kind(),
-                    validation.base
+                MergeOutcome::Scheduled => (
+                    format!(
+                        "auto-merge enabled on {sign}{number} ({}) at {at}: {} merges it into {} once its checks pass\n",
+                        method.id(),
+                        hosted.provider.kind(),
+                        validation.base
+                    ),
+                    "autoMergeEnabled",
                 ),
             }
         }
     };
-    Ok((text, true))
+    Ok((printed(text, acted(outcome, Some(head)))?, true))
 }
 
 /// The refusal of `pr approve|merge` for a request another identity opened.

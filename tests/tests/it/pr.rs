@@ -266,6 +266,11 @@ fn github_pull_request_is_approved_by_a_reviewer_and_merged_into_the_config_bran
     let again = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1"]).as_slice());
     assert_eq!(again.code, Some(1), "{}\n{}", again.stdout, again.stderr);
     assert!(again.stdout.ends_with("#1 was not merged\n"), "{}", again.stdout);
+    let refused =
+        fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1", "-o", "json"]).as_slice());
+    assert_eq!(refused.code, Some(1), "{}\n{}", refused.stdout, refused.stderr);
+    let refused = gitops_e2e::schema::document("PullRequestAction", &refused.stdout);
+    assert_eq!((refused["outcome"].as_str(), refused["validation"]["valid"].as_bool()), (Some("notDone"), Some(false)));
     let list = fixture.kubectl_gitops(plugins.path(), &["pr", "list", "-o", "json"]);
     let listed = gitops_e2e::schema::document("PullRequestList", &list.stdout);
     assert_eq!(listed["items"], serde_json::json!([]), "merged: no longer open");
@@ -278,10 +283,14 @@ fn gitlab_merge_request_is_squashed_into_the_config_branch() {
     let main_before = fixture.main_head();
     let approve = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "approve", "!1"]).as_slice());
     assert_eq!(approve.code, Some(0), "{}\n{}", approve.stdout, approve.stderr);
-    let merge = fixture
-        .kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "merge", "1", "--method", "squash"]).as_slice());
+    let merge = fixture.kubectl_gitops(
+        plugins.path(),
+        with_key(&fixture, &["pr", "merge", "1", "--method", "squash", "-o", "json"]).as_slice(),
+    );
     assert_eq!(merge.code, Some(0), "{}\n{}", merge.stdout, merge.stderr);
-    assert!(merge.stdout.starts_with("merged !1 (squash) into main at "), "{}", merge.stdout);
+    let merged = gitops_e2e::schema::document("PullRequestAction", &merge.stdout);
+    assert_eq!((merged["outcome"].as_str(), merged["method"].as_str()), (Some("merged"), Some("squash")), "{merged:#}");
+    assert_eq!(merged["head"], merged["validation"]["head"], "merged at the head it validated: {merged:#}");
     let parents = fixture.git(&["rev-list", "--parents", "-n", "1", "refs/heads/main"]);
     assert_eq!(parents.split_whitespace().skip(1).collect::<Vec<_>>(), [main_before.as_str()], "one commit on main");
     assert!(fixture.show("main:apps/podinfo/source.yaml").contains("url: https://github.com/stefanprodan/podinfo"));
