@@ -245,8 +245,9 @@ pub struct SelectorArgs {
     ///
     /// Only the objects whose labels match, as kubectl's -l: key=value, key!=value, 'key in (a,b)',
     /// 'key notin (a,b)', key, '!key'; commas join requirements that must all hold. The objects are
-    /// the Kustomizations and HelmReleases (status, app list, platform list) or the tenants'
-    /// namespaces (tenant list); the API server filters them.
+    /// the Kustomizations and HelmReleases (status, app list, platform list), the tenants'
+    /// namespaces (tenant list) or the components' OCIRepositories (component list); the API
+    /// server filters them.
     #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     pub selector: Option<String>,
 }

@@ -2,7 +2,7 @@
 //! upgraded through git.
 
 use clap::Subcommand;
-use gitops_shared::cli::{OutputFormats, STRUCTURED};
+use gitops_shared::cli::{OutputFormats, STRUCTURED, SelectorArgs};
 use gitops_shared::component;
 use gitops_shared::component::ComponentUpgradeArgs;
 use gitops_shared::error::ExitCode;
@@ -18,7 +18,7 @@ gitops_shared::command_line! {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// The components in the Flux namespace: tag, fetched and applied revisions, readiness.
-    List,
+    List(SelectorArgs),
     /// Move a component to another artifact tag, through git (a commit, or a pull request with --pr).
     ///
     /// Examples:
@@ -38,7 +38,14 @@ pub fn main() -> std::process::ExitCode {
         let global = &cli.global;
         let target = gitops_shared::change::Target::from_args(global);
         let text = match &cli.command {
-            Command::List => component::list(&target, global.output_format(), !global.no_headers, &printer).await?,
+            Command::List(selector) => {
+                let listing = component::Listing {
+                    format: global.output_format(),
+                    headers: !global.no_headers,
+                    labels: selector.labels()?,
+                };
+                component::list(&target, &listing, &printer).await?
+            }
             Command::Upgrade(args) => component::upgrade(&args.request()?, &target, &printer).await?,
         };
         printer.data(&text)?;

@@ -52,10 +52,11 @@ impl crate::output::Kind for ComponentRow {
 }
 
 /// `component list`: the components in the Flux namespace, with what Flux fetched and applied.
-pub async fn list(target: &Target, format: OutputFormat, headers: bool, printer: &Printer) -> Result<String> {
+pub async fn list(target: &Target, listing: &Listing, printer: &Printer) -> Result<String> {
+    let Listing { format, headers, .. } = *listing;
     output::ensure_supported(format, crate::cli::STRUCTURED)?;
     let context = context(target, &Default::default(), false, printer).await?;
-    let rows = rows(&context).await?;
+    let rows = rows(&context, listing.labels.as_deref()).await?;
     match format {
         OutputFormat::Json | OutputFormat::Yaml => output::render_structured(&output::list(&rows), format),
         _ if rows.is_empty() => {
@@ -82,11 +83,26 @@ pub async fn list(target: &Target, format: OutputFormat, headers: bool, printer:
     }
 }
 
-async fn rows(context: &Context) -> Result<Vec<ComponentRow>> {
+/// What `component list` shows, and how.
+pub struct Listing {
+    /// `-o`.
+    pub format: OutputFormat,
+    /// Column headers (`--no-headers` turns them off).
+    pub headers: bool,
+    /// `-l`: only the components whose OCIRepository has these labels.
+    pub labels: Option<String>,
+}
+
+/// The components: their OCIRepositories (those `labels` select too, when given) and the
+/// Kustomizations that apply them.
+async fn rows(context: &Context, labels: Option<&str>) -> Result<Vec<ComponentRow>> {
     let cluster = context.cluster()?;
-    let labelled = ListParams::default().labels(COMPONENT_LABEL);
-    let list = |kind: &'static api::FluxKind| {
-        let labelled = labelled.clone();
+    let sources_selector = match labels {
+        Some(labels) => format!("{COMPONENT_LABEL},{labels}"),
+        None => COMPONENT_LABEL.to_string(),
+    };
+    let list = |kind: &'static api::FluxKind, selector: &str| {
+        let labelled = ListParams::default().labels(selector);
         async move {
             let Some(version) = context.versions.lookup(kind) else { return Ok(Vec::new()) };
             let objects: Api<DynamicObject> =
@@ -94,9 +110,12 @@ async fn rows(context: &Context) -> Result<Vec<ComponentRow>> {
             objects.list(&labelled).await.map(|list| list.items).map_err(|error| cluster.error(error))
         }
     };
-    let sources = list(&api::OCI_REPOSITORY).await?;
-    let applied: BTreeMap<String, DynamicObject> =
-        list(&api::KUSTOMIZATION).await?.into_iter().map(|object| (object.name().to_string(), object)).collect();
+    let sources = list(&api::OCI_REPOSITORY, &sources_selector).await?;
+    let applied: BTreeMap<String, DynamicObject> = list(&api::KUSTOMIZATION, COMPONENT_LABEL)
+        .await?
+        .into_iter()
+        .map(|object| (object.name().to_string(), object))
+        .collect();
     let text = |object: &DynamicObject, pointer: &'static str| {
         object.data.pointer(pointer).and_then(|value| value.as_str()).unwrap_or_default().to_string()
     };

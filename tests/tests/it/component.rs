@@ -118,6 +118,14 @@ fn a_component_pushed_as_an_artifact_installs_lists_and_upgrades_through_git() {
     assert_eq!(row["digest"], first.as_str(), "the digest `artifact push` printed");
     assert_eq!(row["revision"], format!("v0.0.1@{first}"));
     assert_eq!(row["applied"], row["revision"]);
+    // -l: the API server selects the OCIRepositories.
+    let selected = |selector: &str| {
+        let run = ours(env, "kubectl-gitops-component", &["list", "-l", selector, "-o", "json"]);
+        assert_eq!(run.code, Some(0), "{}", run.render());
+        gitops_e2e::schema::document("ComponentList", &run.stdout)["items"].as_array().unwrap().len()
+    };
+    assert_eq!(selected("kubectl-gitops.io/component=widgets-controller"), 1);
+    assert_eq!(selected("kubectl-gitops.io/component notin (widgets-controller)"), 0);
     let table = ours(env, "kubectl-gitops-component", &["list"]);
     let line = table.stdout.lines().nth(1).unwrap_or_default();
     assert!(
