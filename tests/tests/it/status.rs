@@ -362,15 +362,8 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     eprintln!("status --wait until a new sync and app were ready: {took:?}");
 
     // --watch in a pipe: the screen, then one line per row that changed.
-    let mut watching = Command::new(binaries::path("kubectl-gitops-status"))
-        .args(["-n", "status-wait", "--watch"])
-        .env("KUBECONFIG", &env.kubeconfig)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut watching, stdout) = watch_status(env, &[]);
     let (lines, received) = std::sync::mpsc::channel();
-    let stdout = watching.stdout.take().unwrap();
     std::thread::spawn(move || {
         for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
             let Ok(line) = line else { break };
@@ -382,15 +375,8 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     let next = || received.recv_timeout(Duration::from_secs(30)).unwrap();
     while !next().starts_with("1 app: 1 ready") {}
     // And as JSON: the Status document, then one AppStatus document per row that changed.
-    let mut json_watching = Command::new(binaries::path("kubectl-gitops-status"))
-        .args(["-n", "status-wait", "--watch", "-o", "json"])
-        .env("KUBECONFIG", &env.kubeconfig)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut json_watching, json_stdout) = watch_status(env, &["-o", "json"]);
     let (documents, json_received) = std::sync::mpsc::channel();
-    let json_stdout = json_watching.stdout.take().unwrap();
     std::thread::spawn(move || {
         for document in serde_json::Deserializer::from_reader(json_stdout).into_iter::<serde_json::Value>() {
             let Ok(document) = document else { break };
@@ -574,4 +560,19 @@ fn kubectl_overrides_reach_the_api_server_as_kubectl_sends_them() {
     assert!(moved.stderr.contains("cluster unreachable at https://127.0.0.1:1/"), "{}", moved.render());
     let elsewhere = status(env, &["--user", "nobody-in-the-kubeconfig"]);
     assert_ne!(elsewhere.code, Some(0), "{}", elsewhere.render());
+}
+
+/// `status -n status-wait --watch` with `extra` flags, started in a pipe: the process and its
+/// stdout.
+fn watch_status(env: &TestEnv, extra: &[&str]) -> (std::process::Child, std::process::ChildStdout) {
+    let mut watching = Command::new(binaries::path("kubectl-gitops-status"))
+        .args(["-n", "status-wait", "--watch"])
+        .args(extra)
+        .env("KUBECONFIG", &env.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kubectl-gitops-status starts");
+    let stdout = watching.stdout.take().expect("stdout is piped");
+    (watching, stdout)
 }
