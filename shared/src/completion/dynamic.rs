@@ -1,12 +1,14 @@
-//! Completion values that come from the kubeconfig or the cluster: contexts, namespaces, app
-//! names, tenants. Each lookup has a short deadline and fails silently: a slow or unreachable
-//! cluster gives no candidates, never an error on the terminal.
+//! Completion values that come from the kubeconfig, the cluster or the config repo's forge:
+//! contexts, namespaces, app names, tenants, pull request numbers. Each lookup has a short
+//! deadline and fails silently: a slow or unreachable cluster or forge gives no candidates, never
+//! an error on the terminal.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 
+use crate::change::Target;
 use crate::cluster::{Cluster, Connection};
 use crate::output::Printer;
 use crate::status::Scope;
@@ -27,6 +29,9 @@ pub(super) enum Source {
     PlatformApps,
     /// The tenants (`tenant remove NAME`).
     Tenants,
+    /// The open pull requests we opened on the config repo (`pr show NUMBER`), or on the
+    /// platform repo (`pr --platform show NUMBER`), with their titles.
+    PullRequests { platform: bool },
 }
 
 /// The connection flags typed so far (`--kubeconfig`, `--context`, `-n`), as a connection whose
@@ -58,10 +63,11 @@ pub(super) fn connection_of(words: &[String]) -> Connection {
     connection
 }
 
-/// The candidates of `source`, empty when they cannot be had within the deadline.
-pub(super) fn values(source: Source, connection: &Connection) -> Vec<String> {
+/// The candidates of `source` with their descriptions, empty when they cannot be had within the
+/// deadline.
+pub(super) fn values(source: Source, connection: &Connection) -> Vec<(String, Option<String>)> {
     if source == Source::Contexts {
-        return contexts(connection);
+        return contexts(connection).into_iter().map(|context| (context, None)).collect();
     }
     crate::http::install_crypto_provider();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return Vec::new() };
@@ -85,9 +91,15 @@ fn contexts(connection: &Connection) -> Vec<String> {
     names
 }
 
-async fn from_cluster(source: Source, connection: &Connection) -> Option<Vec<String>> {
+async fn from_cluster(source: Source, connection: &Connection) -> Option<Vec<(String, Option<String>)>> {
     // Quiet: completion prints candidates and nothing else.
     let printer = Printer::new(crate::cli::ColorChoice::Never, 0, 8);
+    if let Source::PullRequests { platform } = source {
+        // The install record names the forge; its token goes to it alone, as for `pr list`.
+        let target = Target { connection: connection.clone(), namespace: connection.namespace.clone() };
+        let open = crate::pr::open_numbers(&target, platform, &printer).await.ok()?;
+        return Some(open.into_iter().map(|(number, title)| (number.to_string(), Some(title))).collect());
+    }
     let cluster = Cluster::connect(connection, &printer).await.ok()?;
     let mut names: Vec<String> = match source {
         Source::Contexts => return None,
@@ -117,8 +129,9 @@ async fn from_cluster(source: Source, connection: &Connection) -> Option<Vec<Str
                 .filter_map(|namespace| namespace.metadata.labels?.remove(crate::flux::TENANT_LABEL))
                 .collect()
         }
+        Source::PullRequests { .. } => return None,
     };
     names.sort();
     names.dedup();
-    Some(names)
+    Some(names.into_iter().map(|name| (name, None)).collect())
 }

@@ -6,7 +6,8 @@
 //! same protocol to `kubectl-gitops __complete`. The dispatcher completes command names and
 //! hands longer lines to the command binary's own `__complete`, so every binary stays the one
 //! place its flags are defined. Contexts, namespaces, app names and tenants come from the
-//! kubeconfig and the cluster ([`dynamic`]), within a short deadline.
+//! kubeconfig and the cluster, pull request numbers from the config repo's forge ([`dynamic`]),
+//! within a short deadline.
 
 mod dynamic;
 
@@ -68,8 +69,7 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
     let looked_up = |source: dynamic::Source| -> (Vec<Candidate>, u8) {
         let found = dynamic::values(source, &dynamic::connection_of(before))
             .into_iter()
-            .filter(|value| value.starts_with(partial))
-            .map(|value| (value, None))
+            .filter(|(value, _)| value.starts_with(partial))
             .collect();
         (found, NO_FILE_COMPLETION)
     };
@@ -95,8 +95,9 @@ fn candidates(root: &Command, before: &[String], partial: &str) -> (Vec<Candidat
         .filter(|(name, _)| name.starts_with(partial))
         .collect();
     if let Some(positional) = current.get_positionals().nth(positionals_seen) {
+        let platform = before.iter().any(|word| word == "--platform");
         if positionals_seen == 0
-            && let Some(source) = name_source(root.get_name(), current.get_name())
+            && let Some(source) = name_source(root.get_name(), current.get_name(), platform)
         {
             return looked_up(source);
         }
@@ -120,12 +121,14 @@ fn flag_source(arg: &clap::Arg) -> Option<dynamic::Source> {
 }
 
 /// Where the NAME of subcommand `sub` of command `command` (`kubectl gitops app`) comes from: the
-/// cluster's apps, platform apps or tenants.
-fn name_source(command: &str, sub: &str) -> Option<dynamic::Source> {
+/// cluster's apps, platform apps or tenants, or the forge's pull requests (of the platform repo
+/// with `pr --platform`).
+fn name_source(command: &str, sub: &str, platform: bool) -> Option<dynamic::Source> {
     match (command.rsplit(' ').next()?, sub) {
         ("app", "remove" | "suspend" | "resume" | "status" | "history") => Some(dynamic::Source::Apps),
         ("platform", "remove") => Some(dynamic::Source::PlatformApps),
         ("tenant", "remove") => Some(dynamic::Source::Tenants),
+        ("pr", "show" | "approve" | "merge") => Some(dynamic::Source::PullRequests { platform }),
         _ => None,
     }
 }
@@ -298,12 +301,15 @@ mod tests {
 
     #[test]
     fn names_come_from_the_cluster_for_the_subcommands_that_take_an_existing_one() {
-        assert_eq!(name_source("kubectl gitops app", "remove"), Some(dynamic::Source::Apps));
-        assert_eq!(name_source("kubectl gitops app", "history"), Some(dynamic::Source::Apps));
-        assert_eq!(name_source("kubectl gitops app", "add"), None, "a new app has no name yet");
-        assert_eq!(name_source("kubectl gitops platform", "remove"), Some(dynamic::Source::PlatformApps));
-        assert_eq!(name_source("kubectl gitops tenant", "remove"), Some(dynamic::Source::Tenants));
-        assert_eq!(name_source("kubectl gitops tenant", "add"), None);
+        assert_eq!(name_source("kubectl gitops app", "remove", false), Some(dynamic::Source::Apps));
+        assert_eq!(name_source("kubectl gitops app", "history", false), Some(dynamic::Source::Apps));
+        assert_eq!(name_source("kubectl gitops app", "add", false), None, "a new app has no name yet");
+        assert_eq!(name_source("kubectl gitops platform", "remove", false), Some(dynamic::Source::PlatformApps));
+        assert_eq!(name_source("kubectl gitops tenant", "remove", false), Some(dynamic::Source::Tenants));
+        assert_eq!(name_source("kubectl gitops tenant", "add", false), None);
+        let platform_requests = Some(dynamic::Source::PullRequests { platform: true });
+        assert_eq!(name_source("kubectl gitops pr", "merge", true), platform_requests);
+        assert_eq!(name_source("kubectl gitops pr", "list", false), None);
     }
 
     #[test]

@@ -138,14 +138,33 @@ impl crate::output::Kind for Row {
     const KIND: &'static str = "PullRequest";
 }
 
+/// The config repo's provider, and the open pull requests on it that look like ours (by their
+/// branch and body, which anyone can write: listed, not trusted). Only the provider is asked: no
+/// clone, so no key is needed.
+async fn open_ours(
+    repo: &RepoSettings,
+    target: &Target,
+    printer: &Printer,
+) -> Result<(HostedRepo, Vec<PullRequestDetails>)> {
+    let context = change::context(target, repo, false, printer).await?;
+    let hosted = context.hosted_repo(repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
+    let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
+    Ok((hosted, open.into_iter().filter(is_ours).collect()))
+}
+
+/// The numbers and titles of the open pull requests `pr list` would list, from one listing:
+/// what `pr show|approve|merge <TAB>` completes. `platform`: the platform repo's (`pr --platform`).
+pub async fn open_numbers(target: &Target, platform: bool, printer: &Printer) -> Result<Vec<(u64, String)>> {
+    let repo = RepoSettings { platform, ..RepoSettings::default() };
+    let (_, open) = open_ours(&repo, target, printer).await?;
+    Ok(open.into_iter().map(|details| (details.number, details.title)).collect())
+}
+
 /// `pr list`: the open pull requests we opened, oldest first.
 pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Result<String> {
-    // Only the provider is asked: no clone, so no key is needed.
-    let context = change::context(target, &request.repo, false, printer).await?;
-    let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
-    let open = hosted.provider.list_open_pull_requests(&hosted.repo).await?;
+    let (hosted, open) = open_ours(&request.repo, target, printer).await?;
     let mut rows = Vec::new();
-    for listed in open.into_iter().filter(is_ours) {
+    for listed in open {
         // GitHub's listing does not say whether a request is mergeable: read that one whole.
         let details = match listed.mergeable {
             Some(_) => listed,

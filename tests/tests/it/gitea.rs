@@ -207,6 +207,10 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     assert_eq!(listed["items"][0]["number"], 1, "{listed}");
     assert_eq!(listed["items"][0]["name"], "hello", "{listed}");
     assert_eq!(listed["items"][0]["checks"], "pending", "the commit status posted on its head: {listed}");
+    // `kubectl gitops pr merge <TAB>` completes its number, with its title, from Gitea.
+    let completed = Run::of(forge.command("kubectl_complete-gitops").args(["pr", "merge", ""]));
+    let title = listed["items"][0]["title"].as_str().unwrap();
+    assert_eq!((completed.stdout.as_str(), completed.stderr.as_str()), (format!("1\t{title}\n:4\n").as_str(), ""));
 
     // Gitea refuses its author's approval; a collaborator's is recorded at the validated head.
     let own = forge.pr(plugins.path(), &gitea.token, &["approve", "1"]);
