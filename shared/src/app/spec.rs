@@ -592,11 +592,9 @@ fn refuse<T>(flag: &str, why: &str) -> Result<T> {
 /// The app's name and target namespace, and every other name of the flags, checked.
 fn check_names(args: &AppDefinition) -> Result<(String, String)> {
     let name = validate_name(&args.name, "app name")?;
-    let reserved = std::iter::once(crate::flux::bootstrap::SYNC_NAME)
-        .chain(crate::flux::bootstrap::LAYERS.iter().map(|layer| layer.name));
-    if let Some(taken) = reserved.into_iter().find(|reserved| *reserved == name) {
+    if crate::flux::bootstrap::applies_the_config_repo(&name) {
         return Err(Error::usage(
-            format!("{taken:?} names one of the Kustomizations that apply the cluster's directory"),
+            format!("{name:?} names one of the Kustomizations that apply the cluster's directory"),
             "choose another name for the app",
         ));
     }

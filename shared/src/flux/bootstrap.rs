@@ -149,6 +149,12 @@ pub const TENANTS_LAYER: Layer =
 /// Every layer, in the order Flux reconciles them.
 pub const LAYERS: [Layer; 3] = [PLATFORM_LAYER, APPS_LAYER, TENANTS_LAYER];
 
+/// Whether `name` is one of the Kustomizations of the Flux namespace that apply the cluster's
+/// directory of the config repo: the sync or a layer. No app may take these names.
+pub fn applies_the_config_repo(name: &str) -> bool {
+    name == SYNC_NAME || LAYERS.iter().any(|layer| layer.name == name)
+}
+
 /// How long the platform layer waits for its services to be Ready before it reports failure.
 /// Its health check holds the layer: a new commit is applied only once the check ends, so one
 /// service that does not come up delays the others' changes by this much.

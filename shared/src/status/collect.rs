@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::flux::api::{
     FluxKind, GIT_REPOSITORY, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY, ServedApis,
 };
+use crate::flux::bootstrap;
 pub(super) use crate::flux::status::Key;
 use crate::flux::status::{FluxObject, Listed, Page, Reference};
 
@@ -145,14 +146,14 @@ pub(super) fn assemble<'a, O: FluxObject + 'a>(
     sources: &impl Lookup<Object = O>,
     forbidden: Vec<String>,
 ) -> Report {
-    let mut rows: Vec<(bool, AppStatus)> = apps
+    let mut rows: Vec<(Section, AppStatus)> = apps
         .map(|object| {
             let row = if object.kind() == HELM_RELEASE.kind {
                 helm_release_row(object, sources)
             } else {
                 kustomization_row(object, sources)
             };
-            (object.is_ours(), row)
+            (Section::of(object, &row, flux.namespace.as_deref()), row)
         })
         .collect();
     rows.sort_by(|(_, a), (_, b)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -161,21 +162,51 @@ pub(super) fn assemble<'a, O: FluxObject + 'a>(
         platform: Vec::new(),
         apps: Vec::new(),
         tenants: Vec::new(),
+        config_repo: Vec::new(),
         other_flux_objects: Vec::new(),
         forbidden,
         summary: Summary::default(),
     };
-    for (ours, row) in rows {
-        let section = match (row.tenant.is_some(), row.platform && ours, ours) {
-            (true, _, _) => &mut report.tenants,
-            (false, true, _) => &mut report.platform,
-            (false, false, true) => &mut report.apps,
-            (false, false, false) => &mut report.other_flux_objects,
-        };
-        section.push(row);
+    for (section, row) in rows {
+        match section {
+            Section::Platform => report.platform.push(row),
+            Section::Apps => report.apps.push(row),
+            Section::Tenants => report.tenants.push(row),
+            Section::ConfigRepo => report.config_repo.push(row),
+            Section::Other => report.other_flux_objects.push(row),
+        }
     }
     report.summary = summarize(report.rows());
     report
+}
+
+/// Which of the report's sections a row belongs to.
+enum Section {
+    Platform,
+    Apps,
+    Tenants,
+    ConfigRepo,
+    Other,
+}
+
+impl Section {
+    /// A tenant's row by its label; ours by the managed-by label, platform apps by their tier;
+    /// the config repo's by name: the sync and the layers, Kustomizations of the Flux namespace
+    /// (`flux_namespace`), which carry no label of ours (labelled, they would be listed as apps).
+    fn of(object: &impl FluxObject, row: &AppStatus, flux_namespace: Option<&str>) -> Section {
+        if row.tenant.is_some() {
+            Section::Tenants
+        } else if object.is_ours() {
+            if row.platform { Section::Platform } else { Section::Apps }
+        } else if object.kind() == KUSTOMIZATION.kind
+            && flux_namespace == Some(object.namespace())
+            && bootstrap::applies_the_config_repo(object.name())
+        {
+            Section::ConfigRepo
+        } else {
+            Section::Other
+        }
+    }
 }
 
 /// An error for a cluster without the Flux APIs status reads (no Kustomization, no HelmRelease).

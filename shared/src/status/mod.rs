@@ -160,8 +160,8 @@ pub struct Runtime {
 /// Counts for the summary line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
-    /// Rows shown.
-    pub apps: usize,
+    /// Rows shown, of every section.
+    pub objects: usize,
     /// Ready.
     pub ready: usize,
     /// Failing.
@@ -184,11 +184,14 @@ pub struct Report {
     pub apps: Vec<AppStatus>,
     /// What tenants sync (labelled `toolkit.fluxcd.io/tenant`): each team's Kustomizations.
     pub tenants: Vec<AppStatus>,
-    /// Other Kustomizations and HelmReleases (the `flux-system` sync among them).
+    /// The config repo's own Kustomizations in the Flux namespace: the sync (`flux-system`) and
+    /// the layers `install` writes (`platform`, `apps`, `tenants`). Not apps: they apply them.
+    pub config_repo: Vec<AppStatus>,
+    /// Other Kustomizations and HelmReleases.
     pub other_flux_objects: Vec<AppStatus>,
     /// Namespaces we were not allowed to read.
     pub forbidden: Vec<String>,
-    /// Counts over both lists.
+    /// Counts over every section.
     pub summary: Summary,
 }
 
@@ -203,14 +206,20 @@ impl Report {
         self.platform.retain(keep);
         self.apps.retain(keep);
         self.tenants.retain(keep);
+        self.config_repo.retain(keep);
         self.other_flux_objects.retain(keep);
         self.summary = summarize(self.rows());
         self
     }
 
-    /// Every row: platform apps, apps, tenants, other Flux objects.
+    /// Every row: platform apps, apps, tenants, the config repo's, other Flux objects.
     pub fn rows(&self) -> impl Iterator<Item = &AppStatus> {
-        self.platform.iter().chain(&self.apps).chain(&self.tenants).chain(&self.other_flux_objects)
+        self.platform
+            .iter()
+            .chain(&self.apps)
+            .chain(&self.tenants)
+            .chain(&self.config_repo)
+            .chain(&self.other_flux_objects)
     }
 }
 
@@ -218,7 +227,7 @@ impl Report {
 pub fn summarize<'a>(rows: impl Iterator<Item = &'a AppStatus>) -> Summary {
     let mut summary = Summary::default();
     for row in rows {
-        summary.apps += 1;
+        summary.objects += 1;
         match row.state {
             AppState::Ready => summary.ready += 1,
             AppState::Failing => summary.failing += 1,

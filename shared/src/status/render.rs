@@ -38,6 +38,7 @@ impl View {
             report.platform.clear();
             report.apps.clear();
             report.tenants.clear();
+            report.config_repo.clear();
             report.other_flux_objects.clear();
             report.summary = super::summarize(std::iter::empty());
         }
@@ -123,6 +124,7 @@ pub fn render_table(
         ("Platform", &report.platform),
         ("Apps", &report.apps),
         ("Tenants", &report.tenants),
+        ("Config repo", &report.config_repo),
         ("Other Flux objects", &report.other_flux_objects),
     ];
     for (title, rows) in sections {
@@ -136,14 +138,36 @@ pub fn render_table(
         text.push_str(&format!("\n{} {forbidden}\n", style.warn("forbidden, skipped:")));
     }
     let summary = report.summary;
-    let noun = if summary.apps == 1 { "app" } else { "apps" };
     let line = format!(
-        "{} {noun}: {} ready, {} failing, {} progressing, {} suspended",
-        summary.apps, summary.ready, summary.failing, summary.progressing, summary.suspended
+        "{}: {} ready, {} failing, {} progressing, {} suspended",
+        counted(report),
+        summary.ready,
+        summary.failing,
+        summary.progressing,
+        summary.suspended
     );
     let line = if summary.failing > 0 { style.bad(&line) } else { style.good(&line) };
     text.push_str(&format!("\n{line}\n"));
     text
+}
+
+/// What the rows are, section by section: "2 apps, 4 config repo layers". The apps are always
+/// counted, none as "0 apps"; the other sections only when they have rows.
+fn counted(report: &Report) -> String {
+    let sections = [
+        (report.apps.len(), "app", "apps"),
+        (report.platform.len(), "platform app", "platform apps"),
+        (report.tenants.len(), "tenant object", "tenant objects"),
+        (report.config_repo.len(), "config repo layer", "config repo layers"),
+        (report.other_flux_objects.len(), "other Flux object", "other Flux objects"),
+    ];
+    let parts: Vec<String> = sections
+        .iter()
+        .enumerate()
+        .filter(|(index, (count, _, _))| *index == 0 || *count > 0)
+        .map(|(_, (count, one, many))| format!("{count} {}", if *count == 1 { one } else { many }))
+        .collect();
+    parts.join(", ")
 }
 
 fn table(rows: &[AppStatus], all_namespaces: bool, wide: bool, now: u64) -> Table {
@@ -151,7 +175,7 @@ fn table(rows: &[AppStatus], all_namespaces: bool, wide: bool, now: u64) -> Tabl
     if all_namespaces {
         headers.push("namespace");
     }
-    headers.extend(["app", "kind", "source revision", "applied revision", "ready", "suspended", "last deployed"]);
+    headers.extend(["name", "kind", "source revision", "applied revision", "ready", "suspended", "last deployed"]);
     if wide {
         headers.extend(["source", "ref"]);
     }

@@ -63,8 +63,10 @@ async fn rows_join_sources_and_name_the_first_object_that_is_not_ready() {
     assert_eq!(redis.applied_revision.as_deref(), Some("1.2.3"));
     let chain: Vec<&str> = redis.objects.iter().map(|o| o.kind.as_str()).collect();
     assert_eq!(chain, ["HelmRepository", "HelmChart", "HelmRelease"]);
-    assert_eq!(report.other_flux_objects.len(), 1, "the flux-system sync is not an app");
-    assert_eq!(report.summary, Summary { apps: 7, ready: 3, failing: 2, progressing: 1, suspended: 1 });
+    let config_repo: Vec<&str> = report.config_repo.iter().map(|row| row.name.as_str()).collect();
+    assert_eq!(config_repo, ["flux-system"], "the flux-system sync is not an app");
+    assert!(report.other_flux_objects.is_empty());
+    assert_eq!(report.summary, Summary { objects: 7, ready: 3, failing: 2, progressing: 1, suspended: 1 });
     assert_eq!(exit_code(&report), crate::ExitCode::No);
 }
 
@@ -134,7 +136,7 @@ async fn the_json_is_the_documented_schema() {
     "#);
     assert_eq!(
         json["summary"],
-        serde_json::json!({"apps": 3, "ready": 0, "failing": 2, "progressing": 1, "suspended": 0})
+        serde_json::json!({"objects": 3, "ready": 0, "failing": 2, "progressing": 1, "suspended": 0})
     );
     assert_eq!(json["flux"]["config"]["path"], "clusters/dev");
 }

@@ -147,7 +147,7 @@ fn table_body(params: &AppsParams, listing: &AppsPage) -> Markup {
     let summary = &listing.summary;
     html! {
         caption.summary {
-            (summary.apps) " apps: " (summary.ready) " ready, " (summary.failing) " failing, "
+            (summary.objects) " Flux objects: " (summary.ready) " ready, " (summary.failing) " failing, "
             (summary.progressing) " progressing, " (summary.suspended) " suspended"
         }
         thead { tr {

@@ -152,6 +152,7 @@ pub(crate) fn sorted_rows(report: Report) -> Vec<AppRow> {
         .chain(report.apps)
         .map(|app| AppRow { app, managed: true })
         .chain(report.tenants.into_iter().map(|app| AppRow { app, managed: false }))
+        .chain(report.config_repo.into_iter().map(|app| AppRow { app, managed: false }))
         .chain(report.other_flux_objects.into_iter().map(|app| AppRow { app, managed: false }))
         .collect();
     rows.sort_by(|a, b| row_key(&a.app).cmp(&row_key(&b.app)));
@@ -345,6 +346,7 @@ mod tests {
             platform: Vec::new(),
             apps,
             tenants,
+            config_repo: Vec::new(),
             other_flux_objects,
             forbidden,
         }
@@ -467,7 +469,7 @@ mod tests {
         assert_eq!(names("namespace=team-b&health=failing"), ["team-b/db", "team-b/web"]);
         assert_eq!(names("namespace=team-a&health=&q="), ["team-a/Web-admin", "team-a/web"]);
         let filtered = page(&report, &query("health=failing").unwrap());
-        assert_eq!((filtered.summary.apps, filtered.summary.failing), (3, 3));
+        assert_eq!((filtered.summary.objects, filtered.summary.failing), (3, 3));
         assert_eq!(filtered.namespaces, ["team-a", "team-b"]);
     }
 

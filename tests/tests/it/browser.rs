@@ -88,7 +88,10 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     assert!(browser.current_url().ends_with("/apps"), "{}", browser.current_url());
     browser.goto(&format!("{}/apps?namespace={NAMESPACE}", ui.origin()));
     assert_eq!(browser.count("tr[data-app]"), 3);
-    assert_eq!(browser.text("caption").as_deref(), Some("3 apps: 2 ready, 1 failing, 0 progressing, 0 suspended"));
+    assert_eq!(
+        browser.text("caption").as_deref(),
+        Some("3 Flux objects: 2 ready, 1 failing, 0 progressing, 0 suspended")
+    );
     for app in ["broken", "shop", "web"] {
         assert_eq!(browser.text(&cell(app, 2)).as_deref(), Some(app));
     }

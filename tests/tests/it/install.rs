@@ -103,6 +103,16 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     for key in ["identity", "identity.pub", "known_hosts"] {
         assert!(secret_keys.contains(&format!("\"{key}\"")), "{secret_keys}");
     }
+    // No app yet: status shows the sync and the layers as the config repo's, and counts no app.
+    let status = Run::of(Command::new(binaries::path("kubectl-gitops-status")).env("KUBECONFIG", &env.kubeconfig));
+    assert_eq!(status.code, Some(0), "{}", status.stderr);
+    assert!(status.stdout.contains("\nConfig repo\nNAME "), "{}", status.stdout);
+    assert!(!status.stdout.contains("\nApps\n"), "{}", status.stdout);
+    assert!(
+        status.stdout.ends_with("\n0 apps, 4 config repo layers: 4 ready, 0 failing, 0 progressing, 0 suspended\n"),
+        "{}",
+        status.stdout
+    );
 
     // A second run changes nothing.
     let before = our_mutations(env).len();

@@ -278,13 +278,30 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
         absent.stderr
     );
 
-    let started = Instant::now();
-    let waited = app_status(env, &["ready-app", "--wait", "--timeout", "1m"]);
+    // Three waits side by side, each on its own clock.
+    let timed = |args: &'static [&'static str]| {
+        move || {
+            let started = Instant::now();
+            (app_status(env, args), started.elapsed())
+        }
+    };
+    let ((waited, waited_took), (broken, broken_took), (never, _)) = std::thread::scope(|scope| {
+        let waited = scope.spawn(timed(&["ready-app", "--wait", "--timeout", "1m"]));
+        let broken = scope.spawn(timed(&["missing-path", "--wait", "--grace-period", "2s", "--no-git"]));
+        let never = scope.spawn(timed(&[
+            "ready-app",
+            "--wait",
+            "--timeout",
+            "3s",
+            "--revision",
+            "0123456789abcdef",
+            "--no-git",
+        ]));
+        (waited.join().unwrap(), broken.join().unwrap(), never.join().unwrap())
+    });
     assert_eq!(waited.code, Some(0), "{}", waited.stderr);
-    assert!(started.elapsed() < Duration::from_secs(20), "a ready app needs no waiting");
+    assert!(waited_took < Duration::from_secs(20), "a ready app needs no waiting");
 
-    let started = Instant::now();
-    let broken = app_status(env, &["missing-path", "--wait", "--grace-period", "2s", "--no-git"]);
     assert_eq!(broken.code, Some(1));
     assert!(
         broken.stderr.starts_with(
@@ -293,10 +310,8 @@ fn app_status_shows_the_same_apps_as_trees(env: &TestEnv) {
         "{}",
         broken.stderr
     );
-    assert!(started.elapsed() < Duration::from_secs(30), "a lasting failure ends the wait early");
+    assert!(broken_took < Duration::from_secs(30), "a lasting failure ends the wait early");
 
-    let never =
-        app_status(env, &["ready-app", "--wait", "--timeout", "3s", "--revision", "0123456789abcdef", "--no-git"]);
     assert_eq!(never.code, Some(1));
     assert!(
         never.stderr.starts_with("error: app flux-system/ready-app is not Ready at 0123456789abcdef after 3s: Kustomization flux-system/ready-app is at main@sha1:"),
@@ -440,11 +455,22 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
     let pinned = status(env, &["-n", "status-wait", "--wait", "--timeout", "10s", "--revision", &second[..8]]);
     assert_eq!(pinned.code, Some(0), "{}", pinned.stderr);
 
-    // The failing apps of flux-system: the wait ends after the grace period, not the timeout.
-    let failing = settled(
-        || status(env, &["--wait", "--grace-period", "2s"]),
-        |run| run.stdout.ends_with("7 apps: 3 ready, 3 failing, 0 progressing, 1 suspended\n"),
-    );
+    // Three waits on the failing apps of flux-system, side by side, each on its own clock: two
+    // end after the grace period, not the timeout (one of them timed); the third has a timeout
+    // shorter than its grace period and names every object that blocks, with its message.
+    // 6 s: the first LISTs must be answered for the objects to be named, even on a loaded machine.
+    let summary = "6 apps, 1 config repo layer: 3 ready, 3 failing, 0 progressing, 1 suspended\n";
+    let (failing, (again, again_took), blocked) = std::thread::scope(|scope| {
+        let failing = scope.spawn(|| {
+            settled(|| status(env, &["--wait", "--grace-period", "2s"]), |run| run.stdout.ends_with(summary))
+        });
+        let again = scope.spawn(|| {
+            let started = Instant::now();
+            (status(env, &["--wait", "--grace-period", "2s"]), started.elapsed())
+        });
+        let blocked = scope.spawn(|| status(env, &["--wait", "--timeout", "6s", "--grace-period", "1m"]));
+        (failing.join().unwrap(), again.join().unwrap(), blocked.join().unwrap())
+    });
     assert_eq!(failing.code, Some(1));
     assert!(
         failing.stderr.starts_with(
@@ -453,16 +479,11 @@ fn status_waits_for_the_sync_and_the_apps_and_watches_them(env: &TestEnv) {
         "{}",
         failing.stderr
     );
-    assert!(failing.stdout.ends_with("7 apps: 3 ready, 3 failing, 0 progressing, 1 suspended\n"), "{}", failing.stdout);
+    assert!(failing.stdout.ends_with(summary), "{}", failing.stdout);
     // The wait ended after the grace period, not at the default timeout of 5 minutes.
-    let started = Instant::now();
-    let again = status(env, &["--wait", "--grace-period", "2s"]);
     assert_eq!(again.code, Some(1), "{}", again.stderr);
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(again_took < Duration::from_secs(20), "{again_took:?}");
 
-    // A timeout shorter than the grace period names every object that blocks, with its message.
-    // 6 s: the first LISTs must be answered for the objects to be named, even on a loaded machine.
-    let blocked = status(env, &["--wait", "--timeout", "6s", "--grace-period", "1m"]);
     assert_eq!(blocked.code, Some(1));
     // bad-source is named by its GitRepository once source-controller has failed a fetch, and by
     // its Kustomization's ArtifactFailed before that (seen on a loaded machine): either names it.
