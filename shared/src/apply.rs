@@ -52,6 +52,27 @@ pub fn object_ref(document: &serde_json::Value) -> ObjectRef {
     }
 }
 
+/// What a server-side dry run of one object answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DryRun {
+    /// The object as it would be after the apply, and as it is (`None`: it would be created).
+    Applied { live: Option<serde_json::Value>, applied: serde_json::Value },
+    /// The API server or an admission webhook refused it, with its message.
+    Refused { live: Option<serde_json::Value>, message: String },
+}
+
+/// Whether the API server refused the object itself: invalid (400, 422, an admission webhook's
+/// denial), or of the wrong shape for its schema, which server-side apply answers with a 500
+/// ("failed to create typed patch object").
+fn is_refusal(status: &kube::core::Status) -> bool {
+    matches!(status.code, 400 | 422)
+        || (status.code == 500 && status.message.starts_with("failed to create typed patch object"))
+}
+
+fn to_value(object: DynamicObject) -> Result<serde_json::Value> {
+    serde_json::to_value(object).map_err(|error| Error::Internal(format!("an object the API server sent: {error}")))
+}
+
 /// Whether a manifest must be applied (and ready) before the others: CRDs and Namespaces.
 pub fn is_foundation(document: &serde_json::Value) -> bool {
     matches!(document.get("kind").and_then(|k| k.as_str()), Some("CustomResourceDefinition" | "Namespace"))
@@ -87,6 +108,37 @@ impl<'a> Applier<'a> {
 
     /// Applies one document.
     pub async fn apply(&mut self, document: &serde_json::Value) -> Result<ObjectRef> {
+        let (object, api) = self.api_for(document).await?;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(&object.name, &params, &Patch::Apply(document)).await.map_err(|error| self.failed(&object, error))?;
+        Ok(object)
+    }
+
+    /// What applying one document under the field manager `manager` would make of its object,
+    /// as the API server answers a server-side dry run (its defaulting and admission included),
+    /// beside the live object. Nothing is changed. A refusal of the object itself (invalid,
+    /// denied by admission) is an answer, not an error.
+    pub async fn dry_run(&mut self, document: &serde_json::Value, manager: &str) -> Result<DryRun> {
+        let live = self.get(document).await?;
+        let (object, api) = self.api_for(document).await?;
+        let params = PatchParams { dry_run: true, ..PatchParams::apply(manager).force() };
+        match api.patch(&object.name, &params, &Patch::Apply(document)).await {
+            Ok(applied) => Ok(DryRun::Applied { live, applied: to_value(applied)? }),
+            Err(kube::Error::Api(status)) if is_refusal(&status) => {
+                Ok(DryRun::Refused { live, message: status.message })
+            }
+            Err(error) => Err(self.failed(&object, error)),
+        }
+    }
+
+    /// The live object a document names; `None` when there is none.
+    pub async fn get(&mut self, document: &serde_json::Value) -> Result<Option<serde_json::Value>> {
+        let (object, api) = self.api_for(document).await?;
+        api.get_opt(&object.name).await.map_err(|error| self.cluster.error(error))?.map(to_value).transpose()
+    }
+
+    /// The object a document names, and the API of its kind and namespace.
+    async fn api_for(&mut self, document: &serde_json::Value) -> Result<(ObjectRef, Api<DynamicObject>)> {
         let object = object_ref(document);
         let api_version = document.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -99,9 +151,7 @@ impl<'a> Applier<'a> {
             (Scope::Namespaced, None) => Api::default_namespaced_with(self.cluster.client.clone(), &resource),
             (Scope::Cluster, _) => Api::all_with(self.cluster.client.clone(), &resource),
         };
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(&object.name, &params, &Patch::Apply(document)).await.map_err(|error| self.failed(&object, error))?;
-        Ok(object)
+        Ok((object, api))
     }
 
     async fn resolve(&mut self, gvk: &GroupVersionKind) -> Result<(ApiResource, ApiCapabilities)> {

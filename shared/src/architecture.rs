@@ -39,6 +39,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "version",
             "plugin",
             "completion",
+            "diff",
             "flux_passthrough",
             "artifact",
             "upgrade",

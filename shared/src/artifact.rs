@@ -128,6 +128,8 @@ pub struct PullArgs {
     /// What to pull: oci://REGISTRY/REPOSITORY:TAG or …@sha256:DIGEST.
     #[arg(value_name = "URL")]
     pub url: String,
+    /// A directory on this machine, for the files to write or to read.
+    ///
     /// The directory to write the files to, created if missing (flux pull artifact's --output; -o
     /// is the output format, as everywhere).
     #[arg(long, value_name = "DIR")]

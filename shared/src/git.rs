@@ -513,6 +513,36 @@ impl Checkout {
     }
 }
 
+/// The root of the git work tree that holds `dir`, and the URLs of its remotes: what tells
+/// whether a directory is a checkout of some repository. Nothing is fetched.
+pub fn work_tree_of(dir: &Path) -> Result<(PathBuf, Vec<String>), GitError> {
+    let repo = Repository::discover(dir)?;
+    let root = repo.workdir().ok_or_else(|| git2::Error::from_str("a bare repository has no work tree"))?.to_path_buf();
+    let names = repo.remotes()?;
+    let urls = names
+        .iter()
+        .filter_map(|name| name.ok().flatten())
+        .filter_map(|name| repo.find_remote(name).ok().and_then(|remote| remote.url().ok().map(String::from)))
+        .collect();
+    Ok((root, urls))
+}
+
+/// Whether two URLs name the same repository: the same host and path, whatever the scheme, the
+/// user, the port, a trailing `/` or `.git` (`git@host:org/repo` and `ssh://host/org/repo.git`).
+pub fn same_repository(one: &str, other: &str) -> bool {
+    fn key(url: &str) -> String {
+        let (authority, path) = match url.split_once("://") {
+            Some((_, rest)) => rest.split_once('/').unwrap_or((rest, "")),
+            None => url.split_once(':').unwrap_or(("", url)),
+        };
+        let host = authority.rsplit('@').next().unwrap_or_default();
+        let host = host.rsplit_once(':').map_or(host, |(host, _)| host).to_ascii_lowercase();
+        let path = path.trim_start_matches('/').trim_end_matches('/');
+        format!("{host}/{}", path.strip_suffix(".git").unwrap_or(path))
+    }
+    key(one) == key(other)
+}
+
 /// The commit hash (hex) of `branch` on the remote, `None` when the branch (or any commit)
 /// does not exist; like `git ls-remote`, without cloning.
 pub fn remote_head(remote: &Remote, branch: &str) -> Result<Option<String>, GitError> {

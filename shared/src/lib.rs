@@ -19,6 +19,7 @@ pub mod deploy_key;
 pub mod deployments;
 pub mod detect;
 pub mod diagnostic;
+pub mod diff;
 pub mod duration;
 pub mod env;
 pub mod error;

@@ -3,13 +3,14 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 17] = [
+pub const ALL: [&str; 18] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
     "kubectl-gitops-status",
     "kubectl-gitops-upgrade",
     "kubectl-gitops-detect",
+    "kubectl-gitops-diff",
     "kubectl-gitops-artifact",
     "kubectl-gitops-component",
     "kubectl-gitops-flux",

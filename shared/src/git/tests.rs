@@ -383,3 +383,25 @@ fn a_read_cut_short_by_a_signal_is_interrupted() {
     assert!(matches!(error, GitError::Interrupted { .. }), "{error:?}");
     assert_eq!(crate::Error::from(error).exit_code(), crate::ExitCode::Interrupted);
 }
+
+#[test]
+fn one_repository_under_its_several_urls() {
+    use super::same_repository;
+    assert!(same_repository("git@github.com:acme/fleet.git", "ssh://git@github.com/acme/fleet"));
+    assert!(same_repository("https://GitHub.com/acme/fleet/", "ssh://git@github.com:22/acme/fleet.git"));
+    assert!(same_repository("http://127.0.0.1:8080/fleet.git", "ssh://root@127.0.0.1:2222/fleet"));
+    assert!(!same_repository("https://github.com/acme/fleet", "https://github.com/acme/fleet-two"));
+    assert!(!same_repository("https://github.com/acme/fleet", "https://gitlab.com/acme/fleet"));
+}
+
+#[test]
+fn a_work_tree_is_found_from_below_with_its_remotes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    repo.remote("origin", "https://example.invalid/fleet.git").unwrap();
+    std::fs::create_dir_all(dir.path().join("apps/web")).unwrap();
+    let (root, remotes) = super::work_tree_of(&dir.path().join("apps/web")).unwrap();
+    assert_eq!(root.canonicalize().unwrap(), dir.path().canonicalize().unwrap());
+    assert_eq!(remotes, ["https://example.invalid/fleet.git"]);
+    assert!(super::work_tree_of(tempfile::tempdir().unwrap().path()).is_err());
+}

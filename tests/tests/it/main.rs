@@ -12,6 +12,7 @@ mod credentials;
 mod deadlines;
 mod dependencies;
 mod detect;
+mod diff;
 mod distribution;
 mod flags;
 mod flux;

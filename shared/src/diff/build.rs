@@ -1,0 +1,154 @@
+//! One Kustomization built from the checkout as kustomize-controller builds it: by the pinned
+//! flux CLI (`flux build kustomization --dry-run`: Flux's own kustomize and post-build
+//! substitution), given the Kustomization as the cluster holds it, with the variables of its
+//! `substituteFrom` ConfigMaps and Secrets read here, so the CLI never reaches the cluster.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use serde_json::{Value, json};
+
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::flux_cli::FluxCli;
+use crate::interrupt::ScratchDir;
+
+/// The directory a Kustomization's `spec.path` names in the checkout `root`: relative to the
+/// root whether written `./app`, `app` or `/app`, and never outside it.
+pub(super) fn source_dir(root: &Path, spec_path: &str) -> std::result::Result<PathBuf, String> {
+    let mut dir = root.to_path_buf();
+    for part in Path::new(spec_path.trim_start_matches('/')).components() {
+        match part {
+            std::path::Component::Normal(part) => dir.push(part),
+            std::path::Component::CurDir => {}
+            _ => return Err(format!("its path {spec_path:?} leaves the repository")),
+        }
+    }
+    Ok(dir)
+}
+
+/// The Kustomization as the build reads it: its spec as the cluster holds it, with the
+/// variables its `substituteFrom` names merged under its own `substitute` (which wins, as in the
+/// controller), and no `substituteFrom` left for the CLI to look up.
+pub(super) async fn resolved(cluster: &Cluster, kustomization: &Value) -> Result<Value> {
+    let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    let post_build = &kustomization["spec"]["postBuild"];
+    for reference in post_build["substituteFrom"].as_array().into_iter().flatten() {
+        let name = reference["name"].as_str().unwrap_or_default();
+        let optional = reference["optional"].as_bool().unwrap_or(false);
+        let read = match reference["kind"].as_str() {
+            Some("ConfigMap") => {
+                let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+                api.get_opt(name).await.map(|found| found.map(|map| map.data.unwrap_or_default()))
+            }
+            Some("Secret") => {
+                let api: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
+                api.get_opt(name).await.map(|found| found.map(secret_strings))
+            }
+            other => {
+                return Err(Error::Negative {
+                    message: format!("substituteFrom names a {other:?}, not a ConfigMap or Secret"),
+                    hint: None,
+                });
+            }
+        };
+        match read.map_err(|error| cluster.error(error))? {
+            Some(data) => vars.extend(data),
+            None if optional => {}
+            None => {
+                return Err(Error::Negative {
+                    message: format!(
+                        "substituteFrom {} {namespace}/{name} is not found",
+                        reference["kind"].as_str().unwrap_or_default()
+                    ),
+                    hint: Some("create it, or mark it optional".into()),
+                });
+            }
+        }
+    }
+    for (key, value) in post_build["substitute"].as_object().into_iter().flatten() {
+        vars.insert(key.clone(), value.as_str().unwrap_or_default().to_string());
+    }
+    let mut resolved = json!({
+        "apiVersion": kustomization["apiVersion"],
+        "kind": "Kustomization",
+        "metadata": {"name": kustomization["metadata"]["name"], "namespace": namespace},
+        "spec": kustomization["spec"],
+    });
+    if let Some(post_build) = resolved["spec"]["postBuild"].as_object_mut() {
+        post_build.remove("substituteFrom");
+        if !vars.is_empty() {
+            post_build.insert("substitute".into(), json!(vars));
+        }
+    }
+    Ok(resolved)
+}
+
+fn secret_strings(secret: Secret) -> BTreeMap<String, String> {
+    let mut strings: BTreeMap<String, String> = secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, bytes)| (key, String::from_utf8_lossy(&bytes.0).into_owned()))
+        .collect();
+    strings.extend(secret.string_data.unwrap_or_default());
+    strings
+}
+
+/// The objects `kustomization` (as [`resolved`] makes it) builds from `dir`, or the CLI's own
+/// words when the build fails. The Kustomization goes to the CLI in a file in a scratch directory
+/// only this user may read (it may hold a Secret's variables), removed when the build ends, or is
+/// interrupted.
+pub(super) async fn build(
+    flux: &FluxCli,
+    kustomization: &Value,
+    dir: &Path,
+) -> Result<std::result::Result<Vec<Value>, String>> {
+    let io = |error: std::io::Error| Error::Io {
+        context: "writing the Kustomization for the flux CLI".into(),
+        source: error,
+    };
+    let scratch = ScratchDir::new("kubectl-gitops-diff-").map_err(io)?;
+    let file = scratch.path().join("kustomization.yaml");
+    std::fs::write(&file, crate::yaml::to_string(kustomization)?).map_err(io)?;
+    let name = kustomization["metadata"]["name"].as_str().unwrap_or_default();
+    let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
+    let output = tokio::process::Command::from(flux.command())
+        // In memory: a directory without a kustomization.yaml gets one generated, which the
+        // CLI would otherwise write into the user's checkout while it builds.
+        .args(["build", "kustomization", name, "--namespace", namespace, "--dry-run", "--in-memory-build", "--path"])
+        .arg(dir)
+        .arg("--kustomization-file")
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|error| Error::Io { context: format!("running {}", flux.path.display()), source: error })?;
+    if !output.status.success() {
+        let words = String::from_utf8_lossy(&output.stderr);
+        let words = words.lines().filter(|line| !line.trim().is_empty()).collect::<Vec<_>>().join("; ");
+        return Ok(Err(words.trim_start_matches("✗ ").to_string()));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(crate::yaml::documents_from_str(&text)
+        .map_err(|error| format!("the flux CLI printed YAML we cannot read: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_path_stays_inside_the_checkout() {
+        let root = Path::new("/repo");
+        assert_eq!(source_dir(root, "./apps/web").unwrap(), Path::new("/repo/apps/web"));
+        assert_eq!(source_dir(root, "apps/web").unwrap(), Path::new("/repo/apps/web"));
+        assert_eq!(source_dir(root, "/apps/web").unwrap(), Path::new("/repo/apps/web"));
+        assert_eq!(source_dir(root, "").unwrap(), Path::new("/repo"));
+        assert!(source_dir(root, "./apps/../../etc").is_err());
+    }
+}

@@ -1,0 +1,536 @@
+//! `kubectl gitops diff`: what the config repo at another state would change in the live
+//! cluster, Kustomization by Kustomization, before anyone merges it (docs/diff.md).
+//!
+//! The config repo's Kustomizations (those whose source is the sync's GitRepository) are each
+//! built from the checkout by the pinned flux CLI ([`build`]), and every object built is applied
+//! as a server-side dry run under kustomize-controller's field manager, so that the cluster's own
+//! defaulting and admission decide what changes ([`compare`]). What a pruning Kustomization's
+//! inventory holds and its build no longer makes is listed as pruned. Nothing is written: not to
+//! the cluster, not to the checkout.
+
+mod build;
+mod compare;
+mod render;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::ApiResource;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::apply::{Applier, DryRun};
+use crate::cli::{GlobalArgs, OutputFormat};
+use crate::cluster::{Cluster, Connection, list_pages};
+use crate::error::{Error, ExitCode, Result};
+use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
+use crate::flux::bootstrap::SYNC_NAME;
+use crate::flux_cli::{FluxCli, Locator, Tag};
+use crate::output::Printer;
+
+/// The field manager kustomize-controller applies with: the dry run must merge as its apply will.
+const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
+
+/// The annotation that keeps an object out of Flux's pruning (`disabled`).
+const PRUNE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/prune";
+
+/// How many Kustomizations are built and compared at once.
+const PARALLEL: usize = 4;
+
+/// `kubectl gitops diff`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiffArgs {
+    /// A directory on this machine, for the files to write or to read.
+    ///
+    /// The checkout of the config repo to compare with the cluster, uncommitted edits included
+    /// (default: the git work tree you stand in, when one of its remotes is the config repo).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+}
+
+impl DiffArgs {
+    /// The request these flags make, `-o` checked.
+    pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
+        Ok(DiffRequest { dir: self.dir.clone(), format, headers: !global.no_headers })
+    }
+}
+
+/// `diff`, resolved.
+#[derive(Debug, Clone)]
+pub struct DiffRequest {
+    /// `--dir`; `None`: the work tree of the current directory.
+    pub dir: Option<PathBuf>,
+    /// `-o`.
+    pub format: OutputFormat,
+    /// Print the table's header line.
+    pub headers: bool,
+}
+
+/// What the change does to the cluster: `-o json|yaml` prints this (docs/output.md).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Diff {
+    /// The config repo's source in the cluster: `GitRepository/<namespace>/<name>`.
+    pub source: String,
+    /// The checkout compared.
+    pub dir: String,
+    /// Each of the config repo's Kustomizations, with what would change.
+    pub kustomizations: Vec<KustomizationDiff>,
+    /// Counts over every Kustomization.
+    pub summary: DiffSummary,
+}
+
+impl crate::output::Kind for Diff {
+    const KIND: &'static str = "Diff";
+}
+
+/// One Kustomization: the objects its build at the new state would add, change, prune, or have
+/// refused. Unchanged objects are counted, not listed.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KustomizationDiff {
+    pub namespace: String,
+    pub name: String,
+    /// Its `spec.path` in the config repo.
+    pub path: String,
+    /// The objects that differ.
+    pub objects: Vec<ObjectDiff>,
+    /// Objects built that would not change.
+    pub unchanged: usize,
+    /// Why it could not be built or compared (then `objects` is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What happens to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Action {
+    /// Created: the cluster has no such object.
+    Added,
+    /// Changed in place.
+    Changed,
+    /// Deleted by the Kustomization's pruning: in its inventory, no longer built.
+    Pruned,
+    /// The API server or an admission webhook refuses it.
+    Refused,
+}
+
+/// One object that differs.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectDiff {
+    /// `apiVersion` (for a pruned object, its group and version from the inventory).
+    pub api_version: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub action: Action,
+    /// The unified diff of the object as it is and as it would be (Secrets' values hidden);
+    /// absent for a refused object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Container images it would run that it does not now, and those it would stop running.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageChange>,
+    /// The refusal, for a refused object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// An image an object stops running (`from`) or starts running (`to`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct ImageChange {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// Counts of objects by what happens to them, and Kustomizations that failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct DiffSummary {
+    pub added: usize,
+    pub changed: usize,
+    pub pruned: usize,
+    pub refused: usize,
+    pub unchanged: usize,
+    /// Kustomizations that could not be built or compared.
+    pub failed: usize,
+}
+
+impl Diff {
+    /// 0: nothing would change; 1: something would; 2: an object would be refused or a
+    /// Kustomization could not be built (as `kubectl diff` and `flux diff` exit).
+    pub fn exit_code(&self) -> ExitCode {
+        let summary = &self.summary;
+        if summary.refused > 0 || summary.failed > 0 {
+            ExitCode::Usage
+        } else if summary.added + summary.changed + summary.pruned > 0 {
+            ExitCode::No
+        } else {
+            ExitCode::Ok
+        }
+    }
+}
+
+/// The config repo's source: the GitRepository the sync applies from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SourceRef {
+    namespace: String,
+    name: String,
+}
+
+/// `kubectl gitops diff`: prints the change and exits as [`Diff::exit_code`] says.
+pub async fn run(request: &DiffRequest, connection: &Connection, printer: &Printer) -> Result<ExitCode> {
+    let cluster = Cluster::connect(connection, printer).await?;
+    let detection = crate::detect::detect(&cluster).await?;
+    if let Some(error) = detection.unreachable_error() {
+        return Err(error);
+    }
+    let (Some(flux), Some(version)) = (&detection.flux, detection.api_versions.version_for(&KUSTOMIZATION)) else {
+        return Err(Error::Negative {
+            message: "Flux is not installed: this cluster serves no Kustomization API".into(),
+            hint: Some("install it with `kubectl gitops install`".into()),
+        });
+    };
+    let namespace = connection.namespace.clone().unwrap_or_else(|| flux.namespace.clone());
+    let resource = KUSTOMIZATION.at(version);
+    let source = config_source(&cluster, &resource, &namespace).await?;
+    let dir = checkout(request, &cluster, &detection.api_versions, &source).await?;
+    let ours = config_kustomizations(&cluster, &resource, &source).await?;
+    let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
+    let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
+    let compared: Vec<Result<KustomizationDiff>> = futures::stream::iter(ours.iter())
+        .map(|kustomization| compare_one(&cluster, &flux_cli, kustomization, &dir))
+        .buffered(PARALLEL)
+        .collect()
+        .await;
+    drop(spinner);
+    let kustomizations = compared.into_iter().collect::<Result<Vec<_>>>()?;
+    let diff = Diff {
+        source: format!("GitRepository/{}/{}", source.namespace, source.name),
+        dir: dir.display().to_string(),
+        summary: summarize(&kustomizations),
+        kustomizations,
+    };
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&diff), request.format)?
+        }
+        _ => printer.data(&render::text(&diff, request.headers, printer.stdout_style()))?,
+    }
+    Ok(diff.exit_code())
+}
+
+/// The GitRepository the sync (`flux-system` in the Flux namespace) applies the config repo from.
+async fn config_source(cluster: &Cluster, resource: &ApiResource, namespace: &str) -> Result<SourceRef> {
+    let in_namespace: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), namespace, resource);
+    let sync = in_namespace.get_opt(SYNC_NAME).await.map_err(|error| cluster.error(error))?.ok_or_else(|| {
+        Error::Negative {
+            message: format!("there is no Kustomization {namespace}/{SYNC_NAME}, the sync of a config repo"),
+            hint: Some(
+                "install with `kubectl gitops install` (or `flux bootstrap`), or name the Flux namespace with -n"
+                    .into(),
+            ),
+        }
+    })?;
+    let reference = &sync.data["spec"]["sourceRef"];
+    if reference["kind"] != GIT_REPOSITORY.kind {
+        return Err(Error::Negative {
+            message: format!("the sync {namespace}/{SYNC_NAME} applies a {}, not a GitRepository", reference["kind"]),
+            hint: Some("diff compares a git checkout; the config repo must be a GitRepository".into()),
+        });
+    }
+    Ok(SourceRef {
+        namespace: reference["namespace"].as_str().unwrap_or(namespace).to_string(),
+        name: reference["name"].as_str().unwrap_or_default().to_string(),
+    })
+}
+
+/// The checkout to compare: `--dir`, else the work tree of the current directory when one of its
+/// remotes is the config repo's URL.
+async fn checkout(
+    request: &DiffRequest,
+    cluster: &Cluster,
+    served: &crate::flux::api::ServedApis,
+    source: &SourceRef,
+) -> Result<PathBuf> {
+    if let Some(dir) = &request.dir {
+        if !dir.is_dir() {
+            return Err(Error::usage(
+                format!("--dir {} is not a directory", dir.display()),
+                "give a checkout of the config repo",
+            ));
+        }
+        return std::fs::canonicalize(dir)
+            .map_err(|error| Error::Io { context: format!("reading {}", dir.display()), source: error });
+    }
+    let version = served.version_for(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version);
+    let repositories: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), &source.namespace, &GIT_REPOSITORY.at(version));
+    let repository = repositories.get_opt(&source.name).await.map_err(|error| cluster.error(error))?;
+    let url = repository.as_ref().and_then(|repository| repository.data["spec"]["url"].as_str()).unwrap_or_default();
+    let here = std::env::current_dir()
+        .map_err(|error| Error::Io { context: "reading the current directory".into(), source: error })?;
+    let hint = format!("run it in a checkout of {url}, or pass --dir PATH");
+    let (root, remotes) = crate::git::work_tree_of(&here)
+        .map_err(|_| Error::usage(format!("{} is not in a git work tree", here.display()), hint.clone()))?;
+    if !remotes.iter().any(|remote| crate::git::same_repository(remote, url)) {
+        return Err(Error::usage(
+            format!("the work tree {} is not a checkout of the config repo {url}", root.display()),
+            hint,
+        ));
+    }
+    Ok(root)
+}
+
+/// Every Kustomization whose source is the config repo's GitRepository, by namespace and name.
+async fn config_kustomizations(cluster: &Cluster, resource: &ApiResource, source: &SourceRef) -> Result<Vec<Value>> {
+    let kustomizations: Api<DynamicObject> = Api::all_with(cluster.client.clone(), resource);
+    let applies_the_config_repo = |object: &Value| {
+        let reference = &object["spec"]["sourceRef"];
+        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+        reference["kind"] == GIT_REPOSITORY.kind
+            && reference["name"] == source.name.as_str()
+            && reference["namespace"].as_str().unwrap_or(namespace) == source.namespace
+    };
+    let mut ours: Vec<Value> = Vec::new();
+    let page = |params: ListParams| {
+        let kustomizations = kustomizations.clone();
+        async move { kustomizations.list(&params).await }
+    };
+    let each = |object: DynamicObject| {
+        if let Ok(object) = serde_json::to_value(object)
+            && applies_the_config_repo(&object)
+        {
+            ours.push(object);
+        }
+    };
+    list_pages(ListParams::default().limit(500), page, each).await.map_err(|error| cluster.error(error))?;
+    ours.sort_by_key(|object| (object["metadata"]["namespace"].to_string(), object["metadata"]["name"].to_string()));
+    Ok(ours)
+}
+
+/// One Kustomization built from `dir` and compared with the cluster, object by object.
+async fn compare_one(
+    cluster: &Cluster,
+    flux: &FluxCli,
+    kustomization: &Value,
+    dir: &std::path::Path,
+) -> Result<KustomizationDiff> {
+    let text = |pointer: &str| kustomization.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut result = KustomizationDiff {
+        namespace: text("/metadata/namespace"),
+        name: text("/metadata/name"),
+        path: text("/spec/path"),
+        objects: Vec::new(),
+        unchanged: 0,
+        error: None,
+    };
+    let source_dir = match build::source_dir(dir, &result.path) {
+        Ok(source_dir) => source_dir,
+        Err(why) => return Ok(KustomizationDiff { error: Some(why), ..result }),
+    };
+    let resolved = build::resolved(cluster, kustomization).await?;
+    let built = match build::build(flux, &resolved, &source_dir).await? {
+        Ok(built) => built,
+        Err(why) => return Ok(KustomizationDiff { error: Some(why), ..result }),
+    };
+    let mut applier = Applier::new(cluster);
+    let mut kept = BTreeSet::new();
+    for document in &built {
+        let object = crate::apply::object_ref(document);
+        let api_version = document["apiVersion"].as_str().unwrap_or_default().to_string();
+        kept.insert(inventory_key(&api_version, &object.kind, object.namespace.as_deref(), &object.name));
+        let label = match &object.namespace {
+            Some(namespace) => format!("{}/{namespace}/{}", object.kind, object.name),
+            None => format!("{}/{}", object.kind, object.name),
+        };
+        let mut differs = ObjectDiff {
+            api_version,
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+            action: Action::Changed,
+            diff: None,
+            images: Vec::new(),
+            message: None,
+        };
+        match applier.dry_run(document, FLUX_FIELD_MANAGER).await? {
+            DryRun::Refused { message, .. } => {
+                result.objects.push(ObjectDiff { action: Action::Refused, message: Some(message), ..differs });
+            }
+            DryRun::Applied { live, applied } => {
+                let mut before = live.as_ref().map(compare::normalized);
+                let mut after = compare::normalized(&applied);
+                if before.as_ref() == Some(&after) {
+                    result.unchanged += 1;
+                    continue;
+                }
+                differs.images = image_changes(before.as_ref(), Some(&after));
+                compare::hide_secret_values(before.as_mut(), Some(&mut after));
+                let before_text = before.as_ref().map(crate::yaml::to_string).transpose()?.unwrap_or_default();
+                differs.diff = Some(compare::unified(&label, &before_text, &crate::yaml::to_string(&after)?));
+                differs.action = if live.is_some() { Action::Changed } else { Action::Added };
+                result.objects.push(differs);
+            }
+        }
+    }
+    if kustomization["spec"]["prune"].as_bool().unwrap_or(false) {
+        result.objects.extend(pruned(&mut applier, kustomization, &kept).await?);
+    }
+    Ok(result)
+}
+
+/// `<namespace>_<name>_<group>_<Kind>`, as a Kustomization's `status.inventory` names an object.
+fn inventory_key(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> String {
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    format!("{}_{name}_{group}_{kind}", namespace.unwrap_or_default())
+}
+
+/// The objects of the Kustomization's inventory that its new build no longer makes (`kept`
+/// holds the built ones), each with its live content as the diff's removed side.
+async fn pruned(applier: &mut Applier<'_>, kustomization: &Value, kept: &BTreeSet<String>) -> Result<Vec<ObjectDiff>> {
+    let mut gone = Vec::new();
+    for entry in kustomization["status"]["inventory"]["entries"].as_array().into_iter().flatten() {
+        let id = entry["id"].as_str().unwrap_or_default();
+        if kept.contains(id) {
+            continue;
+        }
+        let mut parts = id.splitn(4, '_');
+        let (Some(namespace), Some(name), Some(group), Some(kind)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let version = entry["v"].as_str().unwrap_or("v1");
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
+        let label = match &namespace {
+            Some(namespace) => format!("{kind}/{namespace}/{name}"),
+            None => format!("{kind}/{name}"),
+        };
+        let reference = serde_json::json!({
+            "apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": &namespace},
+        });
+        let Some(live) = applier.get(&reference).await? else { continue };
+        // Flux leaves what carries this annotation in place (as kubectl-gitops' ledgers do).
+        if live["metadata"]["annotations"][PRUNE_ANNOTATION] == "disabled" {
+            continue;
+        }
+        let mut live = Some(compare::normalized(&live));
+        let images = image_changes(live.as_ref(), None);
+        compare::hide_secret_values(live.as_mut(), None);
+        let before = live.as_ref().map(crate::yaml::to_string).transpose()?.unwrap_or_default();
+        gone.push(ObjectDiff {
+            api_version,
+            kind: kind.to_string(),
+            namespace,
+            name: name.to_string(),
+            action: Action::Pruned,
+            diff: Some(compare::unified(&label, &before, "")),
+            images,
+            message: None,
+        });
+    }
+    Ok(gone)
+}
+
+/// The images `after` runs that `before` does not (`to`), and those it stops running (`from`).
+fn image_changes(before: Option<&Value>, after: Option<&Value>) -> Vec<ImageChange> {
+    let old: Vec<String> = before.map(compare::images).unwrap_or_default();
+    let new: Vec<String> = after.map(compare::images).unwrap_or_default();
+    let stopped = old.iter().filter(|image| !new.contains(image));
+    let started = new.iter().filter(|image| !old.contains(image));
+    let mut changes: Vec<ImageChange> =
+        stopped.map(|image| ImageChange { from: Some(image.clone()), to: None }).collect();
+    changes.extend(started.map(|image| ImageChange { from: None, to: Some(image.clone()) }));
+    changes
+}
+
+fn summarize(kustomizations: &[KustomizationDiff]) -> DiffSummary {
+    let mut summary = DiffSummary::default();
+    for kustomization in kustomizations {
+        summary.unchanged += kustomization.unchanged;
+        summary.failed += usize::from(kustomization.error.is_some());
+        for object in &kustomization.objects {
+            match object.action {
+                Action::Added => summary.added += 1,
+                Action::Changed => summary.changed += 1,
+                Action::Pruned => summary.pruned += 1,
+                Action::Refused => summary.refused += 1,
+            }
+        }
+    }
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(action: Action) -> ObjectDiff {
+        ObjectDiff {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("default".into()),
+            name: "a".into(),
+            action,
+            diff: None,
+            images: Vec::new(),
+            message: None,
+        }
+    }
+
+    fn kustomization(objects: Vec<ObjectDiff>, error: Option<&str>) -> KustomizationDiff {
+        KustomizationDiff {
+            namespace: "flux-system".into(),
+            name: "web".into(),
+            path: "./apps/web".into(),
+            objects,
+            unchanged: 2,
+            error: error.map(String::from),
+        }
+    }
+
+    fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
+        Diff { source: String::new(), dir: String::new(), summary: summarize(&kustomizations), kustomizations }
+    }
+
+    #[test]
+    fn inventory_keys_are_flux_s() {
+        assert_eq!(inventory_key("apps/v1", "Deployment", Some("default"), "web"), "default_web_apps_Deployment");
+        assert_eq!(inventory_key("v1", "Namespace", None, "team"), "_team__Namespace");
+    }
+
+    #[test]
+    fn exit_codes_are_kubectl_diff_s() {
+        assert_eq!(diff_of(vec![kustomization(vec![], None)]).exit_code(), ExitCode::Ok);
+        let changed = diff_of(vec![kustomization(vec![object(Action::Added), object(Action::Pruned)], None)]);
+        assert_eq!(changed.exit_code(), ExitCode::No);
+        assert_eq!(changed.summary, DiffSummary { added: 1, pruned: 1, unchanged: 2, ..DiffSummary::default() });
+        let refused = diff_of(vec![kustomization(vec![object(Action::Changed), object(Action::Refused)], None)]);
+        assert_eq!(refused.exit_code(), ExitCode::Usage);
+        assert_eq!(diff_of(vec![kustomization(vec![], Some("no such path"))]).exit_code(), ExitCode::Usage);
+    }
+
+    #[test]
+    fn images_started_and_stopped() {
+        let before = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"image": "web:1.0"}, {"image": "side:1"}]}}}});
+        let after = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"image": "web:1.1"}, {"image": "side:1"}]}}}});
+        assert_eq!(
+            image_changes(Some(&before), Some(&after)),
+            [
+                ImageChange { from: Some("web:1.0".into()), to: None },
+                ImageChange { from: None, to: Some("web:1.1".into()) }
+            ]
+        );
+        assert_eq!(image_changes(Some(&before), Some(&before)), []);
+    }
+}

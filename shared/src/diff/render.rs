@@ -1,0 +1,129 @@
+//! The screen of `diff`: a summary table per Kustomization, the refusals and build failures,
+//! then the unified diff of every object that changes.
+
+use super::{Action, Diff, ImageChange, KustomizationDiff};
+use crate::output::style::Style;
+use crate::output::table::Table;
+
+/// The whole screen.
+pub(super) fn text(diff: &Diff, headers: bool, style: Style) -> String {
+    let mut text = format!("Comparing {} with the cluster ({})\n\n", diff.dir, diff.source);
+    let mut table =
+        Table::new(["KUSTOMIZATION", "PATH", "ADDED", "CHANGED", "PRUNED", "REFUSED", "UNCHANGED", "IMAGES"]);
+    for kustomization in &diff.kustomizations {
+        let count = |action: Action| kustomization.objects.iter().filter(|object| object.action == action).count();
+        let images: Vec<ImageChange> = kustomization.objects.iter().flat_map(|object| object.images.clone()).collect();
+        table.push([
+            format!("{}/{}", kustomization.namespace, kustomization.name),
+            kustomization.path.clone(),
+            count(Action::Added).to_string(),
+            count(Action::Changed).to_string(),
+            count(Action::Pruned).to_string(),
+            count(Action::Refused).to_string(),
+            kustomization.unchanged.to_string(),
+            if kustomization.error.is_some() { "-".to_string() } else { image_words(&images) },
+        ]);
+    }
+    text.push_str(&table.render(headers));
+    for kustomization in &diff.kustomizations {
+        text.push_str(&problems(kustomization, style));
+    }
+    for kustomization in &diff.kustomizations {
+        for object in kustomization.objects.iter().filter(|object| object.action != Action::Refused) {
+            text.push('\n');
+            for line in object.diff.as_deref().unwrap_or_default().lines() {
+                let line = match line.chars().next() {
+                    _ if line.starts_with("---") || line.starts_with("+++") => style.bold(line),
+                    Some('+') => style.good(line),
+                    Some('-') => style.bad(line),
+                    Some('@') => style.dim(line),
+                    _ => line.to_string(),
+                };
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+    }
+    let summary = diff.summary;
+    let line = format!(
+        "{} added, {} changed, {} pruned, {} refused, {} unchanged{}",
+        summary.added,
+        summary.changed,
+        summary.pruned,
+        summary.refused,
+        summary.unchanged,
+        if summary.failed > 0 { format!("; {} Kustomizations not built", summary.failed) } else { String::new() }
+    );
+    let line = if summary.refused + summary.failed > 0 { style.bad(&line) } else { style.bold(&line) };
+    text.push_str(&format!("\n{line}\n"));
+    text
+}
+
+/// A Kustomization's build failure and its refused objects, each on its own lines.
+fn problems(kustomization: &KustomizationDiff, style: Style) -> String {
+    let name = format!("{}/{}", kustomization.namespace, kustomization.name);
+    let mut text = String::new();
+    if let Some(error) = &kustomization.error {
+        text.push_str(&format!("\n{} Kustomization {name} is not built: {error}\n", style.bad("error:")));
+    }
+    for object in kustomization.objects.iter().filter(|object| object.action == Action::Refused) {
+        let namespace = object.namespace.as_deref().map(|namespace| format!("{namespace}/")).unwrap_or_default();
+        text.push_str(&format!(
+            "\n{} {}/{namespace}{} (Kustomization {name}) would be refused: {}\n",
+            style.bad("error:"),
+            object.kind,
+            object.name,
+            object.message.as_deref().unwrap_or_default()
+        ));
+    }
+    text
+}
+
+/// `repo:v1 → repo:v2` for an image whose tag or digest moves, `+image` for one started and
+/// `-image` for one stopped; `-` for none.
+fn image_words(images: &[ImageChange]) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut started: Vec<&String> = images.iter().filter_map(|change| change.to.as_ref()).collect();
+    for stopped in images.iter().filter_map(|change| change.from.as_ref()) {
+        match started.iter().position(|to| repository(to) == repository(stopped)) {
+            Some(at) => words.push(format!("{stopped} → {}", started.remove(at))),
+            None => words.push(format!("-{stopped}")),
+        }
+    }
+    words.extend(started.into_iter().map(|to| format!("+{to}")));
+    if words.is_empty() { "-".to_string() } else { words.join(", ") }
+}
+
+/// An image without its tag or digest: `ghcr.io/acme/web` of `ghcr.io/acme/web:1.0` (a
+/// registry's port is not a tag).
+fn repository(image: &str) -> &str {
+    let name = image.split('@').next().unwrap_or(image);
+    match name.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(from: Option<&str>, to: Option<&str>) -> ImageChange {
+        ImageChange { from: from.map(String::from), to: to.map(String::from) }
+    }
+
+    #[test]
+    fn an_image_that_moves_is_one_arrow_and_the_others_are_signed() {
+        let images = [
+            change(Some("ghcr.io/acme/web:1.0"), None),
+            change(Some("redis:7"), None),
+            change(None, Some("ghcr.io/acme/web:1.1")),
+            change(None, Some("localhost:5000/side@sha256:ab")),
+        ];
+        assert_eq!(
+            image_words(&images),
+            "ghcr.io/acme/web:1.0 → ghcr.io/acme/web:1.1, -redis:7, +localhost:5000/side@sha256:ab"
+        );
+        assert_eq!(image_words(&[]), "-");
+    }
+}

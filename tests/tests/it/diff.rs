@@ -1,0 +1,199 @@
+//! `kubectl gitops diff` through the real kubectl, against the real API server and
+//! kustomize-controller: a checkout of the config repo, with uncommitted edits, compared with
+//! what Flux applied from it; the same objects as the real `flux diff kustomization` finds.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
+use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, flux_release};
+
+/// The config repo: the cluster's directory holds one Kustomization, `web`, which applies
+/// `apps/web` with pruning.
+const FLEET: [(&str, &str); 6] = [
+    (
+        "clusters/dev/web.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/web\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    ),
+    (
+        "apps/web/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deployment.yaml\n- config.yaml\n- secret.yaml\n",
+    ),
+    (
+        "apps/web/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: registry.invalid/web:1.0\n",
+    ),
+    (
+        "apps/web/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hello\n",
+    ),
+    (
+        "apps/web/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-token\nstringData:\n  token: first-token-value\n",
+    ),
+    ("README.md", "The fleet.\n"),
+];
+
+/// `kubectl gitops diff ARGS` through the real kubectl, in `dir`.
+fn diff(env: &TestEnv, plugins: &Path, dir: &Path, args: &[&str]) -> Run {
+    let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+    Run::of(
+        Command::new(binaries::kubectl())
+            .args(["gitops", "diff"])
+            .args(args)
+            .current_dir(dir)
+            .env("PATH", path)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
+            .env("NO_COLOR", "1"),
+    )
+}
+
+/// The objects `flux diff kustomization web` reports, as `(Kind/namespace/name, action)` with our
+/// action words (`created` is added, `drifted` changed, `deleted` pruned).
+fn flux_diff(env: &TestEnv, work: &Path) -> BTreeSet<(String, String)> {
+    let run = Run::of(
+        Command::new(flux_release::cli())
+            .args(["diff", "kustomization", "web", "--namespace", "flux-system", "--progress-bar=false", "--path"])
+            .arg(work.join("apps/web"))
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(run.code, Some(1), "flux diff finds differences: {}", run.render());
+    run.stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("► "))
+        .filter_map(|line| line.rsplit_once(' '))
+        .map(|(object, action)| {
+            let action = match action {
+                "created" => "added",
+                "drifted" => "changed",
+                "deleted" => "pruned",
+                other => other,
+            };
+            (object.to_string(), action.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
+    let env = &TestEnv::start(Options { flux: true }).unwrap();
+    env.apply_yaml(&std::fs::read_to_string(flux_release::components()).unwrap()).unwrap();
+    env.git.create_repo("fleet").unwrap();
+    let checkout = tempfile::tempdir().unwrap();
+    let work = checkout.path();
+    let git = |args: &[&str]| env.git.git(work, args).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    for (path, contents) in FLEET {
+        std::fs::create_dir_all(work.join(path).parent().unwrap()).unwrap();
+        std::fs::write(work.join(path), contents).unwrap();
+    }
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "fleet"]);
+    git(&["push", "-q", &env.git.ssh_url("fleet"), "main"]);
+    // The checkout's origin is the URL Flux fetches from: diff knows it for the config repo's.
+    git(&["remote", "add", "origin", &env.git.http_url("fleet")]);
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: flux-system\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        env.git.http_url("fleet")
+    ))
+    .unwrap();
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    env.wait_for_jsonpath(&["-n", "flux-system", "kustomization", "web"], ready, "True", Duration::from_secs(120))
+        .unwrap();
+    let plugins = binaries::plugin_dir();
+    let before = env.our_requests().unwrap().len();
+
+    // The checkout as Flux applied it: nothing would change.
+    let same = diff(env, plugins.path(), work, &[]);
+    assert_eq!(same.code, Some(0), "{}", same.render());
+    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 4 unchanged\n"), "{}", same.stdout);
+
+    // Uncommitted edits: a new image tag, a new Service, the ConfigMap dropped, the token changed.
+    std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("web:1.0", "web:1.1")).unwrap();
+    std::fs::write(
+        work.join("apps/web/service.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - port: 80\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("apps/web/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deployment.yaml\n- secret.yaml\n- service.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(work.join("apps/web/secret.yaml"), FLEET[4].1.replace("first-token-value", "second-token-value"))
+        .unwrap();
+    let changed = diff(env, plugins.path(), work, &["--dir", work.to_str().unwrap()]);
+    assert_eq!(changed.code, Some(1), "{}", changed.render());
+    let row = changed.stdout.lines().find(|line| line.starts_with("flux-system/web ")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[..7], ["flux-system/web", "./apps/web", "1", "2", "1", "0", "0"], "{}", changed.stdout);
+    assert!(row.ends_with("registry.invalid/web:1.0 → registry.invalid/web:1.1"), "{row}");
+    assert!(changed.stdout.contains("\n+  name: web\n"), "the new Service: {}", changed.stdout);
+    assert!(changed.stdout.contains("--- live/ConfigMap/default/web-config\n"), "{}", changed.stdout);
+    assert!(changed.stdout.contains("\n+  token: (hidden, changed)\n"), "{}", changed.stdout);
+    for secret in ["first-token-value", "second-token-value", "Zmlyc3QtdG9rZW4tdmFsdWU", "c2Vjb25kLXRva2VuLXZhbHVl"] {
+        assert!(!changed.stdout.contains(secret) && !changed.stderr.contains(secret), "{secret} shown");
+    }
+    assert!(changed.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 1 unchanged\n"), "{}", changed.stdout);
+
+    // The same as a script reads it, and the same objects as the real flux diff finds.
+    let json = diff(env, plugins.path(), work, &["-o", "json"]);
+    assert_eq!(json.code, Some(1), "{}", json.render());
+    let document = gitops_e2e::schema::document("Diff", &json.stdout);
+    let web = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "web").unwrap().clone();
+    let ours: BTreeSet<(String, String)> = web["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|object| {
+            let name = format!(
+                "{}/{}/{}",
+                object["kind"].as_str().unwrap(),
+                object["namespace"].as_str().unwrap(),
+                object["name"].as_str().unwrap()
+            );
+            (name, object["action"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(ours, flux_diff(env, work), "{web:#}");
+    assert!(!json.stdout.contains("second-token-value"));
+
+    // Nothing was written: the dry runs are the only PATCHes, and each says so.
+    let requests = env.our_requests().unwrap();
+    let written: Vec<String> = requests[before..]
+        .iter()
+        .filter(|request| request.mutates() && !request.uri.contains("dryRun=All"))
+        .map(|request| format!("{} {}", request.verb, request.uri))
+        .collect();
+    assert_eq!(written, Vec::<String>::new());
+
+    // An object the API server refuses: shown with its refusal, exit 2.
+    std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("replicas: 1", "replicas: two")).unwrap();
+    let refused = diff(env, plugins.path(), work, &[]);
+    assert_eq!(refused.code, Some(2), "{}", refused.render());
+    assert!(
+        refused.stdout.contains("error: Deployment/default/web (Kustomization flux-system/web) would be refused: "),
+        "{}",
+        refused.stdout
+    );
+
+    // Outside a checkout of the config repo, without --dir: said so, with the way out.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let lost = diff(env, plugins.path(), elsewhere.path(), &[]);
+    assert_eq!(lost.code, Some(2), "{}", lost.render());
+    assert!(
+        lost.stderr.starts_with(&format!(
+            "error: {} is not in a git work tree\nhint: run it in a checkout of ",
+            elsewhere.path().display()
+        )),
+        "{}",
+        lost.stderr
+    );
+}
