@@ -517,7 +517,9 @@ impl Checkout {
 /// whether a directory is a checkout of some repository. Nothing is fetched.
 pub fn work_tree_of(dir: &Path) -> Result<(PathBuf, Vec<String>), GitError> {
     let repo = Repository::discover(dir)?;
-    let root = repo.workdir().ok_or_else(|| git2::Error::from_str("a bare repository has no work tree"))?.to_path_buf();
+    let root = repo.workdir().ok_or_else(|| git2::Error::from_str("a bare repository has no work tree"))?;
+    // libgit2 ends the path with a `/`; the path's components alone leave it out.
+    let root: PathBuf = root.components().collect();
     let names = repo.remotes()?;
     let urls = names
         .iter()

@@ -1,7 +1,7 @@
 //! `kubectl gitops diff`: what the config repo at another state would change in the cluster.
 
+use gitops_shared::change::Target;
 use gitops_shared::cli::{OutputFormats, STRUCTURED};
-use gitops_shared::cluster::Connection;
 use gitops_shared::diff::{self, DiffArgs};
 use gitops_shared::runtime;
 
@@ -28,7 +28,6 @@ const OUTPUT_FORMATS: OutputFormats = &[("", STRUCTURED)];
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops diff", OUTPUT_FORMATS, |cli: Cli, printer| async move {
-        let connection = Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST);
-        diff::run(&cli.diff.request(&cli.global)?, &connection, &printer).await
+        diff::run(&cli.diff.request(&cli.global)?, &Target::from_args(&cli.global), &printer).await
     })
 }

@@ -29,6 +29,16 @@ pub(crate) use self::context::{clone, reviewed, target_clusters};
 pub(crate) use self::drive::{Awaits, Change, drive, drive_change};
 pub use self::settings::{DeliveryMode, DeliverySettings, RepoSettings, Target};
 
+/// A pull request's number (`42`, `#42`, `!42`) or address as a flag or argument gives it, checked.
+pub fn pull_request_reference(text: &str) -> crate::error::Result<crate::provider::PullRequestReference> {
+    crate::provider::PullRequestReference::parse(text).ok_or_else(|| {
+        crate::error::Error::usage(
+            format!("{text:?} is not a pull request number or address"),
+            "give its number (42) or its address (https://github.com/acme/fleet/pull/42)",
+        )
+    })
+}
+
 /// `--export` prints Flux YAML, as `flux create … --export` does; `-o json|yaml` asks for the
 /// `Change` document, which `--export` has none of: the two together are refused.
 pub fn exports_yaml(printer: &crate::output::Printer) -> crate::error::Result<()> {

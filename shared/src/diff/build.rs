@@ -98,13 +98,15 @@ fn secret_strings(secret: Secret) -> BTreeMap<String, String> {
     strings
 }
 
-/// The objects `kustomization` (as [`resolved`] makes it) builds from `dir`, or the CLI's own
+/// The objects `kustomization` (as [`resolved`] makes it) builds from `dir` of the checkout
+/// `root`, or the CLI's own
 /// words when the build fails. The Kustomization goes to the CLI in a file in a scratch directory
 /// only this user may read (it may hold a Secret's variables), removed when the build ends, or is
 /// interrupted.
 pub(super) async fn build(
     flux: &FluxCli,
     kustomization: &Value,
+    root: &Path,
     dir: &Path,
 ) -> Result<std::result::Result<Vec<Value>, String>> {
     let io = |error: std::io::Error| Error::Io {
@@ -123,6 +125,9 @@ pub(super) async fn build(
         .arg(dir)
         .arg("--kustomization-file")
         .arg(&file)
+        // The CLI builds only below its working directory: the checkout's root, which a
+        // kustomization may reach into (`../../apps/web`) but not out of.
+        .current_dir(root)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output()

@@ -13,7 +13,7 @@ mod compare;
 mod render;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -22,13 +22,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::apply::{Applier, DryRun};
-use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::{Cluster, Connection, list_pages};
+use crate::change::{self, Context, RepoSettings, Target};
+use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
+use crate::cluster::{Cluster, list_pages};
 use crate::error::{Error, ExitCode, Result};
-use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
+use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION, Versions};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux_cli::{FluxCli, Locator, Tag};
+use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
+use crate::provider::PullRequestReference;
 
 /// The field manager kustomize-controller applies with: the dry run must merge as its apply will.
 const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
@@ -46,24 +49,74 @@ pub struct DiffArgs {
     ///
     /// The checkout of the config repo to compare with the cluster, uncommitted edits included
     /// (default: the git work tree you stand in, when one of its remotes is the config repo).
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with_all = ["git_ref", "pull_request"])]
     pub dir: Option<PathBuf>,
+
+    /// The config repo at a branch's head, or at a commit by its full hash.
+    ///
+    /// The config repo at a branch's head, or at a commit of the branch Flux follows by its full
+    /// 40-character hash, cloned for the comparison (the key flags below, else what the
+    /// install record says).
+    #[arg(long = "ref", value_name = "BRANCH|SHA", conflicts_with = "pull_request")]
+    pub git_ref: Option<String>,
+
+    /// A pull request of the config repo, compared at its head commit: its number or address.
+    #[arg(long, value_name = "NUMBER|URL")]
+    pub pull_request: Option<String>,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
 }
 
 impl DiffArgs {
-    /// The request these flags make, `-o` checked.
+    /// The request these flags make: `-o`, the ref and the pull request checked.
     pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
-        Ok(DiffRequest { dir: self.dir.clone(), format, headers: !global.no_headers })
+        let state = match (&self.dir, &self.git_ref, &self.pull_request) {
+            (Some(dir), _, _) => State::Dir(dir.clone()),
+            (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
+                State::Commit(commit.to_ascii_lowercase())
+            }
+            (_, Some(short), _) if short.len() >= 7 && short.chars().all(|c| c.is_ascii_hexdigit()) => {
+                return Err(Error::usage(
+                    format!("--ref {short} looks like a short commit hash"),
+                    "name a commit by its full 40-character hash (`git rev-parse`), or a branch by its name",
+                ));
+            }
+            (_, Some(branch), _) => {
+                crate::names::validate_git_ref(branch, "--ref", "heads")?;
+                State::Branch(branch.clone())
+            }
+            (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
+            _ => State::WorkTree,
+        };
+        Ok(DiffRequest { state, repo: self.repo.settings()?, format, headers: !global.no_headers })
     }
+}
+
+/// The state of the config repo to compare with the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// The git work tree of the current directory, which must be a checkout of the config repo.
+    WorkTree,
+    /// `--dir`: a checkout, as it is on disk.
+    Dir(PathBuf),
+    /// `--ref BRANCH`: the branch's head, cloned.
+    Branch(String),
+    /// `--ref SHA`: a commit of the branch Flux follows, cloned.
+    Commit(String),
+    /// `--pull-request`: its head commit, cloned from its branch.
+    PullRequest(PullRequestReference),
 }
 
 /// `diff`, resolved.
 #[derive(Debug, Clone)]
 pub struct DiffRequest {
-    /// `--dir`; `None`: the work tree of the current directory.
-    pub dir: Option<PathBuf>,
+    /// What to compare with the cluster.
+    pub state: State,
+    /// How to reach the config repo (for a ref or a pull request).
+    pub repo: RepoSettings,
     /// `-o`.
     pub format: OutputFormat,
     /// Print the table's header line.
@@ -76,8 +129,9 @@ pub struct DiffRequest {
 pub struct Diff {
     /// The config repo's source in the cluster: `GitRepository/<namespace>/<name>`.
     pub source: String,
-    /// The checkout compared.
-    pub dir: String,
+    /// What was compared with the cluster: the checkout's directory, or the branch, commit or
+    /// pull request with the commit it was cloned at.
+    pub compared: String,
     /// Each of the config repo's Kustomizations, with what would change.
     pub kustomizations: Vec<KustomizationDiff>,
     /// Counts over every Kustomization.
@@ -187,35 +241,46 @@ struct SourceRef {
 }
 
 /// `kubectl gitops diff`: prints the change and exits as [`Diff::exit_code`] says.
-pub async fn run(request: &DiffRequest, connection: &Connection, printer: &Printer) -> Result<ExitCode> {
-    let cluster = Cluster::connect(connection, printer).await?;
-    let detection = crate::detect::detect(&cluster).await?;
-    if let Some(error) = detection.unreachable_error() {
-        return Err(error);
-    }
-    let (Some(flux), Some(version)) = (&detection.flux, detection.api_versions.version_for(&KUSTOMIZATION)) else {
+pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
+    let mut context = change::context(target, &request.repo, false, printer).await?;
+    let Some(version) = context.versions.lookup(&KUSTOMIZATION).map(String::from) else {
         return Err(Error::Negative {
             message: "Flux is not installed: this cluster serves no Kustomization API".into(),
             hint: Some("install it with `kubectl gitops install`".into()),
         });
     };
-    let namespace = connection.namespace.clone().unwrap_or_else(|| flux.namespace.clone());
-    let resource = KUSTOMIZATION.at(version);
-    let source = config_source(&cluster, &resource, &namespace).await?;
-    let dir = checkout(request, &cluster, &detection.api_versions, &source).await?;
-    let ours = config_kustomizations(&cluster, &resource, &source).await?;
+    let resource = KUSTOMIZATION.at(&version);
+    let source = config_source(context.cluster()?, &resource, &context.namespace).await?;
+    // A clone lives in a scratch directory until the comparison is over.
+    let (dir, compared, _clone) = match &request.state {
+        State::Dir(dir) => {
+            let dir = existing_dir(dir)?;
+            (dir.clone(), dir.display().to_string(), None)
+        }
+        State::WorkTree => {
+            let dir = work_tree(context.cluster()?, &context.versions, &source).await?;
+            (dir.clone(), dir.display().to_string(), None)
+        }
+        _ => {
+            let (clone, compared) = clone_state(&mut context, request, printer).await?;
+            let root = clone.files().root().to_path_buf();
+            (root, compared, Some(clone))
+        }
+    };
+    let cluster = context.cluster()?;
+    let ours = config_kustomizations(cluster, &resource, &source).await?;
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
-    let compared: Vec<Result<KustomizationDiff>> = futures::stream::iter(ours.iter())
-        .map(|kustomization| compare_one(&cluster, &flux_cli, kustomization, &dir))
+    let compared_kustomizations: Vec<Result<KustomizationDiff>> = futures::stream::iter(ours.iter())
+        .map(|kustomization| compare_one(cluster, &flux_cli, kustomization, &dir))
         .buffered(PARALLEL)
         .collect()
         .await;
     drop(spinner);
-    let kustomizations = compared.into_iter().collect::<Result<Vec<_>>>()?;
+    let kustomizations = compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?;
     let diff = Diff {
         source: format!("GitRepository/{}/{}", source.namespace, source.name),
-        dir: dir.display().to_string(),
+        compared,
         summary: summarize(&kustomizations),
         kustomizations,
     };
@@ -226,6 +291,69 @@ pub async fn run(request: &DiffRequest, connection: &Connection, printer: &Print
         _ => printer.data(&render::text(&diff, request.headers, printer.stdout_style()))?,
     }
     Ok(diff.exit_code())
+}
+
+/// The config repo cloned at a branch, a commit or a pull request's head (pinned to the head's
+/// full hash the provider gave), and how to name it.
+async fn clone_state(context: &mut Context, request: &DiffRequest, printer: &Printer) -> Result<(Workspace, String)> {
+    context.attach_repo(&request.repo).await?;
+    let repo = context.repo()?.clone();
+    let (branch, pin, compared) = match &request.state {
+        State::Branch(branch) => (branch.clone(), None, format!("branch {branch}")),
+        State::Commit(commit) => (repo.branch.clone(), Some(commit.clone()), format!("commit {commit}")),
+        State::PullRequest(reference) => {
+            let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| {
+                Error::usage(
+                    format!("the config repo {} is on a plain git server, which has no pull requests", repo.remote.url),
+                    "compare a branch with --ref BRANCH",
+                )
+            })?;
+            let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
+            let number = reference.number;
+            let details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
+                Error::usage(
+                    format!("{} has no {noun} {sign}{number}", hosted.repo),
+                    "`kubectl gitops pr list` lists ours",
+                )
+            })?;
+            if let Some(given) = &reference.url
+                && details.url.trim_end_matches('/') != given
+            {
+                return Err(Error::usage(
+                    format!("{given} is not {noun} {sign}{number} of {}, which is {}", hosted.repo, details.url),
+                    "give a pull request of the config repo, or its number",
+                ));
+            }
+            let (Some(branch), Some(head)) = (details.head_branch, details.head_sha) else {
+                return Err(Error::usage(
+                    format!("{noun} {sign}{number} names no head branch and commit"),
+                    "compare its branch with --ref BRANCH",
+                ));
+            };
+            let compared = format!("{noun} {sign}{number} (branch {branch} at {head})");
+            (branch, Some(head), compared)
+        }
+        State::Dir(_) | State::WorkTree => return Err(Error::Internal("a checkout on disk is not cloned".into())),
+    };
+    printer.progress(&format!("cloning {} ({compared})", repo.remote.url));
+    let what = compared.clone();
+    let clone = crate::git::network(move || -> Result<Workspace> {
+        let mut checkout = Checkout::clone(&repo.remote, &branch)?;
+        if checkout.head().is_none() {
+            return Err(Error::usage(format!("the config repo has no branch {branch}"), "name a branch it has"));
+        }
+        if let Some(commit) = &pin {
+            checkout.reset_to_commit(commit).map_err(|_| {
+                Error::usage(
+                    format!("{what}: commit {commit} is not on branch {branch} of the config repo"),
+                    "name a commit of the branch Flux follows, or the branch that holds it with --ref BRANCH",
+                )
+            })?;
+        }
+        Ok(checkout.into())
+    })
+    .await?;
+    Ok((clone, compared))
 }
 
 /// The GitRepository the sync (`flux-system` in the Flux namespace) applies the config repo from.
@@ -253,32 +381,28 @@ async fn config_source(cluster: &Cluster, resource: &ApiResource, namespace: &st
     })
 }
 
-/// The checkout to compare: `--dir`, else the work tree of the current directory when one of its
-/// remotes is the config repo's URL.
-async fn checkout(
-    request: &DiffRequest,
-    cluster: &Cluster,
-    served: &crate::flux::api::ServedApis,
-    source: &SourceRef,
-) -> Result<PathBuf> {
-    if let Some(dir) = &request.dir {
-        if !dir.is_dir() {
-            return Err(Error::usage(
-                format!("--dir {} is not a directory", dir.display()),
-                "give a checkout of the config repo",
-            ));
-        }
-        return std::fs::canonicalize(dir)
-            .map_err(|error| Error::Io { context: format!("reading {}", dir.display()), source: error });
+/// `--dir`, which must be a directory, as an absolute path.
+fn existing_dir(dir: &Path) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(Error::usage(
+            format!("--dir {} is not a directory", dir.display()),
+            "give a checkout of the config repo",
+        ));
     }
-    let version = served.version_for(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version);
+    std::fs::canonicalize(dir)
+        .map_err(|error| Error::Io { context: format!("reading {}", dir.display()), source: error })
+}
+
+/// The work tree of the current directory, when one of its remotes is the config repo's URL.
+async fn work_tree(cluster: &Cluster, versions: &Versions, source: &SourceRef) -> Result<PathBuf> {
+    let version = versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version);
     let repositories: Api<DynamicObject> =
         Api::namespaced_with(cluster.client.clone(), &source.namespace, &GIT_REPOSITORY.at(version));
     let repository = repositories.get_opt(&source.name).await.map_err(|error| cluster.error(error))?;
     let url = repository.as_ref().and_then(|repository| repository.data["spec"]["url"].as_str()).unwrap_or_default();
     let here = std::env::current_dir()
         .map_err(|error| Error::Io { context: "reading the current directory".into(), source: error })?;
-    let hint = format!("run it in a checkout of {url}, or pass --dir PATH");
+    let hint = format!("run it in a checkout of {url}, or pass --dir PATH, --ref BRANCH or --pull-request NUMBER");
     let (root, remotes) = crate::git::work_tree_of(&here)
         .map_err(|_| Error::usage(format!("{} is not in a git work tree", here.display()), hint.clone()))?;
     if !remotes.iter().any(|remote| crate::git::same_repository(remote, url)) {
@@ -338,7 +462,7 @@ async fn compare_one(
         Err(why) => return Ok(KustomizationDiff { error: Some(why), ..result }),
     };
     let resolved = build::resolved(cluster, kustomization).await?;
-    let built = match build::build(flux, &resolved, &source_dir).await? {
+    let built = match build::build(flux, &resolved, dir, &source_dir).await? {
         Ok(built) => built,
         Err(why) => return Ok(KustomizationDiff { error: Some(why), ..result }),
     };
@@ -500,7 +624,7 @@ mod tests {
     }
 
     fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
-        Diff { source: String::new(), dir: String::new(), summary: summarize(&kustomizations), kustomizations }
+        Diff { source: String::new(), compared: String::new(), summary: summarize(&kustomizations), kustomizations }
     }
 
     #[test]

@@ -78,20 +78,12 @@ impl ShowArgs {
     /// of the platform repo (`pr --platform`).
     pub fn request(&self, global: &GlobalArgs, platform: bool) -> Result<Request> {
         let mut request = list_request(global, platform)?;
-        let reference = self.reference.trim();
-        let last = reference.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
-        let digits = last.trim_start_matches(['#', '!']);
-        let number = digits.parse::<u64>().ok().filter(|number| *number > 0).ok_or_else(|| {
-            Error::usage(
-                format!("{:?} is not a pull request number or address", self.reference),
-                "give its number (42) or its address (https://github.com/acme/fleet/pull/42)",
-            )
-        })?;
-        request.number = Some(number);
+        let reference = change::pull_request_reference(&self.reference)?;
+        request.number = Some(reference.number);
         request.opened_by =
             self.opened_by.as_deref().map(str::trim).filter(|login| !login.is_empty()).map(String::from);
         request.repo = RepoSettings { platform, ..self.repo.settings()? };
-        request.url = reference.contains("://").then(|| reference.trim_end_matches('/').to_string());
+        request.url = reference.url;
         Ok(request)
     }
 }

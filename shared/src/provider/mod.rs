@@ -51,7 +51,7 @@ pub use self::error::ProviderError;
 pub use self::kind::Kind;
 pub use self::model::{
     DeployKey, DeployKeyOutcome, MergeMethod, MergeOutcome, ProviderConfig, PullRequest, PullRequestDetails,
-    PullRequestOutcome, PullState, RepoInfo, RepoRef, Token,
+    PullRequestOutcome, PullRequestReference, PullState, RepoInfo, RepoRef, Token,
 };
 
 /// How long GitLab is asked again, about every second, to auto-merge while it answers 405 (right

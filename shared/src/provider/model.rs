@@ -8,6 +8,27 @@ use reqwest::Url;
 use super::error::ProviderError;
 use super::kind::Kind;
 
+/// A pull request as a user names it: its number (`42`, `#42`, `!42`) or its web address, whose
+/// last segment is the number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestReference {
+    /// The number.
+    pub number: u64,
+    /// The address given, which must turn out to be the request's own.
+    pub url: Option<String>,
+}
+
+impl PullRequestReference {
+    /// The reference in `text`; `None` when it is neither a number nor an address ending in one.
+    pub fn parse(text: &str) -> Option<PullRequestReference> {
+        let text = text.trim();
+        let last = text.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+        let number = last.trim_start_matches(['#', '!']).parse::<u64>().ok().filter(|number| *number > 0)?;
+        let url = text.contains("://").then(|| text.trim_end_matches('/').to_string());
+        Some(PullRequestReference { number, url })
+    }
+}
+
 /// An API token. It prints as `***` and is only ever sent in the authentication header.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(String);

@@ -40,6 +40,11 @@ const FLEET: [(&str, &str); 6] = [
     ("README.md", "The fleet.\n"),
 ];
 
+/// A directory that is no git work tree, for the runs that name what they compare.
+fn elsewhere_dir() -> &'static Path {
+    Path::new("/")
+}
+
 /// `kubectl gitops diff ARGS` through the real kubectl, in `dir`.
 fn diff(env: &TestEnv, plugins: &Path, dir: &Path, args: &[&str]) -> Run {
     let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
@@ -173,6 +178,31 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         .map(|request| format!("{} {}", request.verb, request.uri))
         .collect();
     assert_eq!(written, Vec::<String>::new());
+
+    // The same edits pushed to a branch, compared by its name: cloned, not read from disk; and
+    // the branch Flux follows at its head, by the commit's full hash: nothing would change.
+    let main_head = git(&["rev-parse", "HEAD"]).trim().to_string();
+    git(&["checkout", "-q", "-b", "preview"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "preview"]);
+    git(&["push", "-q", &env.git.ssh_url("fleet"), "preview"]);
+    let key_flags = [
+        "--config-repo",
+        &env.git.ssh_url("fleet"),
+        "--private-key-file",
+        env.git.client_key.to_str().unwrap(),
+        "--known-hosts-file",
+        env.git.known_hosts.to_str().unwrap(),
+    ];
+    let branch = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", "preview"][..], &key_flags].concat());
+    assert_eq!(branch.code, Some(1), "{}", branch.render());
+    assert!(branch.stdout.starts_with("Comparing branch preview with the cluster"), "{}", branch.stdout);
+    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 1 unchanged\n"), "{}", branch.stdout);
+    let pinned = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", &main_head][..], &key_flags].concat());
+    assert_eq!(pinned.code, Some(0), "{}", pinned.render());
+    let short = diff(env, plugins.path(), elsewhere_dir(), &["--ref", &main_head[..8]]);
+    assert_eq!(short.code, Some(2), "{}", short.render());
+    assert!(short.stderr.contains("looks like a short commit hash"), "{}", short.stderr);
 
     // An object the API server refuses: shown with its refusal, exit 2.
     std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("replicas: 1", "replicas: two")).unwrap();

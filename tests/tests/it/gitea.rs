@@ -211,6 +211,27 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
     let completed = Run::of(forge.command("kubectl_complete-gitops").args(["pr", "merge", ""]));
     let title = listed["items"][0]["title"].as_str().unwrap();
     assert_eq!((completed.stdout.as_str(), completed.stderr.as_str()), (format!("1\t{title}\n:4\n").as_str(), ""));
+    // What merging it would do to the cluster: the apps layer would create the app's objects.
+    let preview = Run::of(
+        forge
+            .command("kubectl-gitops-diff")
+            .args(["--pull-request", "1", "-o", "json"])
+            .args(forge.key_args())
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli()),
+    );
+    assert_eq!(preview.code, Some(1), "{}", preview.render());
+    let preview = gitops_e2e::schema::document("Diff", &preview.stdout);
+    assert!(preview["compared"].as_str().unwrap().ends_with(&format!("at {head})")), "{preview:#}");
+    let apps = preview["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "apps").unwrap();
+    let added: Vec<(&str, &str)> = apps["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|object| object["action"] == "added")
+        .map(|object| (object["kind"].as_str().unwrap(), object["name"].as_str().unwrap()))
+        .collect();
+    assert!(added.contains(&("Kustomization", "hello")), "{apps:#}");
+    assert_eq!(preview["summary"]["refused"], 0, "{preview:#}");
 
     // Gitea refuses its author's approval; a collaborator's is recorded at the validated head.
     let own = forge.pr(plugins.path(), &gitea.token, &["approve", "1"]);
