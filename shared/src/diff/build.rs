@@ -128,6 +128,10 @@ pub(super) async fn build(
         // The CLI builds only below its working directory: the checkout's root, which a
         // kustomization may reach into (`../../apps/web`) but not out of.
         .current_dir(root)
+        // Many short builds run side by side: one thread each and a lighter collector make each
+        // some 15% quicker (docs/performance.md), and a build's heap is small.
+        .env("GOMAXPROCS", "1")
+        .env("GOGC", "400")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output()
