@@ -59,6 +59,8 @@ pub enum DryRun {
     Applied { live: Option<serde_json::Value>, applied: serde_json::Value },
     /// The API server or an admission webhook refused it, with its message.
     Refused { live: Option<serde_json::Value>, message: String },
+    /// This identity may read the object but not patch it, so not dry-run it either.
+    NotAllowed { live: Option<serde_json::Value> },
 }
 
 /// Whether the API server refused the object itself: invalid (400, 422, an admission webhook's
@@ -117,7 +119,7 @@ impl<'a> Applier<'a> {
     /// What applying one document under the field manager `manager` would make of its object,
     /// as the API server answers a server-side dry run (its defaulting and admission included),
     /// beside the live object. Nothing is changed. A refusal of the object itself (invalid,
-    /// denied by admission) is an answer, not an error.
+    /// denied by admission), and a `patch` this identity may not make, are answers, not errors.
     pub async fn dry_run(&mut self, document: &serde_json::Value, manager: &str) -> Result<DryRun> {
         let live = self.get(document).await?;
         let (object, api) = self.api_for(document).await?;
@@ -127,6 +129,7 @@ impl<'a> Applier<'a> {
             Err(kube::Error::Api(status)) if is_refusal(&status) => {
                 Ok(DryRun::Refused { live, message: status.message })
             }
+            Err(kube::Error::Api(status)) if status.code == 403 => Ok(DryRun::NotAllowed { live }),
             Err(error) => Err(self.failed(&object, error)),
         }
     }

@@ -1,6 +1,7 @@
 //! One object as it is and as it would be: the fields the API server keeps for itself left out,
 //! Secrets' values replaced by a mark, a unified diff, and the container images that change.
 
+use base64::Engine;
 use serde_json::{Map, Value};
 
 /// The mark a Secret's value is shown as: its key and whether it changes, never its value.
@@ -63,6 +64,50 @@ fn mark<'a>(secret: &mut Value, marks: impl Iterator<Item = (String, &'a str)>) 
         map.remove("data");
     } else {
         map.insert("data".into(), Value::Object(data));
+    }
+}
+
+/// The object as applying `built` would make it, worked out on this machine when the API server
+/// may not be asked (no `patch` right, so no dry run): the live object with the built one's
+/// fields laid over it (maps merged key by key, lists of the same length item by item, other
+/// lists replaced), and a Secret's `stringData` moved into `data`, base64-encoded, as the API
+/// server moves it. Without the API server's defaulting and admission: an approximation.
+pub(super) fn applied_here(live: Option<&Value>, built: &Value) -> Value {
+    let mut built = built.clone();
+    if built["kind"] == "Secret"
+        && let Some(map) = built.as_object_mut()
+        && let Some(Value::Object(strings)) = map.remove("stringData")
+    {
+        let data = map.entry("data").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(data) = data.as_object_mut() {
+            for (key, value) in strings {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_str().unwrap_or_default());
+                data.insert(key, Value::String(encoded));
+            }
+        }
+    }
+    match live {
+        Some(live) => overlay(live.clone(), built),
+        None => built,
+    }
+}
+
+fn overlay(under: Value, over: Value) -> Value {
+    match (under, over) {
+        (Value::Object(mut under), Value::Object(over)) => {
+            for (key, value) in over {
+                let merged = match under.remove(&key) {
+                    Some(old) => overlay(old, value),
+                    None => value,
+                };
+                under.insert(key, merged);
+            }
+            Value::Object(under)
+        }
+        (Value::Array(under), Value::Array(over)) if under.len() == over.len() => {
+            Value::Array(under.into_iter().zip(over).map(|(old, new)| overlay(old, new)).collect())
+        }
+        (_, over) => over,
     }
 }
 
@@ -132,6 +177,24 @@ mod tests {
         let mut built = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"token": "hunter2"}});
         hide_secret_values(None, Some(&mut built));
         assert_eq!(built, json!({"apiVersion": "v1", "kind": "Secret", "data": {"token": HIDDEN_CHANGED}}));
+    }
+
+    #[test]
+    fn worked_out_here_the_built_fields_lie_over_the_live_ones() {
+        let live = json!({"kind": "Deployment", "metadata": {"name": "web", "uid": "1"}, "spec": {"replicas": 1,
+            "template": {"spec": {"containers": [{"name": "web", "image": "web:1.0", "imagePullPolicy": "IfNotPresent"}]}}}});
+        let built = json!({"kind": "Deployment", "metadata": {"name": "web"}, "spec": {
+            "template": {"spec": {"containers": [{"name": "web", "image": "web:1.1"}]}}}});
+        let after = applied_here(Some(&live), &built);
+        assert_eq!(
+            after["spec"]["template"]["spec"]["containers"][0],
+            json!({"name": "web", "image": "web:1.1", "imagePullPolicy": "IfNotPresent"})
+        );
+        assert_eq!((after["spec"]["replicas"].clone(), after["metadata"]["uid"].clone()), (json!(1), json!("1")));
+        // A Secret's stringData, as the API server stores it.
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"token": "same"}});
+        let live = json!({"apiVersion": "v1", "kind": "Secret", "data": {"token": "c2FtZQ=="}});
+        assert_eq!(applied_here(Some(&live), &secret), live);
     }
 
     #[test]

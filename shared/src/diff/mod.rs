@@ -155,6 +155,9 @@ pub struct KustomizationDiff {
     pub objects: Vec<ObjectDiff>,
     /// Objects built that would not change.
     pub unchanged: usize,
+    /// Objects compared on this machine (changed or not), for lack of the `patch` right.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub compared_here: usize,
     /// Why it could not be built or compared (then `objects` is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -195,6 +198,10 @@ pub struct ObjectDiff {
     /// The refusal, for a refused object.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Worked out on this machine, not by the API server: this identity may not patch it, so
+    /// not dry-run it either (no defaulting, no admission).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub compared_here: bool,
 }
 
 /// An image an object stops running (`from`) or starts running (`to`).
@@ -208,12 +215,15 @@ pub struct ImageChange {
 
 /// Counts of objects by what happens to them, and Kustomizations that failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct DiffSummary {
     pub added: usize,
     pub changed: usize,
     pub pruned: usize,
     pub refused: usize,
     pub unchanged: usize,
+    /// Objects compared on this machine, for lack of the `patch` right the dry run needs.
+    pub compared_here: usize,
     /// Kustomizations that could not be built or compared.
     pub failed: usize,
 }
@@ -284,6 +294,13 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
         summary: summarize(&kustomizations),
         kustomizations,
     };
+    let here = diff.summary.compared_here;
+    if here > 0 {
+        printer.warning(&format!(
+            "{here} objects were compared on this machine: this identity may not patch them, so the API server \
+             could not dry-run them (no defaulting, no admission); docs/diff.md names the rights a full preview needs"
+        ));
+    }
     match request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
             printer.structured(&crate::output::document(&diff), request.format)?
@@ -455,6 +472,7 @@ async fn compare_one(
         path: text("/spec/path"),
         objects: Vec::new(),
         unchanged: 0,
+        compared_here: 0,
         error: None,
     };
     let source_dir = match build::source_dir(dir, &result.path) {
@@ -485,31 +503,42 @@ async fn compare_one(
             diff: None,
             images: Vec::new(),
             message: None,
+            compared_here: false,
         };
-        match applier.dry_run(document, FLUX_FIELD_MANAGER).await? {
+        let (live, applied) = match applier.dry_run(document, FLUX_FIELD_MANAGER).await? {
             DryRun::Refused { message, .. } => {
                 result.objects.push(ObjectDiff { action: Action::Refused, message: Some(message), ..differs });
+                continue;
             }
-            DryRun::Applied { live, applied } => {
-                let mut before = live.as_ref().map(compare::normalized);
-                let mut after = compare::normalized(&applied);
-                if before.as_ref() == Some(&after) {
-                    result.unchanged += 1;
-                    continue;
-                }
-                differs.images = image_changes(before.as_ref(), Some(&after));
-                compare::hide_secret_values(before.as_mut(), Some(&mut after));
-                let before_text = before.as_ref().map(crate::yaml::to_string).transpose()?.unwrap_or_default();
-                differs.diff = Some(compare::unified(&label, &before_text, &crate::yaml::to_string(&after)?));
-                differs.action = if live.is_some() { Action::Changed } else { Action::Added };
-                result.objects.push(differs);
+            DryRun::Applied { live, applied } => (live, applied),
+            DryRun::NotAllowed { live } => {
+                differs.compared_here = true;
+                result.compared_here += 1;
+                let applied = compare::applied_here(live.as_ref(), document);
+                (live, applied)
             }
+        };
+        let mut before = live.as_ref().map(compare::normalized);
+        let mut after = compare::normalized(&applied);
+        if before.as_ref() == Some(&after) {
+            result.unchanged += 1;
+            continue;
         }
+        differs.images = image_changes(before.as_ref(), Some(&after));
+        compare::hide_secret_values(before.as_mut(), Some(&mut after));
+        let before_text = before.as_ref().map(crate::yaml::to_string).transpose()?.unwrap_or_default();
+        differs.diff = Some(compare::unified(&label, &before_text, &crate::yaml::to_string(&after)?));
+        differs.action = if live.is_some() { Action::Changed } else { Action::Added };
+        result.objects.push(differs);
     }
     if kustomization["spec"]["prune"].as_bool().unwrap_or(false) {
         result.objects.extend(pruned(&mut applier, kustomization, &kept).await?);
     }
     Ok(result)
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 /// `<namespace>_<name>_<group>_<Kind>`, as a Kustomization's `status.inventory` names an object.
@@ -561,6 +590,7 @@ async fn pruned(applier: &mut Applier<'_>, kustomization: &Value, kept: &BTreeSe
             diff: Some(compare::unified(&label, &before, "")),
             images,
             message: None,
+            compared_here: false,
         });
     }
     Ok(gone)
@@ -582,6 +612,7 @@ fn summarize(kustomizations: &[KustomizationDiff]) -> DiffSummary {
     let mut summary = DiffSummary::default();
     for kustomization in kustomizations {
         summary.unchanged += kustomization.unchanged;
+        summary.compared_here += kustomization.compared_here;
         summary.failed += usize::from(kustomization.error.is_some());
         for object in &kustomization.objects {
             match object.action {
@@ -609,6 +640,7 @@ mod tests {
             diff: None,
             images: Vec::new(),
             message: None,
+            compared_here: false,
         }
     }
 
@@ -619,6 +651,7 @@ mod tests {
             path: "./apps/web".into(),
             objects,
             unchanged: 2,
+            compared_here: 0,
             error: error.map(String::from),
         }
     }

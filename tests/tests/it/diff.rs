@@ -148,6 +148,43 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     }
     assert!(changed.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 1 unchanged\n"), "{}", changed.stdout);
 
+    // A read-only identity (view, and get on the Secrets) may not patch, so not dry-run: the
+    // objects are compared on this machine instead, with a warning, and come out the same.
+    env.kubectl_ok(&["-n", "default", "create", "role", "secret-reader", "--verb=get", "--resource=secrets"]).unwrap();
+    env.kubectl_ok(&[
+        "-n",
+        "default",
+        "create",
+        "rolebinding",
+        "viewer-secrets",
+        "--role=secret-reader",
+        "--user=viewer",
+    ])
+    .unwrap();
+    let viewed = Run::of(
+        Command::new(binaries::path("kubectl-gitops-diff"))
+            .args(["--dir", work.to_str().unwrap(), "-o", "json"])
+            .env("KUBECONFIG", &env.readonly_kubeconfig)
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli()),
+    );
+    assert_eq!(viewed.code, Some(1), "{}", viewed.render());
+    assert!(
+        viewed.stderr.contains("objects were compared on this machine: this identity may not patch them"),
+        "{}",
+        viewed.stderr
+    );
+    let viewed = gitops_e2e::schema::document("Diff", &viewed.stdout);
+    assert_eq!(
+        (
+            viewed["summary"]["added"].as_u64(),
+            viewed["summary"]["changed"].as_u64(),
+            viewed["summary"]["pruned"].as_u64()
+        ),
+        (Some(1), Some(2), Some(1)),
+        "{viewed:#}"
+    );
+    assert_eq!(viewed["summary"]["comparedHere"], 4, "{viewed:#}");
+
     // The same as a script reads it, and the same objects as the real flux diff finds.
     let json = diff(env, plugins.path(), work, &["-o", "json"]);
     assert_eq!(json.code, Some(1), "{}", json.render());
