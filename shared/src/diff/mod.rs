@@ -64,6 +64,14 @@ pub struct DiffArgs {
     #[arg(long, value_name = "NUMBER|URL")]
     pub pull_request: Option<String>,
 
+    /// A checkout of another source some Kustomizations apply: KIND/NAMESPACE/NAME=DIR (repeatable).
+    ///
+    /// A checkout of another source some Kustomizations apply (a team's or an app's repository),
+    /// compared as they would apply it: KIND/NAMESPACE/NAME=DIR, as flux build's --local-sources
+    /// names one, e.g. GitRepository/team-a/team-a=../team-a (repeatable).
+    #[arg(long = "local-source", value_name = "KIND/NAMESPACE/NAME=DIR")]
+    pub local_sources: Vec<String>,
+
     #[command(flatten)]
     pub repo: RepoArgs,
 }
@@ -91,7 +99,8 @@ impl DiffArgs {
             (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
             _ => State::WorkTree,
         };
-        Ok(DiffRequest { state, repo: self.repo.settings()?, format, headers: !global.no_headers })
+        let local_sources = self.local_sources.iter().map(|given| local_source(given)).collect::<Result<_>>()?;
+        Ok(DiffRequest { state, local_sources, repo: self.repo.settings()?, format, headers: !global.no_headers })
     }
 }
 
@@ -115,6 +124,8 @@ pub enum State {
 pub struct DiffRequest {
     /// What to compare with the cluster.
     pub state: State,
+    /// `--local-source`: other sources, each with its checkout.
+    pub local_sources: Vec<(SourceRef, PathBuf)>,
     /// How to reach the config repo (for a ref or a pull request).
     pub repo: RepoSettings,
     /// `-o`.
@@ -149,7 +160,9 @@ impl crate::output::Kind for Diff {
 pub struct KustomizationDiff {
     pub namespace: String,
     pub name: String,
-    /// Its `spec.path` in the config repo.
+    /// Its source: `KIND/NAMESPACE/NAME`, the config repo's or a `--local-source`.
+    pub source: String,
+    /// Its `spec.path` in its source.
     pub path: String,
     /// The objects that differ.
     pub objects: Vec<ObjectDiff>,
@@ -243,11 +256,52 @@ impl Diff {
     }
 }
 
-/// The config repo's source: the GitRepository the sync applies from.
+/// A Flux source, as a Kustomization's `sourceRef` names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct SourceRef {
+pub struct SourceRef {
+    kind: String,
     namespace: String,
     name: String,
+}
+
+impl SourceRef {
+    /// Whether `kustomization`'s `sourceRef` names this source (its namespace defaults to the
+    /// Kustomization's).
+    fn is_applied_by(&self, kustomization: &Value) -> bool {
+        let reference = &kustomization["spec"]["sourceRef"];
+        let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
+        reference["kind"] == self.kind.as_str()
+            && reference["name"] == self.name.as_str()
+            && reference["namespace"].as_str().unwrap_or(namespace) == self.namespace
+    }
+}
+
+impl std::fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// `--local-source KIND/NAMESPACE/NAME=DIR`, checked: a Flux source kind, names Kubernetes takes,
+/// and a directory.
+fn local_source(given: &str) -> Result<(SourceRef, PathBuf)> {
+    let hint = "give it as KIND/NAMESPACE/NAME=DIR, e.g. GitRepository/team-a/team-a=../team-a";
+    let (reference, dir) = given
+        .split_once('=')
+        .ok_or_else(|| Error::usage(format!("--local-source {given:?} names no directory"), hint))?;
+    let parts: Vec<&str> = reference.split('/').collect();
+    let [kind, namespace, name] = parts[..] else {
+        return Err(Error::usage(format!("--local-source {reference:?} is not KIND/NAMESPACE/NAME"), hint));
+    };
+    if !matches!(kind, "GitRepository" | "OCIRepository" | "Bucket") {
+        return Err(Error::usage(format!("--local-source: {kind:?} is not a source Kustomizations apply"), hint));
+    }
+    let source = SourceRef {
+        kind: kind.to_string(),
+        namespace: crate::names::validate_name(namespace, "--local-source namespace")?,
+        name: crate::names::validate_name(name, "--local-source name")?,
+    };
+    Ok((source, existing_dir(Path::new(dir))?))
 }
 
 /// `kubectl gitops diff`: prints the change and exits as [`Diff::exit_code`] says.
@@ -278,22 +332,19 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
         }
     };
     let cluster = context.cluster()?;
-    let ours = config_kustomizations(cluster, &resource, &source).await?;
+    let mut sources = vec![(source.clone(), dir)];
+    sources.extend(request.local_sources.iter().cloned());
+    let ours = kustomizations_of(cluster, &resource, &sources).await?;
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
     let compared_kustomizations: Vec<Result<KustomizationDiff>> = futures::stream::iter(ours.iter())
-        .map(|kustomization| compare_one(cluster, &flux_cli, kustomization, &dir))
+        .map(|(kustomization, source, root)| compare_one(cluster, &flux_cli, kustomization, source, root))
         .buffered(PARALLEL)
         .collect()
         .await;
     drop(spinner);
     let kustomizations = compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?;
-    let diff = Diff {
-        source: format!("GitRepository/{}/{}", source.namespace, source.name),
-        compared,
-        summary: summarize(&kustomizations),
-        kustomizations,
-    };
+    let diff = Diff { source: source.to_string(), compared, summary: summarize(&kustomizations), kustomizations };
     let here = diff.summary.compared_here;
     if here > 0 {
         printer.warning(&format!(
@@ -393,6 +444,7 @@ async fn config_source(cluster: &Cluster, resource: &ApiResource, namespace: &st
         });
     }
     Ok(SourceRef {
+        kind: GIT_REPOSITORY.kind.to_string(),
         namespace: reference["namespace"].as_str().unwrap_or(namespace).to_string(),
         name: reference["name"].as_str().unwrap_or_default().to_string(),
     })
@@ -431,44 +483,46 @@ async fn work_tree(cluster: &Cluster, versions: &Versions, source: &SourceRef) -
     Ok(root)
 }
 
-/// Every Kustomization whose source is the config repo's GitRepository, by namespace and name.
-async fn config_kustomizations(cluster: &Cluster, resource: &ApiResource, source: &SourceRef) -> Result<Vec<Value>> {
+/// Every Kustomization that applies one of `sources`, with that source and its checkout, by
+/// namespace and name.
+async fn kustomizations_of<'a>(
+    cluster: &Cluster,
+    resource: &ApiResource,
+    sources: &'a [(SourceRef, PathBuf)],
+) -> Result<Vec<(Value, &'a SourceRef, &'a Path)>> {
     let kustomizations: Api<DynamicObject> = Api::all_with(cluster.client.clone(), resource);
-    let applies_the_config_repo = |object: &Value| {
-        let reference = &object["spec"]["sourceRef"];
-        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
-        reference["kind"] == GIT_REPOSITORY.kind
-            && reference["name"] == source.name.as_str()
-            && reference["namespace"].as_str().unwrap_or(namespace) == source.namespace
-    };
-    let mut ours: Vec<Value> = Vec::new();
+    let mut found = Vec::new();
     let page = |params: ListParams| {
         let kustomizations = kustomizations.clone();
         async move { kustomizations.list(&params).await }
     };
     let each = |object: DynamicObject| {
-        if let Ok(object) = serde_json::to_value(object)
-            && applies_the_config_repo(&object)
-        {
-            ours.push(object);
+        let Ok(object) = serde_json::to_value(object) else { return };
+        if let Some((source, root)) = sources.iter().find(|(source, _)| source.is_applied_by(&object)) {
+            found.push((object, source, root.as_path()));
         }
     };
     list_pages(ListParams::default().limit(500), page, each).await.map_err(|error| cluster.error(error))?;
-    ours.sort_by_key(|object| (object["metadata"]["namespace"].to_string(), object["metadata"]["name"].to_string()));
-    Ok(ours)
+    found.sort_by_key(|(object, _, _)| {
+        (object["metadata"]["namespace"].to_string(), object["metadata"]["name"].to_string())
+    });
+    Ok(found)
 }
 
-/// One Kustomization built from `dir` and compared with the cluster, object by object.
+/// One Kustomization built from `dir`, the checkout of its source, and compared with the cluster,
+/// object by object.
 async fn compare_one(
     cluster: &Cluster,
     flux: &FluxCli,
     kustomization: &Value,
-    dir: &std::path::Path,
+    source: &SourceRef,
+    dir: &Path,
 ) -> Result<KustomizationDiff> {
     let text = |pointer: &str| kustomization.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
     let mut result = KustomizationDiff {
         namespace: text("/metadata/namespace"),
         name: text("/metadata/name"),
+        source: source.to_string(),
         path: text("/spec/path"),
         objects: Vec::new(),
         unchanged: 0,
@@ -648,6 +702,7 @@ mod tests {
         KustomizationDiff {
             namespace: "flux-system".into(),
             name: "web".into(),
+            source: "GitRepository/flux-system/flux-system".into(),
             path: "./apps/web".into(),
             objects,
             unchanged: 2,
@@ -658,6 +713,21 @@ mod tests {
 
     fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
         Diff { source: String::new(), compared: String::new(), summary: summarize(&kustomizations), kustomizations }
+    }
+
+    #[test]
+    fn a_local_source_is_a_flux_source_and_a_directory() {
+        let (source, dir) = local_source("GitRepository/team-a/team-a=/").unwrap();
+        assert_eq!((source.to_string(), dir), ("GitRepository/team-a/team-a".to_string(), PathBuf::from("/")));
+        for bad in [
+            "GitRepository/team-a/team-a",
+            "team-a=/",
+            "HelmRelease/a/b=/",
+            "GitRepository/A_/b=/",
+            "GitRepository/a/b=/nowhere",
+        ] {
+            assert!(local_source(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -40,6 +40,9 @@ const FLEET: [(&str, &str); 6] = [
     ("README.md", "The fleet.\n"),
 ];
 
+/// The team's repository: one ConfigMap.
+const TEAM_CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-config\ndata:\n  size: small\n";
+
 /// A directory that is no git work tree, for the runs that name what they compare.
 fn elsewhere_dir() -> &'static Path {
     Path::new("/")
@@ -99,6 +102,23 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         std::fs::create_dir_all(work.join(path).parent().unwrap()).unwrap();
         std::fs::write(work.join(path), contents).unwrap();
     }
+    // A team's repository, which the config repo's Kustomization `team-app` applies.
+    let team_checkout = tempfile::tempdir().unwrap();
+    let team = team_checkout.path();
+    env.git.create_repo("team").unwrap();
+    env.git.git(team, &["init", "-q", "-b", "main"]).unwrap();
+    std::fs::write(team.join("config.yaml"), TEAM_CONFIG).unwrap();
+    env.git.git(team, &["add", "."]).unwrap();
+    env.git.git(team, &["commit", "-q", "-m", "team"]).unwrap();
+    env.git.git(team, &["push", "-q", &env.git.ssh_url("team"), "main"]).unwrap();
+    std::fs::write(
+        work.join("clusters/dev/team.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: team-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: team\n",
+            env.git.http_url("team")
+        ),
+    )
+    .unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "fleet"]);
     git(&["push", "-q", &env.git.ssh_url("fleet"), "main"]);
@@ -110,15 +130,22 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     ))
     .unwrap();
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    env.wait_for_jsonpath(&["-n", "flux-system", "kustomization", "web"], ready, "True", Duration::from_secs(120))
+    for applied in ["web", "team-app"] {
+        env.wait_for_jsonpath(
+            &["-n", "flux-system", "kustomization", applied],
+            ready,
+            "True",
+            Duration::from_secs(120),
+        )
         .unwrap();
+    }
     let plugins = binaries::plugin_dir();
     let before = env.our_requests().unwrap().len();
 
     // The checkout as Flux applied it: nothing would change.
     let same = diff(env, plugins.path(), work, &[]);
     assert_eq!(same.code, Some(0), "{}", same.render());
-    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 4 unchanged\n"), "{}", same.stdout);
+    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 6 unchanged\n"), "{}", same.stdout);
 
     // Uncommitted edits: a new image tag, a new Service, the ConfigMap dropped, the token changed.
     std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("web:1.0", "web:1.1")).unwrap();
@@ -146,7 +173,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     for secret in ["first-token-value", "second-token-value", "Zmlyc3QtdG9rZW4tdmFsdWU", "c2Vjb25kLXRva2VuLXZhbHVl"] {
         assert!(!changed.stdout.contains(secret) && !changed.stderr.contains(secret), "{secret} shown");
     }
-    assert!(changed.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 1 unchanged\n"), "{}", changed.stdout);
+    assert!(changed.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 3 unchanged\n"), "{}", changed.stdout);
 
     // A read-only identity (view, and get on the Secrets) may not patch, so not dry-run: the
     // objects are compared on this machine instead, with a warning, and come out the same.
@@ -183,7 +210,30 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         (Some(1), Some(2), Some(1)),
         "{viewed:#}"
     );
-    assert_eq!(viewed["summary"]["comparedHere"], 4, "{viewed:#}");
+    assert_eq!(viewed["summary"]["comparedHere"], 6, "{viewed:#}");
+
+    // The team's repository edited too: compared only when its checkout is named.
+    std::fs::write(team.join("config.yaml"), TEAM_CONFIG.replace("small", "large")).unwrap();
+    let with_team = diff(
+        env,
+        plugins.path(),
+        work,
+        &["--local-source", &format!("GitRepository/flux-system/team={}", team.display())],
+    );
+    assert_eq!(with_team.code, Some(1), "{}", with_team.render());
+    let row = with_team.stdout.lines().find(|line| line.starts_with("flux-system/team-app ")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>()[1..7],
+        ["./", "0", "1", "0", "0", "0"],
+        "{}",
+        with_team.stdout
+    );
+    assert!(with_team.stdout.contains("\n-  size: small\n+  size: large\n"), "{}", with_team.stdout);
+    assert!(
+        with_team.stdout.ends_with("\n1 added, 3 changed, 1 pruned, 0 refused, 3 unchanged\n"),
+        "{}",
+        with_team.stdout
+    );
 
     // The same as a script reads it, and the same objects as the real flux diff finds.
     let json = diff(env, plugins.path(), work, &["-o", "json"]);
@@ -234,7 +284,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     let branch = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", "preview"][..], &key_flags].concat());
     assert_eq!(branch.code, Some(1), "{}", branch.render());
     assert!(branch.stdout.starts_with("Comparing branch preview with the cluster"), "{}", branch.stdout);
-    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 1 unchanged\n"), "{}", branch.stdout);
+    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 3 unchanged\n"), "{}", branch.stdout);
     let pinned = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", &main_head][..], &key_flags].concat());
     assert_eq!(pinned.code, Some(0), "{}", pinned.render());
     let short = diff(env, plugins.path(), elsewhere_dir(), &["--ref", &main_head[..8]]);
