@@ -1,8 +1,9 @@
 //! `kubectl gitops diff`: what the config repo at another state would change in the live
 //! cluster, Kustomization by Kustomization, before anyone merges it (docs/diff.md).
 //!
-//! The config repo's Kustomizations (those whose source is the sync's GitRepository) are each
-//! built from the checkout by the pinned flux CLI ([`build`]), and every object built is applied
+//! The config repo's Kustomizations (those whose source is the sync's GitRepository), and those
+//! of any `--local-source`, are each built from their checkout (on disk, or cloned at a ref or a
+//! pull request's head) by the pinned flux CLI ([`build`]), and every object built is applied
 //! as a server-side dry run under kustomize-controller's field manager, so that the cluster's own
 //! defaulting and admission decide what changes ([`compare`]). What a pruning Kustomization's
 //! inventory holds and its build no longer makes is listed as pruned. Nothing is written: not to
