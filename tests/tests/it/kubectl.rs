@@ -40,6 +40,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-artifact",
             "kubectl-gitops-component",
             "kubectl-gitops-detect",
+            "kubectl-gitops-diff",
             "kubectl-gitops-flux",
             "kubectl-gitops-install",
             "kubectl-gitops-metrics",
