@@ -114,6 +114,9 @@ kubectl gitops app list
 step 'kubectl gitops app status podinfo'
 kubectl gitops app status podinfo
 
+step 'kubectl gitops diff --ref main (the config repo at its head against the cluster: nothing would change, exit 0)'
+kubectl gitops diff --ref main "${install_flags[@]}"
+
 step 'kubectl gitops ui (its API lists the app; Ctrl-C stops it)'
 ui_dir=$(mktemp -d)
 kubectl gitops ui --no-browser >"$ui_dir/url" 2>"$ui_dir/log" &

@@ -264,6 +264,37 @@ fn one_ctrl_c_stops_the_ui_within_2s_with_an_app_add_blocked_on_a_silent_git_ser
 }
 
 #[test]
+fn ctrl_c_ends_a_diff_cloning_from_a_silent_git_server_within_2s_and_leaves_no_clone() {
+    // A cluster with the Flux APIs and a sync (no controller needs to run): diff finds the config
+    // repo's source, then clones the branch it is asked for from the silent server.
+    let env = &TestEnv::start(Options { flux: false }).unwrap();
+    env.install_flux_crds().unwrap();
+    env.apply_yaml(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .unwrap();
+    let silent = Silent::start();
+    let dirs = Dirs::new();
+    let mut command = Command::new(binaries::path("kubectl-gitops-diff"));
+    command
+        .args(["--ref", "preview", "--config-repo", &silent_url(&silent, "http")])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("GITOPS_GIT_PASSWORD", "unused");
+    dirs.given(&mut command);
+    let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    silent.wait_for_a_client(Duration::from_secs(30));
+    assert_eq!(dirs.left().len(), 1, "the clone is under way in TMPDIR");
+    let interrupted = Instant::now();
+    interrupt(&child);
+    let ended = wait_within(child, interrupted, Duration::from_secs(30));
+    eprintln!("diff cloning from a silent server ended {:?} after Ctrl-C", ended.took);
+    assert_eq!(ended.code, Some(130), "{}", ended.stderr);
+    assert!(ended.took < INTERRUPT_LIMIT, "{:?}", ended.took);
+    assert_error_and_hint(&ended.stderr, "interrupted");
+    assert_eq!(dirs.left(), Vec::<String>::new(), "no clone left behind");
+}
+
+#[test]
 fn ctrl_c_ends_a_watch_as_asked_with_exit_0() {
     let env = TestEnv::shared();
     let mut watching = Command::new(binaries::path("kubectl-gitops-status"));
