@@ -9,9 +9,13 @@
 //! inventory holds and its build no longer makes is listed as pruned. Nothing is written: not to
 //! the cluster, not to the checkout.
 
+mod args;
 mod build;
 mod compare;
 mod render;
+
+use self::args::existing_dir;
+pub use self::args::{DiffArgs, DiffRequest, SourceRef, State};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,8 +27,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::apply::{Applier, DryRun};
-use crate::change::{self, Context, RepoSettings, Target};
-use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
+use crate::change::{self, Context, Target};
+use crate::cli::OutputFormat;
 use crate::cluster::{Cluster, list_pages};
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION, Versions};
@@ -32,7 +36,6 @@ use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux_cli::{FluxCli, Locator, Tag};
 use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
-use crate::provider::PullRequestReference;
 
 /// The field manager kustomize-controller applies with: the dry run must merge as its apply will.
 const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
@@ -42,98 +45,6 @@ const PRUNE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/prune";
 
 /// How many Kustomizations are built and compared at once.
 const PARALLEL: usize = 4;
-
-/// `kubectl gitops diff`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DiffArgs {
-    /// A directory on this machine, for the files to write or to read.
-    ///
-    /// The checkout of the config repo to compare with the cluster, uncommitted edits included
-    /// (default: the git work tree you stand in, when one of its remotes is the config repo).
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with_all = ["git_ref", "pull_request"])]
-    pub dir: Option<PathBuf>,
-
-    /// The config repo at a branch's head, or at a commit by its full hash.
-    ///
-    /// The config repo at a branch's head, or at a commit of the branch Flux follows by its full
-    /// 40-character hash, cloned for the comparison (the key flags below, else what the
-    /// install record says).
-    #[arg(long = "ref", value_name = "BRANCH|SHA", conflicts_with = "pull_request")]
-    pub git_ref: Option<String>,
-
-    /// A pull request of the config repo, compared at its head commit: its number or address.
-    #[arg(long, value_name = "NUMBER|URL")]
-    pub pull_request: Option<String>,
-
-    /// A checkout of another source some Kustomizations apply: KIND/NAMESPACE/NAME=DIR (repeatable).
-    ///
-    /// A checkout of another source some Kustomizations apply (a team's or an app's repository),
-    /// compared as they would apply it: KIND/NAMESPACE/NAME=DIR, as flux build's --local-sources
-    /// names one, e.g. GitRepository/team-a/team-a=../team-a (repeatable).
-    #[arg(long = "local-source", value_name = "KIND/NAMESPACE/NAME=DIR")]
-    pub local_sources: Vec<String>,
-
-    #[command(flatten)]
-    pub repo: RepoArgs,
-}
-
-impl DiffArgs {
-    /// The request these flags make: `-o`, the ref and the pull request checked.
-    pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
-        let format = global.output_format();
-        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
-        let state = match (&self.dir, &self.git_ref, &self.pull_request) {
-            (Some(dir), _, _) => State::Dir(dir.clone()),
-            (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
-                State::Commit(commit.to_ascii_lowercase())
-            }
-            (_, Some(short), _) if short.len() >= 7 && short.chars().all(|c| c.is_ascii_hexdigit()) => {
-                return Err(Error::usage(
-                    format!("--ref {short} looks like a short commit hash"),
-                    "name a commit by its full 40-character hash (`git rev-parse`), or a branch by its name",
-                ));
-            }
-            (_, Some(branch), _) => {
-                crate::names::validate_git_ref(branch, "--ref", "heads")?;
-                State::Branch(branch.clone())
-            }
-            (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
-            _ => State::WorkTree,
-        };
-        let local_sources = self.local_sources.iter().map(|given| local_source(given)).collect::<Result<_>>()?;
-        Ok(DiffRequest { state, local_sources, repo: self.repo.settings()?, format, headers: !global.no_headers })
-    }
-}
-
-/// The state of the config repo to compare with the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum State {
-    /// The git work tree of the current directory, which must be a checkout of the config repo.
-    WorkTree,
-    /// `--dir`: a checkout, as it is on disk.
-    Dir(PathBuf),
-    /// `--ref BRANCH`: the branch's head, cloned.
-    Branch(String),
-    /// `--ref SHA`: a commit of the branch Flux follows, cloned.
-    Commit(String),
-    /// `--pull-request`: its head commit, cloned from its branch.
-    PullRequest(PullRequestReference),
-}
-
-/// `diff`, resolved.
-#[derive(Debug, Clone)]
-pub struct DiffRequest {
-    /// What to compare with the cluster.
-    pub state: State,
-    /// `--local-source`: other sources, each with its checkout.
-    pub local_sources: Vec<(SourceRef, PathBuf)>,
-    /// How to reach the config repo (for a ref or a pull request).
-    pub repo: RepoSettings,
-    /// `-o`.
-    pub format: OutputFormat,
-    /// Print the table's header line.
-    pub headers: bool,
-}
 
 /// What the change does to the cluster: `-o json|yaml` prints this (docs/output.md).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -175,6 +86,10 @@ pub struct KustomizationDiff {
     /// Why it could not be built or compared (then `objects` is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The change deletes it (the Kustomization that applies it prunes it): Flux deletes it, and
+    /// with `prune: true` everything it applied, listed as pruned.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }
 
 /// What happens to one object.
@@ -257,54 +172,6 @@ impl Diff {
     }
 }
 
-/// A Flux source, as a Kustomization's `sourceRef` names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SourceRef {
-    kind: String,
-    namespace: String,
-    name: String,
-}
-
-impl SourceRef {
-    /// Whether `kustomization`'s `sourceRef` names this source (its namespace defaults to the
-    /// Kustomization's).
-    fn is_applied_by(&self, kustomization: &Value) -> bool {
-        let reference = &kustomization["spec"]["sourceRef"];
-        let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
-        reference["kind"] == self.kind.as_str()
-            && reference["name"] == self.name.as_str()
-            && reference["namespace"].as_str().unwrap_or(namespace) == self.namespace
-    }
-}
-
-impl std::fmt::Display for SourceRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
-    }
-}
-
-/// `--local-source KIND/NAMESPACE/NAME=DIR`, checked: a Flux source kind, names Kubernetes takes,
-/// and a directory.
-fn local_source(given: &str) -> Result<(SourceRef, PathBuf)> {
-    let hint = "give it as KIND/NAMESPACE/NAME=DIR, e.g. GitRepository/team-a/team-a=../team-a";
-    let (reference, dir) = given
-        .split_once('=')
-        .ok_or_else(|| Error::usage(format!("--local-source {given:?} names no directory"), hint))?;
-    let parts: Vec<&str> = reference.split('/').collect();
-    let [kind, namespace, name] = parts[..] else {
-        return Err(Error::usage(format!("--local-source {reference:?} is not KIND/NAMESPACE/NAME"), hint));
-    };
-    if !matches!(kind, "GitRepository" | "OCIRepository" | "Bucket") {
-        return Err(Error::usage(format!("--local-source: {kind:?} is not a source Kustomizations apply"), hint));
-    }
-    let source = SourceRef {
-        kind: kind.to_string(),
-        namespace: crate::names::validate_name(namespace, "--local-source namespace")?,
-        name: crate::names::validate_name(name, "--local-source name")?,
-    };
-    Ok((source, existing_dir(Path::new(dir))?))
-}
-
 /// `kubectl gitops diff`: prints the change and exits as [`Diff::exit_code`] says.
 pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
     let mut context = change::context(target, &request.repo, false, printer).await?;
@@ -344,7 +211,8 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
         .collect()
         .await;
     drop(spinner);
-    let kustomizations = compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?;
+    let mut kustomizations = compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?;
+    deleted_with_their_objects(cluster, &ours, &mut kustomizations).await?;
     let diff = Diff { source: source.to_string(), compared, summary: summarize(&kustomizations), kustomizations };
     let here = diff.summary.compared_here;
     if here > 0 {
@@ -451,18 +319,6 @@ async fn config_source(cluster: &Cluster, resource: &ApiResource, namespace: &st
     })
 }
 
-/// `--dir`, which must be a directory, as an absolute path.
-fn existing_dir(dir: &Path) -> Result<PathBuf> {
-    if !dir.is_dir() {
-        return Err(Error::usage(
-            format!("--dir {} is not a directory", dir.display()),
-            "give a checkout of the config repo",
-        ));
-    }
-    std::fs::canonicalize(dir)
-        .map_err(|error| Error::Io { context: format!("reading {}", dir.display()), source: error })
-}
-
 /// The work tree of the current directory, when one of its remotes is the config repo's URL.
 async fn work_tree(cluster: &Cluster, versions: &Versions, source: &SourceRef) -> Result<PathBuf> {
     let version = versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version);
@@ -529,6 +385,7 @@ async fn compare_one(
         unchanged: 0,
         compared_here: 0,
         error: None,
+        deleted: false,
     };
     let source_dir = match build::source_dir(dir, &result.path) {
         Ok(source_dir) => source_dir,
@@ -590,6 +447,40 @@ async fn compare_one(
         result.objects.extend(pruned(&mut applier, kustomization, &kept).await?);
     }
     Ok(result)
+}
+
+/// A Kustomization the change deletes (one that applies it prunes it) is not compared as built:
+/// what it applied goes with it. Its entry (`results` is in the order of `ours`) lists its
+/// inventory as pruned when it prunes, nothing otherwise, instead of a build of a path the change
+/// may have removed.
+async fn deleted_with_their_objects(
+    cluster: &Cluster,
+    ours: &[(Value, &SourceRef, &Path)],
+    results: &mut [KustomizationDiff],
+) -> Result<()> {
+    let deleted: BTreeSet<(String, String)> = results
+        .iter()
+        .flat_map(|result| &result.objects)
+        .filter(|object| {
+            object.action == Action::Pruned
+                && object.kind == KUSTOMIZATION.kind
+                && object.api_version.starts_with(&format!("{}/", KUSTOMIZATION.group))
+        })
+        .map(|object| (object.namespace.clone().unwrap_or_default(), object.name.clone()))
+        .collect();
+    if deleted.is_empty() {
+        return Ok(());
+    }
+    let mut applier = Applier::new(cluster);
+    for (result, (kustomization, _, _)) in results.iter_mut().zip(ours) {
+        if !deleted.contains(&(result.namespace.clone(), result.name.clone())) {
+            continue;
+        }
+        let prunes = kustomization["spec"]["prune"].as_bool().unwrap_or(false);
+        result.objects = if prunes { pruned(&mut applier, kustomization, &BTreeSet::new()).await? } else { Vec::new() };
+        (result.deleted, result.error, result.unchanged, result.compared_here) = (true, None, 0, 0);
+    }
+    Ok(())
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -709,26 +600,12 @@ mod tests {
             unchanged: 2,
             compared_here: 0,
             error: error.map(String::from),
+            deleted: false,
         }
     }
 
     fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
         Diff { source: String::new(), compared: String::new(), summary: summarize(&kustomizations), kustomizations }
-    }
-
-    #[test]
-    fn a_local_source_is_a_flux_source_and_a_directory() {
-        let (source, dir) = local_source("GitRepository/team-a/team-a=/").unwrap();
-        assert_eq!((source.to_string(), dir), ("GitRepository/team-a/team-a".to_string(), PathBuf::from("/")));
-        for bad in [
-            "GitRepository/team-a/team-a",
-            "team-a=/",
-            "HelmRelease/a/b=/",
-            "GitRepository/A_/b=/",
-            "GitRepository/a/b=/nowhere",
-        ] {
-            assert!(local_source(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

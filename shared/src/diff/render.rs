@@ -13,8 +13,9 @@ pub(super) fn text(diff: &Diff, headers: bool, style: Style) -> String {
     for kustomization in &diff.kustomizations {
         let count = |action: Action| kustomization.objects.iter().filter(|object| object.action == action).count();
         let images: Vec<ImageChange> = kustomization.objects.iter().flat_map(|object| object.images.clone()).collect();
+        let deleted = if kustomization.deleted { " (deleted)" } else { "" };
         table.push([
-            format!("{}/{}", kustomization.namespace, kustomization.name),
+            format!("{}/{}{deleted}", kustomization.namespace, kustomization.name),
             kustomization.path.clone(),
             count(Action::Added).to_string(),
             count(Action::Changed).to_string(),

@@ -14,9 +14,9 @@ use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
 
-/// The config repo: the cluster's directory holds one Kustomization, `web`, which applies
-/// `apps/web` with pruning.
-const FLEET: [(&str, &str); 6] = [
+/// The config repo: the cluster's directory holds the Kustomizations `web` and `extras`, which
+/// apply `apps/web` and `apps/extras` with pruning (and, written by the test, `team-app`).
+const FLEET: [(&str, &str); 8] = [
     (
         "clusters/dev/web.yaml",
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/web\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
@@ -38,6 +38,11 @@ const FLEET: [(&str, &str); 6] = [
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-token\nstringData:\n  token: first-token-value\n",
     ),
     ("README.md", "The fleet.\n"),
+    (
+        "clusters/dev/extras.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extras\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/extras\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    ),
+    ("apps/extras/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extras\ndata:\n  more: \"yes\"\n"),
 ];
 
 /// The team's repository: one ConfigMap.
@@ -130,7 +135,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     ))
     .unwrap();
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    for applied in ["web", "team-app"] {
+    for applied in ["web", "team-app", "extras"] {
         env.wait_for_jsonpath(
             &["-n", "flux-system", "kustomization", applied],
             ready,
@@ -145,7 +150,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     // The checkout as Flux applied it: nothing would change.
     let same = diff(env, plugins.path(), work, &[]);
     assert_eq!(same.code, Some(0), "{}", same.render());
-    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 6 unchanged\n"), "{}", same.stdout);
+    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 8 unchanged\n"), "{}", same.stdout);
 
     // Uncommitted edits: a new image tag, a new Service, the ConfigMap dropped, the token changed.
     std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("web:1.0", "web:1.1")).unwrap();
@@ -161,19 +166,26 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     .unwrap();
     std::fs::write(work.join("apps/web/secret.yaml"), FLEET[4].1.replace("first-token-value", "second-token-value"))
         .unwrap();
+    // And extras removed, its Kustomization and its directory: Flux deletes both, and its ConfigMap.
+    std::fs::remove_file(work.join("clusters/dev/extras.yaml")).unwrap();
+    std::fs::remove_dir_all(work.join("apps/extras")).unwrap();
     let changed = diff(env, plugins.path(), work, &["--dir", work.to_str().unwrap()]);
     assert_eq!(changed.code, Some(1), "{}", changed.render());
     let row = changed.stdout.lines().find(|line| line.starts_with("flux-system/web ")).unwrap();
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells[..7], ["flux-system/web", "./apps/web", "1", "2", "1", "0", "0"], "{}", changed.stdout);
     assert!(row.ends_with("registry.invalid/web:1.0 → registry.invalid/web:1.1"), "{row}");
+    let deleted = changed.stdout.lines().find(|line| line.starts_with("flux-system/extras (deleted) ")).unwrap();
+    assert_eq!(deleted.split_whitespace().collect::<Vec<_>>()[2..8], ["./apps/extras", "0", "0", "1", "0", "0"]);
+    assert!(changed.stdout.contains("--- live/ConfigMap/default/extras\n"), "{}", changed.stdout);
+    assert!(changed.stdout.contains("--- live/Kustomization/flux-system/extras\n"), "{}", changed.stdout);
     assert!(changed.stdout.contains("\n+  name: web\n"), "the new Service: {}", changed.stdout);
     assert!(changed.stdout.contains("--- live/ConfigMap/default/web-config\n"), "{}", changed.stdout);
     assert!(changed.stdout.contains("\n+  token: (hidden, changed)\n"), "{}", changed.stdout);
     for secret in ["first-token-value", "second-token-value", "Zmlyc3QtdG9rZW4tdmFsdWU", "c2Vjb25kLXRva2VuLXZhbHVl"] {
         assert!(!changed.stdout.contains(secret) && !changed.stderr.contains(secret), "{secret} shown");
     }
-    assert!(changed.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 3 unchanged\n"), "{}", changed.stdout);
+    assert!(changed.stdout.ends_with("\n1 added, 2 changed, 3 pruned, 0 refused, 3 unchanged\n"), "{}", changed.stdout);
 
     // A read-only identity (view, and get on the Secrets) may not patch, so not dry-run: the
     // objects are compared on this machine instead, with a warning, and come out the same.
@@ -207,7 +219,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
             viewed["summary"]["changed"].as_u64(),
             viewed["summary"]["pruned"].as_u64()
         ),
-        (Some(1), Some(2), Some(1)),
+        (Some(1), Some(2), Some(3)),
         "{viewed:#}"
     );
     assert_eq!(viewed["summary"]["comparedHere"], 6, "{viewed:#}");
@@ -230,7 +242,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     );
     assert!(with_team.stdout.contains("\n-  size: small\n+  size: large\n"), "{}", with_team.stdout);
     assert!(
-        with_team.stdout.ends_with("\n1 added, 3 changed, 1 pruned, 0 refused, 3 unchanged\n"),
+        with_team.stdout.ends_with("\n1 added, 3 changed, 3 pruned, 0 refused, 3 unchanged\n"),
         "{}",
         with_team.stdout
     );
@@ -284,7 +296,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     let branch = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", "preview"][..], &key_flags].concat());
     assert_eq!(branch.code, Some(1), "{}", branch.render());
     assert!(branch.stdout.starts_with("Comparing branch preview with the cluster"), "{}", branch.stdout);
-    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 1 pruned, 0 refused, 3 unchanged\n"), "{}", branch.stdout);
+    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 3 pruned, 0 refused, 3 unchanged\n"), "{}", branch.stdout);
     let pinned = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", &main_head][..], &key_flags].concat());
     assert_eq!(pinned.code, Some(0), "{}", pinned.render());
     let short = diff(env, plugins.path(), elsewhere_dir(), &["--ref", &main_head[..8]]);

@@ -1,0 +1,183 @@
+//! `diff`'s flags and what they resolve to: the state of the config repo to compare, the other
+//! sources' checkouts, and the source a Kustomization applies.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::change::{self, RepoSettings};
+use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
+use crate::error::{Error, Result};
+use crate::provider::PullRequestReference;
+
+/// `kubectl gitops diff`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiffArgs {
+    /// A directory on this machine, for the files to write or to read.
+    ///
+    /// The checkout of the config repo to compare with the cluster, uncommitted edits included
+    /// (default: the git work tree you stand in, when one of its remotes is the config repo).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with_all = ["git_ref", "pull_request"])]
+    pub dir: Option<PathBuf>,
+
+    /// The config repo at a branch's head, or at a commit by its full hash.
+    ///
+    /// The config repo at a branch's head, or at a commit of the branch Flux follows by its full
+    /// 40-character hash, cloned for the comparison (the key flags below, else what the
+    /// install record says).
+    #[arg(long = "ref", value_name = "BRANCH|SHA", conflicts_with = "pull_request")]
+    pub git_ref: Option<String>,
+
+    /// A pull request of the config repo, compared at its head commit: its number or address.
+    #[arg(long, value_name = "NUMBER|URL")]
+    pub pull_request: Option<String>,
+
+    /// A checkout of another source some Kustomizations apply: KIND/NAMESPACE/NAME=DIR (repeatable).
+    ///
+    /// A checkout of another source some Kustomizations apply (a team's or an app's repository),
+    /// compared as they would apply it: KIND/NAMESPACE/NAME=DIR, as flux build's --local-sources
+    /// names one, e.g. GitRepository/team-a/team-a=../team-a (repeatable).
+    #[arg(long = "local-source", value_name = "KIND/NAMESPACE/NAME=DIR")]
+    pub local_sources: Vec<String>,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+impl DiffArgs {
+    /// The request these flags make: `-o`, the ref and the pull request checked.
+    pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
+        let state = match (&self.dir, &self.git_ref, &self.pull_request) {
+            (Some(dir), _, _) => State::Dir(dir.clone()),
+            (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
+                State::Commit(commit.to_ascii_lowercase())
+            }
+            (_, Some(short), _) if short.len() >= 7 && short.chars().all(|c| c.is_ascii_hexdigit()) => {
+                return Err(Error::usage(
+                    format!("--ref {short} looks like a short commit hash"),
+                    "name a commit by its full 40-character hash (`git rev-parse`), or a branch by its name",
+                ));
+            }
+            (_, Some(branch), _) => {
+                crate::names::validate_git_ref(branch, "--ref", "heads")?;
+                State::Branch(branch.clone())
+            }
+            (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
+            _ => State::WorkTree,
+        };
+        let local_sources = self.local_sources.iter().map(|given| local_source(given)).collect::<Result<_>>()?;
+        Ok(DiffRequest { state, local_sources, repo: self.repo.settings()?, format, headers: !global.no_headers })
+    }
+}
+
+/// The state of the config repo to compare with the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// The git work tree of the current directory, which must be a checkout of the config repo.
+    WorkTree,
+    /// `--dir`: a checkout, as it is on disk.
+    Dir(PathBuf),
+    /// `--ref BRANCH`: the branch's head, cloned.
+    Branch(String),
+    /// `--ref SHA`: a commit of the branch Flux follows, cloned.
+    Commit(String),
+    /// `--pull-request`: its head commit, cloned from its branch.
+    PullRequest(PullRequestReference),
+}
+
+/// `diff`, resolved.
+#[derive(Debug, Clone)]
+pub struct DiffRequest {
+    /// What to compare with the cluster.
+    pub state: State,
+    /// `--local-source`: other sources, each with its checkout.
+    pub local_sources: Vec<(SourceRef, PathBuf)>,
+    /// How to reach the config repo (for a ref or a pull request).
+    pub repo: RepoSettings,
+    /// `-o`.
+    pub format: OutputFormat,
+    /// Print the table's header line.
+    pub headers: bool,
+}
+
+/// A Flux source, as a Kustomization's `sourceRef` names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SourceRef {
+    pub(super) kind: String,
+    pub(super) namespace: String,
+    pub(super) name: String,
+}
+
+impl SourceRef {
+    /// Whether `kustomization`'s `sourceRef` names this source (its namespace defaults to the
+    /// Kustomization's).
+    pub(super) fn is_applied_by(&self, kustomization: &Value) -> bool {
+        let reference = &kustomization["spec"]["sourceRef"];
+        let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
+        reference["kind"] == self.kind.as_str()
+            && reference["name"] == self.name.as_str()
+            && reference["namespace"].as_str().unwrap_or(namespace) == self.namespace
+    }
+}
+
+impl std::fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// `--local-source KIND/NAMESPACE/NAME=DIR`, checked: a Flux source kind, names Kubernetes takes,
+/// and a directory.
+fn local_source(given: &str) -> Result<(SourceRef, PathBuf)> {
+    let hint = "give it as KIND/NAMESPACE/NAME=DIR, e.g. GitRepository/team-a/team-a=../team-a";
+    let (reference, dir) = given
+        .split_once('=')
+        .ok_or_else(|| Error::usage(format!("--local-source {given:?} names no directory"), hint))?;
+    let parts: Vec<&str> = reference.split('/').collect();
+    let [kind, namespace, name] = parts[..] else {
+        return Err(Error::usage(format!("--local-source {reference:?} is not KIND/NAMESPACE/NAME"), hint));
+    };
+    if !matches!(kind, "GitRepository" | "OCIRepository" | "Bucket") {
+        return Err(Error::usage(format!("--local-source: {kind:?} is not a source Kustomizations apply"), hint));
+    }
+    let source = SourceRef {
+        kind: kind.to_string(),
+        namespace: crate::names::validate_name(namespace, "--local-source namespace")?,
+        name: crate::names::validate_name(name, "--local-source name")?,
+    };
+    Ok((source, existing_dir(Path::new(dir))?))
+}
+
+/// `--dir`, which must be a directory, as an absolute path.
+pub(super) fn existing_dir(dir: &Path) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(Error::usage(
+            format!("--dir {} is not a directory", dir.display()),
+            "give a checkout of the config repo",
+        ));
+    }
+    std::fs::canonicalize(dir)
+        .map_err(|error| Error::Io { context: format!("reading {}", dir.display()), source: error })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_source_is_a_flux_source_and_a_directory() {
+        let (source, dir) = local_source("GitRepository/team-a/team-a=/").unwrap();
+        assert_eq!((source.to_string(), dir), ("GitRepository/team-a/team-a".to_string(), PathBuf::from("/")));
+        for bad in [
+            "GitRepository/team-a/team-a",
+            "team-a=/",
+            "HelmRelease/a/b=/",
+            "GitRepository/A_/b=/",
+            "GitRepository/a/b=/nowhere",
+        ] {
+            assert!(local_source(bad).is_err(), "{bad}");
+        }
+    }
+}
