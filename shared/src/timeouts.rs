@@ -33,6 +33,9 @@ pub const GIT_OPERATION: Duration = Duration::from_secs(300);
 pub const REGISTRY_CONNECT: Duration = Duration::from_secs(10);
 /// How long an OCI registry may stay silent in one request (a blob is read in many).
 pub const REGISTRY_READ: Duration = Duration::from_secs(60);
+/// One `flux build kustomization` of `diff` (a kustomization may name remote bases, which the
+/// build fetches): a build still running then is stopped and reported as not built.
+pub const BUILD: Duration = Duration::from_secs(120);
 /// How long a command has after Ctrl-C or SIGTERM to stop by itself (drop its clones, refuse
 /// its next step) before it is stopped without unwinding; either way within 2 s.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(1);

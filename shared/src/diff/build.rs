@@ -118,7 +118,8 @@ pub(super) async fn build(
     std::fs::write(&file, crate::yaml::to_string(kustomization)?).map_err(io)?;
     let name = kustomization["metadata"]["name"].as_str().unwrap_or_default();
     let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
-    let output = tokio::process::Command::from(flux.command())
+    let mut command = tokio::process::Command::from(flux.command());
+    command
         // In memory: a directory without a kustomization.yaml gets one generated, which the
         // CLI would otherwise write into the user's checkout while it builds.
         .args(["build", "kustomization", name, "--namespace", namespace, "--dry-run", "--in-memory-build", "--path"])
@@ -133,10 +134,12 @@ pub(super) async fn build(
         .env("GOMAXPROCS", "1")
         .env("GOGC", "400")
         .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|error| Error::Io { context: format!("running {}", flux.path.display()), source: error })?;
+        .kill_on_drop(true);
+    let Ok(output) = tokio::time::timeout(crate::timeouts::BUILD, command.output()).await else {
+        return Ok(Err(format!("the flux CLI did not finish the build within {:?}", crate::timeouts::BUILD)));
+    };
+    let output =
+        output.map_err(|error| Error::Io { context: format!("running {}", flux.path.display()), source: error })?;
     if !output.status.success() {
         let words = String::from_utf8_lossy(&output.stderr);
         let words = words.lines().filter(|line| !line.trim().is_empty()).collect::<Vec<_>>().join("; ");

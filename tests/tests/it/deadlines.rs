@@ -211,19 +211,29 @@ fn ctrl_c_ends_a_command_blocked_on_a_silent_git_server_within_2s_and_leaves_no_
         let silent = Silent::start();
         let dirs = Dirs::new();
         // No --timeout: the default (5 minutes) would hold it.
-        let mut command = app_add(&silent, scheme, &dirs, &[]);
-        let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        silent.wait_for_a_client(Duration::from_secs(30));
-        assert_eq!(dirs.left().len(), 1, "{scheme}: the clone is under way in TMPDIR");
-        let interrupted = Instant::now();
-        interrupt(&child);
-        let ended = wait_within(child, interrupted, Duration::from_secs(30));
-        eprintln!("app add blocked on a silent {scheme} server ended {:?} after Ctrl-C", ended.took);
-        assert_eq!(ended.code, Some(130), "{scheme}: {}", ended.stderr);
-        assert!(ended.took < INTERRUPT_LIMIT, "{scheme}: {:?}", ended.took);
-        assert_error_and_hint(&ended.stderr, "interrupted");
-        assert_eq!(dirs.left(), Vec::<String>::new(), "{scheme}: no clone left behind");
+        interrupted_while_cloning(
+            &mut app_add(&silent, scheme, &dirs, &[]),
+            &silent,
+            &dirs,
+            &format!("app add ({scheme})"),
+        );
     }
+}
+
+/// Starts `command`, interrupts it once its clone from `silent` is under way in `dirs`' TMPDIR,
+/// and checks it ended within 2 s with exit 130, `error:` and `hint:`, and no clone left.
+fn interrupted_while_cloning(command: &mut Command, silent: &Silent, dirs: &Dirs, what: &str) {
+    let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    silent.wait_for_a_client(Duration::from_secs(30));
+    assert_eq!(dirs.left().len(), 1, "{what}: the clone is under way in TMPDIR");
+    let interrupted = Instant::now();
+    interrupt(&child);
+    let ended = wait_within(child, interrupted, Duration::from_secs(30));
+    eprintln!("{what} cloning from a silent server ended {:?} after Ctrl-C", ended.took);
+    assert_eq!(ended.code, Some(130), "{what}: {}", ended.stderr);
+    assert!(ended.took < INTERRUPT_LIMIT, "{what}: {:?}", ended.took);
+    assert_error_and_hint(&ended.stderr, "interrupted");
+    assert_eq!(dirs.left(), Vec::<String>::new(), "{what}: no clone left behind");
 }
 
 #[test]
@@ -281,17 +291,7 @@ fn ctrl_c_ends_a_diff_cloning_from_a_silent_git_server_within_2s_and_leaves_no_c
         .env("KUBECONFIG", &env.kubeconfig)
         .env("GITOPS_GIT_PASSWORD", "unused");
     dirs.given(&mut command);
-    let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    silent.wait_for_a_client(Duration::from_secs(30));
-    assert_eq!(dirs.left().len(), 1, "the clone is under way in TMPDIR");
-    let interrupted = Instant::now();
-    interrupt(&child);
-    let ended = wait_within(child, interrupted, Duration::from_secs(30));
-    eprintln!("diff cloning from a silent server ended {:?} after Ctrl-C", ended.took);
-    assert_eq!(ended.code, Some(130), "{}", ended.stderr);
-    assert!(ended.took < INTERRUPT_LIMIT, "{:?}", ended.took);
-    assert_error_and_hint(&ended.stderr, "interrupted");
-    assert_eq!(dirs.left(), Vec::<String>::new(), "no clone left behind");
+    interrupted_while_cloning(&mut command, &silent, &dirs, "diff --ref");
 }
 
 #[test]
