@@ -65,6 +65,7 @@ fn write_embedded_flux(out_dir: &Path) {
 #[serde(deny_unknown_fields)]
 struct Dependencies {
     flux: Flux,
+    helm: Helm,
     monitoring: Monitoring,
     kubernetes: Kubernetes,
     testenv: Vec<TestenvPart>,
@@ -79,6 +80,18 @@ struct Flux {
     archive_windows: String,
     checksums: String,
     /// Tag → the sha256 of its checksums file (empty in a development build).
+    checksums_sha256: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Helm {
+    version: String,
+    release_url: String,
+    archive: String,
+    checksums: String,
+    executable: String,
+    /// `{os}-{arch}` → the sha256 of that platform's sha256 file (empty in a development build).
     checksums_sha256: std::collections::BTreeMap<String, String>,
 }
 
@@ -115,15 +128,7 @@ fn fail(message: String) -> ! {
 /// has its sha256.
 fn checked_pins(flux: &Flux, path: &Path) -> Vec<(String, String)> {
     println!("cargo::rerun-if-env-changed=KUBECTL_GITOPS_RELEASE_BUILD");
-    let mut pins = Vec::new();
-    for (tag, sha) in &flux.checksums_sha256 {
-        let sha = sha.trim().to_ascii_lowercase();
-        let is_sha256 = sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit());
-        if !sha.is_empty() && !is_sha256 {
-            fail(format!("{}: [flux.checksums_sha256] {tag:?} must be 64 hex digits or empty", path.display()));
-        }
-        pins.push((tag.clone(), sha));
-    }
+    let pins = checked_sha256s(&flux.checksums_sha256, "flux", path);
     let Some((_, pinned)) = pins.iter().find(|(tag, _)| *tag == flux.version) else {
         fail(format!("{}: [flux.checksums_sha256] does not list [flux].version {}", path.display(), flux.version));
     };
@@ -139,6 +144,35 @@ fn checked_pins(flux: &Flux, path: &Path) -> Vec<(String, String)> {
     pins
 }
 
+/// A `[TOOL.checksums_sha256]` table, each sha256 64 hex digits or empty, in lower case.
+fn checked_sha256s(
+    table: &std::collections::BTreeMap<String, String>,
+    tool: &str,
+    path: &Path,
+) -> Vec<(String, String)> {
+    let mut pins = Vec::new();
+    for (key, sha) in table {
+        let sha = sha.trim().to_ascii_lowercase();
+        let is_sha256 = sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit());
+        if !sha.is_empty() && !is_sha256 {
+            fail(format!("{}: [{tool}.checksums_sha256] {key:?} must be 64 hex digits or empty", path.display()));
+        }
+        pins.push((key.clone(), sha));
+    }
+    pins
+}
+
+/// Pins as a Rust table of `(key, Some(sha256) | None)`.
+fn pins_table(name: &str, doc: &str, pins: &[(String, String)]) -> String {
+    let mut code = format!("/// {doc}\npub const {name}: &[(&str, Option<&str>)] = &[\n");
+    for (key, sha) in pins {
+        let sha = if sha.is_empty() { "None".to_string() } else { format!("Some({sha:?})") };
+        code.push_str(&format!("    ({key:?}, {sha}),\n"));
+    }
+    code.push_str("];\n");
+    code
+}
+
 fn write_dependencies(out_dir: &Path) {
     let path = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default()).join("../dependencies.toml");
     println!("cargo::rerun-if-changed={}", path.display());
@@ -152,6 +186,11 @@ fn write_dependencies(out_dir: &Path) {
         ("FLUX_ARCHIVE", "The CLI archive's name template.", &deps.flux.archive),
         ("FLUX_ARCHIVE_WINDOWS", "The CLI archive's name template on Windows.", &deps.flux.archive_windows),
         ("FLUX_CHECKSUMS", "The checksums file's name template.", &deps.flux.checksums),
+        ("HELM_VERSION", "The Helm release diff renders HelmReleases with.", &deps.helm.version),
+        ("HELM_RELEASE_URL", "Helm's download host.", &deps.helm.release_url),
+        ("HELM_ARCHIVE", "The helm CLI archive's name template.", &deps.helm.archive),
+        ("HELM_CHECKSUMS", "The name template of the sha256 file beside each archive.", &deps.helm.checksums),
+        ("HELM_EXECUTABLE", "The helm executable's path in the archive.", &deps.helm.executable),
         ("KUBERNETES_MINIMUM", "The oldest Kubernetes the Flux line supports.", &deps.kubernetes.minimum),
         ("MONITORING_CHART_URL", "Where `monitoring install`'s chart is published.", &deps.monitoring.chart_url),
         ("MONITORING_CHART_VERSION", "The version of `monitoring install`'s chart.", &deps.monitoring.chart_version),
@@ -159,15 +198,18 @@ fn write_dependencies(out_dir: &Path) {
     for (name, doc, value) in constants {
         code.push_str(&format!("/// {doc}\npub const {name}: &str = {value:?};\n"));
     }
-    code.push_str(
-        "/// The releases run without asking: each tag with the sha256 of its checksums file, `None` in a \
-         development build (dependencies.toml has it empty).\npub const FLUX_PINNED_RELEASES: &[(&str, Option<&str>)] = &[\n",
-    );
-    for (tag, sha) in pins {
-        let sha = if sha.is_empty() { "None".to_string() } else { format!("Some({sha:?})") };
-        code.push_str(&format!("    ({tag:?}, {sha}),\n"));
-    }
-    code.push_str("];\n");
+    code.push_str(&pins_table(
+        "FLUX_PINNED_RELEASES",
+        "The releases run without asking: each tag with the sha256 of its checksums file, `None` in a \
+         development build (dependencies.toml has it empty).",
+        &pins,
+    ));
+    code.push_str(&pins_table(
+        "HELM_PINNED_PLATFORMS",
+        "Each platform (`{os}-{arch}`) of [`HELM_VERSION`] with the sha256 of its sha256 file, `None` in a \
+         development build.",
+        &checked_sha256s(&deps.helm.checksums_sha256, "helm", &path),
+    ));
     code.push_str("/// The test environment's parts: (wrapper directory, Go module, version).\npub const TESTENV: &[(&str, &str, &str)] = &[\n");
     for part in &deps.testenv {
         code.push_str(&format!("    ({:?}, {:?}, {:?}),\n", part.dir, part.module, part.version));

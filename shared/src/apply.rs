@@ -140,6 +140,15 @@ impl<'a> Applier<'a> {
         api.get_opt(&object.name).await.map_err(|error| self.cluster.error(error))?.map(to_value).transpose()
     }
 
+    /// Whether the cluster serves the document's kind in namespaces.
+    pub async fn is_namespaced(&mut self, document: &serde_json::Value) -> Result<bool> {
+        let api_version = document.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let kind = document.get("kind").and_then(|v| v.as_str()).unwrap_or_default();
+        let (_, capabilities) = self.resolve(&GroupVersionKind::gvk(group, version, kind)).await?;
+        Ok(capabilities.scope == Scope::Namespaced)
+    }
+
     /// The object a document names, and the API of its kind and namespace.
     async fn api_for(&mut self, document: &serde_json::Value) -> Result<(ObjectRef, Api<DynamicObject>)> {
         let object = object_ref(document);

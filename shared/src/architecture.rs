@@ -26,7 +26,20 @@ const LAYERS: [(&str, &[&str]); 5] = [
     ),
     (
         "infrastructure",
-        &["cluster", "git", "http", "provider", "repo_access", "retry", "config", "output", "yaml", "flux_cli", "oci"],
+        &[
+            "cluster",
+            "git",
+            "http",
+            "provider",
+            "repo_access",
+            "retry",
+            "config",
+            "output",
+            "yaml",
+            "flux_cli",
+            "helm_cli",
+            "oci",
+        ],
     ),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments", "wait", "change"]),
     (

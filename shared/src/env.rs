@@ -76,6 +76,10 @@ pub const KUBECTL_GITOPS_FLUX_BIN: &str = "KUBECTL_GITOPS_FLUX_BIN";
 /// Overrides the Flux release base URL of dependencies.toml (`{version}` is replaced by the tag),
 /// e.g. a mirror, or the test environment's local release server.
 pub const KUBECTL_GITOPS_FLUX_RELEASE_URL: &str = "KUBECTL_GITOPS_FLUX_RELEASE_URL";
+/// The helm CLI `diff` renders HelmReleases with, instead of the pinned release (like `--helm-bin`).
+pub const KUBECTL_GITOPS_HELM_BIN: &str = "KUBECTL_GITOPS_HELM_BIN";
+/// Overrides Helm's download host of dependencies.toml (`https://get.helm.sh`), e.g. a mirror.
+pub const KUBECTL_GITOPS_HELM_RELEASE_URL: &str = "KUBECTL_GITOPS_HELM_RELEASE_URL";
 /// The docker configuration directory (default `~/.docker`): `kubectl gitops artifact` reads
 /// registry credentials from its `config.json`, as docker and flux do.
 pub const DOCKER_CONFIG: &str = "DOCKER_CONFIG";

@@ -117,6 +117,37 @@ pub fn refused_redirect(error: &reqwest::Error) -> Option<&RedirectRefused> {
     None
 }
 
+/// Why a body was not read whole.
+#[derive(Debug)]
+pub enum BodyError {
+    /// It declared, or sent, more than the limit.
+    TooLarge,
+    /// The connection failed.
+    Transport(reqwest::Error),
+}
+
+/// A response's whole body, at most `limit` bytes: refused as soon as its declared length or
+/// the bytes that arrive pass it, so a server cannot fill the memory. `progress` is told the
+/// bytes read so far after each chunk.
+pub async fn body_within(
+    response: &mut reqwest::Response,
+    limit: u64,
+    mut progress: impl FnMut(u64),
+) -> Result<Vec<u8>, BodyError> {
+    if response.content_length().is_some_and(|length| length > limit) {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = Vec::with_capacity(response.content_length().unwrap_or(0).min(limit) as usize);
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+        progress(body.len() as u64);
+    }
+    Ok(body)
+}
+
 /// Whether credentials may be sent to `url`: over https, or plain http to this machine
 /// (127.0.0.0/8, ::1, `localhost`), where nothing travels over a network.
 pub fn carries_credentials(url: &Url) -> bool {

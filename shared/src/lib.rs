@@ -27,6 +27,7 @@ pub mod flux;
 pub mod flux_cli;
 pub mod flux_passthrough;
 pub mod git;
+pub mod helm_cli;
 pub mod http;
 pub mod install;
 pub mod interrupt;

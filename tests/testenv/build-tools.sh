@@ -14,10 +14,14 @@
 #   kube-state-metrics  k8s.io/kube-state-metrics/v2 (its main package is the module root): the
 #               monitoring test runs it with the custom-resource-state config `monitoring install`
 #               writes, so the alerts on gotk_resource_info have series to fire on.
+#   helm        helm.sh/helm/v4 ./cmd/helm: the Helm engine Flux renders HelmReleases with; the diff
+#               tests point `kubectl gitops diff` at it (KUBECTL_GITOPS_HELM) and compare its
+#               rendering with `helm template`.
 # Flags as upstream's release builds: krew `-tags netgo -ldflags "-w -X …version.gitTag=<tag>"`,
 # actionlint `-ldflags "-s -w -X github.com/rhysd/actionlint.version=<tag>"`, prometheus and
 # promtool and kube-state-metrics `-tags netgo -ldflags "-s -w -X
-# github.com/prometheus/common/version.Version=<tag>"`.
+# github.com/prometheus/common/version.Version=<tag>"`, helm `-ldflags "-w -s -X
+# helm.sh/helm/v4/internal/version.version=<tag>"`.
 #
 # Usage: tests/testenv/build-tools.sh
 #   The last line of stdout is the cache directory; progress goes to stderr.
@@ -53,6 +57,7 @@ tools=(
 	"prometheus|github.com/prometheus/prometheus|github.com/prometheus/prometheus/cmd/prometheus|-tags netgo,remove_all_sd|$prometheus_version"
 	"promtool|github.com/prometheus/prometheus|github.com/prometheus/prometheus/cmd/promtool|-tags netgo,remove_all_sd|${prometheus_version}|prometheus"
 	"kube-state-metrics|k8s.io/kube-state-metrics/v2|k8s.io/kube-state-metrics/v2|-tags netgo|$prometheus_version"
+	"helm|helm.sh/helm/v4|helm.sh/helm/v4/cmd/helm||-w -s -X helm.sh/helm/v4/internal/version.version="
 )
 
 key=$(
@@ -110,6 +115,7 @@ done
 "$dir/bin/prometheus" --version >&2 || die "the built prometheus does not run"
 "$dir/bin/promtool" --version >&2 || die "the built promtool does not run"
 "$dir/bin/kube-state-metrics" version >&2 || die "the built kube-state-metrics does not run"
+"$dir/bin/helm" version >&2 || die "the built helm does not run"
 touch "$dir/bin/.complete"
 log "done"
 printf '%s\n' "$dir"

@@ -32,6 +32,14 @@ pub struct DiffArgs {
     #[arg(long, value_name = "NUMBER|URL")]
     pub pull_request: Option<String>,
 
+    #[command(flatten)]
+    pub preview: PreviewArgs,
+}
+
+/// How a state is compared, whoever names it (`diff`, `pr comment`): the other sources, the helm
+/// that renders, where the config repo is cloned from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PreviewArgs {
     /// A checkout of another source some Kustomizations apply: KIND/NAMESPACE/NAME=DIR (repeatable).
     ///
     /// A checkout of another source some Kustomizations apply (a team's or an app's repository),
@@ -40,6 +48,21 @@ pub struct DiffArgs {
     #[arg(long = "local-source", value_name = "KIND/NAMESPACE/NAME=DIR")]
     pub local_sources: Vec<String>,
 
+    /// The helm executable to render HelmReleases with, instead of the pinned release.
+    ///
+    /// The helm executable to render HelmReleases with (also KUBECTL_GITOPS_HELM_BIN), instead
+    /// of the release dependencies.toml pins, which is downloaded once, verified and cached.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub helm_bin: Option<PathBuf>,
+
+    /// Fetch charts from HelmRepository URLs the change introduces, not only those the cluster uses.
+    ///
+    /// Fetch a HelmRelease's chart from a HelmRepository URL the change introduces. Without it,
+    /// charts come only from repositories the cluster already pulls from, so that a change
+    /// cannot make the reviewer's machine reach a host of its choosing.
+    #[arg(long)]
+    pub fetch_new_chart_repositories: bool,
+
     #[command(flatten)]
     pub repo: RepoArgs,
 }
@@ -47,8 +70,6 @@ pub struct DiffArgs {
 impl DiffArgs {
     /// The request these flags make: `-o`, the ref and the pull request checked.
     pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
-        let format = global.output_format();
-        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         let state = match (&self.dir, &self.git_ref, &self.pull_request) {
             (Some(dir), _, _) => State::Dir(dir.clone()),
             (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
@@ -67,8 +88,25 @@ impl DiffArgs {
             (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
             _ => State::WorkTree,
         };
+        self.preview.request(state, global)
+    }
+}
+
+impl PreviewArgs {
+    /// The request comparing `state` with these flags: `-o` and the other sources checked.
+    pub fn request(&self, state: State, global: &GlobalArgs) -> Result<DiffRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         let local_sources = self.local_sources.iter().map(|given| local_source(given)).collect::<Result<_>>()?;
-        Ok(DiffRequest { state, local_sources, repo: self.repo.settings()?, format, headers: !global.no_headers })
+        Ok(DiffRequest {
+            state,
+            local_sources,
+            helm_bin: self.helm_bin.clone(),
+            fetch_new_chart_repositories: self.fetch_new_chart_repositories,
+            repo: self.repo.settings()?,
+            format,
+            headers: !global.no_headers,
+        })
     }
 }
 
@@ -94,6 +132,10 @@ pub struct DiffRequest {
     pub state: State,
     /// `--local-source`: other sources, each with its checkout.
     pub local_sources: Vec<(SourceRef, PathBuf)>,
+    /// `--helm-bin`.
+    pub helm_bin: Option<PathBuf>,
+    /// `--fetch-new-chart-repositories`.
+    pub fetch_new_chart_repositories: bool,
     /// How to reach the config repo (for a ref or a pull request).
     pub repo: RepoSettings,
     /// `-o`.

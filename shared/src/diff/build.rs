@@ -147,12 +147,45 @@ pub(super) async fn build(
     }
     let text = String::from_utf8_lossy(&output.stdout);
     Ok(crate::yaml::documents_from_str(&text)
+        .map(|documents| documents.into_iter().map(secret_strings_restored).collect())
         .map_err(|error| format!("the flux CLI printed YAML we cannot read: {error}")))
+}
+
+/// The flux CLI prints a Secret's `stringData` without the quotes a number-like value had
+/// (`replicas: "1"` comes out as `replicas: 1`), though the controller applies the string: every
+/// value of a Secret's `stringData` and `data` is a string, so a number or a boolean read there
+/// is turned back into its text.
+fn secret_strings_restored(mut document: Value) -> Value {
+    if document["kind"] != "Secret" || document["apiVersion"] != "v1" {
+        return document;
+    }
+    for field in ["stringData", "data"] {
+        // `get_mut`, not `[field]`: indexing would add the field, as null, where there is none.
+        let values = document.get_mut(field).and_then(Value::as_object_mut);
+        for value in values.into_iter().flat_map(|map| map.values_mut()) {
+            if let Value::Number(_) | Value::Bool(_) = value {
+                *value = Value::String(value.to_string());
+            }
+        }
+    }
+    document
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_s_number_like_strings_come_back_as_strings() {
+        let printed =
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  replicas: 1\n  on: true\n  name: web\n";
+        let document = crate::yaml::documents_from_str(printed).unwrap().remove(0);
+        let restored = secret_strings_restored(document);
+        assert_eq!(restored["stringData"], json!({"replicas": "1", "on": "true", "name": "web"}));
+        assert!(restored.get("data").is_none(), "no field added: {restored}");
+        let map = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": 1}});
+        assert_eq!(secret_strings_restored(map.clone()), map, "only Secrets");
+    }
 
     #[test]
     fn a_spec_path_stays_inside_the_checkout() {

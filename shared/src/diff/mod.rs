@@ -11,11 +11,16 @@
 
 mod args;
 mod build;
+mod chart;
 mod compare;
+mod helm;
+pub mod markdown;
+mod objects;
 mod render;
+mod values;
 
 use self::args::existing_dir;
-pub use self::args::{DiffArgs, DiffRequest, SourceRef, State};
+pub use self::args::{DiffArgs, DiffRequest, PreviewArgs, SourceRef, State};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,7 +31,7 @@ use kube::discovery::ApiResource;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::apply::{Applier, DryRun};
+use crate::apply::Applier;
 use crate::change::{self, Context, Target};
 use crate::cli::OutputFormat;
 use crate::cluster::{Cluster, list_pages};
@@ -40,8 +45,8 @@ use crate::output::Printer;
 /// The field manager kustomize-controller applies with: the dry run must merge as its apply will.
 const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
 
-/// The annotation that keeps an object out of Flux's pruning (`disabled`).
-const PRUNE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/prune";
+/// The annotation, and its value, that keeps an object out of Flux's pruning.
+const KEEP_ANNOTATION: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
 
 /// How many Kustomizations are built and compared at once.
 const PARALLEL: usize = 4;
@@ -90,6 +95,31 @@ pub struct KustomizationDiff {
     /// with `prune: true` everything it applied, listed as pruned.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// The HelmReleases its build makes, each rendered at the new state and compared.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub helm_releases: Vec<HelmReleaseDiff>,
+}
+
+/// One HelmRelease: the objects its chart, rendered at the new chart version and values, would
+/// add, change, prune or have refused. Unchanged objects are counted, not listed.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmReleaseDiff {
+    pub namespace: String,
+    pub name: String,
+    /// The chart rendered, `NAME@VERSION`, once it was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// The objects that differ.
+    pub objects: Vec<ObjectDiff>,
+    /// Objects rendered that would not change.
+    pub unchanged: usize,
+    /// Objects compared on this machine (changed or not), for lack of the `patch` right.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub compared_here: usize,
+    /// Why it could not be rendered or compared (then `objects` is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What happens to one object.
@@ -153,7 +183,7 @@ pub struct DiffSummary {
     pub unchanged: usize,
     /// Objects compared on this machine, for lack of the `patch` right the dry run needs.
     pub compared_here: usize,
-    /// Kustomizations that could not be built or compared.
+    /// Kustomizations that could not be built, and HelmReleases that could not be rendered.
     pub failed: usize,
 }
 
@@ -175,6 +205,19 @@ impl Diff {
 /// `kubectl gitops diff`: prints the change and exits as [`Diff::exit_code`] says.
 pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
     let mut context = change::context(target, &request.repo, false, printer).await?;
+    let diff = compute(&mut context, request, printer).await?;
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&diff), request.format)?
+        }
+        _ => printer.data(&render::text(&diff, request.headers, printer.stdout_style()))?,
+    }
+    Ok(diff.exit_code())
+}
+
+/// What the state `request` names would change in the cluster of `context`: the preview `diff`
+/// prints and `pr comment` posts.
+pub async fn compute(context: &mut Context, request: &DiffRequest, printer: &Printer) -> Result<Diff> {
     let Some(version) = context.versions.lookup(&KUSTOMIZATION).map(String::from) else {
         return Err(Error::Negative {
             message: "Flux is not installed: this cluster serves no Kustomization API".into(),
@@ -194,7 +237,7 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
             (dir.clone(), dir.display().to_string(), None)
         }
         _ => {
-            let (clone, compared) = clone_state(&mut context, request, printer).await?;
+            let (clone, compared) = clone_state(context, request, printer).await?;
             let root = clone.files().root().to_path_buf();
             (root, compared, Some(clone))
         }
@@ -205,14 +248,16 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
     let ours = kustomizations_of(cluster, &resource, &sources).await?;
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
-    let compared_kustomizations: Vec<Result<KustomizationDiff>> = futures::stream::iter(ours.iter())
+    let compared_kustomizations: Vec<Result<(KustomizationDiff, Vec<Value>)>> = futures::stream::iter(ours.iter())
         .map(|(kustomization, source, root)| compare_one(cluster, &flux_cli, kustomization, source, root))
         .buffered(PARALLEL)
         .collect()
         .await;
     drop(spinner);
-    let mut kustomizations = compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?;
+    let (mut kustomizations, builds): (Vec<KustomizationDiff>, Vec<Vec<Value>>) =
+        compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
     deleted_with_their_objects(cluster, &ours, &mut kustomizations).await?;
+    render_helm_releases(cluster, request, &sources, &mut kustomizations, &builds, printer).await?;
     let diff = Diff { source: source.to_string(), compared, summary: summarize(&kustomizations), kustomizations };
     let here = diff.summary.compared_here;
     if here > 0 {
@@ -221,13 +266,7 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
              could not dry-run them (no defaulting, no admission); docs/diff.md names the rights a full preview needs"
         ));
     }
-    match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            printer.structured(&crate::output::document(&diff), request.format)?
-        }
-        _ => printer.data(&render::text(&diff, request.headers, printer.stdout_style()))?,
-    }
-    Ok(diff.exit_code())
+    Ok(diff)
 }
 
 /// The config repo cloned at a branch, a commit or a pull request's head (pinned to the head's
@@ -374,7 +413,7 @@ async fn compare_one(
     kustomization: &Value,
     source: &SourceRef,
     dir: &Path,
-) -> Result<KustomizationDiff> {
+) -> Result<(KustomizationDiff, Vec<Value>)> {
     let text = |pointer: &str| kustomization.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
     let mut result = KustomizationDiff {
         namespace: text("/metadata/namespace"),
@@ -386,67 +425,67 @@ async fn compare_one(
         compared_here: 0,
         error: None,
         deleted: false,
+        helm_releases: Vec::new(),
     };
     let source_dir = match build::source_dir(dir, &result.path) {
         Ok(source_dir) => source_dir,
-        Err(why) => return Ok(KustomizationDiff { error: Some(why), ..result }),
+        Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
     };
     let resolved = build::resolved(cluster, kustomization).await?;
     let built = match build::build(flux, &resolved, dir, &source_dir).await? {
         Ok(built) => built,
-        Err(why) => return Ok(KustomizationDiff { error: Some(why), ..result }),
+        Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
     };
     let mut applier = Applier::new(cluster);
-    let mut kept = BTreeSet::new();
-    for document in &built {
-        let object = crate::apply::object_ref(document);
-        let api_version = document["apiVersion"].as_str().unwrap_or_default().to_string();
-        kept.insert(inventory_key(&api_version, &object.kind, object.namespace.as_deref(), &object.name));
-        let label = match &object.namespace {
-            Some(namespace) => format!("{}/{namespace}/{}", object.kind, object.name),
-            None => format!("{}/{}", object.kind, object.name),
-        };
-        let mut differs = ObjectDiff {
-            api_version,
-            kind: object.kind.clone(),
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-            action: Action::Changed,
-            diff: None,
-            images: Vec::new(),
-            message: None,
-            compared_here: false,
-        };
-        let (live, applied) = match applier.dry_run(document, FLUX_FIELD_MANAGER).await? {
-            DryRun::Refused { message, .. } => {
-                result.objects.push(ObjectDiff { action: Action::Refused, message: Some(message), ..differs });
-                continue;
-            }
-            DryRun::Applied { live, applied } => (live, applied),
-            DryRun::NotAllowed { live } => {
-                differs.compared_here = true;
-                result.compared_here += 1;
-                let applied = compare::applied_here(live.as_ref(), document);
-                (live, applied)
-            }
-        };
-        let mut before = live.as_ref().map(compare::normalized);
-        let mut after = compare::normalized(&applied);
-        if before.as_ref() == Some(&after) {
-            result.unchanged += 1;
-            continue;
-        }
-        differs.images = image_changes(before.as_ref(), Some(&after));
-        compare::hide_secret_values(before.as_mut(), Some(&mut after));
-        let before_text = before.as_ref().map(crate::yaml::to_string).transpose()?.unwrap_or_default();
-        differs.diff = Some(compare::unified(&label, &before_text, &crate::yaml::to_string(&after)?));
-        differs.action = if live.is_some() { Action::Changed } else { Action::Added };
-        result.objects.push(differs);
-    }
+    let compared = objects::compare(&mut applier, &built, FLUX_FIELD_MANAGER).await?;
+    (result.objects, result.unchanged, result.compared_here) =
+        (compared.objects, compared.unchanged, compared.compared_here);
     if kustomization["spec"]["prune"].as_bool().unwrap_or(false) {
-        result.objects.extend(pruned(&mut applier, kustomization, &kept).await?);
+        let inventory = &kustomization["status"]["inventory"];
+        result.objects.extend(objects::pruned(&mut applier, inventory, &compared.kept, KEEP_ANNOTATION).await?);
     }
-    Ok(result)
+    // The build is kept only when its HelmReleases are to be rendered.
+    let has_releases = built.iter().any(|document| document["kind"] == "HelmRelease");
+    Ok((result, if has_releases { built } else { Vec::new() }))
+}
+
+/// The HelmReleases of every build (`builds` is in the order of `kustomizations`), each rendered
+/// by the pinned helm (found, or downloaded and verified, only when there is one) and compared.
+async fn render_helm_releases(
+    cluster: &Cluster,
+    request: &DiffRequest,
+    sources: &[(SourceRef, PathBuf)],
+    kustomizations: &mut [KustomizationDiff],
+    builds: &[Vec<Value>],
+    printer: &Printer,
+) -> Result<()> {
+    let wanted = kustomizations.iter().zip(builds).filter(|(k, built)| !k.deleted && !built.is_empty()).count();
+    if wanted == 0 {
+        return Ok(());
+    }
+    let helm = crate::helm_cli::locate(request.helm_bin.clone(), crate::timeouts::FLUX_DOWNLOAD, printer).await?;
+    let version = cluster.client.apiserver_version().await.map_err(|error| cluster.error(error))?;
+    let renderer = helm::Renderer {
+        helm: &helm,
+        kube_version: &version.git_version,
+        sources,
+        new_chart_repositories: request.fetch_new_chart_repositories,
+    };
+    let spinner = printer.spinner("rendering HelmReleases".to_string());
+    let rendered: Vec<Result<Vec<HelmReleaseDiff>>> = futures::stream::iter(kustomizations.iter().zip(builds))
+        .map(|(kustomization, built)| {
+            let skip = kustomization.deleted || built.is_empty();
+            let renderer = &renderer;
+            async move { if skip { Ok(Vec::new()) } else { helm::compare_releases(cluster, renderer, built).await } }
+        })
+        .buffered(PARALLEL)
+        .collect()
+        .await;
+    drop(spinner);
+    for (kustomization, releases) in kustomizations.iter_mut().zip(rendered) {
+        kustomization.helm_releases = releases?;
+    }
+    Ok(())
 }
 
 /// A Kustomization the change deletes (one that applies it prunes it) is not compared as built:
@@ -477,7 +516,12 @@ async fn deleted_with_their_objects(
             continue;
         }
         let prunes = kustomization["spec"]["prune"].as_bool().unwrap_or(false);
-        result.objects = if prunes { pruned(&mut applier, kustomization, &BTreeSet::new()).await? } else { Vec::new() };
+        let inventory = &kustomization["status"]["inventory"];
+        result.objects = if prunes {
+            objects::pruned(&mut applier, inventory, &BTreeSet::new(), KEEP_ANNOTATION).await?
+        } else {
+            Vec::new()
+        };
         (result.deleted, result.error, result.unchanged, result.compared_here) = (true, None, 0, 0);
     }
     Ok(())
@@ -487,80 +531,18 @@ fn is_zero(count: &usize) -> bool {
     *count == 0
 }
 
-/// `<namespace>_<name>_<group>_<Kind>`, as a Kustomization's `status.inventory` names an object.
-fn inventory_key(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> String {
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-    format!("{}_{name}_{group}_{kind}", namespace.unwrap_or_default())
-}
-
-/// The objects of the Kustomization's inventory that its new build no longer makes (`kept`
-/// holds the built ones), each with its live content as the diff's removed side.
-async fn pruned(applier: &mut Applier<'_>, kustomization: &Value, kept: &BTreeSet<String>) -> Result<Vec<ObjectDiff>> {
-    let mut gone = Vec::new();
-    for entry in kustomization["status"]["inventory"]["entries"].as_array().into_iter().flatten() {
-        let id = entry["id"].as_str().unwrap_or_default();
-        if kept.contains(id) {
-            continue;
-        }
-        let mut parts = id.splitn(4, '_');
-        let (Some(namespace), Some(name), Some(group), Some(kind)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let version = entry["v"].as_str().unwrap_or("v1");
-        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
-        let label = match &namespace {
-            Some(namespace) => format!("{kind}/{namespace}/{name}"),
-            None => format!("{kind}/{name}"),
-        };
-        let reference = serde_json::json!({
-            "apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": &namespace},
-        });
-        let Some(live) = applier.get(&reference).await? else { continue };
-        // Flux leaves what carries this annotation in place (as kubectl-gitops' ledgers do).
-        if live["metadata"]["annotations"][PRUNE_ANNOTATION] == "disabled" {
-            continue;
-        }
-        let mut live = Some(compare::normalized(&live));
-        let images = image_changes(live.as_ref(), None);
-        compare::hide_secret_values(live.as_mut(), None);
-        let before = live.as_ref().map(crate::yaml::to_string).transpose()?.unwrap_or_default();
-        gone.push(ObjectDiff {
-            api_version,
-            kind: kind.to_string(),
-            namespace,
-            name: name.to_string(),
-            action: Action::Pruned,
-            diff: Some(compare::unified(&label, &before, "")),
-            images,
-            message: None,
-            compared_here: false,
-        });
-    }
-    Ok(gone)
-}
-
-/// The images `after` runs that `before` does not (`to`), and those it stops running (`from`).
-fn image_changes(before: Option<&Value>, after: Option<&Value>) -> Vec<ImageChange> {
-    let old: Vec<String> = before.map(compare::images).unwrap_or_default();
-    let new: Vec<String> = after.map(compare::images).unwrap_or_default();
-    let stopped = old.iter().filter(|image| !new.contains(image));
-    let started = new.iter().filter(|image| !old.contains(image));
-    let mut changes: Vec<ImageChange> =
-        stopped.map(|image| ImageChange { from: Some(image.clone()), to: None }).collect();
-    changes.extend(started.map(|image| ImageChange { from: None, to: Some(image.clone()) }));
-    changes
-}
-
 fn summarize(kustomizations: &[KustomizationDiff]) -> DiffSummary {
     let mut summary = DiffSummary::default();
-    for kustomization in kustomizations {
-        summary.unchanged += kustomization.unchanged;
-        summary.compared_here += kustomization.compared_here;
-        summary.failed += usize::from(kustomization.error.is_some());
-        for object in &kustomization.objects {
+    let releases = kustomizations.iter().flat_map(|kustomization| &kustomization.helm_releases);
+    let counted = kustomizations
+        .iter()
+        .map(|k| (&k.objects, k.unchanged, k.compared_here, k.error.is_some()))
+        .chain(releases.map(|r| (&r.objects, r.unchanged, r.compared_here, r.error.is_some())));
+    for (objects, unchanged, compared_here, failed) in counted {
+        summary.unchanged += unchanged;
+        summary.compared_here += compared_here;
+        summary.failed += usize::from(failed);
+        for object in objects {
             match object.action {
                 Action::Added => summary.added += 1,
                 Action::Changed => summary.changed += 1,
@@ -601,17 +583,12 @@ mod tests {
             compared_here: 0,
             error: error.map(String::from),
             deleted: false,
+            helm_releases: Vec::new(),
         }
     }
 
     fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
         Diff { source: String::new(), compared: String::new(), summary: summarize(&kustomizations), kustomizations }
-    }
-
-    #[test]
-    fn inventory_keys_are_flux_s() {
-        assert_eq!(inventory_key("apps/v1", "Deployment", Some("default"), "web"), "default_web_apps_Deployment");
-        assert_eq!(inventory_key("v1", "Namespace", None, "team"), "_team__Namespace");
     }
 
     #[test]
@@ -623,19 +600,5 @@ mod tests {
         let refused = diff_of(vec![kustomization(vec![object(Action::Changed), object(Action::Refused)], None)]);
         assert_eq!(refused.exit_code(), ExitCode::Usage);
         assert_eq!(diff_of(vec![kustomization(vec![], Some("no such path"))]).exit_code(), ExitCode::Usage);
-    }
-
-    #[test]
-    fn images_started_and_stopped() {
-        let before = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"image": "web:1.0"}, {"image": "side:1"}]}}}});
-        let after = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"image": "web:1.1"}, {"image": "side:1"}]}}}});
-        assert_eq!(
-            image_changes(Some(&before), Some(&after)),
-            [
-                ImageChange { from: Some("web:1.0".into()), to: None },
-                ImageChange { from: None, to: Some("web:1.1".into()) }
-            ]
-        );
-        assert_eq!(image_changes(Some(&before), Some(&before)), []);
     }
 }

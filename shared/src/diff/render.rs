@@ -1,7 +1,7 @@
-//! The screen of `diff`: a summary table per Kustomization, the refusals and build failures,
-//! then the unified diff of every object that changes.
+//! The screen of `diff`: a summary table per Kustomization (and a row per HelmRelease it makes),
+//! the refusals and build failures, then the unified diff of every object that changes.
 
-use super::{Action, Diff, ImageChange, KustomizationDiff};
+use super::{Action, Diff, ImageChange, KustomizationDiff, ObjectDiff};
 use crate::output::style::Style;
 use crate::output::table::Table;
 
@@ -10,27 +10,16 @@ pub(super) fn text(diff: &Diff, headers: bool, style: Style) -> String {
     let mut text = format!("Comparing {} with the cluster ({})\n\n", diff.compared, diff.source);
     let mut table =
         Table::new(["KUSTOMIZATION", "PATH", "ADDED", "CHANGED", "PRUNED", "REFUSED", "UNCHANGED", "IMAGES"]);
-    for kustomization in &diff.kustomizations {
-        let count = |action: Action| kustomization.objects.iter().filter(|object| object.action == action).count();
-        let images: Vec<ImageChange> = kustomization.objects.iter().flat_map(|object| object.images.clone()).collect();
-        let deleted = if kustomization.deleted { " (deleted)" } else { "" };
-        table.push([
-            format!("{}/{}{deleted}", kustomization.namespace, kustomization.name),
-            kustomization.path.clone(),
-            count(Action::Added).to_string(),
-            count(Action::Changed).to_string(),
-            count(Action::Pruned).to_string(),
-            count(Action::Refused).to_string(),
-            kustomization.unchanged.to_string(),
-            if kustomization.error.is_some() { "-".to_string() } else { image_words(&images) },
-        ]);
+    for row in rows(diff) {
+        table.push(row);
     }
     text.push_str(&table.render(headers));
     for kustomization in &diff.kustomizations {
         text.push_str(&problems(kustomization, style));
     }
     for kustomization in &diff.kustomizations {
-        for object in kustomization.objects.iter().filter(|object| object.action != Action::Refused) {
+        let releases = kustomization.helm_releases.iter().flat_map(|release| &release.objects);
+        for object in kustomization.objects.iter().chain(releases).filter(|object| object.action != Action::Refused) {
             text.push('\n');
             for line in object.diff.as_deref().unwrap_or_default().lines() {
                 let line = match line.chars().next() {
@@ -53,24 +42,71 @@ pub(super) fn text(diff: &Diff, headers: bool, style: Style) -> String {
         summary.pruned,
         summary.refused,
         summary.unchanged,
-        if summary.failed > 0 { format!("; {} Kustomizations not built", summary.failed) } else { String::new() }
+        if summary.failed > 0 { format!("; {} not built or rendered", summary.failed) } else { String::new() }
     );
     let line = if summary.refused + summary.failed > 0 { style.bad(&line) } else { style.bold(&line) };
     text.push_str(&format!("\n{line}\n"));
     text
 }
 
-/// A Kustomization's build failure and its refused objects, each on its own lines.
-fn problems(kustomization: &KustomizationDiff, style: Style) -> String {
+/// The table's rows: a Kustomization, then each HelmRelease it makes.
+pub(super) fn rows(diff: &Diff) -> Vec<[String; 8]> {
+    let mut rows = Vec::new();
+    for kustomization in &diff.kustomizations {
+        let deleted = if kustomization.deleted { " (deleted)" } else { "" };
+        let name = format!("{}/{}{deleted}", kustomization.namespace, kustomization.name);
+        let failed = kustomization.error.is_some();
+        rows.push(row(name, kustomization.path.clone(), &kustomization.objects, kustomization.unchanged, failed));
+        for release in &kustomization.helm_releases {
+            let name = format!("└ HelmRelease {}/{}", release.namespace, release.name);
+            let chart = release.chart.clone().unwrap_or_else(|| "-".into());
+            rows.push(row(name, chart, &release.objects, release.unchanged, release.error.is_some()));
+        }
+    }
+    rows
+}
+
+/// One row of the table: the counts of `objects` by action, and the images that move.
+fn row(name: String, path: String, objects: &[ObjectDiff], unchanged: usize, failed: bool) -> [String; 8] {
+    let count = |action: Action| objects.iter().filter(|object| object.action == action).count().to_string();
+    let images: Vec<ImageChange> = objects.iter().flat_map(|object| object.images.clone()).collect();
+    [
+        name,
+        path,
+        count(Action::Added),
+        count(Action::Changed),
+        count(Action::Pruned),
+        count(Action::Refused),
+        unchanged.to_string(),
+        if failed { "-".to_string() } else { image_words(&images) },
+    ]
+}
+
+/// A Kustomization's build failure, its HelmReleases' rendering failures, and the objects either
+/// would have refused, each on its own lines.
+pub(super) fn problems(kustomization: &KustomizationDiff, style: Style) -> String {
     let name = format!("{}/{}", kustomization.namespace, kustomization.name);
     let mut text = String::new();
     if let Some(error) = &kustomization.error {
         text.push_str(&format!("\n{} Kustomization {name} is not built: {error}\n", style.bad("error:")));
     }
-    for object in kustomization.objects.iter().filter(|object| object.action == Action::Refused) {
+    let by_kustomization = format!("Kustomization {name}");
+    let mut refused: Vec<(&ObjectDiff, String)> =
+        kustomization.objects.iter().map(|object| (object, by_kustomization.clone())).collect();
+    for release in &kustomization.helm_releases {
+        let by_release = format!("HelmRelease {}/{}", release.namespace, release.name);
+        if let Some(error) = &release.error {
+            text.push_str(&format!(
+                "\n{} {by_release} ({by_kustomization}) is not rendered: {error}\n",
+                style.bad("error:")
+            ));
+        }
+        refused.extend(release.objects.iter().map(|object| (object, by_release.clone())));
+    }
+    for (object, by) in refused.into_iter().filter(|(object, _)| object.action == Action::Refused) {
         let namespace = object.namespace.as_deref().map(|namespace| format!("{namespace}/")).unwrap_or_default();
         text.push_str(&format!(
-            "\n{} {}/{namespace}{} (Kustomization {name}) would be refused: {}\n",
+            "\n{} {}/{namespace}{} ({by}) would be refused: {}\n",
             style.bad("error:"),
             object.kind,
             object.name,

@@ -22,12 +22,26 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-pub use self::release::{Release, rehash_cached, sha256_hex, verify_cached};
+pub(crate) use self::release::platform;
+pub use self::release::{FLUX, Release, Tool, rehash_cached, sha256_hex, verify_cached};
 pub use self::tag::{Pin, Tag, pinned_list};
 use crate::dependencies;
 use crate::env;
 use crate::error::{Error, Result};
 use crate::output::Printer;
+
+fn non_empty_env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
+}
+
+/// The cache of `tool`'s verified releases: `${XDG_CACHE_HOME:-~/.cache}/kubectl-gitops/<tool>`,
+/// or none when neither variable is set.
+pub fn cache_root(tool: &Tool) -> Option<PathBuf> {
+    non_empty_env(env::XDG_CACHE_HOME)
+        .map(PathBuf::from)
+        .or_else(|| non_empty_env(env::HOME).map(|home| PathBuf::from(home).join(".cache")))
+        .map(|cache| cache.join("kubectl-gitops").join(tool.name))
+}
 
 /// Where the CLI that runs came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,15 +122,10 @@ pub struct Locator {
 impl Locator {
     /// The locator the environment describes, with `--flux-bin` when given.
     pub fn new(flag: Option<PathBuf>) -> Locator {
-        let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
-        let cache_root = non_empty(env::XDG_CACHE_HOME)
-            .map(PathBuf::from)
-            .or_else(|| non_empty(env::HOME).map(|home| PathBuf::from(home).join(".cache")))
-            .map(|cache| cache.join("kubectl-gitops").join("flux"));
         Locator {
             flag,
-            environment: non_empty(env::KUBECTL_GITOPS_FLUX_BIN).map(PathBuf::from),
-            cache_root,
+            environment: non_empty_env(env::KUBECTL_GITOPS_FLUX_BIN).map(PathBuf::from),
+            cache_root: cache_root(&FLUX),
             release_url: std::env::var(env::KUBECTL_GITOPS_FLUX_RELEASE_URL)
                 .ok()
                 .filter(|url| !url.is_empty())

@@ -1,5 +1,5 @@
-//! A flux release for this machine: its archive and checksums file on the release server, and
-//! its directory in the cache. Nothing reaches the cache before both checksums matched, and the
+//! A release of a CLI this project pins (flux's, helm's) for this machine: its archive and
+//! checksums file on the release server, and its directory in the cache. Nothing reaches the cache before both checksums matched, and the
 //! cache directory appears in one rename, so a failure or a crash leaves nothing behind and two
 //! concurrent downloads cannot mix. A download is bounded: each file has a size cap and the
 //! whole download a deadline, so a release server cannot fill the memory or hold us for ever.
@@ -19,20 +19,45 @@ use crate::output::Printer;
 /// The file beside the cached CLI that records its sha256 and size, written after verification.
 const VERIFIED: &str = "verified";
 
-/// The largest checksums file read: Flux's is under 1 KiB.
+/// The largest checksums file read: Flux's and Helm's are under 1 KiB.
 const MAX_CHECKSUMS_BYTES: u64 = 1 << 20;
-/// The largest archive downloaded: Flux's are about 25 MB.
+/// The largest archive downloaded: Flux's are about 25 MB, Helm's about 20 MB.
 const MAX_ARCHIVE_BYTES: u64 = 256 << 20;
-/// The largest `flux` executable unpacked: Flux's is about 80 MB.
+/// The largest executable unpacked: Flux's is about 80 MB.
 const MAX_BINARY_BYTES: u64 = 512 << 20;
 
-/// One release of the flux CLI, for this operating system and architecture.
+/// A CLI downloaded and verified this way: how messages, the cache and the archive name it.
+#[derive(Debug)]
+pub struct Tool {
+    /// The executable's name, without the platform's suffix, in the cache.
+    pub name: &'static str,
+    /// The flag naming an executable to run instead.
+    pub flag: &'static str,
+    /// The environment variable that does the same.
+    pub environment: &'static str,
+    /// The environment variable naming another release server.
+    pub release_url_environment: &'static str,
+}
+
+/// The flux CLI.
+pub static FLUX: Tool = Tool {
+    name: "flux",
+    flag: "--flux-bin",
+    environment: env::KUBECTL_GITOPS_FLUX_BIN,
+    release_url_environment: env::KUBECTL_GITOPS_FLUX_RELEASE_URL,
+};
+
+/// One release of a pinned CLI, for this operating system and architecture.
 #[derive(Debug, Clone)]
 pub struct Release {
+    /// Which CLI.
+    pub tool: &'static Tool,
     /// The tag, e.g. `v2.9.4`.
     pub version: Tag,
     /// The archive's file name on the release page.
     pub archive: String,
+    /// The executable's path inside the archive.
+    pub executable: String,
     /// The release page's base URL.
     pub base_url: String,
     /// The checksums file's name.
@@ -43,8 +68,8 @@ pub struct Release {
     pub cache_root: PathBuf,
 }
 
-/// Flux's names for this machine's operating system and architecture.
-fn platform() -> Result<(&'static str, &'static str)> {
+/// Flux's and Helm's names for this machine's operating system and architecture.
+pub(crate) fn platform() -> Result<(&'static str, &'static str)> {
     let os = match std::env::consts::OS {
         "linux" => "linux",
         "macos" => "darwin",
@@ -91,8 +116,10 @@ impl Release {
             ));
         }
         Ok(Release {
+            tool: &FLUX,
             version: version.clone(),
             archive: dependencies::fill(archive_template, tag, os, arch),
+            executable: format!("flux{}", std::env::consts::EXE_SUFFIX),
             base_url: dependencies::fill(base_url, tag, os, arch).trim_end_matches('/').to_string(),
             checksums: dependencies::fill(dependencies::FLUX_CHECKSUMS, tag, os, arch),
             pin: version.pin(),
@@ -116,14 +143,15 @@ impl Release {
         tokio::time::timeout(deadline, self.download(deadline, printer)).await.unwrap_or_else(|_| {
             Err(Error::Remote {
                 message: format!(
-                    "downloading flux {} from {} took longer than {}",
+                    "downloading {} {} from {} took longer than {}",
+                    self.tool.name,
                     self.version,
                     self.base_url,
                     crate::duration::format(deadline)
                 ),
                 hint: Some(format!(
-                    "nothing was kept; try again on a faster network, or download the release yourself and pass --flux-bin (or {})",
-                    env::KUBECTL_GITOPS_FLUX_BIN
+                    "nothing was kept; try again on a faster network, or download the release yourself and pass {} (or {})",
+                    self.tool.flag, self.tool.environment
                 )),
             })
         })
@@ -131,13 +159,13 @@ impl Release {
 
     async fn download(&self, deadline: Duration, printer: &Printer) -> Result<PathBuf> {
         let client = http_client(deadline)?;
-        printer.step(&format!("downloading flux {} from {}", self.version, self.base_url));
-        if let Some(warning) = self.pin.development_warning(&self.version) {
+        printer.step(&format!("downloading {} {} from {}", self.tool.name, self.version, self.base_url));
+        if let Some(warning) = self.pin.development_warning(self.tool.name, &self.version) {
             printer.warning(&warning);
         }
-        let checksums = fetch(&client, &self.url(&self.checksums), MAX_CHECKSUMS_BYTES, printer).await?;
+        let checksums = fetch(&client, self.tool, &self.url(&self.checksums), MAX_CHECKSUMS_BYTES, printer).await?;
         let expected = self.archive_sha256(&checksums)?;
-        let archive = fetch(&client, &self.url(&self.archive), MAX_ARCHIVE_BYTES, printer).await?;
+        let archive = fetch(&client, self.tool, &self.url(&self.archive), MAX_ARCHIVE_BYTES, printer).await?;
         let actual = sha256_hex(&archive);
         if actual != expected {
             return Err(Error::Untrusted {
@@ -148,9 +176,9 @@ impl Release {
                 hint: "nothing was kept; try again later, or report it if it persists (the download may have been tampered with)".into(),
             });
         }
-        let binary = unpack(&archive, &self.archive)?;
+        let binary = unpack(&archive, self)?;
         let path = self.store(&binary)?;
-        printer.done(&format!("flux {} verified and cached in {}", self.version, self.dir().display()));
+        printer.done(&format!("{} {} verified and cached in {}", self.tool.name, self.version, self.dir().display()));
         Ok(path)
     }
 
@@ -166,7 +194,7 @@ impl Release {
             .map_err(|error| Error::io(format!("creating a directory in {}", self.cache_root.display()), error))?;
         let unpacked = staging.path().join(self.version.as_str());
         std::fs::create_dir(&unpacked).map_err(|error| Error::io("creating the staging directory", error))?;
-        let name = format!("flux{}", std::env::consts::EXE_SUFFIX);
+        let name = format!("{}{}", self.tool.name, std::env::consts::EXE_SUFFIX);
         write_executable(&unpacked.join(&name), binary)?;
         let record = format!("{name} {} {}\n", sha256_hex(binary), binary.len());
         std::fs::write(unpacked.join(VERIFIED), record).map_err(|error| Error::io("recording the checksum", error))?;
@@ -178,14 +206,16 @@ impl Release {
         match std::fs::rename(&unpacked, &target) {
             Ok(()) => {}
             Err(_) if verify_cached(self)?.is_some() => {}
-            Err(error) => return Err(Error::io(format!("moving the flux CLI into {}", target.display()), error)),
+            Err(error) => {
+                return Err(Error::io(format!("moving the {} CLI into {}", self.tool.name, target.display()), error));
+            }
         }
         Ok(target.join(name))
     }
 
     /// The archive's sha256 according to the checksums file, which is first checked against
     /// the pinned sha256 when there is one.
-    pub(super) fn archive_sha256(&self, checksums: &[u8]) -> Result<String> {
+    pub fn archive_sha256(&self, checksums: &[u8]) -> Result<String> {
         if let Pin::Checksums(pinned) = &self.pin {
             let actual = sha256_hex(checksums);
             if actual != *pinned {
@@ -206,7 +236,7 @@ impl Release {
             .filter(|sha| sha.len() == 64 && sha.bytes().all(|byte| byte.is_ascii_hexdigit()))
             .ok_or_else(|| Error::Untrusted {
                 message: format!("{} lists no sha256 for {}", self.checksums, self.archive),
-                hint: "nothing was kept; check the version, or pass --flux-bin".into(),
+                hint: format!("nothing was kept; check the version, or pass {}", self.tool.flag),
             })
     }
 }
@@ -252,12 +282,12 @@ fn http_client(deadline: Duration) -> Result<reqwest::Client> {
 
 /// A whole file from the release server, at most `limit` bytes, with a progress line on a
 /// terminal. A larger file is refused as soon as its size says so or its bytes pass the limit.
-async fn fetch(client: &reqwest::Client, url: &str, limit: u64, printer: &Printer) -> Result<Vec<u8>> {
+async fn fetch(client: &reqwest::Client, tool: &Tool, url: &str, limit: u64, printer: &Printer) -> Result<Vec<u8>> {
     let failed = |reason: String| Error::Remote {
         message: format!("cannot download {url}: {reason}"),
         hint: Some(format!(
             "check the network and that the release exists; {} points at another release server",
-            env::KUBECTL_GITOPS_FLUX_RELEASE_URL
+            tool.release_url_environment
         )),
     };
     let mut response =
@@ -268,47 +298,45 @@ async fn fetch(client: &reqwest::Client, url: &str, limit: u64, printer: &Printe
     let total = response.content_length();
     let name = url.rsplit('/').next().unwrap_or(url).to_string();
     let too_large = || Error::Untrusted {
-        message: format!("{name} is larger than {} MiB, more than any flux release holds", limit >> 20),
-        hint: "nothing was kept; check the release server, or download the release yourself and pass --flux-bin".into(),
+        message: format!("{name} is larger than {} MiB, more than any {} release holds", limit >> 20, tool.name),
+        hint: format!(
+            "nothing was kept; check the release server, or download the release yourself and pass {}",
+            tool.flag
+        ),
     };
-    if total.is_some_and(|total| total > limit) {
-        return Err(too_large());
-    }
     let mut spinner = printer.spinner(format!("downloading {name}"));
-    let mut body = Vec::with_capacity(total.unwrap_or(0) as usize);
     let mut drawn = Instant::now();
-    while let Some(chunk) = response.chunk().await.map_err(|error| failed(crate::diagnostic::chain_to_line(&error)))? {
-        if body.len() as u64 + chunk.len() as u64 > limit {
-            spinner.finish();
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
+    let body = crate::http::body_within(&mut response, limit, |done| {
         if drawn.elapsed() > Duration::from_millis(100) {
             let megabytes = |bytes: u64| bytes as f64 / 1_048_576.0;
-            let done = megabytes(body.len() as u64);
             spinner.tick(&match total {
-                Some(total) => format!("{done:.1} of {:.1} MB", megabytes(total)),
-                None => format!("{done:.1} MB"),
+                Some(total) => format!("{:.1} of {:.1} MB", megabytes(done), megabytes(total)),
+                None => format!("{:.1} MB", megabytes(done)),
             });
             drawn = Instant::now();
         }
-    }
+    })
+    .await;
     spinner.finish();
-    Ok(body)
+    match body {
+        Ok(body) => Ok(body),
+        Err(crate::http::BodyError::TooLarge) => Err(too_large()),
+        Err(crate::http::BodyError::Transport(error)) => Err(failed(crate::diagnostic::chain_to_line(&error))),
+    }
 }
 
-/// The `flux` executable inside the archive.
-pub(super) fn unpack(archive: &[u8], archive_name: &str) -> Result<Vec<u8>> {
+/// The release's executable inside its archive.
+pub(super) fn unpack(archive: &[u8], release: &Release) -> Result<Vec<u8>> {
     let broken = |reason: String| Error::Untrusted {
-        message: format!("{archive_name} cannot be unpacked: {reason}"),
-        hint: "nothing was kept; try again, or pass --flux-bin".into(),
+        message: format!("{} cannot be unpacked: {reason}", release.archive),
+        hint: format!("nothing was kept; try again, or pass {}", release.tool.flag),
     };
-    let name = format!("flux{}", std::env::consts::EXE_SUFFIX);
+    let name = release.executable.as_str();
     let mut entries = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     for entry in entries.entries().map_err(|error| broken(error.to_string()))? {
         let entry = entry.map_err(|error| broken(error.to_string()))?;
         let path = entry.path().map_err(|error| broken(error.to_string()))?;
-        if path.as_os_str() != name.as_str() || !entry.header().entry_type().is_file() {
+        if path.as_os_str() != name || !entry.header().entry_type().is_file() {
             continue;
         }
         if entry.header().size().map_err(|error| broken(error.to_string()))? > MAX_BINARY_BYTES {

@@ -55,10 +55,11 @@ pub enum Pin {
 
 impl Pin {
     /// The warning a development build gives on every download and in `version`, if any.
-    pub fn development_warning(&self, tag: &Tag) -> Option<String> {
+    /// `tool` names the CLI (`flux`, `helm`).
+    pub fn development_warning(&self, tool: &str, tag: &Tag) -> Option<String> {
         (*self == Pin::DevelopmentBuild).then(|| {
             format!(
-                "this is a development build: it pins no sha256 for flux {tag}'s checksums file, so the download is checked against that file alone"
+                "this is a development build: it pins no sha256 for {tool} {tag}'s checksums file, so the download is checked against that file alone"
             )
         })
     }
@@ -179,7 +180,8 @@ mod tests {
         assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
         assert!(error.to_string().starts_with("flux v2.8.0 is not a release this kubectl-gitops pins ("), "{error}");
         assert!(error.hint().unwrap().contains("--allow-unpinned-flux"));
-        assert!(Pin::DevelopmentBuild.development_warning(&tag).unwrap().contains("development build"));
-        assert_eq!(Pin::Checksums("0".repeat(64)).development_warning(&tag), None);
+        let warning = Pin::DevelopmentBuild.development_warning("flux", &tag).unwrap();
+        assert!(warning.contains("development build") && warning.contains("flux v"), "{warning}");
+        assert_eq!(Pin::Checksums("0".repeat(64)).development_warning("flux", &tag), None);
     }
 }

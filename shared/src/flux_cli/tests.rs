@@ -50,7 +50,7 @@ fn an_unpacked_cli_is_found_in_the_cache_until_it_changes() {
     let release = release(cache.path());
     assert_eq!(verify_cached(&release).unwrap(), None);
     let archive = tar_gz(&[("LICENSE", b"Apache-2.0"), ("flux", b"#!/bin/sh\necho flux\n")]);
-    let bytes = release::unpack(&archive, &release.archive).unwrap();
+    let bytes = release::unpack(&archive, &release).unwrap();
     assert_eq!(bytes, b"#!/bin/sh\necho flux\n");
     let binary = release.store(&bytes).unwrap();
     assert_eq!(binary, release.dir().join("flux"));
@@ -79,11 +79,13 @@ fn an_unpacked_cli_is_found_in_the_cache_until_it_changes() {
 
 #[test]
 fn an_archive_without_the_cli_or_not_gzip_is_refused() {
-    let error = release::unpack(&tar_gz(&[("README.md", b"hi")]), "flux.tar.gz").unwrap_err();
-    assert_eq!(error.to_string(), "flux.tar.gz cannot be unpacked: it holds no flux");
+    let cache = tempfile::tempdir().unwrap();
+    let release = release(cache.path());
+    let error = release::unpack(&tar_gz(&[("README.md", b"hi")]), &release).unwrap_err();
+    assert_eq!(error.to_string(), format!("{} cannot be unpacked: it holds no flux", release.archive));
     assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
-    let error = release::unpack(b"not gzip", "flux.tar.gz").unwrap_err();
-    assert!(error.to_string().starts_with("flux.tar.gz cannot be unpacked: "), "{error}");
+    let error = release::unpack(b"not gzip", &release).unwrap_err();
+    assert!(error.to_string().starts_with(&format!("{} cannot be unpacked: ", release.archive)), "{error}");
 }
 
 #[test]
@@ -124,7 +126,9 @@ fn an_archive_whose_cli_declares_more_than_any_flux_release_holds_is_refused_bef
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut gzip, header.as_bytes()).unwrap();
     let archive = gzip.finish().unwrap();
-    let error = release::unpack(&archive, "flux.tar.gz").unwrap_err();
-    assert_eq!(error.to_string(), "flux.tar.gz cannot be unpacked: its flux is larger than 512 MiB");
+    let cache = tempfile::tempdir().unwrap();
+    let release = release(cache.path());
+    let error = release::unpack(&archive, &release).unwrap_err();
+    assert_eq!(error.to_string(), format!("{} cannot be unpacked: its flux is larger than 512 MiB", release.archive));
     assert_eq!(error.exit_code(), crate::error::ExitCode::Usage);
 }

@@ -201,16 +201,11 @@ impl Registry {
             hint: "a Flux artifact's manifest is a few hundred bytes: do not use this one; if you trust it, raise --max-manifest-size".into(),
         }
         };
-        if response.content_length().is_some_and(|length| length > max_size) {
-            return Err(over());
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            if (bytes.len() + chunk.len()) as u64 > max_size {
-                return Err(over());
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let bytes = match crate::http::body_within(&mut response, max_size, |_| {}).await {
+            Ok(bytes) => bytes,
+            Err(crate::http::BodyError::TooLarge) => return Err(over()),
+            Err(crate::http::BodyError::Transport(error)) => return Err(transport(error)),
+        };
         let digest = artifact::digest_of(&bytes);
         let named = response.headers().get("docker-content-digest").and_then(|value| value.to_str().ok());
         for expected in [url.digest.as_deref(), named].into_iter().flatten() {

@@ -364,7 +364,7 @@ impl HelmRepository {
     }
 
     /// Packages a chart directory (`Chart.yaml` with `name` and `version`) and adds it to the
-    /// index. Each chart name is published once per environment.
+    /// index, beside the chart's other versions.
     pub fn publish(&self, chart_dir: &Path) -> Result<()> {
         let chart_yaml = std::fs::read_to_string(chart_dir.join("Chart.yaml"))?;
         let field = |key: &str| {
@@ -389,10 +389,15 @@ impl HelmRepository {
         if text.contains("entries: {}") {
             text = text.replace("entries: {}\n", "entries:\n");
         }
-        text.push_str(&format!(
-            "  {name}:\n  - apiVersion: v2\n    name: {name}\n    version: {version}\n    digest: {digest}\n    created: \"2024-01-01T00:00:00Z\"\n    urls:\n    - {url}/{archive}\n",
+        let entry = format!(
+            "  - apiVersion: v2\n    name: {name}\n    version: {version}\n    digest: {digest}\n    created: \"2024-01-01T00:00:00Z\"\n    urls:\n    - {url}/{archive}\n",
             url = self.url
-        ));
+        );
+        let key = format!("\n  {name}:\n");
+        match text.find(&key) {
+            Some(at) => text.insert_str(at + key.len(), &entry),
+            None => text.push_str(&format!("  {name}:\n{entry}")),
+        }
         std::fs::write(index, text)?;
         Ok(())
     }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use gitops_shared::dependencies::{FLUX_VERSION, TESTENV};
+use gitops_shared::dependencies::{FLUX_VERSION, HELM_VERSION, TESTENV};
 
 fn testenv_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testenv"))
@@ -36,6 +36,11 @@ fn the_test_environment_s_go_modules_pin_the_versions_in_dependencies_toml() {
     assert!(
         requires(&flux_cli, "github.com/fluxcd/flux2/v2", FLUX_VERSION),
         "tests/testenv/flux-cli/go.mod does not build the flux CLI {FLUX_VERSION} of dependencies.toml"
+    );
+    let helm = std::fs::read_to_string(testenv_dir().join("tools/helm/go.mod")).unwrap();
+    assert!(
+        requires(&helm, "helm.sh/helm/v4", HELM_VERSION),
+        "tests/testenv/tools/helm/go.mod does not build the helm CLI {HELM_VERSION} of dependencies.toml"
     );
 }
 

@@ -1,6 +1,7 @@
-//! `kubectl gitops diff` through the real kubectl, against the real API server and
-//! kustomize-controller: a checkout of the config repo, with uncommitted edits, compared with
-//! what Flux applied from it; the same objects as the real `flux diff kustomization` finds.
+//! `kubectl gitops diff` through the real kubectl, against the real API server,
+//! kustomize-controller and helm-controller: a checkout of the config repo, with uncommitted
+//! edits, compared with what Flux applied from it; the same objects as the real `flux diff
+//! kustomization` finds, and a HelmRelease rendered as the real `helm template` renders it.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -48,6 +49,83 @@ const FLEET: [(&str, &str); 8] = [
 /// The team's repository: one ConfigMap.
 const TEAM_CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-config\ndata:\n  size: small\n";
 
+/// The Helm app: the Kustomization `hello` applies `apps/hello`, a HelmRelease of the chart
+/// `hello` from the environment's chart repository, its values from a ConfigMap and, at the
+/// path `replicas`, from a Secret (`{url}` is the repository's URL).
+const HELLO: [(&str, &str); 5] = [
+    (
+        "clusters/dev/hello.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/hello\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    ),
+    ("apps/hello/kustomization.yaml", "resources:\n- release.yaml\n- values.yaml\n- secret.yaml\n"),
+    (
+        "apps/hello/release.yaml",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  install:\n    disableWait: true\n  upgrade:\n    disableWait: true\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  valuesFrom:\n  - kind: ConfigMap\n    name: hello-values\n  - kind: Secret\n    name: hello-secret-values\n    valuesKey: replicas\n    targetPath: replicas\n  values:\n    image: registry.invalid/hello:1.0.0\n",
+    ),
+    (
+        "apps/hello/values.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello-values\n  namespace: flux-system\ndata:\n  values.yaml: |\n    greeting: hello from git\n",
+    ),
+    (
+        "apps/hello/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hello-secret-values\n  namespace: flux-system\nstringData:\n  replicas: \"1\"\n",
+    ),
+];
+
+/// A second release of the same chart the change adds: every object it renders is new.
+const CANARY: &str = "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello-canary\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  chart:\n    spec:\n      chart: hello\n      version: 0.2.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: canary\n";
+
+/// Publishes the fixture chart `hello` at 0.1.0, and at 0.2.0 with a Service more and its
+/// version in the ConfigMap.
+fn publish_hello_charts(env: &TestEnv) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello");
+    env.helm.publish(&fixture).unwrap();
+    let next = tempfile::tempdir().unwrap();
+    let chart = next.path().join("hello");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    for file in ["Chart.yaml", "values.yaml", "templates/configmap.yaml", "templates/deployment.yaml"] {
+        let text = std::fs::read_to_string(fixture.join(file)).unwrap();
+        let text = match file {
+            "Chart.yaml" => text.replace("version: 0.1.0", "version: 0.2.0"),
+            "templates/configmap.yaml" => text + "  version: {{ .Chart.Version | quote }}\n",
+            _ => text,
+        };
+        std::fs::write(chart.join(file), text).unwrap();
+    }
+    std::fs::write(
+        chart.join("templates/service.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  selector:\n    app: {{ .Release.Name }}\n  ports:\n  - port: 80\n",
+    )
+    .unwrap();
+    env.helm.publish(&chart).unwrap();
+}
+
+/// Whether every field of `wanted` is in `found` with the same value (lists item by item):
+/// what the API server adds (defaults, status) does not count.
+fn contains(found: &serde_json::Value, wanted: &serde_json::Value) -> bool {
+    match (found, wanted) {
+        (serde_json::Value::Object(found), serde_json::Value::Object(wanted)) => {
+            wanted.iter().all(|(key, value)| found.get(key).is_some_and(|found| contains(found, value)))
+        }
+        (serde_json::Value::Array(found), serde_json::Value::Array(wanted)) => {
+            found.len() == wanted.len() && found.iter().zip(wanted).all(|(found, wanted)| contains(found, wanted))
+        }
+        _ => found == wanted,
+    }
+}
+
+/// The object an added object's unified diff shows (its `+` lines).
+fn added_object(object: &serde_json::Value) -> serde_json::Value {
+    let text: String = object["diff"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter(|line| line.starts_with('+') && !line.starts_with("+++"))
+        .map(|line| format!("{}\n", &line[1..]))
+        .collect();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
 /// A directory that is no git work tree, for the runs that name what they compare.
 fn elsewhere_dir() -> &'static Path {
     Path::new("/")
@@ -64,6 +142,9 @@ fn diff(env: &TestEnv, plugins: &Path, dir: &Path, args: &[&str]) -> Run {
             .env("PATH", path)
             .env("KUBECONFIG", &env.kubeconfig)
             .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
+            // The Helm the test environment built from helm.sh/helm/v4 at dependencies.toml's
+            // version (get.helm.sh cannot be reached here).
+            .env("KUBECTL_GITOPS_HELM_BIN", gitops_e2e::tools::path("helm"))
             .env("NO_COLOR", "1"),
     )
 }
@@ -103,9 +184,10 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     let work = checkout.path();
     let git = |args: &[&str]| env.git.git(work, args).unwrap();
     git(&["init", "-q", "-b", "main"]);
-    for (path, contents) in FLEET {
+    publish_hello_charts(env);
+    for (path, contents) in FLEET.into_iter().chain(HELLO) {
         std::fs::create_dir_all(work.join(path).parent().unwrap()).unwrap();
-        std::fs::write(work.join(path), contents).unwrap();
+        std::fs::write(work.join(path), contents.replace("{url}", &env.helm.url)).unwrap();
     }
     // A team's repository, which the config repo's Kustomization `team-app` applies.
     let team_checkout = tempfile::tempdir().unwrap();
@@ -135,7 +217,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     ))
     .unwrap();
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    for applied in ["web", "team-app", "extras"] {
+    for applied in ["web", "team-app", "extras", "hello"] {
         env.wait_for_jsonpath(
             &["-n", "flux-system", "kustomization", applied],
             ready,
@@ -144,13 +226,24 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         )
         .unwrap();
     }
+    env.wait_for_jsonpath(&["-n", "flux-system", "helmrelease", "hello"], ready, "True", Duration::from_secs(180))
+        .unwrap();
     let plugins = binaries::plugin_dir();
     let before = env.our_requests().unwrap().len();
 
     // The checkout as Flux applied it: nothing would change.
     let same = diff(env, plugins.path(), work, &[]);
     assert_eq!(same.code, Some(0), "{}", same.render());
-    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 8 unchanged\n"), "{}", same.stdout);
+    // 8 of the kustomize apps and the sync, 5 of the Helm app's Kustomization and its build,
+    // and the release's ConfigMap and Deployment, rendered by helm.
+    assert!(same.stdout.ends_with("\n0 added, 0 changed, 0 pruned, 0 refused, 15 unchanged\n"), "{}", same.stdout);
+    let row = same.stdout.lines().find(|line| line.starts_with("└ HelmRelease flux-system/hello ")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>()[3..],
+        ["hello@0.1.0", "0", "0", "0", "0", "2", "-"],
+        "{}",
+        same.stdout
+    );
 
     // Uncommitted edits: a new image tag, a new Service, the ConfigMap dropped, the token changed.
     std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("web:1.0", "web:1.1")).unwrap();
@@ -185,26 +278,35 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     for secret in ["first-token-value", "second-token-value", "Zmlyc3QtdG9rZW4tdmFsdWU", "c2Vjb25kLXRva2VuLXZhbHVl"] {
         assert!(!changed.stdout.contains(secret) && !changed.stderr.contains(secret), "{secret} shown");
     }
-    assert!(changed.stdout.ends_with("\n1 added, 2 changed, 3 pruned, 0 refused, 3 unchanged\n"), "{}", changed.stdout);
+    assert!(
+        changed.stdout.ends_with("\n1 added, 2 changed, 3 pruned, 0 refused, 10 unchanged\n"),
+        "{}",
+        changed.stdout
+    );
 
     // A read-only identity (view, and get on the Secrets) may not patch, so not dry-run: the
     // objects are compared on this machine instead, with a warning, and come out the same.
     env.kubectl_ok(&["-n", "default", "create", "role", "secret-reader", "--verb=get", "--resource=secrets"]).unwrap();
-    env.kubectl_ok(&[
-        "-n",
-        "default",
-        "create",
-        "rolebinding",
-        "viewer-secrets",
-        "--role=secret-reader",
-        "--user=viewer",
-    ])
-    .unwrap();
+    env.kubectl_ok(&["-n", "flux-system", "create", "role", "secret-reader", "--verb=get", "--resource=secrets"])
+        .unwrap();
+    for namespace in ["default", "flux-system"] {
+        env.kubectl_ok(&[
+            "-n",
+            namespace,
+            "create",
+            "rolebinding",
+            "viewer-secrets",
+            "--role=secret-reader",
+            "--user=viewer",
+        ])
+        .unwrap();
+    }
     let viewed = Run::of(
         Command::new(binaries::path("kubectl-gitops-diff"))
             .args(["--dir", work.to_str().unwrap(), "-o", "json"])
             .env("KUBECONFIG", &env.readonly_kubeconfig)
-            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli()),
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
+            .env("KUBECTL_GITOPS_HELM_BIN", gitops_e2e::tools::path("helm")),
     );
     assert_eq!(viewed.code, Some(1), "{}", viewed.render());
     assert!(
@@ -222,7 +324,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         (Some(1), Some(2), Some(3)),
         "{viewed:#}"
     );
-    assert_eq!(viewed["summary"]["comparedHere"], 6, "{viewed:#}");
+    assert_eq!(viewed["summary"]["comparedHere"], 13, "{viewed:#}");
 
     // The team's repository edited too: compared only when its checkout is named.
     std::fs::write(team.join("config.yaml"), TEAM_CONFIG.replace("small", "large")).unwrap();
@@ -242,7 +344,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     );
     assert!(with_team.stdout.contains("\n-  size: small\n+  size: large\n"), "{}", with_team.stdout);
     assert!(
-        with_team.stdout.ends_with("\n1 added, 3 changed, 3 pruned, 0 refused, 3 unchanged\n"),
+        with_team.stdout.ends_with("\n1 added, 3 changed, 3 pruned, 0 refused, 10 unchanged\n"),
         "{}",
         with_team.stdout
     );
@@ -296,12 +398,117 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     let branch = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", "preview"][..], &key_flags].concat());
     assert_eq!(branch.code, Some(1), "{}", branch.render());
     assert!(branch.stdout.starts_with("Comparing branch preview with the cluster"), "{}", branch.stdout);
-    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 3 pruned, 0 refused, 3 unchanged\n"), "{}", branch.stdout);
+    assert!(branch.stdout.ends_with("\n1 added, 2 changed, 3 pruned, 0 refused, 10 unchanged\n"), "{}", branch.stdout);
     let pinned = diff(env, plugins.path(), elsewhere_dir(), &[&["--ref", &main_head][..], &key_flags].concat());
     assert_eq!(pinned.code, Some(0), "{}", pinned.render());
     let short = diff(env, plugins.path(), elsewhere_dir(), &["--ref", &main_head[..8]]);
     assert_eq!(short.code, Some(2), "{}", short.render());
     assert!(short.stderr.contains("looks like a short commit hash"), "{}", short.stderr);
+
+    // The Helm app: a new chart version, a values change, a valuesFrom Secret change, and a
+    // second release of the chart. Each release is rendered at its new version and values.
+    let release = HELLO[2].1.replace("{url}", &env.helm.url).replace("version: 0.1.0", "version: 0.2.0");
+    std::fs::write(work.join("apps/hello/release.yaml"), release + CANARY).unwrap();
+    std::fs::write(work.join("apps/hello/values.yaml"), HELLO[3].1.replace("hello from git", "hello again")).unwrap();
+    std::fs::write(work.join("apps/hello/secret.yaml"), HELLO[4].1.replace("\"1\"", "\"3\"")).unwrap();
+    let helm = diff(env, plugins.path(), work, &["-o", "json"]);
+    assert_eq!(helm.code, Some(1), "{}", helm.render());
+    let document = gitops_e2e::schema::document("Diff", &helm.stdout);
+    let hello = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "hello").unwrap();
+    let actions = |objects: &serde_json::Value| -> BTreeSet<(String, String)> {
+        objects
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|object| {
+                let name = format!("{}/{}", object["kind"].as_str().unwrap(), object["name"].as_str().unwrap());
+                (name, object["action"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        list.iter().map(|(object, action)| (object.to_string(), action.to_string())).collect()
+    };
+    assert_eq!(
+        actions(&hello["objects"]),
+        pairs(&[
+            ("HelmRelease/hello", "changed"),
+            ("HelmRelease/hello-canary", "added"),
+            ("ConfigMap/hello-values", "changed"),
+            ("Secret/hello-secret-values", "changed"),
+        ]),
+        "{hello:#}"
+    );
+    let release = |name: &str| {
+        hello["helmReleases"].as_array().unwrap().iter().find(|release| release["name"] == name).unwrap().clone()
+    };
+    let upgraded = release("hello");
+    assert_eq!(upgraded["chart"], "hello@0.2.0", "{upgraded:#}");
+    assert_eq!(
+        actions(&upgraded["objects"]),
+        pairs(&[
+            ("Service/default-hello", "added"),
+            ("ConfigMap/default-hello-greeting", "changed"),
+            ("Deployment/default-hello", "changed")
+        ]),
+        "{upgraded:#}"
+    );
+    let upgraded_text = upgraded.to_string();
+    for change in ["-  replicas: 1\\n+  replicas: 3", "-  greeting: hello from git\\n+  greeting: hello again"] {
+        assert!(upgraded_text.contains(change), "{change} in {upgraded:#}");
+    }
+    // The new release's objects are what the real `helm template` renders from the same chart
+    // and values, with what helm-controller and Helm add before applying.
+    let canary = release("hello-canary");
+    let template = Run::of(
+        Command::new(gitops_e2e::tools::path("helm"))
+            .args(["template", "default-hello-canary"])
+            .arg(env.helm.dir.join("hello-0.2.0.tgz"))
+            .args(["--namespace", "default", "--set", "greeting=canary"]),
+    );
+    assert_eq!(template.code, Some(0), "{}", template.render());
+    let rendered = gitops_shared::yaml::documents_from_str(&template.stdout).unwrap();
+    assert_eq!(rendered.len(), 3, "{}", template.stdout);
+    let added = canary["objects"].as_array().unwrap();
+    assert_eq!(added.len(), 3, "{canary:#}");
+    for mut expected in rendered {
+        expected["metadata"]["namespace"] = "default".into();
+        let found = added
+            .iter()
+            .find(|object| object["kind"] == expected["kind"] && object["name"] == expected["metadata"]["name"]);
+        let found = added_object(found.unwrap_or_else(|| panic!("{expected} not in {canary:#}")));
+        assert!(contains(&found, &expected), "helm template renders {expected:#}\ndiff shows {found:#}");
+        assert_eq!(found["metadata"]["labels"]["helm.toolkit.fluxcd.io/name"], "hello-canary", "{found:#}");
+        assert_eq!(found["metadata"]["annotations"]["meta.helm.sh/release-name"], "default-hello-canary");
+    }
+    let text = diff(env, plugins.path(), work, &[]);
+    assert_eq!(text.code, Some(1), "{}", text.render());
+    let row = text.stdout.lines().find(|line| line.starts_with("└ HelmRelease flux-system/hello ")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>()[3..],
+        ["hello@0.2.0", "1", "2", "0", "0", "0", "-"],
+        "{}",
+        text.stdout
+    );
+
+    // A change that points the chart repository at another host does not make diff fetch from
+    // it: the release is not rendered, said why, and the host never hears from us.
+    let elsewhere_charts = gitops_e2e::http::Silent::start();
+    let moved = std::fs::read_to_string(work.join("apps/hello/release.yaml"))
+        .unwrap()
+        .replace(&env.helm.url, &format!("http://{}", elsewhere_charts.address));
+    std::fs::write(work.join("apps/hello/release.yaml"), moved).unwrap();
+    let untrusted = diff(env, plugins.path(), work, &[]);
+    assert_eq!(untrusted.code, Some(2), "{}", untrusted.render());
+    assert!(
+        untrusted.stdout.contains(&format!(
+            "error: HelmRelease flux-system/hello (Kustomization flux-system/hello) is not rendered: HelmRepository flux-system/hello is at a URL the cluster does not pull from yet (http://{}); pass --fetch-new-chart-repositories",
+            elsewhere_charts.address
+        )),
+        "{}",
+        untrusted.stdout
+    );
+    assert_eq!(elsewhere_charts.accepted(), 0, "diff connected to the chart repository the change names");
 
     // An object the API server refuses: shown with its refusal, exit 2.
     std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1.replace("replicas: 1", "replicas: two")).unwrap();

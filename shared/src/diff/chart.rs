@@ -1,0 +1,151 @@
+//! A chart from a HelmRepository of the HTTP kind (its `index.yaml`), at the highest version the
+//! HelmRelease's constraint allows, as source-controller picks it: read with no credentials
+//! (a repository that needs them is said, not guessed), each file size-capped and within a
+//! deadline, and the archive checked against the digest its index gives.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use url::Url;
+
+use crate::http::{BodyError, Carries};
+
+/// The largest `index.yaml` read, as source-controller's default (`--helm-index-max-size`).
+const MAX_INDEX_BYTES: u64 = 50 << 20;
+/// The largest chart archive read, as source-controller's default (`--helm-chart-max-size`).
+const MAX_CHART_BYTES: u64 = 10 << 20;
+
+/// A chart archive on disk and the version it is.
+#[derive(Debug)]
+pub(super) struct Chart {
+    pub path: PathBuf,
+    pub version: String,
+}
+
+/// The chart `name` whose version `constraint` allows, highest first, from `repository` (a
+/// HelmRepository object), saved into `dir`; the reason in words when it cannot be.
+pub(super) async fn fetch(repository: &Value, name: &str, constraint: &str, dir: &Path) -> Result<Chart, String> {
+    let spec = &repository["spec"];
+    let label = format!(
+        "HelmRepository {}/{}",
+        repository["metadata"]["namespace"].as_str().unwrap_or_default(),
+        repository["metadata"]["name"].as_str().unwrap_or_default()
+    );
+    if spec["type"] == "oci" {
+        return Err(format!("{label} is an OCI repository, whose charts diff does not fetch yet"));
+    }
+    if !spec["secretRef"].is_null() || !spec["certSecretRef"].is_null() {
+        return Err(format!("{label} needs credentials, which diff does not read from the cluster"));
+    }
+    let base = spec["url"].as_str().unwrap_or_default();
+    let base = Url::parse(&format!("{}/", base.trim_end_matches('/')))
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .ok_or_else(|| format!("{label} has no http(s) URL: {base:?}"))?;
+    let client = crate::http::builder(crate::timeouts::PROVIDER_REQUEST, Carries::Nothing)
+        .build()
+        .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+    let index_url = base.join("index.yaml").map_err(|error| error.to_string())?;
+    let index = get(&client, &index_url, MAX_INDEX_BYTES).await?;
+    let index: Value = crate::yaml::from_str(&String::from_utf8_lossy(&index))
+        .map_err(|error| format!("{index_url} is not a chart index: {error}"))?;
+    let entries = index["entries"][name].as_array().cloned().unwrap_or_default();
+    let wanted = requirement(constraint)?;
+    let best = entries
+        .iter()
+        .filter_map(|entry| {
+            let text = entry["version"].as_str()?;
+            let version = semver::Version::parse(text.trim_start_matches('v')).ok()?;
+            wanted.iter().any(|req| req.matches(&version)).then_some((version, entry))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .ok_or_else(|| format!("{label} has no chart {name} at a version {constraint:?} allows"))?;
+    let (version, entry) = best;
+    let location = entry["urls"][0].as_str().unwrap_or_default();
+    let url = base.join(location).map_err(|error| format!("the index names the chart at {location:?}: {error}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("the index names the chart at {url}, which is not http(s)"));
+    }
+    let archive = get(&client, &url, MAX_CHART_BYTES).await?;
+    if let Some(digest) = entry["digest"].as_str().filter(|digest| !digest.is_empty()) {
+        let actual = crate::flux_cli::sha256_hex(&archive);
+        if actual != digest.trim_start_matches("sha256:") {
+            return Err(format!("{url} does not match the digest its index gives ({digest}): sha256 {actual}"));
+        }
+    }
+    let path = dir.join(format!("{name}-{version}.tgz"));
+    std::fs::write(&path, archive).map_err(|error| format!("writing {}: {error}", path.display()))?;
+    Ok(Chart { path, version: version.to_string() })
+}
+
+async fn get(client: &reqwest::Client, url: &Url, limit: u64) -> Result<Vec<u8>, String> {
+    // No path or query in messages: a repository URL may carry anything.
+    let shown = format!("{}{}", url.origin().ascii_serialization(), url.path());
+    let failed = |reason: String| format!("cannot read {shown}: {reason}");
+    let mut response =
+        client.get(url.clone()).send().await.map_err(|error| failed(crate::diagnostic::chain_to_line(&error)))?;
+    if !response.status().is_success() {
+        return Err(failed(format!("the server answered {}", response.status())));
+    }
+    crate::http::body_within(&mut response, limit, |_| {}).await.map_err(|error| match error {
+        BodyError::TooLarge => failed(format!("it is larger than {} MiB", limit >> 20)),
+        BodyError::Transport(error) => failed(crate::diagnostic::chain_to_line(&error)),
+    })
+}
+
+/// A Helm version constraint (Masterminds semver: `1.2.3` exactly, `1.x`, `~1.2`, `^1`,
+/// `>=1.0 <2.0`, alternatives joined by `||`, empty or `*` for the latest) as requirements, any
+/// of which a version must meet.
+fn requirement(constraint: &str) -> Result<Vec<semver::VersionReq>, String> {
+    let constraint = constraint.trim();
+    let constraint = if constraint.is_empty() { "*" } else { constraint };
+    constraint
+        .split("||")
+        .map(|alternative| {
+            let mut comparators: Vec<String> = Vec::new();
+            let mut pending = String::new();
+            for token in alternative.split(|c: char| c.is_whitespace() || c == ',').filter(|token| !token.is_empty()) {
+                if token == "-" {
+                    return Err(format!("the version range {constraint:?} (a hyphen range) is not read by diff"));
+                }
+                pending.push_str(token);
+                if token.chars().all(|c| "<>=~^!".contains(c)) {
+                    continue;
+                }
+                let operator_len = pending.find(|c: char| !"<>=~^!".contains(c)).unwrap_or(pending.len());
+                let (operator, version) = pending.split_at(operator_len);
+                let version = version.trim_start_matches('v');
+                let wildcard = version.contains(['x', 'X', '*']);
+                // A bare version means that version exactly, where Cargo's reading is a caret.
+                let operator = if operator.is_empty() && !wildcard { "=" } else { operator };
+                comparators.push(format!("{operator}{version}"));
+                pending.clear();
+            }
+            semver::VersionReq::parse(&comparators.join(", "))
+                .map_err(|error| format!("the chart version {constraint:?} is not a version constraint: {error}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allows(constraint: &str, version: &str) -> bool {
+        let version = semver::Version::parse(version).unwrap();
+        requirement(constraint).unwrap().iter().any(|req| req.matches(&version))
+    }
+
+    #[test]
+    fn constraints_read_as_helm_reads_them() {
+        assert!(allows("0.1.0", "0.1.0") && !allows("0.1.0", "0.1.1"), "a bare version is exact");
+        assert!(allows("v0.1.0", "0.1.0"));
+        assert!(allows("1.x", "1.9.0") && !allows("1.x", "2.0.0"));
+        assert!(allows("", "3.1.4") && allows("*", "3.1.4") && !allows("*", "3.1.4-rc.1"));
+        assert!(allows(">=1.0.0 <2.0.0", "1.5.0") && !allows(">= 1.0.0, < 2.0.0", "2.0.0"));
+        assert!(allows("~1.2", "1.2.9") && !allows("~1.2", "1.3.0"));
+        assert!(allows("^1.2", "1.9.0") && allows("1.0.0 || 2.x", "2.1.0") && !allows("1.0.0 || 2.x", "1.1.0"));
+        assert!(requirement("1.0 - 2.0").unwrap_err().contains("hyphen range"));
+        assert!(requirement("latest").unwrap_err().contains("not a version constraint"));
+    }
+}
