@@ -11,12 +11,14 @@
 //!   `GET /repos/{o}/{r}/branches/{branch}`, `GET|POST /repos/{o}/{r}/keys`,
 //!   `DELETE /repos/{o}/{r}/keys/{id}`, `POST /repos/{o}/{r}/git/refs`,
 //!   `GET|POST /repos/{o}/{r}/pulls`, `GET|PATCH /repos/{o}/{r}/pulls/{n}`,
-//!   `POST /repos/{o}/{r}/pulls/{n}/reviews`, `PUT /repos/{o}/{r}/pulls/{n}/merge`.
+//!   `POST /repos/{o}/{r}/pulls/{n}/reviews`, `PUT /repos/{o}/{r}/pulls/{n}/merge`,
+//!   `GET|POST /repos/{o}/{r}/issues/{n}/comments`, `PATCH /repos/{o}/{r}/issues/comments/{id}`.
 //! - GitLab (REST API v4), served under `/api/v4`: `GET /user`, `GET /namespaces/:id`,
 //!   `GET /projects/:id`, `POST /projects`, `GET|POST /projects/:id/repository/branches[/:b]`,
 //!   `GET /projects/:id/protected_branches/:name`, `GET|POST /projects/:id/deploy_keys`,
 //!   `DELETE /projects/:id/deploy_keys/:key_id`, `GET|POST /projects/:id/merge_requests`,
-//!   `GET|PUT /projects/:id/merge_requests/:iid`, `POST …/:iid/approve`, `PUT …/:iid/merge`.
+//!   `GET|PUT /projects/:id/merge_requests/:iid`, `POST …/:iid/approve`, `PUT …/:iid/merge`,
+//!   `GET|POST …/:iid/notes`, `PUT …/:iid/notes/:note_id`.
 //!   `:id` is the URL-encoded path (`a%2Fb%2Fc`) or the numeric id.
 //!
 //! Merges are real when the repository is in the git server's storage: `git merge-tree`
@@ -176,11 +178,25 @@ struct Repo {
     protection_rules: BTreeSet<String>,
     keys: Vec<KeySnapshot>,
     pulls: Vec<PullRecord>,
+    /// Comments on its pull (merge) requests.
+    comments: Vec<CommentRecord>,
     next_number: u64,
     /// Marked as a template (GitHub `is_template`).
     template: bool,
     /// The repository it was forked from (`owner/name`).
     fork_of: Option<String>,
+}
+
+/// A comment on a pull (merge) request.
+#[derive(Debug, Clone)]
+struct CommentRecord {
+    id: u64,
+    /// The request's number.
+    number: u64,
+    author: String,
+    body: String,
+    created_at: String,
+    updated_at: String,
 }
 
 #[derive(Debug)]
@@ -684,6 +700,40 @@ fn now_rfc3339() -> String {
 }
 
 impl Repo {
+    fn comments_on<'a>(&'a self, number: &'a str) -> impl Iterator<Item = &'a CommentRecord> {
+        self.comments.iter().filter(move |comment| comment.number.to_string() == number)
+    }
+
+    fn add_comment(&mut self, id: u64, number: &str, author: &str, body: &str) -> CommentRecord {
+        let now = now_rfc3339();
+        let comment = CommentRecord {
+            id,
+            number: number.parse().unwrap_or_default(),
+            author: author.to_string(),
+            body: body.to_string(),
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        self.comments.push(comment.clone());
+        comment
+    }
+
+    /// Replaces the body of comment `id` of request `number`: 404 when there is none, 403 when
+    /// `editor` did not write it (both forges let only the author, or an admin, edit).
+    fn edit_comment(&mut self, number: &str, id: &str, editor: &str, body: &str) -> Result<CommentRecord, u16> {
+        let comment = self
+            .comments
+            .iter_mut()
+            .find(|comment| comment.id.to_string() == id && comment.number.to_string() == number)
+            .ok_or(404u16)?;
+        if comment.author != editor {
+            return Err(403);
+        }
+        comment.body = body.to_string();
+        comment.updated_at = now_rfc3339();
+        Ok(comment.clone())
+    }
+
     fn path(&self) -> String {
         format!("{}/{}", self.owner, self.name)
     }
@@ -835,6 +885,7 @@ impl State {
             protection_rules: BTreeSet::new(),
             keys: Vec::new(),
             pulls: Vec::new(),
+            comments: Vec::new(),
             next_number: 1,
             template: false,
             fork_of: None,
@@ -1173,6 +1224,22 @@ fn github_pull_json(state: &State, repo: &Repo, pull: &PullRecord) -> Value {
         // are modelled, so an open request whose branch exists can.
         "mergeable": snapshot.open && repo.branches.contains_key(&snapshot.head),
         "mergeable_state": if snapshot.open && repo.branches.contains_key(&snapshot.head) { "clean" } else { "unknown" },
+    })
+}
+
+/// A comment as GitHub's issue comment (the shape of the published "Create an issue comment").
+fn github_comment_json(origin: &str, repo: &Repo, comment: &CommentRecord) -> Value {
+    json!({
+        "id": comment.id,
+        "node_id": format!("IC_{}", comment.id),
+        "url": format!("{origin}/repos/{}/issues/comments/{}", repo.path(), comment.id),
+        "html_url": format!("https://github.com/{}/pull/{}#issuecomment-{}", repo.path(), comment.number, comment.id),
+        "body": comment.body,
+        "user": { "login": comment.author, "type": "User" },
+        "created_at": comment.created_at,
+        "updated_at": comment.updated_at,
+        "issue_url": format!("{origin}/repos/{}/issues/{}", repo.path(), comment.number),
+        "author_association": "OWNER",
     })
 }
 
@@ -1552,6 +1619,54 @@ fn github_repo_route(state: &mut State, route: &Route<'_>) -> Response {
                 None => github_error(404, "Not Found", "pulls/pulls#update-a-pull-request"),
             }
         }
+        ("GET", ["issues", number, "comments"]) => match state.repo(path) {
+            Some(repo) if repo.pull(number).is_some() => {
+                let comments: Vec<Value> =
+                    repo.comments_on(number).map(|comment| github_comment_json(&origin, repo, comment)).collect();
+                paginate(incoming, &origin, &comments, 30)
+            }
+            _ => github_error(404, "Not Found", "issues/comments#list-issue-comments"),
+        },
+        ("POST", ["issues", number, "comments"]) => {
+            let doc = "issues/comments#create-an-issue-comment";
+            let Some(text) = str_field(body, "body") else {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "IssueComment", "code": "missing_field", "field": "body" }]),
+                );
+            };
+            if text.chars().count() > 65_536 {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "IssueComment", "code": "custom", "field": "body", "message": "body is too long (maximum is 65536 characters)" }]),
+                );
+            }
+            match state.repo_mut(path) {
+                Some(repo) if repo.pull(number).is_some() => {
+                    let comment = repo.add_comment(next_id, number, &caller.login, text);
+                    respond(201, &github_comment_json(&origin, repo, &comment))
+                }
+                _ => github_error(404, "Not Found", doc),
+            }
+        }
+        ("PATCH", ["issues", "comments", id]) => {
+            let doc = "issues/comments#update-an-issue-comment";
+            let Some(text) = str_field(body, "body") else {
+                return github_validation(
+                    doc,
+                    &json!([{ "resource": "IssueComment", "code": "missing_field", "field": "body" }]),
+                );
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return github_error(404, "Not Found", doc);
+            };
+            let number =
+                repo.comments.iter().find(|comment| comment.id.to_string() == *id).map(|c| c.number.to_string());
+            match repo.edit_comment(&number.unwrap_or_default(), id, &caller.login, text) {
+                Ok(comment) => respond(200, &github_comment_json(&origin, repo, &comment)),
+                Err(status) => github_error(status, if status == 403 { "Forbidden" } else { "Not Found" }, doc),
+            }
+        }
         _ => github_error(404, "Not Found", ""),
     }
 }
@@ -1735,6 +1850,26 @@ fn gitlab_create_project(state: &mut State, caller: &Caller, body: &Value) -> Re
         return respond(500, &json!({ "message": "500 Internal Server Error" }));
     };
     respond(201, &gitlab_project_json(state, repo, true))
+}
+
+/// A merge request note (the shape of the published "Get single merge request note").
+fn gitlab_note_json(repo: &Repo, note: &CommentRecord) -> Value {
+    json!({
+        "id": note.id,
+        "body": note.body,
+        "attachment": null,
+        "author": { "id": 1, "username": note.author, "name": note.author, "state": "active" },
+        "created_at": note.created_at,
+        "updated_at": note.updated_at,
+        "system": false,
+        "noteable_id": note.number,
+        "noteable_type": "MergeRequest",
+        "project_id": repo.id,
+        "noteable_iid": note.number,
+        "resolvable": false,
+        "confidential": false,
+        "internal": false,
+    })
 }
 
 fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
@@ -1963,6 +2098,37 @@ fn gitlab_project_route(state: &mut State, route: &Route<'_>) -> Response {
             {
                 Some(iid) => gitlab_mr_response(state, path, iid, 200),
                 None => gitlab_not_found("404 Not found"),
+            }
+        }
+        ("GET", ["merge_requests", iid, "notes"]) => match state.repo(path) {
+            Some(repo) if repo.pull(iid).is_some() => {
+                let notes: Vec<Value> = repo.comments_on(iid).map(|note| gitlab_note_json(repo, note)).collect();
+                paginate(incoming, &origin, &notes, 20)
+            }
+            _ => gitlab_not_found("404 Not found"),
+        },
+        ("POST", ["merge_requests", iid, "notes"]) => {
+            let Some(text) = str_field(body, "body") else {
+                return respond(400, &json!({ "error": "body is missing" }));
+            };
+            match state.repo_mut(path) {
+                Some(repo) if repo.pull(iid).is_some() => {
+                    let note = repo.add_comment(next_id, iid, &caller.login, text);
+                    respond(201, &gitlab_note_json(repo, &note))
+                }
+                _ => gitlab_not_found("404 Not found"),
+            }
+        }
+        ("PUT", ["merge_requests", iid, "notes", id]) => {
+            let Some(text) = str_field(body, "body") else {
+                return respond(400, &json!({ "error": "body is missing" }));
+            };
+            let Some(repo) = state.repo_mut(path) else {
+                return gitlab_not_found("404 Project Not Found");
+            };
+            match repo.edit_comment(iid, id, &caller.login, text) {
+                Ok(note) => respond(200, &gitlab_note_json(repo, &note)),
+                Err(status) => respond(status, &json!({ "message": format!("{status}") })),
             }
         }
         _ => gitlab_not_found("404 Not Found"),

@@ -7,7 +7,7 @@ use gitops_shared::cli::TrustArgs;
 use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::Printer;
-use gitops_shared::pr::{self, Action, MergeArgs, ShowArgs};
+use gitops_shared::pr::{self, Action, CommentArgs, MergeArgs, ShowArgs};
 use gitops_shared::runtime;
 use gitops_shared::version::VERSION_LINE;
 
@@ -70,6 +70,21 @@ enum Command {
     ///   kubectl gitops pr merge 42 --auto
     #[command(verbatim_doc_comment)]
     Merge(MergeArgs),
+    /// Post what a pull request would do to the cluster (`diff`'s preview) on it, as one comment updated in place.
+    ///
+    /// Any pull request of the config repo, compared at its head commit as `kubectl gitops diff
+    /// --pull-request` compares it (the same flags), with the cluster of the current context.
+    /// The comment is found again by its first line and its author (the token's own user) and
+    /// updated on every run, so a new push gets a fresh preview in the same place. It is cut at
+    /// the forge's size limit (GitHub's 65,536 characters), linking the full output
+    /// (--full-output-url, or the CI job). Exit 0 once posted, 2 when the preview holds a
+    /// refusal or a failure (posted too).
+    ///
+    /// Examples:
+    ///   kubectl gitops pr comment 42
+    ///   kubectl gitops pr comment 42 --dry-run
+    #[command(verbatim_doc_comment)]
+    Comment(CommentArgs),
 }
 
 gitops_shared::command_line!(Cli);
@@ -110,6 +125,7 @@ pub fn main() -> std::process::ExitCode {
                 let action = Action::Merge { method: args.method, auto: args.auto };
                 acted(&printer, pr::act(action, &args.show.request(global, cli.platform)?, &target, &printer).await?)
             }
+            Command::Comment(args) => pr::comment(&args.request(global)?, &target, &printer).await,
         }
     })
 }

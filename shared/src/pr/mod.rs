@@ -13,8 +13,14 @@
 //!   gives exactly the branch: every path, every blob, nothing else, and the branch's very name.
 //!
 //! A branch an older kubectl-gitops named (7 digits of SHA-1) is listed, but never validates.
+//!
+//! `pr comment` (comment.rs) posts `diff`'s preview of any pull request of the config repo.
+
+mod comment;
 
 use std::time::Duration;
+
+pub use self::comment::{CommentArgs, CommentRequest, comment};
 
 use clap::Args;
 use serde::Serialize;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use serde::Deserialize;
 
 use super::{
-    DeployKey, MergeMethod, MergeOutcome, Provider, ProviderError, PullRequest, PullRequestDetails, PullState,
+    Comment, DeployKey, MergeMethod, MergeOutcome, Provider, ProviderError, PullRequest, PullRequestDetails, PullState,
     RepoInfo, RepoRef, encode_segment,
 };
 
@@ -89,6 +89,16 @@ pub(super) trait Forge {
     /// (Gitea 201), and the body that sets its title and description.
     const EDIT: (Method, u16);
     fn edited_change_request(title: &str, body: &str) -> Value;
+
+    /// Below [`Forge::repository_path`]: request `number`'s comments (GitHub and Gitea keep a
+    /// pull request's conversation on its issue; GitLab's are the merge request's notes).
+    fn comments(number: u64) -> String;
+    /// Below [`Forge::repository_path`]: one comment of request `number`, to edit.
+    fn comment(number: u64, id: u64) -> String;
+    /// The method that edits a comment (GitHub and Gitea PATCH, GitLab PUT).
+    const EDIT_COMMENT: Method = Method::PATCH;
+    /// The longest comment the forge takes, in characters.
+    const MAX_COMMENT: usize;
 }
 
 /// Where the open request from a branch is found.
@@ -140,6 +150,29 @@ pub(super) struct ChangeRequest {
 impl From<ChangeRequest> for PullRequest {
     fn from(request: ChangeRequest) -> PullRequest {
         PullRequest { number: request.number, url: request.html_url, title: request.title }
+    }
+}
+
+/// A comment as the three APIs return it: GitHub's and Gitea's `user.login`, GitLab's
+/// `author.username`.
+#[derive(Deserialize)]
+pub(super) struct Note {
+    pub(super) id: u64,
+    #[serde(default)]
+    pub(super) body: String,
+    #[serde(alias = "author")]
+    pub(super) user: Option<NoteAuthor>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct NoteAuthor {
+    #[serde(alias = "username")]
+    pub(super) login: String,
+}
+
+impl From<Note> for Comment {
+    fn from(note: Note) -> Comment {
+        Comment { id: note.id, body: note.body, author: note.user.map(|user| user.login) }
     }
 }
 
@@ -313,6 +346,49 @@ pub(super) async fn get_pull_request<F: Forge>(
     let what = format!("reading {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
     let request = path::<F>(repo, &format!("{}/{number}", F::CHANGE_REQUESTS));
     Ok(provider.get_if_found::<F::Details>(&request, &what).await?.map(Into::into))
+}
+
+pub(super) async fn list_comments<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+) -> Result<Vec<Comment>, ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("listing the comments of {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let notes: Vec<Note> = provider.get_all(&path::<F>(repo, &F::comments(number)), &what).await?;
+    Ok(notes.into_iter().map(Into::into).collect())
+}
+
+pub(super) async fn create_comment<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    body: &str,
+) -> Result<Comment, ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("commenting on {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let request = serde_json::json!({ "body": body });
+    let reply = provider.call(Method::POST, &path::<F>(repo, &F::comments(number)), &[], Some(&request)).await?;
+    Ok(provider.expect::<Note>(&reply, 201, &what)?.into())
+}
+
+pub(super) async fn update_comment<F: Forge>(
+    provider: &Provider,
+    repo: &RepoRef,
+    number: u64,
+    id: u64,
+    body: &str,
+) -> Result<Comment, ProviderError> {
+    let (noun, sign) = F::CHANGE_REQUEST;
+    let what = format!("updating comment {id} of {noun} {sign}{number} of {} {repo}", F::REPOSITORY);
+    let request = serde_json::json!({ "body": body });
+    let reply = provider.call(F::EDIT_COMMENT, &path::<F>(repo, &F::comment(number, id)), &[], Some(&request)).await?;
+    Ok(provider.expect::<Note>(&reply, 200, &what)?.into())
+}
+
+/// The longest comment the forge takes, in characters.
+pub(super) fn max_comment<F: Forge>() -> usize {
+    F::MAX_COMMENT
 }
 
 pub(super) async fn approve_pull_request<F: Forge>(

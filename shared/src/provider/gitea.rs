@@ -145,6 +145,17 @@ impl Forge for Gitea {
     fn edited_change_request(title: &str, body: &str) -> Value {
         json!({ "title": title, "body": body })
     }
+
+    fn comments(number: u64) -> String {
+        format!("/issues/{number}/comments")
+    }
+
+    fn comment(_number: u64, id: u64) -> String {
+        format!("/issues/comments/{id}")
+    }
+
+    /// Gitea sets no limit of its own; GitHub's keeps a comment readable in its web page.
+    const MAX_COMMENT: usize = 65_536;
 }
 
 #[cfg(test)]

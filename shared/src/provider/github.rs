@@ -257,4 +257,15 @@ impl Forge for GitHub {
     fn edited_change_request(title: &str, body: &str) -> Value {
         json!({ "title": title, "body": body })
     }
+
+    fn comments(number: u64) -> String {
+        format!("/issues/{number}/comments")
+    }
+
+    fn comment(_number: u64, id: u64) -> String {
+        format!("/issues/comments/{id}")
+    }
+
+    /// GitHub refuses a longer body ("body is too long (maximum is 65536 characters)").
+    const MAX_COMMENT: usize = 65_536;
 }

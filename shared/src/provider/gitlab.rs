@@ -267,4 +267,16 @@ impl Forge for GitLab {
     fn edited_change_request(title: &str, body: &str) -> Value {
         json!({ "title": title, "description": body })
     }
+
+    fn comments(number: u64) -> String {
+        format!("/merge_requests/{number}/notes")
+    }
+
+    fn comment(number: u64, id: u64) -> String {
+        format!("/merge_requests/{number}/notes/{id}")
+    }
+
+    const EDIT_COMMENT: Method = Method::PUT;
+    /// GitLab refuses a longer note ("Note is too long (maximum is 1000000 characters)").
+    const MAX_COMMENT: usize = 1_000_000;
 }

@@ -50,7 +50,7 @@ use self::client::{Reply, encode_segment, server_message};
 pub use self::error::ProviderError;
 pub use self::kind::Kind;
 pub use self::model::{
-    DeployKey, DeployKeyOutcome, MergeMethod, MergeOutcome, ProviderConfig, PullRequest, PullRequestDetails,
+    Comment, DeployKey, DeployKeyOutcome, MergeMethod, MergeOutcome, ProviderConfig, PullRequest, PullRequestDetails,
     PullRequestOutcome, PullRequestReference, PullState, RepoInfo, RepoRef, Token,
 };
 
@@ -339,6 +339,41 @@ impl Provider {
     ) -> Result<Option<PullRequestDetails>, ProviderError> {
         self.check(repo)?;
         by_forge!(self.get_pull_request(repo, number))
+    }
+
+    /// The comments of request `number` (all pages): GitHub's and Gitea's
+    /// `GET …/issues/{number}/comments`, GitLab's `GET …/merge_requests/:iid/notes`.
+    pub async fn list_comments(&self, repo: &RepoRef, number: u64) -> Result<Vec<Comment>, ProviderError> {
+        self.check(repo)?;
+        by_forge!(self.list_comments(repo, number))
+    }
+
+    /// Posts a comment on request `number` (`POST` to the same path).
+    pub async fn create_comment(&self, repo: &RepoRef, number: u64, body: &str) -> Result<Comment, ProviderError> {
+        self.check(repo)?;
+        by_forge!(self.create_comment(repo, number, body))
+    }
+
+    /// Replaces the body of comment `id` of request `number`: GitHub's and Gitea's
+    /// `PATCH …/issues/comments/{id}`, GitLab's `PUT …/merge_requests/:iid/notes/:id`.
+    pub async fn update_comment(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        id: u64,
+        body: &str,
+    ) -> Result<Comment, ProviderError> {
+        self.check(repo)?;
+        by_forge!(self.update_comment(repo, number, id, body))
+    }
+
+    /// The longest comment this provider takes, in characters.
+    pub fn max_comment(&self) -> usize {
+        match self.kind {
+            Kind::GitHub => forge::max_comment::<github::GitHub>(),
+            Kind::GitLab => forge::max_comment::<gitlab::GitLab>(),
+            Kind::Gitea => forge::max_comment::<gitea::Gitea>(),
+        }
     }
 
     /// The state of the checks on a request's head commit, `None` when it has none: GitHub's and

@@ -219,6 +219,15 @@ pub enum PullState {
     Merged,
 }
 
+/// A comment on a pull or merge request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    pub id: u64,
+    pub body: String,
+    /// Who wrote it (the login), when the forge says.
+    pub author: Option<String>,
+}
+
 /// A pull or merge request read whole: what `pr list` and `pr show` look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequestDetails {

@@ -6,9 +6,9 @@
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod github {
-    use super::super::forge::{Branch, ChangeRequest, Key};
+    use super::super::forge::{Branch, ChangeRequest, Key, Note};
     use super::super::github::{Pull, Repository, User};
-    use super::super::{DeployKey, PullRequest, PullRequestDetails, PullState, RepoInfo};
+    use super::super::{Comment, DeployKey, PullRequest, PullRequestDetails, PullState, RepoInfo};
 
     #[test]
     fn full_repository_reads_urls_default_branch_and_push_permission() {
@@ -69,12 +69,23 @@ mod github {
         assert_eq!((pull.head_branch, pull.mergeable), (None, None));
         assert_eq!(pull.merge_commit, None, "an open request's merge_commit_sha is only GitHub's test merge");
     }
+
+    #[test]
+    fn issue_comments_read_id_body_and_author() {
+        let listed: Vec<Note> = serde_json::from_str(published_example!("github", "list-issue-comments.json")).unwrap();
+        let created: Note = serde_json::from_str(published_example!("github", "create-issue-comment.json")).unwrap();
+        let updated: Note = serde_json::from_str(published_example!("github", "update-issue-comment.json")).unwrap();
+        for note in listed.into_iter().chain([created, updated]) {
+            let comment = Comment::from(note);
+            assert_eq!(comment, Comment { id: 1, body: "Me too".into(), author: Some("octocat".into()) });
+        }
+    }
 }
 
 mod gitlab {
-    use super::super::forge::{Branch, ChangeRequest, Key};
+    use super::super::forge::{Branch, ChangeRequest, Key, Note};
     use super::super::gitlab::MergeRequest;
-    use super::super::{DeployKey, PullRequest, PullRequestDetails, PullState};
+    use super::super::{Comment, DeployKey, PullRequest, PullRequestDetails, PullState};
 
     #[test]
     fn deploy_keys_read_id_title_key_and_can_push_as_read_only() {
@@ -120,6 +131,13 @@ mod gitlab {
         assert_eq!(request.created_at.as_deref(), Some("2017-04-29T08:46:00Z"));
         assert_eq!((request.mergeable, request.merge_detail.as_deref()), (Some(true), Some("can_be_merged")));
         assert_eq!(request.merge_commit, None, "merged, with merge_commit_sha and squash_commit_sha null");
+    }
+
+    #[test]
+    fn a_merge_request_note_reads_id_body_and_author() {
+        let note: Note = serde_json::from_str(published_example!("gitlab", "get-merge-request-note.json")).unwrap();
+        let comment = Comment::from(note);
+        assert_eq!(comment, Comment { id: 301, body: "Comment for MR".into(), author: Some("pipin".into()) });
     }
 }
 

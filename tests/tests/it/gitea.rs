@@ -154,6 +154,31 @@ impl Forge {
     fn pull(&self, number: u64) -> Value {
         self.gitea.api("GET", &format!("/repos/{REPO}/pulls/{number}"), None).unwrap()
     }
+
+    /// `kubectl gitops pr comment NUMBER` through the real kubectl, with the key flags and the
+    /// test environment's flux CLI.
+    fn comment(&self, plugins: &Path, number: u64) -> Run {
+        let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = Command::new(binaries::kubectl());
+        command
+            .args(["gitops", "pr", "comment", &number.to_string()])
+            .args(self.key_args())
+            .env("PATH", path)
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
+        Run::of(&mut self.wired(command, &self.gitea.token))
+    }
+
+    /// The comments on pull request `number`: (id, author, body).
+    fn comments(&self, number: u64) -> Vec<(u64, String, String)> {
+        let listed = self.gitea.api("GET", &format!("/repos/{REPO}/issues/{number}/comments"), None).unwrap();
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|comment| (comment["id"].as_u64().unwrap(), text(&comment["user"]["login"]), text(&comment["body"])))
+            .collect()
+    }
 }
 
 #[test]
@@ -669,6 +694,23 @@ fn a_commit_pushed_to_a_pull_request_branch_after_ours_is_never_merged() {
     assert_eq!(add.code, Some(0), "{}\n{}", add.stdout, add.stderr);
     let ours = forge.pull(2)["head"]["sha"].as_str().unwrap().to_string();
     let branch = forge.pull(2)["head"]["ref"].as_str().unwrap().to_string();
+    // What it would do to the cluster, posted on it as one comment by the token's user.
+    let posted = forge.comment(plugins.path(), 2);
+    assert_eq!(posted.code, Some(0), "{}", posted.render());
+    assert!(
+        posted.stdout.starts_with("pull request #2: comment ") && posted.stdout.contains(" posted ("),
+        "{}",
+        posted.stdout
+    );
+    let comments = forge.comments(2);
+    let [(id, author, body)] = &comments[..] else { panic!("{comments:?}") };
+    assert_eq!(author, ADMIN);
+    assert!(body.starts_with("<!-- kubectl-gitops diff -->\n### kubectl gitops diff: "), "{body}");
+    assert!(
+        body.contains(&format!("Comparing pull request #2 (branch {branch} at {ours}) with the cluster")),
+        "{body}"
+    );
+    assert!(body.contains("<details><summary>Kustomization flux-system/"), "{body}");
     let work = tempfile::tempdir().unwrap();
     let git = |args: &[&str]| gitea.git(work.path(), args).unwrap();
     git(&["clone", "-q", "--branch", &branch, &gitea.ssh_url(REPO), "."]);
@@ -677,6 +719,14 @@ fn a_commit_pushed_to_a_pull_request_branch_after_ours_is_never_merged() {
     git(&["commit", "-qm", "Pushed meanwhile"]);
     git(&["push", "-q", "origin", &branch]);
     let theirs = gitea.head(REPO, &branch).unwrap();
+    // After the push, the same comment shows the preview at the new head: updated, not added.
+    let updated = forge.comment(plugins.path(), 2);
+    assert_eq!(updated.code, Some(0), "{}", updated.render());
+    assert!(updated.stdout.starts_with(&format!("pull request #2: comment {id} updated (")), "{}", updated.stdout);
+    let comments = forge.comments(2);
+    let [(again, _, body)] = &comments[..] else { panic!("{comments:?}") };
+    assert_eq!(again, id);
+    assert!(body.contains(&format!("(branch {branch} at {theirs})")), "{body}");
     let merge = forge.pr(plugins.path(), &gitea.token, &["merge", "2"]);
     assert_eq!(merge.code, Some(1), "{}\n{}", merge.stdout, merge.stderr);
     assert!(

@@ -799,6 +799,77 @@ const GITHUB_PULL_PATHS: &[&str] = &[
     "/mergeable",
     "/mergeable_state",
 ];
+/// What `pr comment` reads of a comment: GitHub's and Gitea's, and GitLab's note.
+const GITHUB_COMMENT_PATHS: &[&str] = &["/id", "/body", "/user/login"];
+const GITLAB_NOTE_PATHS: &[&str] = &["/id", "/body", "/author/username"];
+
+#[test]
+fn the_stand_in_s_comments_answer_in_the_published_shapes() {
+    let (stand_in, _github, _repo) = with_repo(Kind::GitHub, "acme/fleet");
+    stand_in.add_branch("acme/fleet", "flux/update", INITIAL_SHA);
+    stand_in.add_pull_request("acme/fleet", "flux/update", "main", "Update");
+    let body = json!({ "body": "Me too" });
+    let (status, created) = raw(&stand_in, "POST", "/repos/acme/fleet/issues/1/comments", Some(&body));
+    assert_eq!(status, 201, "{created}");
+    let example = published!("github/create-issue-comment.json");
+    assert_same_shape("POST …/issues/{n}/comments", &example, &created, GITHUB_COMMENT_PATHS);
+    let (status, listed) = raw(&stand_in, "GET", "/repos/acme/fleet/issues/1/comments", None);
+    assert_eq!(status, 200);
+    let example = published!("github/list-issue-comments.json");
+    assert_same_shape("GET …/issues/{n}/comments", &example[0], &listed[0], GITHUB_COMMENT_PATHS);
+    let path = format!("/repos/acme/fleet/issues/comments/{}", created["id"]);
+    let (status, updated) = raw(&stand_in, "PATCH", &path, Some(&json!({ "body": "Me three" })));
+    assert_eq!(status, 200, "{updated}");
+    let example = published!("github/update-issue-comment.json");
+    assert_same_shape("PATCH …/issues/comments/{id}", &example, &updated, GITHUB_COMMENT_PATHS);
+
+    let (stand_in, _gitlab, _repo) = with_repo(Kind::GitLab, "acme/platform/fleet");
+    stand_in.add_branch("acme/platform/fleet", "flux/update", INITIAL_SHA);
+    stand_in.add_pull_request("acme/platform/fleet", "flux/update", "main", "Update");
+    let notes = "/projects/acme%2Fplatform%2Ffleet/merge_requests/1/notes";
+    let note = published!("gitlab/get-merge-request-note.json");
+    let (status, created) = raw(&stand_in, "POST", notes, Some(&json!({ "body": "Comment for MR" })));
+    assert_eq!(status, 201, "{created}");
+    assert_same_shape("POST …/merge_requests/:iid/notes", &note, &created, GITLAB_NOTE_PATHS);
+    let (status, listed) = raw(&stand_in, "GET", notes, None);
+    assert_eq!(status, 200);
+    assert_same_shape("GET …/merge_requests/:iid/notes", &note, &listed[0], GITLAB_NOTE_PATHS);
+    let (status, updated) =
+        raw(&stand_in, "PUT", &format!("{notes}/{}", created["id"]), Some(&json!({ "body": "Edited" })));
+    assert_eq!(status, 200, "{updated}");
+    assert_same_shape("PUT …/merge_requests/:iid/notes/:id", &note, &updated, GITLAB_NOTE_PATHS);
+}
+
+#[test]
+fn a_comment_is_posted_listed_and_edited_by_its_author_only() {
+    for (kind, path) in [(Kind::GitHub, "acme/fleet"), (Kind::GitLab, "acme/platform/fleet")] {
+        let (stand_in, provider, repo) = with_repo(kind, path);
+        stand_in.add_branch(path, "gitops/add-web-1234567", "2222222222222222222222222222222222222222");
+        let number = stand_in.add_pull_request(path, "gitops/add-web-1234567", "main", "Add app web");
+        let posted = run(provider.create_comment(&repo, number, "first")).unwrap();
+        assert_eq!((posted.body.as_str(), posted.author.as_deref()), ("first", Some(standin::USER)), "{kind}");
+        let listed = run(provider.list_comments(&repo, number)).unwrap();
+        assert_eq!(listed, std::slice::from_ref(&posted), "{kind}");
+        let edited = run(provider.update_comment(&repo, number, posted.id, "second")).unwrap();
+        assert_eq!((edited.id, edited.body.as_str()), (posted.id, "second"), "{kind}");
+        assert_eq!(run(provider.list_comments(&repo, number)).unwrap().len(), 1, "{kind}: edited in place");
+        // Another user's comment is not ours to edit: the forge refuses.
+        stand_in.add_token("other-token", "mallory", false);
+        let other = Provider::new(ProviderConfig {
+            token: Token::new("other-token"),
+            ..stand_in.provider_config(standin::TOKEN)
+        })
+        .unwrap();
+        let error = run(other.update_comment(&repo, number, posted.id, "defaced")).unwrap_err();
+        assert!(matches!(error, ProviderError::Forbidden { .. }), "{kind}: {error:?}");
+        let requests = stand_in.writes();
+        let methods: Vec<&str> = requests.iter().map(|request| request.method.as_str()).collect();
+        let edit = if kind == Kind::GitHub { "PATCH" } else { "PUT" };
+        assert_eq!(methods, ["POST", edit, edit], "{kind}");
+        assert!(provider.max_comment() >= 65_536, "{kind}");
+    }
+}
+
 /// What `pr list` and `pr show` read of a merge request (`detailed_merge_status` is newer than
 /// the published example, which has `merge_status`).
 const GITLAB_MERGE_REQUEST_PATHS: &[&str] = &[
