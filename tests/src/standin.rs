@@ -495,6 +495,17 @@ impl StandIn {
         self.state().repo(path).map(|repo| repo.keys.clone()).unwrap_or_default()
     }
 
+    /// The comments on request `number` of the repository at `path`: (id, author, body).
+    pub fn comments(&self, path: &str, number: u64) -> Vec<(u64, String, String)> {
+        let state = self.state();
+        let comments = state.repo(path).map(|repo| repo.comments.clone()).unwrap_or_default();
+        comments
+            .into_iter()
+            .filter(|comment| comment.number == number)
+            .map(|comment| (comment.id, comment.author, comment.body))
+            .collect()
+    }
+
     /// The repository's pull (merge) requests, open or not.
     pub fn pull_requests(&self, path: &str) -> Vec<PullSnapshot> {
         self.state()

@@ -28,7 +28,9 @@ pub struct CommentArgs {
     #[arg(long, value_name = "URL")]
     pub full_output_url: Option<String>,
 
-    /// Print the comment; post nothing.
+    /// Print the plan and change nothing.
+    ///
+    /// Print the comment it would post (its plan); post nothing, change nothing anywhere.
     #[arg(long)]
     pub dry_run: bool,
 

@@ -153,26 +153,27 @@ impl From<ChangeRequest> for PullRequest {
     }
 }
 
-/// A comment as the three APIs return it: GitHub's and Gitea's `user.login`, GitLab's
-/// `author.username`.
+/// A comment as the three APIs return it: GitHub's and Gitea's `user.login` (Gitea's user also
+/// has a `username`), GitLab's `author.username`.
 #[derive(Deserialize)]
 pub(super) struct Note {
     pub(super) id: u64,
     #[serde(default)]
     pub(super) body: String,
-    #[serde(alias = "author")]
     pub(super) user: Option<NoteAuthor>,
+    pub(super) author: Option<NoteAuthor>,
 }
 
 #[derive(Deserialize)]
 pub(super) struct NoteAuthor {
-    #[serde(alias = "username")]
-    pub(super) login: String,
+    pub(super) login: Option<String>,
+    pub(super) username: Option<String>,
 }
 
 impl From<Note> for Comment {
     fn from(note: Note) -> Comment {
-        Comment { id: note.id, body: note.body, author: note.user.map(|user| user.login) }
+        let author = note.user.or(note.author).and_then(|who| who.login.or(who.username));
+        Comment { id: note.id, body: note.body, author }
     }
 }
 
@@ -451,5 +452,25 @@ fn moved(error: ProviderError, noun: &str, sign: &str, number: u64) -> ProviderE
             hint: Some(format!("run `kubectl gitops pr show {number}` again to validate what it holds now")),
         },
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gitea's user carries both `login` and `username` (the real Gitea of the end-to-end tests
+    /// answers so: tests/tests/it/gitea.rs posts and edits a comment); GitHub's has `login`,
+    /// GitLab's note an `author` with `username` (published_examples.rs).
+    #[test]
+    fn a_comment_s_author_is_read_from_each_forge_s_shape() {
+        let gitea = r#"{"id": 7, "body": "b", "user": {"id": 1, "login": "gitea-admin", "username": "gitea-admin"}}"#;
+        let note: Note = serde_json::from_str(gitea).unwrap();
+        assert_eq!(Comment::from(note).author.as_deref(), Some("gitea-admin"));
+        let gitlab = r#"{"id": 8, "body": "b", "author": {"id": 1, "username": "pipin"}}"#;
+        let note: Note = serde_json::from_str(gitlab).unwrap();
+        assert_eq!(Comment::from(note).author.as_deref(), Some("pipin"));
+        let anonymous: Note = serde_json::from_str(r#"{"id": 9}"#).unwrap();
+        assert_eq!(Comment::from(anonymous), Comment { id: 9, body: String::new(), author: None });
     }
 }

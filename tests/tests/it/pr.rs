@@ -38,6 +38,14 @@ fn with_key(fixture: &Fixture, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// `kubectl gitops pr comment NUMBER` with the key flags and the test environment's flux CLI.
+fn comment(fixture: &Fixture, plugins: &std::path::Path, number: &str) -> Run {
+    let args = with_key(fixture, &["pr", "comment", number]);
+    let mut command = fixture.kubectl_gitops_command(plugins, &args);
+    command.env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
+    Run::of(&mut command)
+}
+
 /// Pushes a hand edit of `path` to `branch` on the git server, the way a reviewer would.
 fn edit_by_hand(fixture: &Fixture, branch: &str, path: &str) {
     let work = tempfile::tempdir().unwrap();
@@ -119,10 +127,32 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     assert!(show.stdout.starts_with("#1 Add app podinfo (kustomize) to clusters/dev\n"), "{}", show.stdout);
     let head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
     assert!(show.stdout.contains(&format!("branch {branch} into main at {}", &head[..12])), "{}", show.stdout);
-    let writes = fixture.standin.writes().len();
+    // What merging it would do to the cluster, posted on it as one comment.
+    let posted = comment(&fixture, plugins.path(), "1");
+    assert_eq!(posted.code, Some(0), "{}", posted.render());
+    assert!(
+        posted.stdout.starts_with("pull request #1: comment ") && posted.stdout.contains(" posted ("),
+        "{}",
+        posted.stdout
+    );
+    let comments = fixture.standin.comments(REPO, 1);
+    let [(id, author, body)] = &comments[..] else { panic!("{comments:?}") };
+    assert_eq!(author, "alice");
+    assert!(body.starts_with("<!-- kubectl-gitops diff -->\n### kubectl gitops diff: "), "{body}");
+    assert!(body.contains(&format!("at {}) with the cluster", head.trim())), "{body}");
 
     // A reviewer's hand edit on the branch: not valid, exit 1, the file named.
     edit_by_hand(&fixture, &branch, "apps/podinfo/release.yaml");
+    // The preview follows the new head, in the same comment.
+    let updated = comment(&fixture, plugins.path(), "1");
+    assert_eq!(updated.code, Some(0), "{}", updated.render());
+    assert!(updated.stdout.starts_with(&format!("pull request #1: comment {id} updated (")), "{}", updated.stdout);
+    let new_head = fixture.git(&["rev-parse", &format!("refs/heads/{branch}")]);
+    let comments = fixture.standin.comments(REPO, 1);
+    let [(again, _, body)] = &comments[..] else { panic!("{comments:?}") };
+    assert_eq!(again, id);
+    assert!(body.contains(&format!("at {}) with the cluster", new_head.trim())), "{body}");
+    let writes = fixture.standin.writes().len();
     let show =
         fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1", "-o", "json"]).as_slice());
     assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
@@ -207,6 +237,20 @@ fn gitlab_merge_requests_are_validated_by_their_iid() {
     assert!(show.stdout.starts_with("!1 Add app podinfo (kustomize) to clusters/dev\n"), "{}", show.stdout);
     assert!(show.stdout.contains("ok    mergeable  mergeable\n"), "{}", show.stdout);
     assert!(show.stdout.ends_with("!1 is valid\n"), "{}", show.stdout);
+    // The preview as a merge request note, posted once and then edited in place.
+    for verb in ["posted", "updated"] {
+        let run = comment(&fixture, plugins.path(), "1");
+        assert_eq!(run.code, Some(0), "{}", run.render());
+        assert!(
+            run.stdout.starts_with("merge request !1: comment ") && run.stdout.contains(&format!(" {verb} (")),
+            "{}",
+            run.stdout
+        );
+    }
+    let notes = fixture.standin.comments(REPO, 1);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].1, "alice");
+    assert!(notes[0].2.contains("Comparing merge request !1 (branch "), "{}", notes[0].2);
 }
 
 #[test]
