@@ -356,3 +356,20 @@ fn the_real_flux_cli_runs_us_as_its_gitops_plugin() {
         assert!(completed.stdout.lines().any(|line| line.starts_with(command)), "{command}: {}", completed.render());
     }
 }
+
+/// The GitHub Actions workflow docs/pull-requests.md gives for `pr comment` is one actionlint
+/// (built from its Go module) accepts, as `make lint` accepts ours.
+#[test]
+fn the_documented_preview_workflow_passes_actionlint() {
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/pull-requests.md")).unwrap();
+    let at = docs.find("A GitHub Actions\nworkflow in the config repo:").expect("the workflow's introduction");
+    let start = at + docs[at..].find("```yaml\n").expect("its yaml block") + "```yaml\n".len();
+    let workflow = &docs[start..start + docs[start..].find("```\n").expect("the block's end")];
+    assert!(workflow.contains("kubectl gitops pr comment"), "{workflow}");
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join(".github/workflows")).unwrap();
+    std::fs::write(repo.path().join(".github/workflows/preview.yml"), workflow).unwrap();
+    run(Command::new("git").args(["init", "-q"]).current_dir(repo.path())).unwrap();
+    let lint = Run::of(Command::new(tools::path("actionlint")).arg("-no-color").current_dir(repo.path()));
+    assert_eq!(lint.code, Some(0), "{}", lint.render());
+}
