@@ -12,9 +12,17 @@
 set -euo pipefail
 
 user=${GITOPS_TEST_USER:-gitops-test}
+# A shell that runs commands: the tests' sshd serves this user and runs each git command through
+# the user's shell, which nologin refuses ("This account is currently not available"). The user
+# has no password, so no one logs in as it.
 if ! id -u "$user" >/dev/null 2>&1; then
-  useradd --create-home --shell /usr/sbin/nologin "$user"
+  useradd --create-home --shell /bin/sh "$user"
   echo "as-test-user: created the user $user for the tests" >&2
+fi
+shell=$(getent passwd "$user" | cut -d: -f7)
+if [[ $shell == */nologin || $shell == */false ]]; then
+  usermod --shell /bin/sh "$user"
+  echo "as-test-user: $user's shell was $shell, which the tests' sshd cannot run git through: now /bin/sh" >&2
 fi
 home=$(getent passwd "$user" | cut -d: -f6)
 
