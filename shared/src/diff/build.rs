@@ -132,23 +132,35 @@ pub(super) async fn build(
         // Many short builds run side by side: one thread each and a lighter collector make each
         // some 15% quicker (docs/performance.md), and a build's heap is small.
         .env("GOMAXPROCS", "1")
-        .env("GOGC", "400")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let Ok(output) = tokio::time::timeout(crate::timeouts::BUILD, command.output()).await else {
-        return Ok(Err(format!("the flux CLI did not finish the build within {:?}", crate::timeouts::BUILD)));
+        .env("GOGC", "400");
+    let output = match bounded(command, "the flux CLI", &flux.path).await? {
+        Ok(output) => output,
+        Err(words) => return Ok(Err(words.trim_start_matches("✗ ").to_string())),
     };
-    let output =
-        output.map_err(|error| Error::Io { context: format!("running {}", flux.path.display()), source: error })?;
-    if !output.status.success() {
-        let words = String::from_utf8_lossy(&output.stderr);
-        let words = words.lines().filter(|line| !line.trim().is_empty()).collect::<Vec<_>>().join("; ");
-        return Ok(Err(words.trim_start_matches("✗ ").to_string()));
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = String::from_utf8_lossy(&output);
     Ok(crate::yaml::documents_from_str(&text)
         .map(|documents| documents.into_iter().map(secret_strings_restored).collect())
         .map_err(|error| format!("the flux CLI printed YAML we cannot read: {error}")))
+}
+
+/// What `command` (a CLI diff runs: flux, helm, named `what`, at `path`) prints on stdout, or
+/// its own words (stderr's lines joined) when it fails or is still running after
+/// [`crate::timeouts::BUILD`]; an error only when it cannot be started.
+pub(super) async fn bounded(
+    mut command: tokio::process::Command,
+    what: &str,
+    path: &Path,
+) -> Result<std::result::Result<Vec<u8>, String>> {
+    command.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let Ok(output) = tokio::time::timeout(crate::timeouts::BUILD, command.output()).await else {
+        return Ok(Err(format!("{what} did not finish within {:?}", crate::timeouts::BUILD)));
+    };
+    let output = output.map_err(|error| Error::Io { context: format!("running {}", path.display()), source: error })?;
+    if !output.status.success() {
+        let words = String::from_utf8_lossy(&output.stderr);
+        return Ok(Err(words.lines().filter(|line| !line.trim().is_empty()).collect::<Vec<_>>().join("; ")));
+    }
+    Ok(Ok(output.stdout))
 }
 
 /// The flux CLI prints a Secret's `stringData` without the quotes a number-like value had

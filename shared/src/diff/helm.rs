@@ -351,20 +351,12 @@ async fn helm_template(
         .env("HELM_CONFIG_HOME", scratch.join("config"))
         .env("HELM_CACHE_HOME", scratch.join("cache"))
         .env("HELM_DATA_HOME", scratch.join("data"))
-        .env("GOMAXPROCS", "1")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let Ok(output) = tokio::time::timeout(crate::timeouts::BUILD, command.output()).await else {
-        return Ok(Err(format!("helm did not finish rendering within {:?}", crate::timeouts::BUILD)));
+        .env("GOMAXPROCS", "1");
+    let output = match super::build::bounded(command, "helm", renderer.helm).await? {
+        Ok(output) => output,
+        Err(words) => return Ok(Err(format!("helm cannot render it: {}", words.trim_start_matches("Error: ")))),
     };
-    let output =
-        output.map_err(|error| Error::Io { context: format!("running {}", renderer.helm.display()), source: error })?;
-    if !output.status.success() {
-        let words = String::from_utf8_lossy(&output.stderr);
-        let words = words.lines().filter(|line| !line.trim().is_empty()).collect::<Vec<_>>().join("; ");
-        return Ok(Err(format!("helm cannot render it: {}", words.trim_start_matches("Error: "))));
-    }
-    Ok(crate::yaml::documents_from_str(&String::from_utf8_lossy(&output.stdout))
+    Ok(crate::yaml::documents_from_str(&String::from_utf8_lossy(&output))
         .map_err(|error| format!("helm printed YAML we cannot read: {error}")))
 }
 

@@ -17,16 +17,7 @@ const FOOTER_ROOM: usize = 600;
 /// The comment for `diff`, at most `limit` characters; `full_output` is where the whole of it can
 /// be read (a CI job's log), and `command` what prints it.
 pub fn comment(diff: &Diff, limit: usize, full_output: Option<&str>, command: &str) -> String {
-    let summary = diff.summary;
-    let mut head = format!(
-        "{MARKER}\n### kubectl gitops diff: {} added, {} changed, {} pruned, {} refused, {} unchanged{}\n\n",
-        summary.added,
-        summary.changed,
-        summary.pruned,
-        summary.refused,
-        summary.unchanged,
-        if summary.failed > 0 { format!("; {} not built or rendered", summary.failed) } else { String::new() }
-    );
+    let mut head = format!("{MARKER}\n### kubectl gitops diff: {}\n\n", diff.summary.counts());
     head.push_str(&format!("Comparing {} with the cluster ({}).\n\n", cell(&diff.compared), cell(&diff.source)));
     head.push_str("| Kustomization | Path | Added | Changed | Pruned | Refused | Unchanged | Images |\n");
     head.push_str("|---|---|--:|--:|--:|--:|--:|---|\n");

@@ -187,6 +187,18 @@ pub struct DiffSummary {
     pub failed: usize,
 }
 
+impl DiffSummary {
+    /// `1 added, 2 changed, 0 pruned, 0 refused, 3 unchanged`, and `; N not built or rendered`
+    /// when some were not: the last line of the screen, the title of the comment.
+    pub fn counts(&self) -> String {
+        let failed = if self.failed > 0 { format!("; {} not built or rendered", self.failed) } else { String::new() };
+        format!(
+            "{} added, {} changed, {} pruned, {} refused, {} unchanged{failed}",
+            self.added, self.changed, self.pruned, self.refused, self.unchanged
+        )
+    }
+}
+
 impl Diff {
     /// 0: nothing would change; 1: something would; 2: an object would be refused or a
     /// Kustomization could not be built (as `kubectl diff` and `flux diff` exit).

@@ -35,15 +35,7 @@ pub(super) fn text(diff: &Diff, headers: bool, style: Style) -> String {
         }
     }
     let summary = diff.summary;
-    let line = format!(
-        "{} added, {} changed, {} pruned, {} refused, {} unchanged{}",
-        summary.added,
-        summary.changed,
-        summary.pruned,
-        summary.refused,
-        summary.unchanged,
-        if summary.failed > 0 { format!("; {} not built or rendered", summary.failed) } else { String::new() }
-    );
+    let line = summary.counts();
     let line = if summary.refused + summary.failed > 0 { style.bad(&line) } else { style.bold(&line) };
     text.push_str(&format!("\n{line}\n"));
     text

@@ -90,11 +90,7 @@ pub async fn comment(request: &CommentRequest, target: &Target, printer: &Printe
     let ours = comments
         .iter()
         .find(|comment| comment.body.starts_with(markdown::MARKER) && comment.author.as_deref() == Some(me.as_str()));
-    let summary = preview.summary;
-    let counts = format!(
-        "{} added, {} changed, {} pruned, {} refused, {} unchanged",
-        summary.added, summary.changed, summary.pruned, summary.refused, summary.unchanged
-    );
+    let counts = preview.summary.counts();
     let done = match ours {
         Some(existing) => {
             let updated = provider.update_comment(&hosted.repo, number, existing.id, &body).await?;
