@@ -2,6 +2,7 @@
 //! for Flux objects to become Ready.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -16,10 +17,15 @@ use crate::error::{Error, Result};
 /// The field manager of everything kubectl-gitops applies.
 pub const FIELD_MANAGER: &str = "kubectl-gitops";
 
-/// Applies manifests with server-side apply, resolving each kind once through discovery.
+/// Kinds resolved through discovery, each once.
+type Resolved = HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>;
+
+/// Applies manifests with server-side apply, resolving each kind once through discovery. Its
+/// clones share what was resolved, so that work running side by side asks once per kind too.
+#[derive(Clone)]
 pub struct Applier<'a> {
     cluster: &'a Cluster,
-    resolved: HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>,
+    resolved: Arc<Mutex<Resolved>>,
 }
 
 /// `kind/name` (with namespace) of an applied object, for progress lines.
@@ -83,7 +89,12 @@ pub fn is_foundation(document: &serde_json::Value) -> bool {
 impl<'a> Applier<'a> {
     /// An applier for a cluster.
     pub fn new(cluster: &'a Cluster) -> Applier<'a> {
-        Applier { cluster, resolved: HashMap::new() }
+        Applier { cluster, resolved: Arc::default() }
+    }
+
+    /// The cluster it applies to.
+    pub fn cluster(&self) -> &'a Cluster {
+        self.cluster
     }
 
     /// Applies documents in two stages: CRDs and Namespaces, wait until the CRDs are
@@ -167,8 +178,8 @@ impl<'a> Applier<'a> {
     }
 
     async fn resolve(&mut self, gvk: &GroupVersionKind) -> Result<(ApiResource, ApiCapabilities)> {
-        if let Some(found) = self.resolved.get(gvk) {
-            return Ok(found.clone());
+        if let Some(found) = self.known(gvk) {
+            return Ok(found);
         }
         let found = kube::discovery::pinned_kind(&self.cluster.client, gvk).await.map_err(|error| match error {
             kube::Error::Api(status) if status.code == 404 => Error::Negative {
@@ -177,8 +188,12 @@ impl<'a> Applier<'a> {
             },
             other => self.cluster.error(other),
         })?;
-        self.resolved.insert(gvk.clone(), found.clone());
+        self.resolved.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(gvk.clone(), found.clone());
         Ok(found)
+    }
+
+    fn known(&self, gvk: &GroupVersionKind) -> Option<(ApiResource, ApiCapabilities)> {
+        self.resolved.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(gvk).cloned()
     }
 
     fn failed(&self, object: &ObjectRef, error: kube::Error) -> Error {

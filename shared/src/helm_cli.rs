@@ -64,18 +64,8 @@ pub fn release(cache_root: PathBuf) -> Result<Release> {
 /// The helm executable to render with: given (`flag`, else the environment, checked to be a
 /// file), cached, else downloaded within `deadline` and verified.
 pub async fn locate(flag: Option<PathBuf>, deadline: Duration, printer: &Printer) -> Result<PathBuf> {
-    let given = flag.map(|path| (path, HELM.flag)).or_else(|| {
-        std::env::var_os(env::KUBECTL_GITOPS_HELM_BIN)
-            .filter(|value| !value.is_empty())
-            .map(|path| (PathBuf::from(path), env::KUBECTL_GITOPS_HELM_BIN))
-    });
-    if let Some((path, origin)) = given {
-        if !path.is_file() {
-            return Err(Error::usage(
-                format!("{origin} names {}, which is not a file", path.display()),
-                "point it at a helm executable, or unset it to use the pinned release",
-            ));
-        }
+    let environment = std::env::var_os(env::KUBECTL_GITOPS_HELM_BIN).filter(|value| !value.is_empty());
+    if let Some((path, _)) = HELM.given(flag, environment.map(PathBuf::from))? {
         return Ok(path);
     }
     let cache_root = cache_root(&HELM).ok_or_else(|| {

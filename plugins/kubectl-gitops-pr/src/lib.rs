@@ -7,7 +7,7 @@ use gitops_shared::cli::TrustArgs;
 use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::Printer;
-use gitops_shared::pr::{self, Action, CommentArgs, MergeArgs, ShowArgs};
+use gitops_shared::pr::{self, Action, CommentArgs, MergeArgs, ShowArgs, ShowPreviewArgs};
 use gitops_shared::runtime;
 use gitops_shared::version::VERSION_LINE;
 
@@ -38,15 +38,20 @@ enum Command {
     List(TrustArgs),
     /// Validate one: it is open, into the branch Flux follows, opened by you, exactly what its recorded request plans, and it can be merged.
     ///
+    /// With --preview, also what the commit validated would change in the cluster of the
+    /// current context (`kubectl gitops diff`'s preview, HelmReleases rendered).
+    ///
     /// Exit 0 when every check passes, 1 when one fails (each finding named) or another
     /// identity opened it (unverified: --opened-by LOGIN vouches for another's), 2 for a number
-    /// that is not a pull request of the config repo or one kubectl-gitops did not open.
+    /// that is not a pull request of the config repo or one kubectl-gitops did not open, or a
+    /// preview that holds a refusal or a failure.
     ///
     /// Examples:
     ///   kubectl gitops pr show 42
+    ///   kubectl gitops pr show 42 --preview
     ///   kubectl gitops pr show https://github.com/acme/fleet/pull/42 -o json
     #[command(verbatim_doc_comment)]
-    Show(ShowArgs),
+    Show(ShowPreviewArgs),
     /// Validate one as `show` does, then approve it at the commit validated.
     ///
     /// Nothing is approved when a check fails (exit 1, the findings printed), nor when another
@@ -113,9 +118,9 @@ pub fn main() -> std::process::ExitCode {
                 Ok(ExitCode::Ok)
             }
             Command::Show(args) => {
-                let (text, valid) = pr::show(&args.request(global, cli.platform)?, &target, &printer).await?;
+                let (text, code) = pr::show(&args.request(global, cli.platform)?, &target, &printer).await?;
                 printer.data(&text)?;
-                Ok(if valid { ExitCode::Ok } else { ExitCode::No })
+                Ok(code)
             }
             Command::Approve(args) => acted(
                 &printer,

@@ -36,10 +36,20 @@ pub struct DiffArgs {
     pub preview: PreviewArgs,
 }
 
-/// How a state is compared, whoever names it (`diff`, `pr comment`): the other sources, the helm
-/// that renders, where the config repo is cloned from.
+/// How a state is compared, whoever names it (`diff`, `pr comment`): how it is rendered, and
+/// where the config repo is cloned from.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PreviewArgs {
+    #[command(flatten)]
+    pub render: RenderArgs,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// How a preview renders what it compares: the other sources, the helm that renders.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RenderArgs {
     /// A checkout of another source some Kustomizations apply: KIND/NAMESPACE/NAME=DIR (repeatable).
     ///
     /// A checkout of another source some Kustomizations apply (a team's or an app's repository),
@@ -62,9 +72,30 @@ pub struct PreviewArgs {
     /// cannot make the reviewer's machine reach a host of its choosing.
     #[arg(long)]
     pub fetch_new_chart_repositories: bool,
+}
 
-    #[command(flatten)]
-    pub repo: RepoArgs,
+impl RenderArgs {
+    /// The flags, checked.
+    pub fn rendering(&self) -> Result<Rendering> {
+        Ok(Rendering {
+            local_sources: self.local_sources.iter().map(|given| local_source(given)).collect::<Result<_>>()?,
+            helm_bin: self.helm_bin.clone(),
+            fetch_new_chart_repositories: self.fetch_new_chart_repositories,
+        })
+    }
+
+    /// The first of these flags given, for a command that takes them only with another flag.
+    pub fn first_given(&self) -> Option<&'static str> {
+        if !self.local_sources.is_empty() {
+            Some("--local-source")
+        } else if self.helm_bin.is_some() {
+            Some("--helm-bin")
+        } else if self.fetch_new_chart_repositories {
+            Some("--fetch-new-chart-repositories")
+        } else {
+            None
+        }
+    }
 }
 
 impl DiffArgs {
@@ -97,12 +128,9 @@ impl PreviewArgs {
     pub fn request(&self, state: State, global: &GlobalArgs) -> Result<DiffRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
-        let local_sources = self.local_sources.iter().map(|given| local_source(given)).collect::<Result<_>>()?;
         Ok(DiffRequest {
             state,
-            local_sources,
-            helm_bin: self.helm_bin.clone(),
-            fetch_new_chart_repositories: self.fetch_new_chart_repositories,
+            rendering: self.render.rendering()?,
             repo: self.repo.settings()?,
             format,
             headers: !global.no_headers,
@@ -123,6 +151,9 @@ pub enum State {
     Commit(String),
     /// `--pull-request`: its head commit, cloned from its branch.
     PullRequest(PullRequestReference),
+    /// A commit of a branch, cloned, as a caller that already read it names it (`pr show
+    /// --preview`: the pull request's head it validated). `compared` says what it is.
+    Pinned { branch: String, commit: String, compared: String },
 }
 
 /// `diff`, resolved.
@@ -130,18 +161,25 @@ pub enum State {
 pub struct DiffRequest {
     /// What to compare with the cluster.
     pub state: State,
-    /// `--local-source`: other sources, each with its checkout.
-    pub local_sources: Vec<(SourceRef, PathBuf)>,
-    /// `--helm-bin`.
-    pub helm_bin: Option<PathBuf>,
-    /// `--fetch-new-chart-repositories`.
-    pub fetch_new_chart_repositories: bool,
+    /// How it is rendered.
+    pub rendering: Rendering,
     /// How to reach the config repo (for a ref or a pull request).
     pub repo: RepoSettings,
     /// `-o`.
     pub format: OutputFormat,
     /// Print the table's header line.
     pub headers: bool,
+}
+
+/// [`RenderArgs`], checked.
+#[derive(Debug, Clone, Default)]
+pub struct Rendering {
+    /// `--local-source`: other sources, each with its checkout.
+    pub local_sources: Vec<(SourceRef, PathBuf)>,
+    /// `--helm-bin`.
+    pub helm_bin: Option<PathBuf>,
+    /// `--fetch-new-chart-repositories`.
+    pub fetch_new_chart_repositories: bool,
 }
 
 /// A Flux source, as a Kustomization's `sourceRef` names it.

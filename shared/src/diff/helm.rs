@@ -47,11 +47,10 @@ pub(super) struct Renderer<'a> {
 
 /// Every HelmRelease among `built` (a Kustomization's build), rendered and compared.
 pub(super) async fn compare_releases(
-    cluster: &Cluster,
+    mut applier: Applier<'_>,
     renderer: &Renderer<'_>,
     built: &[Value],
 ) -> Result<Vec<HelmReleaseDiff>> {
-    let mut applier = Applier::new(cluster);
     let mut results = Vec::new();
     for release in built.iter().filter(|document| is_kind(document, ORIGIN_GROUP, "HelmRelease")) {
         let text = |pointer: &str| release.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -64,7 +63,7 @@ pub(super) async fn compare_releases(
             compared_here: 0,
             error: None,
         };
-        let rendered = match render(cluster, &mut applier, renderer, release, built).await? {
+        let rendered = match render(&mut applier, renderer, release, built).await? {
             Ok((chart, rendered)) => {
                 result.chart = Some(chart);
                 rendered
@@ -93,7 +92,6 @@ fn is_kind(document: &Value, group: &str, kind: &str) -> bool {
 /// The chart's `NAME@VERSION` and the objects it renders to (hooks left out, as in the release's
 /// manifest), or why it cannot be rendered.
 async fn render(
-    cluster: &Cluster,
     applier: &mut Applier<'_>,
     renderer: &Renderer<'_>,
     release: &Value,
@@ -113,7 +111,7 @@ async fn render(
     };
     let mut layers = Vec::new();
     for reference in spec["valuesFrom"].as_array().into_iter().flatten() {
-        match values_layer(cluster, reference, namespace, built).await? {
+        match values_layer(applier.cluster(), reference, namespace, built).await? {
             Ok(Some(layer)) => layers.push(layer),
             Ok(None) => {}
             Err(why) => return Ok(Err(why)),

@@ -20,7 +20,8 @@ mod render;
 mod values;
 
 use self::args::existing_dir;
-pub use self::args::{DiffArgs, DiffRequest, PreviewArgs, SourceRef, State};
+pub use self::args::{DiffArgs, DiffRequest, PreviewArgs, RenderArgs, Rendering, SourceRef, State};
+pub use self::render::text as render_text;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -256,20 +257,22 @@ pub async fn compute(context: &mut Context, request: &DiffRequest, printer: &Pri
     };
     let cluster = context.cluster()?;
     let mut sources = vec![(source.clone(), dir)];
-    sources.extend(request.local_sources.iter().cloned());
+    sources.extend(request.rendering.local_sources.iter().cloned());
     let ours = kustomizations_of(cluster, &resource, &sources).await?;
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
+    // One discovery of each kind for every comparison.
+    let applier = Applier::new(cluster);
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
     let compared_kustomizations: Vec<Result<(KustomizationDiff, Vec<Value>)>> = futures::stream::iter(ours.iter())
-        .map(|(kustomization, source, root)| compare_one(cluster, &flux_cli, kustomization, source, root))
+        .map(|(kustomization, source, root)| compare_one(applier.clone(), &flux_cli, kustomization, source, root))
         .buffered(PARALLEL)
         .collect()
         .await;
     drop(spinner);
     let (mut kustomizations, builds): (Vec<KustomizationDiff>, Vec<Vec<Value>>) =
         compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
-    deleted_with_their_objects(cluster, &ours, &mut kustomizations).await?;
-    render_helm_releases(cluster, request, &sources, &mut kustomizations, &builds, printer).await?;
+    deleted_with_their_objects(applier.clone(), &ours, &mut kustomizations).await?;
+    render_helm_releases(&applier, request, &sources, &mut kustomizations, &builds, printer).await?;
     let diff = Diff { source: source.to_string(), compared, summary: summarize(&kustomizations), kustomizations };
     let here = diff.summary.compared_here;
     if here > 0 {
@@ -289,6 +292,7 @@ async fn clone_state(context: &mut Context, request: &DiffRequest, printer: &Pri
     let (branch, pin, compared) = match &request.state {
         State::Branch(branch) => (branch.clone(), None, format!("branch {branch}")),
         State::Commit(commit) => (repo.branch.clone(), Some(commit.clone()), format!("commit {commit}")),
+        State::Pinned { branch, commit, compared } => (branch.clone(), Some(commit.clone()), compared.clone()),
         State::PullRequest(reference) => {
             let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| {
                 Error::usage(
@@ -420,7 +424,7 @@ async fn kustomizations_of<'a>(
 /// One Kustomization built from `dir`, the checkout of its source, and compared with the cluster,
 /// object by object.
 async fn compare_one(
-    cluster: &Cluster,
+    mut applier: Applier<'_>,
     flux: &FluxCli,
     kustomization: &Value,
     source: &SourceRef,
@@ -443,12 +447,11 @@ async fn compare_one(
         Ok(source_dir) => source_dir,
         Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
     };
-    let resolved = build::resolved(cluster, kustomization).await?;
+    let resolved = build::resolved(applier.cluster(), kustomization).await?;
     let built = match build::build(flux, &resolved, dir, &source_dir).await? {
         Ok(built) => built,
         Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
     };
-    let mut applier = Applier::new(cluster);
     let compared = objects::compare(&mut applier, &built, FLUX_FIELD_MANAGER).await?;
     (result.objects, result.unchanged, result.compared_here) =
         (compared.objects, compared.unchanged, compared.compared_here);
@@ -464,7 +467,7 @@ async fn compare_one(
 /// The HelmReleases of every build (`builds` is in the order of `kustomizations`), each rendered
 /// by the pinned helm (found, or downloaded and verified, only when there is one) and compared.
 async fn render_helm_releases(
-    cluster: &Cluster,
+    applier: &Applier<'_>,
     request: &DiffRequest,
     sources: &[(SourceRef, PathBuf)],
     kustomizations: &mut [KustomizationDiff],
@@ -475,20 +478,23 @@ async fn render_helm_releases(
     if wanted == 0 {
         return Ok(());
     }
-    let helm = crate::helm_cli::locate(request.helm_bin.clone(), crate::timeouts::FLUX_DOWNLOAD, printer).await?;
+    let helm =
+        crate::helm_cli::locate(request.rendering.helm_bin.clone(), crate::timeouts::FLUX_DOWNLOAD, printer).await?;
+    let cluster = applier.cluster();
     let version = cluster.client.apiserver_version().await.map_err(|error| cluster.error(error))?;
     let renderer = helm::Renderer {
         helm: &helm,
         kube_version: &version.git_version,
         sources,
-        new_chart_repositories: request.fetch_new_chart_repositories,
+        new_chart_repositories: request.rendering.fetch_new_chart_repositories,
     };
     let spinner = printer.spinner("rendering HelmReleases".to_string());
     let rendered: Vec<Result<Vec<HelmReleaseDiff>>> = futures::stream::iter(kustomizations.iter().zip(builds))
         .map(|(kustomization, built)| {
             let skip = kustomization.deleted || built.is_empty();
             let renderer = &renderer;
-            async move { if skip { Ok(Vec::new()) } else { helm::compare_releases(cluster, renderer, built).await } }
+            let applier = applier.clone();
+            async move { if skip { Ok(Vec::new()) } else { helm::compare_releases(applier, renderer, built).await } }
         })
         .buffered(PARALLEL)
         .collect()
@@ -505,7 +511,7 @@ async fn render_helm_releases(
 /// inventory as pruned when it prunes, nothing otherwise, instead of a build of a path the change
 /// may have removed.
 async fn deleted_with_their_objects(
-    cluster: &Cluster,
+    mut applier: Applier<'_>,
     ours: &[(Value, &SourceRef, &Path)],
     results: &mut [KustomizationDiff],
 ) -> Result<()> {
@@ -522,7 +528,6 @@ async fn deleted_with_their_objects(
     if deleted.is_empty() {
         return Ok(());
     }
-    let mut applier = Applier::new(cluster);
     for (result, (kustomization, _, _)) in results.iter_mut().zip(ours) {
         if !deleted.contains(&(result.namespace.clone(), result.name.clone())) {
             continue;

@@ -6,7 +6,7 @@ use crate::output::style::Style;
 use crate::output::table::Table;
 
 /// The whole screen.
-pub(super) fn text(diff: &Diff, headers: bool, style: Style) -> String {
+pub fn text(diff: &Diff, headers: bool, style: Style) -> String {
     let mut text = format!("Comparing {} with the cluster ({})\n\n", diff.compared, diff.source);
     let mut table =
         Table::new(["KUSTOMIZATION", "PATH", "ADDED", "CHANGED", "PRUNED", "REFUSED", "UNCHANGED", "IMAGES"]);

@@ -23,7 +23,7 @@ use std::process::Command;
 use std::time::Duration;
 
 pub(crate) use self::release::platform;
-pub use self::release::{FLUX, Release, Tool, rehash_cached, sha256_hex, verify_cached};
+pub use self::release::{FLUX, Given, Release, Tool, rehash_cached, sha256_hex, verify_cached};
 pub use self::tag::{Pin, Tag, pinned_list};
 use crate::dependencies;
 use crate::env;
@@ -192,21 +192,14 @@ impl Locator {
 
     /// The CLI given explicitly (`--flux-bin`, else the environment), checked to exist.
     pub fn explicit(&self) -> Result<Option<FluxCli>> {
-        let given = self
-            .flag
-            .clone()
-            .map(|path| (path, Origin::Flag))
-            .or_else(|| self.environment.clone().map(|path| (path, Origin::Environment)));
-        let Some((path, origin)) = given else {
-            return Ok(None);
-        };
-        if !path.is_file() {
-            return Err(Error::usage(
-                format!("{} names {}, which is not a file", origin.describe(), path.display()),
-                "point it at a flux executable, or unset it to use the pinned release",
-            ));
-        }
-        Ok(Some(FluxCli { path, version: None, origin }))
+        let given = FLUX.given(self.flag.clone(), self.environment.clone())?;
+        Ok(given.map(|(path, given)| {
+            let origin = match given {
+                Given::Flag => Origin::Flag,
+                Given::Environment => Origin::Environment,
+            };
+            FluxCli { path, version: None, origin }
+        }))
     }
 
     /// The CLI that would run for `version` without downloading anything: for `version` and

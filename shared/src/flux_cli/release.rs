@@ -39,6 +39,33 @@ pub struct Tool {
     pub release_url_environment: &'static str,
 }
 
+/// Where a given executable came from: the flag, or the environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    Flag,
+    Environment,
+}
+
+impl Tool {
+    /// The executable given explicitly: the flag's, else the environment variable's, checked to
+    /// be a file.
+    pub fn given(&self, flag: Option<PathBuf>, environment: Option<PathBuf>) -> Result<Option<(PathBuf, Given)>> {
+        let given = flag.map(|path| (path, Given::Flag)).or_else(|| environment.map(|path| (path, Given::Environment)));
+        let Some((path, origin)) = given else { return Ok(None) };
+        if !path.is_file() {
+            let named = match origin {
+                Given::Flag => self.flag,
+                Given::Environment => self.environment,
+            };
+            return Err(Error::usage(
+                format!("{named} names {}, which is not a file", path.display()),
+                format!("point it at a {} executable, or unset it to use the pinned release", self.name),
+            ));
+        }
+        Ok(Some((path, origin)))
+    }
+}
+
 /// The flux CLI.
 pub static FLUX: Tool = Tool {
     name: "flux",

@@ -14,13 +14,17 @@
 //!
 //! A branch an older kubectl-gitops named (7 digits of SHA-1) is listed, but never validates.
 //!
-//! `pr comment` (comment.rs) posts `diff`'s preview of any pull request of the config repo.
+//! `pr show` (show.rs) prints the validation, with `--preview` `diff`'s preview of the head it
+//! validated; `pr comment` (comment.rs) posts `diff`'s preview of any pull request of the
+//! config repo.
 
 mod comment;
+mod show;
 
 use std::time::Duration;
 
 pub use self::comment::{CommentArgs, CommentRequest, comment};
+pub use self::show::{ShowPreviewArgs, ShowRequest, show};
 
 use clap::Args;
 use serde::Serialize;
@@ -272,6 +276,9 @@ pub struct Validation {
     /// Every check passed, the author's included.
     pub valid: bool,
     pub checks: Vec<Check>,
+    /// `pr show --preview`: what its head commit would change in the cluster (`diff`'s preview).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::diff::Diff>,
     /// The identity vouched for.
     #[serde(skip)]
     pub trusted: String,
@@ -332,7 +339,7 @@ impl crate::output::Kind for Acted {
 /// (`false`: the findings, exit 1).
 pub async fn act(action: Action, request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
     let validated = validate(request, target, printer).await?;
-    let Validated { validation, hosted, sign } = &validated;
+    let Validated { validation, hosted, sign, .. } = &validated;
     let number = validation.number;
     let verb = if action == Action::Approve { "approved" } else { "merged" };
     let acted = |outcome: &str, head: Option<&str>| Acted {
@@ -412,18 +419,8 @@ struct Validated {
     validation: Validation,
     hosted: HostedRepo,
     sign: &'static str,
-}
-
-/// `pr show`: validates one pull request we opened. The text to print, and whether it is valid.
-pub async fn show(request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
-    let Validated { validation, sign, .. } = validate(request, target, printer).await?;
-    let text = match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            crate::output::render_structured(&crate::output::document(&validation), request.format)?
-        }
-        _ => render_validation(&validation, sign),
-    };
-    Ok((text, validation.valid))
+    /// The cluster and config repo it was validated against.
+    context: change::Context,
 }
 
 /// The checks of `pr show`, on the request `request` names.
@@ -491,9 +488,10 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
         verified,
         valid: checks.iter().all(|check| check.ok),
         checks,
+        preview: None,
         trusted,
     };
-    Ok(Validated { validation, hosted, sign })
+    Ok(Validated { validation, hosted, sign, context })
 }
 
 /// The request the body records, as words, planned again on a checkout of the branch's merge

@@ -224,6 +224,7 @@ fn validation(checks: Vec<Check>, verified: bool) -> Validation {
         verified,
         valid: verified && checks.iter().all(|check| check.ok),
         checks,
+        preview: None,
         trusted: "alice".into(),
     }
 }

@@ -155,13 +155,19 @@ impl Forge {
         self.gitea.api("GET", &format!("/repos/{REPO}/pulls/{number}"), None).unwrap()
     }
 
-    /// `kubectl gitops pr comment NUMBER` through the real kubectl, with the key flags and the
-    /// test environment's flux CLI.
+    /// `kubectl gitops pr comment NUMBER` through the real kubectl.
     fn comment(&self, plugins: &Path, number: u64) -> Run {
+        self.previewing(plugins, &["comment", &number.to_string()])
+    }
+
+    /// `kubectl gitops pr ARGS` of a command that previews (builds with flux), through the real
+    /// kubectl, with the key flags and the test environment's flux CLI.
+    fn previewing(&self, plugins: &Path, args: &[&str]) -> Run {
         let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
         let mut command = Command::new(binaries::kubectl());
         command
-            .args(["gitops", "pr", "comment", &number.to_string()])
+            .args(["gitops", "pr"])
+            .args(args)
             .args(self.key_args())
             .env("PATH", path)
             .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
@@ -257,6 +263,37 @@ fn gitea_hosts_the_config_repo_its_pull_requests_are_validated_merged_and_follow
         .collect();
     assert!(added.contains(&("Kustomization", "hello")), "{apps:#}");
     assert_eq!(preview["summary"]["refused"], 0, "{preview:#}");
+    // pr show --preview: the validation, and the same preview of the very head it validated.
+    let shown = forge.previewing(plugins.path(), &["show", "1", "--preview", "-o", "json"]);
+    assert_eq!(shown.code, Some(0), "valid, whatever the preview changes: {}", shown.render());
+    let shown = gitops_e2e::schema::document("PullRequestValidation", &shown.stdout);
+    assert_eq!((&shown["valid"], &shown["head"]), (&json!(true), &json!(head)), "{shown:#}");
+    let objects = |diff: &Value| -> Vec<Value> {
+        let kustomizations = diff["kustomizations"].as_array().unwrap();
+        kustomizations.iter().map(|k| json!([k["name"], k["objects"], k["unchanged"]])).collect()
+    };
+    assert_eq!(objects(&shown["preview"]), objects(&preview), "{shown:#}");
+    assert_eq!(shown["preview"]["compared"], preview["compared"]);
+    let shown = forge.previewing(plugins.path(), &["show", "1", "--preview"]);
+    assert_eq!(shown.code, Some(0), "{}", shown.render());
+    let (validation, compared) = shown.stdout.split_once("\nComparing ").unwrap_or_else(|| panic!("{}", shown.stdout));
+    assert!(validation.ends_with("#1 is valid\n"), "{}", shown.stdout);
+    assert!(
+        compared.starts_with(&format!(
+            "pull request #1 (branch {} at {head}) with the cluster",
+            opened["head"]["ref"].as_str().unwrap()
+        )),
+        "{}",
+        shown.stdout
+    );
+    assert!(compared.contains("+++ after/Kustomization/flux-system/hello\n"), "{}", shown.stdout);
+    let alone = forge.pr(plugins.path(), &gitea.token, &["show", "1", "--helm-bin", "/bin/true"]);
+    assert_eq!(alone.code, Some(2), "{}", alone.render());
+    assert!(
+        alone.stderr.starts_with("error: --helm-bin shapes the preview, which only --preview shows\nhint: "),
+        "{}",
+        alone.stderr
+    );
 
     // Gitea refuses its author's approval; a collaborator's is recorded at the validated head.
     let own = forge.pr(plugins.path(), &gitea.token, &["approve", "1"]);
