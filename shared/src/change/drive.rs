@@ -8,7 +8,7 @@ use super::context::{ConfigRepo, Context};
 use super::layout::SuspendPatch;
 use super::plan::{self, Delivery, FileChange, Plan};
 use super::result::{ChangeResult, DoneChange, PlannedChange, Waited};
-use super::settings::{DeliveryMode, DeliverySettings};
+use super::settings::{DeliveryMode, DeliverySettings, Preview, PreviewInput};
 use super::{deliver, new_repo, wait};
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
@@ -155,7 +155,14 @@ pub(crate) async fn drive_change(
         waited: None,
     };
     if args.dry_run {
-        return Ok(Driven { line: plan.render(), outcome: None, result });
+        let mut line = plan.render();
+        if let (Some(preview), Some(checkout)) = (args.preview, &checkout)
+            && !plan.files.is_empty()
+        {
+            line.push('\n');
+            line.push_str(&previewed(context, preview, &plan, checkout).await);
+        }
+        return Ok(Driven { line, outcome: None, result });
     }
     if plan.is_noop()
         && let Some(already_there) = change.already_there
@@ -177,6 +184,34 @@ pub(crate) async fn drive_change(
     result.done = Some(DoneChange::of(&outcome, finished.merge_commit.as_deref()));
     result.waited = finished.waited;
     Ok(Driven { line: finished.line, outcome: Some(outcome), result })
+}
+
+/// What the plan would change in the cluster: its files written into the scratch clone (a dry
+/// run pushes nothing, and the clone is thrown away), compared by `preview`. A preview that
+/// fails does not fail the plan: it says why instead, and warns.
+async fn previewed(context: &Context, preview: Preview, plan: &Plan, checkout: &Workspace) -> String {
+    let compared = format!("the plan on top of {} of {}", plan.branch, plan.repo);
+    let asked = async {
+        crate::publish::write(&mut checkout.files(), &plan.files)?;
+        let dir = checkout.files().root().to_path_buf();
+        let input = PreviewInput {
+            cluster: context.cluster()?,
+            versions: &context.versions,
+            namespace: &context.namespace,
+            dir: &dir,
+            compared,
+            printer: &context.printer,
+        };
+        preview(input).await
+    };
+    match asked.await {
+        Ok(text) => text,
+        Err(error) => {
+            let said = format!("the cluster preview failed: {error}");
+            context.printer.warning(&said);
+            format!("{said}\n")
+        }
+    }
 }
 
 /// What [`finish`] saw: the last line, and what `--wait` followed.

@@ -27,7 +27,7 @@ pub mod wait;
 pub use self::context::{ConfigRepo, Context, HostedRepo, context};
 pub(crate) use self::context::{clone, reviewed, target_clusters};
 pub(crate) use self::drive::{Awaits, Change, drive, drive_change};
-pub use self::settings::{DeliveryMode, DeliverySettings, RepoSettings, Target};
+pub use self::settings::{DeliveryMode, DeliverySettings, Preview, PreviewInput, RepoSettings, Target};
 
 /// A pull request's number (`42`, `#42`, `!42`) or address as a flag or argument gives it, checked.
 pub fn pull_request_reference(text: &str) -> crate::error::Result<crate::provider::PullRequestReference> {

@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::apply::Applier;
-use crate::change::{self, Context, Target};
+use crate::change::{self, Context, PreviewInput, Target};
 use crate::cli::OutputFormat;
 use crate::cluster::{Cluster, list_pages};
 use crate::error::{Error, ExitCode, Result};
@@ -231,14 +231,7 @@ pub async fn run(request: &DiffRequest, target: &Target, printer: &Printer) -> R
 /// What the state `request` names would change in the cluster of `context`: the preview `diff`
 /// prints and `pr comment` posts.
 pub async fn compute(context: &mut Context, request: &DiffRequest, printer: &Printer) -> Result<Diff> {
-    let Some(version) = context.versions.lookup(&KUSTOMIZATION).map(String::from) else {
-        return Err(Error::Negative {
-            message: "Flux is not installed: this cluster serves no Kustomization API".into(),
-            hint: Some("install it with `kubectl gitops install`".into()),
-        });
-    };
-    let resource = KUSTOMIZATION.at(&version);
-    let source = config_source(context.cluster()?, &resource, &context.namespace).await?;
+    let (resource, source) = config_of(context.cluster()?, &context.versions, &context.namespace).await?;
     // A clone lives in a scratch directory until the comparison is over.
     let (dir, compared, _clone) = match &request.state {
         State::Dir(dir) => {
@@ -255,24 +248,74 @@ pub async fn compute(context: &mut Context, request: &DiffRequest, printer: &Pri
             (root, compared, Some(clone))
         }
     };
-    let cluster = context.cluster()?;
+    let checkout = Compared { resource, source, dir, compared };
+    compare_checkout(context.cluster()?, checkout, &request.rendering, printer).await
+}
+
+/// [`crate::change::Preview`]: what a dry run's plan, written into the scratch clone of the
+/// config repo, would change in the cluster; `diff`'s screen, for the plan's.
+pub fn preview_plan(input: PreviewInput<'_>) -> futures::future::BoxFuture<'_, Result<String>> {
+    Box::pin(async move {
+        let (resource, source) = config_of(input.cluster, input.versions, input.namespace).await?;
+        let checkout = Compared { resource, source, dir: input.dir.to_path_buf(), compared: input.compared };
+        let diff = compare_checkout(input.cluster, checkout, &Rendering::default(), input.printer).await?;
+        Ok(render::text(&diff, true, crate::output::style::Style::plain()))
+    })
+}
+
+/// The config repo's sync source, and the Kustomization API the cluster serves.
+async fn config_of(cluster: &Cluster, versions: &Versions, namespace: &str) -> Result<(ApiResource, SourceRef)> {
+    let Some(version) = versions.lookup(&KUSTOMIZATION).map(String::from) else {
+        return Err(Error::Negative {
+            message: "Flux is not installed: this cluster serves no Kustomization API".into(),
+            hint: Some("install it with `kubectl gitops install`".into()),
+        });
+    };
+    let resource = KUSTOMIZATION.at(&version);
+    let source = config_source(cluster, &resource, namespace).await?;
+    Ok((resource, source))
+}
+
+/// A checkout of the config repo to compare, and how to name it.
+struct Compared {
+    resource: ApiResource,
+    source: SourceRef,
+    dir: PathBuf,
+    compared: String,
+}
+
+/// What `checkout` would change in the cluster: every Kustomization of its source (and of
+/// `rendering`'s other sources) built, compared, and its HelmReleases rendered.
+async fn compare_checkout(
+    cluster: &Cluster,
+    checkout: Compared,
+    rendering: &Rendering,
+    printer: &Printer,
+) -> Result<Diff> {
+    let Compared { resource, source, dir, compared } = checkout;
     let mut sources = vec![(source.clone(), dir)];
-    sources.extend(request.rendering.local_sources.iter().cloned());
+    sources.extend(rendering.local_sources.iter().cloned());
     let ours = kustomizations_of(cluster, &resource, &sources).await?;
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
     // One discovery of each kind for every comparison.
     let applier = Applier::new(cluster);
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
-    let compared_kustomizations: Vec<Result<(KustomizationDiff, Vec<Value>)>> = futures::stream::iter(ours.iter())
+    // The futures are made first, so that the stream holds no closure over borrowed items (which
+    // would keep the whole future from being `Send`, as the UI's preview needs it to be).
+    let comparisons: Vec<_> = ours
+        .iter()
         .map(|(kustomization, source, root)| compare_one(applier.clone(), &flux_cli, kustomization, source, root))
-        .buffered(PARALLEL)
-        .collect()
-        .await;
+        .collect();
+    let compared_kustomizations: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
+        futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
     drop(spinner);
     let (mut kustomizations, builds): (Vec<KustomizationDiff>, Vec<Vec<Value>>) =
         compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
     deleted_with_their_objects(applier.clone(), &ours, &mut kustomizations).await?;
-    render_helm_releases(&applier, request, &sources, &mut kustomizations, &builds, printer).await?;
+    render_helm_releases(&applier, rendering, &sources, &mut kustomizations, &builds, printer).await?;
+    let elsewhere = deleted_elsewhere(applier.clone(), &kustomizations).await?;
+    kustomizations.extend(elsewhere);
+    kustomizations.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let diff = Diff { source: source.to_string(), compared, summary: summarize(&kustomizations), kustomizations };
     let here = diff.summary.compared_here;
     if here > 0 {
@@ -468,7 +511,7 @@ async fn compare_one(
 /// by the pinned helm (found, or downloaded and verified, only when there is one) and compared.
 async fn render_helm_releases(
     applier: &Applier<'_>,
-    request: &DiffRequest,
+    rendering: &Rendering,
     sources: &[(SourceRef, PathBuf)],
     kustomizations: &mut [KustomizationDiff],
     builds: &[Vec<Value>],
@@ -478,27 +521,28 @@ async fn render_helm_releases(
     if wanted == 0 {
         return Ok(());
     }
-    let helm =
-        crate::helm_cli::locate(request.rendering.helm_bin.clone(), crate::timeouts::FLUX_DOWNLOAD, printer).await?;
+    let helm = crate::helm_cli::locate(rendering.helm_bin.clone(), crate::timeouts::FLUX_DOWNLOAD, printer).await?;
     let cluster = applier.cluster();
     let version = cluster.client.apiserver_version().await.map_err(|error| cluster.error(error))?;
     let renderer = helm::Renderer {
         helm: &helm,
         kube_version: &version.git_version,
         sources,
-        new_chart_repositories: request.rendering.fetch_new_chart_repositories,
+        new_chart_repositories: rendering.fetch_new_chart_repositories,
     };
     let spinner = printer.spinner("rendering HelmReleases".to_string());
-    let rendered: Vec<Result<Vec<HelmReleaseDiff>>> = futures::stream::iter(kustomizations.iter().zip(builds))
+    let renderings: Vec<_> = kustomizations
+        .iter()
+        .zip(builds)
         .map(|(kustomization, built)| {
             let skip = kustomization.deleted || built.is_empty();
             let renderer = &renderer;
             let applier = applier.clone();
             async move { if skip { Ok(Vec::new()) } else { helm::compare_releases(applier, renderer, built).await } }
         })
-        .buffered(PARALLEL)
-        .collect()
-        .await;
+        .collect();
+    let rendered: Vec<Result<Vec<HelmReleaseDiff>>> =
+        futures::stream::iter(renderings).buffered(PARALLEL).collect().await;
     drop(spinner);
     for (kustomization, releases) in kustomizations.iter_mut().zip(rendered) {
         kustomization.helm_releases = releases?;
@@ -515,33 +559,79 @@ async fn deleted_with_their_objects(
     ours: &[(Value, &SourceRef, &Path)],
     results: &mut [KustomizationDiff],
 ) -> Result<()> {
-    let deleted: BTreeSet<(String, String)> = results
-        .iter()
-        .flat_map(|result| &result.objects)
-        .filter(|object| {
-            object.action == Action::Pruned
-                && object.kind == KUSTOMIZATION.kind
-                && object.api_version.starts_with(&format!("{}/", KUSTOMIZATION.group))
-        })
-        .map(|object| (object.namespace.clone().unwrap_or_default(), object.name.clone()))
-        .collect();
-    if deleted.is_empty() {
-        return Ok(());
-    }
+    let deleted = deleted_kustomizations(results);
     for (result, (kustomization, _, _)) in results.iter_mut().zip(ours) {
         if !deleted.contains(&(result.namespace.clone(), result.name.clone())) {
             continue;
         }
-        let prunes = kustomization["spec"]["prune"].as_bool().unwrap_or(false);
-        let inventory = &kustomization["status"]["inventory"];
-        result.objects = if prunes {
-            objects::pruned(&mut applier, inventory, &BTreeSet::new(), KEEP_ANNOTATION).await?
-        } else {
-            Vec::new()
-        };
+        result.objects = inventory_pruned(&mut applier, kustomization).await?;
         (result.deleted, result.error, result.unchanged, result.compared_here) = (true, None, 0, 0);
     }
     Ok(())
+}
+
+/// The Kustomizations the change deletes that apply another source than those compared (an app's
+/// own repository): each an entry of its own, listing what Flux prunes with it.
+async fn deleted_elsewhere(mut applier: Applier<'_>, results: &[KustomizationDiff]) -> Result<Vec<KustomizationDiff>> {
+    let compared: BTreeSet<(String, String)> =
+        results.iter().map(|result| (result.namespace.clone(), result.name.clone())).collect();
+    let mut found = Vec::new();
+    for object in results.iter().flat_map(|result| &result.objects).filter(|object| is_deleted_kustomization(object)) {
+        let namespace = object.namespace.clone().unwrap_or_default();
+        if compared.contains(&(namespace.clone(), object.name.clone())) {
+            continue;
+        }
+        let reference = serde_json::json!({
+            "apiVersion": object.api_version, "kind": object.kind,
+            "metadata": {"name": object.name, "namespace": namespace},
+        });
+        let Some(kustomization) = applier.get(&reference).await? else { continue };
+        let source = &kustomization["spec"]["sourceRef"];
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        found.push(KustomizationDiff {
+            source: format!(
+                "{}/{}/{}",
+                text(&source["kind"]),
+                source["namespace"].as_str().unwrap_or(&namespace),
+                text(&source["name"])
+            ),
+            path: text(&kustomization["spec"]["path"]),
+            objects: inventory_pruned(&mut applier, &kustomization).await?,
+            namespace,
+            name: object.name.clone(),
+            unchanged: 0,
+            compared_here: 0,
+            error: None,
+            deleted: true,
+            helm_releases: Vec::new(),
+        });
+    }
+    Ok(found)
+}
+
+/// A pruned object that is a Kustomization.
+fn is_deleted_kustomization(object: &ObjectDiff) -> bool {
+    object.action == Action::Pruned
+        && object.kind == KUSTOMIZATION.kind
+        && object.api_version.starts_with(&format!("{}/", KUSTOMIZATION.group))
+}
+
+/// The Kustomizations `results` prune, by namespace and name.
+fn deleted_kustomizations(results: &[KustomizationDiff]) -> BTreeSet<(String, String)> {
+    results
+        .iter()
+        .flat_map(|result| &result.objects)
+        .filter(|object| is_deleted_kustomization(object))
+        .map(|object| (object.namespace.clone().unwrap_or_default(), object.name.clone()))
+        .collect()
+}
+
+/// What Flux prunes when `kustomization` is deleted: its inventory when it prunes, else nothing.
+async fn inventory_pruned(applier: &mut Applier<'_>, kustomization: &Value) -> Result<Vec<ObjectDiff>> {
+    if !kustomization["spec"]["prune"].as_bool().unwrap_or(false) {
+        return Ok(Vec::new());
+    }
+    objects::pruned(applier, &kustomization["status"]["inventory"], &BTreeSet::new(), KEEP_ANNOTATION).await
 }
 
 fn is_zero(count: &usize) -> bool {

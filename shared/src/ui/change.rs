@@ -9,7 +9,7 @@ use crate::app;
 use crate::app::definition::{self, AppDefinition};
 use crate::app::settings::{AddRequest, RemoveRequest, checked_clusters};
 use crate::app::spec::{AppSpec, Tier};
-use crate::change::{DeliveryMode, DeliverySettings, Target};
+use crate::change::{DeliveryMode, DeliverySettings, Preview, Target};
 use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -74,8 +74,8 @@ pub(crate) struct RemoveApp {
 }
 
 /// The delivery the UI asks for: a pull request or what `app add` chooses (a push unless the
-/// branch is protected), the plan alone with `dryRun`, `--wait`; every other setting as the
-/// flags default it.
+/// branch is protected), the plan and its cluster preview with `dryRun`, `--wait`; every other
+/// setting as the flags default it.
 fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
     DeliverySettings {
         mode: if pr { DeliveryMode::PullRequest } else { DeliveryMode::Auto },
@@ -85,6 +85,8 @@ fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> Del
         merge: false,
         wait,
         timeout: crate::timeouts::COMMAND,
+        // The plan comes with what it would do to the cluster, as `kubectl gitops diff` says it.
+        preview: dry_run.then_some(crate::diff::preview_plan as Preview),
     }
 }
 

@@ -165,6 +165,8 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     let mut command = fixture.command("kubectl-gitops-ui");
     command.arg("--allow-writes").arg("--private-key-file").arg(&env.git.client_key);
     command.arg("--known-hosts-file").arg(&env.git.known_hosts);
+    // The plan's cluster preview builds with the environment's flux CLI.
+    command.env("KUBECTL_GITOPS_FLUX_BIN", gitops_e2e::flux_release::cli());
     let ui = Ui::launch(command);
     let browser = Browser::start();
     browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
@@ -181,6 +183,8 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     browser.click("form.add button[type=\"submit\"]");
     let (plan, _) = browser.wait_for_text("pre.plan", Duration::from_secs(60), |text| text.starts_with("Plan:"));
     assert!(plan.contains("apps/pr-app/source.yaml"), "{plan}");
+    assert!(plan.contains("\nComparing the plan on top of main of "), "and what it would do to the cluster: {plan}");
+    assert!(plan.contains("+++ after/Kustomization/flux-system/pr-app\n"), "{plan}");
     assert_eq!(fixture.write_lines(), Vec::<String>::new(), "the plan wrote nothing to the provider");
     assert_eq!(fixture.branches().len(), 1, "the plan pushed no branch");
     browser.screenshot("add-plan");

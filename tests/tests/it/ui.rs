@@ -380,7 +380,13 @@ fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
     .unwrap();
     super::app::push_dir(env, "ui-app", source.path(), "deploy");
     let key = env.git.client_key.to_str().unwrap();
-    let ui = start(&env.kubeconfig, &["--allow-writes", "--private-key-file", key]);
+    // The plans' cluster previews build with the environment's flux CLI.
+    let mut command = std::process::Command::new(binaries::path("kubectl-gitops-ui"));
+    command
+        .args(["--allow-writes", "--private-key-file", key])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
+    let ui = Ui::launch(command);
     let cookie = ui.login();
     let origin = ui.origin();
     let post = |body: &str, content_type: &str| {
@@ -417,6 +423,16 @@ fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
     let output = plan["output"].as_str().unwrap();
     assert!(output.starts_with("Plan:\n"), "{output}");
     assert!(output.contains("+++ b/apps/ui-app/source.yaml"), "{output}");
+    // And what the plan would do to the cluster, as `kubectl gitops diff` says it: the app's
+    // source and Kustomization added by the apps layer, through the API server's dry run.
+    let (_, preview) =
+        output.split_once("\nComparing the plan on top of main of ").unwrap_or_else(|| panic!("{output}"));
+    for added in ["GitRepository/flux-system/ui-app", "Kustomization/flux-system/ui-app"] {
+        assert!(preview.contains(&format!("+++ after/{added}\n")), "{added}: {preview}");
+    }
+    let counts = preview.trim_end().lines().last().unwrap_or_default();
+    assert!(counts.starts_with("2 added, 0 changed, 0 pruned, 0 refused, "), "{preview}");
+    assert!(!counts.contains("not built"), "{preview}");
     assert_eq!(env.git.head("fleet"), head, "the dry run pushed nothing");
 
     // The same through the form of the Add page, without JavaScript: the plan, and a button.
@@ -433,6 +449,7 @@ fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
     );
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("apps/ui-app/source.yaml") && page.body.contains("name=\"confirm\""), "{}", page.body);
+    assert!(page.body.contains("+++ after/Kustomization/flux-system/ui-app"), "the page previews too: {}", page.body);
     assert_eq!(env.git.head("fleet"), head, "the form's first step pushed nothing");
 
     // Then the commit; Flux applies it and the app shows up on the Apps listing.
@@ -486,7 +503,12 @@ fn adding_an_app_from_the_ui_shows_the_plan_then_commits_and_flux_deploys_it() {
     let planned = delete("/api/v1/apps/flux-system/ui-app?dryRun=true");
     assert_eq!(planned.status, 200, "{}", planned.body);
     let plan: serde_json::Value = serde_json::from_str(&planned.body).unwrap();
-    assert!(plan["output"].as_str().unwrap().contains("--- a/apps/ui-app/source.yaml"), "{plan}");
+    let output = plan["output"].as_str().unwrap();
+    assert!(output.contains("--- a/apps/ui-app/source.yaml"), "{plan}");
+    // Flux would prune the app's Kustomization, and with it what it applied.
+    for pruned in ["Kustomization/flux-system/ui-app", "ConfigMap/default/from-the-ui", "Deployment/default/ui-web"] {
+        assert!(output.contains(&format!("--- live/{pruned}\n")), "{pruned}: {output}");
+    }
     assert_eq!(env.git.head("fleet"), before, "the dry run pushed nothing");
     let removed = delete("/api/v1/apps/flux-system/ui-app?wait=true");
     assert_eq!(removed.status, 200, "{}", removed.body);
