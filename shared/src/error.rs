@@ -214,7 +214,10 @@ impl Error {
 fn git_exit_code(error: &crate::git::GitError) -> ExitCode {
     use crate::git::GitError;
     match error {
-        GitError::InvalidPath { .. } | GitError::InvalidBranch { .. } | GitError::InvalidUrl { .. } => ExitCode::Usage,
+        GitError::InvalidPath { .. }
+        | GitError::InvalidBranch { .. }
+        | GitError::InvalidTag { .. }
+        | GitError::InvalidUrl { .. } => ExitCode::Usage,
         GitError::Io { .. } => ExitCode::Internal,
         GitError::Interrupted { .. } => ExitCode::Interrupted,
         _ => ExitCode::Git,

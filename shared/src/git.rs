@@ -64,6 +64,8 @@ pub enum Pushed {
 
 /// The remote name inside our checkouts.
 const ORIGIN: &str = "origin";
+/// The local branch of a checkout of a tag (nothing is pushed from it).
+const SNAPSHOT_BRANCH: &str = "kubectl-gitops-snapshot";
 /// How often libgit2 may ask for the same kind of credential in one operation. It asks again
 /// after every rejection and would loop forever on a wrong key or password.
 const MAX_CREDENTIAL_TRIES: u32 = 1;
@@ -181,18 +183,47 @@ impl Checkout {
     /// deliberately do not start from the default branch: the branch Flux follows must hold
     /// only what we put there, and inheriting another branch's files would surprise.
     pub fn clone(remote: &Remote, branch: &str) -> Result<Checkout, GitError> {
+        let mut checkout = Checkout::unborn(remote, branch)?;
+        let base = checkout.fetch(&Endpoint::parse(&remote.url)?)?;
+        checkout.reset_to(base)?;
+        checkout.base = base;
+        Ok(checkout)
+    }
+
+    /// A fresh repository in a temp dir with `remote` as its origin, on the unborn `branch`.
+    fn unborn(remote: &Remote, branch: &str) -> Result<Checkout, GitError> {
         let local_ref = branch_ref(branch)?;
-        let endpoint = Endpoint::parse(&remote.url)?;
+        Endpoint::parse(&remote.url)?;
         let dir = crate::interrupt::ScratchDir::new("kubectl-gitops-")
             .map_err(|source| GitError::Io { context: "cannot create a temp dir for the checkout".into(), source })?;
         let repo = Repository::init(dir.path())?;
         repo.remote(ORIGIN, &remote.url)?;
         // Unborn until we know the remote has the branch.
         repo.set_head(&local_ref)?;
-        let mut checkout = Checkout { repo, dir, remote: remote.clone(), branch: branch.to_string(), base: None };
-        let base = checkout.fetch(&endpoint)?;
-        checkout.reset_to(base)?;
-        checkout.base = base;
+        Ok(Checkout { repo, dir, remote: remote.clone(), branch: branch.to_string(), base: None })
+    }
+
+    /// Fetches tag `tag` of the remote into a fresh temp dir and checks out the commit it names
+    /// (an annotated tag peeled), on a local branch of our own: a read-only look at a release, to
+    /// compare what a source moved to it would apply. A tag the remote does not have is
+    /// [`GitError::NotFound`].
+    pub fn clone_tag(remote: &Remote, tag: &str) -> Result<Checkout, GitError> {
+        let tag_ref = format!("refs/tags/{tag}");
+        if tag.is_empty() || tag.starts_with('-') || !git2::Reference::is_valid_name(&tag_ref) {
+            return Err(GitError::InvalidTag { tag: tag.to_string() });
+        }
+        let mut checkout = Checkout::unborn(remote, SNAPSHOT_BRANCH)?;
+        let tracking = format!("refs/remotes/{ORIGIN}/tags/{tag}");
+        let commit = checkout.fetch_ref(&Endpoint::parse(&remote.url)?, &tag_ref, &tracking)?;
+        let Some(commit) = commit else {
+            return Err(GitError::NotFound {
+                url: redact_url(&remote.url),
+                reason: Some(format!("it has no tag {tag}")),
+            });
+        };
+        let commit = checkout.repo.find_object(commit, None)?.peel_to_commit()?.id();
+        checkout.reset_to(Some(commit))?;
+        checkout.base = Some(commit);
         Ok(checkout)
     }
 
@@ -390,19 +421,24 @@ impl Checkout {
 
     /// Fetches a branch of the remote into `refs/remotes/origin/<branch>`; returns its head.
     fn fetch_branch(&self, endpoint: &Endpoint, branch: &str) -> Result<Option<Oid>, GitError> {
-        let tracking = format!("refs/remotes/{ORIGIN}/{branch}");
-        // libgit2 neither fails nor prunes when the branch is missing remotely: clear the
-        // tracking ref first so that its absence afterwards means "no such branch".
-        if let Ok(mut reference) = self.repo.find_reference(&tracking) {
+        self.fetch_ref(endpoint, &branch_ref(branch)?, &format!("refs/remotes/{ORIGIN}/{branch}"))
+    }
+
+    /// Fetches the remote's ref `remote_ref` into `tracking`; returns what it points at, `None`
+    /// when the remote has no such ref.
+    fn fetch_ref(&self, endpoint: &Endpoint, remote_ref: &str, tracking: &str) -> Result<Option<Oid>, GitError> {
+        // libgit2 neither fails nor prunes when the ref is missing remotely: clear the tracking
+        // ref first so that its absence afterwards means "no such ref".
+        if let Ok(mut reference) = self.repo.find_reference(tracking) {
             reference.delete()?;
         }
         let session = Session::new(&self.remote, endpoint);
         let mut options = session.fetch_options();
-        let refspec = format!("+{}:{tracking}", branch_ref(branch)?);
+        let refspec = format!("+{remote_ref}:{tracking}");
         let mut origin = self.repo.find_remote(ORIGIN)?;
         origin.fetch(&[refspec.as_str()], Some(&mut options), None).map_err(|error| session.finish(error))?;
         drop(options);
-        match self.repo.find_reference(&tracking) {
+        match self.repo.find_reference(tracking) {
             Ok(reference) => Ok(reference.target()),
             Err(error) if error.code() == ErrorCode::NotFound => Ok(None),
             Err(error) => Err(error.into()),

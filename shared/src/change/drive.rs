@@ -200,6 +200,7 @@ async fn previewed(context: &Context, preview: Preview, plan: &Plan, checkout: &
             namespace: &context.namespace,
             dir: &dir,
             compared,
+            config_remote: context.repo.as_ref().map(|repo| &repo.remote),
             printer: &context.printer,
         };
         preview(input).await

@@ -10,7 +10,7 @@ use crate::cli::{DeliveryArgs, GlobalArgs, RepoArgs};
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, Result};
 use crate::flux::api::Versions;
-use crate::git::Signature;
+use crate::git::{Remote, Signature};
 use crate::output::Printer;
 
 /// Where the commands act: the cluster and the namespace `-n` asks for.
@@ -130,6 +130,9 @@ pub struct PreviewInput<'a> {
     pub dir: &'a Path,
     /// How the preview names what it compares.
     pub compared: String,
+    /// The config repo's remote: its credentials fetch the sources the plan moves, when they
+    /// are on the same server.
+    pub config_remote: Option<&'a Remote>,
     pub printer: &'a Printer,
 }
 

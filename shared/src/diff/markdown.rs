@@ -18,7 +18,11 @@ const FOOTER_ROOM: usize = 600;
 /// be read (a CI job's log), and `command` what prints it.
 pub fn comment(diff: &Diff, limit: usize, full_output: Option<&str>, command: &str) -> String {
     let mut head = format!("{MARKER}\n### kubectl gitops diff: {}\n\n", diff.summary.counts());
-    head.push_str(&format!("Comparing {} with the cluster ({}).\n\n", cell(&diff.compared), cell(&diff.source)));
+    head.push_str(&format!("Comparing {} with the cluster ({}).\n", cell(&diff.compared), cell(&diff.source)));
+    for fetched in &diff.fetched {
+        head.push_str(&format!("{}.\n", cell(&super::fetched_line(fetched))));
+    }
+    head.push('\n');
     head.push_str("| Kustomization | Path | Added | Changed | Pruned | Refused | Unchanged | Images |\n");
     head.push_str("|---|---|--:|--:|--:|--:|--:|---|\n");
     for row in render::rows(diff) {
@@ -139,6 +143,7 @@ mod tests {
         Diff {
             source: "GitRepository/flux-system/flux-system".into(),
             compared: "pull request #3".into(),
+            fetched: Vec::new(),
             summary: DiffSummary { changed: 1, unchanged: 1, ..DiffSummary::default() },
             kustomizations,
         }

@@ -17,6 +17,7 @@ mod helm;
 pub mod markdown;
 mod objects;
 mod render;
+mod sources;
 mod values;
 
 use self::args::existing_dir;
@@ -61,6 +62,10 @@ pub struct Diff {
     /// What was compared with the cluster: the checkout's directory, or the branch, commit or
     /// pull request with the commit it was cloned at.
     pub compared: String,
+    /// The sources the change moves to another ref (an app's repository at a new tag), each
+    /// fetched there so that its Kustomizations are compared as Flux will apply them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fetched: Vec<FetchedSource>,
     /// Each of the config repo's Kustomizations, with what would change.
     pub kustomizations: Vec<KustomizationDiff>,
     /// Counts over every Kustomization.
@@ -164,6 +169,23 @@ pub struct ObjectDiff {
     pub compared_here: bool,
 }
 
+/// A source the change moves, fetched at its new ref.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FetchedSource {
+    /// `GitRepository/<namespace>/<name>`.
+    pub source: String,
+    /// Where the change moves it: `tag v2`, `branch release`, `commit … of branch …`.
+    pub at: String,
+    /// The commit fetched there.
+    pub commit: String,
+}
+
+/// How the screen and the comment say a source was fetched.
+fn fetched_line(fetched: &FetchedSource) -> String {
+    let commit = fetched.commit.get(..12).unwrap_or(&fetched.commit);
+    format!("The change moves {} to {}: fetched at {commit}", fetched.source, fetched.at)
+}
+
 /// An image an object stops running (`from`) or starts running (`to`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ImageChange {
@@ -249,7 +271,9 @@ pub async fn compute(context: &mut Context, request: &DiffRequest, printer: &Pri
         }
     };
     let checkout = Compared { resource, source, dir, compared };
-    compare_checkout(context.cluster()?, checkout, &request.rendering, printer).await
+    let cluster = context.cluster()?.clone();
+    let credentials = sources::Credentials::Resolve(context, &request.repo);
+    compare_checkout(&cluster, checkout, &request.rendering, credentials, printer).await
 }
 
 /// [`crate::change::Preview`]: what a dry run's plan, written into the scratch clone of the
@@ -258,7 +282,8 @@ pub fn preview_plan(input: PreviewInput<'_>) -> futures::future::BoxFuture<'_, R
     Box::pin(async move {
         let (resource, source) = config_of(input.cluster, input.versions, input.namespace).await?;
         let checkout = Compared { resource, source, dir: input.dir.to_path_buf(), compared: input.compared };
-        let diff = compare_checkout(input.cluster, checkout, &Rendering::default(), input.printer).await?;
+        let credentials = sources::Credentials::Known(input.config_remote.cloned());
+        let diff = compare_checkout(input.cluster, checkout, &Rendering::default(), credentials, input.printer).await?;
         Ok(render::text(&diff, true, crate::output::style::Style::plain()))
     })
 }
@@ -290,6 +315,7 @@ async fn compare_checkout(
     cluster: &Cluster,
     checkout: Compared,
     rendering: &Rendering,
+    credentials: sources::Credentials<'_>,
     printer: &Printer,
 ) -> Result<Diff> {
     let Compared { resource, source, dir, compared } = checkout;
@@ -309,14 +335,22 @@ async fn compare_checkout(
     let compared_kustomizations: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
         futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
     drop(spinner);
-    let (mut kustomizations, builds): (Vec<KustomizationDiff>, Vec<Vec<Value>>) =
+    let (mut kustomizations, mut builds): (Vec<KustomizationDiff>, Vec<Vec<Value>>) =
         compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
     deleted_with_their_objects(applier.clone(), &ours, &mut kustomizations).await?;
+    // The sources the change moves, fetched at their new ref: what their Kustomizations apply.
+    let moved = sources::moved(&mut applier.clone(), &builds, &sources).await?;
+    let moved = sources::compare_moved(&applier, &resource, &flux_cli, moved, credentials, printer).await?;
+    kustomizations.extend(moved.kustomizations);
+    builds.extend(moved.builds);
+    sources.extend(moved.sources);
     render_helm_releases(&applier, rendering, &sources, &mut kustomizations, &builds, printer).await?;
     let elsewhere = deleted_elsewhere(applier.clone(), &kustomizations).await?;
     kustomizations.extend(elsewhere);
     kustomizations.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    let diff = Diff { source: source.to_string(), compared, summary: summarize(&kustomizations), kustomizations };
+    let summary = summarize(&kustomizations);
+    let diff = Diff { source: source.to_string(), compared, fetched: moved.fetched, kustomizations, summary };
+    drop(moved.checkouts);
     let here = diff.summary.compared_here;
     if here > 0 {
         printer.warning(&format!(
@@ -502,9 +536,9 @@ async fn compare_one(
         let inventory = &kustomization["status"]["inventory"];
         result.objects.extend(objects::pruned(&mut applier, inventory, &compared.kept, KEEP_ANNOTATION).await?);
     }
-    // The build is kept only when its HelmReleases are to be rendered.
-    let has_releases = built.iter().any(|document| document["kind"] == "HelmRelease");
-    Ok((result, if has_releases { built } else { Vec::new() }))
+    // The build is kept only when its HelmReleases are to be rendered or its sources may move.
+    let kept = built.iter().any(|document| matches!(document["kind"].as_str(), Some("HelmRelease" | "GitRepository")));
+    Ok((result, if kept { built } else { Vec::new() }))
 }
 
 /// The HelmReleases of every build (`builds` is in the order of `kustomizations`), each rendered
@@ -695,7 +729,13 @@ mod tests {
     }
 
     fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
-        Diff { source: String::new(), compared: String::new(), summary: summarize(&kustomizations), kustomizations }
+        Diff {
+            source: String::new(),
+            compared: String::new(),
+            fetched: Vec::new(),
+            summary: summarize(&kustomizations),
+            kustomizations,
+        }
     }
 
     #[test]

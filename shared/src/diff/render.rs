@@ -7,7 +7,12 @@ use crate::output::table::Table;
 
 /// The whole screen.
 pub fn text(diff: &Diff, headers: bool, style: Style) -> String {
-    let mut text = format!("Comparing {} with the cluster ({})\n\n", diff.compared, diff.source);
+    let mut text = format!("Comparing {} with the cluster ({})\n", diff.compared, diff.source);
+    for fetched in &diff.fetched {
+        text.push_str(&super::fetched_line(fetched));
+        text.push('\n');
+    }
+    text.push('\n');
     let mut table =
         Table::new(["KUSTOMIZATION", "PATH", "ADDED", "CHANGED", "PRUNED", "REFUSED", "UNCHANGED", "IMAGES"]);
     for row in rows(diff) {

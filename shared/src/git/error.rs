@@ -110,6 +110,13 @@ pub enum GitError {
         branch: String,
     },
 
+    /// Not a valid git tag name.
+    #[error("invalid tag name {tag:?}")]
+    InvalidTag {
+        /// The name as given.
+        tag: String,
+    },
+
     /// A URL we cannot use.
     #[error("invalid git URL {url}: {reason}")]
     InvalidUrl {
@@ -210,6 +217,7 @@ impl GitError {
             GitError::InvalidBranch { .. } => {
                 Some("branch names follow `git check-ref-format --branch`".into())
             }
+            GitError::InvalidTag { .. } => Some("tag names follow `git check-ref-format`".into()),
             GitError::InvalidUrl { .. } => Some(
                 "use ssh://user@host[:port]/path, user@host:path, https://host/path or file:///path".into(),
             ),

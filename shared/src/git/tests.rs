@@ -74,6 +74,36 @@ fn a_missing_branch_starts_unborn_even_when_other_branches_exist() {
 }
 
 #[test]
+fn a_tag_is_checked_out_as_it_was_released_lightweight_or_annotated() {
+    let (dir, remote) = bare();
+    let mut main = Checkout::clone(&remote, "main").unwrap();
+    main.write("deploy/app.yaml", b"v: 1\n").unwrap();
+    let first = main.commit("v1", &author()).unwrap().unwrap();
+    main.push().unwrap();
+    main.write("deploy/app.yaml", b"v: 2\n").unwrap();
+    let second = main.commit("v2", &author()).unwrap().unwrap();
+    main.push().unwrap();
+    let bare = Repository::open_bare(dir.path()).unwrap();
+    bare.reference("refs/tags/v1", Oid::from_str(&first).unwrap(), false, "test").unwrap();
+    let target = bare.find_object(Oid::from_str(&second).unwrap(), None).unwrap();
+    let tagger = git2::Signature::now("t", "t@example.com").unwrap();
+    bare.tag("v2", &target, &tagger, "release 2", false).unwrap();
+
+    let v1 = Checkout::clone_tag(&remote, "v1").unwrap();
+    assert_eq!((v1.head(), read_text(&v1, "deploy/app.yaml")), (Some(first), Some("v: 1\n".into())));
+    let v2 = Checkout::clone_tag(&remote, "v2").unwrap();
+    assert_eq!((v2.head(), read_text(&v2, "deploy/app.yaml")), (Some(second), Some("v: 2\n".into())));
+    let missing = Checkout::clone_tag(&remote, "v3").unwrap_err();
+    assert!(
+        matches!(&missing, GitError::NotFound { reason: Some(reason), .. } if reason == "it has no tag v3"),
+        "{missing:?}"
+    );
+    for tag in ["", "-v1", "a..b", "v 1"] {
+        assert!(matches!(Checkout::clone_tag(&remote, tag), Err(GitError::InvalidTag { .. })), "{tag:?}");
+    }
+}
+
+#[test]
 fn committing_unchanged_content_makes_no_commit() {
     let (_dir, remote) = bare();
     let mut checkout = Checkout::clone(&remote, "main").unwrap();

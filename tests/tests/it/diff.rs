@@ -145,6 +145,9 @@ fn diff(env: &TestEnv, plugins: &Path, dir: &Path, args: &[&str]) -> Run {
             // The Helm the test environment built from helm.sh/helm/v4 at dependencies.toml's
             // version (get.helm.sh cannot be reached here).
             .env("KUBECTL_GITOPS_HELM_BIN", gitops_e2e::tools::path("helm"))
+            // What reads the config repo over http (with --config-repo), as a CI job sets it.
+            .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
+            .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD)
             .env("NO_COLOR", "1"),
     )
 }
@@ -348,6 +351,60 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         "{}",
         with_team.stdout
     );
+
+    // The team's repository released at a new tag, and the config repo moving its source there:
+    // the source is fetched at the tag (from the URL the cluster pulls, with the config repo's
+    // credentials, on the same server) and what team-app would apply from it is compared.
+    let team_git = |args: &[&str]| env.git.git(team, args).unwrap();
+    team_git(&["commit", "-qam", "large"]);
+    team_git(&["tag", "v2"]);
+    team_git(&["push", "-q", &env.git.ssh_url("team"), "v2"]);
+    let v2 = team_git(&["rev-parse", "v2"]).trim().to_string();
+    let team_yaml = std::fs::read_to_string(work.join("clusters/dev/team.yaml")).unwrap();
+    let tagged = team_yaml.replace("  ref:\n    branch: main\n", "  ref:\n    tag: v2\n");
+    assert_ne!(tagged, team_yaml);
+    std::fs::write(work.join("clusters/dev/team.yaml"), &tagged).unwrap();
+    let config_repo = ["--config-repo", &env.git.http_url("fleet")];
+    let moved = diff(env, plugins.path(), work, &[&config_repo[..], &["-o", "json"]].concat());
+    assert_eq!(moved.code, Some(1), "{}", moved.render());
+    let document = gitops_e2e::schema::document("Diff", &moved.stdout);
+    assert_eq!(
+        document["fetched"],
+        serde_json::json!([{ "source": "GitRepository/flux-system/team", "at": "tag v2", "commit": v2 }]),
+        "{document:#}"
+    );
+    let team_app = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "team-app").unwrap();
+    assert_eq!(team_app["objects"][0]["name"], "team-config", "{team_app:#}");
+    assert!(
+        team_app["objects"][0]["diff"].as_str().unwrap().contains("-  size: small\n+  size: large\n"),
+        "{team_app:#}"
+    );
+    let moved = diff(env, plugins.path(), work, &config_repo);
+    assert!(
+        moved.stdout.contains(&format!(
+            "The change moves GitRepository/flux-system/team to tag v2: fetched at {}\n",
+            &v2[..12]
+        )),
+        "{}",
+        moved.stdout
+    );
+    // Pointed at another host too, it is not fetched: its Kustomization says why, exit 2, and
+    // the host never hears from us.
+    let elsewhere_git = gitops_e2e::http::Silent::start();
+    let elsewhere = tagged.replace(&env.git.http_url("team"), &format!("http://{}/team.git", elsewhere_git.address));
+    std::fs::write(work.join("clusters/dev/team.yaml"), elsewhere).unwrap();
+    let untrusted = diff(env, plugins.path(), work, &config_repo);
+    assert_eq!(untrusted.code, Some(2), "{}", untrusted.render());
+    assert!(
+        untrusted.stdout.contains(&format!(
+            "the change moves its source GitRepository/flux-system/team: the change points it at http://{}/team.git, a URL the cluster does not pull from yet",
+            elsewhere_git.address
+        )),
+        "{}",
+        untrusted.stdout
+    );
+    assert_eq!(elsewhere_git.accepted(), 0, "diff connected to the git server the change names");
+    std::fs::write(work.join("clusters/dev/team.yaml"), team_yaml).unwrap();
 
     // The same as a script reads it, and the same objects as the real flux diff finds.
     let json = diff(env, plugins.path(), work, &["-o", "json"]);
