@@ -106,6 +106,26 @@ pub struct KustomizationDiff {
     pub helm_releases: Vec<HelmReleaseDiff>,
 }
 
+impl KustomizationDiff {
+    /// `kustomization`, applying `source`, with nothing compared yet.
+    fn of(kustomization: &Value, source: &SourceRef) -> KustomizationDiff {
+        let text =
+            |pointer: &str| kustomization.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+        KustomizationDiff {
+            namespace: text("/metadata/namespace"),
+            name: text("/metadata/name"),
+            source: source.to_string(),
+            path: text("/spec/path"),
+            objects: Vec::new(),
+            unchanged: 0,
+            compared_here: 0,
+            error: None,
+            deleted: false,
+            helm_releases: Vec::new(),
+        }
+    }
+}
+
 /// One HelmRelease: the objects its chart, rendered at the new chart version and values, would
 /// add, change, prune or have refused. Unchanged objects are counted, not listed.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -507,19 +527,7 @@ async fn compare_one(
     source: &SourceRef,
     dir: &Path,
 ) -> Result<(KustomizationDiff, Vec<Value>)> {
-    let text = |pointer: &str| kustomization.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut result = KustomizationDiff {
-        namespace: text("/metadata/namespace"),
-        name: text("/metadata/name"),
-        source: source.to_string(),
-        path: text("/spec/path"),
-        objects: Vec::new(),
-        unchanged: 0,
-        compared_here: 0,
-        error: None,
-        deleted: false,
-        helm_releases: Vec::new(),
-    };
+    let mut result = KustomizationDiff::of(kustomization, source);
     let source_dir = match build::source_dir(dir, &result.path) {
         Ok(source_dir) => source_dir,
         Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
@@ -620,25 +628,15 @@ async fn deleted_elsewhere(mut applier: Applier<'_>, results: &[KustomizationDif
             "metadata": {"name": object.name, "namespace": namespace},
         });
         let Some(kustomization) = applier.get(&reference).await? else { continue };
-        let source = &kustomization["spec"]["sourceRef"];
+        let reference = &kustomization["spec"]["sourceRef"];
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
-        found.push(KustomizationDiff {
-            source: format!(
-                "{}/{}/{}",
-                text(&source["kind"]),
-                source["namespace"].as_str().unwrap_or(&namespace),
-                text(&source["name"])
-            ),
-            path: text(&kustomization["spec"]["path"]),
-            objects: inventory_pruned(&mut applier, &kustomization).await?,
-            namespace,
-            name: object.name.clone(),
-            unchanged: 0,
-            compared_here: 0,
-            error: None,
-            deleted: true,
-            helm_releases: Vec::new(),
-        });
+        let source = SourceRef {
+            kind: text(&reference["kind"]),
+            namespace: reference["namespace"].as_str().unwrap_or(&namespace).to_string(),
+            name: text(&reference["name"]),
+        };
+        let objects = inventory_pruned(&mut applier, &kustomization).await?;
+        found.push(KustomizationDiff { objects, deleted: true, ..KustomizationDiff::of(&kustomization, &source) });
     }
     Ok(found)
 }

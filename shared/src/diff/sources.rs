@@ -115,20 +115,9 @@ pub(super) async fn compare_moved(
         unfetched.iter().map(|(source, _)| (source.clone(), PathBuf::new())).collect();
     for (kustomization, source, _) in kustomizations_of(cluster, resource, &placeholders).await? {
         let why = unfetched.iter().find(|(unfetched, _)| unfetched == source).map(|(_, why)| why.as_str());
-        let text =
-            |pointer: &str| kustomization.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
-        done.kustomizations.push(KustomizationDiff {
-            namespace: text("/metadata/namespace"),
-            name: text("/metadata/name"),
-            source: source.to_string(),
-            path: text("/spec/path"),
-            objects: Vec::new(),
-            unchanged: 0,
-            compared_here: 0,
-            error: Some(format!("the change moves its source {source}: {}", why.unwrap_or_default())),
-            deleted: false,
-            helm_releases: Vec::new(),
-        });
+        let error = format!("the change moves its source {source}: {}", why.unwrap_or_default());
+        done.kustomizations
+            .push(KustomizationDiff { error: Some(error), ..KustomizationDiff::of(&kustomization, source) });
         done.builds.push(Vec::new());
     }
     Ok(done)
