@@ -1,7 +1,9 @@
-//! A chart from a HelmRepository of the HTTP kind (its `index.yaml`), at the highest version the
-//! HelmRelease's constraint allows, as source-controller picks it: read with no credentials
-//! (a repository that needs them is said, not guessed), each file size-capped and within a
-//! deadline, and the archive checked against the digest its index gives.
+//! A chart from a HelmRepository, at the highest version the HelmRelease's constraint allows, as
+//! source-controller picks it: of the HTTP kind from its `index.yaml` (the archive checked
+//! against the digest the index gives), of the OCI kind from the registry's tags (the layer
+//! checked against the manifest's digest). Read with no credentials of the cluster's (a
+//! repository that needs them is said, not guessed), each file size-capped and within a
+//! deadline.
 
 use std::path::{Path, PathBuf};
 
@@ -31,11 +33,17 @@ pub(super) async fn fetch(repository: &Value, name: &str, constraint: &str, dir:
         repository["metadata"]["namespace"].as_str().unwrap_or_default(),
         repository["metadata"]["name"].as_str().unwrap_or_default()
     );
-    if spec["type"] == "oci" {
-        return Err(format!("{label} is an OCI repository, whose charts diff does not fetch yet"));
-    }
     if !spec["secretRef"].is_null() || !spec["certSecretRef"].is_null() {
         return Err(format!("{label} needs credentials, which diff does not read from the cluster"));
+    }
+    if spec["type"] == "oci" {
+        let fetched = tokio::time::timeout(crate::timeouts::BUILD, fetch_oci(spec, name, constraint, dir)).await;
+        return fetched.unwrap_or_else(|_| {
+            Err(format!(
+                "{label}: the registry did not answer within {}",
+                crate::duration::format(crate::timeouts::BUILD)
+            ))
+        });
     }
     let base = spec["url"].as_str().unwrap_or_default();
     let base = Url::parse(&format!("{}/", base.trim_end_matches('/')))
@@ -75,6 +83,50 @@ pub(super) async fn fetch(repository: &Value, name: &str, constraint: &str, dir:
     }
     let path = dir.join(format!("{name}-{version}.tgz"));
     std::fs::write(&path, archive).map_err(|error| format!("writing {}: {error}", path.display()))?;
+    Ok(Chart { path, version: version.to_string() })
+}
+
+/// The media type of a Helm chart's layer in an OCI registry.
+const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
+/// The largest chart manifest read: Helm's are under 1 KiB.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// The chart `name` from the OCI registry `spec.url` names: its highest tag the constraint allows
+/// (Helm writes a version's `+` as `_` in a tag), its manifest, and its chart layer.
+async fn fetch_oci(spec: &Value, name: &str, constraint: &str, dir: &Path) -> Result<Chart, String> {
+    use crate::oci::reference::OciUrl;
+    use crate::oci::registry::{Access, Registry};
+    let base = spec["url"].as_str().unwrap_or_default().trim_end_matches('/');
+    let url = OciUrl::parse(&format!("{base}/{name}")).map_err(|error| error.to_string())?;
+    // Plain HTTP to a registry on this machine, or where the HelmRepository says `insecure`.
+    let access = Access { creds: None, insecure: spec["insecure"].as_bool().unwrap_or(false) };
+    let registry = Registry::connect(&url, &access).map_err(|error| error.to_string())?;
+    let wanted = requirement(constraint)?;
+    let (version, tag) = registry
+        .tags(&url)
+        .await
+        .map_err(|error| error.to_string())?
+        .into_iter()
+        .filter_map(|tag| {
+            let version = semver::Version::parse(&tag.replace('_', "+")).ok()?;
+            wanted.iter().any(|req| req.matches(&version)).then_some((version, tag))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .ok_or_else(|| format!("{url} has no tag of a version {constraint:?} allows"))?;
+    let tagged = url.with_tag(&tag);
+    let manifest = registry.manifest(&tagged, MAX_MANIFEST_BYTES).await.map_err(|error| error.to_string())?;
+    let layer = manifest
+        .manifest
+        .layers
+        .iter()
+        .find(|layer| layer.media_type == HELM_CHART_LAYER)
+        .ok_or_else(|| format!("{tagged} holds no Helm chart (no layer of type {HELM_CHART_LAYER})"))?;
+    if u64::try_from(layer.size).unwrap_or(u64::MAX) > MAX_CHART_BYTES {
+        return Err(format!("{tagged}: the chart is larger than {} MiB", MAX_CHART_BYTES >> 20));
+    }
+    let path = dir.join(format!("{name}-{version}.tgz"));
+    let file = std::fs::File::create(&path).map_err(|error| format!("writing {}: {error}", path.display()))?;
+    registry.blob_to(&tagged, layer, MAX_CHART_BYTES, file).await.map_err(|error| error.to_string())?;
     Ok(Chart { path, version: version.to_string() })
 }
 

@@ -559,7 +559,11 @@ async fn render_helm_releases(
     builds: &[Vec<Value>],
     printer: &Printer,
 ) -> Result<()> {
-    let wanted = kustomizations.iter().zip(builds).filter(|(k, built)| !k.deleted && !built.is_empty()).count();
+    // Helm is looked for (and downloaded) only when a build makes a HelmRelease.
+    let renders = |kustomization: &KustomizationDiff, built: &[Value]| {
+        !kustomization.deleted && built.iter().any(|document| document["kind"] == "HelmRelease")
+    };
+    let wanted = kustomizations.iter().zip(builds).filter(|(k, built)| renders(k, built)).count();
     if wanted == 0 {
         return Ok(());
     }
@@ -577,7 +581,7 @@ async fn render_helm_releases(
         .iter()
         .zip(builds)
         .map(|(kustomization, built)| {
-            let skip = kustomization.deleted || built.is_empty();
+            let skip = !renders(kustomization, built);
             let renderer = &renderer;
             let applier = applier.clone();
             async move { if skip { Ok(Vec::new()) } else { helm::compare_releases(applier, renderer, built).await } }

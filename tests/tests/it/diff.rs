@@ -539,6 +539,43 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         assert_eq!(found["metadata"]["annotations"]["meta.helm.sh/release-name"], "default-hello-canary");
     }
 
+    // The same chart from an OCI registry (the environment's docker-registry, where the real
+    // helm pushed it): the highest tag the constraint allows, rendered as the canary is.
+    let registry = format!("oci://{}/charts", env.registry.address);
+    let helm_home = tempfile::tempdir().unwrap();
+    for version in ["0.1.0", "0.2.0"] {
+        let push = Run::of(
+            Command::new(gitops_e2e::tools::path("helm"))
+                .arg("push")
+                .arg(env.helm.dir.join(format!("hello-{version}.tgz")))
+                .args([registry.as_str(), "--plain-http"])
+                .env("HOME", helm_home.path())
+                .env("HELM_REGISTRY_CONFIG", helm_home.path().join("registry.json")),
+        );
+        assert_eq!(push.code, Some(0), "{}", push.render());
+    }
+    let without_oci = std::fs::read_to_string(work.join("apps/hello/release.yaml")).unwrap();
+    let oci_release =
+        CANARY.replace("hello-canary", "hello-oci").replace("version: 0.2.0", "version: \">=0.1.0 <1.0.0\"");
+    let oci_release = oci_release.replace("name: hello\n", "name: hello-oci\n");
+    let oci_repository = format!(
+        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello-oci\n  namespace: flux-system\nspec:\n  type: oci\n  insecure: true\n  interval: 10m0s\n  url: {registry}\n"
+    );
+    std::fs::write(work.join("apps/hello/release.yaml"), format!("{without_oci}{oci_repository}{oci_release}"))
+        .unwrap();
+    let oci = diff(env, plugins.path(), work, &["-o", "json", "--fetch-new-chart-repositories"]);
+    assert_eq!(oci.code, Some(1), "{}", oci.render());
+    let document = gitops_e2e::schema::document("Diff", &oci.stdout);
+    let hello = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "hello").unwrap();
+    let from_oci = hello["helmReleases"].as_array().unwrap().iter().find(|r| r["name"] == "hello-oci").unwrap();
+    assert_eq!(from_oci["chart"], "hello@0.2.0", "{from_oci:#}");
+    let diffs = |release: &serde_json::Value| -> Vec<String> {
+        let objects = release["objects"].as_array().unwrap();
+        objects.iter().map(|object| object["diff"].as_str().unwrap().replace("hello-canary", "hello-oci")).collect()
+    };
+    assert_eq!(diffs(from_oci), diffs(&canary), "{from_oci:#}");
+    std::fs::write(work.join("apps/hello/release.yaml"), without_oci).unwrap();
+
     // A change that points the chart repository at another host does not make diff fetch from
     // it: the release is not rendered, said why, and the host never hears from us.
     let elsewhere_charts = gitops_e2e::http::Silent::start();
