@@ -328,6 +328,14 @@ pub struct DeliveryArgs {
     #[arg(long, help_heading = "Delivery")]
     pub dry_run: bool,
 
+    /// Also show what it would change in the cluster, as `kubectl gitops diff` does.
+    ///
+    /// With --dry-run: also what the plan would change in the live cluster, as `kubectl gitops
+    /// diff` shows it (the plan written into the scratch clone, built by the pinned flux CLI,
+    /// compared by the API server's dry run, HelmReleases rendered); nothing is written anywhere.
+    #[arg(long, requires = "dry_run", help_heading = "Delivery")]
+    pub preview: bool,
+
     /// With a pull request: merge it once it is opened and read back (a merge commit, guarded by
     /// the branch's head; the token must be allowed to merge).
     #[arg(long, conflicts_with = "auto_merge", help_heading = "Delivery")]

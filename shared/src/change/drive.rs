@@ -153,14 +153,17 @@ pub(crate) async fn drive_change(
         plan: PlannedChange::of(&plan),
         done: None,
         waited: None,
+        preview: None,
     };
     if args.dry_run {
         let mut line = plan.render();
         if let (Some(preview), Some(checkout)) = (args.preview, &checkout)
             && !plan.files.is_empty()
         {
+            let text = previewed(context, preview, &plan, checkout).await;
             line.push('\n');
-            line.push_str(&previewed(context, preview, &plan, checkout).await);
+            line.push_str(&text);
+            result.preview = Some(text);
         }
         return Ok(Driven { line, outcome: None, result });
     }

@@ -27,6 +27,10 @@ pub struct ChangeResult {
     pub done: Option<DoneChange>,
     /// What `--wait` waited for, once it was there.
     pub waited: Option<Waited>,
+    /// `--dry-run --preview`: what the plan would change in the cluster, as `kubectl gitops diff`
+    /// prints it (or why it could not be worked out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
 }
 
 impl crate::output::Kind for ChangeResult {

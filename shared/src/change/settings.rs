@@ -137,7 +137,9 @@ pub struct PreviewInput<'a> {
 }
 
 impl DeliveryArgs {
-    pub(crate) fn settings(&self) -> Result<DeliverySettings> {
+    /// The settings these flags make; `preview` is what `--preview` shows (`diff`'s, handed in by
+    /// the command, above the engine).
+    pub(crate) fn settings(&self, preview: Preview) -> Result<DeliverySettings> {
         let mode = match (self.pr, self.auto_merge) {
             (true, _) => DeliveryMode::PullRequest,
             (false, true) => DeliveryMode::Push,
@@ -151,7 +153,7 @@ impl DeliveryArgs {
             merge: self.merge,
             wait: self.wait,
             timeout: self.timeout,
-            preview: None,
+            preview: (self.dry_run && self.preview).then_some(preview),
         })
     }
 }

@@ -395,6 +395,7 @@ fn change_result(plan: &Plan, outcome: Option<&execute::Outcome>, settings: &Ins
             made_meanwhile: false,
         }),
         waited,
+        preview: None,
     }
 }
 

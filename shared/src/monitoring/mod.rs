@@ -143,7 +143,7 @@ impl InstallArgs {
             thresholds,
             export: self.export,
             config: self.config.settings()?,
-            delivery: self.delivery.settings()?,
+            delivery: self.delivery.settings(crate::diff::preview_plan)?,
         })
     }
 }

@@ -17,7 +17,7 @@ pub struct ShowPreviewArgs {
     #[command(flatten)]
     pub show: ShowArgs,
 
-    /// Also show what its head commit would change in the cluster, as `kubectl gitops diff` does.
+    /// Also show what it would change in the cluster, as `kubectl gitops diff` does.
     ///
     /// Also show what its head commit would change in the cluster of the current context:
     /// `kubectl gitops diff`'s preview of the commit validated, rendered with the flags below.

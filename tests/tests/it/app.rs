@@ -126,6 +126,34 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert!(files.contains(&"apps/podinfo/source.yaml"), "{planned:#}");
     assert_eq!(env.git.head("fleet"), head, "--dry-run pushed nothing");
     assert_eq!(our_mutations(env), writes, "--dry-run wrote nothing to the cluster");
+    // With --preview, also what it would do to the cluster, as `kubectl gitops diff` shows it:
+    // the apps layer would create the app's source and Kustomization. Still nothing written:
+    // the API server's dry runs are the only mutating requests, and each says so.
+    let before = env.our_requests().unwrap().len();
+    let previewed = Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(add_podinfo)
+            .args(["--dry-run", "--preview", "--private-key-file"])
+            .arg(&env.git.client_key)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli()),
+    );
+    assert_eq!(previewed.code, Some(0), "{}", previewed.render());
+    let (plan, preview) = previewed.stdout.split_once("\nComparing the plan on top of main of ").unwrap();
+    assert!(plan.starts_with("Plan:\n"), "{}", previewed.stdout);
+    for added in ["GitRepository/flux-system/podinfo", "Kustomization/flux-system/podinfo"] {
+        assert!(preview.contains(&format!("+++ after/{added}\n")), "{added}: {preview}");
+    }
+    let written: Vec<String> = env.our_requests().unwrap()[before..]
+        .iter()
+        .filter(|request| request.mutates() && !request.uri.contains("dryRun=All"))
+        .map(|request| format!("{} {}", request.verb, request.uri))
+        .collect();
+    assert_eq!(written, Vec::<String>::new());
+    assert_eq!(env.git.head("fleet"), head, "--dry-run --preview pushed nothing");
+    let without = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--preview"]].concat());
+    assert_eq!(without.code, Some(2), "{}", without.render());
+    assert!(without.stderr.contains("--dry-run"), "--preview needs --dry-run: {}", without.stderr);
 
     // The kustomize app reaches Ready at the pushed commit.
     let added = app(env, &env.kubeconfig, &[&add_podinfo[..], &["--wait", "--timeout", "3m"]].concat());
