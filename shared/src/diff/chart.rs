@@ -130,6 +130,64 @@ async fn fetch_oci(spec: &Value, name: &str, constraint: &str, dir: &Path) -> Re
     Ok(Chart { path, version: version.to_string() })
 }
 
+/// The chart as source-controller packages it for a HelmRelease with `valuesFiles`: its values
+/// replaced by those files, each relative to the chart's root, merged in order (maps key by key,
+/// the later winning; `values.yaml` only when listed); a missing file is an error unless
+/// `ignoreMissingValuesFiles`. The archive is unpacked into `scratch` (size-capped) for it; a
+/// chart without `valuesFiles` is used as it is.
+pub(super) fn with_values_files(chart_spec: &Value, chart: PathBuf, scratch: &Path) -> Result<PathBuf, String> {
+    let files: Vec<&str> =
+        chart_spec["valuesFiles"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    if files.is_empty() {
+        return Ok(chart);
+    }
+    if chart.is_dir() {
+        return Err("its chart, in a git source, has valuesFiles, which diff does not read from a source yet".into());
+    }
+    let unpacked = scratch.join("chart");
+    let archive = std::fs::File::open(&chart).map_err(|error| format!("reading {}: {error}", chart.display()))?;
+    let limits = crate::oci::limits::Limits {
+        unpacked: MAX_UNPACKED_BYTES,
+        entries: MAX_ENTRIES,
+        ..crate::oci::limits::Limits::NONE
+    };
+    crate::oci::extract::unpack(flate2::read::GzDecoder::new(archive), &unpacked, &limits)
+        .map_err(|error| format!("the chart archive: {error}"))?;
+    // A chart archive holds one directory, the chart's.
+    let root = std::fs::read_dir(&unpacked)
+        .map_err(|error| error.to_string())?
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.join("Chart.yaml").is_file())
+        .ok_or("the chart archive holds no Chart.yaml")?;
+    let ignore_missing = chart_spec["ignoreMissingValuesFiles"].as_bool().unwrap_or(false);
+    let mut merged = serde_json::Map::new();
+    for file in files {
+        if file.split('/').any(|part| part == "..") || file.starts_with('/') {
+            return Err(format!("valuesFiles names {file:?}, which is not inside the chart"));
+        }
+        let text = match std::fs::read_to_string(root.join(file.trim_start_matches("./"))) {
+            Ok(text) => text,
+            Err(_) if ignore_missing => continue,
+            Err(_) => return Err(format!("valuesFiles names {file}, which the chart does not hold")),
+        };
+        let values: Value =
+            crate::yaml::from_str(&text).map_err(|error| format!("valuesFiles {file} is not YAML: {error}"))?;
+        match values {
+            Value::Object(values) => merged = super::values::merge_maps(&merged, &values),
+            Value::Null => {}
+            _ => return Err(format!("valuesFiles {file} is not a map of values")),
+        }
+    }
+    std::fs::write(root.join("values.yaml"), Value::Object(merged).to_string())
+        .map_err(|error| format!("writing the chart's values: {error}"))?;
+    Ok(root)
+}
+
+/// The most a chart unpacks to, and the most entries it holds, when its values are replaced.
+const MAX_UNPACKED_BYTES: u64 = 100 << 20;
+const MAX_ENTRIES: u64 = 10_000;
+
 async fn get(client: &reqwest::Client, url: &Url, limit: u64) -> Result<Vec<u8>, String> {
     // No path or query in messages: a repository URL may carry anything.
     let shown = format!("{}{}", url.origin().ascii_serialization(), url.path());

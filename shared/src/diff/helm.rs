@@ -109,6 +109,10 @@ async fn render(
         Ok(found) => found,
         Err(why) => return Ok(Err(why)),
     };
+    let chart_path = match super::chart::with_values_files(&spec["chart"]["spec"], chart_path, scratch.path()) {
+        Ok(path) => path,
+        Err(why) => return Ok(Err(why)),
+    };
     let mut layers = Vec::new();
     for reference in spec["valuesFrom"].as_array().into_iter().flatten() {
         match values_layer(applier.cluster(), reference, namespace, built).await? {
@@ -200,9 +204,6 @@ async fn chart_of(
         return Ok(Err(format!("its chart comes from a {kind} (chartRef), which diff does not render yet")));
     }
     let chart = &spec["chart"]["spec"];
-    if chart["valuesFiles"].as_array().is_some_and(|files| !files.is_empty()) {
-        return Ok(Err("its chart has valuesFiles, which diff does not render yet".into()));
-    }
     let name = chart["chart"].as_str().unwrap_or_default();
     let source = &chart["sourceRef"];
     let kind = source["kind"].as_str().unwrap_or_default();

@@ -87,11 +87,16 @@ fn publish_hello_charts(env: &TestEnv) {
         let text = std::fs::read_to_string(fixture.join(file)).unwrap();
         let text = match file {
             "Chart.yaml" => text.replace("version: 0.1.0", "version: 0.2.0"),
-            "templates/configmap.yaml" => text + "  version: {{ .Chart.Version | quote }}\n",
+            "templates/configmap.yaml" => {
+                text + "  version: {{ .Chart.Version | quote }}\n  tier: {{ .Values.tier | quote }}\n"
+            }
+            "values.yaml" => text + "tier: default\n",
             _ => text,
         };
         std::fs::write(chart.join(file), text).unwrap();
     }
+    // For a release that names its valuesFiles.
+    std::fs::write(chart.join("values-prod.yaml"), "tier: prod\n").unwrap();
     std::fs::write(
         chart.join("templates/service.yaml"),
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  selector:\n    app: {{ .Release.Name }}\n  ports:\n  - port: 80\n",
@@ -574,6 +579,34 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         objects.iter().map(|object| object["diff"].as_str().unwrap().replace("hello-canary", "hello-oci")).collect()
     };
     assert_eq!(diffs(from_oci), diffs(&canary), "{from_oci:#}");
+
+    // valuesFiles replace the chart's values, merged in order, as source-controller packages
+    // the chart: values.yaml, then values-prod.yaml over it.
+    let values_files = |files: &str| {
+        let files = format!("      version: 0.2.0\n      valuesFiles:\n{files}");
+        without_oci.replacen("      version: 0.2.0\n", &files, 1)
+    };
+    std::fs::write(
+        work.join("apps/hello/release.yaml"),
+        values_files("      - values.yaml\n      - values-prod.yaml\n"),
+    )
+    .unwrap();
+    let prod = diff(env, plugins.path(), work, &["-o", "json"]);
+    assert_eq!(prod.code, Some(1), "{}", prod.render());
+    let document = gitops_e2e::schema::document("Diff", &prod.stdout);
+    let hello = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "hello").unwrap();
+    let upgraded = hello["helmReleases"].as_array().unwrap().iter().find(|r| r["name"] == "hello").unwrap();
+    let upgraded = upgraded.to_string();
+    assert!(upgraded.contains("+  tier: prod\\n") && !upgraded.contains("tier: default"), "{upgraded}");
+    // A file the chart does not hold is said, unless the release ignores missing ones.
+    std::fs::write(work.join("apps/hello/release.yaml"), values_files("      - values-nope.yaml\n")).unwrap();
+    let missing = diff(env, plugins.path(), work, &[]);
+    assert_eq!(missing.code, Some(2), "{}", missing.render());
+    assert!(
+        missing.stdout.contains("valuesFiles names values-nope.yaml, which the chart does not hold"),
+        "{}",
+        missing.stdout
+    );
     std::fs::write(work.join("apps/hello/release.yaml"), without_oci).unwrap();
 
     // A change that points the chart repository at another host does not make diff fetch from
