@@ -91,29 +91,71 @@ const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+g
 /// The largest chart manifest read: Helm's are under 1 KiB.
 const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
-/// The chart `name` from the OCI registry `spec.url` names: its highest tag the constraint allows
-/// (Helm writes a version's `+` as `_` in a tag), its manifest, and its chart layer.
+/// Which of an OCI repository's manifests holds the chart.
+enum Select<'a> {
+    /// The highest tag whose version the constraint allows (Helm writes a version's `+` as `_`).
+    Constraint(&'a str),
+    Tag(&'a str),
+    Digest(&'a str),
+}
+
+/// The chart `name` from the OCI registry `spec.url` names (a HelmRepository of `type: oci`).
 async fn fetch_oci(spec: &Value, name: &str, constraint: &str, dir: &Path) -> Result<Chart, String> {
+    let base = spec["url"].as_str().unwrap_or_default().trim_end_matches('/');
+    let insecure = spec["insecure"].as_bool().unwrap_or(false);
+    oci_chart(&format!("{base}/{name}"), insecure, Select::Constraint(constraint), dir).await
+}
+
+/// The chart an OCIRepository (a HelmRelease's `chartRef`) names: its URL at `ref.digest`, else
+/// the highest tag `ref.semver` allows, else `ref.tag` (`latest` without a ref), as
+/// source-controller resolves it, within the same deadline as a chart from a HelmRepository.
+pub(super) async fn fetch_oci_repository(repository: &Value, dir: &Path) -> Result<Chart, String> {
+    let spec = &repository["spec"];
+    if !spec["secretRef"].is_null() || !spec["certSecretRef"].is_null() {
+        return Err("its OCIRepository needs credentials, which diff does not read from the cluster".into());
+    }
+    let reference = &spec["ref"];
+    let text = |key: &str| reference[key].as_str().filter(|value| !value.is_empty());
+    let select = match (text("digest"), text("semver"), text("tag")) {
+        (Some(digest), ..) => Select::Digest(digest),
+        (_, Some(semver), _) => Select::Constraint(semver),
+        (_, _, Some(tag)) => Select::Tag(tag),
+        _ => Select::Tag("latest"),
+    };
+    let url = spec["url"].as_str().unwrap_or_default();
+    let fetched = oci_chart(url, spec["insecure"].as_bool().unwrap_or(false), select, dir);
+    tokio::time::timeout(crate::timeouts::BUILD, fetched).await.unwrap_or_else(|_| {
+        Err(format!("{url}: the registry did not answer within {}", crate::duration::format(crate::timeouts::BUILD)))
+    })
+}
+
+/// The chart at `url` (`oci://REGISTRY/REPOSITORY`), at the manifest `select` picks: its chart
+/// layer, checked against the manifest's digest, saved into `dir`.
+async fn oci_chart(url: &str, insecure: bool, select: Select<'_>, dir: &Path) -> Result<Chart, String> {
     use crate::oci::reference::OciUrl;
     use crate::oci::registry::{Access, Registry};
-    let base = spec["url"].as_str().unwrap_or_default().trim_end_matches('/');
-    let url = OciUrl::parse(&format!("{base}/{name}")).map_err(|error| error.to_string())?;
-    // Plain HTTP to a registry on this machine, or where the HelmRepository says `insecure`.
-    let access = Access { creds: None, insecure: spec["insecure"].as_bool().unwrap_or(false) };
-    let registry = Registry::connect(&url, &access).map_err(|error| error.to_string())?;
-    let wanted = requirement(constraint)?;
-    let (version, tag) = registry
-        .tags(&url)
-        .await
-        .map_err(|error| error.to_string())?
-        .into_iter()
-        .filter_map(|tag| {
-            let version = semver::Version::parse(&tag.replace('_', "+")).ok()?;
-            wanted.iter().any(|req| req.matches(&version)).then_some((version, tag))
-        })
-        .max_by(|a, b| a.0.cmp(&b.0))
-        .ok_or_else(|| format!("{url} has no tag of a version {constraint:?} allows"))?;
-    let tagged = url.with_tag(&tag);
+    let url = OciUrl::parse(url).map_err(|error| error.to_string())?;
+    // Plain HTTP to a registry on this machine, or where the source says `insecure`.
+    let registry = Registry::connect(&url, &Access { creds: None, insecure }).map_err(|error| error.to_string())?;
+    let (tagged, version) = match select {
+        Select::Digest(digest) => (url.with_digest(digest), digest.get(..19).unwrap_or(digest).to_string()),
+        Select::Tag(tag) => (url.with_tag(tag), tag.to_string()),
+        Select::Constraint(constraint) => {
+            let wanted = requirement(constraint)?;
+            let (version, tag) = registry
+                .tags(&url)
+                .await
+                .map_err(|error| error.to_string())?
+                .into_iter()
+                .filter_map(|tag| {
+                    let version = semver::Version::parse(&tag.replace('_', "+")).ok()?;
+                    wanted.iter().any(|req| req.matches(&version)).then_some((version, tag))
+                })
+                .max_by(|a, b| a.0.cmp(&b.0))
+                .ok_or_else(|| format!("{url} has no tag of a version {constraint:?} allows"))?;
+            (url.with_tag(&tag), version.to_string())
+        }
+    };
     let manifest = registry.manifest(&tagged, MAX_MANIFEST_BYTES).await.map_err(|error| error.to_string())?;
     let layer = manifest
         .manifest
@@ -124,10 +166,10 @@ async fn fetch_oci(spec: &Value, name: &str, constraint: &str, dir: &Path) -> Re
     if u64::try_from(layer.size).unwrap_or(u64::MAX) > MAX_CHART_BYTES {
         return Err(format!("{tagged}: the chart is larger than {} MiB", MAX_CHART_BYTES >> 20));
     }
-    let path = dir.join(format!("{name}-{version}.tgz"));
+    let path = dir.join("chart.tgz");
     let file = std::fs::File::create(&path).map_err(|error| format!("writing {}: {error}", path.display()))?;
     registry.blob_to(&tagged, layer, MAX_CHART_BYTES, file).await.map_err(|error| error.to_string())?;
-    Ok(Chart { path, version: version.to_string() })
+    Ok(Chart { path, version })
 }
 
 /// The chart as source-controller packages it for a HelmRelease with `valuesFiles`: its values

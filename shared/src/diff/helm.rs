@@ -109,10 +109,6 @@ async fn render(
         Ok(found) => found,
         Err(why) => return Ok(Err(why)),
     };
-    let chart_path = match super::chart::with_values_files(&spec["chart"]["spec"], chart_path, scratch.path()) {
-        Ok(path) => path,
-        Err(why) => return Ok(Err(why)),
-    };
     let mut layers = Vec::new();
     for reference in spec["valuesFrom"].as_array().into_iter().flatten() {
         match values_layer(applier.cluster(), reference, namespace, built).await? {
@@ -190,7 +186,8 @@ fn release_name(release: &Value) -> String {
     format!("{}-{}", &full[..MAX_RELEASE_NAME - 13], &hash[..12])
 }
 
-/// The chart to render, on disk, with its `NAME@VERSION`.
+/// The chart to render, on disk (its values replaced by its `valuesFiles`), with its
+/// `NAME@VERSION`: from `spec.chart`, or the HelmChart or OCIRepository `spec.chartRef` names.
 async fn chart_of(
     applier: &mut Applier<'_>,
     renderer: &Renderer<'_>,
@@ -199,48 +196,89 @@ async fn chart_of(
     scratch: &Path,
 ) -> Result<std::result::Result<(PathBuf, String), String>> {
     let spec = &release["spec"];
-    if !spec["chartRef"].is_null() {
-        let kind = spec["chartRef"]["kind"].as_str().unwrap_or_default();
-        return Ok(Err(format!("its chart comes from a {kind} (chartRef), which diff does not render yet")));
+    let release_namespace = release["metadata"]["namespace"].as_str().unwrap_or_default();
+    let reference = &spec["chartRef"];
+    if reference.is_null() {
+        return chart_from(applier, renderer, &spec["chart"]["spec"], release_namespace, built, scratch).await;
     }
-    let chart = &spec["chart"]["spec"];
+    let kind = reference["kind"].as_str().unwrap_or_default();
+    let name = reference["name"].as_str().unwrap_or_default();
+    let namespace = reference["namespace"].as_str().unwrap_or(release_namespace);
+    let source = match trusted(applier, renderer, built, (kind, namespace, name)).await? {
+        Ok(source) => source,
+        Err(why) => return Ok(Err(why)),
+    };
+    match kind {
+        "HelmChart" => chart_from(applier, renderer, &source["spec"], namespace, built, scratch).await,
+        "OCIRepository" => Ok(chart::fetch_oci_repository(&source, scratch).await.map(|fetched| {
+            let url = source["spec"]["url"].as_str().unwrap_or_default();
+            let chart = url.rsplit('/').next().unwrap_or(url);
+            (fetched.path, format!("{chart}@{}", fetched.version))
+        })),
+        other => Ok(Err(format!("its chartRef names a {other:?}, which diff does not render"))),
+    }
+}
+
+/// The source object `(kind, namespace, name)` names, as the change has it (else as the cluster
+/// does), when it is at a URL the cluster already pulls from: a change must not make the
+/// reviewer's machine fetch from a host it names, unless told otherwise.
+async fn trusted(
+    applier: &mut Applier<'_>,
+    renderer: &Renderer<'_>,
+    built: &[Value],
+    (kind, namespace, name): (&str, &str, &str),
+) -> Result<std::result::Result<Value, String>> {
+    let reference = json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    let built = built.iter().find(|document| same_object(document, &reference));
+    let live = match built {
+        Some(built) => applier.get(built).await?,
+        None => applier.get(&reference).await?,
+    };
+    let url = |source: &Value| source["spec"]["url"].as_str().unwrap_or_default().to_string();
+    Ok(match (built, live) {
+        // A HelmChart has no URL: its own source is checked in turn.
+        (Some(new), live)
+            if renderer.new_chart_repositories || url(new).is_empty() || live.as_ref().map(url) == Some(url(new)) =>
+        {
+            Ok(new.clone())
+        }
+        (Some(new), _) => Err(format!(
+            "{kind} {namespace}/{name} is at a URL the cluster does not pull from yet ({}); pass --fetch-new-chart-repositories to fetch the chart from it",
+            url(new)
+        )),
+        (None, Some(live)) => Ok(live),
+        (None, None) => Err(format!("{kind} {namespace}/{name} is neither built nor in the cluster")),
+    })
+}
+
+/// The chart a chart template (`spec.chart.spec`, or a HelmChart's spec) names, its sources
+/// read from `namespace` unless they name theirs.
+async fn chart_from(
+    applier: &mut Applier<'_>,
+    renderer: &Renderer<'_>,
+    chart: &Value,
+    namespace: &str,
+    built: &[Value],
+    scratch: &Path,
+) -> Result<std::result::Result<(PathBuf, String), String>> {
     let name = chart["chart"].as_str().unwrap_or_default();
     let source = &chart["sourceRef"];
     let kind = source["kind"].as_str().unwrap_or_default();
     let source_name = source["name"].as_str().unwrap_or_default();
-    let release_namespace = release["metadata"]["namespace"].as_str().unwrap_or_default();
-    let source_namespace = source["namespace"].as_str().unwrap_or(release_namespace);
-    match kind {
+    let source_namespace = source["namespace"].as_str().unwrap_or(namespace);
+    let found = match kind {
         "HelmRepository" => {
-            let reference = json!({
-                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": kind,
-                "metadata": {"name": source_name, "namespace": source_namespace},
-            });
-            let live = applier.get(&reference).await?;
-            let url = |repository: &Value| repository["spec"]["url"].as_str().unwrap_or_default().to_string();
-            let repository = match (built.iter().find(|document| same_object(document, &reference)), live) {
-                // A change must not make the reviewer's machine fetch from a host it names: only
-                // a repository the cluster already pulls from is read, unless told otherwise.
-                (Some(new), live) if renderer.new_chart_repositories || live.as_ref().map(url) == Some(url(new)) => {
-                    new.clone()
-                }
-                (Some(new), _) => {
-                    return Ok(Err(format!(
-                        "HelmRepository {source_namespace}/{source_name} is at a URL the cluster does not pull from yet ({}); pass --fetch-new-chart-repositories to fetch the chart from it",
-                        url(new)
-                    )));
-                }
-                (None, Some(live)) => live,
-                (None, None) => {
-                    return Ok(Err(format!(
-                        "HelmRepository {source_namespace}/{source_name} is neither built nor in the cluster"
-                    )));
-                }
+            let repository = match trusted(applier, renderer, built, (kind, source_namespace, source_name)).await? {
+                Ok(repository) => repository,
+                Err(why) => return Ok(Err(why)),
             };
             let constraint = chart["version"].as_str().unwrap_or("*");
-            Ok(chart::fetch(&repository, name, constraint, scratch)
+            chart::fetch(&repository, name, constraint, scratch)
                 .await
-                .map(|fetched| (fetched.path, format!("{name}@{}", fetched.version))))
+                .map(|fetched| (fetched.path, format!("{name}@{}", fetched.version)))
         }
         "GitRepository" | "Bucket" => {
             let checkout = renderer.sources.iter().find(|(source, _)| {
@@ -261,10 +299,11 @@ async fn chart_of(
             let version = crate::yaml::from_str::<Value>(&chart_yaml)
                 .ok()
                 .and_then(|meta| Some(format!("{}@{}", meta["name"].as_str()?, meta["version"].as_str()?)));
-            Ok(Ok((dir, version.unwrap_or_else(|| name.to_string()))))
+            Ok((dir, version.unwrap_or_else(|| name.to_string())))
         }
-        other => Ok(Err(format!("its chart comes from a {other:?}, which diff does not render"))),
-    }
+        other => Err(format!("its chart comes from a {other:?}, which diff does not render")),
+    };
+    Ok(found.and_then(|(path, label)| Ok((chart::with_values_files(chart, path, scratch)?, label))))
 }
 
 fn same_object(document: &Value, reference: &Value) -> bool {

@@ -566,8 +566,23 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     let oci_repository = format!(
         "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello-oci\n  namespace: flux-system\nspec:\n  type: oci\n  insecure: true\n  interval: 10m0s\n  url: {registry}\n"
     );
-    std::fs::write(work.join("apps/hello/release.yaml"), format!("{without_oci}{oci_repository}{oci_release}"))
-        .unwrap();
+    // And through a HelmRelease's chartRef: an OCIRepository of the chart, and a HelmChart of
+    // the chart repository's.
+    let chart_refs = format!(
+        "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: hello-chart\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {registry}/hello\n  insecure: true\n  ref:\n    semver: \">=0.1.0\"\n  layerSelector:\n    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n    operation: copy\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmChart\nmetadata:\n  name: hello-pinned\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  chart: hello\n  version: 0.2.0\n  sourceRef:\n    kind: HelmRepository\n    name: hello\n"
+    );
+    let by_reference = |name: &str, kind: &str, source: &str| {
+        format!(
+            "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  chartRef:\n    kind: {kind}\n    name: {source}\n  values:\n    greeting: canary\n"
+        )
+    };
+    let referencing = by_reference("hello-oci-ref", "OCIRepository", "hello-chart")
+        + &by_reference("hello-chart-ref", "HelmChart", "hello-pinned");
+    std::fs::write(
+        work.join("apps/hello/release.yaml"),
+        format!("{without_oci}{oci_repository}{oci_release}{chart_refs}{referencing}"),
+    )
+    .unwrap();
     let oci = diff(env, plugins.path(), work, &["-o", "json", "--fetch-new-chart-repositories"]);
     assert_eq!(oci.code, Some(1), "{}", oci.render());
     let document = gitops_e2e::schema::document("Diff", &oci.stdout);
@@ -579,6 +594,12 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         objects.iter().map(|object| object["diff"].as_str().unwrap().replace("hello-canary", "hello-oci")).collect()
     };
     assert_eq!(diffs(from_oci), diffs(&canary), "{from_oci:#}");
+    for name in ["hello-oci-ref", "hello-chart-ref"] {
+        let release = hello["helmReleases"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap();
+        assert_eq!(release["chart"], "hello@0.2.0", "{release:#}");
+        let same = diffs(release).iter().map(|diff| diff.replace(name, "hello-oci")).collect::<Vec<_>>();
+        assert_eq!(same, diffs(&canary), "{release:#}");
+    }
 
     // valuesFiles replace the chart's values, merged in order, as source-controller packages
     // the chart: values.yaml, then values-prod.yaml over it.
