@@ -177,6 +177,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/{namespace}/{name}/remove", post(pages::remove))
         .route("/apps/{namespace}/{name}/history", get(pages::history))
         .route("/cluster", get(pages::cluster))
+        .route("/pulls/{number}", get(pages::pull))
         .route("/assets/{file}", get(pages::asset))
         .nest("/api/v1", api)
         .layer(axum::middleware::from_fn_with_state(server.clone(), auth::guard))

@@ -552,9 +552,22 @@ fn changed_body(verb: &str, changed: &Changed, action: &str, form: &PostedForm, 
         html! {
             h1 { (verb) "d " (changed.name) }
             pre.plan { (linked(&changed.output)) }
+            @if let Some(number) = opened_pull_request(&changed.output) {
+                p { a href=(format!("/pulls/{number}")) { "Its checks and what it would do to the cluster" } }
+            }
             p { (then) " " a href="/apps" { "Apps" } }
         }
     }
+}
+
+/// The number of the pull request `app add --pr` (or `app remove --pr`) says it opened or
+/// updated: the last part of the address on its `pull request opened: URL` line.
+fn opened_pull_request(output: &str) -> Option<u64> {
+    let line = output.lines().find_map(|line| {
+        let said = line.split_once("request opened: ").or_else(|| line.split_once("request updated: "));
+        said.map(|(_, url)| url)
+    })?;
+    line.trim().trim_end_matches('/').rsplit('/').next()?.parse().ok()
 }
 
 /// Text with its web addresses as links: the pull request `app add --pr` opened.
@@ -567,6 +580,32 @@ fn linked(text: &str) -> Markup {
                 a href=(address) { (address) } (rest)
             } @else { (word) }
         }
+    }
+}
+
+/// `GET /pulls/{number}`: a pull request kubectl-gitops opened on the config repo, as `kubectl
+/// gitops pr show NUMBER --preview` shows it: its checks, then what its head commit would change
+/// in the cluster. Read-only: nothing is written anywhere.
+pub(super) async fn pull(State(server): State<Arc<Server>>, Path(number): Path<u64>) -> Response {
+    let repo = match server.repo.settings() {
+        Ok(repo) => repo,
+        Err(error) => return failed(error.into()),
+    };
+    let validation = crate::pr::Request {
+        number: Some(number),
+        url: None,
+        repo,
+        opened_by: None,
+        format: crate::cli::OutputFormat::Table,
+        headers: true,
+    };
+    let request = crate::pr::ShowRequest { validation, preview: Some(crate::diff::Rendering::default()) };
+    match crate::pr::show(&request, &server.target, &server.printer).await {
+        Ok((text, _)) => {
+            let title = format!("Pull request {number}");
+            layout(&title, html! { h1 { (title) } pre.plan { (linked(&text)) } }).into_response()
+        }
+        Err(error) => failed(error.into()),
     }
 }
 

@@ -200,6 +200,14 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert_eq!(fixture.main_head(), main_before, "a pull request leaves main alone");
     browser.screenshot("add-pull-request");
 
+    // Its page, linked: the checks of `pr show`, then the same preview, at the head it validated.
+    browser.click("main p a[href=\"/pulls/1\"]");
+    let (shown, _) = browser.wait_for_text("pre.plan", Duration::from_secs(120), |text| text.contains("Comparing "));
+    assert!(shown.contains("ok    open "), "{shown}");
+    assert!(shown.contains(&format!("Comparing pull request #1 (branch {} at ", pulls[0].head)), "{shown}");
+    assert!(shown.contains("+++ after/Kustomization/flux-system/pr-app\n"), "{shown}");
+    browser.screenshot("pull-request");
+
     // The API does the same: POST /apps with `pr`, in the browser's session.
     let cookie = browser.cookie(&ui.cookie_name());
     let body =
