@@ -77,6 +77,14 @@ fn is_refusal(status: &kube::core::Status) -> bool {
         || (status.code == 500 && status.message.starts_with("failed to create typed patch object"))
 }
 
+/// The group, version and kind a document names.
+fn gvk_of(document: &serde_json::Value) -> GroupVersionKind {
+    let api_version = document.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = document.get("kind").and_then(|v| v.as_str()).unwrap_or_default();
+    GroupVersionKind::gvk(group, version, kind)
+}
+
 fn to_value(object: DynamicObject) -> Result<serde_json::Value> {
     serde_json::to_value(object).map_err(|error| Error::Internal(format!("an object the API server sent: {error}")))
 }
@@ -153,20 +161,30 @@ impl<'a> Applier<'a> {
 
     /// Whether the cluster serves the document's kind in namespaces.
     pub async fn is_namespaced(&mut self, document: &serde_json::Value) -> Result<bool> {
-        let api_version = document.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let kind = document.get("kind").and_then(|v| v.as_str()).unwrap_or_default();
-        let (_, capabilities) = self.resolve(&GroupVersionKind::gvk(group, version, kind)).await?;
+        let (_, capabilities) = self.resolve(&gvk_of(document)).await?;
         Ok(capabilities.scope == Scope::Namespaced)
+    }
+
+    /// Whether the cluster serves the document's kind at all (a CRD may not be applied yet).
+    pub async fn serves(&mut self, document: &serde_json::Value) -> Result<bool> {
+        let gvk = gvk_of(document);
+        if self.known(&gvk).is_some() {
+            return Ok(true);
+        }
+        match kube::discovery::pinned_kind(&self.cluster.client, &gvk).await {
+            Ok(found) => {
+                self.resolved.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(gvk, found);
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(other) => Err(self.cluster.error(other)),
+        }
     }
 
     /// The object a document names, and the API of its kind and namespace.
     async fn api_for(&mut self, document: &serde_json::Value) -> Result<(ObjectRef, Api<DynamicObject>)> {
         let object = object_ref(document);
-        let api_version = document.get("apiVersion").and_then(|v| v.as_str()).unwrap_or_default();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, &object.kind);
-        let (resource, capabilities) = self.resolve(&gvk).await?;
+        let (resource, capabilities) = self.resolve(&gvk_of(document)).await?;
         let api: Api<DynamicObject> = match (&capabilities.scope, &object.namespace) {
             (Scope::Namespaced, Some(namespace)) => {
                 Api::namespaced_with(self.cluster.client.clone(), namespace, &resource)

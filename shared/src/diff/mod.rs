@@ -374,8 +374,9 @@ async fn compare_checkout(
     let here = diff.summary.compared_here;
     if here > 0 {
         printer.warning(&format!(
-            "{here} objects were compared on this machine: this identity may not patch them, so the API server \
-             could not dry-run them (no defaulting, no admission); docs/diff.md names the rights a full preview needs"
+            "{here} objects were compared on this machine, not by the API server's dry run (no defaulting, no \
+             admission): this identity may not patch them, or their namespace or kind does not exist yet; \
+             docs/diff.md says why and names the rights a full preview needs"
         ));
     }
     Ok(diff)

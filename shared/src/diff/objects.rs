@@ -27,6 +27,7 @@ pub(super) struct Compared {
 /// controller that will apply it) and compared with its live object.
 pub(super) async fn compare(applier: &mut Applier<'_>, documents: &[Value], manager: &str) -> Result<Compared> {
     let mut result = Compared::default();
+    let mut namespaces = NamespacesSeen::default();
     for document in documents {
         let object = crate::apply::object_ref(document);
         let api_version = document["apiVersion"].as_str().unwrap_or_default().to_string();
@@ -46,7 +47,17 @@ pub(super) async fn compare(applier: &mut Applier<'_>, documents: &[Value], mana
             message: None,
             compared_here: false,
         };
-        let (live, applied) = match applier.dry_run(document, manager).await? {
+        // What the change must apply first (a namespace, a CRD, maybe in a Kustomization this one
+        // depends on) is not there to dry-run against: the object is new, worked out here.
+        let not_yet = not_there_yet(applier, &mut namespaces, document, &object).await?;
+        let dry_run = match not_yet {
+            Some(why) => {
+                differs.message = Some(why);
+                DryRun::NotAllowed { live: None }
+            }
+            None => applier.dry_run(document, manager).await?,
+        };
+        let (live, applied) = match dry_run {
             DryRun::Refused { message, .. } => {
                 result.objects.push(ObjectDiff { action: Action::Refused, message: Some(message), ..differs });
                 continue;
@@ -73,6 +84,34 @@ pub(super) async fn compare(applier: &mut Applier<'_>, documents: &[Value], mana
         result.objects.push(differs);
     }
     Ok(result)
+}
+
+/// Namespaces looked up, and whether each exists.
+type NamespacesSeen = std::collections::HashMap<String, bool>;
+
+/// Why `document` cannot be dry-run yet: its kind is not served (its CRD comes with the change)
+/// or its namespace does not exist (the change adds it); `None` when it can be.
+async fn not_there_yet(
+    applier: &mut Applier<'_>,
+    namespaces: &mut NamespacesSeen,
+    document: &Value,
+    object: &crate::apply::ObjectRef,
+) -> Result<Option<String>> {
+    if !applier.serves(document).await? {
+        let api_version = document["apiVersion"].as_str().unwrap_or_default();
+        return Ok(Some(format!(
+            "not dry-run: the cluster does not serve {api_version} {} yet (its CRD must be applied first)",
+            object.kind
+        )));
+    }
+    let Some(namespace) = &object.namespace else { return Ok(None) };
+    if !namespaces.contains_key(namespace) {
+        let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(applier.cluster().client.clone());
+        let found = api.get_opt(namespace).await.map_err(|error| applier.cluster().error(error))?;
+        namespaces.insert(namespace.clone(), found.is_some());
+    }
+    Ok((namespaces.get(namespace) == Some(&false))
+        .then(|| format!("not dry-run: its namespace {namespace} does not exist yet (it must be applied first)")))
 }
 
 /// `<namespace>_<name>_<group>_<Kind>`, as a Kustomization's `status.inventory` names an object.

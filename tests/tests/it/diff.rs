@@ -72,6 +72,9 @@ const HELLO: [(&str, &str); 5] = [
     ),
 ];
 
+/// A namespace and a CRD the change adds, and an object in each that cannot be dry-run before.
+const FIRST_NAMESPACE_AND_CRD: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web-next\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: next-config\n  namespace: web-next\ndata:\n  ready: \"soon\"\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    listKind: WidgetList\n    plural: widgets\n    singular: widget\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: first\n  namespace: web-next\nspec:\n  size: 3\n";
+
 /// A second release of the same chart the change adds: every object it renders is new.
 const CANARY: &str = "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello-canary\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  chart:\n    spec:\n      chart: hello\n      version: 0.2.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: canary\n";
 
@@ -318,7 +321,7 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     );
     assert_eq!(viewed.code, Some(1), "{}", viewed.render());
     assert!(
-        viewed.stderr.contains("objects were compared on this machine: this identity may not patch them"),
+        viewed.stderr.contains("objects were compared on this machine, not by the API server's dry run"),
         "{}",
         viewed.stderr
     );
@@ -658,6 +661,37 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
         "{}",
         refused.stdout
     );
+
+    std::fs::write(work.join("apps/web/deployment.yaml"), FLEET[2].1).unwrap();
+    std::fs::write(work.join("apps/hello/release.yaml"), HELLO[2].1.replace("{url}", &env.helm.url)).unwrap();
+
+    // What must be applied first (as a Kustomization this one depends on applies it): a new
+    // namespace and a new CRD. The objects in them cannot be dry-run before: they are added,
+    // worked out here and said so, not refused.
+    std::fs::write(work.join("apps/hello/kustomization.yaml"), format!("{}- first.yaml\n", HELLO[1].1)).unwrap();
+    std::fs::write(work.join("apps/hello/first.yaml"), FIRST_NAMESPACE_AND_CRD).unwrap();
+    let first = diff(env, plugins.path(), work, &["-o", "json"]);
+    assert_eq!(first.code, Some(1), "{}", first.render());
+    let document = gitops_e2e::schema::document("Diff", &first.stdout);
+    let hello = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "hello").unwrap();
+    let object = |kind: &str, name: &str| {
+        let objects = hello["objects"].as_array().unwrap();
+        objects.iter().find(|o| o["kind"] == kind && o["name"] == name).unwrap().clone()
+    };
+    for (kind, name) in [("Namespace", "web-next"), ("CustomResourceDefinition", "widgets.example.com")] {
+        let found = object(kind, name);
+        assert_eq!((found["action"].as_str(), found["comparedHere"].as_bool()), (Some("added"), None), "{found:#}");
+    }
+    let config = object("ConfigMap", "next-config");
+    assert_eq!((config["action"].as_str(), config["comparedHere"].as_bool()), (Some("added"), Some(true)));
+    assert!(config["message"].as_str().unwrap().contains("its namespace web-next does not exist yet"), "{config:#}");
+    let widget = object("Widget", "first");
+    assert_eq!(widget["action"], "added", "{widget:#}");
+    assert!(widget["message"].as_str().unwrap().contains("does not serve example.com/v1 Widget yet"), "{widget:#}");
+    assert!(widget["diff"].as_str().unwrap().contains("+  size: 3\n"), "{widget:#}");
+    assert_eq!(document["summary"]["refused"], 0, "{document:#}");
+    std::fs::remove_file(work.join("apps/hello/first.yaml")).unwrap();
+    std::fs::write(work.join("apps/hello/kustomization.yaml"), HELLO[1].1).unwrap();
 
     // Outside a checkout of the config repo, without --dir: said so, with the way out.
     let elsewhere = tempfile::tempdir().unwrap();
