@@ -364,6 +364,18 @@ async fn compare_checkout(
     kustomizations.extend(moved.kustomizations);
     builds.extend(moved.builds);
     sources.extend(moved.sources);
+    // The Kustomizations the change adds, of the sources compared: built and compared too.
+    let new_kustomizations = added_kustomizations(applier.clone(), &builds, &sources).await?;
+    let comparisons: Vec<_> = new_kustomizations
+        .iter()
+        .map(|(kustomization, source, root)| compare_one(applier.clone(), &flux_cli, kustomization, source, root))
+        .collect();
+    let added: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
+        futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
+    for (kustomization, build) in added.into_iter().collect::<Result<Vec<_>>>()? {
+        kustomizations.push(kustomization);
+        builds.push(build);
+    }
     render_helm_releases(&applier, rendering, &sources, &mut kustomizations, &builds, printer).await?;
     let elsewhere = deleted_elsewhere(applier.clone(), &kustomizations).await?;
     kustomizations.extend(elsewhere);
@@ -545,9 +557,40 @@ async fn compare_one(
         let inventory = &kustomization["status"]["inventory"];
         result.objects.extend(objects::pruned(&mut applier, inventory, &compared.kept, KEEP_ANNOTATION).await?);
     }
-    // The build is kept only when its HelmReleases are to be rendered or its sources may move.
-    let kept = built.iter().any(|document| matches!(document["kind"].as_str(), Some("HelmRelease" | "GitRepository")));
+    // The build is kept only when its HelmReleases are to be rendered, its sources may move or it
+    // adds Kustomizations.
+    let kept = built
+        .iter()
+        .any(|document| matches!(document["kind"].as_str(), Some("HelmRelease" | "GitRepository" | "Kustomization")));
     Ok((result, if kept { built } else { Vec::new() }))
+}
+
+/// The Kustomizations among `builds` that the cluster does not hold yet and that apply one of
+/// `sources`, each with its source and checkout.
+async fn added_kustomizations<'a>(
+    mut applier: Applier<'_>,
+    builds: &[Vec<Value>],
+    sources: &'a [(SourceRef, PathBuf)],
+) -> Result<Vec<(Value, &'a SourceRef, &'a Path)>> {
+    let mut added: Vec<(Value, &'a SourceRef, &'a Path)> = Vec::new();
+    let built = builds.iter().flatten().filter(|document| {
+        document["kind"] == KUSTOMIZATION.kind
+            && document["apiVersion"]
+                .as_str()
+                .is_some_and(|version| version.starts_with(&format!("{}/", KUSTOMIZATION.group)))
+    });
+    for kustomization in built {
+        let Some((source, root)) = sources.iter().find(|(source, _)| source.is_applied_by(kustomization)) else {
+            continue;
+        };
+        if added.iter().any(|(known, _, _)| known["metadata"] == kustomization["metadata"])
+            || applier.get(kustomization).await?.is_some()
+        {
+            continue;
+        }
+        added.push((kustomization.clone(), source, root.as_path()));
+    }
+    Ok(added)
 }
 
 /// The HelmReleases of every build (`builds` is in the order of `kustomizations`), each rendered

@@ -693,6 +693,24 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     std::fs::remove_file(work.join("apps/hello/first.yaml")).unwrap();
     std::fs::write(work.join("apps/hello/kustomization.yaml"), HELLO[1].1).unwrap();
 
+    // A Kustomization the change adds, of the config repo: built and compared too, all new.
+    std::fs::write(work.join("clusters/dev/more.yaml"), FLEET[6].1.replace("extras", "more")).unwrap();
+    std::fs::create_dir_all(work.join("apps/more")).unwrap();
+    std::fs::write(work.join("apps/more/config.yaml"), FLEET[7].1.replace("extras", "more")).unwrap();
+    let more = diff(env, plugins.path(), work, &["-o", "json"]);
+    assert_eq!(more.code, Some(1), "{}", more.render());
+    let document = gitops_e2e::schema::document("Diff", &more.stdout);
+    let added = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "more").unwrap();
+    let objects: Vec<(&str, &str, &str)> = added["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["kind"].as_str().unwrap(), o["name"].as_str().unwrap(), o["action"].as_str().unwrap()))
+        .collect();
+    assert_eq!(objects, [("ConfigMap", "more", "added")], "{added:#}");
+    std::fs::remove_file(work.join("clusters/dev/more.yaml")).unwrap();
+    std::fs::remove_dir_all(work.join("apps/more")).unwrap();
+
     // Outside a checkout of the config repo, without --dir: said so, with the way out.
     let elsewhere = tempfile::tempdir().unwrap();
     let lost = diff(env, plugins.path(), elsewhere.path(), &[]);
