@@ -346,17 +346,8 @@ async fn compare_checkout(
     // One discovery of each kind for every comparison.
     let applier = Applier::new(cluster);
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
-    // The futures are made first, so that the stream holds no closure over borrowed items (which
-    // would keep the whole future from being `Send`, as the UI's preview needs it to be).
-    let comparisons: Vec<_> = ours
-        .iter()
-        .map(|(kustomization, source, root)| compare_one(applier.clone(), &flux_cli, kustomization, source, root))
-        .collect();
-    let compared_kustomizations: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
-        futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
+    let (mut kustomizations, mut builds) = compare_each(&applier, &flux_cli, &ours).await?;
     drop(spinner);
-    let (mut kustomizations, mut builds): (Vec<KustomizationDiff>, Vec<Vec<Value>>) =
-        compared_kustomizations.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip();
     deleted_with_their_objects(applier.clone(), &ours, &mut kustomizations).await?;
     // The sources the change moves, fetched at their new ref: what their Kustomizations apply.
     let moved = sources::moved(&mut applier.clone(), &builds, &sources).await?;
@@ -366,16 +357,9 @@ async fn compare_checkout(
     sources.extend(moved.sources);
     // The Kustomizations the change adds, of the sources compared: built and compared too.
     let new_kustomizations = added_kustomizations(applier.clone(), &builds, &sources).await?;
-    let comparisons: Vec<_> = new_kustomizations
-        .iter()
-        .map(|(kustomization, source, root)| compare_one(applier.clone(), &flux_cli, kustomization, source, root))
-        .collect();
-    let added: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
-        futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
-    for (kustomization, build) in added.into_iter().collect::<Result<Vec<_>>>()? {
-        kustomizations.push(kustomization);
-        builds.push(build);
-    }
+    let (added, added_builds) = compare_each(&applier, &flux_cli, &new_kustomizations).await?;
+    kustomizations.extend(added);
+    builds.extend(added_builds);
     render_helm_releases(&applier, rendering, &sources, &mut kustomizations, &builds, printer).await?;
     let elsewhere = deleted_elsewhere(applier.clone(), &kustomizations).await?;
     kustomizations.extend(elsewhere);
@@ -529,6 +513,24 @@ async fn kustomizations_of<'a>(
         (object["metadata"]["namespace"].to_string(), object["metadata"]["name"].to_string())
     });
     Ok(found)
+}
+
+/// Each of `listed` (a Kustomization, its source and that source's checkout) built and compared,
+/// [`PARALLEL`] at a time; the results and the builds kept, in the order of `listed`.
+async fn compare_each(
+    applier: &Applier<'_>,
+    flux: &FluxCli,
+    listed: &[(Value, &SourceRef, &Path)],
+) -> Result<(Vec<KustomizationDiff>, Vec<Vec<Value>>)> {
+    // The futures are made first, so that the stream holds no closure over borrowed items (which
+    // would keep the whole future from being `Send`, as the UI's preview needs it to be).
+    let comparisons: Vec<_> = listed
+        .iter()
+        .map(|(kustomization, source, root)| compare_one(applier.clone(), flux, kustomization, source, root))
+        .collect();
+    let compared: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
+        futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
+    Ok(compared.into_iter().collect::<Result<Vec<_>>>()?.into_iter().unzip())
 }
 
 /// One Kustomization built from `dir`, the checkout of its source, and compared with the cluster,

@@ -9,11 +9,10 @@
 
 use std::path::PathBuf;
 
-use futures::StreamExt;
 use kube::discovery::ApiResource;
 use serde_json::Value;
 
-use super::{FetchedSource, KustomizationDiff, PARALLEL, SourceRef, compare_one, kustomizations_of};
+use super::{FetchedSource, KustomizationDiff, SourceRef, compare_each, kustomizations_of};
 use crate::apply::Applier;
 use crate::change::{Context, RepoSettings};
 use crate::error::Result;
@@ -96,20 +95,8 @@ pub(super) async fn compare_moved(
         }
     }
     let cluster = applier.cluster();
-    let comparisons: Vec<_> = kustomizations_of(cluster, resource, &done.sources)
-        .await?
-        .into_iter()
-        .map(|(kustomization, source, root)| {
-            let (applier, root) = (applier.clone(), root.to_path_buf());
-            async move { compare_one(applier, flux, &kustomization, source, &root).await }
-        })
-        .collect();
-    let compared: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
-        futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
-    for (kustomization, build) in compared.into_iter().collect::<Result<Vec<_>>>()? {
-        done.kustomizations.push(kustomization);
-        done.builds.push(build);
-    }
+    let listed = kustomizations_of(cluster, resource, &done.sources).await?;
+    (done.kustomizations, done.builds) = compare_each(applier, flux, &listed).await?;
     // Their Kustomizations say why they were not compared.
     let placeholders: Vec<(SourceRef, PathBuf)> =
         unfetched.iter().map(|(source, _)| (source.clone(), PathBuf::new())).collect();
