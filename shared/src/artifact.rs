@@ -245,7 +245,7 @@ pub async fn push(args: &PushArgs, format: OutputFormat, printer: &Printer) -> R
     let url = OciUrl::parse_tagged(&args.url)?;
     let path = required_path(&args.path)?;
     let annotations = artifact::parse_annotations(&args.annotations)?;
-    let registry = Registry::connect(&url, &args.registry.access())?;
+    let registry = Registry::connect(&url, &args.registry.access()).await?;
     let built = Artifact::build(&BuildRequest {
         path,
         ignore_paths: &args.ignore_paths,
@@ -312,7 +312,7 @@ async fn fetch(
 /// `pull`: verifies the layer's digest, checks every entry, then writes the files.
 pub async fn pull(args: &PullArgs, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse_pinned(&args.url)?;
-    let registry = Registry::connect(&url, &args.registry.access())?;
+    let registry = Registry::connect(&url, &args.registry.access()).await?;
     printer.step(&format!("pulling {url}"));
     let (info, entries) = fetch(&url, &registry, &args.limits.limits(), Some(&args.dir)).await?;
     let count = entries.iter().filter(|entry| entry.file).count();
@@ -324,7 +324,7 @@ pub async fn pull(args: &PullArgs, printer: &Printer) -> Result<ExitCode> {
 /// `list`: every tag, newest name last, with what its manifest says.
 pub async fn list(args: &ListArgs, format: OutputFormat, headers: bool, printer: &Printer) -> Result<ExitCode> {
     let url = OciUrl::parse(&args.url)?;
-    let registry = Registry::connect(&url, &args.registry.access())?;
+    let registry = Registry::connect(&url, &args.registry.access()).await?;
     let mut rows = Vec::new();
     for tag in registry.tags(&url).await? {
         let tagged = url.with_tag(&tag);
@@ -360,7 +360,7 @@ pub async fn tag(args: &TagArgs, printer: &Printer) -> Result<ExitCode> {
     // Check every new tag before the first is written.
     let targets: Vec<OciUrl> =
         args.tags.iter().map(|tag| OciUrl::parse_tagged(&url.with_tag(tag).to_string())).collect::<Result<_>>()?;
-    let registry = Registry::connect(&url, &args.registry.access())?;
+    let registry = Registry::connect(&url, &args.registry.access()).await?;
     let mut digest = String::new();
     for target in &targets {
         digest = registry.tag(&url, target.tag.as_deref().unwrap_or_default(), Limits::default().manifest).await?;
@@ -415,7 +415,7 @@ pub async fn diff(args: &DiffArgs, format: OutputFormat, printer: &Printer) -> R
     let path = required_path(&args.path)?;
     // Our own tar stream, read back unpacked: no gzip and gunzip in between.
     let local = extract::list(tarball::tar(path, &args.ignore_paths)?.as_slice(), &Limits::NONE)?;
-    let registry = Registry::connect(&url, &args.registry.access())?;
+    let registry = Registry::connect(&url, &args.registry.access()).await?;
     let (_, remote) = fetch(&url, &registry, &args.limits.limits(), None).await?;
     let found = differences(&local, &remote);
     match format {

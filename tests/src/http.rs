@@ -54,14 +54,19 @@ pub struct Reply {
 
 /// A running server; dropping it stops it.
 pub struct Server {
-    /// `http://127.0.0.1:PORT`.
+    /// `http://IP:PORT`.
     pub origin: String,
     _stop: oneshot::Sender<()>,
 }
 
 /// Serves `handler` on a free port of 127.0.0.1 until the returned [`Server`] is dropped.
 pub fn serve(handler: impl Fn(Incoming) -> Reply + Send + Sync + 'static) -> Server {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    serve_on(std::net::Ipv4Addr::LOCALHOST.into(), handler)
+}
+
+/// Serves `handler` on a free port of `ip` (one of this machine's addresses).
+pub fn serve_on(ip: std::net::IpAddr, handler: impl Fn(Incoming) -> Reply + Send + Sync + 'static) -> Server {
+    let listener = std::net::TcpListener::bind((ip, 0)).expect("bind a free port");
     listener.set_nonblocking(true).expect("a non-blocking listener");
     let origin = format!("http://{}", listener.local_addr().expect("local address"));
     let (stop, mut stopped) = oneshot::channel::<()>();
@@ -120,6 +125,20 @@ async fn answer(
         built = built.header(name, value);
     }
     Ok(built.body(Full::new(Bytes::from(reply.body))).expect("a response from valid parts"))
+}
+
+/// This machine's address on its network (not loopback): what a server elsewhere would be, to
+/// prove what we send over plain HTTP across a network. The address a route out leaves from (a
+/// UDP "connection" sends nothing).
+pub fn non_loopback_ip() -> std::net::IpAddr {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").expect("a UDP socket");
+    socket
+        .connect("192.0.2.255:9")
+        .or_else(|_| socket.connect("8.8.8.8:53"))
+        .expect("this machine has a network address besides loopback (a route out); the test needs one");
+    let ip = socket.local_addr().expect("the socket's address").ip();
+    assert!(!ip.is_loopback() && !ip.is_unspecified(), "no network address besides loopback: {ip}");
+    ip
 }
 
 /// A server that accepts connections and never answers: a stalled git server, forge or registry,

@@ -68,7 +68,7 @@ async fn index_versions(url: &str, chart: &str) -> Result<Option<Vec<String>>> {
 /// The tags of `<url>/<chart>` in an OCI registry; `None` when the repository does not exist.
 async fn oci_versions(url: &str, chart: &str, insecure: bool) -> Result<Option<Vec<String>>> {
     let repository = OciUrl::parse(&format!("{}/{chart}", url.trim_end_matches('/')))?;
-    let registry = Registry::connect(&repository, &Access { creds: None, insecure })?;
+    let registry = Registry::connect(&repository, &Access { creds: None, insecure }).await?;
     match registry.tags(&repository).await {
         Ok(tags) if tags.is_empty() => Ok(None),
         Ok(tags) => Ok(Some(tags)),

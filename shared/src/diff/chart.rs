@@ -135,8 +135,10 @@ async fn oci_chart(url: &str, insecure: bool, select: Select<'_>, dir: &Path) ->
     use crate::oci::reference::OciUrl;
     use crate::oci::registry::{Access, Registry};
     let url = OciUrl::parse(url).map_err(|error| error.to_string())?;
-    // Plain HTTP to a registry on this machine, or where the source says `insecure`.
-    let registry = Registry::connect(&url, &Access { creds: None, insecure }).map_err(|error| error.to_string())?;
+    // Plain HTTP to a registry on this machine, or where the source says `insecure` (and then
+    // without the docker config's credentials).
+    let registry =
+        Registry::connect(&url, &Access { creds: None, insecure }).await.map_err(|error| error.to_string())?;
     let (tagged, version) = match select {
         Select::Digest(digest) => (url.with_digest(digest), digest.get(..19).unwrap_or(digest).to_string()),
         Select::Tag(tag) => (url.with_tag(tag), tag.to_string()),

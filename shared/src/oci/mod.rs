@@ -2,6 +2,7 @@
 //! unpacking, registry credentials and the registry client.
 
 pub mod artifact;
+mod challenge;
 pub mod credentials;
 pub mod extract;
 pub mod limits;

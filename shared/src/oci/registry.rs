@@ -16,8 +16,11 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
+use url::Url;
+
 use crate::error::{Error, Result};
 use crate::oci::artifact::{self, Artifact};
+use crate::oci::challenge;
 use crate::oci::credentials::Credentials;
 use crate::oci::limits::size_text;
 use crate::oci::reference::OciUrl;
@@ -74,10 +77,26 @@ impl Manifest {
 }
 
 impl Registry {
-    /// A client for `url`'s registry with the credentials `access` resolves to.
-    pub fn connect(url: &OciUrl, access: &Access) -> Result<Registry> {
-        let credentials = Credentials::resolve(access.creds.as_deref(), &url.registry)?;
+    /// A client for `url`'s registry with the credentials `access` resolves to. Credentials
+    /// never cross a network in plain HTTP (with `--insecure` to another machine the docker
+    /// config's are not read, and `--creds` is refused), and go to a token service only on the
+    /// registry's own origin or site ([`challenge`]).
+    pub async fn connect(url: &OciUrl, access: &Access) -> Result<Registry> {
         let plain = url.is_loopback() || access.insecure;
+        let credentials = if plain && !url.is_loopback() {
+            if access.creds.is_some() {
+                return Err(Error::usage(
+                    format!(
+                        "--creds are not sent over plain HTTP: the registry {} is not on this machine",
+                        url.registry
+                    ),
+                    "serve the registry over HTTPS and leave out --insecure, or leave out --creds to go anonymously",
+                ));
+            }
+            Credentials::Anonymous
+        } else {
+            Credentials::resolve(access.creds.as_deref(), &url.registry)?
+        };
         let protocol =
             if plain { ClientProtocol::HttpsExcept(vec![url.registry.clone()]) } else { ClientProtocol::Https };
         let client = Client::new(ClientConfig {
@@ -93,7 +112,41 @@ impl Registry {
             Credentials::Anonymous => RegistryAuth::Anonymous,
             Credentials::Basic { username, password } => RegistryAuth::Basic(username, password),
         };
-        Ok(Registry { client, auth, registry: url.registry.clone(), scheme: if plain { "http" } else { "https" } })
+        let registry =
+            Registry { client, auth, registry: url.registry.clone(), scheme: if plain { "http" } else { "https" } };
+        if matches!(registry.auth, RegistryAuth::Basic(..)) {
+            registry.check_token_service(url).await?;
+        }
+        Ok(registry)
+    }
+
+    /// Asks the registry, without credentials, where it would have them sent, and refuses a
+    /// token service that may not have them.
+    async fn check_token_service(&self, url: &OciUrl) -> Result<()> {
+        let host = self.reference(url).resolve_registry().to_string();
+        let origin = Url::parse(&format!("{}://{host}", self.scheme))
+            .map_err(|error| Error::usage(format!("{url}: not a registry address ({error})"), "check the URL"))?;
+        let client = crate::http::builder(crate::timeouts::REGISTRY_READ, crate::http::Carries::Nothing)
+            .build()
+            .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))?;
+        let answer = client
+            .get(format!("{origin}v2/"))
+            .send()
+            .await
+            .map_err(|error| self.failed("sign in to", url, OciDistributionError::RequestError(error)))?;
+        let header = answer.headers().get(http::header::WWW_AUTHENTICATE).and_then(|value| value.to_str().ok());
+        let Some(realm) = header.and_then(challenge::bearer_realm) else { return Ok(()) };
+        match Url::parse(&realm) {
+            Ok(realm) if challenge::may_receive_credentials(&origin, &realm) => Ok(()),
+            parsed => Err(Error::Untrusted {
+                message: format!(
+                    "the registry {} asks for our credentials to be sent to {}, not its own origin or site over HTTPS; they were not sent",
+                    self.registry,
+                    parsed.map_or_else(|_| "an address that is not a URL".to_string(), |realm| realm.origin().ascii_serialization())
+                ),
+                hint: "use the registry's own address (not a mirror or proxy that names another token service), or leave out --creds and the docker config entry to go anonymously".into(),
+            }),
+        }
     }
 
     fn reference(&self, url: &OciUrl) -> Reference {

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,9 +34,14 @@ struct Logged {
 
 impl Logged {
     fn start(reply: impl Fn(&Incoming) -> Reply + Send + Sync + 'static) -> Logged {
+        Logged::start_on(std::net::Ipv4Addr::LOCALHOST.into(), reply)
+    }
+
+    /// Listening on `ip`, one of this machine's addresses.
+    fn start_on(ip: std::net::IpAddr, reply: impl Fn(&Incoming) -> Reply + Send + Sync + 'static) -> Logged {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&requests);
-        let server = http::serve(move |request| {
+        let server = http::serve_on(ip, move |request| {
             let answer = reply(&request);
             log.lock().unwrap().push(request);
             answer
@@ -311,4 +316,69 @@ fn the_sync_secret_is_refused_for_a_source_on_another_server() {
     assert_eq!(own.code, Some(0), "{}", own.render());
     assert!(own.stdout.starts_with("Plan:\n"), "{}", own.stdout);
     assert!(attacker.requests().is_empty());
+}
+
+/// `kubectl gitops artifact push` of a one-file directory to `url`, with the docker config in
+/// `docker_config`.
+fn push_artifact(url: &str, extra: &[&str], docker_config: &Path) -> Run {
+    let package = tempfile::tempdir().unwrap();
+    std::fs::write(package.path().join("config.yaml"), "kind: ConfigMap\n").unwrap();
+    Run::of(
+        Command::new(binaries::path("kubectl-gitops-artifact"))
+            .args(["push", url, "--source", "s", "--revision", "r", "--reproducible", "--path"])
+            .arg(package.path())
+            .args(extra)
+            .env("DOCKER_CONFIG", docker_config)
+            .env("NO_COLOR", "1"),
+    )
+}
+
+/// A registry's answers are input too: the password goes over HTTPS, or plain HTTP on this
+/// machine, and only to a token service on the registry's own origin or site. (The same client
+/// pulls the charts `diff` renders, from the registries the config repo names.)
+#[test]
+fn registry_credentials_stay_off_plain_http_and_away_from_another_token_service() {
+    let creds = format!("ci:{PASSWORD}");
+    let no_docker_config = tempfile::tempdir().unwrap();
+
+    // A registry that names a token service on another port: another program, maybe an attacker's.
+    let collector = Logged::start(|_| answer(200, vec![], br#"{"token":"t"}"#));
+    let realm = format!("{}/token", collector.server.origin);
+    let registry = Logged::start(move |_| {
+        answer(401, vec![("www-authenticate".into(), format!("Bearer realm=\"{realm}\",service=\"registry\""))], b"")
+    });
+    let url = format!("oci://{}/app:v1", registry.server.origin.trim_start_matches("http://"));
+    let refused = push_artifact(&url, &["--creds", &creds], no_docker_config.path());
+    assert_eq!(refused.code, Some(2), "{}", refused.render());
+    assert!(
+        refused.stderr.contains(&format!("to be sent to {}", collector.server.origin))
+            && refused.stderr.contains("hint:"),
+        "{}",
+        refused.render()
+    );
+    assert!(!refused.stderr.contains(PASSWORD) && !refused.stdout.contains(PASSWORD));
+    assert_eq!(collector.requests().len(), 0, "the token service was asked: {:?}", collector.requests());
+    assert_eq!(registry.credentials_seen(), Vec::<String>::new());
+    assert!(!registry.requests().is_empty(), "the registry was asked where it sends credentials");
+
+    // A registry across the network over plain HTTP (`--insecure`): `--creds` are refused before
+    // anything is sent, and the docker config's credentials for it are not read.
+    let across = Logged::start_on(http::non_loopback_ip(), |_| {
+        answer(401, vec![("www-authenticate".into(), "Basic realm=\"registry\"".into())], b"")
+    });
+    let address = across.server.origin.trim_start_matches("http://").to_string();
+    let url = format!("oci://{address}/app:v1");
+    let refused = push_artifact(&url, &["--insecure", "--creds", &creds], no_docker_config.path());
+    assert_eq!(refused.code, Some(2), "{}", refused.render());
+    assert!(refused.stderr.contains("--creds are not sent over plain HTTP"), "{}", refused.render());
+    assert_eq!(across.requests().len(), 0, "nothing is sent when --creds are refused");
+    let docker = tempfile::tempdir().unwrap();
+    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &creds);
+    std::fs::write(docker.path().join("config.json"), format!(r#"{{"auths": {{"{address}": {{"auth": "{auth}"}}}}}}"#))
+        .unwrap();
+    let anonymous = push_artifact(&url, &["--insecure"], docker.path());
+    assert_ne!(anonymous.code, Some(0), "{}", anonymous.render());
+    assert!(anonymous.stderr.contains("refused our credentials"), "{}", anonymous.render());
+    assert!(!across.requests().is_empty(), "the push went to the registry, anonymously");
+    assert_eq!(across.credentials_seen(), Vec::<String>::new());
 }
