@@ -53,6 +53,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "plugin",
             "completion",
             "diff",
+            "drift",
             "flux_passthrough",
             "artifact",
             "upgrade",

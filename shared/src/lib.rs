@@ -20,6 +20,7 @@ pub mod deployments;
 pub mod detect;
 pub mod diagnostic;
 pub mod diff;
+pub mod drift;
 pub mod duration;
 pub mod env;
 pub mod error;

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 18] = [
+pub const ALL: [&str; 19] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -11,6 +11,7 @@ pub const ALL: [&str; 18] = [
     "kubectl-gitops-upgrade",
     "kubectl-gitops-detect",
     "kubectl-gitops-diff",
+    "kubectl-gitops-drift",
     "kubectl-gitops-artifact",
     "kubectl-gitops-component",
     "kubectl-gitops-flux",

@@ -191,14 +191,43 @@ pub struct SourceRef {
 }
 
 impl SourceRef {
+    /// A source by kind, namespace and name.
+    pub fn new(kind: &str, namespace: &str, name: &str) -> SourceRef {
+        SourceRef { kind: kind.to_string(), namespace: namespace.to_string(), name: name.to_string() }
+    }
+
+    /// The source `kustomization`'s `sourceRef` names (its namespace defaults to the
+    /// Kustomization's).
+    pub fn applied_by(kustomization: &Value) -> SourceRef {
+        let reference = &kustomization["spec"]["sourceRef"];
+        let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        SourceRef {
+            kind: text(&reference["kind"]),
+            namespace: reference["namespace"].as_str().unwrap_or(namespace).to_string(),
+            name: text(&reference["name"]),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Its namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Whether `kustomization`'s `sourceRef` names this source (its namespace defaults to the
     /// Kustomization's).
     pub(super) fn is_applied_by(&self, kustomization: &Value) -> bool {
-        let reference = &kustomization["spec"]["sourceRef"];
-        let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
-        reference["kind"] == self.kind.as_str()
-            && reference["name"] == self.name.as_str()
-            && reference["namespace"].as_str().unwrap_or(namespace) == self.namespace
+        *self == SourceRef::applied_by(kustomization)
     }
 }
 

@@ -17,7 +17,7 @@ use crate::interrupt::ScratchDir;
 
 /// The directory a Kustomization's `spec.path` names in the checkout `root`: relative to the
 /// root whether written `./app`, `app` or `/app`, and never outside it.
-pub(super) fn source_dir(root: &Path, spec_path: &str) -> std::result::Result<PathBuf, String> {
+pub(crate) fn source_dir(root: &Path, spec_path: &str) -> std::result::Result<PathBuf, String> {
     let mut dir = root.to_path_buf();
     for part in Path::new(spec_path.trim_start_matches('/')).components() {
         match part {
@@ -32,7 +32,7 @@ pub(super) fn source_dir(root: &Path, spec_path: &str) -> std::result::Result<Pa
 /// The Kustomization as the build reads it: its spec as the cluster holds it, with the
 /// variables its `substituteFrom` names merged under its own `substitute` (which wins, as in the
 /// controller), and no `substituteFrom` left for the CLI to look up.
-pub(super) async fn resolved(cluster: &Cluster, kustomization: &Value) -> Result<Value> {
+pub(crate) async fn resolved(cluster: &Cluster, kustomization: &Value) -> Result<Value> {
     let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
     let post_build = &kustomization["spec"]["postBuild"];
@@ -103,7 +103,7 @@ fn secret_strings(secret: Secret) -> BTreeMap<String, String> {
 /// words when the build fails. The Kustomization goes to the CLI in a file in a scratch directory
 /// only this user may read (it may hold a Secret's variables), removed when the build ends, or is
 /// interrupted.
-pub(super) async fn build(
+pub(crate) async fn build(
     flux: &FluxCli,
     kustomization: &Value,
     root: &Path,

@@ -10,7 +10,7 @@ const HIDDEN_CHANGED: &str = "(hidden, changed)";
 
 /// The object without what the API server writes for itself: managed fields, the resource
 /// version, the uid, the generation, the creation time and the status.
-pub(super) fn normalized(object: &Value) -> Value {
+pub(crate) fn normalized(object: &Value) -> Value {
     let mut object = object.clone();
     if let Some(map) = object.as_object_mut() {
         map.remove("status");
@@ -72,7 +72,7 @@ fn mark<'a>(secret: &mut Value, marks: impl Iterator<Item = (String, &'a str)>) 
 /// fields laid over it (maps merged key by key, lists of the same length item by item, other
 /// lists replaced), and a Secret's `stringData` moved into `data`, base64-encoded, as the API
 /// server moves it. Without the API server's defaulting and admission: an approximation.
-pub(super) fn applied_here(live: Option<&Value>, built: &Value) -> Value {
+pub(crate) fn applied_here(live: Option<&Value>, built: &Value) -> Value {
     let mut built = built.clone();
     if built["kind"] == "Secret"
         && let Some(map) = built.as_object_mut()

@@ -10,14 +10,14 @@
 //! the cluster, not to the checkout.
 
 mod args;
-mod build;
+pub(crate) mod build;
 mod chart;
-mod compare;
+pub(crate) mod compare;
 mod helm;
 pub mod markdown;
 mod objects;
 mod render;
-mod sources;
+pub(crate) mod sources;
 mod values;
 
 use self::args::existing_dir;
@@ -45,7 +45,7 @@ use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
 
 /// The field manager kustomize-controller applies with: the dry run must merge as its apply will.
-const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
+pub(crate) const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
 
 /// The annotation, and its value, that keeps an object out of Flux's pruning.
 const KEEP_ANNOTATION: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");

@@ -23,18 +23,19 @@ use crate::repo_access::{parse_url, same_server};
 
 /// Where a fetch's credentials come from: the config repo's remote, known, or resolved from the
 /// context on the first fetch (a comparison of a checkout on disk needs none until then).
-pub(super) enum Credentials<'a> {
+pub(crate) enum Credentials<'a> {
     Known(Option<Remote>),
     Resolve(&'a mut Context, &'a RepoSettings),
 }
 
 impl Credentials<'_> {
-    async fn remote(&mut self) -> Option<Remote> {
+    /// The config repo's remote, resolved on the first call.
+    pub(crate) async fn remote(&mut self) -> Option<Remote> {
         if let Credentials::Resolve(context, repo) = self {
             if context.repo.is_none()
                 && let Err(error) = context.attach_repo(repo).await
             {
-                context.printer.detail(&format!("moved sources are fetched anonymously: {error}"));
+                context.printer.detail(&format!("sources are fetched anonymously: {error}"));
             }
             *self = Credentials::Known(context.repo.as_ref().map(|repo| repo.remote.clone()));
         }
@@ -124,7 +125,7 @@ pub(super) struct Moved {
 
 /// What a GitRepository's `spec.ref` names, as far as diff fetches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum GitRef {
+pub(crate) enum GitRef {
     Branch(String),
     Tag(String),
     /// A commit of a branch (Flux's `ref.commit` with `ref.branch`).
@@ -146,7 +147,7 @@ impl std::fmt::Display for GitRef {
 
 /// The ref `spec.ref` names, in Flux's order of precedence (commit, name, semver, tag, branch);
 /// why not, for those diff does not resolve.
-pub(super) fn git_ref(spec_ref: &Value) -> std::result::Result<GitRef, String> {
+pub(crate) fn git_ref(spec_ref: &Value) -> std::result::Result<GitRef, String> {
     let text = |key: &str| spec_ref[key].as_str().filter(|value| !value.is_empty()).map(String::from);
     match (text("commit"), text("name"), text("semver"), text("tag"), text("branch")) {
         (Some(commit), _, _, _, Some(branch)) => Ok(GitRef::Commit { branch, commit }),
@@ -202,7 +203,7 @@ pub(super) async fn moved(
 
 /// Clones `url` at `to`, with the config repo's credentials when it is on the config repo's
 /// server, anonymously elsewhere; the checkout and its commit, or why not.
-pub(super) async fn fetch(
+pub(crate) async fn fetch(
     url: &str,
     to: &GitRef,
     config: Option<&Remote>,

@@ -286,7 +286,13 @@ fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_remove
         .into_iter()
         .chain(["kubectl-gitops-detect", "kubectl-gitops-install", "kubectl-gitops-status", "kubectl-gitops-upgrade"])
         .chain(["kubectl-gitops-ui", "kubectl-gitops-metrics", "kubectl-gitops-tenant", "kubectl-gitops-monitoring"])
-        .chain(["kubectl-gitops-platform", "kubectl-gitops-pr", "kubectl-gitops-repo", "kubectl-gitops-diff"]);
+        .chain([
+            "kubectl-gitops-platform",
+            "kubectl-gitops-pr",
+            "kubectl-gitops-repo",
+            "kubectl-gitops-diff",
+            "kubectl-gitops-drift",
+        ]);
     expected.extend(pages.clone().map(|page| format!("share/man/man1/{page}.1")));
     expected.extend([
         "share/bash-completion/completions/kubectl-gitops".to_string(),

@@ -14,6 +14,7 @@ mod dependencies;
 mod detect;
 mod diff;
 mod distribution;
+mod drift;
 mod flags;
 mod flux;
 mod flux_trust;

@@ -1,0 +1,527 @@
+//! `kubectl gitops drift`: what differs in the cluster right now from what Flux last applied,
+//! field by field, with the field manager that changed it (docs/drift.md).
+//!
+//! For each Kustomization, the desired state is its source at `status.lastAppliedRevision`: the
+//! GitRepository cloned at that commit (pinned by its full hash, from the URL the cluster pulls
+//! it from, with the config repo's credentials only on the config repo's server), built by the
+//! pinned flux CLI as the controller builds it ([`crate::diff`]'s build). Every object built is
+//! applied as a server-side dry run under kustomize-controller's field manager: the fields that
+//! would change are the ones Flux would put back, which leaves out what the API server defaults
+//! and what other managers add beside Flux's fields. An object of the build that is gone from the
+//! cluster is drift too. Objects Flux is told to leave alone (`kustomize.toolkit.fluxcd.io/ssa:
+//! Ignore`, or `IfNotPresent` while the object exists) are skipped, as the controller skips them.
+
+mod fields;
+mod render;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, ListParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::apply::{Applier, DryRun};
+use crate::change::{self, RepoSettings, Target};
+use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
+use crate::cluster::{Cluster, list_pages};
+use crate::diff::sources::{self, Credentials, GitRef};
+use crate::diff::{FLUX_FIELD_MANAGER, SourceRef, build, compare};
+use crate::error::{Error, ExitCode, Result};
+use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
+use crate::flux_cli::{FluxCli, Locator, Tag};
+use crate::output::Printer;
+
+/// The annotation (or label) that tells kustomize-controller how to apply an object.
+const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
+
+/// How many Kustomizations are built and compared at once.
+const PARALLEL: usize = 4;
+
+/// `kubectl gitops drift`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DriftArgs {
+    /// One Kustomization by name (default: every one in the namespace).
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Every namespace, instead of -n's.
+    ///
+    /// The Kustomizations of every namespace.
+    #[arg(short = 'A', long, conflicts_with = "name")]
+    pub all_namespaces: bool,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// What `drift` is asked, checked.
+#[derive(Debug, Clone)]
+pub struct DriftRequest {
+    name: Option<String>,
+    /// `-n`, else the Flux namespace; `None` with `-A`.
+    namespace: Option<Option<String>>,
+    repo: RepoSettings,
+    format: OutputFormat,
+    headers: bool,
+}
+
+impl DriftArgs {
+    /// The request these flags make.
+    pub fn request(&self, global: &GlobalArgs) -> Result<DriftRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
+        let name =
+            self.name.as_deref().map(|name| crate::names::validate_name(name, "the Kustomization")).transpose()?;
+        Ok(DriftRequest {
+            name,
+            namespace: (!self.all_namespaces).then(|| global.namespace.clone()),
+            repo: self.repo.settings()?,
+            format,
+            headers: !global.no_headers,
+        })
+    }
+}
+
+/// What differs from the applied revisions: `-o json|yaml` prints this (docs/output.md).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    /// Every Kustomization looked at, by namespace and name.
+    pub kustomizations: Vec<KustomizationDrift>,
+    /// The counts.
+    pub summary: DriftSummary,
+}
+
+impl crate::output::Kind for Drift {
+    const KIND: &'static str = "Drift";
+}
+
+/// One Kustomization: its applied revision and the objects that differ from it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KustomizationDrift {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its source, as KIND/NAMESPACE/NAME.
+    pub source: String,
+    /// The revision Flux last applied (`main@sha1:…`), compared with; empty if it never applied.
+    pub revision: String,
+    /// The objects that differ, in the order of the build.
+    pub objects: Vec<DriftedObject>,
+    /// How many objects of the build were looked at (drifted or not; not those skipped).
+    pub checked: usize,
+    /// Why it could not be checked (its source not fetched, its build failing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An object that differs from the applied revision.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedObject {
+    /// Its apiVersion.
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its namespace (none for a cluster-scoped object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// `changed`: fields differ; `missing`: deleted from the cluster; `unchecked`: the API server
+    /// refused the dry run (`message` says why).
+    pub state: DriftState,
+    /// The fields that differ, with who owns each now.
+    pub fields: Vec<DriftedField>,
+    /// Every field manager that changed a field here (not Flux's).
+    pub managers: Vec<String>,
+    /// When the first of `managers` last wrote the object (RFC 3339), as managedFields says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Why it was not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// How an object differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DriftState {
+    /// Fields differ from what Flux applied.
+    Changed,
+    /// Flux applied it and it is gone.
+    Missing,
+    /// The API server refused the dry run.
+    Unchecked,
+}
+
+/// One field that differs.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedField {
+    /// Its path: `spec.replicas`, `spec.template.spec.containers[name=web].image`.
+    pub path: String,
+    /// The field managers that own it now (empty when nobody does: it was removed).
+    pub managers: Vec<String>,
+}
+
+/// The counts of a drift report.
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftSummary {
+    /// Kustomizations looked at.
+    pub kustomizations: usize,
+    /// Objects that differ (changed or missing).
+    pub drifted: usize,
+    /// Of those, objects that are gone.
+    pub missing: usize,
+    /// Objects looked at.
+    pub checked: usize,
+    /// Kustomizations or objects that could not be checked.
+    pub failed: usize,
+}
+
+impl Drift {
+    /// 0: no drift; 1: drift; 2: something could not be checked.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.summary.failed > 0 {
+            ExitCode::Usage
+        } else if self.summary.drifted > 0 {
+            ExitCode::No
+        } else {
+            ExitCode::Ok
+        }
+    }
+}
+
+/// `kubectl gitops drift`: prints the drift and exits as [`Drift::exit_code`] says.
+pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
+    // `-n` names the Kustomizations' namespace here, not only Flux's.
+    let flux_target = Target { connection: target.connection.clone(), namespace: None };
+    let mut context = change::context(&flux_target, &request.repo, false, printer).await?;
+    let namespace = request.namespace.clone().map(|asked| asked.unwrap_or_else(|| context.namespace.clone()));
+    let cluster = context.cluster()?.clone();
+    let Some(version) = context.versions.lookup(&KUSTOMIZATION).map(String::from) else {
+        return Err(Error::Negative {
+            message: "Flux is not installed: this cluster serves no Kustomization API".into(),
+            hint: Some("install it with `kubectl gitops install`".into()),
+        });
+    };
+    let listed =
+        kustomizations(&cluster, &KUSTOMIZATION.at(&version), namespace.as_deref(), request.name.as_deref()).await?;
+    let version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
+    let credentials = Credentials::Resolve(&mut context, &request.repo);
+    let drift = compute(&cluster, &GIT_REPOSITORY.at(&version), listed, credentials, printer).await?;
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&drift), request.format)?
+        }
+        _ => printer.data(&render::text(&drift, request.headers, printer.stdout_style()))?,
+    }
+    Ok(drift.exit_code())
+}
+
+/// The Kustomizations to look at: in `namespace` (every one with `None`), or the one named.
+async fn kustomizations(
+    cluster: &Cluster,
+    resource: &kube::discovery::ApiResource,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Result<Vec<Value>> {
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, resource),
+        None => Api::all_with(cluster.client.clone(), resource),
+    };
+    let mut found = Vec::new();
+    let page = |params: ListParams| {
+        let api = api.clone();
+        async move { api.list(&params).await }
+    };
+    let each = |object: DynamicObject| {
+        if name.is_none_or(|name| object.metadata.name.as_deref() == Some(name))
+            && let Ok(object) = serde_json::to_value(object)
+        {
+            found.push(object);
+        }
+    };
+    list_pages(ListParams::default().limit(500), page, each).await.map_err(|error| cluster.error(error))?;
+    if let (Some(name), true) = (name, found.is_empty()) {
+        return Err(Error::usage(
+            format!("there is no Kustomization {name} in namespace {}", namespace.unwrap_or_default()),
+            "`kubectl gitops status` lists them; name the namespace with -n",
+        ));
+    }
+    found.sort_by_key(|object| (object["metadata"]["namespace"].to_string(), object["metadata"]["name"].to_string()));
+    Ok(found)
+}
+
+/// The drift of each of `listed`: the sources fetched once per applied commit, each
+/// Kustomization built and compared.
+async fn compute(
+    cluster: &Cluster,
+    git_repositories: &kube::discovery::ApiResource,
+    listed: Vec<Value>,
+    mut credentials: Credentials<'_>,
+    printer: &Printer,
+) -> Result<Drift> {
+    let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
+    let applier = Applier::new(cluster);
+    // Each source at each applied commit, fetched once: (source, commit) → checkout or why not.
+    let mut checkouts: Vec<((SourceRef, String), std::result::Result<crate::git::Workspace, String>)> = Vec::new();
+    let mut results: Vec<KustomizationDrift> = Vec::new();
+    let mut to_check: Vec<(usize, Value, std::path::PathBuf)> = Vec::new();
+    for kustomization in &listed {
+        let source = SourceRef::applied_by(kustomization);
+        let revision = kustomization["status"]["lastAppliedRevision"].as_str().unwrap_or_default().to_string();
+        let mut result = KustomizationDrift {
+            namespace: text(kustomization, "/metadata/namespace"),
+            name: text(kustomization, "/metadata/name"),
+            source: source.to_string(),
+            revision: revision.clone(),
+            objects: Vec::new(),
+            checked: 0,
+            error: None,
+        };
+        let commit = match applied_commit(&source, &revision) {
+            Ok(commit) => commit,
+            Err(why) => {
+                results.push(KustomizationDrift { error: Some(why), ..result });
+                continue;
+            }
+        };
+        let key = (source.clone(), commit.clone());
+        if !checkouts.iter().any(|(known, _)| *known == key) {
+            let config = credentials.remote().await;
+            printer.progress(&format!("fetching {source} at {commit}, as Flux last applied it"));
+            let repositories: Api<DynamicObject> =
+                Api::namespaced_with(cluster.client.clone(), source.namespace(), git_repositories);
+            let fetched = fetch_at(cluster, &repositories, &source, &revision, &commit, config.as_ref()).await?;
+            checkouts.push((key.clone(), fetched));
+        }
+        match checkouts.iter().find(|(known, _)| *known == key).map(|(_, fetched)| fetched) {
+            Some(Ok(checkout)) => {
+                let root = checkout.files().root().to_path_buf();
+                to_check.push((results.len(), kustomization.clone(), root));
+            }
+            Some(Err(why)) => result.error = Some(why.clone()),
+            None => result.error = Some(format!("{source} was not fetched")),
+        }
+        results.push(result);
+    }
+    let spinner = printer.spinner(format!("building and comparing {} Kustomizations", to_check.len()));
+    let checks: Vec<_> = to_check
+        .iter()
+        .map(|(index, kustomization, root)| {
+            let applier = applier.clone();
+            let flux_cli = &flux_cli;
+            async move { (*index, check(applier, flux_cli, kustomization, root).await) }
+        })
+        .collect();
+    let checked: Vec<(usize, Result<Checked>)> = futures::stream::iter(checks).buffered(PARALLEL).collect().await;
+    drop(spinner);
+    for (index, outcome) in checked {
+        match outcome? {
+            Ok((objects, count)) => (results[index].objects, results[index].checked) = (objects, count),
+            Err(why) => results[index].error = Some(why),
+        }
+    }
+    drop(checkouts);
+    let summary = summarize(&results);
+    Ok(Drift { kustomizations: results, summary })
+}
+
+fn text(object: &Value, pointer: &str) -> String {
+    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// The commit of `revision` (`BRANCH@sha1:HASH`, as source-controller names a git revision), or
+/// why the Kustomization cannot be checked from it.
+fn applied_commit(source: &SourceRef, revision: &str) -> std::result::Result<String, String> {
+    if revision.is_empty() {
+        return Err("Flux has not applied it yet (no lastAppliedRevision)".into());
+    }
+    if source.kind() != GIT_REPOSITORY.kind {
+        return Err(format!("its source is a {}; drift reads GitRepository sources only", source.kind()));
+    }
+    match revision.rsplit_once("sha1:") {
+        Some((_, hash)) if hash.len() == 40 && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+            Ok(hash.to_ascii_lowercase())
+        }
+        _ => Err(format!("the applied revision {revision:?} names no full commit hash")),
+    }
+}
+
+/// `source` cloned at `commit`, from the URL the cluster pulls it from: its branch reset to the
+/// commit, or its tag when it follows a tag (which must still point there). `Err` says why not.
+async fn fetch_at(
+    cluster: &Cluster,
+    repositories: &Api<DynamicObject>,
+    source: &SourceRef,
+    revision: &str,
+    commit: &str,
+    config: Option<&crate::git::Remote>,
+) -> Result<std::result::Result<crate::git::Workspace, String>> {
+    let live = repositories.get_opt(source.name()).await.map_err(|error| cluster.error(error))?;
+    let Some(live) = live.and_then(|live| serde_json::to_value(live).ok()) else {
+        return Ok(Err(format!("{source} does not exist")));
+    };
+    let url = live["spec"]["url"].as_str().unwrap_or_default();
+    let named = revision.rsplit_once("@sha1:").map(|(name, _)| name).unwrap_or_default();
+    let at = match sources::git_ref(&live["spec"]["ref"]) {
+        Ok(GitRef::Branch(branch) | GitRef::Commit { branch, .. }) => {
+            GitRef::Commit { branch, commit: commit.to_string() }
+        }
+        _ if !named.is_empty() && crate::names::validate_git_ref(named, "the applied revision", "tags").is_ok() => {
+            GitRef::Tag(named.trim_start_matches("refs/tags/").to_string())
+        }
+        _ => return Ok(Err(format!("the applied revision {revision:?} names no branch or tag to fetch"))),
+    };
+    Ok(match sources::fetch(url, &at, config).await {
+        Ok((checkout, head)) if head == commit => Ok(checkout),
+        Ok((_, head)) => Err(format!("{at} of {url} is at {head} now, not the applied {commit}")),
+        Err(why) => Err(format!("{url} could not be fetched at {at}: {why}")),
+    })
+}
+
+/// A Kustomization's drifted objects and how many objects were looked at, or why its build failed.
+type Checked = std::result::Result<(Vec<DriftedObject>, usize), String>;
+
+/// One Kustomization built from `root` (its source at the applied commit) and each object
+/// compared with the cluster; the drifted objects and how many were looked at, or why the build
+/// failed.
+async fn check(
+    mut applier: Applier<'_>,
+    flux: &FluxCli,
+    kustomization: &Value,
+    root: &std::path::Path,
+) -> Result<Checked> {
+    let source_dir = match build::source_dir(root, kustomization["spec"]["path"].as_str().unwrap_or_default()) {
+        Ok(dir) => dir,
+        Err(why) => return Ok(Err(why)),
+    };
+    let resolved = build::resolved(applier.cluster(), kustomization).await?;
+    let built = match build::build(flux, &resolved, root, &source_dir).await? {
+        Ok(built) => built,
+        Err(why) => return Ok(Err(why)),
+    };
+    let mut drifted = Vec::new();
+    let mut checked = 0;
+    for document in &built {
+        if ssa_mode(document) == Some("ignore") {
+            continue;
+        }
+        let object = crate::apply::object_ref(document);
+        let mut found = DriftedObject {
+            api_version: text(document, "/apiVersion"),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+            state: DriftState::Changed,
+            fields: Vec::new(),
+            managers: Vec::new(),
+            since: None,
+            message: None,
+        };
+        let (live, applied) = match applier.dry_run(document, FLUX_FIELD_MANAGER).await {
+            Ok(DryRun::Applied { live, applied }) => (live, applied),
+            Ok(DryRun::NotAllowed { live }) => {
+                let applied = compare::applied_here(live.as_ref(), document);
+                (live, applied)
+            }
+            Ok(DryRun::Refused { message, .. }) => {
+                checked += 1;
+                drifted.push(DriftedObject { state: DriftState::Unchecked, message: Some(message), ..found });
+                continue;
+            }
+            // The namespace it lives in is gone too.
+            Err(_) if applier.get(document).await.ok().flatten().is_none() => (None, Value::Null),
+            Err(error) => return Err(error),
+        };
+        checked += 1;
+        let Some(live) = live else {
+            drifted.push(DriftedObject { state: DriftState::Missing, ..found });
+            continue;
+        };
+        if matches!(ssa_mode(&live), Some("ignore" | "ifnotpresent")) || ssa_mode(document) == Some("ifnotpresent") {
+            checked -= 1;
+            continue;
+        }
+        let managed = &live["metadata"]["managedFields"];
+        let changed =
+            fields::changed(&compare::normalized(&live), &compare::normalized(&applied), managed, FLUX_FIELD_MANAGER);
+        if changed.is_empty() {
+            continue;
+        }
+        for field in &changed {
+            for manager in &field.managers {
+                if !found.managers.contains(manager) {
+                    found.managers.push(manager.clone());
+                }
+            }
+        }
+        found.since = found.managers.first().and_then(|manager| fields::written_at(managed, manager));
+        found.fields =
+            changed.into_iter().map(|field| DriftedField { path: field.path, managers: field.managers }).collect();
+        drifted.push(found);
+    }
+    Ok(Ok((drifted, checked)))
+}
+
+/// How kustomize-controller is told to apply an object (`ignore`, `ifnotpresent`, `merge`),
+/// from its annotation or label, in lower case.
+fn ssa_mode(object: &Value) -> Option<&'static str> {
+    let metadata = &object["metadata"];
+    let value = metadata["annotations"][SSA].as_str().or_else(|| metadata["labels"][SSA].as_str())?;
+    match value.to_ascii_lowercase().as_str() {
+        "ignore" => Some("ignore"),
+        "ifnotpresent" => Some("ifnotpresent"),
+        "merge" => Some("merge"),
+        _ => None,
+    }
+}
+
+fn summarize(kustomizations: &[KustomizationDrift]) -> DriftSummary {
+    let mut summary = DriftSummary { kustomizations: kustomizations.len(), ..DriftSummary::default() };
+    for kustomization in kustomizations {
+        summary.checked += kustomization.checked;
+        summary.failed += usize::from(kustomization.error.is_some());
+        for object in &kustomization.objects {
+            match object.state {
+                DriftState::Changed => summary.drifted += 1,
+                DriftState::Missing => {
+                    summary.drifted += 1;
+                    summary.missing += 1;
+                }
+                DriftState::Unchecked => summary.failed += 1,
+            }
+        }
+    }
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_applied_commit_is_read_from_a_git_revision_only() {
+        let git = SourceRef::new("GitRepository", "flux-system", "flux-system");
+        let hash = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(applied_commit(&git, &format!("main@sha1:{hash}")), Ok(hash.to_string()));
+        assert_eq!(applied_commit(&git, &format!("v1.0.0@sha1:{}", hash.to_uppercase())), Ok(hash.to_string()));
+        assert!(applied_commit(&git, "").unwrap_err().contains("not applied"));
+        assert!(applied_commit(&git, "main@sha1:0123").unwrap_err().contains("no full commit hash"));
+        let oci = SourceRef::new("OCIRepository", "flux-system", "app");
+        assert!(applied_commit(&oci, "latest@sha256:abc").unwrap_err().contains("GitRepository sources only"));
+    }
+
+    #[test]
+    fn the_ssa_annotation_or_label_is_read_as_the_controller_reads_it() {
+        let annotated = serde_json::json!({"metadata": {"annotations": {SSA: "Ignore"}}});
+        let labelled = serde_json::json!({"metadata": {"labels": {SSA: "IfNotPresent"}}});
+        assert_eq!(ssa_mode(&annotated), Some("ignore"));
+        assert_eq!(ssa_mode(&labelled), Some("ifnotpresent"));
+        assert_eq!(ssa_mode(&serde_json::json!({"metadata": {}})), None);
+    }
+}

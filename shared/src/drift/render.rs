@@ -1,0 +1,74 @@
+//! The screen of `drift`: a row per drifted object (the Kustomization, the object, its fields,
+//! who changed them and how long ago), what could not be checked, then the counts.
+
+use super::{Drift, DriftState};
+use crate::output::style::Style;
+use crate::output::table::Table;
+
+/// How many field paths a row shows before it says how many more.
+const FIELDS_SHOWN: usize = 3;
+
+/// The whole screen.
+pub fn text(drift: &Drift, headers: bool, style: Style) -> String {
+    let mut table = Table::new(["KUSTOMIZATION", "OBJECT", "FIELDS", "MANAGER", "SINCE"]);
+    let now = crate::duration::now();
+    for kustomization in &drift.kustomizations {
+        for object in &kustomization.objects {
+            let name = match &object.namespace {
+                Some(namespace) => format!("{}/{namespace}/{}", object.kind, object.name),
+                None => format!("{}/{}", object.kind, object.name),
+            };
+            let fields = match object.state {
+                DriftState::Missing => "(deleted)".to_string(),
+                DriftState::Unchecked => "(not checked)".to_string(),
+                DriftState::Changed => {
+                    let mut shown: Vec<&str> =
+                        object.fields.iter().take(FIELDS_SHOWN).map(|f| f.path.as_str()).collect();
+                    let more = object.fields.len().saturating_sub(FIELDS_SHOWN);
+                    let more = (more > 0).then(|| format!("+{more} more"));
+                    shown.extend(more.as_deref());
+                    shown.join(", ")
+                }
+            };
+            let managers = if object.managers.is_empty() { "-".to_string() } else { object.managers.join(",") };
+            let since = object.since.as_deref().and_then(crate::duration::parse_timestamp).map_or_else(
+                || "-".to_string(),
+                |at| crate::duration::format_age(std::time::Duration::from_secs(now.saturating_sub(at))),
+            );
+            table.push([format!("{}/{}", kustomization.namespace, kustomization.name), name, fields, managers, since]);
+        }
+    }
+    let mut text = table.render(headers);
+    for kustomization in &drift.kustomizations {
+        if let Some(error) = &kustomization.error {
+            text.push_str(
+                &style.bad(&format!("{}/{}: not checked: {error}", kustomization.namespace, kustomization.name)),
+            );
+            text.push('\n');
+        }
+        for object in kustomization.objects.iter().filter(|object| object.state == DriftState::Unchecked) {
+            let message = object.message.as_deref().unwrap_or_default();
+            text.push_str(
+                &style.bad(&format!("{} {}: the API server refused the dry run: {message}", object.kind, object.name)),
+            );
+            text.push('\n');
+        }
+    }
+    let summary = drift.summary;
+    let line = format!(
+        "{} drifted ({} deleted) of {} objects in {} Kustomization{}{}",
+        summary.drifted,
+        summary.missing,
+        summary.checked,
+        summary.kustomizations,
+        if summary.kustomizations == 1 { "" } else { "s" },
+        if summary.failed > 0 { format!(", {} not checked", summary.failed) } else { String::new() }
+    );
+    let line = if summary.failed > 0 || summary.drifted > 0 { style.bad(&line) } else { style.good(&line) };
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(&line);
+    text.push('\n');
+    text
+}

@@ -1,0 +1,231 @@
+//! `kubectl gitops drift` through the real kubectl, against the real API server and
+//! kustomize-controller: a Deployment edited with the real `kubectl edit`, a ConfigMap deleted by
+//! hand and another patched by another field manager, each reported with who did it; Flux's
+//! ignore annotation silences one; after Flux reconciles, the drift is gone.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
+use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, flux_release};
+use serde_json::Value;
+
+/// The config repo: the sync applies `clusters/dev`, where the Kustomization `web` applies
+/// `apps/web` and `team-app` applies the team's repository.
+const FLEET: [(&str, &str); 4] = [
+    (
+        "clusters/dev/web.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/web\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    ),
+    ("apps/web/kustomization.yaml", "resources:\n- deployment.yaml\n- config.yaml\n"),
+    (
+        "apps/web/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    tier: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: registry.invalid/web:1.0\n        env:\n        - name: FOO\n          value: bar\n",
+    ),
+    (
+        "apps/web/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hello\n",
+    ),
+];
+
+/// `kubectl gitops drift ARGS` through the real kubectl, with the config repo named (the cluster
+/// was not installed by us: there is no install record to name it).
+fn drift(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
+    let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+    Run::of(
+        Command::new(binaries::kubectl())
+            .args(["gitops", "drift", "--config-repo", &env.git.http_url("drift-fleet")])
+            .args(args)
+            .env("PATH", path)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
+            // What reads the config repo over http, as a CI job sets it.
+            .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
+            .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD)
+            .env("NO_COLOR", "1"),
+    )
+}
+
+/// The drifted objects of the Kustomization `flux-system/name`, by `Kind/name`.
+fn drifted(document: &Value, name: &str) -> Vec<(String, Value)> {
+    let kustomization = document["kustomizations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["namespace"] == "flux-system" && k["name"] == name)
+        .unwrap_or_else(|| panic!("no Kustomization {name} in {document:#}"));
+    assert!(kustomization.get("error").is_none(), "{kustomization:#}");
+    let objects = kustomization["objects"].as_array().unwrap();
+    objects
+        .iter()
+        .map(|o| (format!("{}/{}", o["kind"].as_str().unwrap(), o["name"].as_str().unwrap()), o.clone()))
+        .collect()
+}
+
+#[test]
+fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back() {
+    let env = &TestEnv::start(Options { flux: true }).unwrap();
+    env.apply_yaml(&std::fs::read_to_string(flux_release::components()).unwrap()).unwrap();
+    // A team's repository, on the config repo's server: one ConfigMap.
+    env.git.create_repo("drift-team").unwrap();
+    let team = tempfile::tempdir().unwrap();
+    let team_git = |args: &[&str]| env.git.git(team.path(), args).unwrap();
+    team_git(&["init", "-q", "-b", "main"]);
+    std::fs::write(
+        team.path().join("config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-config\ndata:\n  size: small\n",
+    )
+    .unwrap();
+    team_git(&["add", "."]);
+    team_git(&["commit", "-q", "-m", "team"]);
+    team_git(&["push", "-q", &env.git.ssh_url("drift-team"), "main"]);
+
+    env.git.create_repo("drift-fleet").unwrap();
+    let checkout = tempfile::tempdir().unwrap();
+    let work = checkout.path();
+    let git = |args: &[&str]| env.git.git(work, args).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    for (path, contents) in FLEET {
+        std::fs::create_dir_all(work.join(path).parent().unwrap()).unwrap();
+        std::fs::write(work.join(path), contents).unwrap();
+    }
+    std::fs::write(
+        work.join("clusters/dev/team.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: team-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: team\n",
+            env.git.http_url("drift-team")
+        ),
+    )
+    .unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "fleet"]);
+    git(&["push", "-q", &env.git.ssh_url("drift-fleet"), "main"]);
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: flux-system\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        env.git.http_url("drift-fleet")
+    ))
+    .unwrap();
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    for applied in ["flux-system", "web", "team-app"] {
+        env.wait_for_jsonpath(
+            &["-n", "flux-system", "kustomization", applied],
+            ready,
+            "True",
+            Duration::from_secs(120),
+        )
+        .unwrap();
+    }
+    let plugins = binaries::plugin_dir();
+    let before = env.our_requests().unwrap().len();
+
+    // As Flux applied it: no drift.
+    let clean = drift(env, plugins.path(), &["-A"]);
+    assert_eq!(clean.code, Some(0), "{}", clean.render());
+    assert!(clean.stdout.ends_with("0 drifted (0 deleted) of 6 objects in 3 Kustomizations\n"), "{}", clean.render());
+
+    // By hand: the real `kubectl edit` (an editor that changes the replicas, an env var and a
+    // label), a ConfigMap deleted, another patched by another field manager.
+    let editor_dir = tempfile::tempdir().unwrap();
+    let editor = editor_dir.path().join("editor");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i -e 's/^  replicas: 2$/  replicas: 3/' -e 's/value: bar$/value: baz/' -e 's/^    tier: web$/    tier: api/' \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let edited = Run::of(
+        Command::new(binaries::kubectl())
+            .args(["edit", "deployment", "web", "-n", "default"])
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("KUBE_EDITOR", &editor),
+    );
+    assert_eq!(edited.code, Some(0), "{}", edited.render());
+    env.kubectl_ok(&["-n", "default", "delete", "configmap", "web-config"]).unwrap();
+    env.kubectl_ok(&[
+        "-n",
+        "default",
+        "patch",
+        "configmap",
+        "team-config",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"size":"large"}}"#,
+        "--field-manager=on-call",
+    ])
+    .unwrap();
+
+    let found = drift(env, plugins.path(), &["-A", "-o", "json"]);
+    assert_eq!(found.code, Some(1), "{}", found.render());
+    let document = gitops_e2e::schema::document("Drift", &found.stdout);
+    assert_eq!(document["summary"]["drifted"], 3, "{document:#}");
+    assert_eq!(document["summary"]["missing"], 1, "{document:#}");
+    let web = drifted(&document, "web");
+    let names: Vec<&str> = web.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["Deployment/web", "ConfigMap/web-config"], "{document:#}");
+    let deployment = &web[0].1;
+    assert_eq!(deployment["state"], "changed");
+    let paths: Vec<&str> =
+        deployment["fields"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        ["metadata.labels.tier", "spec.replicas", "spec.template.spec.containers[name=web].env[name=FOO].value"],
+        "{deployment:#}"
+    );
+    for field in deployment["fields"].as_array().unwrap() {
+        assert_eq!(field["managers"], serde_json::json!(["kubectl-edit"]), "{deployment:#}");
+    }
+    assert_eq!(deployment["managers"], serde_json::json!(["kubectl-edit"]));
+    assert!(deployment["since"].as_str().is_some_and(|since| since.ends_with('Z')), "{deployment:#}");
+    assert_eq!(web[1].1["state"], "missing");
+    let team_app = drifted(&document, "team-app");
+    assert_eq!(team_app.len(), 1, "{document:#}");
+    assert_eq!(team_app[0].1["fields"], serde_json::json!([{"path": "data.size", "managers": ["on-call"]}]));
+    assert!(drifted(&document, "flux-system").is_empty(), "{document:#}");
+
+    // The screen: a row per object, who and since when.
+    let screen = drift(env, plugins.path(), &["web", "-n", "flux-system"]);
+    assert_eq!(screen.code, Some(1), "{}", screen.render());
+    let row = screen.stdout.lines().find(|line| line.contains("Deployment/default/web")).unwrap();
+    assert!(row.contains("kubectl-edit") && row.contains("spec.replicas"), "{}", screen.stdout);
+    assert!(screen.stdout.contains("ConfigMap/default/web-config   (deleted)"), "{}", screen.stdout);
+    assert!(screen.stdout.ends_with("2 drifted (1 deleted) of 2 objects in 1 Kustomization\n"), "{}", screen.stdout);
+
+    // Flux told to leave the Deployment alone: drift does too.
+    env.kubectl_ok(&["-n", "default", "annotate", "deployment", "web", "kustomize.toolkit.fluxcd.io/ssa=Ignore"])
+        .unwrap();
+    let ignored = drift(env, plugins.path(), &["web", "-o", "json"]);
+    assert_eq!(ignored.code, Some(1), "{}", ignored.render());
+    let document = gitops_e2e::schema::document("Drift", &ignored.stdout);
+    let names: Vec<String> = drifted(&document, "web").into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["ConfigMap/web-config"], "{document:#}");
+    env.kubectl_ok(&["-n", "default", "annotate", "deployment", "web", "kustomize.toolkit.fluxcd.io/ssa-"]).unwrap();
+
+    // drift reads and dry-runs; it writes nothing.
+    let writes: Vec<String> = env.our_requests().unwrap()[before..]
+        .iter()
+        .filter(|request| request.mutates() && !request.uri.contains("dryRun=All"))
+        .map(|request| format!("{} {}", request.verb, request.uri))
+        .collect();
+    assert!(writes.is_empty(), "drift wrote: {writes:?}");
+
+    // Flux puts it back: the drift is gone.
+    env.request_reconcile("flux-system", &["kustomization/web", "kustomization/team-app"]).unwrap();
+    let started = Instant::now();
+    loop {
+        let after = drift(env, plugins.path(), &["-A"]);
+        if after.code == Some(0) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the drift stayed after Flux reconciled: {}",
+            after.render()
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
