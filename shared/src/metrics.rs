@@ -416,7 +416,7 @@ fn quantiles(median: Option<u64>, p90: Option<u64>) -> Vec<(Option<&'static str>
 }
 
 /// A label value as the exposition format wants it.
-fn escape(value: &str) -> String {
+pub(crate) fn escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 

@@ -1,8 +1,10 @@
 //! `kubectl gitops metrics`: DORA metrics from the apps' deployment history.
 
 use clap::Subcommand;
+use gitops_shared::change::Target;
 use gitops_shared::cli::{OutputFormat, OutputFormats};
 use gitops_shared::cluster::Connection;
+use gitops_shared::drift::{self, DriftArgs};
 use gitops_shared::metrics::{self, DoraArgs};
 use gitops_shared::runtime;
 
@@ -25,11 +27,25 @@ enum Command {
     ///   kubectl gitops metrics dora -A -o prometheus > /var/lib/node-exporter/gitops.prom
     #[command(verbatim_doc_comment)]
     Dora(DoraArgs),
+
+    /// What differs from what Flux last applied, per Kustomization: -o prometheus for the series.
+    ///
+    /// `kubectl gitops drift`'s report; -o prometheus prints gitops_drifted_objects (per
+    /// Kustomization, the objects that differ by state: changed, missing) and gitops_drift_checked
+    /// (0 when something could not be checked) for node-exporter's textfile collector, and exits 0
+    /// whenever it printed them. docs/drift.md says what is compared.
+    ///
+    /// Examples:
+    ///   kubectl gitops metrics drift -A -o prometheus > /var/lib/node-exporter/gitops-drift.prom
+    #[command(verbatim_doc_comment)]
+    Drift(DriftArgs),
 }
 
 /// What `-o` offers, per subcommand (the others print text).
-const OUTPUT_FORMATS: OutputFormats =
-    &[("dora", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Prometheus])];
+const OUTPUT_FORMATS: OutputFormats = &[
+    ("dora", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Prometheus]),
+    ("drift", &[OutputFormat::Table, OutputFormat::Prometheus]),
+];
 
 /// The command, run with the process's command line (the binary's own, or the one the
 /// `kubectl-gitops` of a release runs it with in its own process).
@@ -38,6 +54,9 @@ pub fn main() -> std::process::ExitCode {
         let connection = Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST);
         match &cli.command {
             Command::Dora(args) => metrics::run_dora(&args.request(&cli.global)?, &connection, &printer).await,
+            Command::Drift(args) => {
+                drift::run(&args.request(&cli.global)?, &Target::from_args(&cli.global), &printer).await
+            }
         }
     })
 }

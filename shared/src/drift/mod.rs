@@ -36,6 +36,10 @@ const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
 /// How many Kustomizations are built and compared at once.
 const PARALLEL: usize = 4;
 
+/// What `drift -o` prints: a table, a document, or the Prometheus series (`metrics drift`).
+pub const FORMATS: &[OutputFormat] =
+    &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Prometheus];
+
 /// `kubectl gitops drift`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DriftArgs {
@@ -68,7 +72,7 @@ impl DriftArgs {
     /// The request these flags make.
     pub fn request(&self, global: &GlobalArgs) -> Result<DriftRequest> {
         let format = global.output_format();
-        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
+        crate::output::ensure_supported(format, FORMATS)?;
         let name =
             self.name.as_deref().map(|name| crate::names::validate_name(name, "the Kustomization")).transpose()?;
         Ok(DriftRequest {
@@ -216,6 +220,11 @@ pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> 
     match request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
             printer.structured(&crate::output::document(&drift), request.format)?
+        }
+        // A scrape wants the series whether or not there is drift.
+        OutputFormat::Prometheus => {
+            printer.data(&render::prometheus(&drift))?;
+            return Ok(ExitCode::Ok);
         }
         _ => printer.data(&render::text(&drift, request.headers, printer.stdout_style()))?,
     }

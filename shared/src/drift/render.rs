@@ -5,6 +5,39 @@ use super::{Drift, DriftState};
 use crate::output::style::Style;
 use crate::output::table::Table;
 
+/// The text exposition format, for node-exporter's textfile collector (`metrics drift`): per
+/// Kustomization, the objects that differ by state, and whether it could be checked.
+pub fn prometheus(drift: &Drift) -> String {
+    use std::fmt::Write;
+    let mut text = String::from(
+        "# HELP gitops_drifted_objects Objects that differ from what Flux last applied, by Kustomization and state (changed, missing).\n\
+         # TYPE gitops_drifted_objects gauge\n",
+    );
+    let labels = |kustomization: &super::KustomizationDrift| {
+        format!(
+            "namespace=\"{}\",name=\"{}\"",
+            crate::metrics::escape(&kustomization.namespace),
+            crate::metrics::escape(&kustomization.name)
+        )
+    };
+    for kustomization in &drift.kustomizations {
+        for (state, word) in [(DriftState::Changed, "changed"), (DriftState::Missing, "missing")] {
+            let count = kustomization.objects.iter().filter(|object| object.state == state).count();
+            let _ = writeln!(text, "gitops_drifted_objects{{{},state=\"{word}\"}} {count}", labels(kustomization));
+        }
+    }
+    text.push_str(
+        "# HELP gitops_drift_checked Whether every object of the Kustomization could be checked (1) or not (0).\n\
+         # TYPE gitops_drift_checked gauge\n",
+    );
+    for kustomization in &drift.kustomizations {
+        let unchecked = kustomization.error.is_some()
+            || kustomization.objects.iter().any(|object| object.state == DriftState::Unchecked);
+        let _ = writeln!(text, "gitops_drift_checked{{{}}} {}", labels(kustomization), u8::from(!unchecked));
+    }
+    text
+}
+
 /// How many field paths a row shows before it says how many more.
 const FIELDS_SHOWN: usize = 3;
 

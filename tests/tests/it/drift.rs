@@ -36,11 +36,24 @@ const FLEET: [(&str, &str); 4] = [
 /// `kubectl gitops drift ARGS` through the real kubectl, with the config repo named (the cluster
 /// was not installed by us: there is no install record to name it).
 fn drift(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
+    gitops(env, plugins, &[&["drift"][..], args].concat())
+}
+
+/// `kubectl gitops metrics drift -A -o prometheus`: the Prometheus series.
+fn series(env: &TestEnv, plugins: &Path) -> String {
+    let run = gitops(env, plugins, &["metrics", "drift", "-A", "-o", "prometheus"]);
+    assert_eq!(run.code, Some(0), "{}", run.render());
+    run.stdout
+}
+
+/// `kubectl gitops COMMAND… --config-repo URL ARGS`.
+fn gitops(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
     let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
     Run::of(
         Command::new(binaries::kubectl())
-            .args(["gitops", "drift", "--config-repo", &env.git.http_url("drift-fleet")])
+            .arg("gitops")
             .args(args)
+            .args(["--config-repo", &env.git.http_url("drift-fleet")])
             .env("PATH", path)
             .env("KUBECONFIG", &env.kubeconfig)
             .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
@@ -186,6 +199,16 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert_eq!(team_app.len(), 1, "{document:#}");
     assert_eq!(team_app[0].1["fields"], serde_json::json!([{"path": "data.size", "managers": ["on-call"]}]));
     assert!(drifted(&document, "flux-system").is_empty(), "{document:#}");
+    let drifting = series(env, plugins.path());
+    for line in [
+        "gitops_drifted_objects{namespace=\"flux-system\",name=\"web\",state=\"changed\"} 1",
+        "gitops_drifted_objects{namespace=\"flux-system\",name=\"web\",state=\"missing\"} 1",
+        "gitops_drifted_objects{namespace=\"flux-system\",name=\"team-app\",state=\"changed\"} 1",
+        "gitops_drifted_objects{namespace=\"flux-system\",name=\"flux-system\",state=\"changed\"} 0",
+        "gitops_drift_checked{namespace=\"flux-system\",name=\"web\"} 1",
+    ] {
+        assert!(drifting.lines().any(|found| found == line), "no {line} in\n{drifting}");
+    }
 
     // The screen: a row per object, who and since when.
     let screen = drift(env, plugins.path(), &["web", "-n", "flux-system"]);
@@ -228,4 +251,10 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         );
         std::thread::sleep(Duration::from_secs(2));
     }
+    // And the metric drops.
+    let settled = series(env, plugins.path());
+    let drifting: Vec<&str> =
+        settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{") && !line.ends_with(" 0")).collect();
+    assert!(drifting.is_empty(), "{settled}");
+    assert_eq!(settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{")).count(), 6, "{settled}");
 }
