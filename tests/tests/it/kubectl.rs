@@ -41,6 +41,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-component",
             "kubectl-gitops-detect",
             "kubectl-gitops-diff",
+            "kubectl-gitops-drift",
             "kubectl-gitops-flux",
             "kubectl-gitops-install",
             "kubectl-gitops-metrics",
