@@ -29,6 +29,13 @@ pub fn sanitize_name(context: &str) -> String {
     if name.is_empty() { "default".to_string() } else { name }
 }
 
+/// The commit a full hash or a Flux git revision names (`<ref>@sha1:<hash>`, `sha1:<hash>`), in
+/// lower case; `None` for anything else (a short hash names nothing for sure).
+pub fn full_commit(text: &str) -> Option<String> {
+    let hash = text.rsplit_once("sha1:").map_or(text, |(_, hash)| hash);
+    (hash.len() == 40 && hash.chars().all(|c| c.is_ascii_hexdigit())).then(|| hash.to_ascii_lowercase())
+}
+
 /// Checks a DNS-1123 label.
 pub fn validate_name(name: &str, flag: &str) -> Result<String> {
     let valid = !name.is_empty()

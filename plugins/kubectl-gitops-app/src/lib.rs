@@ -1,7 +1,7 @@
 //! `kubectl gitops app`: add, list, remove, suspend and resume apps in the config repo.
 
 use clap::Subcommand;
-use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, SuspendArgs};
+use gitops_shared::app::{self, AddArgs, ListArgs, RemoveArgs, RollbackArgs, SuspendArgs};
 use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::runtime;
@@ -49,6 +49,19 @@ enum Command {
     ///   kubectl gitops app history web -o json
     #[command(verbatim_doc_comment)]
     History(AppHistoryArgs),
+    /// Go back to an earlier deployment through git: the app's files restored in one commit.
+    ///
+    /// The app's directory in the repository Flux applies it from is restored to what it held at
+    /// the earlier deployment's commit (--to, default: the last one that was Ready), in one commit
+    /// pushed to the branch Flux follows; Flux applies it, and `app history` marks it as a
+    /// rollback. Refused when a newer commit is on its way or an image automation writes to the
+    /// repository. docs/drift.md says more.
+    ///
+    /// Examples:
+    ///   kubectl gitops app rollback web --dry-run
+    ///   kubectl gitops app rollback web --to main@sha1:4f0c… --wait
+    #[command(verbatim_doc_comment)]
+    Rollback(RollbackArgs),
 }
 
 /// What `-o` offers, per subcommand (the others print text).
@@ -60,6 +73,7 @@ const OUTPUT_FORMATS: OutputFormats = &[
     ("resume", STRUCTURED),
     ("status", STRUCTURED),
     ("history", STRUCTURED),
+    ("rollback", STRUCTURED),
 ];
 
 /// The command, run with the process's command line (the binary's own, or the one the
@@ -75,6 +89,7 @@ pub fn main() -> std::process::ExitCode {
             Command::History(args) => {
                 return status::run_app_history(&args.request(global)?, &target.connection, &printer).await;
             }
+            Command::Rollback(args) => return app::rollback(&args.request(global)?, &target, &printer).await,
             Command::Add(args) => app::add(&args.request()?, &target, &printer).await?,
             Command::List(args) => app::list(&args.request(global)?, &target, &printer).await?,
             Command::Remove(args) => app::remove(&args.request()?, &target, &printer).await?,

@@ -14,6 +14,7 @@ pub mod definition;
 pub mod layout;
 mod list;
 pub mod recorded;
+pub mod rollback;
 pub mod settings;
 pub mod spec;
 
@@ -21,6 +22,7 @@ use kube::api::Api;
 
 pub use self::args::{AddArgs, ListArgs, RemoveArgs, SuspendArgs};
 pub use self::list::{AppRow, list};
+pub use self::rollback::{RollbackArgs, rollback};
 pub use self::settings::ListRequest;
 use self::settings::{AddRequest, RemoveRequest, SuspendRequest};
 use self::spec::AppSpec;

@@ -213,6 +213,17 @@ fn a_rollback_marks_what_it_undid() {
 }
 
 #[test]
+fn going_back_over_a_failed_deployment_is_a_rollback() {
+    // b failed (the API server refused it); a's manifests deployed again at a new commit.
+    let deployments = [ok(1, "a", T0), deployed(2, "b", "ReconciliationFailed", T0 + 100), ok(3, "a", T0 + 200)];
+    let rows = timeline::build(&deployments, &[], &[]);
+    let marks: Vec<(bool, bool, bool)> = rows.iter().map(|row| (row.failed, row.rollback, row.rolled_back)).collect();
+    assert_eq!(marks, [(false, false, false), (true, false, true), (false, true, false)]);
+    // One failed change, not two.
+    assert_eq!(dora::of_app(&rows, &month()).change_failure_rate.failed, 1);
+}
+
+#[test]
 fn a_failed_deployment_in_between_is_not_a_rollback() {
     let deployments = [ok(1, "a", T0), deployed(2, "b", "ReconciliationFailed", T0 + 100), ok(3, "c", T0 + 200)];
     let rows = timeline::build(&deployments, &[], &[]);

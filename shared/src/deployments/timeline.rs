@@ -96,22 +96,28 @@ fn attach_config_changes(rows: &mut [Row], config_log: &[LoggedCommit]) {
     }
 }
 
-/// A successful deployment whose digest an earlier success had, when the success just before it
-/// had another digest, is a rollback; the deployments after that earlier success were rolled back.
+/// A successful deployment whose digest an earlier success had, when something else was deployed
+/// since that success, is a rollback; the deployments in between were rolled back. The same
+/// manifests deployed again at a new commit, with nothing in between, are not. Over a failed
+/// deployment: a Kustomization comes back to earlier manifests only through a commit (a rollback,
+/// a revert), so that is a rollback; a Helm release comes back on its own when helm-controller
+/// remediates a failed upgrade, which restores it and is not one.
 fn mark_rollbacks(rows: &mut [Row]) {
     for index in 0..rows.len() {
         if rows[index].failed {
             continue;
         }
         let digest = rows[index].deployment.digest.clone();
-        let Some(previous_success) = rows[..index].iter().rposition(|row| !row.failed) else { continue };
-        if rows[previous_success].deployment.digest == digest {
-            continue;
-        }
         let Some(restored) = rows[..index].iter().rposition(|row| !row.failed && row.deployment.digest == digest)
         else {
             continue;
         };
+        let by_commit = rows[index].deployment.release.is_none();
+        let moved_on =
+            rows[restored + 1..index].iter().any(|row| row.deployment.digest != digest && (!row.failed || by_commit));
+        if !moved_on {
+            continue;
+        }
         rows[index].rollback = true;
         let at = rows[index].deployment.first.clone();
         for row in &mut rows[restored + 1..index] {

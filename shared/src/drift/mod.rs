@@ -353,12 +353,8 @@ fn applied_commit(source: &SourceRef, revision: &str) -> std::result::Result<Str
     if source.kind() != GIT_REPOSITORY.kind {
         return Err(format!("its source is a {}; drift reads GitRepository sources only", source.kind()));
     }
-    match revision.rsplit_once("sha1:") {
-        Some((_, hash)) if hash.len() == 40 && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
-            Ok(hash.to_ascii_lowercase())
-        }
-        _ => Err(format!("the applied revision {revision:?} names no full commit hash")),
-    }
+    crate::names::full_commit(revision)
+        .ok_or_else(|| format!("the applied revision {revision:?} names no full commit hash"))
 }
 
 /// `source` cloned at `commit`, from the URL the cluster pulls it from: its branch reset to the

@@ -93,6 +93,22 @@ pub async fn run_app_status(
     }
 }
 
+/// Waits as `app status NAME --wait --revision R` does (`wait` says how long and for what), and
+/// prints the app as the wait ends.
+pub async fn wait_for_app(
+    cluster: Cluster,
+    namespace: &str,
+    name: &str,
+    wait: &WaitRequest,
+    format: OutputFormat,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let served = served_apis(&cluster).await?;
+    let app = AppRef { namespace: namespace.to_string(), name: name.to_string() };
+    let mut viewer = Viewer::new(cluster, served, app, false, *printer);
+    super::watch::wait(&mut viewer, wait, format).await
+}
+
 /// What `app status NAME -o json` prints, for the UI's App page; `None` when there is no such app.
 pub async fn app_report(
     cluster: &Cluster,

@@ -20,7 +20,7 @@ pub(crate) mod watch;
 use serde::Serialize;
 
 pub use self::app_command::{
-    AppStatusArgs, AppStatusRequest, app_report, request_reconcile, run_app_status, set_suspended,
+    AppStatusArgs, AppStatusRequest, app_report, request_reconcile, run_app_status, set_suspended, wait_for_app,
 };
 pub use self::app_history::{AppHistory, AppHistoryArgs, AppHistoryRequest, app_history, run_app_history};
 pub(crate) use self::app_reads::served_apis;

@@ -520,6 +520,28 @@ impl TestEnv {
         run(Command::new("kubectl").arg("--kubeconfig").arg(&self.kubeconfig).args(args))
     }
 
+    /// Applies the config repo's sync as `flux bootstrap` makes it, but over HTTP with the git
+    /// server's user (Secret `http-credentials`): GitRepository and Kustomization `flux-system`
+    /// in flux-system, applying `./clusters/dev` of the repository `repo`.
+    pub fn apply_http_sync(&self, repo: &str) -> Result<String> {
+        self.apply_yaml(&format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: flux-system\nstringData:\n  username: {}\n  password: {}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+            servers::GIT_HTTP_USER,
+            servers::GIT_HTTP_PASSWORD,
+            self.git.http_url(repo)
+        ))
+    }
+
+    /// A team's repository as the config repo lists it: GitRepository `team` (over HTTP, with
+    /// `http-credentials`) of the repository `repo`, and Kustomization `team-app` applying all of
+    /// it into `default`.
+    pub fn team_source_yaml(&self, repo: &str) -> String {
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: team-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: team\n",
+            self.git.http_url(repo)
+        )
+    }
+
     /// `kubectl apply --server-side -f -` of a YAML text.
     pub fn apply_yaml(&self, yaml: &str) -> Result<String> {
         use std::io::Write;

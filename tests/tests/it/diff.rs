@@ -209,24 +209,13 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     env.git.git(team, &["add", "."]).unwrap();
     env.git.git(team, &["commit", "-q", "-m", "team"]).unwrap();
     env.git.git(team, &["push", "-q", &env.git.ssh_url("team"), "main"]).unwrap();
-    std::fs::write(
-        work.join("clusters/dev/team.yaml"),
-        format!(
-            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: team-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: team\n",
-            env.git.http_url("team")
-        ),
-    )
-    .unwrap();
+    std::fs::write(work.join("clusters/dev/team.yaml"), env.team_source_yaml("team")).unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "fleet"]);
     git(&["push", "-q", &env.git.ssh_url("fleet"), "main"]);
     // The checkout's origin is the URL Flux fetches from: diff knows it for the config repo's.
     git(&["remote", "add", "origin", &env.git.http_url("fleet")]);
-    env.apply_yaml(&format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: flux-system\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
-        env.git.http_url("fleet")
-    ))
-    .unwrap();
+    env.apply_http_sync("fleet").unwrap();
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
     for applied in ["web", "team-app", "extras", "hello"] {
         env.wait_for_jsonpath(

@@ -107,22 +107,11 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         std::fs::create_dir_all(work.join(path).parent().unwrap()).unwrap();
         std::fs::write(work.join(path), contents).unwrap();
     }
-    std::fs::write(
-        work.join("clusters/dev/team.yaml"),
-        format!(
-            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: team-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: team\n",
-            env.git.http_url("drift-team")
-        ),
-    )
-    .unwrap();
+    std::fs::write(work.join("clusters/dev/team.yaml"), env.team_source_yaml("drift-team")).unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "fleet"]);
     git(&["push", "-q", &env.git.ssh_url("drift-fleet"), "main"]);
-    env.apply_yaml(&format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: flux-system\nstringData:\n  username: {GIT_HTTP_USER}\n  password: {GIT_HTTP_PASSWORD}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
-        env.git.http_url("drift-fleet")
-    ))
-    .unwrap();
+    env.apply_http_sync("drift-fleet").unwrap();
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
     for applied in ["flux-system", "web", "team-app"] {
         env.wait_for_jsonpath(

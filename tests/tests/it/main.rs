@@ -27,6 +27,7 @@ mod kubectl;
 mod monitoring;
 mod pr;
 mod provider;
+mod rollback;
 mod schemas;
 mod setup;
 mod status;

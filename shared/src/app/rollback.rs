@@ -1,0 +1,473 @@
+//! `kubectl gitops app rollback NAME`: back to an earlier deployment, through git.
+//!
+//! The app's directory in the repository Flux applies it from (the Kustomization's `spec.path` in
+//! its GitRepository, on the branch it follows) is restored to what it held at that deployment's
+//! commit, in one commit pushed to that branch: Flux applies it as any change, and nothing in the
+//! cluster is patched for Flux to undo. The restored manifests are those of the earlier
+//! deployment, so `app history` marks the new deployment as a rollback.
+//!
+//! Refused, before anything is written, when it cannot be done cleanly: the branch holds a newer
+//! commit than the one Flux runs (someone else's change is on its way), an ImageUpdateAutomation
+//! writes to the same repository (it would move the image forward again), or the branch moves
+//! while we push.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, ListParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::change::{self, RepoSettings, Target};
+use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
+use crate::cluster::Cluster;
+use crate::diff::SourceRef;
+use crate::diff::sources::{self, Credentials, GitRef};
+use crate::error::{Error, ExitCode, Result};
+use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
+use crate::git::{Checkout, Workspace};
+use crate::output::Printer;
+use crate::plan::FileChange;
+use crate::status::{Limits, WaitRequest};
+
+/// The reason Flux gives a Kustomization snapshot that applied and passed its health checks.
+const SUCCEEDED: &str = "ReconciliationSucceeded";
+
+/// `app rollback`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RollbackArgs {
+    /// The app: a Kustomization of this name in the Flux namespace (-n, default flux-system).
+    pub name: String,
+
+    /// The deployment to go back to: its commit (full hash) or Flux revision (main@sha1:…).
+    ///
+    /// The deployment to go back to: its commit by its full hash, or its Flux revision
+    /// (main@sha1:…), as `kubectl gitops app history NAME` lists them (default: the last
+    /// deployment before the current one that was Ready).
+    #[arg(long, value_name = "REVISION")]
+    pub to: Option<String>,
+
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Wait until Flux has applied the change and it is Ready.
+    #[arg(long)]
+    pub wait: bool,
+
+    /// How long to wait.
+    ///
+    /// How long --wait waits.
+    #[arg(long, value_name = "DURATION", default_value = crate::timeouts::COMMAND_FLAG, value_parser = crate::duration::parse)]
+    pub timeout: Duration,
+
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// What `app rollback` is asked, checked.
+#[derive(Debug, Clone)]
+pub struct RollbackRequest {
+    name: String,
+    to: Option<String>,
+    dry_run: bool,
+    wait: bool,
+    timeout: Duration,
+    repo: RepoSettings,
+    format: OutputFormat,
+}
+
+impl RollbackArgs {
+    /// The request these flags make.
+    pub fn request(&self, global: &GlobalArgs) -> Result<RollbackRequest> {
+        let format = global.output_format();
+        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
+        let name = crate::names::validate_name(&self.name, "app name")?;
+        let to = match &self.to {
+            Some(given) => Some(crate::names::full_commit(given).ok_or_else(|| {
+                Error::usage(
+                    format!("--to {given}: not a commit's full hash or a Flux revision (main@sha1:…)"),
+                    "name the deployment as `kubectl gitops app history NAME` lists it, or its commit's full 40-character hash",
+                )
+            })?),
+            None => None,
+        };
+        Ok(RollbackRequest {
+            name,
+            to,
+            dry_run: self.dry_run,
+            wait: self.wait,
+            timeout: self.timeout,
+            repo: self.repo.settings()?,
+            format,
+        })
+    }
+}
+
+/// What `app rollback -o json|yaml` prints.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollback {
+    /// The app's namespace.
+    pub namespace: String,
+    /// The app.
+    pub name: String,
+    /// The repository and branch written: `URL (branch B)`.
+    pub repository: String,
+    /// The directory restored.
+    pub path: String,
+    /// The commit Flux ran before (the current deployment's).
+    pub from: String,
+    /// The commit whose files were restored (the earlier deployment's).
+    pub to: String,
+    /// The commit pushed; absent with --dry-run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The files restored: `add`, `update` or `delete` and the path.
+    pub files: Vec<String>,
+    /// True with --dry-run: nothing was written.
+    pub dry_run: bool,
+}
+
+impl crate::output::Kind for Rollback {
+    const KIND: &'static str = "Rollback";
+}
+
+/// `kubectl gitops app rollback NAME`.
+pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
+    let mut context = change::context(target, &request.repo, false, printer).await?;
+    let cluster = context.cluster()?.clone();
+    let namespace = context.namespace.clone();
+    let located = locate(&context, &cluster, &namespace, &request.name).await?;
+    let Located { app, source, url, branch, .. } = &located;
+    let (url, branch) = (url.clone(), branch.clone());
+    refuse_image_automation(&cluster, source).await?;
+    let running = current_commit(app).ok_or_else(|| {
+        Error::usage(
+            format!("{namespace}/{} has not been applied yet: there is nothing to roll back", request.name),
+            "`kubectl gitops app status NAME` shows why",
+        )
+    })?;
+    let to = match &request.to {
+        Some(to) => to.clone(),
+        None => last_ready(&cluster, &namespace, &request.name, &running, printer).await?,
+    };
+    if to == running {
+        return Err(Error::usage(
+            format!("{namespace}/{} runs {} already", request.name, short(&to)),
+            "name an earlier deployment with --to (`kubectl gitops app history NAME` lists them)",
+        ));
+    }
+    let config = Credentials::Resolve(&mut context, &request.repo).remote().await;
+    printer.progress(&format!("cloning branch {branch} of {url}"));
+    let (head_checkout, head) = sources::fetch(&url, &GitRef::Branch(branch.clone()), config.as_ref())
+        .await
+        .map_err(|why| Error::Remote { message: format!("{url}: {why}"), hint: None })?;
+    if head != running {
+        return Err(Error::usage(
+            format!(
+                "branch {branch} of {url} is at {}, a newer commit than the {} Flux runs: another change is on its way",
+                short(&head),
+                short(&running)
+            ),
+            format!(
+                "wait until Flux has applied it (`kubectl gitops app status {} --wait`), then roll back from there",
+                request.name
+            ),
+        ));
+    }
+    let (earlier, _) =
+        sources::fetch(&url, &GitRef::Commit { branch: branch.clone(), commit: to.clone() }, config.as_ref())
+            .await
+            .map_err(|why| {
+                Error::usage(
+                    format!("{} is not a commit of branch {branch} of {url}: {why}", short(&to)),
+                    "name a deployment `kubectl gitops app history NAME` lists",
+                )
+            })?;
+    let path = app["spec"]["path"].as_str().unwrap_or("./").to_string();
+    let dir = path.trim_start_matches("./").trim_end_matches('/').to_string();
+    let files = restored(&head_checkout.files(), &earlier.files(), &dir)?;
+    if files.is_empty() {
+        return Err(Error::usage(
+            format!("{path} of {url} is the same at {} as now: what changed is not in the app's directory", short(&to)),
+            "look at the config changes `kubectl gitops app history NAME` lists: the app's definition or values moved in the config repo",
+        ));
+    }
+    let failed = app["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|condition| condition["type"] == "Ready" && condition["status"] == "False")
+        .and_then(|condition| condition["reason"].as_str());
+    let why = failed.map_or_else(String::new, |reason| format!(", which is not Ready ({reason})"));
+    let message = format!(
+        "Roll back {} to {}\n\nRestores {path} as it was at commit {to}, the deployment before {running}{why}.\n\nMade by kubectl gitops app rollback {}.",
+        request.name,
+        short(&to),
+        request.name
+    );
+    let mut outcome = Rollback {
+        namespace: namespace.clone(),
+        name: request.name.clone(),
+        repository: format!("{url} (branch {branch})"),
+        path: path.clone(),
+        from: running.clone(),
+        to: to.clone(),
+        commit: None,
+        files: files.iter().map(|file| format!("{} {}", file.verb(), file.path)).collect(),
+        dry_run: request.dry_run,
+    };
+    if request.dry_run {
+        print_plan(&outcome, &message, &files, request, printer)?;
+        return Ok(ExitCode::Ok);
+    }
+    let commit = push(&head_checkout, &message, files, (&branch, &url), request.timeout, printer).await?;
+    outcome.commit = Some(commit.clone());
+    let code = reconcile_and_wait(cluster, &located, &commit, request, printer).await?;
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&outcome), request.format)?
+        }
+        _ => printer.data(&format!(
+            "rolled back {namespace}/{} to {}: commit {} pushed to branch {branch} of {url}",
+            request.name,
+            short(&to),
+            short(&commit)
+        ))?,
+    }
+    Ok(code)
+}
+
+/// The app's Kustomization and the git repository and branch it is applied from, with the APIs
+/// to ask Flux to reconcile them.
+struct Located {
+    app: Value,
+    source: SourceRef,
+    url: String,
+    branch: String,
+    kustomizations: Api<DynamicObject>,
+    repositories: Api<DynamicObject>,
+}
+
+/// Finds the app `name` in `namespace` and its source, refusing what a commit cannot roll back.
+async fn locate(context: &change::Context, cluster: &Cluster, namespace: &str, name: &str) -> Result<Located> {
+    let version = context.versions.lookup(&KUSTOMIZATION).unwrap_or(KUSTOMIZATION.version).to_string();
+    let kustomizations: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), namespace, &KUSTOMIZATION.at(&version));
+    let app = kustomizations.get_opt(name).await.map_err(|error| cluster.error(error))?.ok_or_else(|| {
+        Error::usage(
+            format!("there is no Kustomization {namespace}/{} to roll back", name),
+            "`kubectl gitops app list` lists the apps; a HelmRelease app is rolled back by its chart version, not yet by this command",
+        )
+    })?;
+    let app = serde_json::to_value(app).map_err(|error| Error::Internal(error.to_string()))?;
+    let source = SourceRef::applied_by(&app);
+    if source.kind() != GIT_REPOSITORY.kind {
+        return Err(Error::usage(
+            format!("{namespace}/{} applies a {}: rollback goes through git", name, source.kind()),
+            "roll back by pointing its source at the earlier artifact in the config repo",
+        ));
+    }
+    let git_version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
+    let repositories: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), source.namespace(), &GIT_REPOSITORY.at(&git_version));
+    let repository = repositories.get_opt(source.name()).await.map_err(|error| cluster.error(error))?;
+    let repository = repository.and_then(|object| serde_json::to_value(object).ok()).ok_or_else(|| {
+        Error::usage(format!("{source} does not exist"), "`kubectl gitops app status NAME` shows why")
+    })?;
+    let url = repository["spec"]["url"].as_str().unwrap_or_default().to_string();
+    let branch = match sources::git_ref(&repository["spec"]["ref"]) {
+        Ok(GitRef::Branch(branch)) => branch,
+        Ok(other) => {
+            return Err(Error::usage(
+                format!("{source} follows {other}, not a branch: a commit there would not be applied"),
+                "point it at the earlier tag or commit in the config repo (kubectl gitops app add … --tag), which is a rollback too",
+            ));
+        }
+        Err(why) => {
+            return Err(Error::usage(format!("{source}: {why}"), "rollback needs a source that follows a branch"));
+        }
+    };
+    Ok(Located { app, source, url, branch, kustomizations, repositories })
+}
+
+/// Commits the restored files and pushes them to `branch` of `url` (`to`); a push refused because
+/// the branch moved meanwhile refuses the rollback. Returns the commit pushed.
+async fn push(
+    checkout: &Workspace,
+    message: &str,
+    files: Vec<FileChange>,
+    (branch, url): (&str, &str),
+    timeout: Duration,
+    printer: &Printer,
+) -> Result<String> {
+    let moved = |_: &Checkout| -> Result<Vec<FileChange>> {
+        Err(Error::usage(
+            format!("someone pushed to branch {branch} of {url} meanwhile; nothing was pushed"),
+            "look at what they pushed (`kubectl gitops app history NAME`), and roll back again once Flux has applied it",
+        ))
+    };
+    let author = crate::publish::author();
+    match crate::publish::commit_and_push(checkout, message, &author, files, &moved, timeout, printer).await? {
+        crate::publish::Published::Commit(Some(commit)) => Ok(commit),
+        _ => Err(Error::Internal("the rollback commit was not pushed".into())),
+    }
+}
+
+/// Asks Flux to fetch and apply now, and with `--wait` waits as `app status NAME --wait
+/// --revision COMMIT` does.
+async fn reconcile_and_wait(
+    cluster: Cluster,
+    located: &Located,
+    commit: &str,
+    request: &RollbackRequest,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let (namespace, name) = (located.app["metadata"]["namespace"].as_str().unwrap_or_default(), &request.name);
+    crate::flux::reconcile::request_with_source(
+        (&located.repositories, located.source.name()),
+        (&located.kustomizations, name),
+        printer,
+    )
+    .await;
+    if !request.wait {
+        return Ok(ExitCode::Ok);
+    }
+    let wait = WaitRequest {
+        limits: Limits { timeout: request.timeout, grace_period: crate::timeouts::GRACE_PERIOD },
+        revision: Some(commit.to_string()),
+    };
+    crate::status::wait_for_app(cluster, namespace, name, &wait, OutputFormat::Table, printer).await
+}
+
+/// The plan `--dry-run` prints: the steps, then each file's diff.
+fn print_plan(
+    outcome: &Rollback,
+    message: &str,
+    files: &[FileChange],
+    request: &RollbackRequest,
+    printer: &Printer,
+) -> Result<()> {
+    if let OutputFormat::Json | OutputFormat::Yaml = request.format {
+        return printer.structured(&crate::output::document(outcome), request.format);
+    }
+    let mut steps = vec![format!(
+        "commit \"{}\" and push it to {}",
+        message.lines().next().unwrap_or_default(),
+        outcome.repository
+    )];
+    steps.push(format!("ask Flux to reconcile {}/{} now", outcome.namespace, outcome.name));
+    if request.wait {
+        steps.push(format!("wait until {}/{} is Ready at the new commit", outcome.namespace, outcome.name));
+    }
+    let mut text = crate::plan::render_steps(steps.iter().map(String::as_str));
+    for file in files {
+        text.push('\n');
+        text.push_str(&crate::plan::unified_diff(file));
+    }
+    printer.data(&text)
+}
+
+/// The files under `dir` (the whole tree when empty) as `earlier` holds them, as changes to
+/// `now`'s.
+fn restored(now: &Checkout, earlier: &Checkout, dir: &str) -> Result<Vec<FileChange>> {
+    let (now_files, earlier_files) = (files_of(now.root(), dir)?, files_of(earlier.root(), dir)?);
+    let mut changes = Vec::new();
+    for path in now_files.keys().chain(earlier_files.keys()).collect::<std::collections::BTreeSet<_>>() {
+        let (before, after) = (now_files.get(path), earlier_files.get(path));
+        if before != after {
+            changes.push(FileChange { path: path.clone(), before: before.cloned(), after: after.cloned() });
+        }
+    }
+    Ok(changes)
+}
+
+/// Every file under `dir` of a work tree (`.git` left out), by repo path, as text.
+fn files_of(root: &Path, dir: &str) -> Result<BTreeMap<String, String>> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![dir.to_string()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&current)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = if current.is_empty() { name.clone() } else { format!("{current}/{name}") };
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() && name != ".git" => pending.push(path),
+                Ok(kind) if kind.is_file() => {
+                    let bytes = std::fs::read(entry.path())
+                        .map_err(|error| Error::Io { context: format!("reading {path}"), source: error })?;
+                    found.insert(path, String::from_utf8_lossy(&bytes).into_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The commit Flux runs: the one it last attempted (a failed deployment is the one rolled back
+/// from), else the one it applied.
+fn current_commit(app: &Value) -> Option<String> {
+    let status = &app["status"];
+    [&status["lastAttemptedRevision"], &status["lastAppliedRevision"]]
+        .into_iter()
+        .filter_map(Value::as_str)
+        .find_map(crate::names::full_commit)
+}
+
+/// The commit of the last deployment before `running` that was Ready, from the app's history.
+async fn last_ready(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    running: &str,
+    printer: &Printer,
+) -> Result<String> {
+    let history = crate::status::app_history(cluster, namespace, name, false, printer).await?;
+    history
+        .deployments
+        .iter()
+        .rev()
+        .filter(|row| !row.failed && row.deployment.status == SUCCEEDED)
+        .filter_map(|row| crate::names::full_commit(&row.deployment.revision))
+        .find(|commit| commit != running)
+        .ok_or_else(|| {
+            Error::usage(
+                format!("{namespace}/{name} has no earlier deployment that was Ready"),
+                "name one with --to (`kubectl gitops app history NAME` lists them)",
+            )
+        })
+}
+
+/// Refuses when an ImageUpdateAutomation writes to `source`: it would move the image forward
+/// again after the rollback.
+async fn refuse_image_automation(cluster: &Cluster, source: &SourceRef) -> Result<()> {
+    let Ok(group) = kube::discovery::group(&cluster.client, "image.toolkit.fluxcd.io").await else { return Ok(()) };
+    let Some((resource, _)) = group.recommended_kind("ImageUpdateAutomation") else { return Ok(()) };
+    let automations: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), source.namespace(), &resource);
+    let listed = automations.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
+    for automation in listed.items {
+        let spec = &automation.data["spec"];
+        let suspended = spec["suspend"].as_bool().unwrap_or(false);
+        if !suspended && spec["sourceRef"]["name"] == source.name() && spec["sourceRef"]["kind"] != "OCIRepository" {
+            let name = automation.metadata.name.unwrap_or_default();
+            return Err(Error::usage(
+                format!(
+                    "ImageUpdateAutomation {}/{name} writes to {source}: it would move the image forward again after the rollback",
+                    source.namespace()
+                ),
+                format!(
+                    "suspend it first (`flux suspend image update {name} -n {}`), then roll back",
+                    source.namespace()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
