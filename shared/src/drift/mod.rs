@@ -12,6 +12,8 @@
 //! Ignore`, or `IfNotPresent` while the object exists) are skipped, as the controller skips them.
 
 mod fields;
+mod helm;
+mod objects;
 mod render;
 
 use futures::StreamExt;
@@ -19,19 +21,16 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::apply::{Applier, DryRun};
+use crate::apply::Applier;
 use crate::change::{self, RepoSettings, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::{Cluster, list_pages};
 use crate::diff::sources::{self, Credentials, GitRef};
-use crate::diff::{FLUX_FIELD_MANAGER, SourceRef, build, compare};
+use crate::diff::{FLUX_FIELD_MANAGER, SourceRef, build};
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
 use crate::flux_cli::{FluxCli, Locator, Tag};
 use crate::output::Printer;
-
-/// The annotation (or label) that tells kustomize-controller how to apply an object.
-const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
 
 /// How many Kustomizations are built and compared at once.
 const PARALLEL: usize = 4;
@@ -134,7 +133,7 @@ pub struct DriftedObject {
     /// Its name.
     pub name: String,
     /// `changed`: fields differ; `missing`: deleted from the cluster; `unchecked`: the API server
-    /// refused the dry run (`message` says why).
+    /// refused the dry run, or a HelmRelease's release could not be read (`message` says why).
     pub state: DriftState,
     /// The fields that differ, with who owns each now.
     pub fields: Vec<DriftedField>,
@@ -146,6 +145,10 @@ pub struct DriftedObject {
     /// Why it was not checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The HelmRelease (`NAMESPACE/NAME`) whose Helm release made it; absent for what the
+    /// Kustomization applies itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub helm_release: Option<String>,
 }
 
 /// How an object differs.
@@ -156,7 +159,7 @@ pub enum DriftState {
     Changed,
     /// Flux applied it and it is gone.
     Missing,
-    /// The API server refused the dry run.
+    /// Not checked: the API server refused the dry run, or a release could not be read.
     Unchecked,
 }
 
@@ -412,78 +415,30 @@ async fn check(
     };
     let mut drifted = Vec::new();
     let mut checked = 0;
+    let mut tally = |outcome: objects::Outcome| match outcome {
+        objects::Outcome::Skipped => {}
+        objects::Outcome::Clean => checked += 1,
+        objects::Outcome::Drifted(object) => {
+            checked += 1;
+            drifted.push(*object);
+        }
+    };
     for document in &built {
-        if ssa_mode(document) == Some("ignore") {
-            continue;
-        }
-        let object = crate::apply::object_ref(document);
-        let mut found = DriftedObject {
-            api_version: text(document, "/apiVersion"),
-            kind: object.kind.clone(),
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-            state: DriftState::Changed,
-            fields: Vec::new(),
-            managers: Vec::new(),
-            since: None,
-            message: None,
-        };
-        let (live, applied) = match applier.dry_run(document, FLUX_FIELD_MANAGER).await {
-            Ok(DryRun::Applied { live, applied }) => (live, applied),
-            Ok(DryRun::NotAllowed { live }) => {
-                let applied = compare::applied_here(live.as_ref(), document);
-                (live, applied)
-            }
-            Ok(DryRun::Refused { message, .. }) => {
-                checked += 1;
-                drifted.push(DriftedObject { state: DriftState::Unchecked, message: Some(message), ..found });
-                continue;
-            }
-            // The namespace it lives in is gone too.
-            Err(_) if applier.get(document).await.ok().flatten().is_none() => (None, Value::Null),
-            Err(error) => return Err(error),
-        };
-        checked += 1;
-        let Some(live) = live else {
-            drifted.push(DriftedObject { state: DriftState::Missing, ..found });
-            continue;
-        };
-        if matches!(ssa_mode(&live), Some("ignore" | "ifnotpresent")) || ssa_mode(document) == Some("ifnotpresent") {
-            checked -= 1;
-            continue;
-        }
-        let managed = &live["metadata"]["managedFields"];
-        let changed =
-            fields::changed(&compare::normalized(&live), &compare::normalized(&applied), managed, FLUX_FIELD_MANAGER);
-        if changed.is_empty() {
-            continue;
-        }
-        for field in &changed {
-            for manager in &field.managers {
-                if !found.managers.contains(manager) {
-                    found.managers.push(manager.clone());
+        tally(objects::compare(&mut applier, document, FLUX_FIELD_MANAGER, None).await?);
+    }
+    // Each HelmRelease's objects, as its last Helm release applied them.
+    for release in built.iter().filter(|document| helm::is_helm_release(document)) {
+        let name = format!("{}/{}", text(release, "/metadata/namespace"), text(release, "/metadata/name"));
+        match helm::release_objects(&mut applier, release).await? {
+            Ok(documents) => {
+                for document in &documents {
+                    tally(objects::compare(&mut applier, document, helm::FIELD_MANAGER, Some(&name)).await?);
                 }
             }
+            Err(why) => tally(objects::Outcome::Drifted(Box::new(objects::unchecked(release, why)))),
         }
-        found.since = found.managers.first().and_then(|manager| fields::written_at(managed, manager));
-        found.fields =
-            changed.into_iter().map(|field| DriftedField { path: field.path, managers: field.managers }).collect();
-        drifted.push(found);
     }
     Ok(Ok((drifted, checked)))
-}
-
-/// How kustomize-controller is told to apply an object (`ignore`, `ifnotpresent`, `merge`),
-/// from its annotation or label, in lower case.
-fn ssa_mode(object: &Value) -> Option<&'static str> {
-    let metadata = &object["metadata"];
-    let value = metadata["annotations"][SSA].as_str().or_else(|| metadata["labels"][SSA].as_str())?;
-    match value.to_ascii_lowercase().as_str() {
-        "ignore" => Some("ignore"),
-        "ifnotpresent" => Some("ifnotpresent"),
-        "merge" => Some("merge"),
-        _ => None,
-    }
 }
 
 fn summarize(kustomizations: &[KustomizationDrift]) -> DriftSummary {
@@ -519,14 +474,5 @@ mod tests {
         assert!(applied_commit(&git, "main@sha1:0123").unwrap_err().contains("no full commit hash"));
         let oci = SourceRef::new("OCIRepository", "flux-system", "app");
         assert!(applied_commit(&oci, "latest@sha256:abc").unwrap_err().contains("GitRepository sources only"));
-    }
-
-    #[test]
-    fn the_ssa_annotation_or_label_is_read_as_the_controller_reads_it() {
-        let annotated = serde_json::json!({"metadata": {"annotations": {SSA: "Ignore"}}});
-        let labelled = serde_json::json!({"metadata": {"labels": {SSA: "IfNotPresent"}}});
-        assert_eq!(ssa_mode(&annotated), Some("ignore"));
-        assert_eq!(ssa_mode(&labelled), Some("ifnotpresent"));
-        assert_eq!(ssa_mode(&serde_json::json!({"metadata": {}})), None);
     }
 }

@@ -51,6 +51,10 @@ pub fn text(drift: &Drift, headers: bool, style: Style) -> String {
                 Some(namespace) => format!("{}/{namespace}/{}", object.kind, object.name),
                 None => format!("{}/{}", object.kind, object.name),
             };
+            let name = match &object.helm_release {
+                Some(release) => format!("{name} (HelmRelease {release})"),
+                None => name,
+            };
             let fields = match object.state {
                 DriftState::Missing => "(deleted)".to_string(),
                 DriftState::Unchecked => "(not checked)".to_string(),
@@ -81,9 +85,7 @@ pub fn text(drift: &Drift, headers: bool, style: Style) -> String {
         }
         for object in kustomization.objects.iter().filter(|object| object.state == DriftState::Unchecked) {
             let message = object.message.as_deref().unwrap_or_default();
-            text.push_str(
-                &style.bad(&format!("{} {}: the API server refused the dry run: {message}", object.kind, object.name)),
-            );
+            text.push_str(&style.bad(&format!("{} {}: not checked: {message}", object.kind, object.name)));
             text.push('\n');
         }
     }

@@ -33,6 +33,12 @@ const FLEET: [(&str, &str); 4] = [
     ),
 ];
 
+/// The Kustomization `hello`, which applies `apps/hello`.
+const HELLO_KUSTOMIZATION: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/hello\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+
+/// The chart repository and the HelmRelease of the chart `hello` (`{url}`: the chart server).
+const HELLO_RELEASE: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  install:\n    disableWait: true\n  upgrade:\n    disableWait: true\n  driftDetection:\n    mode: enabled\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: hello from git\n    replicas: 1\n    image: registry.invalid/hello:1.0.0\n";
+
 /// `kubectl gitops drift ARGS` through the real kubectl, with the config repo named (the cluster
 /// was not installed by us: there is no install record to name it).
 fn drift(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
@@ -108,12 +114,18 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         std::fs::write(work.join(path), contents).unwrap();
     }
     std::fs::write(work.join("clusters/dev/team.yaml"), env.team_source_yaml("drift-team")).unwrap();
+    // A Helm app: the fixture chart from the environment's chart server, with helm-controller's
+    // drift detection on, so that it puts back what is changed by hand too.
+    env.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
+    std::fs::create_dir_all(work.join("apps/hello")).unwrap();
+    std::fs::write(work.join("clusters/dev/hello.yaml"), HELLO_KUSTOMIZATION).unwrap();
+    std::fs::write(work.join("apps/hello/release.yaml"), HELLO_RELEASE.replace("{url}", &env.helm.url)).unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "fleet"]);
     git(&["push", "-q", &env.git.ssh_url("drift-fleet"), "main"]);
     env.apply_http_sync("drift-fleet").unwrap();
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    for applied in ["flux-system", "web", "team-app"] {
+    for applied in ["flux-system", "web", "team-app", "hello"] {
         env.wait_for_jsonpath(
             &["-n", "flux-system", "kustomization", applied],
             ready,
@@ -122,13 +134,15 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         )
         .unwrap();
     }
+    env.wait_for_jsonpath(&["-n", "flux-system", "helmrelease", "hello"], ready, "True", Duration::from_secs(180))
+        .unwrap();
     let plugins = binaries::plugin_dir();
     let before = env.our_requests().unwrap().len();
 
     // As Flux applied it: no drift.
     let clean = drift(env, plugins.path(), &["-A"]);
     assert_eq!(clean.code, Some(0), "{}", clean.render());
-    assert!(clean.stdout.ends_with("0 drifted (0 deleted) of 6 objects in 3 Kustomizations\n"), "{}", clean.render());
+    assert!(clean.stdout.ends_with("0 drifted (0 deleted) of 11 objects in 4 Kustomizations\n"), "{}", clean.render());
 
     // By hand: the real `kubectl edit` (an editor that changes the replicas, an env var and a
     // label), a ConfigMap deleted, another patched by another field manager.
@@ -160,11 +174,24 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         "--field-manager=on-call",
     ])
     .unwrap();
+    // And an object of the Helm release.
+    env.kubectl_ok(&[
+        "-n",
+        "default",
+        "patch",
+        "configmap",
+        "default-hello-greeting",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"greeting":"edited"}}"#,
+        "--field-manager=on-call",
+    ])
+    .unwrap();
 
     let found = drift(env, plugins.path(), &["-A", "-o", "json"]);
     assert_eq!(found.code, Some(1), "{}", found.render());
     let document = gitops_e2e::schema::document("Drift", &found.stdout);
-    assert_eq!(document["summary"]["drifted"], 3, "{document:#}");
+    assert_eq!(document["summary"]["drifted"], 4, "{document:#}");
     assert_eq!(document["summary"]["missing"], 1, "{document:#}");
     let web = drifted(&document, "web");
     let names: Vec<&str> = web.iter().map(|(name, _)| name.as_str()).collect();
@@ -188,6 +215,12 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert_eq!(team_app.len(), 1, "{document:#}");
     assert_eq!(team_app[0].1["fields"], serde_json::json!([{"path": "data.size", "managers": ["on-call"]}]));
     assert!(drifted(&document, "flux-system").is_empty(), "{document:#}");
+    let hello = drifted(&document, "hello");
+    assert_eq!(hello.len(), 1, "{document:#}");
+    assert_eq!(hello[0].0, "ConfigMap/default-hello-greeting");
+    assert_eq!(hello[0].1["helmRelease"], "flux-system/hello", "{document:#}");
+    assert_eq!(hello[0].1["namespace"], "default");
+    assert_eq!(hello[0].1["fields"], serde_json::json!([{"path": "data.greeting", "managers": ["on-call"]}]));
     let drifting = series(env, plugins.path());
     for line in [
         "gitops_drifted_objects{namespace=\"flux-system\",name=\"web\",state=\"changed\"} 1",
@@ -226,7 +259,8 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert!(writes.is_empty(), "drift wrote: {writes:?}");
 
     // Flux puts it back: the drift is gone.
-    env.request_reconcile("flux-system", &["kustomization/web", "kustomization/team-app"]).unwrap();
+    env.request_reconcile("flux-system", &["kustomization/web", "kustomization/team-app", "helmrelease/hello"])
+        .unwrap();
     let started = Instant::now();
     loop {
         let after = drift(env, plugins.path(), &["-A"]);
@@ -245,5 +279,5 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let drifting: Vec<&str> =
         settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{") && !line.ends_with(" 0")).collect();
     assert!(drifting.is_empty(), "{settled}");
-    assert_eq!(settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{")).count(), 6, "{settled}");
+    assert_eq!(settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{")).count(), 8, "{settled}");
 }

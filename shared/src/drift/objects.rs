@@ -1,0 +1,119 @@
+//! One object compared with the cluster: a server-side dry run of what Flux applied, under the
+//! field manager that applies it, and the fields that differ with who changed them.
+
+use serde_json::Value;
+
+use super::{DriftState, DriftedField, DriftedObject, fields, text};
+use crate::apply::{Applier, DryRun};
+use crate::diff::compare;
+use crate::error::Result;
+
+/// The annotation (or label) that tells kustomize-controller how to apply an object.
+const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
+
+/// What comparing one object found.
+pub(super) enum Outcome {
+    /// Flux is told to leave it alone: not looked at.
+    Skipped,
+    /// As Flux applied it.
+    Clean,
+    /// It differs, is gone, or could not be checked.
+    Drifted(Box<DriftedObject>),
+}
+
+/// `document` (as Flux applied it) compared with its live object by a dry run under `manager`;
+/// `helm_release` names the HelmRelease whose release made it.
+pub(super) async fn compare(
+    applier: &mut Applier<'_>,
+    document: &Value,
+    manager: &str,
+    helm_release: Option<&str>,
+) -> Result<Outcome> {
+    if ssa_mode(document) == Some("ignore") {
+        return Ok(Outcome::Skipped);
+    }
+    let mut found =
+        DriftedObject { helm_release: helm_release.map(String::from), ..unchecked(document, String::new()) };
+    found.state = DriftState::Changed;
+    found.message = None;
+    let (live, applied) = match applier.dry_run(document, manager).await {
+        Ok(DryRun::Applied { live, applied }) => (live, applied),
+        Ok(DryRun::NotAllowed { live }) => {
+            let applied = compare::applied_here(live.as_ref(), document);
+            (live, applied)
+        }
+        Ok(DryRun::Refused { message, .. }) => {
+            let refused = DriftedObject { state: DriftState::Unchecked, message: Some(message), ..found };
+            return Ok(Outcome::Drifted(Box::new(refused)));
+        }
+        // The namespace it lives in is gone too.
+        Err(_) if applier.get(document).await.ok().flatten().is_none() => (None, Value::Null),
+        Err(error) => return Err(error),
+    };
+    let Some(live) = live else {
+        return Ok(Outcome::Drifted(Box::new(DriftedObject { state: DriftState::Missing, ..found })));
+    };
+    if matches!(ssa_mode(&live), Some("ignore" | "ifnotpresent")) || ssa_mode(document) == Some("ifnotpresent") {
+        return Ok(Outcome::Skipped);
+    }
+    let managed = &live["metadata"]["managedFields"];
+    let changed = fields::changed(&compare::normalized(&live), &compare::normalized(&applied), managed, manager);
+    if changed.is_empty() {
+        return Ok(Outcome::Clean);
+    }
+    for field in &changed {
+        for owner in &field.managers {
+            if !found.managers.contains(owner) {
+                found.managers.push(owner.clone());
+            }
+        }
+    }
+    found.since = found.managers.first().and_then(|owner| fields::written_at(managed, owner));
+    found.fields =
+        changed.into_iter().map(|field| DriftedField { path: field.path, managers: field.managers }).collect();
+    Ok(Outcome::Drifted(Box::new(found)))
+}
+
+/// `document` as an object that could not be checked, and why.
+pub(super) fn unchecked(document: &Value, why: String) -> DriftedObject {
+    let object = crate::apply::object_ref(document);
+    DriftedObject {
+        api_version: text(document, "/apiVersion"),
+        kind: object.kind,
+        namespace: object.namespace,
+        name: object.name,
+        state: DriftState::Unchecked,
+        fields: Vec::new(),
+        managers: Vec::new(),
+        since: None,
+        message: Some(why),
+        helm_release: None,
+    }
+}
+
+/// How kustomize-controller is told to apply an object (`ignore`, `ifnotpresent`, `merge`),
+/// from its annotation or label, in lower case.
+fn ssa_mode(object: &Value) -> Option<&'static str> {
+    let metadata = &object["metadata"];
+    let value = metadata["annotations"][SSA].as_str().or_else(|| metadata["labels"][SSA].as_str())?;
+    match value.to_ascii_lowercase().as_str() {
+        "ignore" => Some("ignore"),
+        "ifnotpresent" => Some("ifnotpresent"),
+        "merge" => Some("merge"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ssa_annotation_or_label_is_read_as_the_controller_reads_it() {
+        let annotated = serde_json::json!({"metadata": {"annotations": {SSA: "Ignore"}}});
+        let labelled = serde_json::json!({"metadata": {"labels": {SSA: "IfNotPresent"}}});
+        assert_eq!(ssa_mode(&annotated), Some("ignore"));
+        assert_eq!(ssa_mode(&labelled), Some("ifnotpresent"));
+        assert_eq!(ssa_mode(&serde_json::json!({"metadata": {}})), None);
+    }
+}
