@@ -128,6 +128,10 @@ pub struct Rollback {
     pub files: Vec<String>,
     /// True with --dry-run: nothing was written.
     pub dry_run: bool,
+    /// With --dry-run: what the restored files would change in the cluster (the app's objects
+    /// built from them and compared by a server-side dry run, as `drift` compares).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::drift::Drift>,
 }
 
 impl crate::output::Kind for Rollback {
@@ -218,8 +222,11 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         commit: None,
         files: files.iter().map(|file| format!("{} {}", file.verb(), file.path)).collect(),
         dry_run: request.dry_run,
+        preview: None,
     };
     if request.dry_run {
+        let root = earlier.files().root().to_path_buf();
+        outcome.preview = Some(crate::drift::preview(&cluster, app, &root, printer).await?);
         print_plan(&outcome, &message, &files, request, printer)?;
         return Ok(ExitCode::Ok);
     }
@@ -366,6 +373,10 @@ fn print_plan(
     for file in files {
         text.push('\n');
         text.push_str(&crate::plan::unified_diff(file));
+    }
+    if let Some(preview) = &outcome.preview {
+        text.push_str("\nWhat the cluster would get from the restored files:\n");
+        text.push_str(&crate::drift::render_preview(preview, true, printer.stdout_style()));
     }
     printer.data(&text)
 }

@@ -16,6 +16,8 @@ mod helm;
 mod objects;
 mod render;
 
+pub use self::render::preview_text as render_preview;
+
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;
@@ -232,6 +234,34 @@ pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> 
         _ => printer.data(&render::text(&drift, request.headers, printer.stdout_style()))?,
     }
     Ok(drift.exit_code())
+}
+
+/// What applying `kustomization` from `root`, a checkout of its source at another commit, would
+/// change in the cluster: the objects of that build compared as drift compares them (`app
+/// rollback --dry-run`'s preview). What the build no longer makes is not listed.
+pub async fn preview(
+    cluster: &Cluster,
+    kustomization: &Value,
+    root: &std::path::Path,
+    printer: &Printer,
+) -> Result<Drift> {
+    let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
+    let mut result = KustomizationDrift {
+        namespace: text(kustomization, "/metadata/namespace"),
+        name: text(kustomization, "/metadata/name"),
+        source: SourceRef::applied_by(kustomization).to_string(),
+        revision: String::new(),
+        objects: Vec::new(),
+        checked: 0,
+        error: None,
+    };
+    match check(Applier::new(cluster), &flux_cli, kustomization, root).await? {
+        Ok((objects, checked)) => (result.objects, result.checked) = (objects, checked),
+        Err(why) => result.error = Some(why),
+    }
+    let kustomizations = vec![result];
+    let summary = summarize(&kustomizations);
+    Ok(Drift { kustomizations, summary })
 }
 
 /// The Kustomizations to look at: in `namespace` (every one with `None`), or the one named.

@@ -43,6 +43,45 @@ const FIELDS_SHOWN: usize = 3;
 
 /// The whole screen.
 pub fn text(drift: &Drift, headers: bool, style: Style) -> String {
+    let summary = drift.summary;
+    let line = format!(
+        "{} drifted ({} deleted) of {} objects in {} Kustomization{}{}",
+        summary.drifted,
+        summary.missing,
+        summary.checked,
+        summary.kustomizations,
+        if summary.kustomizations == 1 { "" } else { "s" },
+        if summary.failed > 0 { format!(", {} not checked", summary.failed) } else { String::new() }
+    );
+    with_summary(rows(drift, headers, style), &line, summary.failed > 0 || summary.drifted > 0, style)
+}
+
+/// The screen of a preview ([`super::preview`]): the same rows, counted as what would change.
+pub fn preview_text(drift: &Drift, headers: bool, style: Style) -> String {
+    let summary = drift.summary;
+    let line = format!(
+        "{} objects would change ({} created), {} stay as they are{}",
+        summary.drifted,
+        summary.missing,
+        summary.checked.saturating_sub(summary.drifted),
+        if summary.failed > 0 { format!(", {} not checked", summary.failed) } else { String::new() }
+    );
+    with_summary(rows(drift, headers, style), &line, summary.failed > 0, style)
+}
+
+/// `text` with the summary line after it, in red when `bad`.
+fn with_summary(mut text: String, line: &str, bad: bool, style: Style) -> String {
+    let line = if bad { style.bad(line) } else { style.good(line) };
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(&line);
+    text.push('\n');
+    text
+}
+
+/// The table, then what could not be checked.
+fn rows(drift: &Drift, headers: bool, style: Style) -> String {
     let mut table = Table::new(["KUSTOMIZATION", "OBJECT", "FIELDS", "MANAGER", "SINCE"]);
     let now = crate::duration::now();
     for kustomization in &drift.kustomizations {
@@ -89,21 +128,5 @@ pub fn text(drift: &Drift, headers: bool, style: Style) -> String {
             text.push('\n');
         }
     }
-    let summary = drift.summary;
-    let line = format!(
-        "{} drifted ({} deleted) of {} objects in {} Kustomization{}{}",
-        summary.drifted,
-        summary.missing,
-        summary.checked,
-        summary.kustomizations,
-        if summary.kustomizations == 1 { "" } else { "s" },
-        if summary.failed > 0 { format!(", {} not checked", summary.failed) } else { String::new() }
-    );
-    let line = if summary.failed > 0 || summary.drifted > 0 { style.bad(&line) } else { style.good(&line) };
-    if !text.is_empty() {
-        text.push('\n');
-    }
-    text.push_str(&line);
-    text.push('\n');
     text
 }

@@ -27,6 +27,8 @@ fn app(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
             .args(["--config-repo", &env.git.http_url("rollback-fleet")])
             .env("PATH", path)
             .env("KUBECONFIG", &env.kubeconfig)
+            // The preview builds with the flux CLI the environment pins (github.com is not reached).
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
             .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
             .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD)
             .env("GIT_AUTHOR_NAME", "on-call")
@@ -114,10 +116,20 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
     assert_eq!(plan["files"], serde_json::json!(["update app/config.yaml"]));
     assert_eq!(plan["dryRun"], true);
     assert!(plan.get("commit").is_none());
+    // The failed commit never reached the cluster: web 2's files change nothing there.
+    assert_eq!(plan["preview"]["summary"]["drifted"], 0, "{plan:#}");
+    assert_eq!(plan["preview"]["summary"]["checked"], 1, "{plan:#}");
     let screen = app(env, plugins.path(), &["rollback", "web", "--dry-run"]);
     assert_eq!(screen.code, Some(0), "{}", screen.render());
     assert!(screen.stdout.starts_with("Plan:\n"), "{}", screen.stdout);
     assert!(screen.stdout.contains("-  bad key!: \"3\"\n+  version: \"2\"\n"), "{}", screen.stdout);
+    assert!(
+        screen.stdout.ends_with(
+            "What the cluster would get from the restored files:\n0 objects would change (0 created), 1 stay as they are\n"
+        ),
+        "{}",
+        screen.stdout
+    );
 
     // The rollback, waited for: a commit that restores web 2's file, applied and Ready.
     let rolled = app(env, plugins.path(), &["rollback", "web", "--wait", "--timeout", "2m"]);
@@ -145,6 +157,14 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
     let newest = history["deployments"].as_array().unwrap().last().unwrap();
     assert_eq!(newest["revision"], format!("main@sha1:{pushed}"), "{history:#}");
     assert_eq!(newest["rollback"], true, "{history:#}");
+
+    // Further back, to web 1: the preview shows the ConfigMap's version going back.
+    let further = app(env, plugins.path(), &["rollback", "web", "--to", &first, "--dry-run", "-o", "json"]);
+    assert_eq!(further.code, Some(0), "{}", further.render());
+    let further = gitops_e2e::schema::document("Rollback", &further.stdout);
+    let objects = &further["preview"]["kustomizations"][0]["objects"];
+    assert_eq!(objects[0]["name"], "web", "{further:#}");
+    assert_eq!(objects[0]["fields"], serde_json::json!([{"path": "data.version", "managers": []}]), "{further:#}");
 
     // An image automation writing to the app's repository would undo it: refused, with the hint.
     env.apply_yaml(IMAGE_UPDATE_AUTOMATION_CRD).unwrap();
