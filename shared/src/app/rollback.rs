@@ -29,6 +29,7 @@ use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
 use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
 use crate::plan::FileChange;
+use crate::repo_access::{parse_url, same_server};
 use crate::status::{Limits, WaitRequest};
 
 /// The reason Flux gives a Kustomization snapshot that applied and passed its health checks.
@@ -56,6 +57,14 @@ pub struct RollbackArgs {
     #[arg(long)]
     pub wait: bool,
 
+    /// Push to a new branch and open a pull request (GitLab: merge request).
+    ///
+    /// Push the rollback to a new branch of the app's repository and open a pull request into
+    /// the branch Flux follows, on the config repo's forge (the app's repository must be on the
+    /// same server); Flux applies it once it is merged.
+    #[arg(long, conflicts_with = "wait")]
+    pub pr: bool,
+
     /// How long to wait.
     ///
     /// How long --wait waits.
@@ -73,6 +82,7 @@ pub struct RollbackRequest {
     to: Option<String>,
     dry_run: bool,
     wait: bool,
+    pr: bool,
     timeout: Duration,
     repo: RepoSettings,
     format: OutputFormat,
@@ -98,6 +108,7 @@ impl RollbackArgs {
             to,
             dry_run: self.dry_run,
             wait: self.wait,
+            pr: self.pr,
             timeout: self.timeout,
             repo: self.repo.settings()?,
             format,
@@ -124,6 +135,9 @@ pub struct Rollback {
     /// The commit pushed; absent with --dry-run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// With --pr: the pull request opened, by its address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<String>,
     /// The files restored: `add`, `update` or `delete` and the path.
     pub files: Vec<String>,
     /// True with --dry-run: nothing was written.
@@ -220,6 +234,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         from: running.clone(),
         to: to.clone(),
         commit: None,
+        pull_request: None,
         files: files.iter().map(|file| format!("{} {}", file.verb(), file.path)).collect(),
         dry_run: request.dry_run,
         preview: None,
@@ -230,20 +245,32 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         print_plan(&outcome, &message, &files, request, printer)?;
         return Ok(ExitCode::Ok);
     }
+    if request.pr {
+        let pr_branch = format!("gitops/rollback-{}-{}", request.name, short(&to));
+        let target = PullRequestTarget {
+            url: &url,
+            base: &branch,
+            branch: pr_branch,
+            config: config.as_ref(),
+            repo: &request.repo,
+        };
+        let opened = open_pull_request(&context, &head_checkout, target, &message, &files).await?;
+        outcome.commit = head_checkout.files().head();
+        outcome.pull_request = Some(opened.url.clone());
+        let line =
+            format!("opened pull request #{} to roll back {namespace}/{}: {}", opened.number, request.name, opened.url);
+        return print_outcome(&outcome, &line, request.format, printer).map(|()| ExitCode::Ok);
+    }
     let commit = push(&head_checkout, &message, files, (&branch, &url), request.timeout, printer).await?;
     outcome.commit = Some(commit.clone());
     let code = reconcile_and_wait(cluster, &located, &commit, request, printer).await?;
-    match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            printer.structured(&crate::output::document(&outcome), request.format)?
-        }
-        _ => printer.data(&format!(
-            "rolled back {namespace}/{} to {}: commit {} pushed to branch {branch} of {url}",
-            request.name,
-            short(&to),
-            short(&commit)
-        ))?,
-    }
+    let line = format!(
+        "rolled back {namespace}/{} to {}: commit {} pushed to branch {branch} of {url}",
+        request.name,
+        short(&to),
+        short(&commit)
+    );
+    print_outcome(&outcome, &line, request.format, printer)?;
     Ok(code)
 }
 
@@ -347,6 +374,69 @@ async fn reconcile_and_wait(
         revision: Some(commit.to_string()),
     };
     crate::status::wait_for_app(cluster, namespace, name, &wait, OutputFormat::Table, printer).await
+}
+
+/// What was done: the Rollback document, or `line`.
+fn print_outcome(outcome: &Rollback, line: &str, format: OutputFormat, printer: &Printer) -> Result<()> {
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&crate::output::document(outcome), format),
+        _ => printer.data(line),
+    }
+}
+
+/// Where a rollback's pull request goes: the app's repository, the branch Flux follows, and
+/// the config repo's remote (whose server the app's must be on).
+struct PullRequestTarget<'a> {
+    url: &'a str,
+    base: &'a str,
+    /// The branch to push: `gitops/rollback-<app>-<commit>`.
+    branch: String,
+    config: Option<&'a crate::git::Remote>,
+    /// The flags that name the config repo and the hosts it may be on.
+    repo: &'a RepoSettings,
+}
+
+/// Commits the restored files on a branch of their own, pushes it and opens a pull request into
+/// the branch Flux follows on the config repo's forge; a branch whose pull request cannot be
+/// opened is deleted again.
+async fn open_pull_request(
+    context: &change::Context,
+    checkout: &Workspace,
+    target: PullRequestTarget<'_>,
+    message: &str,
+    files: &[FileChange],
+) -> Result<crate::provider::PullRequest> {
+    let no_forge = || {
+        Error::usage(
+            format!("{} is not on the config repo's forge: there is no pull request to open there", target.url),
+            "roll back without --pr (a commit pushed to the branch), or open the pull request yourself",
+        )
+    };
+    let hosted = context.hosted_repo(target.repo)?.ok_or_else(no_forge)?;
+    let on_config_server = target.config.is_some_and(
+        |config| matches!((parse_url(target.url), parse_url(&config.url)), (Ok(a), Ok(b)) if same_server(&a, &b)),
+    );
+    if !on_config_server {
+        return Err(no_forge());
+    }
+    let path = crate::repo_access::path_of(target.url)?;
+    let repository = crate::provider::RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
+    let (title, branch) = (message.lines().next().unwrap_or_default(), &target.branch);
+    {
+        let mut files_now = checkout.files();
+        crate::publish::write(&mut files_now, files)?;
+        files_now.commit(message, &crate::publish::author())?;
+    }
+    checkout.push_to_branch(branch).await?;
+    let body = message.split_once("\n\n").map_or("", |(_, body)| body);
+    match hosted.provider.create_pull_request(&repository, branch, target.base, title, body).await {
+        Ok(opened) => Ok(opened),
+        Err(error) => {
+            // Nothing half-written: no branch without its pull request.
+            let _ = checkout.delete_remote_branch(branch).await;
+            Err(error.into())
+        }
+    }
 }
 
 /// The plan `--dry-run` prints: the steps, then each file's diff.

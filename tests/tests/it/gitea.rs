@@ -622,6 +622,7 @@ fn app_add_create_repo_makes_the_repository_its_key_and_the_app_in_one_plan() {
         ])
         .unwrap();
     assert_eq!(ready, "True");
+    rollback_through_a_pull_request(&forge, plugins.path(), &keys);
 
     // Taken: a repository of that name, or a Secret of the app's name. Nothing is made.
     let taken = add(&["other", "--create-repo", "hello"]);
@@ -653,6 +654,60 @@ fn app_add_create_repo_makes_the_repository_its_key_and_the_app_in_one_plan() {
     assert!(refused.stderr.contains("deleted acme/refused again"), "{}", refused.stderr);
     assert!(!exists("acme/refused") && !secret("refused"));
     assert_eq!(gitea.head(REPO, "main").unwrap(), main);
+}
+
+/// `app rollback hello --pr` after a second deployment of the app's own repository (a change
+/// made through Gitea's API): a pull request on the app's repository restores the first
+/// deployment's files; merged on Gitea, Flux applies it.
+fn rollback_through_a_pull_request(forge: &Forge, plugins: &Path, keys: &[&str]) {
+    let gitea = &forge.gitea;
+    let file = "/repos/acme/hello/contents/deploy/kustomization.yaml";
+    let first = gitea.api("GET", file, None).unwrap();
+    let original = String::from_utf8(base64_decode(first["content"].as_str().unwrap())).unwrap();
+    let changed = format!("{original}configMapGenerator:\n- name: hello-settings\n  literals:\n  - tier=second\n");
+    let body = json!({"content": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &changed),
+        "sha": first["sha"], "message": "second deployment", "branch": "main"});
+    gitea.api("PUT", file, Some(&body)).unwrap();
+    let second = gitea.head("acme/hello", "main").unwrap();
+    let applied = |commit: &str| {
+        forge.env.request_reconcile("flux-system", &["gitrepository/hello", "kustomization/hello"]).unwrap();
+        forge
+            .env
+            .wait_for_jsonpath(
+                &["-n", "flux-system", "kustomization", "hello"],
+                "{.status.lastAppliedRevision}",
+                &format!("main@sha1:{commit}"),
+                Duration::from_secs(120),
+            )
+            .unwrap();
+    };
+    applied(&second);
+    let settings = |present: bool| {
+        let listed = forge.env.kubectl_ok(&["-n", "default", "get", "configmaps", "-o", "name"]).unwrap();
+        assert_eq!(listed.contains("configmap/hello-settings-"), present, "{listed}");
+    };
+    settings(true);
+
+    let opened = forge.kubectl_gitops(plugins, &gitea.token, &[&["app", "rollback", "hello", "--pr"][..], keys].concat());
+    assert_eq!(opened.code, Some(0), "{}", opened.render());
+    let line = opened.stdout.trim_end();
+    assert!(line.starts_with("opened pull request #1 to roll back flux-system/hello: "), "{line}");
+    assert!(line.ends_with("/acme/hello/pulls/1"), "{line}");
+    assert_eq!(gitea.head("acme/hello", "main").unwrap(), second, "nothing on main before the merge");
+    let pull = gitea.api("GET", "/repos/acme/hello/pulls/1", None).unwrap();
+    assert!(pull["title"].as_str().unwrap().starts_with("Roll back hello to "), "{pull}");
+    assert!(pull["head"]["ref"].as_str().unwrap().starts_with("gitops/rollback-hello-"), "{pull}");
+    let files = gitea.api("GET", "/repos/acme/hello/pulls/1/files", None).unwrap();
+    let names: Vec<&str> = files.as_array().unwrap().iter().map(|f| f["filename"].as_str().unwrap()).collect();
+    assert_eq!(names, ["deploy/kustomization.yaml"], "{files}");
+
+    gitea.api("POST", "/repos/acme/hello/pulls/1/merge", Some(&json!({"Do": "merge"}))).unwrap();
+    let merged = gitea.head("acme/hello", "main").unwrap();
+    applied(&merged);
+    let restored = gitea.api("GET", file, None).unwrap();
+    assert_eq!(String::from_utf8(base64_decode(restored["content"].as_str().unwrap())).unwrap(), original);
+    // Flux pruned what the second deployment added.
+    settings(false);
 }
 
 /// `make demo-sockshop`'s script, run whole as a user runs it: the upstream sock shop is copied
