@@ -688,7 +688,8 @@ fn rollback_through_a_pull_request(forge: &Forge, plugins: &Path, keys: &[&str])
     };
     settings(true);
 
-    let opened = forge.kubectl_gitops(plugins, &gitea.token, &[&["app", "rollback", "hello", "--pr"][..], keys].concat());
+    let opened =
+        forge.kubectl_gitops(plugins, &gitea.token, &[&["app", "rollback", "hello", "--pr"][..], keys].concat());
     assert_eq!(opened.code, Some(0), "{}", opened.render());
     let line = opened.stdout.trim_end();
     assert!(line.starts_with("opened pull request #1 to roll back flux-system/hello: "), "{line}");
