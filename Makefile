@@ -57,6 +57,10 @@ man: ## Man pages (each command prints its own: kubectl-gitops [COMMAND] __man) 
 	for c in $(MAN_COMMANDS); do $(BIN_DIR)/kubectl-gitops$(EXE) $$c __man >$(MAN_BUILD_DIR)/kubectl-gitops-$$c.1; done
 
 dist-build: ## The release build of what an archive ships, for DIST_TARGET (Linux: static musl)
+	@# A fresh machine has the host's Rust target only: add DIST_TARGET's (make bench needs it too).
+	@if [ -n "$(DIST_TARGET)" ] && command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$(DIST_TARGET)"; then \
+		echo "dist: adding the Rust target $(DIST_TARGET)" >&2; rustup target add $(DIST_TARGET); fi
+	@case "$(DIST_TARGET)" in *-musl) command -v musl-gcc >/dev/null || { echo "dist: error: musl-gcc not found: the static build needs it (Debian package musl-tools)" >&2; exit 2; };; esac
 	$(CARGO) build --release -p kubectl-gitops $(if $(DIST_TARGET),--target $(DIST_TARGET)) $${KUBECTL_GITOPS_EMBED_FLUX:+--features embed-flux}
 
 dist: dist-build ## The release archive of this platform (kubectl-gitops_<VERSION>_<os>_<arch>.tar.gz) and dist/checksums.txt
