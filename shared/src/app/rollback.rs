@@ -169,7 +169,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
     })?;
     let to = match &request.to {
         Some(to) => to.clone(),
-        None => last_ready(&cluster, &namespace, &request.name, &running, printer).await?,
+        None => last_ready(app, &running)?,
     };
     if to == running {
         return Err(Error::usage(
@@ -213,19 +213,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
             "look at the config changes `kubectl gitops app history NAME` lists: the app's definition or values moved in the config repo",
         ));
     }
-    let failed = app["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|condition| condition["type"] == "Ready" && condition["status"] == "False")
-        .and_then(|condition| condition["reason"].as_str());
-    let why = failed.map_or_else(String::new, |reason| format!(", which is not Ready ({reason})"));
-    let message = format!(
-        "Roll back {} to {}\n\nRestores {path} as it was at commit {to}, the deployment before {running}{why}.\n\nMade by kubectl gitops app rollback {}.",
-        request.name,
-        short(&to),
-        request.name
-    );
+    let message = commit_message(&request.name, app, &path, &to, &running);
     let mut outcome = Rollback {
         namespace: namespace.clone(),
         name: request.name.clone(),
@@ -245,6 +233,9 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         print_plan(&outcome, &message, &files, request, printer)?;
         return Ok(ExitCode::Ok);
     }
+    // Flux will fold the restored snapshot into its newest entry under the new revision: keep
+    // the deployments in the app's ledger first, so that `app history` can mark the rollback.
+    crate::status::app_history(&cluster, &namespace, &request.name, false, printer).await?;
     if request.pr {
         let pr_branch = format!("gitops/rollback-{}-{}", request.name, short(&to));
         let target = PullRequestTarget {
@@ -374,6 +365,21 @@ async fn reconcile_and_wait(
         revision: Some(commit.to_string()),
     };
     crate::status::wait_for_app(cluster, namespace, name, &wait, OutputFormat::Table, printer).await
+}
+
+/// The rollback commit's message: what is restored, from which deployment, and why.
+fn commit_message(name: &str, app: &Value, path: &str, to: &str, running: &str) -> String {
+    let failed = app["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|condition| condition["type"] == "Ready" && condition["status"] == "False")
+        .and_then(|condition| condition["reason"].as_str());
+    let why = failed.map_or_else(String::new, |reason| format!(", which is not Ready ({reason})"));
+    format!(
+        "Roll back {name} to {}\n\nRestores {path} as it was at commit {to}, the deployment before {running}{why}.\n\nMade by kubectl gitops app rollback {name}.",
+        short(to)
+    )
 }
 
 /// What was done: the Rollback document, or `line`.
@@ -557,26 +563,22 @@ fn current_commit(app: &Value) -> Option<String> {
         .find_map(crate::names::full_commit)
 }
 
-/// The commit of the last deployment before `running` that was Ready, from the app's history.
-async fn last_ready(
-    cluster: &Cluster,
-    namespace: &str,
-    name: &str,
-    running: &str,
-    printer: &Printer,
-) -> Result<String> {
-    let history = crate::status::app_history(cluster, namespace, name, false, printer).await?;
+/// The commit of the last deployment before `running` that was Ready, from the snapshots Flux
+/// keeps in the app's `status.history` (read, not kept: `app history`'s ledger is written by
+/// looks, and a `--dry-run` writes nothing).
+fn last_ready(app: &Value, running: &str) -> Result<String> {
+    let history =
+        crate::deployments::from_flux(crate::deployments::AppKind::Kustomization, app.pointer("/status/history"));
     history
-        .deployments
         .iter()
-        .rev()
-        .filter(|row| !row.failed && row.deployment.status == SUCCEEDED)
-        .filter_map(|row| crate::names::full_commit(&row.deployment.revision))
+        .filter(|deployment| !deployment.failed() && deployment.status == SUCCEEDED)
+        .filter_map(|deployment| crate::names::full_commit(&deployment.revision))
         .find(|commit| commit != running)
         .ok_or_else(|| {
+            let name = app["metadata"]["name"].as_str().unwrap_or_default();
             Error::usage(
-                format!("{namespace}/{name} has no earlier deployment that was Ready"),
-                "name one with --to (`kubectl gitops app history NAME` lists them)",
+                format!("{name} has no earlier deployment that was Ready in the 5 Flux keeps"),
+                "name one with --to (`kubectl gitops app history NAME` lists them all)",
             )
         })
 }

@@ -542,6 +542,37 @@ impl TestEnv {
         )
     }
 
+    /// `kubectl gitops` through the real kubectl with the plugins of `plugins` first on PATH, this
+    /// environment's kubeconfig and flux CLI, and the config repo `config_repo` of its git server
+    /// over HTTP with the server's user (a cluster not installed by us has no install record to
+    /// name it), after `args`.
+    pub fn kubectl_gitops(&self, plugins: &Path, config_repo: &str, args: &[&str]) -> std::process::Command {
+        let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = std::process::Command::new(crate::binaries::kubectl());
+        command
+            .arg("gitops")
+            .args(args)
+            .args(["--config-repo", &self.git.http_url(config_repo)])
+            .env("PATH", path)
+            .env("KUBECONFIG", &self.kubeconfig)
+            // github.com is not reached: the flux CLI the environment pins.
+            .env("KUBECTL_GITOPS_FLUX_BIN", crate::flux_release::cli())
+            // What reads the config repo over http, as a CI job sets it.
+            .env("GITOPS_GIT_USERNAME", servers::GIT_HTTP_USER)
+            .env("GITOPS_GIT_PASSWORD", servers::GIT_HTTP_PASSWORD)
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    /// Waits until each `KIND/NAME` of flux-system is Ready, within `timeout` each.
+    pub fn wait_ready(&self, objects: &[&str], timeout: Duration) -> Result<()> {
+        for object in objects {
+            let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+            self.wait_for_jsonpath(&["-n", "flux-system", object], ready, "True", timeout)?;
+        }
+        Ok(())
+    }
+
     /// `kubectl apply --server-side -f -` of a YAML text.
     pub fn apply_yaml(&self, yaml: &str) -> Result<String> {
         use std::io::Write;

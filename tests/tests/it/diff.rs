@@ -216,18 +216,9 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     // The checkout's origin is the URL Flux fetches from: diff knows it for the config repo's.
     git(&["remote", "add", "origin", &env.git.http_url("fleet")]);
     env.apply_http_sync("fleet").unwrap();
-    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    for applied in ["web", "team-app", "extras", "hello"] {
-        env.wait_for_jsonpath(
-            &["-n", "flux-system", "kustomization", applied],
-            ready,
-            "True",
-            Duration::from_secs(120),
-        )
-        .unwrap();
-    }
-    env.wait_for_jsonpath(&["-n", "flux-system", "helmrelease", "hello"], ready, "True", Duration::from_secs(180))
-        .unwrap();
+    let applied = ["kustomization/web", "kustomization/team-app", "kustomization/extras", "kustomization/hello"];
+    env.wait_ready(&applied, Duration::from_secs(120)).unwrap();
+    env.wait_ready(&["helmrelease/hello"], Duration::from_secs(180)).unwrap();
     let plugins = binaries::plugin_dir();
     let before = env.our_requests().unwrap().len();
 

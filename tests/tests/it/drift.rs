@@ -10,7 +10,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gitops_e2e::snapshot::Run;
-use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
 use serde_json::Value;
@@ -54,20 +53,7 @@ fn series(env: &TestEnv, plugins: &Path) -> String {
 
 /// `kubectl gitops COMMAND… --config-repo URL ARGS`.
 fn gitops(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
-    let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
-    Run::of(
-        Command::new(binaries::kubectl())
-            .arg("gitops")
-            .args(args)
-            .args(["--config-repo", &env.git.http_url("drift-fleet")])
-            .env("PATH", path)
-            .env("KUBECONFIG", &env.kubeconfig)
-            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
-            // What reads the config repo over http, as a CI job sets it.
-            .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
-            .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD)
-            .env("NO_COLOR", "1"),
-    )
+    Run::of(&mut env.kubectl_gitops(plugins, "drift-fleet", args))
 }
 
 /// The drifted objects of the Kustomization `flux-system/name`, by `Kind/name`.
@@ -124,18 +110,9 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     git(&["commit", "-q", "-m", "fleet"]);
     git(&["push", "-q", &env.git.ssh_url("drift-fleet"), "main"]);
     env.apply_http_sync("drift-fleet").unwrap();
-    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-    for applied in ["flux-system", "web", "team-app", "hello"] {
-        env.wait_for_jsonpath(
-            &["-n", "flux-system", "kustomization", applied],
-            ready,
-            "True",
-            Duration::from_secs(120),
-        )
-        .unwrap();
-    }
-    env.wait_for_jsonpath(&["-n", "flux-system", "helmrelease", "hello"], ready, "True", Duration::from_secs(180))
-        .unwrap();
+    let kustomizations = ["kustomization/flux-system", "kustomization/web", "kustomization/team-app"];
+    env.wait_ready(&[&kustomizations[..], &["kustomization/hello"]].concat(), Duration::from_secs(120)).unwrap();
+    env.wait_ready(&["helmrelease/hello"], Duration::from_secs(180)).unwrap();
     let plugins = binaries::plugin_dir();
     let before = env.our_requests().unwrap().len();
 

@@ -19,20 +19,8 @@ use serde_json::Value;
 /// `kubectl gitops app ARGS` through the real kubectl, the config repo named (the cluster has no
 /// install record): its credentials are the ones the app's repository, on the same server, takes.
 fn app(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
-    let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
     Run::of(
-        Command::new(binaries::kubectl())
-            .args(["gitops", "app"])
-            .args(args)
-            .args(["--config-repo", &env.git.http_url("rollback-fleet")])
-            .env("PATH", path)
-            .env("KUBECONFIG", &env.kubeconfig)
-            // The preview builds with the flux CLI the environment pins (github.com is not reached).
-            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
-            .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
-            .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD)
-            .env("GIT_AUTHOR_NAME", "on-call")
-            .env("NO_COLOR", "1"),
+        env.kubectl_gitops(plugins, "rollback-fleet", &[&["app"][..], args].concat()).env("GIT_AUTHOR_NAME", "on-call"),
     )
 }
 
@@ -109,6 +97,7 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
     let plugins = binaries::plugin_dir();
 
     // The plan: back to the last deployment that was Ready, the file restored.
+    let before = env.our_requests().unwrap().len();
     let planned = app(env, plugins.path(), &["rollback", "web", "--dry-run", "-o", "json"]);
     assert_eq!(planned.code, Some(0), "{}", planned.render());
     let plan = gitops_e2e::schema::document("Rollback", &planned.stdout);
@@ -130,6 +119,14 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
         "{}",
         screen.stdout
     );
+
+    // --dry-run writes nothing to the cluster (dry runs aside).
+    let writes: Vec<String> = env.our_requests().unwrap()[before..]
+        .iter()
+        .filter(|request| request.mutates() && !request.uri.contains("dryRun=All"))
+        .map(|request| format!("{} {}", request.verb, request.uri))
+        .collect();
+    assert!(writes.is_empty(), "--dry-run wrote: {writes:?}");
 
     // The rollback, waited for: a commit that restores web 2's file, applied and Ready.
     let rolled = app(env, plugins.path(), &["rollback", "web", "--wait", "--timeout", "2m"]);
