@@ -87,43 +87,79 @@ pub(crate) fn source_path(path: Option<&str>, flag: &str) -> Result<String> {
 /// of which must hold: `key`, `!key`, `key=value`, `key==value`, `key!=value`, `key in (a,b)`,
 /// `key notin (a,b)`. Keys are label keys (`[prefix/]name`), values label values.
 pub fn validate_label_selector(selector: &str, flag: &str) -> Result<()> {
-    let bad = |why: String| {
+    parse_label_selector(selector).map(drop).map_err(|why| {
         Error::usage(
             format!("{flag} {selector:?} is not a label selector: {why}"),
             "e.g. -l team=a, -l 'tier in (web,api)', -l '!legacy' (comma-separated, all must hold)",
         )
-    };
+    })
+}
+
+/// One requirement of a label selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    /// `key`: the label is there.
+    Exists(String),
+    /// `!key`: the label is not there.
+    Absent(String),
+    /// `key=value`, `key in (a,b)`: the label is there with one of the values.
+    In(String, Vec<String>),
+    /// `key!=value`, `key notin (a,b)`: the label is not there, or has none of the values.
+    NotIn(String, Vec<String>),
+}
+
+/// How a parsed key and its values make a [`Requirement`].
+type MakeRequirement = fn(String, Vec<String>) -> Requirement;
+
+/// A label selector's requirements (all must hold), or why it is not one (as
+/// [`validate_label_selector`] takes it).
+pub fn parse_label_selector(selector: &str) -> std::result::Result<Vec<Requirement>, String> {
     if selector.trim().is_empty() {
-        return Err(bad("it is empty".into()));
+        return Err("it is empty".into());
     }
+    let mut requirements = Vec::new();
     for requirement in split_requirements(selector) {
         let requirement = requirement.trim();
-        let (key, values) = if let Some(key) = requirement.strip_prefix('!') {
-            (key.trim(), Vec::new())
-        } else if let Some((key, value)) = requirement
-            .split_once("!=")
-            .or_else(|| requirement.split_once("=="))
-            .or_else(|| requirement.split_once('='))
+        let owned = |values: Vec<&str>| values.into_iter().map(String::from).collect::<Vec<_>>();
+        let (key, values, parsed): (&str, Vec<&str>, MakeRequirement) = if let Some(key) = requirement.strip_prefix('!')
         {
-            (key.trim(), vec![value.trim()])
-        } else if let Some((key, rest)) = set_operation(requirement) {
+            (key.trim(), Vec::new(), |key, _| Requirement::Absent(key))
+        } else if let Some((key, value)) = requirement.split_once("!=") {
+            (key.trim(), vec![value.trim()], Requirement::NotIn)
+        } else if let Some((key, value)) = requirement.split_once("==").or_else(|| requirement.split_once('=')) {
+            (key.trim(), vec![value.trim()], Requirement::In)
+        } else if let Some((key, negated, rest)) = set_operation(requirement) {
             let inner = rest
                 .trim()
                 .strip_prefix('(')
                 .and_then(|rest| rest.strip_suffix(')'))
-                .ok_or_else(|| bad(format!("{requirement:?}: the values of in and notin go in parentheses")))?;
-            (key, inner.split(',').map(str::trim).collect())
+                .ok_or_else(|| format!("{requirement:?}: the values of in and notin go in parentheses"))?;
+            let parsed = if negated { Requirement::NotIn } else { Requirement::In };
+            (key, inner.split(',').map(str::trim).collect(), parsed)
         } else {
-            (requirement, Vec::new())
+            (requirement, Vec::new(), |key, _| Requirement::Exists(key))
         };
         if !is_label_key(key) {
-            return Err(bad(format!("{key:?} is not a label key")));
+            return Err(format!("{key:?} is not a label key"));
         }
         if let Some(value) = values.iter().find(|value| !is_label_value(value)) {
-            return Err(bad(format!("{value:?} is not a label value")));
+            return Err(format!("{value:?} is not a label value"));
         }
+        requirements.push(parsed(key.to_string(), owned(values)));
     }
-    Ok(())
+    Ok(requirements)
+}
+
+/// Whether `labels` (a map of strings, as an object's labels or annotations) meet every one of
+/// `requirements`, as the API server matches a label selector.
+pub fn selector_matches(requirements: &[Requirement], labels: &serde_json::Value) -> bool {
+    let value = |key: &str| labels.get(key).and_then(serde_json::Value::as_str);
+    requirements.iter().all(|requirement| match requirement {
+        Requirement::Exists(key) => value(key).is_some(),
+        Requirement::Absent(key) => value(key).is_none(),
+        Requirement::In(key, values) => value(key).is_some_and(|found| values.iter().any(|value| value == found)),
+        Requirement::NotIn(key, values) => value(key).is_none_or(|found| values.iter().all(|value| value != found)),
+    })
 }
 
 /// The requirements of a selector: split at commas outside parentheses.
@@ -144,12 +180,14 @@ fn split_requirements(selector: &str) -> Vec<&str> {
     parts
 }
 
-/// `key in (…)` or `key notin (…)`: the key and what follows the operator.
-fn set_operation(requirement: &str) -> Option<(&str, &str)> {
+/// `key in (…)` or `key notin (…)`: the key, whether it is `notin`, and what follows the operator.
+fn set_operation(requirement: &str) -> Option<(&str, bool, &str)> {
     let (key, rest) = requirement.split_once(char::is_whitespace)?;
     let rest = rest.trim_start();
-    let rest = rest.strip_prefix("notin").or_else(|| rest.strip_prefix("in"))?;
-    Some((key, rest))
+    match rest.strip_prefix("notin") {
+        Some(rest) => Some((key, true, rest)),
+        None => rest.strip_prefix("in").map(|rest| (key, false, rest)),
+    }
 }
 
 /// A label key: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
@@ -201,6 +239,18 @@ mod tests {
         assert_eq!(sanitize_name("---"), "default");
         assert!(validate_name("Dev", "--cluster-name").is_err());
         assert_eq!(validate_name("dev-1", "--cluster-name").unwrap(), "dev-1");
+    }
+
+    #[test]
+    fn label_selectors_match_as_the_api_server_matches_them() {
+        let labels = serde_json::json!({"tier": "web", "team": "a"});
+        let matches = |selector: &str| selector_matches(&parse_label_selector(selector).unwrap(), &labels);
+        for yes in ["tier=web", "tier==web,team", "tier in (api, web)", "team notin (b)", "!legacy", "legacy!=x"] {
+            assert!(matches(yes), "{yes}");
+        }
+        for no in ["tier=api", "tier notin (web)", "legacy", "!team", "tier in (api),team=a"] {
+            assert!(!matches(no), "{no}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 mod fields;
 mod helm;
+mod ignore;
 mod objects;
 mod render;
 
@@ -443,6 +444,10 @@ async fn check(
         Ok(built) => built,
         Err(why) => return Ok(Err(why)),
     };
+    let rules = match ignore::IgnoreRules::parse(&kustomization["spec"]["ignore"]) {
+        Ok(rules) => rules,
+        Err(why) => return Ok(Err(format!("its spec.ignore: {why}"))),
+    };
     let mut drifted = Vec::new();
     let mut checked = 0;
     let mut tally = |outcome: objects::Outcome| match outcome {
@@ -454,15 +459,22 @@ async fn check(
         }
     };
     for document in &built {
-        tally(objects::compare(&mut applier, document, FLUX_FIELD_MANAGER, None).await?);
+        let ignored = rules.paths_for(document);
+        tally(objects::compare(&mut applier, document, FLUX_FIELD_MANAGER, None, &ignored).await?);
     }
     // Each HelmRelease's objects, as its last Helm release applied them.
     for release in built.iter().filter(|document| helm::is_helm_release(document)) {
         let name = format!("{}/{}", text(release, "/metadata/namespace"), text(release, "/metadata/name"));
-        match helm::release_objects(&mut applier, release).await? {
-            Ok(documents) => {
+        let objects = match ignore::IgnoreRules::parse(&release["spec"]["driftDetection"]["ignore"]) {
+            Ok(rules) => helm::release_objects(&mut applier, release).await?.map(|documents| (rules, documents)),
+            Err(why) => Err(format!("its spec.driftDetection.ignore: {why}")),
+        };
+        match objects {
+            Ok((rules, documents)) => {
                 for document in &documents {
-                    tally(objects::compare(&mut applier, document, helm::FIELD_MANAGER, Some(&name)).await?);
+                    let ignored = rules.paths_for(document);
+                    let manager = helm::FIELD_MANAGER;
+                    tally(objects::compare(&mut applier, document, manager, Some(&name), &ignored).await?);
                 }
             }
             Err(why) => tally(objects::Outcome::Drifted(Box::new(objects::unchecked(release, why)))),

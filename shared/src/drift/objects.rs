@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{DriftState, DriftedField, DriftedObject, fields, text};
+use super::{DriftState, DriftedField, DriftedObject, fields, ignore, text};
 use crate::apply::{Applier, DryRun};
 use crate::diff::compare;
 use crate::error::Result;
@@ -21,15 +21,21 @@ pub(super) enum Outcome {
     Drifted(Box<DriftedObject>),
 }
 
-/// `document` (as Flux applied it) compared with its live object by a dry run under `manager`;
+/// `document` (as Flux applied it) compared with its live object by a dry run under `manager`,
+/// leaving out the fields at the `ignored` JSON pointers (the whole object for an empty one);
 /// `helm_release` names the HelmRelease whose release made it.
 pub(super) async fn compare(
     applier: &mut Applier<'_>,
     document: &Value,
     manager: &str,
     helm_release: Option<&str>,
+    ignored: &[&str],
 ) -> Result<Outcome> {
-    if ssa_mode(document) == Some("ignore") {
+    let excluded = |object: &Value| match helm_release {
+        Some(_) => ignore::helm_excluded(object),
+        None => ssa_mode(object) == Some("ignore"),
+    };
+    if excluded(document) || ignored.contains(&"") {
         return Ok(Outcome::Skipped);
     }
     let mut found =
@@ -53,11 +59,18 @@ pub(super) async fn compare(
     let Some(live) = live else {
         return Ok(Outcome::Drifted(Box::new(DriftedObject { state: DriftState::Missing, ..found })));
     };
-    if matches!(ssa_mode(&live), Some("ignore" | "ifnotpresent")) || ssa_mode(document) == Some("ifnotpresent") {
+    let if_not_present = helm_release.is_none()
+        && (ssa_mode(&live) == Some("ifnotpresent") || ssa_mode(document) == Some("ifnotpresent"));
+    if excluded(&live) || if_not_present {
         return Ok(Outcome::Skipped);
     }
     let managed = &live["metadata"]["managedFields"];
-    let changed = fields::changed(&compare::normalized(&live), &compare::normalized(&applied), managed, manager);
+    let (mut live_fields, mut applied_fields) = (compare::normalized(&live), compare::normalized(&applied));
+    for pointer in ignored {
+        ignore::remove(&mut live_fields, pointer);
+        ignore::remove(&mut applied_fields, pointer);
+    }
+    let changed = fields::changed(&live_fields, &applied_fields, managed, manager);
     if changed.is_empty() {
         return Ok(Outcome::Clean);
     }

@@ -1,7 +1,8 @@
 //! `kubectl gitops drift` through the real kubectl, against the real API server and
 //! kustomize-controller: a Deployment edited with the real `kubectl edit`, a ConfigMap deleted by
 //! hand and another patched by another field manager, each reported with who did it; Flux's
-//! ignore annotation silences one; after Flux reconciles, the drift is gone.
+//! ignore annotation and ignore rules (a Kustomization's and a HelmRelease's) silence what they
+//! name; after Flux reconciles, the drift is gone.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -32,11 +33,12 @@ const FLEET: [(&str, &str); 4] = [
     ),
 ];
 
-/// The Kustomization `hello`, which applies `apps/hello`.
-const HELLO_KUSTOMIZATION: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/hello\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+/// The Kustomization `hello`, which applies `apps/hello` and is told not to correct its chart
+/// repositories' intervals.
+const HELLO_KUSTOMIZATION: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./apps/hello\n  prune: true\n  ignore:\n  - paths:\n    - /spec/interval\n    target:\n      kind: HelmRepo.*\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
 
 /// The chart repository and the HelmRelease of the chart `hello` (`{url}`: the chart server).
-const HELLO_RELEASE: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  install:\n    disableWait: true\n  upgrade:\n    disableWait: true\n  driftDetection:\n    mode: enabled\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: hello from git\n    replicas: 1\n    image: registry.invalid/hello:1.0.0\n";
+const HELLO_RELEASE: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  install:\n    disableWait: true\n  upgrade:\n    disableWait: true\n  driftDetection:\n    mode: enabled\n    ignore:\n    - paths:\n      - /spec/replicas\n      target:\n        kind: Deployment\n        group: apps\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: hello from git\n    replicas: 1\n    image: registry.invalid/hello:1.0.0\n";
 
 /// `kubectl gitops drift ARGS` through the real kubectl, with the config repo named (the cluster
 /// was not installed by us: there is no install record to name it).
@@ -161,6 +163,22 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         "--type=merge",
         "-p",
         r#"{"data":{"greeting":"edited"}}"#,
+        "--field-manager=on-call",
+    ])
+    .unwrap();
+    // Fields Flux is told not to correct, changed like the web Deployment's replicas (which is
+    // reported): the Helm release's replicas (its driftDetection.ignore) and the chart
+    // repository's interval (the Kustomization's spec.ignore).
+    env.kubectl_ok(&["-n", "default", "scale", "deployment", "default-hello", "--replicas=3"]).unwrap();
+    env.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "patch",
+        "helmrepository",
+        "hello",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"interval":"5m0s"}}"#,
         "--field-manager=on-call",
     ])
     .unwrap();
