@@ -8,8 +8,9 @@
 //!
 //! Refused, before anything is written, when it cannot be done cleanly: the branch holds a newer
 //! commit than the one Flux runs (someone else's change is on its way), an ImageUpdateAutomation
-//! writes to the same repository (it would move the image forward again), or the branch moves
-//! while we push.
+//! writes to the same repository (it would move the image forward again; `--suspend-image-automation`
+//! suspends it just before the push, and resumes it if the push fails), or the branch moves while
+//! we push.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
@@ -65,6 +66,15 @@ pub struct RollbackArgs {
     #[arg(long, conflicts_with = "wait")]
     pub pr: bool,
 
+    /// Suspend the image automations that write to the app's repository.
+    ///
+    /// Suspend the ImageUpdateAutomations that write to the app's repository (as `flux suspend
+    /// image update` does) just before the rollback is pushed, so that they do not move the
+    /// image forward again; they stay suspended until you resume them (`flux resume image
+    /// update`). Without it, such an automation refuses the rollback.
+    #[arg(long)]
+    pub suspend_image_automation: bool,
+
     /// How long to wait.
     ///
     /// How long --wait waits.
@@ -83,6 +93,7 @@ pub struct RollbackRequest {
     dry_run: bool,
     wait: bool,
     pr: bool,
+    suspend_image_automation: bool,
     timeout: Duration,
     repo: RepoSettings,
     format: OutputFormat,
@@ -109,6 +120,7 @@ impl RollbackArgs {
             dry_run: self.dry_run,
             wait: self.wait,
             pr: self.pr,
+            suspend_image_automation: self.suspend_image_automation,
             timeout: self.timeout,
             repo: self.repo.settings()?,
             format,
@@ -140,6 +152,9 @@ pub struct Rollback {
     pub pull_request: Option<String>,
     /// The files restored: `add`, `update` or `delete` and the path.
     pub files: Vec<String>,
+    /// The ImageUpdateAutomations suspended (`--suspend-image-automation`), as NAMESPACE/NAME.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suspended: Vec<String>,
     /// True with --dry-run: nothing was written.
     pub dry_run: bool,
     /// With --dry-run: what the restored files would change in the cluster (the app's objects
@@ -160,7 +175,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
     let located = locate(&context, &cluster, &namespace, &request.name).await?;
     let Located { app, source, url, branch, .. } = &located;
     let (url, branch) = (url.clone(), branch.clone());
-    refuse_image_automation(&cluster, source).await?;
+    let automations = image_automations(&cluster, source, request.suspend_image_automation).await?;
     let running = current_commit(app).ok_or_else(|| {
         Error::usage(
             format!("{namespace}/{} has not been applied yet: there is nothing to roll back", request.name),
@@ -224,6 +239,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         commit: None,
         pull_request: None,
         files: files.iter().map(|file| format!("{} {}", file.verb(), file.path)).collect(),
+        suspended: automations.names.iter().map(|name| format!("{}/{name}", source.namespace())).collect(),
         dry_run: request.dry_run,
         preview: None,
     };
@@ -236,33 +252,58 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
     // Flux will fold the restored snapshot into its newest entry under the new revision: keep
     // the deployments in the app's ledger first, so that `app history` can mark the rollback.
     crate::status::app_history(&cluster, &namespace, &request.name, false, printer).await?;
-    if request.pr {
-        let pr_branch = format!("gitops/rollback-{}-{}", request.name, short(&to));
-        let target = PullRequestTarget {
-            url: &url,
-            base: &branch,
-            branch: pr_branch,
-            config: config.as_ref(),
-            repo: &request.repo,
-        };
-        let opened = open_pull_request(&context, &head_checkout, target, &message, &files).await?;
-        outcome.commit = head_checkout.files().head();
-        outcome.pull_request = Some(opened.url.clone());
-        let line =
-            format!("opened pull request #{} to roll back {namespace}/{}: {}", opened.number, request.name, opened.url);
-        return print_outcome(&outcome, &line, request.format, printer).map(|()| ExitCode::Ok);
+    automations.set_suspended(&cluster, true, printer).await?;
+    let checkout = (&head_checkout, config.as_ref());
+    let delivered = deliver(&context, checkout, &located, (&message, files), &mut outcome, request, printer).await;
+    if delivered.is_err() {
+        // Nothing half done: an automation suspended for a rollback that did not happen runs again.
+        let _ = automations.set_suspended(&cluster, false, printer).await;
     }
-    let commit = push(&head_checkout, &message, files, (&branch, &url), request.timeout, printer).await?;
-    outcome.commit = Some(commit.clone());
-    let code = reconcile_and_wait(cluster, &located, &commit, request, printer).await?;
-    let line = format!(
-        "rolled back {namespace}/{} to {}: commit {} pushed to branch {branch} of {url}",
-        request.name,
-        short(&to),
-        short(&commit)
-    );
+    let line = delivered?;
+    let code = match &outcome.commit {
+        Some(commit) if outcome.pull_request.is_none() => {
+            reconcile_and_wait(cluster, &located, commit, request, printer).await?
+        }
+        _ => ExitCode::Ok,
+    };
     print_outcome(&outcome, &line, request.format, printer)?;
     Ok(code)
+}
+
+/// Pushes the rollback commit to the branch Flux follows, or with `--pr` to a branch of its own
+/// with a pull request; fills in `outcome` and returns the line that says what was done.
+async fn deliver(
+    context: &change::Context,
+    (head_checkout, config): (&Workspace, Option<&crate::git::Remote>),
+    located: &Located,
+    (message, files): (&str, Vec<FileChange>),
+    outcome: &mut Rollback,
+    request: &RollbackRequest,
+    printer: &Printer,
+) -> Result<String> {
+    let (url, branch) = (&located.url, &located.branch);
+    let app = format!("{}/{}", outcome.namespace, outcome.name);
+    if request.pr {
+        let target = PullRequestTarget {
+            url,
+            base: branch,
+            branch: format!("gitops/rollback-{}-{}", request.name, short(&outcome.to)),
+            config,
+            repo: &request.repo,
+        };
+        let opened = open_pull_request(context, head_checkout, target, message, &files).await?;
+        outcome.commit = head_checkout.files().head();
+        outcome.pull_request = Some(opened.url.clone());
+        return Ok(format!("opened pull request #{} to roll back {app}: {}", opened.number, opened.url));
+    }
+    let commit = push(head_checkout, message, files, (branch, url), request.timeout, printer).await?;
+    let line = format!(
+        "rolled back {app} to {}: commit {} pushed to branch {branch} of {url}",
+        short(&outcome.to),
+        short(&commit)
+    );
+    outcome.commit = Some(commit);
+    Ok(line)
 }
 
 /// The app's Kustomization and the git repository and branch it is applied from, with the APIs
@@ -456,11 +497,18 @@ fn print_plan(
     if let OutputFormat::Json | OutputFormat::Yaml = request.format {
         return printer.structured(&crate::output::document(outcome), request.format);
     }
-    let mut steps = vec![format!(
+    let mut steps: Vec<String> = outcome
+        .suspended
+        .iter()
+        .map(|automation| {
+            format!("suspend ImageUpdateAutomation {automation}, which would move the image forward again")
+        })
+        .collect();
+    steps.push(format!(
         "commit \"{}\" and push it to {}",
         message.lines().next().unwrap_or_default(),
         outcome.repository
-    )];
+    ));
     steps.push(format!("ask Flux to reconcile {}/{} now", outcome.namespace, outcome.name));
     if request.wait {
         steps.push(format!("wait until {}/{} is Ready at the new commit", outcome.namespace, outcome.name));
@@ -583,31 +631,58 @@ fn last_ready(app: &Value, running: &str) -> Result<String> {
         })
 }
 
-/// Refuses when an ImageUpdateAutomation writes to `source`: it would move the image forward
-/// again after the rollback.
-async fn refuse_image_automation(cluster: &Cluster, source: &SourceRef) -> Result<()> {
-    let Ok(group) = kube::discovery::group(&cluster.client, "image.toolkit.fluxcd.io").await else { return Ok(()) };
-    let Some((resource, _)) = group.recommended_kind("ImageUpdateAutomation") else { return Ok(()) };
-    let automations: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), source.namespace(), &resource);
-    let listed = automations.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
-    for automation in listed.items {
-        let spec = &automation.data["spec"];
-        let suspended = spec["suspend"].as_bool().unwrap_or(false);
-        if !suspended && spec["sourceRef"]["name"] == source.name() && spec["sourceRef"]["kind"] != "OCIRepository" {
-            let name = automation.metadata.name.unwrap_or_default();
-            return Err(Error::usage(
-                format!(
-                    "ImageUpdateAutomation {}/{name} writes to {source}: it would move the image forward again after the rollback",
-                    source.namespace()
-                ),
-                format!(
-                    "suspend it first (`flux suspend image update {name} -n {}`), then roll back",
-                    source.namespace()
-                ),
-            ));
+/// The ImageUpdateAutomations that write to the app's repository and run: they would move the
+/// image forward again after the rollback.
+struct ImageAutomations {
+    api: Option<Api<DynamicObject>>,
+    names: Vec<String>,
+}
+
+impl ImageAutomations {
+    /// Suspends (or resumes) each of them, as `flux suspend image update` does.
+    async fn set_suspended(&self, cluster: &Cluster, suspend: bool, printer: &Printer) -> Result<()> {
+        let Some(api) = &self.api else { return Ok(()) };
+        for name in &self.names {
+            crate::flux::reconcile::set_suspended(api, name, suspend).await.map_err(|error| cluster.error(error))?;
+            let done = if suspend { "suspended" } else { "resumed" };
+            printer.done(&format!("{done} ImageUpdateAutomation {name}"));
         }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The running ImageUpdateAutomations that write to `source`; refused unless `suspend` (the
+/// flag that suspends them) is given.
+async fn image_automations(cluster: &Cluster, source: &SourceRef, suspend: bool) -> Result<ImageAutomations> {
+    let none = ImageAutomations { api: None, names: Vec::new() };
+    let Ok(group) = kube::discovery::group(&cluster.client, "image.toolkit.fluxcd.io").await else { return Ok(none) };
+    let Some((resource, _)) = group.recommended_kind("ImageUpdateAutomation") else { return Ok(none) };
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), source.namespace(), &resource);
+    let listed = api.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
+    let names: Vec<String> = listed
+        .items
+        .into_iter()
+        .filter(|automation| {
+            let spec = &automation.data["spec"];
+            !spec["suspend"].as_bool().unwrap_or(false)
+                && spec["sourceRef"]["name"] == source.name()
+                && spec["sourceRef"]["kind"] != "OCIRepository"
+        })
+        .filter_map(|automation| automation.metadata.name)
+        .collect();
+    if let (Some(name), false) = (names.first(), suspend) {
+        return Err(Error::usage(
+            format!(
+                "ImageUpdateAutomation {}/{name} writes to {source}: it would move the image forward again after the rollback",
+                source.namespace()
+            ),
+            format!(
+                "suspend it first (`flux suspend image update {name} -n {}`), or pass --suspend-image-automation",
+                source.namespace()
+            ),
+        ));
+    }
+    Ok(ImageAutomations { api: Some(api), names })
 }
 
 fn short(commit: &str) -> &str {

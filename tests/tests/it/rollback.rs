@@ -179,18 +179,37 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
     let automated = app(env, plugins.path(), &["rollback", "web", "--to", &first]);
     assert_eq!(automated.code, Some(2), "{}", automated.render());
     assert!(automated.stderr.contains("ImageUpdateAutomation flux-system/web writes to GitRepository/flux-system/web"));
-    assert!(automated.stderr.contains("hint: suspend it first (`flux suspend image update web -n flux-system`)"));
-    env.kubectl_ok(&[
-        "-n",
-        "flux-system",
-        "patch",
-        "imageupdateautomation",
-        "web",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"suspend":true}}"#,
-    ])
-    .unwrap();
+    assert!(
+        automated.stderr.contains(
+            "hint: suspend it first (`flux suspend image update web -n flux-system`), or pass --suspend-image-automation"
+        ),
+        "{}",
+        automated.render()
+    );
+    // The flag suspends it: planned with --dry-run (and not done), then done just before the push.
+    let suspended = |env: &TestEnv| {
+        env.kubectl_ok(&["-n", "flux-system", "get", "imageupdateautomation", "web", "-o", "jsonpath={.spec.suspend}"])
+            .unwrap()
+    };
+    let planned =
+        app(env, plugins.path(), &["rollback", "web", "--to", &first, "--suspend-image-automation", "--dry-run"]);
+    assert_eq!(planned.code, Some(0), "{}", planned.render());
+    assert!(
+        planned.stdout.contains(
+            "1. suspend ImageUpdateAutomation flux-system/web, which would move the image forward again\n  2. commit"
+        ),
+        "{}",
+        planned.stdout
+    );
+    assert_eq!(suspended(env), "", "--dry-run suspended it");
+    let through =
+        app(env, plugins.path(), &["rollback", "web", "--to", &first, "--suspend-image-automation", "-o", "json"]);
+    assert_eq!(through.code, Some(0), "{}", through.render());
+    let through = gitops_e2e::schema::document("Rollback", &through.stdout);
+    assert_eq!(through["suspended"], serde_json::json!(["flux-system/web"]), "{through:#}");
+    assert_eq!(suspended(env), "true");
+    env.git.git(work, &["pull", "-q", &env.git.ssh_url("rollback-web"), "main"]).unwrap();
+    assert_eq!(std::fs::read_to_string(work.join("app/config.yaml")).unwrap(), config_map("1"));
 
     // Someone else's commit on its way: refused, nothing pushed.
     let newer = push(env, work, &config_map("4"), "web 4");
