@@ -161,8 +161,13 @@ impl<'a> Applier<'a> {
 
     /// Whether the cluster serves the document's kind in namespaces.
     pub async fn is_namespaced(&mut self, document: &serde_json::Value) -> Result<bool> {
-        let (_, capabilities) = self.resolve(&gvk_of(document)).await?;
-        Ok(capabilities.scope == Scope::Namespaced)
+        Ok(self.resource(document).await?.1)
+    }
+
+    /// The API resource of the document's kind, and whether it lives in namespaces.
+    pub async fn resource(&mut self, document: &serde_json::Value) -> Result<(ApiResource, bool)> {
+        let (resource, capabilities) = self.resolve(&gvk_of(document)).await?;
+        Ok((resource, capabilities.scope == Scope::Namespaced))
     }
 
     /// Whether the cluster serves the document's kind at all (a CRD may not be applied yet).

@@ -34,6 +34,7 @@ pub fn all() -> Vec<Published> {
         one::<crate::detect::Detection>("detect"),
         one::<crate::diff::Diff>("diff"),
         one::<crate::drift::Drift>("drift"),
+        one::<crate::drift::DriftChange>("drift --watch (one per change)"),
         one::<crate::app::rollback::Rollback>("app rollback"),
         one::<crate::version::VersionReport>("version"),
         list::<crate::app::AppRow>("app list, platform list"),

@@ -2,7 +2,7 @@
 
 use gitops_shared::change::Target;
 use gitops_shared::cli::{OutputFormats, STRUCTURED};
-use gitops_shared::drift::{self, DriftArgs};
+use gitops_shared::drift::{self, DriftCommandArgs};
 use gitops_shared::runtime;
 
 gitops_shared::command_line! {
@@ -14,12 +14,15 @@ gitops_shared::command_line! {
     /// manager, so only what Flux would put back shows: the fields that differ, the field manager
     /// that owns each now (kubectl-edit, another controller) and since when, and the objects
     /// deleted by hand. Objects annotated kustomize.toolkit.fluxcd.io/ssa: Ignore (or IfNotPresent,
-    /// while they exist) are skipped, as Flux skips them. Nothing is written.
+    /// while they exist) are skipped, as Flux skips them, and so are the fields a Kustomization's
+    /// spec.ignore or a HelmRelease's spec.driftDetection.ignore names. Nothing is written.
+    ///
+    /// --watch keeps following every object Flux applied and prints each change as it happens.
     ///
     /// Exit 0: no drift; 1: drift; 2: something could not be checked. docs/drift.md says more.
     ///
     /// Example: kubectl gitops drift -A (or kubectl gitops drift web -n team-a -o json)
-    struct Cli { drift: DriftArgs }
+    struct Cli { drift: DriftCommandArgs }
 }
 
 /// What `-o` offers.

@@ -4,7 +4,7 @@ use clap::Subcommand;
 use gitops_shared::change::Target;
 use gitops_shared::cli::{OutputFormat, OutputFormats};
 use gitops_shared::cluster::Connection;
-use gitops_shared::drift::{self, DriftArgs};
+use gitops_shared::drift::{self, MetricsDriftArgs};
 use gitops_shared::metrics::{self, DoraArgs};
 use gitops_shared::runtime;
 
@@ -33,12 +33,14 @@ enum Command {
     /// `kubectl gitops drift`'s report; -o prometheus prints gitops_drifted_objects (per
     /// Kustomization, the objects that differ by state: changed, missing) and gitops_drift_checked
     /// (0 when something could not be checked) for node-exporter's textfile collector, and exits 0
-    /// whenever it printed them. docs/drift.md says what is compared.
+    /// whenever it printed them. --listen serves them for Prometheus to scrape instead, kept
+    /// current by watches. docs/drift.md says what is compared.
     ///
     /// Examples:
     ///   kubectl gitops metrics drift -A -o prometheus > /var/lib/node-exporter/gitops-drift.prom
+    ///   kubectl gitops metrics drift -A --listen 127.0.0.1:9477
     #[command(verbatim_doc_comment)]
-    Drift(DriftArgs),
+    Drift(MetricsDriftArgs),
 }
 
 /// What `-o` offers, per subcommand (the others print text).

@@ -11,11 +11,14 @@
 //! cluster is drift too. Objects Flux is told to leave alone (`kustomize.toolkit.fluxcd.io/ssa:
 //! Ignore`, or `IfNotPresent` while the object exists) are skipped, as the controller skips them.
 
+mod desired;
+mod exporter;
 mod fields;
 mod helm;
 mod ignore;
 mod objects;
 mod render;
+mod watch;
 
 pub use self::render::preview_text as render_preview;
 
@@ -28,8 +31,8 @@ use crate::apply::Applier;
 use crate::change::{self, RepoSettings, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::{Cluster, list_pages};
+use crate::diff::SourceRef;
 use crate::diff::sources::{self, Credentials, GitRef};
-use crate::diff::{FLUX_FIELD_MANAGER, SourceRef, build};
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
 use crate::flux_cli::{FluxCli, Locator, Tag};
@@ -42,7 +45,7 @@ const PARALLEL: usize = 4;
 pub const FORMATS: &[OutputFormat] =
     &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml, OutputFormat::Prometheus];
 
-/// `kubectl gitops drift`.
+/// What `drift` and `metrics drift` look at.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DriftArgs {
     /// One Kustomization by name (default: every one in the namespace).
@@ -59,6 +62,47 @@ pub struct DriftArgs {
     pub repo: RepoArgs,
 }
 
+/// `kubectl gitops drift`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DriftCommandArgs {
+    #[command(flatten)]
+    pub scope: DriftArgs,
+
+    /// Keep showing it, driven by watches.
+    ///
+    /// After the report, follow every object Flux applied (watches, one per kind and namespace)
+    /// and print each change of what differs as it happens; redrawn in place on a terminal. Ends
+    /// with Ctrl-C.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+}
+
+/// `kubectl gitops metrics drift`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MetricsDriftArgs {
+    #[command(flatten)]
+    pub scope: DriftArgs,
+
+    /// Serve the series at http://ADDRESS:PORT/metrics, kept current by watches, for Prometheus.
+    ///
+    /// Serve the series at http://ADDRESS:PORT/metrics for Prometheus to scrape, kept current as
+    /// `drift --watch` keeps its report; until Ctrl-C. What it serves is counts per Kustomization,
+    /// no credentials: any address may be given (127.0.0.1 keeps it on this machine).
+    #[arg(long, value_name = "ADDRESS:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// How long `drift` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Follow {
+    /// One report.
+    Once,
+    /// `--watch`: the report, then its changes.
+    Watch,
+    /// `metrics drift --listen`: the series served, kept current.
+    Listen(std::net::SocketAddr),
+}
+
 /// What `drift` is asked, checked.
 #[derive(Debug, Clone)]
 pub struct DriftRequest {
@@ -68,10 +112,11 @@ pub struct DriftRequest {
     repo: RepoSettings,
     format: OutputFormat,
     headers: bool,
+    follow: Follow,
 }
 
 impl DriftArgs {
-    /// The request these flags make.
+    /// The request these flags make, for one report.
     pub fn request(&self, global: &GlobalArgs) -> Result<DriftRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, FORMATS)?;
@@ -83,6 +128,28 @@ impl DriftArgs {
             repo: self.repo.settings()?,
             format,
             headers: !global.no_headers,
+            follow: Follow::Once,
+        })
+    }
+}
+
+impl DriftCommandArgs {
+    /// The request these flags make.
+    pub fn request(&self, global: &GlobalArgs) -> Result<DriftRequest> {
+        let follow = if self.watch { Follow::Watch } else { Follow::Once };
+        Ok(DriftRequest { follow, ..self.scope.request(global)? })
+    }
+}
+
+impl MetricsDriftArgs {
+    /// The request these flags make: `--listen` serves the series, whatever `-o` says.
+    pub fn request(&self, global: &GlobalArgs) -> Result<DriftRequest> {
+        let request = self.scope.request(global)?;
+        Ok(match self.listen {
+            Some(address) => {
+                DriftRequest { follow: Follow::Listen(address), format: OutputFormat::Prometheus, ..request }
+            }
+            None => request,
         })
     }
 }
@@ -154,6 +221,26 @@ pub struct DriftedObject {
     pub helm_release: Option<String>,
 }
 
+/// One change of what `drift --watch` reports: `-o json|yaml` prints one per change after the
+/// first report (docs/output.md).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftChange {
+    /// When it was seen (RFC 3339).
+    pub time: String,
+    /// The Kustomization, as NAMESPACE/NAME.
+    pub kustomization: String,
+    /// The object, as KIND/NAMESPACE/NAME (KIND/NAME when it has no namespace).
+    pub object: String,
+    /// How it differs now; absent when it is as Flux applied it again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftedObject>,
+}
+
+impl crate::output::Kind for DriftChange {
+    const KIND: &'static str = "DriftChange";
+}
+
 /// How an object differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -218,11 +305,30 @@ pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> 
             hint: Some("install it with `kubectl gitops install`".into()),
         });
     };
+    let kustomizations_resource = KUSTOMIZATION.at(&version);
     let listed =
-        kustomizations(&cluster, &KUSTOMIZATION.at(&version), namespace.as_deref(), request.name.as_deref()).await?;
+        kustomizations(&cluster, &kustomizations_resource, namespace.as_deref(), request.name.as_deref()).await?;
     let version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
+    let git_repositories = GIT_REPOSITORY.at(&version);
+    // Serving binds first: a port in use is said before the work.
+    let sink = match request.follow {
+        Follow::Listen(address) => watch::Sink::Serve(exporter::serve(address, printer).await?),
+        _ => watch::Sink::Print { format: request.format, headers: request.headers },
+    };
+    let keep = request.follow != Follow::Once;
     let credentials = Credentials::Resolve(&mut context, &request.repo);
-    let drift = compute(&cluster, &GIT_REPOSITORY.at(&version), listed, credentials, printer).await?;
+    let (drift, kept) = compute(&cluster, &git_repositories, listed, credentials, (keep, printer)).await?;
+    if keep {
+        let scope = watch::Scope {
+            namespace,
+            name: request.name.clone(),
+            kustomizations: kustomizations_resource,
+            git_repositories,
+            repo: &request.repo,
+            sink,
+        };
+        return watch::follow(&cluster, &mut context, &scope, (drift, kept), printer).await;
+    }
     match request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
             printer.structured(&crate::output::document(&drift), request.format)?
@@ -257,7 +363,7 @@ pub async fn preview(
         error: None,
     };
     match check(Applier::new(cluster), &flux_cli, kustomization, root).await? {
-        Ok((objects, checked)) => (result.objects, result.checked) = (objects, checked),
+        Ok(tracked) => (result.objects, result.checked) = reported(&tracked),
         Err(why) => result.error = Some(why),
     }
     let kustomizations = vec![result];
@@ -300,14 +406,15 @@ async fn kustomizations(
 }
 
 /// The drift of each of `listed`: the sources fetched once per applied commit, each
-/// Kustomization built and compared.
+/// Kustomization built and compared; with `keep`, also each Kustomization's compared objects
+/// (by the index of its report), for `--watch` to follow.
 async fn compute(
     cluster: &Cluster,
     git_repositories: &kube::discovery::ApiResource,
     listed: Vec<Value>,
     mut credentials: Credentials<'_>,
-    printer: &Printer,
-) -> Result<Drift> {
+    (keep, printer): (bool, &Printer),
+) -> Result<(Drift, Vec<Vec<Tracked>>)> {
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
     let applier = Applier::new(cluster);
     // Each source at each applied commit, fetched once: (source, commit) → checkout or why not.
@@ -363,15 +470,21 @@ async fn compute(
         .collect();
     let checked: Vec<(usize, Result<Checked>)> = futures::stream::iter(checks).buffered(PARALLEL).collect().await;
     drop(spinner);
+    let mut kept: Vec<Vec<Tracked>> = results.iter().map(|_| Vec::new()).collect();
     for (index, outcome) in checked {
         match outcome? {
-            Ok((objects, count)) => (results[index].objects, results[index].checked) = (objects, count),
+            Ok(tracked) => {
+                (results[index].objects, results[index].checked) = reported(&tracked);
+                if keep {
+                    kept[index] = tracked;
+                }
+            }
             Err(why) => results[index].error = Some(why),
         }
     }
     drop(checkouts);
     let summary = summarize(&results);
-    Ok(Drift { kustomizations: results, summary })
+    Ok((Drift { kustomizations: results, summary }, kept))
 }
 
 fn text(object: &Value, pointer: &str) -> String {
@@ -423,64 +536,49 @@ async fn fetch_at(
     })
 }
 
-/// A Kustomization's drifted objects and how many objects were looked at, or why its build failed.
-type Checked = std::result::Result<(Vec<DriftedObject>, usize), String>;
+/// One object as Flux applied it, what comparing it with the cluster found, and the fingerprint
+/// of the live object compared with (what `--watch` follows).
+struct Tracked {
+    desired: desired::Desired,
+    outcome: objects::Outcome,
+    seen: Option<u64>,
+}
+
+/// A Kustomization's objects compared, or why its build failed.
+type Checked = std::result::Result<Vec<Tracked>, String>;
 
 /// One Kustomization built from `root` (its source at the applied commit) and each object
-/// compared with the cluster; the drifted objects and how many were looked at, or why the build
-/// failed.
+/// compared with the cluster.
 async fn check(
     mut applier: Applier<'_>,
     flux: &FluxCli,
     kustomization: &Value,
     root: &std::path::Path,
 ) -> Result<Checked> {
-    let source_dir = match build::source_dir(root, kustomization["spec"]["path"].as_str().unwrap_or_default()) {
-        Ok(dir) => dir,
+    let desired = match desired::desired(&mut applier, flux, kustomization, root).await? {
+        Ok(desired) => desired,
         Err(why) => return Ok(Err(why)),
     };
-    let resolved = build::resolved(applier.cluster(), kustomization).await?;
-    let built = match build::build(flux, &resolved, root, &source_dir).await? {
-        Ok(built) => built,
-        Err(why) => return Ok(Err(why)),
-    };
-    let rules = match ignore::IgnoreRules::parse(&kustomization["spec"]["ignore"]) {
-        Ok(rules) => rules,
-        Err(why) => return Ok(Err(format!("its spec.ignore: {why}"))),
-    };
-    let mut drifted = Vec::new();
-    let mut checked = 0;
-    let mut tally = |outcome: objects::Outcome| match outcome {
-        objects::Outcome::Skipped => {}
-        objects::Outcome::Clean => checked += 1,
-        objects::Outcome::Drifted(object) => {
-            checked += 1;
-            drifted.push(*object);
-        }
-    };
-    for document in &built {
-        let ignored = rules.paths_for(document);
-        tally(objects::compare(&mut applier, document, FLUX_FIELD_MANAGER, None, &ignored).await?);
+    let mut tracked = Vec::with_capacity(desired.len());
+    for desired in desired {
+        let (outcome, seen) = objects::compare(&mut applier, &desired).await?;
+        tracked.push(Tracked { desired, outcome, seen });
     }
-    // Each HelmRelease's objects, as its last Helm release applied them.
-    for release in built.iter().filter(|document| helm::is_helm_release(document)) {
-        let name = format!("{}/{}", text(release, "/metadata/namespace"), text(release, "/metadata/name"));
-        let objects = match ignore::IgnoreRules::parse(&release["spec"]["driftDetection"]["ignore"]) {
-            Ok(rules) => helm::release_objects(&mut applier, release).await?.map(|documents| (rules, documents)),
-            Err(why) => Err(format!("its spec.driftDetection.ignore: {why}")),
-        };
-        match objects {
-            Ok((rules, documents)) => {
-                for document in &documents {
-                    let ignored = rules.paths_for(document);
-                    let manager = helm::FIELD_MANAGER;
-                    tally(objects::compare(&mut applier, document, manager, Some(&name), &ignored).await?);
-                }
-            }
-            Err(why) => tally(objects::Outcome::Drifted(Box::new(objects::unchecked(release, why)))),
-        }
-    }
-    Ok(Ok((drifted, checked)))
+    Ok(Ok(tracked))
+}
+
+/// What a Kustomization's report says of its compared objects: the drifted ones, in the order of
+/// the build, and how many were looked at.
+fn reported(tracked: &[Tracked]) -> (Vec<DriftedObject>, usize) {
+    let drifted = tracked
+        .iter()
+        .filter_map(|tracked| match &tracked.outcome {
+            objects::Outcome::Drifted(object) => Some((**object).clone()),
+            _ => None,
+        })
+        .collect();
+    let checked = tracked.iter().filter(|tracked| !matches!(tracked.outcome, objects::Outcome::Skipped)).count();
+    (drifted, checked)
 }
 
 fn summarize(kustomizations: &[KustomizationDrift]) -> DriftSummary {

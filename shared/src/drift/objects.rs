@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::desired::Desired;
 use super::{DriftState, DriftedField, DriftedObject, fields, ignore, text};
 use crate::apply::{Applier, DryRun};
 use crate::diff::compare;
@@ -21,21 +22,43 @@ pub(super) enum Outcome {
     Drifted(Box<DriftedObject>),
 }
 
-/// `document` (as Flux applied it) compared with its live object by a dry run under `manager`,
-/// leaving out the fields at the `ignored` JSON pointers (the whole object for an empty one);
-/// `helm_release` names the HelmRelease whose release made it.
-pub(super) async fn compare(
-    applier: &mut Applier<'_>,
-    document: &Value,
-    manager: &str,
-    helm_release: Option<&str>,
-    ignored: &[&str],
-) -> Result<Outcome> {
+/// What one comparison found, and the [`fingerprint`] of the live object it compared with
+/// (none when it was not read or is gone).
+pub(super) async fn compare(applier: &mut Applier<'_>, desired: &Desired) -> Result<(Outcome, Option<u64>)> {
+    let mut seen = None;
+    let outcome = compare_with_live(applier, desired, &mut seen).await?;
+    Ok((outcome, seen))
+}
+
+/// The fingerprint of a live object's content: what the API server keeps for itself (status,
+/// managed fields, versions) left out, so that a status update does not count as a change.
+pub(super) fn fingerprint(live: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut normalized = compare::normalized(live);
+    // A listed object comes without them, a watched or read one with them.
+    if let Some(map) = normalized.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    normalized.to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// An object as Flux applied it ([`Desired`]) compared with its live object by a dry run under
+/// its field manager, leaving out the fields Flux is told not to correct (the whole object for
+/// an empty pointer); `seen` gets the live object's fingerprint.
+async fn compare_with_live(applier: &mut Applier<'_>, desired: &Desired, seen: &mut Option<u64>) -> Result<Outcome> {
+    let (document, manager, ignored) = (&desired.document, desired.manager, &desired.ignored);
+    let helm_release = desired.helm_release.as_deref();
+    if let Some(why) = &desired.unreadable {
+        return Ok(Outcome::Drifted(Box::new(unchecked(document, why.clone()))));
+    }
     let excluded = |object: &Value| match helm_release {
         Some(_) => ignore::helm_excluded(object),
         None => ssa_mode(object) == Some("ignore"),
     };
-    if excluded(document) || ignored.contains(&"") {
+    if excluded(document) || ignored.iter().any(String::is_empty) {
         return Ok(Outcome::Skipped);
     }
     let mut found =
@@ -59,6 +82,7 @@ pub(super) async fn compare(
     let Some(live) = live else {
         return Ok(Outcome::Drifted(Box::new(DriftedObject { state: DriftState::Missing, ..found })));
     };
+    *seen = Some(fingerprint(&live));
     let if_not_present = helm_release.is_none()
         && (ssa_mode(&live) == Some("ifnotpresent") || ssa_mode(document) == Some("ifnotpresent"));
     if excluded(&live) || if_not_present {

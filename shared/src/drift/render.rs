@@ -1,7 +1,7 @@
 //! The screen of `drift`: a row per drifted object (the Kustomization, the object, its fields,
 //! who changed them and how long ago), what could not be checked, then the counts.
 
-use super::{Drift, DriftState};
+use super::{Drift, DriftChange, DriftState, DriftedObject};
 use crate::output::style::Style;
 use crate::output::table::Table;
 
@@ -80,37 +80,58 @@ fn with_summary(mut text: String, line: &str, bad: bool, style: Style) -> String
     text
 }
 
+/// An object's cells: its name (and HelmRelease), its fields, its managers, since when.
+fn cells(object: &DriftedObject, now: u64) -> [String; 4] {
+    let name = match &object.namespace {
+        Some(namespace) => format!("{}/{namespace}/{}", object.kind, object.name),
+        None => format!("{}/{}", object.kind, object.name),
+    };
+    let name = match &object.helm_release {
+        Some(release) => format!("{name} (HelmRelease {release})"),
+        None => name,
+    };
+    let fields = match object.state {
+        DriftState::Missing => "(deleted)".to_string(),
+        DriftState::Unchecked => "(not checked)".to_string(),
+        DriftState::Changed => {
+            let mut shown: Vec<&str> = object.fields.iter().take(FIELDS_SHOWN).map(|f| f.path.as_str()).collect();
+            let more = object.fields.len().saturating_sub(FIELDS_SHOWN);
+            let more = (more > 0).then(|| format!("+{more} more"));
+            shown.extend(more.as_deref());
+            shown.join(", ")
+        }
+    };
+    let managers = if object.managers.is_empty() { "-".to_string() } else { object.managers.join(",") };
+    let since = object.since.as_deref().and_then(crate::duration::parse_timestamp).map_or_else(
+        || "-".to_string(),
+        |at| crate::duration::format_age(std::time::Duration::from_secs(now.saturating_sub(at))),
+    );
+    [name, fields, managers, since]
+}
+
+/// `drift --watch`'s rows, one per change, without headers: the time, then the row `drift`
+/// shows (`(as applied)` for an object that is as Flux applied it again).
+pub fn change_rows(changes: &[DriftChange]) -> String {
+    let mut table = Table::new(["TIME", "KUSTOMIZATION", "OBJECT", "FIELDS", "MANAGER", "SINCE"]);
+    let now = crate::duration::now();
+    for change in changes {
+        let [name, fields, managers, since] = match &change.drift {
+            Some(object) => cells(object, now),
+            None => [change.object.clone(), "(as applied)".to_string(), "-".to_string(), "-".to_string()],
+        };
+        let time = change.time.split_once('T').map_or(change.time.as_str(), |(_, time)| time.trim_end_matches('Z'));
+        table.push([time.to_string(), change.kustomization.clone(), name, fields, managers, since]);
+    }
+    table.render(false)
+}
+
 /// The table, then what could not be checked.
 fn rows(drift: &Drift, headers: bool, style: Style) -> String {
     let mut table = Table::new(["KUSTOMIZATION", "OBJECT", "FIELDS", "MANAGER", "SINCE"]);
     let now = crate::duration::now();
     for kustomization in &drift.kustomizations {
         for object in &kustomization.objects {
-            let name = match &object.namespace {
-                Some(namespace) => format!("{}/{namespace}/{}", object.kind, object.name),
-                None => format!("{}/{}", object.kind, object.name),
-            };
-            let name = match &object.helm_release {
-                Some(release) => format!("{name} (HelmRelease {release})"),
-                None => name,
-            };
-            let fields = match object.state {
-                DriftState::Missing => "(deleted)".to_string(),
-                DriftState::Unchecked => "(not checked)".to_string(),
-                DriftState::Changed => {
-                    let mut shown: Vec<&str> =
-                        object.fields.iter().take(FIELDS_SHOWN).map(|f| f.path.as_str()).collect();
-                    let more = object.fields.len().saturating_sub(FIELDS_SHOWN);
-                    let more = (more > 0).then(|| format!("+{more} more"));
-                    shown.extend(more.as_deref());
-                    shown.join(", ")
-                }
-            };
-            let managers = if object.managers.is_empty() { "-".to_string() } else { object.managers.join(",") };
-            let since = object.since.as_deref().and_then(crate::duration::parse_timestamp).map_or_else(
-                || "-".to_string(),
-                |at| crate::duration::format_age(std::time::Duration::from_secs(now.saturating_sub(at))),
-            );
+            let [name, fields, managers, since] = cells(object, now);
             table.push([format!("{}/{}", kustomization.namespace, kustomization.name), name, fields, managers, since]);
         }
     }

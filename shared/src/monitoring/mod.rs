@@ -68,6 +68,10 @@ pub struct InstallArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "15m", help_heading = "Alerts")]
     pub slow_for: Duration,
 
+    /// Alert when objects differ from what Flux applied for this long (the series of `metrics drift`).
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "15m", help_heading = "Alerts")]
+    pub drifted_for: Duration,
+
     /// Print the Flux YAML it would write and change nothing.
     ///
     /// The stack's objects (its source, HelmRelease, monitors, rules and dashboards) as the config
@@ -131,6 +135,7 @@ impl InstallArgs {
             controller_down_for: self.controller_down_for,
             slow_reconcile: self.slow_reconcile,
             slow_for: self.slow_for,
+            drifted_for: self.drifted_for,
         };
         if thresholds.slow_reconcile.is_zero() {
             return Err(Error::usage(

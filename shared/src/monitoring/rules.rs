@@ -22,6 +22,8 @@ pub struct Thresholds {
     pub slow_reconcile: Duration,
     /// ... for this long (default 15m).
     pub slow_for: Duration,
+    /// Objects of a Kustomization differing from what Flux applied for this long (default 15m).
+    pub drifted_for: Duration,
 }
 
 impl Default for Thresholds {
@@ -32,6 +34,7 @@ impl Default for Thresholds {
             controller_down_for: Duration::from_secs(300),
             slow_reconcile: Duration::from_secs(60),
             slow_for: Duration::from_secs(900),
+            drifted_for: Duration::from_secs(900),
         }
     }
 }
@@ -54,6 +57,12 @@ pub fn slowest(count: usize) -> String {
         "topk({count}, sum by (kind, exported_namespace, name) (rate(gotk_reconcile_duration_seconds_sum[5m])) \
          / sum by (kind, exported_namespace, name) (rate(gotk_reconcile_duration_seconds_count[5m])))"
     )
+}
+
+/// The objects of each Kustomization that differ from what Flux last applied, from the series
+/// `kubectl gitops metrics drift` prints or serves (docs/drift.md).
+pub fn drifted_by_kustomization() -> String {
+    "sum by (namespace, name) (gitops_drifted_objects)".to_string()
 }
 
 /// The alert rules, by name: (name, expression, for, severity, summary).
@@ -90,6 +99,16 @@ pub fn alerts(thresholds: &Thresholds) -> Vec<(&'static str, String, Duration, &
             format!(
                 "{{{{ $labels.kind }}}} reconciliations take {{{{ $value | humanizeDuration }}}} at p99 (over {})",
                 duration::format(thresholds.slow_reconcile)
+            ),
+        ),
+        (
+            "GitOpsDriftDetected",
+            format!("{} > 0", drifted_by_kustomization()),
+            thresholds.drifted_for,
+            "warning",
+            format!(
+                "{{{{ $value }}}} objects of Kustomization {{{{ $labels.namespace }}}}/{{{{ $labels.name }}}} differ from what Flux applied (for {})",
+                duration::format(thresholds.drifted_for)
             ),
         ),
     ]
@@ -150,6 +169,7 @@ pub fn dashboards() -> Vec<(&'static str, Value)> {
         ),
         ("Reconciliation p99 by kind", p99_by_kind(), "s", "{{kind}}"),
         ("Slowest reconciliations (mean)", slowest(10), "s", "{{kind}} {{exported_namespace}}/{{name}}"),
+        ("Drifted objects", drifted_by_kustomization(), "none", "{{namespace}}/{{name}}"),
     ];
     let control_plane: Vec<Panel> = vec![
         ("Controllers up", format!("up{{job=\"{job}\"}}"), "none", "{{pod}}"),

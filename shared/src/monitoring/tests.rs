@@ -53,8 +53,12 @@ fn the_pod_monitor_selects_the_flux_controllers_on_their_metrics_port() {
 }
 
 #[test]
-fn the_four_alerts_use_the_thresholds() {
-    let thresholds = Thresholds { slow_reconcile: std::time::Duration::from_millis(500), ..Thresholds::default() };
+fn the_five_alerts_use_the_thresholds() {
+    let thresholds = Thresholds {
+        slow_reconcile: std::time::Duration::from_millis(500),
+        drifted_for: std::time::Duration::from_secs(3600),
+        ..Thresholds::default()
+    };
     let rule = rules::prometheus_rule(&thresholds);
     let alerts = rule["spec"]["groups"][0]["rules"].as_array().unwrap();
     let named = |name: &str| alerts.iter().find(|alert| alert["alert"] == name).unwrap().clone();
@@ -64,12 +68,15 @@ fn the_four_alerts_use_the_thresholds() {
     assert_eq!(named("FluxControllerDown")["expr"], "up{job=\"monitoring/flux-system\"} == 0");
     assert!(named("FluxReconciliationSlow")["expr"].as_str().unwrap().ends_with("> 0.5"));
     assert_eq!(named("FluxReconciliationSlow")["for"], "15m");
+    assert_eq!(named("GitOpsDriftDetected")["expr"], "sum by (namespace, name) (gitops_drifted_objects) > 0");
+    assert_eq!(named("GitOpsDriftDetected")["for"], "1h");
+    assert_eq!(alerts.len(), 5);
 }
 
 #[test]
 fn every_expression_is_plain_promql() {
     let expressions = rules::expressions(&Thresholds::default());
-    assert_eq!(expressions.len(), 4 + 6 + 7);
+    assert_eq!(expressions.len(), 5 + 7 + 7);
     for expr in expressions {
         assert!(!expr.contains('$'), "no Grafana variables: {expr}");
     }

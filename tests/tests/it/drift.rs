@@ -2,7 +2,9 @@
 //! kustomize-controller: a Deployment edited with the real `kubectl edit`, a ConfigMap deleted by
 //! hand and another patched by another field manager, each reported with who did it; Flux's
 //! ignore annotation and ignore rules (a Kustomization's and a HelmRelease's) silence what they
-//! name; after Flux reconciles, the drift is gone.
+//! name; after Flux reconciles, the drift is gone. `drift --watch` sees each change as it
+//! happens, and `metrics drift --listen` serves the series to a real Prometheus whose
+//! GitOpsDriftDetected alert (the monitoring stack's rule) fires, then ends.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -10,9 +12,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gitops_e2e::background::Background;
+use gitops_e2e::prometheus::{Prometheus, rules_file, wait_for};
 use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::process::free_ports;
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
+use gitops_shared::monitoring::Thresholds;
 use serde_json::Value;
 
 /// The config repo: the sync applies `clusters/dev`, where the Kustomization `web` applies
@@ -56,6 +62,16 @@ fn series(env: &TestEnv, plugins: &Path) -> String {
 /// `kubectl gitops COMMAND… --config-repo URL ARGS`.
 fn gitops(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
     Run::of(&mut env.kubectl_gitops(plugins, "drift-fleet", args))
+}
+
+/// The JSON documents printed one after another (`--watch -o json`).
+fn documents(out: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(out).into_iter::<Value>().map_while(Result::ok).collect()
+}
+
+/// The `DriftChange` documents printed after the first report.
+fn changes(out: &str) -> Vec<Value> {
+    documents(out).into_iter().filter(|document| document["kind"] == "DriftChange").collect()
 }
 
 /// The drifted objects of the Kustomization `flux-system/name`, by `Kind/name`.
@@ -123,6 +139,31 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert_eq!(clean.code, Some(0), "{}", clean.render());
     assert!(clean.stdout.ends_with("0 drifted (0 deleted) of 11 objects in 4 Kustomizations\n"), "{}", clean.render());
 
+    // Followed as it happens: `drift -A --watch -o json`, and the series served for a real
+    // Prometheus that evaluates the stack's alert rules (the drift alert after 2 seconds).
+    let gitops_command = |args: &[&str]| env.kubectl_gitops(plugins.path(), "drift-fleet", args);
+    let mut watching = Background::spawn(&mut gitops_command(&["drift", "-A", "--watch", "-o", "json"]));
+    watching.wait_until("the first report", Duration::from_secs(120), |out| {
+        documents(out).first().is_some_and(|first| first["kind"] == "Drift" && first["summary"]["drifted"] == 0)
+    });
+    let mut exporter = Background::spawn(&mut gitops_command(&["metrics", "drift", "-A", "--listen", "127.0.0.1:0"]));
+    exporter.wait_until("the series' address", Duration::from_secs(30), |out| out.ends_with("/metrics\n"));
+    let series_url = exporter.stdout().trim().to_string();
+    let scraped = series_url.trim_start_matches("http://").trim_end_matches("/metrics").to_string();
+    let prometheus_dir = tempfile::tempdir().unwrap();
+    let thresholds = Thresholds { drifted_for: Duration::from_secs(2), ..Thresholds::default() };
+    let config = serde_json::json!({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [rules_file(prometheus_dir.path(), &thresholds)],
+        "scrape_configs": [{"job_name": "gitops-drift", "static_configs": [{"targets": [scraped]}]}],
+    });
+    let prometheus = Prometheus::start(prometheus_dir.path(), &config, free_ports(1).unwrap()[0]);
+    wait_for("the series scraped, no drift", Duration::from_secs(60), || {
+        let checked = prometheus.query("gitops_drift_checked");
+        checked.len() == 4 && prometheus.query("sum(gitops_drifted_objects) == 0").len() == 1
+    });
+    assert_eq!(prometheus.alert_state("GitOpsDriftDetected"), "inactive");
+
     // By hand: the real `kubectl edit` (an editor that changes the replicas, an env var and a
     // label), a ConfigMap deleted, another patched by another field manager.
     let editor_dir = tempfile::tempdir().unwrap();
@@ -182,6 +223,37 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         "--field-manager=on-call",
     ])
     .unwrap();
+
+    // The watch sees each change as it happens, with the same fields and managers as below.
+    watching.wait_until("the drift, as it happens", Duration::from_secs(60), |out| {
+        let changes = changes(out);
+        let seen = |object: &str, state: &str| {
+            changes.iter().any(|change| change["object"] == object && change["drift"]["state"] == state)
+        };
+        seen("Deployment/default/web", "changed")
+            && seen("ConfigMap/default/web-config", "missing")
+            && seen("ConfigMap/default/team-config", "changed")
+            && seen("ConfigMap/default/default-hello-greeting", "changed")
+    });
+    let watched = changes(&watching.stdout());
+    for change in &watched {
+        gitops_e2e::schema::validate("DriftChange", change);
+    }
+    let edit = watched.iter().rfind(|change| change["object"] == "Deployment/default/web").unwrap();
+    assert_eq!(edit["kustomization"], "flux-system/web", "{edit:#}");
+    assert_eq!(edit["drift"]["managers"], serde_json::json!(["kubectl-edit"]), "{edit:#}");
+    assert!(
+        !watched.iter().any(|change| change["object"] == "Deployment/default/default-hello"
+            || change["object"] == "HelmRepository/flux-system/hello"),
+        "what Flux is told to ignore is not reported: {watched:#?}"
+    );
+    // And Prometheus' alert fires on the served series.
+    wait_for("GitOpsDriftDetected firing", Duration::from_secs(60), || {
+        prometheus.alert_state("GitOpsDriftDetected") == "firing"
+    });
+    let web = prometheus.query("gitops_drifted_objects{namespace=\"flux-system\", name=\"web\"}");
+    assert_eq!(web.len(), 2, "{web:#?}");
+    assert!(web.iter().all(|series| series["value"][1] == "1"), "{web:#?}");
 
     let found = drift(env, plugins.path(), &["-A", "-o", "json"]);
     assert_eq!(found.code, Some(1), "{}", found.render());
@@ -268,6 +340,28 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
             after.render()
         );
         std::thread::sleep(Duration::from_secs(2));
+    }
+    // The watch says each is as applied again, the served series drop and the alert ends.
+    watching.wait_until("the drift put back, as it happens", Duration::from_secs(60), |out| {
+        let changes = changes(out);
+        ["Deployment/default/web", "ConfigMap/default/web-config", "ConfigMap/default/team-config"].iter().all(
+            |object| {
+                changes
+                    .iter()
+                    .rfind(|change| change["object"] == *object)
+                    .is_some_and(|last| last.get("drift").is_none())
+            },
+        )
+    });
+    wait_for("GitOpsDriftDetected inactive", Duration::from_secs(60), || {
+        prometheus.alert_state("GitOpsDriftDetected") == "inactive"
+            && prometheus.query("sum(gitops_drifted_objects) == 0").len() == 1
+    });
+    // Ctrl-C ends both at once.
+    for (name, running) in [("drift --watch", watching), ("metrics drift --listen", exporter)] {
+        let (code, _, stderr, took) = running.interrupt();
+        assert_eq!(code, Some(0), "{name}: {stderr}");
+        assert!(took < Duration::from_secs(2), "{name} took {took:?} to stop on Ctrl-C");
     }
     // And the metric drops.
     let settled = series(env, plugins.path());

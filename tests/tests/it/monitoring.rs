@@ -19,8 +19,9 @@
 
 use std::path::Path;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use gitops_e2e::prometheus::{Prometheus, rules_file, wait_for};
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::TestEnv;
 use gitops_e2e::testenv::process::free_ports;
@@ -163,14 +164,6 @@ fn check_rules(file: &Path) {
     assert!(text.contains("SUCCESS"), "{text}");
 }
 
-/// The `groups` of the PrometheusRule `monitoring install` commits, as a Prometheus rules file.
-fn rules_file(dir: &Path, thresholds: &Thresholds) -> std::path::PathBuf {
-    let rule = rules::prometheus_rule(thresholds);
-    let path = dir.join("flux-rules.yaml");
-    std::fs::write(&path, serde_json::to_string(&json!({"groups": rule["spec"]["groups"]})).unwrap()).unwrap();
-    path
-}
-
 #[test]
 fn the_rules_and_every_dashboard_expression_pass_promtool() {
     let dir = tempfile::tempdir().unwrap();
@@ -189,50 +182,6 @@ fn the_rules_and_every_dashboard_expression_pass_promtool() {
     )
     .unwrap();
     check_rules(&path);
-}
-
-/// A Prometheus on 127.0.0.1, stopped when dropped.
-struct Prometheus {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Prometheus {
-    fn get(&self, path: &str) -> Value {
-        let out = Command::new("curl").args(["-sf", &format!("{}{path}", self.url)]).output().unwrap();
-        assert!(out.status.success(), "GET {path}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn query(&self, expr: &str) -> Vec<Value> {
-        let query: String = form_urlencoded::Serializer::new(String::new()).append_pair("query", expr).finish();
-        self.get(&format!("/api/v1/query?{query}"))["data"]["result"].as_array().cloned().unwrap_or_default()
-    }
-
-    fn alert_state(&self, name: &str) -> String {
-        let rules = self.get("/api/v1/rules?type=alert");
-        let groups = rules["data"]["groups"].as_array().cloned().unwrap_or_default();
-        let rule = groups
-            .iter()
-            .flat_map(|group| group["rules"].as_array().cloned().unwrap_or_default())
-            .find(|rule| rule["name"] == name);
-        rule.map(|rule| rule["state"].as_str().unwrap_or_default().to_string()).unwrap_or_default()
-    }
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < limit, "{what} did not happen within {limit:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// The scrape targets the PodMonitor selects: the controllers whose `app` its selector names,
@@ -283,24 +232,7 @@ fn prometheus_scrapes_the_flux_controllers_and_the_slow_reconcile_alert_fires() 
             {"job_name": "kube-state-metrics", "static_configs": [{"targets": [state_metrics.address.clone()]}]},
         ],
     });
-    let config_path = dir.path().join("prometheus.yml");
-    std::fs::write(&config_path, serde_json::to_string(&config).unwrap()).unwrap();
-    let child = Command::new(tools::path("prometheus"))
-        .arg(format!("--config.file={}", config_path.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        // Every address: the API server's service proxy reaches it at this machine's own.
-        .arg(format!("--web.listen-address=0.0.0.0:{port}"))
-        .stdout(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("prometheus.err")).unwrap())
-        .spawn()
-        .unwrap();
-    let prometheus = Prometheus { child, url: format!("http://127.0.0.1:{port}") };
-    wait_for("Prometheus ready", Duration::from_secs(60), || {
-        Command::new("curl")
-            .args(["-sf", "-o", "/dev/null", &format!("{}/-/ready", prometheus.url)])
-            .status()
-            .is_ok_and(|s| s.success())
-    });
+    let prometheus = Prometheus::start(dir.path(), &config, port);
 
     // Something for each controller to reconcile: a source, a failing Kustomization retried
     // every 2 seconds, a HelmRelease and a Receiver.
