@@ -15,7 +15,11 @@
 //! `BENCH_BASELINE` (another kubectl-gitops-status build, measured alongside: before and after in
 //! one run); `BENCH_HOLD` (keep the environment up afterwards, for profiling); `BENCH_ONLY=ui`
 //! (seed and measure `kubectl gitops ui` only, while working on it); `BENCH_ONLY=diff` (only
-//! `kubectl gitops diff` against `flux diff kustomization`).
+//! `kubectl gitops diff` against `flux diff kustomization`); `BENCH_ONLY=drift` (only `kubectl
+//! gitops drift -A` against `flux diff kustomization` for each, drift.rs).
+
+#[path = "gitops-bench/drift.rs"]
+mod drift;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -56,7 +60,12 @@ fn main() -> Result<()> {
             env.install_flux_crds()?;
             return diff_rows(env, &flux_cli().map_err(anyhow::Error::msg)?);
         }
-        Ok(other) => bail!("BENCH_ONLY={other}: only `ui` or `diff` can be measured alone"),
+        Ok("drift") => {
+            let env = &TestEnv::start(Options { flux: false })?;
+            env.install_flux_crds()?;
+            return drift::drift_rows(env, &Api::new(env), &flux_cli().map_err(anyhow::Error::msg)?);
+        }
+        Ok(other) => bail!("BENCH_ONLY={other}: only `ui`, `diff` or `drift` can be measured alone"),
         Err(_) => false,
     };
     // The flux CLI takes minutes to build cold: build it while the environment starts and is seeded.
@@ -92,6 +101,7 @@ fn main() -> Result<()> {
                 passthrough(cli)?;
                 artifacts(cli)?;
                 diff_rows(env, cli)?;
+                drift::drift_rows(env, &api, cli)?;
             }
             Err(error) => {
                 println!("\nkubectl gitops flux and artifact: not measured, the flux CLI is missing: {error}")
