@@ -1,5 +1,9 @@
 //! `kubectl gitops app rollback NAME`: back to an earlier deployment, through git.
 //!
+//! A HelmRelease app `app add` added is rolled back in the config repo instead: its files there
+//! restored at the commit that asked for its last good Helm release ([`helm`]), one commit the
+//! sync applies.
+//!
 //! The app's directory in the repository Flux applies it from (the Kustomization's `spec.path` in
 //! its GitRepository, on the branch it follows) is restored to what it held at that deployment's
 //! commit, in one commit pushed to that branch: Flux applies it as any change, and nothing in the
@@ -12,11 +16,13 @@
 //! suspends it just before the push, and resumes it if the push fails), or the branch moves while
 //! we push.
 
-use std::collections::BTreeMap;
-use std::path::{Component, Path};
+mod automation;
+mod files;
+mod helm;
+
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,8 +32,9 @@ use crate::cluster::Cluster;
 use crate::diff::SourceRef;
 use crate::diff::sources::{self, Credentials, GitRef};
 use crate::error::{Error, ExitCode, Result};
-use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
-use crate::git::{Checkout, Workspace};
+use crate::flux::api::{GIT_REPOSITORY, HELM_RELEASE, KUSTOMIZATION};
+use crate::flux::bootstrap::SYNC_NAME;
+use crate::git::{Checkout, Remote, Workspace};
 use crate::output::Printer;
 use crate::plan::FileChange;
 use crate::repo_access::{parse_url, same_server};
@@ -39,14 +46,16 @@ const SUCCEEDED: &str = "ReconciliationSucceeded";
 /// `app rollback`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RollbackArgs {
-    /// The app: a Kustomization of this name in the Flux namespace (-n, default flux-system).
+    /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
     pub name: String,
 
     /// The deployment to go back to: its commit (full hash) or Flux revision (main@sha1:…).
     ///
     /// The deployment to go back to: its commit by its full hash, or its Flux revision
     /// (main@sha1:…), as `kubectl gitops app history NAME` lists them (default: the last
-    /// deployment before the current one that was Ready).
+    /// deployment before the current one that was Ready). For a HelmRelease app, the config
+    /// repo's commit whose files to restore (default: the one that asked for its last good
+    /// Helm release).
     #[arg(long, value_name = "REVISION")]
     pub to: Option<String>,
 
@@ -138,9 +147,9 @@ pub struct Rollback {
     pub name: String,
     /// The repository and branch written: `URL (branch B)`.
     pub repository: String,
-    /// The directory restored.
+    /// The directory restored (a HelmRelease app's: its directories in the config repo, comma-separated).
     pub path: String,
-    /// The commit Flux ran before (the current deployment's).
+    /// The commit Flux ran before (the current deployment's; a HelmRelease app's: the config repo's).
     pub from: String,
     /// The commit whose files were restored (the earlier deployment's).
     pub to: String,
@@ -175,34 +184,19 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
     let located = locate(&context, &cluster, &namespace, &request.name).await?;
     let Located { app, source, url, branch, .. } = &located;
     let (url, branch) = (url.clone(), branch.clone());
-    let automations = image_automations(&cluster, source, request.suspend_image_automation).await?;
-    let running = current_commit(app).ok_or_else(|| {
-        Error::usage(
-            format!("{namespace}/{} has not been applied yet: there is nothing to roll back", request.name),
-            "`kubectl gitops app status NAME` shows why",
-        )
-    })?;
-    let to = match &request.to {
-        Some(to) => to.clone(),
-        None => last_ready(app, &running)?,
-    };
-    if to == running {
-        return Err(Error::usage(
-            format!("{namespace}/{} runs {} already", request.name, short(&to)),
-            "name an earlier deployment with --to (`kubectl gitops app history NAME` lists them)",
-        ));
-    }
+    let automations = automation::image_automations(&cluster, source, request.suspend_image_automation).await?;
     let config = Credentials::Resolve(&mut context, &request.repo).remote().await;
+    let restore = restore_of(&located, request, config.as_ref()).await?;
     printer.progress(&format!("cloning branch {branch} of {url}"));
     let (head_checkout, head) = sources::fetch(&url, &GitRef::Branch(branch.clone()), config.as_ref())
         .await
         .map_err(|why| Error::Remote { message: format!("{url}: {why}"), hint: None })?;
-    if head != running {
+    if head != restore.running {
         return Err(Error::usage(
             format!(
                 "branch {branch} of {url} is at {}, a newer commit than the {} Flux runs: another change is on its way",
                 short(&head),
-                short(&running)
+                short(&restore.running)
             ),
             format!(
                 "wait until Flux has applied it (`kubectl gitops app status {} --wait`), then roll back from there",
@@ -210,32 +204,35 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
             ),
         ));
     }
-    let (earlier, _) =
-        sources::fetch(&url, &GitRef::Commit { branch: branch.clone(), commit: to.clone() }, config.as_ref())
-            .await
-            .map_err(|why| {
-                Error::usage(
-                    format!("{} is not a commit of branch {branch} of {url}: {why}", short(&to)),
-                    "name a deployment `kubectl gitops app history NAME` lists",
-                )
-            })?;
-    let path = app["spec"]["path"].as_str().unwrap_or("./").to_string();
-    let dir = repo_dir(&path)?;
-    let files = restored(&head_checkout.files(), &earlier.files(), &dir)?;
+    let at = GitRef::Commit { branch: branch.clone(), commit: restore.to.clone() };
+    let (earlier, _) = sources::fetch(&url, &at, config.as_ref()).await.map_err(|why| {
+        Error::usage(
+            format!("{} is not a commit of branch {branch} of {url}: {why}", short(&restore.to)),
+            "name a deployment `kubectl gitops app history NAME` lists",
+        )
+    })?;
+    let mut files = Vec::new();
+    for dir in &restore.dirs {
+        files.extend(files::restored(&head_checkout.files(), &earlier.files(), dir)?);
+    }
     if files.is_empty() {
         return Err(Error::usage(
-            format!("{path} of {url} is the same at {} as now: what changed is not in the app's directory", short(&to)),
-            "look at the config changes `kubectl gitops app history NAME` lists: the app's definition or values moved in the config repo",
+            format!(
+                "{} of {url} is the same at {} as now: what changed is not there",
+                restore.path,
+                short(&restore.to)
+            ),
+            "look at the changes `kubectl gitops app history NAME` lists: the app's definition or values may have moved in the config repo",
         ));
     }
-    let message = commit_message(&request.name, app, &path, &to, &running);
+    let message = commit_message(&request.name, app, &restore);
     let mut outcome = Rollback {
         namespace: namespace.clone(),
         name: request.name.clone(),
         repository: format!("{url} (branch {branch})"),
-        path: path.clone(),
-        from: running.clone(),
-        to: to.clone(),
+        path: restore.path.clone(),
+        from: restore.running.clone(),
+        to: restore.to.clone(),
         commit: None,
         pull_request: None,
         files: files.iter().map(|file| format!("{} {}", file.verb(), file.path)).collect(),
@@ -244,8 +241,12 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         preview: None,
     };
     if request.dry_run {
-        let root = earlier.files().root().to_path_buf();
-        outcome.preview = Some(crate::drift::preview(&cluster, app, &root, printer).await?);
+        // What the cluster gets from a Kustomization's restored files; a HelmRelease's would
+        // need its chart rendered (not yet).
+        if located.helm.is_none() {
+            let root = earlier.files().root().to_path_buf();
+            outcome.preview = Some(crate::drift::preview(&cluster, app, &root, printer).await?);
+        }
         print_plan(&outcome, &message, &files, request, printer)?;
         return Ok(ExitCode::Ok);
     }
@@ -262,12 +263,68 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
     let line = delivered?;
     let code = match &outcome.commit {
         Some(commit) if outcome.pull_request.is_none() => {
-            reconcile_and_wait(cluster, &located, commit, request, printer).await?
+            reconcile_and_wait(&context, &located, commit, request, printer).await?
         }
         _ => ExitCode::Ok,
     };
     print_outcome(&outcome, &line, request.format, printer)?;
     Ok(code)
+}
+
+/// What to restore: a Kustomization's path in its repository at the last deployment that was
+/// Ready (or `--to`); a HelmRelease app's files in the config repo at the commit that asked for
+/// its last good release (or `--to`).
+async fn restore_of(located: &Located, request: &RollbackRequest, config: Option<&Remote>) -> Result<Restore> {
+    let app = &located.app;
+    let name = &request.name;
+    let not_applied = |what: &str| {
+        Error::usage(
+            format!("{what} has not been applied yet: there is nothing to roll back"),
+            "`kubectl gitops app status NAME` shows why",
+        )
+    };
+    let restore = match &located.helm {
+        None => {
+            let running = current_commit(app).ok_or_else(|| not_applied(name))?;
+            let to = match &request.to {
+                Some(to) => to.clone(),
+                None => last_ready(app, &running)?,
+            };
+            let path = app["spec"]["path"].as_str().unwrap_or("./").to_string();
+            let dirs = vec![files::repo_dir(&path)?];
+            Restore { dirs, path, running, to, because: String::new() }
+        }
+        Some((sync, dirs)) => {
+            let running = current_commit(sync).ok_or_else(|| not_applied("the config repo's sync"))?;
+            let (to, because) = match &request.to {
+                Some(to) => (to.clone(), String::new()),
+                None => {
+                    let release = helm::last_good_release(app)?;
+                    let remote = sources::remote_for(&located.url, config);
+                    let (reference, paths) = (format!("refs/heads/{}", located.branch), dirs.clone());
+                    let log = crate::git::off_runtime(crate::timeouts::GIT_READ, move || {
+                        crate::git::log::log(&remote, &reference, &paths)
+                    })
+                    .await
+                    .map_err(|error| Error::Remote { message: format!("{}: {error}", located.url), hint: None })?;
+                    let because = format!(
+                        ", which asked for chart {} (Helm release {})",
+                        release.revision,
+                        release.release.unwrap_or_default()
+                    );
+                    (helm::config_commit(&log, &release)?, because)
+                }
+            };
+            Restore { dirs: dirs.clone(), path: dirs.join(", "), running, to, because }
+        }
+    };
+    if restore.to == restore.running {
+        return Err(Error::usage(
+            format!("{} runs {} already", request.name, short(&restore.to)),
+            "name an earlier deployment with --to (`kubectl gitops app history NAME` lists them)",
+        ));
+    }
+    Ok(restore)
 }
 
 /// Pushes the rollback commit to the branch Flux follows, or with `--pr` to a branch of its own
@@ -315,6 +372,22 @@ struct Located {
     branch: String,
     kustomizations: Api<DynamicObject>,
     repositories: Api<DynamicObject>,
+    /// A HelmRelease app: the config repo's sync Kustomization, and the app's directories there.
+    helm: Option<(Value, Vec<String>)>,
+}
+
+/// What a rollback restores: directories of the repository, as they were at a commit.
+struct Restore {
+    /// The directories, relative to the repository's root (empty: all of it).
+    dirs: Vec<String>,
+    /// What the Rollback document's `path` says: the app's path, or its directories.
+    path: String,
+    /// The commit Flux runs now.
+    running: String,
+    /// The commit whose files are restored.
+    to: String,
+    /// Why that commit, for the commit message.
+    because: String,
 }
 
 /// Finds the app `name` in `namespace` and its source, refusing what a commit cannot roll back.
@@ -322,14 +395,42 @@ async fn locate(context: &change::Context, cluster: &Cluster, namespace: &str, n
     let version = context.versions.lookup(&KUSTOMIZATION).unwrap_or(KUSTOMIZATION.version).to_string();
     let kustomizations: Api<DynamicObject> =
         Api::namespaced_with(cluster.client.clone(), namespace, &KUSTOMIZATION.at(&version));
-    let app = kustomizations.get_opt(name).await.map_err(|error| cluster.error(error))?.ok_or_else(|| {
-        Error::usage(
-            format!("there is no Kustomization {namespace}/{} to roll back", name),
-            "`kubectl gitops app list` lists the apps; a HelmRelease app is rolled back by its chart version, not yet by this command",
-        )
-    })?;
-    let app = serde_json::to_value(app).map_err(|error| Error::Internal(error.to_string()))?;
-    let source = SourceRef::applied_by(&app);
+    let get = |api: &Api<DynamicObject>, name: &str| {
+        let (api, name) = (api.clone(), name.to_string());
+        async move {
+            let found = api.get_opt(&name).await.map_err(|error| cluster.error(error))?;
+            found
+                .map(|object| serde_json::to_value(object).map_err(|error| Error::Internal(error.to_string())))
+                .transpose()
+        }
+    };
+    let (app, helm) = match get(&kustomizations, name).await? {
+        Some(app) => (app, None),
+        None => {
+            let release = match context.versions.lookup(&HELM_RELEASE) {
+                Some(version) => {
+                    let api = Api::namespaced_with(cluster.client.clone(), namespace, &HELM_RELEASE.at(version));
+                    get(&api, name).await?
+                }
+                None => None,
+            };
+            let release = release.ok_or_else(|| {
+                Error::usage(
+                    format!("there is no Kustomization or HelmRelease {namespace}/{name} to roll back"),
+                    "`kubectl gitops app list` lists the apps",
+                )
+            })?;
+            let dirs = helm_app_dirs(context, &release, name)?;
+            let sync = get(&kustomizations, SYNC_NAME).await?.ok_or_else(|| {
+                Error::usage(
+                    format!("there is no sync Kustomization {namespace}/{SYNC_NAME}"),
+                    "run `kubectl gitops install`",
+                )
+            })?;
+            (release, Some((sync, dirs)))
+        }
+    };
+    let source = SourceRef::applied_by(helm.as_ref().map_or(&app, |(sync, _)| sync));
     if source.kind() != GIT_REPOSITORY.kind {
         return Err(Error::usage(
             format!("{namespace}/{} applies a {}: rollback goes through git", name, source.kind()),
@@ -339,8 +440,7 @@ async fn locate(context: &change::Context, cluster: &Cluster, namespace: &str, n
     let git_version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
     let repositories: Api<DynamicObject> =
         Api::namespaced_with(cluster.client.clone(), source.namespace(), &GIT_REPOSITORY.at(&git_version));
-    let repository = repositories.get_opt(source.name()).await.map_err(|error| cluster.error(error))?;
-    let repository = repository.and_then(|object| serde_json::to_value(object).ok()).ok_or_else(|| {
+    let repository = get(&repositories, source.name()).await?.ok_or_else(|| {
         Error::usage(format!("{source} does not exist"), "`kubectl gitops app status NAME` shows why")
     })?;
     let url = repository["spec"]["url"].as_str().unwrap_or_default().to_string();
@@ -356,7 +456,22 @@ async fn locate(context: &change::Context, cluster: &Cluster, namespace: &str, n
             return Err(Error::usage(format!("{source}: {why}"), "rollback needs a source that follows a branch"));
         }
     };
-    Ok(Located { app, source, url, branch, kustomizations, repositories })
+    Ok(Located { app, source, url, branch, kustomizations, repositories, helm })
+}
+
+/// The config repo directories of a HelmRelease app; only an app `app add` added (labelled so)
+/// on a cluster `install` recorded has them where we know.
+fn helm_app_dirs(context: &change::Context, release: &Value, name: &str) -> Result<Vec<String>> {
+    let ours = release["metadata"]["labels"][crate::record::MANAGED_BY_LABEL] == crate::record::MANAGED_BY_VALUE;
+    match (ours, context.record()) {
+        (true, Some(record)) => Ok(helm::app_dirs(name, &record.path)),
+        _ => Err(Error::usage(
+            format!(
+                "HelmRelease {name} was not added by `kubectl gitops app add` on a cluster it installed: where its definition lives in git is not known"
+            ),
+            "roll it back in the repository that defines it (its chart version or values), then `kubectl gitops app status NAME --wait`",
+        )),
+    }
 }
 
 /// Commits the restored files and pushes them to `branch` of `url` (`to`); a push refused because
@@ -383,15 +498,34 @@ async fn push(
 }
 
 /// Asks Flux to fetch and apply now, and with `--wait` waits as `app status NAME --wait
-/// --revision COMMIT` does.
+/// --revision COMMIT` does; a HelmRelease app as a change to the config repo is waited for
+/// (the sync and the apps layer at the commit, then the HelmRelease Ready).
 async fn reconcile_and_wait(
-    cluster: Cluster,
+    context: &change::Context,
     located: &Located,
     commit: &str,
     request: &RollbackRequest,
     printer: &Printer,
 ) -> Result<ExitCode> {
     let (namespace, name) = (located.app["metadata"]["namespace"].as_str().unwrap_or_default(), &request.name);
+    let cluster = context.cluster()?;
+    if located.helm.is_some() {
+        let objects = [(namespace.to_string(), name.clone())];
+        let awaited = crate::change::wait::Awaited {
+            noun: "app",
+            name,
+            objects: &objects,
+            wants_ready: true,
+            layer: Some(crate::flux::bootstrap::APPS_LAYER),
+        };
+        if request.wait {
+            crate::change::wait::after_push(cluster, context, &awaited, commit, request.timeout).await?;
+        } else {
+            let sync = (&located.repositories, located.source.name());
+            crate::flux::reconcile::request_with_source(sync, (&located.kustomizations, SYNC_NAME), printer).await;
+        }
+        return Ok(ExitCode::Ok);
+    }
     crate::flux::reconcile::request_with_source(
         (&located.repositories, located.source.name()),
         (&located.kustomizations, name),
@@ -405,11 +539,11 @@ async fn reconcile_and_wait(
         limits: Limits { timeout: request.timeout, grace_period: crate::timeouts::GRACE_PERIOD },
         revision: Some(commit.to_string()),
     };
-    crate::status::wait_for_app(cluster, namespace, name, &wait, OutputFormat::Table, printer).await
+    crate::status::wait_for_app(cluster.clone(), namespace, name, &wait, OutputFormat::Table, printer).await
 }
 
 /// The rollback commit's message: what is restored, from which deployment, and why.
-fn commit_message(name: &str, app: &Value, path: &str, to: &str, running: &str) -> String {
+fn commit_message(name: &str, app: &Value, restore: &Restore) -> String {
     let failed = app["status"]["conditions"]
         .as_array()
         .into_iter()
@@ -418,8 +552,12 @@ fn commit_message(name: &str, app: &Value, path: &str, to: &str, running: &str) 
         .and_then(|condition| condition["reason"].as_str());
     let why = failed.map_or_else(String::new, |reason| format!(", which is not Ready ({reason})"));
     format!(
-        "Roll back {name} to {}\n\nRestores {path} as it was at commit {to}, the deployment before {running}{why}.\n\nMade by kubectl gitops app rollback {name}.",
-        short(to)
+        "Roll back {name} to {}\n\nRestores {} as it was at commit {}{}, the deployment before {}{why}.\n\nMade by kubectl gitops app rollback {name}.",
+        short(&restore.to),
+        restore.path,
+        restore.to,
+        restore.because,
+        restore.running
     )
 }
 
@@ -525,82 +663,6 @@ fn print_plan(
     printer.data(&text)
 }
 
-/// The directory a Kustomization's `spec.path` names, relative to its repository's root (empty:
-/// all of it), as the controller reads it (`./app`, `app`, `/app`). The path is the cluster's
-/// word: one that leaves the repository is refused, so that it cannot make us read this
-/// machine's files into a commit.
-fn repo_dir(spec_path: &str) -> Result<String> {
-    let mut parts = Vec::new();
-    for part in Path::new(spec_path.trim_start_matches('/')).components() {
-        match part {
-            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
-            Component::CurDir => {}
-            _ => return Err(leaves_the_repository(spec_path)),
-        }
-    }
-    Ok(parts.join("/"))
-}
-
-fn leaves_the_repository(spec_path: &str) -> Error {
-    Error::Untrusted {
-        message: format!("the app's path {spec_path:?} leaves its repository; nothing was read or written"),
-        hint: "the Kustomization's spec.path must name a directory inside its source".into(),
-    }
-}
-
-/// Refuses a directory reached through a symbolic link: a commit could make one point anywhere
-/// on this machine, whose files would then be restored into the repository.
-fn inside(root: &Path, dir: &str, spec_path: &str) -> Result<()> {
-    let mut at = root.to_path_buf();
-    for part in dir.split('/').filter(|part| !part.is_empty()) {
-        at.push(part);
-        if std::fs::symlink_metadata(&at).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
-            return Err(leaves_the_repository(spec_path));
-        }
-    }
-    Ok(())
-}
-
-/// The files under `dir` (the whole tree when empty) as `earlier` holds them, as changes to
-/// `now`'s.
-fn restored(now: &Checkout, earlier: &Checkout, dir: &str) -> Result<Vec<FileChange>> {
-    inside(now.root(), dir, dir)?;
-    inside(earlier.root(), dir, dir)?;
-    let (now_files, earlier_files) = (files_of(now.root(), dir)?, files_of(earlier.root(), dir)?);
-    let mut changes = Vec::new();
-    for path in now_files.keys().chain(earlier_files.keys()).collect::<std::collections::BTreeSet<_>>() {
-        let (before, after) = (now_files.get(path), earlier_files.get(path));
-        if before != after {
-            changes.push(FileChange { path: path.clone(), before: before.cloned(), after: after.cloned() });
-        }
-    }
-    Ok(changes)
-}
-
-/// Every file under `dir` of a work tree (`.git` left out), by repo path, as text. Symbolic links
-/// are not followed (a file type that is neither a directory nor a file is left out).
-fn files_of(root: &Path, dir: &str) -> Result<BTreeMap<String, String>> {
-    let mut found = BTreeMap::new();
-    let mut pending = vec![dir.to_string()];
-    while let Some(current) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(root.join(&current)) else { continue };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = if current.is_empty() { name.clone() } else { format!("{current}/{name}") };
-            match entry.file_type() {
-                Ok(kind) if kind.is_dir() && name != ".git" => pending.push(path),
-                Ok(kind) if kind.is_file() => {
-                    let bytes = std::fs::read(entry.path())
-                        .map_err(|error| Error::Io { context: format!("reading {path}"), source: error })?;
-                    found.insert(path, String::from_utf8_lossy(&bytes).into_owned());
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(found)
-}
-
 /// The commit Flux runs: the one it last attempted (a failed deployment is the one rolled back
 /// from), else the one it applied.
 fn current_commit(app: &Value) -> Option<String> {
@@ -631,96 +693,6 @@ fn last_ready(app: &Value, running: &str) -> Result<String> {
         })
 }
 
-/// The ImageUpdateAutomations that write to the app's repository and run: they would move the
-/// image forward again after the rollback.
-struct ImageAutomations {
-    api: Option<Api<DynamicObject>>,
-    names: Vec<String>,
-}
-
-impl ImageAutomations {
-    /// Suspends (or resumes) each of them, as `flux suspend image update` does.
-    async fn set_suspended(&self, cluster: &Cluster, suspend: bool, printer: &Printer) -> Result<()> {
-        let Some(api) = &self.api else { return Ok(()) };
-        for name in &self.names {
-            crate::flux::reconcile::set_suspended(api, name, suspend).await.map_err(|error| cluster.error(error))?;
-            let done = if suspend { "suspended" } else { "resumed" };
-            printer.done(&format!("{done} ImageUpdateAutomation {name}"));
-        }
-        Ok(())
-    }
-}
-
-/// The running ImageUpdateAutomations that write to `source`; refused unless `suspend` (the
-/// flag that suspends them) is given.
-async fn image_automations(cluster: &Cluster, source: &SourceRef, suspend: bool) -> Result<ImageAutomations> {
-    let none = ImageAutomations { api: None, names: Vec::new() };
-    let Ok(group) = kube::discovery::group(&cluster.client, "image.toolkit.fluxcd.io").await else { return Ok(none) };
-    let Some((resource, _)) = group.recommended_kind("ImageUpdateAutomation") else { return Ok(none) };
-    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), source.namespace(), &resource);
-    let listed = api.list(&ListParams::default()).await.map_err(|error| cluster.error(error))?;
-    let names: Vec<String> = listed
-        .items
-        .into_iter()
-        .filter(|automation| {
-            let spec = &automation.data["spec"];
-            !spec["suspend"].as_bool().unwrap_or(false)
-                && spec["sourceRef"]["name"] == source.name()
-                && spec["sourceRef"]["kind"] != "OCIRepository"
-        })
-        .filter_map(|automation| automation.metadata.name)
-        .collect();
-    if let (Some(name), false) = (names.first(), suspend) {
-        return Err(Error::usage(
-            format!(
-                "ImageUpdateAutomation {}/{name} writes to {source}: it would move the image forward again after the rollback",
-                source.namespace()
-            ),
-            format!(
-                "suspend it first (`flux suspend image update {name} -n {}`), or pass --suspend-image-automation",
-                source.namespace()
-            ),
-        ));
-    }
-    Ok(ImageAutomations { api: Some(api), names })
-}
-
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
-
-    use super::*;
-
-    #[test]
-    fn the_app_s_path_is_read_as_the_controller_reads_it_and_never_leaves_the_repository() {
-        assert_eq!(repo_dir("./app").unwrap(), "app");
-        assert_eq!(repo_dir("/deploy/web/").unwrap(), "deploy/web");
-        assert_eq!(repo_dir("./").unwrap(), "");
-        for escaping in ["../other", "./app/../../etc", "app/.."] {
-            let refused = repo_dir(escaping).unwrap_err();
-            assert_eq!(refused.exit_code(), ExitCode::Usage, "{escaping}");
-            assert!(refused.to_string().contains("leaves its repository"), "{refused}");
-        }
-    }
-
-    #[test]
-    fn a_directory_reached_through_a_symbolic_link_is_refused_and_linked_files_are_not_read() {
-        let repository = tempfile::tempdir().unwrap();
-        let elsewhere = tempfile::tempdir().unwrap();
-        std::fs::write(elsewhere.path().join("id_ed25519"), "a private key").unwrap();
-        std::fs::create_dir(repository.path().join("app")).unwrap();
-        std::fs::write(repository.path().join("app/config.yaml"), "kind: ConfigMap\n").unwrap();
-        std::os::unix::fs::symlink(elsewhere.path(), repository.path().join("deploy")).unwrap();
-        std::os::unix::fs::symlink(elsewhere.path().join("id_ed25519"), repository.path().join("app/key")).unwrap();
-        assert!(inside(repository.path(), "deploy", "./deploy").is_err());
-        assert!(inside(repository.path(), "app", "./app").is_ok());
-        let files = files_of(repository.path(), "app").unwrap();
-        assert_eq!(files.keys().collect::<Vec<_>>(), ["app/config.yaml"], "the linked file is not read");
-        let whole = files_of(repository.path(), "").unwrap();
-        assert!(whole.values().all(|text| text != "a private key"), "{whole:?}");
-    }
 }

@@ -201,6 +201,16 @@ pub(super) async fn moved(
     Ok(found)
 }
 
+/// `url` with the config repo's credentials when it is on the config repo's server, anonymous
+/// elsewhere.
+pub(crate) fn remote_for(url: &str, config: Option<&Remote>) -> Remote {
+    let ours = |config: &Remote| -> bool {
+        matches!((parse_url(url), parse_url(&config.url)), (Ok(a), Ok(b)) if same_server(&a, &b))
+    };
+    let auth = config.filter(|config| ours(config)).map_or(Auth::Anonymous, |config| config.auth.clone());
+    Remote { url: url.to_string(), auth }
+}
+
 /// Clones `url` at `to`, with the config repo's credentials when it is on the config repo's
 /// server, anonymously elsewhere; the checkout and its commit, or why not.
 pub(crate) async fn fetch(
@@ -208,11 +218,7 @@ pub(crate) async fn fetch(
     to: &GitRef,
     config: Option<&Remote>,
 ) -> std::result::Result<(Workspace, String), String> {
-    let ours = |config: &Remote| -> bool {
-        matches!((parse_url(url), parse_url(&config.url)), (Ok(a), Ok(b)) if same_server(&a, &b))
-    };
-    let auth = config.filter(|config| ours(config)).map_or(Auth::Anonymous, |config| config.auth.clone());
-    let remote = Remote { url: url.to_string(), auth };
+    let remote = remote_for(url, config);
     let wanted = to.clone();
     let fetched = crate::git::network(move || -> Result<(Workspace, Option<String>)> {
         let checkout = match &wanted {

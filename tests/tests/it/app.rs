@@ -87,6 +87,60 @@ fn row(list: &serde_json::Value, name: &str) -> serde_json::Value {
     list.as_array().unwrap().iter().find(|row| row["name"] == name).cloned().unwrap_or_default()
 }
 
+/// The greeting the Helm app `greeter`'s ConfigMap holds now.
+fn greeting(env: &TestEnv) -> String {
+    let all = env.kubectl_ok(&["get", "configmaps", "-A", "-o", "json"]).unwrap();
+    let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+    let found = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["metadata"]["name"].as_str().is_some_and(|name| name.ends_with("greeter-greeting")));
+    found.map(|item| item["data"]["greeting"].as_str().unwrap_or_default().to_string()).unwrap_or_default()
+}
+
+/// A HelmRelease app rolled back through the config repo: its values changed there (a second
+/// Helm release), then `app rollback greeter` restores its files as the commit that asked for
+/// the first release left them, in one commit Flux applies, waited for until it is Ready.
+fn helm_rollback(env: &TestEnv, values: &Path) {
+    assert_eq!(greeting(env), "hello from git");
+    let first_config = env.git.head("fleet");
+    std::fs::write(values, "greeting: hello again\n").unwrap();
+    let add = ["add", "greeter", "--url", &env.helm.url, "--chart", "hello", "--values", values.to_str().unwrap()];
+    let changed = app(env, &env.kubeconfig, &[&add[..], &["--update", "--wait", "--timeout", "5m"]].concat());
+    assert_eq!(changed.code, Some(0), "{}", changed.render());
+    assert_eq!(greeting(env), "hello again");
+    let planned = app(env, &env.kubeconfig, &["rollback", "greeter", "--dry-run", "-o", "json"]);
+    assert_eq!(planned.code, Some(0), "{}", planned.render());
+    let planned = gitops_e2e::schema::document("Rollback", &planned.stdout);
+    assert_eq!(planned["to"], first_config.as_str(), "the commit that asked for the first release: {planned:#}");
+    assert_eq!(planned["path"], "apps/greeter, clusters/dev/apps/greeter", "{planned:#}");
+    let values_file = format!("update apps/greeter/values/{}", values.file_name().unwrap().to_str().unwrap());
+    assert_eq!(planned["files"], serde_json::json!([values_file]), "only the values moved: {planned:#}");
+    let rolled = app(env, &env.kubeconfig, &["rollback", "greeter", "--wait", "--timeout", "5m"]);
+    assert_eq!(rolled.code, Some(0), "{}", rolled.render());
+    assert!(
+        rolled.stdout.starts_with(&format!("rolled back flux-system/greeter to {}", &first_config[..12])),
+        "{}",
+        rolled.stdout
+    );
+    assert_eq!(greeting(env), "hello from git", "--wait returned once the first release's values were back");
+    let clone = tempfile::tempdir().unwrap();
+    git(env, clone.path(), &["clone", "-q", &env.git.ssh_url("fleet"), "."]);
+    let message = git(env, clone.path(), &["log", "-1", "--format=%B"]);
+    assert!(message.contains("which asked for chart 0.1.0 (Helm release 1)"), "{message}");
+    // `app history` marks Helm release 3, the first one's values again, as a rollback.
+    let history = Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(["history", "greeter", "--no-git", "-o", "json"])
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(history.code, Some(0), "{}", history.render());
+    let history = gitops_e2e::schema::document("AppHistory", &history.stdout);
+    let newest = history["deployments"].as_array().unwrap().last().unwrap();
+    assert_eq!((newest["release"].as_i64(), newest["rollback"].as_bool()), (Some(3), Some(true)), "{history:#}");
+}
+
 #[test]
 #[cfg_attr(shared_fixtures_absent, ignore = "needs ../shared/fixtures beside the checkout")]
 fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
@@ -243,6 +297,7 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
         ],
     );
     assert_eq!(helm.code, Some(0), "stdout: {}\nstderr: {}", helm.stdout, helm.stderr);
+    helm_rollback(env, values.path());
 
     // An OCI artifact of manifests, from the plain-HTTP registry.
     let artifact = tempfile::tempdir().unwrap();
