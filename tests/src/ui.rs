@@ -187,6 +187,11 @@ impl Events {
 
     /// The data of the next `apps` event.
     pub fn next_apps(&mut self) -> serde_json::Value {
+        self.next("apps")
+    }
+
+    /// The data of the next event called `name`.
+    pub fn next(&mut self, name: &str) -> serde_json::Value {
         let mut event = String::new();
         loop {
             let mut line = String::new();
@@ -195,7 +200,7 @@ impl Events {
             if let Some(name) = line.strip_prefix("event: ") {
                 event = name.to_string();
             } else if let Some(data) = line.strip_prefix("data: ")
-                && event == "apps"
+                && event == name
             {
                 return serde_json::from_str(data).unwrap();
             }

@@ -292,8 +292,50 @@ impl Drift {
     }
 }
 
+/// The drift of every Kustomization as `drift -A --watch` keeps it (for the UI): none before the
+/// first report, else the report or why there is none.
+pub type LiveDrift = Option<std::sync::Arc<std::result::Result<Drift, String>>>;
+
+impl DriftRequest {
+    /// Every Kustomization of every namespace, followed (the UI's drift).
+    pub fn everywhere(repo: RepoSettings) -> DriftRequest {
+        DriftRequest {
+            name: None,
+            namespace: None,
+            repo,
+            format: OutputFormat::Table,
+            headers: true,
+            follow: Follow::Watch,
+        }
+    }
+}
+
+/// Keeps `published` current with the drift `request` asks for (followed), until Ctrl-C; what
+/// stops it is published as the reason there is none.
+pub async fn publish(
+    request: &DriftRequest,
+    target: &Target,
+    published: tokio::sync::watch::Sender<LiveDrift>,
+    printer: &Printer,
+) {
+    let sink = watch::Sink::Publish(published.clone());
+    if let Err(error) = run_into(request, target, Some(sink), printer).await {
+        drop(published.send(Some(std::sync::Arc::new(Err(error.to_string())))));
+    }
+}
+
 /// `kubectl gitops drift`: prints the drift and exits as [`Drift::exit_code`] says.
 pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
+    run_into(request, target, None, printer).await
+}
+
+/// [`run`], with what follows the drift sent to `sink` (default: as the request says).
+async fn run_into(
+    request: &DriftRequest,
+    target: &Target,
+    sink: Option<watch::Sink>,
+    printer: &Printer,
+) -> Result<ExitCode> {
     // `-n` names the Kustomizations' namespace here, not only Flux's.
     let flux_target = Target { connection: target.connection.clone(), namespace: None };
     let mut context = change::context(&flux_target, &request.repo, false, printer).await?;
@@ -311,9 +353,10 @@ pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> 
     let version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
     let git_repositories = GIT_REPOSITORY.at(&version);
     // Serving binds first: a port in use is said before the work.
-    let sink = match request.follow {
-        Follow::Listen(address) => watch::Sink::Serve(exporter::serve(address, printer).await?),
-        _ => watch::Sink::Print { format: request.format, headers: request.headers },
+    let sink = match (sink, request.follow) {
+        (Some(sink), _) => sink,
+        (None, Follow::Listen(address)) => watch::Sink::Serve(exporter::serve(address, printer).await?),
+        (None, _) => watch::Sink::Print { format: request.format, headers: request.headers },
     };
     let keep = request.follow != Follow::Once;
     let credentials = Credentials::Resolve(&mut context, &request.repo);

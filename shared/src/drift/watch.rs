@@ -35,8 +35,13 @@ const NAMESPACES_PER_KIND: usize = 8;
 /// Where `--watch` sends what it sees: printed as changes, or served as the Prometheus series
 /// (`metrics drift --listen`).
 pub(super) enum Sink {
-    Print { format: OutputFormat, headers: bool },
+    Print {
+        format: OutputFormat,
+        headers: bool,
+    },
     Serve(tokio::sync::watch::Sender<String>),
+    /// The report itself, for the UI.
+    Publish(tokio::sync::watch::Sender<super::LiveDrift>),
 }
 
 /// What `--watch` looks at and where it sends it.
@@ -156,6 +161,7 @@ pub(super) async fn follow(
             Sink::Print { format, .. } if !changes.is_empty() => printer.data(&render_changes(&changes, *format)?)?,
             Sink::Print { .. } => {}
             Sink::Serve(series) => drop(series.send(render::prometheus(&following.drift()))),
+            Sink::Publish(report) => drop(report.send(Some(std::sync::Arc::new(Ok(following.drift()))))),
         }
     }
 }
@@ -312,6 +318,10 @@ fn publish_all(following: &Following, scope: &Scope<'_>, printer: &Printer) -> R
         Sink::Print { headers, .. } => printer.data(&render::text(&drift, *headers, printer.stdout_style())),
         Sink::Serve(series) => {
             drop(series.send(render::prometheus(&drift)));
+            Ok(())
+        }
+        Sink::Publish(report) => {
+            drop(report.send(Some(std::sync::Arc::new(Ok(drift)))));
             Ok(())
         }
     }

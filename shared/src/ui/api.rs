@@ -333,29 +333,40 @@ struct AppsChanged {
 pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let snapshots = server.snapshots.clone();
     let stopping = server.stopping.clone();
-    let stream =
-        futures::stream::unfold((snapshots, stopping, None::<u64>), |(mut snapshots, mut stopping, last)| async move {
-            loop {
-                let current = Arc::clone(&snapshots.borrow_and_update());
-                if current.listed && last != Some(current.revision) {
-                    // The first event carries the revision only: a client reads the rows it wants
-                    // with GET /apps. Sending every row to every new client would hold, at 10,000
-                    // apps and 50 clients, half a gigabyte of JSON at once.
-                    let (changed, resync) = match last.map(|last| current.changed_since(last)) {
-                        None => (Vec::new(), false),
-                        Some(Some(changed)) => (changed, false),
-                        Some(None) => (Vec::new(), true),
-                    };
-                    let body = AppsChanged { revision: current.revision, changed, resync };
-                    let event = Event::default().event("apps").data(serde_json::to_string(&body).unwrap_or_default());
-                    return Some((Ok(event), (snapshots, stopping, Some(current.revision))));
-                }
-                tokio::select! {
-                    changed = snapshots.changed() => if changed.is_err() { return None },
-                    _ = stopping.wait_for(|stop| *stop) => return None,
-                }
+    // Without --drift, a channel that never changes.
+    let drift = server.drift.clone().unwrap_or_else(|| tokio::sync::watch::channel(None).1);
+    let state = (snapshots, drift, stopping, None::<u64>);
+    let stream = futures::stream::unfold(state, |(mut snapshots, mut drift, mut stopping, last)| async move {
+        loop {
+            let current = Arc::clone(&snapshots.borrow_and_update());
+            if current.listed && last != Some(current.revision) {
+                // The first event carries the revision only: a client reads the rows it wants
+                // with GET /apps. Sending every row to every new client would hold, at 10,000
+                // apps and 50 clients, half a gigabyte of JSON at once.
+                let (changed, resync) = match last.map(|last| current.changed_since(last)) {
+                    None => (Vec::new(), false),
+                    Some(Some(changed)) => (changed, false),
+                    Some(None) => (Vec::new(), true),
+                };
+                let body = AppsChanged { revision: current.revision, changed, resync };
+                let event = Event::default().event("apps").data(serde_json::to_string(&body).unwrap_or_default());
+                return Some((Ok(event), (snapshots, drift, stopping, Some(current.revision))));
             }
-        });
+            let drifted = tokio::select! {
+                changed = snapshots.changed() => if changed.is_err() { return None } else { false },
+                Ok(()) = drift.changed() => true,
+                _ = stopping.wait_for(|stop| *stop) => return None,
+            };
+            if drifted {
+                // A new drift report: the pages read what they show of it again.
+                let report = drift.borrow_and_update().clone();
+                let summary =
+                    report.as_ref().and_then(|report| report.as_ref().as_ref().ok().map(|drift| drift.summary));
+                let event = Event::default().event("drift").data(serde_json::to_string(&summary).unwrap_or_default());
+                return Some((Ok(event), (snapshots, drift, stopping, last)));
+            }
+        }
+    });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 

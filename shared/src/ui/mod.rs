@@ -16,6 +16,7 @@ mod api;
 mod auth;
 mod change;
 mod dora;
+mod drift;
 mod live;
 mod pages;
 mod query;
@@ -62,6 +63,14 @@ pub struct UiArgs {
     #[arg(long)]
     pub no_browser: bool,
 
+    /// Follow drift in the background: a badge per app and a panel on the App page, live.
+    ///
+    /// Follow every Kustomization's drift in the background, as `kubectl gitops drift -A --watch`
+    /// does (each source cloned at the commit Flux applied, built, compared, then watched): a
+    /// badge per app on the Apps page and a drift panel on the App page, both live.
+    #[arg(long)]
+    pub drift: bool,
+
     /// How adding an app from the UI reaches the config repo, as for `app add`.
     #[command(flatten)]
     pub repo: RepoArgs,
@@ -73,6 +82,8 @@ pub struct UiSettings {
     listen: SocketAddr,
     allow_writes: bool,
     open_browser: bool,
+    /// `--drift`: with the settings its clones use.
+    drift: Option<crate::change::RepoSettings>,
     repo: RepoArgs,
 }
 
@@ -90,6 +101,7 @@ impl UiArgs {
             allow_writes: self.allow_writes,
             // On a terminal a person is there to look; under a script, the URL alone.
             open_browser: !self.no_browser && printer.redraws(),
+            drift: self.drift.then(|| self.repo.settings()).transpose()?,
             repo: self.repo.clone(),
         })
     }
@@ -107,6 +119,8 @@ pub(crate) struct Server {
     snapshots: watch::Receiver<Arc<query::Snapshot>>,
     /// The Apps page's DORA panel, worked out in the background.
     dora: watch::Receiver<dora::Panel>,
+    /// `--drift`: every Kustomization's drift, followed in the background.
+    drift: Option<watch::Receiver<crate::drift::LiveDrift>>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
     stopping: watch::Receiver<bool>,
     printer: Printer,
@@ -123,6 +137,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
     let url = format!("http://{address}/?token={token}");
     let snapshots = live::follow(cluster.clone(), printer);
     let dora = dora::follow(cluster.clone(), snapshots.clone());
+    let drift = settings.drift.clone().map(|repo| drift::follow(Target::from_args(global), repo, printer));
     let (stop, stopping) = watch::channel(false);
     let server = Arc::new(Server {
         cluster,
@@ -132,6 +147,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         auth,
         snapshots,
         dora,
+        drift,
         stopping,
         printer,
     });

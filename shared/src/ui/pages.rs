@@ -17,6 +17,7 @@ use super::change::{AddApp, Changed, RemoveApp};
 use super::query::{AppRow, AppsPage, AppsParams, page};
 use crate::deployments::dora::Metrics;
 use crate::deployments::timeline::Row;
+use crate::drift::LiveDrift;
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraRequest, dora_report};
 use crate::status::{AppHistory, AppReport, AppState, ObjectStatus, shorten_revision};
 
@@ -74,11 +75,13 @@ pub(super) async fn apps(State(server): State<Arc<Server>>, RawQuery(query): Raw
     let params = AppsParams::parse(query.as_deref());
     let rows_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .any(|(name, value)| name == "part" && value == "rows");
+    let drift = server.drift.as_ref().map(|drift| drift.borrow().clone());
     match cut(&server, &params).await {
-        Ok(listing) if rows_only => Html(table_body(&params, &listing).into_string()).into_response(),
+        Ok(listing) if rows_only => Html(table_body(&params, &listing, drift.as_ref()).into_string()).into_response(),
         Ok(listing) => {
             let panel = server.dora.borrow().clone();
-            layout("Apps", html! { (apps_body(&params, &listing)) (dora_panel(panel)) }).into_response()
+            let body = html! { (apps_body(&params, &listing, drift.as_ref())) (dora_panel(panel)) };
+            layout("Apps", body).into_response()
         }
         Err(error) if rows_only => error.into_response(),
         Err(error) => failed(error),
@@ -91,7 +94,7 @@ async fn cut(server: &Server, params: &AppsParams) -> Result<AppsPage, ApiError>
     Ok(page(&snapshot, &query))
 }
 
-fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
+fn apps_body(params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>) -> Markup {
     let selected_namespace = params.namespace.clone().unwrap_or_default();
     let selected_health = params.health.clone().unwrap_or_default();
     html! {
@@ -121,7 +124,7 @@ fn apps_body(params: &AppsParams, listing: &AppsPage) -> Markup {
         @if !listing.forbidden.is_empty() {
             p.warning { "Not allowed to read: " (listing.forbidden.join("; ")) }
         }
-        table #apps data-revision=(listing.revision) { (table_body(params, listing)) }
+        table #apps data-revision=(listing.revision) { (table_body(params, listing, drift)) }
     }
 }
 
@@ -142,8 +145,8 @@ fn dora_panel(panel: super::dora::Panel) -> Markup {
 }
 
 /// The table's inside, what the live updates swap in: the counts, the rows and, in a last row,
-/// the link to the next page.
-fn table_body(params: &AppsParams, listing: &AppsPage) -> Markup {
+/// the link to the next page; with `--drift`, a drift column.
+fn table_body(params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>) -> Markup {
     let summary = &listing.summary;
     html! {
         caption.summary {
@@ -153,22 +156,23 @@ fn table_body(params: &AppsParams, listing: &AppsPage) -> Markup {
         thead { tr {
             th { "NAMESPACE" } th { "NAME" } th { "KIND" } th { "READY" } th { "SUSPENDED" }
             th { "SOURCE REVISION" } th { "APPLIED REVISION" } th { "LAST DEPLOYED" } th { "MESSAGE" }
+            @if drift.is_some() { th { "DRIFT" } }
         } }
-        tbody { (rows(params, listing)) }
+        tbody { (rows(params, listing, drift)) }
     }
 }
 
-fn rows(params: &AppsParams, listing: &AppsPage) -> Markup {
+fn rows(params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>) -> Markup {
     html! {
-        @for row in &listing.items { (app_row(row)) }
-        @if listing.items.is_empty() { tr { td colspan="9" { "No apps match." } } }
+        @for row in &listing.items { (app_row(row, drift)) }
+        @if listing.items.is_empty() { tr { td colspan="10" { "No apps match." } } }
         @if let Some(after) = &listing.continue_after {
-            tr.more { td colspan="9" { a href=(next_page(params, after)) { "Next page" } } }
+            tr.more { td colspan="10" { a href=(next_page(params, after)) { "Next page" } } }
         }
     }
 }
 
-fn app_row(row: &AppRow) -> Markup {
+fn app_row(row: &AppRow, drift: Option<&LiveDrift>) -> Markup {
     let app = &row.app;
     let ready = match app.state {
         AppState::Ready => "True",
@@ -186,6 +190,7 @@ fn app_row(row: &AppRow) -> Markup {
             td { (app.applied_revision.as_deref().map(shorten_revision).unwrap_or_default()) }
             td { (app.last_deployed.clone().unwrap_or_default()) }
             td.message { (app.message.clone().unwrap_or_default()) }
+            @if drift.is_some() { td.drift { (super::drift::cell(drift, app)) } }
         }
     }
 }
@@ -203,13 +208,28 @@ fn next_page(params: &AppsParams, after: &str) -> String {
     format!("/apps?{}", query.finish())
 }
 
-/// `GET /apps/{namespace}/{name}`: the `app status` tree.
+/// `GET /apps/{namespace}/{name}`: the `app status` tree, and its drift; with `part=drift`, the
+/// drift section alone (what the live updates swap in).
 pub(super) async fn app(
     State(server): State<Arc<Server>>,
     Path((namespace, name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
 ) -> Response {
+    let drift_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .any(|(name, value)| name == "part" && value == "drift");
+    let drift = server.drift.as_ref().map(|drift| drift.borrow().clone());
     match api::app_report(&server, &namespace, &name).await {
-        Ok(report) => layout(&name, app_body(&report, server.allow_writes)).into_response(),
+        Ok(report) if drift_only => {
+            Html(super::drift::section(drift.as_ref(), &report.app).into_string()).into_response()
+        }
+        Ok(report) => {
+            let body = html! {
+                (app_body(&report, server.allow_writes))
+                section #drift { (super::drift::section(drift.as_ref(), &report.app)) }
+            };
+            layout(&name, body).into_response()
+        }
+        Err(error) if drift_only => error.into_response(),
         Err(error) => failed(error),
     }
 }

@@ -651,6 +651,7 @@ impl TestEnv {
                 stage: text(&event["stage"]),
                 at: text(&event["stageTimestamp"]),
                 id: text(&event["auditID"]),
+                agent: text(&event["userAgent"]),
             })
             .collect())
     }
@@ -785,6 +786,8 @@ pub struct OurRequest {
     pub at: String,
     /// The request's audit ID: its stages share it.
     pub id: String,
+    /// Its user agent: `kubectl-gitops/<version> (<binary>)`.
+    pub agent: String,
 }
 
 impl OurRequest {

@@ -16,7 +16,9 @@ use gitops_e2e::background::Background;
 use gitops_e2e::prometheus::{Prometheus, rules_file, wait_for};
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::process::free_ports;
+use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::ui::{Events, Ui};
 use gitops_e2e::{binaries, flux_release};
 use gitops_shared::monitoring::Thresholds;
 use serde_json::Value;
@@ -163,6 +165,23 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         checked.len() == 4 && prometheus.query("sum(gitops_drifted_objects) == 0").len() == 1
     });
     assert_eq!(prometheus.alert_state("GitOpsDriftDetected"), "inactive");
+    // And the UI with --drift: a badge per app, a panel on the App page, both live.
+    let mut ui_command = Command::new(binaries::path("kubectl-gitops-ui"));
+    ui_command
+        .args(["--drift", "--config-repo", &env.git.http_url("drift-fleet")])
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("GITOPS_GIT_USERNAME", GIT_HTTP_USER)
+        .env("GITOPS_GIT_PASSWORD", GIT_HTTP_PASSWORD)
+        .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
+    let ui = Ui::launch(ui_command);
+    let cookie = ui.login();
+    let web_badge = || {
+        let rows = ui.get(&cookie, "/apps?part=rows").body;
+        let row = rows.split("data-app=\"flux-system/web\"").nth(1).unwrap_or_default();
+        row.split("</tr>").next().unwrap_or_default().to_string()
+    };
+    wait_for("the UI's first drift report", Duration::from_secs(120), || web_badge().contains("✓ in sync"));
+    let mut ui_events = Events::open(&ui, &cookie);
 
     // By hand: the real `kubectl edit` (an editor that changes the replicas, an env var and a
     // label), a ConfigMap deleted, another patched by another field manager.
@@ -247,6 +266,14 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
             || change["object"] == "HelmRepository/flux-system/hello"),
         "what Flux is told to ignore is not reported: {watched:#?}"
     );
+    // The UI: a drift event, then web's badge counts its two objects and its page names the fields.
+    ui_events.next("drift");
+    wait_for("web's drift badge", Duration::from_secs(60), || web_badge().contains("≠ drifted (2)"));
+    let page = ui.get(&cookie, "/apps/flux-system/web").body;
+    let panel = page.split("<section id=\"drift\">").nth(1).unwrap();
+    for shown in ["spec.replicas", "kubectl-edit", "✗ deleted", "Deployment/default/web"] {
+        assert!(panel.contains(shown), "no {shown} in the drift panel: {panel}");
+    }
     // And Prometheus' alert fires on the served series.
     wait_for("GitOpsDriftDetected firing", Duration::from_secs(60), || {
         prometheus.alert_state("GitOpsDriftDetected") == "firing"
@@ -317,10 +344,12 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert_eq!(names, ["ConfigMap/web-config"], "{document:#}");
     env.kubectl_ok(&["-n", "default", "annotate", "deployment", "web", "kustomize.toolkit.fluxcd.io/ssa-"]).unwrap();
 
-    // drift reads and dry-runs; it writes nothing.
+    // drift (and --watch, --listen) reads and dry-runs; it writes nothing. (The UI keeps the
+    // apps' history ledgers as it watches them, docs/history.md: its own writes.)
     let writes: Vec<String> = env.our_requests().unwrap()[before..]
         .iter()
         .filter(|request| request.mutates() && !request.uri.contains("dryRun=All"))
+        .filter(|request| !request.agent.ends_with("(kubectl-gitops-ui)"))
         .map(|request| format!("{} {}", request.verb, request.uri))
         .collect();
     assert!(writes.is_empty(), "drift wrote: {writes:?}");
@@ -357,6 +386,8 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         prometheus.alert_state("GitOpsDriftDetected") == "inactive"
             && prometheus.query("sum(gitops_drifted_objects) == 0").len() == 1
     });
+    wait_for("web's badge back in sync", Duration::from_secs(60), || web_badge().contains("✓ in sync"));
+    drop(ui_events);
     // Ctrl-C ends both at once.
     for (name, running) in [("drift --watch", watching), ("metrics drift --listen", exporter)] {
         let (code, _, stderr, took) = running.interrupt();

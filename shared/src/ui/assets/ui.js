@@ -1,5 +1,6 @@
 // Live rows: the page works without this script. With it, every `apps` event (one per change
-// the server's shared watches see) refetches this page's table (`part=rows`: counts and rows),
+// the server's shared watches see), and every `drift` event with `ui --drift`, refetches this
+// page's table (`part=rows`: counts and rows),
 // with this page's filters and paging, and swaps it in: no reload, no client-side copy of the
 // listing.
 "use strict";
@@ -34,5 +35,18 @@
     if (String(data.revision) === table.dataset.revision) return;
     table.dataset.revision = String(data.revision);
     refresh();
+  });
+  // A new drift report (`ui --drift`): the drift column is in the rows.
+  events.addEventListener("drift", refresh);
+})();
+
+// The App page's drift section, live: every `drift` event refetches it (`part=drift`).
+(function () {
+  const section = document.getElementById("drift");
+  if (!section || !window.EventSource) return;
+  const events = new EventSource("/api/v1/events");
+  events.addEventListener("drift", async function () {
+    const response = await fetch(window.location.pathname + "?part=drift", { credentials: "same-origin" });
+    if (response.ok) section.innerHTML = await response.text();
   });
 })();
