@@ -1,8 +1,8 @@
 //! `kubectl gitops app rollback NAME`: back to an earlier deployment, through git.
 //!
-//! A HelmRelease app `app add` added is rolled back in the config repo instead: its files there
-//! restored at the commit that asked for its last good Helm release ([`helm`]), one commit the
-//! sync applies.
+//! An app `app add` added whose change lives in the config repo (a HelmRelease; a source that
+//! follows a tag, a semver range or an artifact) is rolled back there instead: its files restored
+//! at the commit that asked for its last good deployment ([`config`]), one commit the sync applies.
 //!
 //! The app's directory in the repository Flux applies it from (the Kustomization's `spec.path` in
 //! its GitRepository, on the branch it follows) is restored to what it held at that deployment's
@@ -17,8 +17,8 @@
 //! we push.
 
 mod automation;
+mod config;
 mod files;
-mod helm;
 
 use std::time::Duration;
 
@@ -40,9 +40,6 @@ use crate::plan::FileChange;
 use crate::repo_access::{parse_url, same_server};
 use crate::status::{Limits, WaitRequest};
 
-/// The reason Flux gives a Kustomization snapshot that applied and passed its health checks.
-const SUCCEEDED: &str = "ReconciliationSucceeded";
-
 /// `app rollback`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RollbackArgs {
@@ -53,9 +50,9 @@ pub struct RollbackArgs {
     ///
     /// The deployment to go back to: its commit by its full hash, or its Flux revision
     /// (main@sha1:…), as `kubectl gitops app history NAME` lists them (default: the last
-    /// deployment before the current one that was Ready). For a HelmRelease app, the config
-    /// repo's commit whose files to restore (default: the one that asked for its last good
-    /// Helm release).
+    /// deployment before the current one that was Ready). For an app whose change is in the
+    /// config repo (a HelmRelease, a source at a tag or an artifact), the config repo's commit
+    /// whose files to restore (default: the one that asked for its last good deployment).
     #[arg(long, value_name = "REVISION")]
     pub to: Option<String>,
 
@@ -243,7 +240,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
     if request.dry_run {
         // What the cluster gets from a Kustomization's restored files; a HelmRelease's would
         // need its chart rendered (not yet).
-        if located.helm.is_none() {
+        if located.config.is_none() {
             let root = earlier.files().root().to_path_buf();
             outcome.preview = Some(crate::drift::preview(&cluster, app, &root, printer).await?);
         }
@@ -283,7 +280,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
             "`kubectl gitops app status NAME` shows why",
         )
     };
-    let restore = match &located.helm {
+    let restore = match &located.config {
         None => {
             let running = current_commit(app).ok_or_else(|| not_applied(name))?;
             let to = match &request.to {
@@ -299,7 +296,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
             let (to, because) = match &request.to {
                 Some(to) => (to.clone(), String::new()),
                 None => {
-                    let release = helm::last_good_release(app)?;
+                    let deployment = config::last_good_deployment(app)?;
                     let remote = sources::remote_for(&located.url, config);
                     let (reference, paths) = (format!("refs/heads/{}", located.branch), dirs.clone());
                     let log = crate::git::off_runtime(crate::timeouts::GIT_READ, move || {
@@ -307,12 +304,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
                     })
                     .await
                     .map_err(|error| Error::Remote { message: format!("{}: {error}", located.url), hint: None })?;
-                    let because = format!(
-                        ", which asked for chart {} (Helm release {})",
-                        release.revision,
-                        release.release.unwrap_or_default()
-                    );
-                    (helm::config_commit(&log, &release)?, because)
+                    (config::config_commit(&log, &deployment)?, config::asked_for(&deployment))
                 }
             };
             Restore { dirs: dirs.clone(), path: dirs.join(", "), running, to, because }
@@ -372,8 +364,9 @@ struct Located {
     branch: String,
     kustomizations: Api<DynamicObject>,
     repositories: Api<DynamicObject>,
-    /// A HelmRelease app: the config repo's sync Kustomization, and the app's directories there.
-    helm: Option<(Value, Vec<String>)>,
+    /// An app whose change is in the config repo (a HelmRelease, a source that follows a tag or
+    /// an artifact): the config repo's sync Kustomization, and the app's directories there.
+    config: Option<(Value, Vec<String>)>,
 }
 
 /// What a rollback restores: directories of the repository, as they were at a commit.
@@ -395,81 +388,96 @@ async fn locate(context: &change::Context, cluster: &Cluster, namespace: &str, n
     let version = context.versions.lookup(&KUSTOMIZATION).unwrap_or(KUSTOMIZATION.version).to_string();
     let kustomizations: Api<DynamicObject> =
         Api::namespaced_with(cluster.client.clone(), namespace, &KUSTOMIZATION.at(&version));
-    let get = |api: &Api<DynamicObject>, name: &str| {
-        let (api, name) = (api.clone(), name.to_string());
-        async move {
-            let found = api.get_opt(&name).await.map_err(|error| cluster.error(error))?;
-            found
-                .map(|object| serde_json::to_value(object).map_err(|error| Error::Internal(error.to_string())))
-                .transpose()
-        }
-    };
-    let (app, helm) = match get(&kustomizations, name).await? {
-        Some(app) => (app, None),
+    let git_version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
+    let getter = Getter { cluster, git_repositories: GIT_REPOSITORY.at(&git_version) };
+    let app = match getter.get(&kustomizations, name).await? {
+        Some(app) => app,
         None => {
             let release = match context.versions.lookup(&HELM_RELEASE) {
                 Some(version) => {
                     let api = Api::namespaced_with(cluster.client.clone(), namespace, &HELM_RELEASE.at(version));
-                    get(&api, name).await?
+                    getter.get(&api, name).await?
                 }
                 None => None,
             };
-            let release = release.ok_or_else(|| {
+            release.ok_or_else(|| {
                 Error::usage(
                     format!("there is no Kustomization or HelmRelease {namespace}/{name} to roll back"),
                     "`kubectl gitops app list` lists the apps",
                 )
-            })?;
-            let dirs = helm_app_dirs(context, &release, name)?;
-            let sync = get(&kustomizations, SYNC_NAME).await?.ok_or_else(|| {
-                Error::usage(
-                    format!("there is no sync Kustomization {namespace}/{SYNC_NAME}"),
-                    "run `kubectl gitops install`",
-                )
-            })?;
-            (release, Some((sync, dirs)))
+            })?
         }
     };
-    let source = SourceRef::applied_by(helm.as_ref().map_or(&app, |(sync, _)| sync));
-    if source.kind() != GIT_REPOSITORY.kind {
-        return Err(Error::usage(
-            format!("{namespace}/{} applies a {}: rollback goes through git", name, source.kind()),
-            "roll back by pointing its source at the earlier artifact in the config repo",
-        ));
-    }
-    let git_version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
-    let repositories: Api<DynamicObject> =
-        Api::namespaced_with(cluster.client.clone(), source.namespace(), &GIT_REPOSITORY.at(&git_version));
-    let repository = get(&repositories, source.name()).await?.ok_or_else(|| {
-        Error::usage(format!("{source} does not exist"), "`kubectl gitops app status NAME` shows why")
+    // A Kustomization of a GitRepository that follows a branch: the change is in that branch.
+    let why_not_own = if app["kind"] == "Kustomization" {
+        let source = SourceRef::applied_by(&app);
+        match getter.branch_of(&source).await? {
+            Ok((url, branch, repositories)) => {
+                return Ok(Located { app, source, url, branch, kustomizations, repositories, config: None });
+            }
+            Err(why) => why,
+        }
+    } else {
+        format!("HelmRelease {namespace}/{name}")
+    };
+    // Otherwise in the config repo: its definition (a chart version or values, a tag).
+    let dirs = config_app_dirs(context, &app, name, &why_not_own)?;
+    let sync = getter.get(&kustomizations, SYNC_NAME).await?.ok_or_else(|| {
+        Error::usage(format!("there is no sync Kustomization {namespace}/{SYNC_NAME}"), "run `kubectl gitops install`")
     })?;
-    let url = repository["spec"]["url"].as_str().unwrap_or_default().to_string();
-    let branch = match sources::git_ref(&repository["spec"]["ref"]) {
-        Ok(GitRef::Branch(branch)) => branch,
-        Ok(other) => {
-            return Err(Error::usage(
-                format!("{source} follows {other}, not a branch: a commit there would not be applied"),
-                "point it at the earlier tag or commit in the config repo (kubectl gitops app add … --tag), which is a rollback too",
-            ));
-        }
-        Err(why) => {
-            return Err(Error::usage(format!("{source}: {why}"), "rollback needs a source that follows a branch"));
-        }
-    };
-    Ok(Located { app, source, url, branch, kustomizations, repositories, helm })
+    let source = SourceRef::applied_by(&sync);
+    let (url, branch, repositories) = getter.branch_of(&source).await?.map_err(|why| {
+        Error::usage(format!("the config repo's sync: {why}"), "rollback needs a source that follows a branch")
+    })?;
+    Ok(Located { app, source, url, branch, kustomizations, repositories, config: Some((sync, dirs)) })
 }
 
-/// The config repo directories of a HelmRelease app; only an app `app add` added (labelled so)
-/// on a cluster `install` recorded has them where we know.
-fn helm_app_dirs(context: &change::Context, release: &Value, name: &str) -> Result<Vec<String>> {
-    let ours = release["metadata"]["labels"][crate::record::MANAGED_BY_LABEL] == crate::record::MANAGED_BY_VALUE;
+/// Reads what a rollback needs, as JSON.
+struct Getter<'a> {
+    cluster: &'a Cluster,
+    git_repositories: kube::discovery::ApiResource,
+}
+
+impl Getter<'_> {
+    async fn get(&self, api: &Api<DynamicObject>, name: &str) -> Result<Option<Value>> {
+        let found = api.get_opt(name).await.map_err(|error| self.cluster.error(error))?;
+        found.map(|object| serde_json::to_value(object).map_err(|error| Error::Internal(error.to_string()))).transpose()
+    }
+
+    /// The URL and branch of `source` when it is a GitRepository that follows a branch (and the
+    /// API of its kind); else why a commit there would not be applied.
+    async fn branch_of(
+        &self,
+        source: &SourceRef,
+    ) -> Result<std::result::Result<(String, String, Api<DynamicObject>), String>> {
+        if source.kind() != GIT_REPOSITORY.kind {
+            return Ok(Err(format!("it applies a {source}, not a git branch")));
+        }
+        let repositories: Api<DynamicObject> =
+            Api::namespaced_with(self.cluster.client.clone(), source.namespace(), &self.git_repositories);
+        let repository = self.get(&repositories, source.name()).await?.ok_or_else(|| {
+            Error::usage(format!("{source} does not exist"), "`kubectl gitops app status NAME` shows why")
+        })?;
+        let url = repository["spec"]["url"].as_str().unwrap_or_default().to_string();
+        Ok(match sources::git_ref(&repository["spec"]["ref"]) {
+            Ok(GitRef::Branch(branch)) => Ok((url, branch, repositories)),
+            Ok(other) => Err(format!("{source} follows {other}, not a branch")),
+            Err(why) => Err(format!("{source}: {why}")),
+        })
+    }
+}
+
+/// The config repo directories of an app whose change is not in a branch of its own; only an
+/// app `app add` added (labelled so) on a cluster `install` recorded has them where we know.
+fn config_app_dirs(context: &change::Context, app: &Value, name: &str, why_not_own: &str) -> Result<Vec<String>> {
+    let ours = app["metadata"]["labels"][crate::record::MANAGED_BY_LABEL] == crate::record::MANAGED_BY_VALUE;
     match (ours, context.record()) {
-        (true, Some(record)) => Ok(helm::app_dirs(name, &record.path)),
+        (true, Some(record)) => Ok(config::app_dirs(name, &record.path)),
         _ => Err(Error::usage(
             format!(
-                "HelmRelease {name} was not added by `kubectl gitops app add` on a cluster it installed: where its definition lives in git is not known"
+                "{why_not_own}: rollback goes through its definition in the config repo, and {name} was not added by `kubectl gitops app add` on a cluster it installed"
             ),
-            "roll it back in the repository that defines it (its chart version or values), then `kubectl gitops app status NAME --wait`",
+            "point it back in the repository that defines it (an earlier tag, chart version or values), then `kubectl gitops app status NAME --wait`",
         )),
     }
 }
@@ -509,7 +517,7 @@ async fn reconcile_and_wait(
 ) -> Result<ExitCode> {
     let (namespace, name) = (located.app["metadata"]["namespace"].as_str().unwrap_or_default(), &request.name);
     let cluster = context.cluster()?;
-    if located.helm.is_some() {
+    if located.config.is_some() {
         let objects = [(namespace.to_string(), name.clone())];
         let awaited = crate::change::wait::Awaited {
             noun: "app",
@@ -681,7 +689,7 @@ fn last_ready(app: &Value, running: &str) -> Result<String> {
         crate::deployments::from_flux(crate::deployments::AppKind::Kustomization, app.pointer("/status/history"));
     history
         .iter()
-        .filter(|deployment| !deployment.failed() && deployment.status == SUCCEEDED)
+        .filter(|deployment| !deployment.failed() && deployment.status == config::SUCCEEDED)
         .filter_map(|deployment| crate::names::full_commit(&deployment.revision))
         .find(|commit| commit != running)
         .ok_or_else(|| {

@@ -99,6 +99,31 @@ fn greeting(env: &TestEnv) -> String {
     found.map(|item| item["data"]["greeting"].as_str().unwrap_or_default().to_string()).unwrap_or_default()
 }
 
+/// An app that follows a tag (the OCI artifact `web`) rolled back through the config repo: tag v2
+/// pushed and the app moved to it, then `app rollback web` puts tag v1 back in its definition.
+fn tag_rollback(env: &TestEnv, artifact: &Path, oci_url: &str) {
+    let shipped = ["-n", "default", "get", "configmap", "from-oci", "-o", "jsonpath={.data.shipped}"];
+    let v1_config = env.git.head("fleet");
+    std::fs::write(
+        artifact.join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-oci\ndata:\n  shipped: \"v2\"\n",
+    )
+    .unwrap();
+    env.registry
+        .push_artifact("manifests/web", "v2", artifact, "v2@sha1:0000000000000000000000000000000000000002")
+        .unwrap();
+    let add = ["add", "web", "--url", oci_url, "--tag", "v2", "--insecure", "--update", "--wait", "--timeout", "3m"];
+    let moved = app(env, &env.kubeconfig, &add);
+    assert_eq!(moved.code, Some(0), "{}", moved.render());
+    assert_eq!(env.kubectl_ok(&shipped).unwrap(), "v2");
+    let rolled = app(env, &env.kubeconfig, &["rollback", "web", "--wait", "--timeout", "3m", "-o", "json"]);
+    assert_eq!(rolled.code, Some(0), "{}", rolled.render());
+    let rolled = gitops_e2e::schema::document("Rollback", &rolled.stdout);
+    assert_eq!(rolled["to"], v1_config.as_str(), "{rolled:#}");
+    assert_eq!(rolled["files"], serde_json::json!(["update apps/web/source.yaml"]), "{rolled:#}");
+    assert_eq!(env.kubectl_ok(&shipped).unwrap(), "yes", "tag v1's ConfigMap is back once --wait returns");
+}
+
 /// A HelmRelease app rolled back through the config repo: its values changed there (a second
 /// Helm release), then `app rollback greeter` restores its files as the commit that asked for
 /// the first release left them, in one commit Flux applies, waited for until it is Ready.
@@ -317,6 +342,7 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     );
     assert_eq!(oci.code, Some(0), "stdout: {}\nstderr: {}", oci.stdout, oci.stderr);
     env.kubectl_ok(&["-n", "default", "get", "configmap", "from-oci"]).unwrap();
+    tag_rollback(env, artifact.path(), &oci_url);
 
     let listed = list(env);
     assert_eq!(row(&listed, "web")["type"], "oci");

@@ -1,8 +1,10 @@
-//! `app rollback` of a HelmRelease app: what `app add` wrote for it in the config repo (its
-//! definition `apps/<app>/` and this cluster's overlay `<cluster path>/apps/<app>/`, docs/layout.md)
-//! restored as it was at the config commit that asked for the last good Helm release. Flux keeps no
-//! config commit in a HelmRelease's history: as `app history` does, a release belongs to the newest
-//! commit that changed the app's files at or before the release was first deployed.
+//! `app rollback` of an app whose change lives in the config repo (a HelmRelease's chart version
+//! or values; a source that follows a tag, a semver range or an artifact): what `app add` wrote
+//! for it there (its definition `apps/<app>/` and this cluster's overlay `<cluster
+//! path>/apps/<app>/`, docs/layout.md) restored as it was at the config commit that asked for its
+//! last good deployment. Flux keeps no config commit in its history: as `app history` does, a
+//! deployment belongs to the newest commit that changed the app's files at or before it was first
+//! deployed.
 
 use serde_json::Value;
 
@@ -12,6 +14,8 @@ use crate::git::log::LoggedCommit;
 
 /// The Helm release statuses of a release that was installed and worked.
 const GOOD: [&str; 2] = ["deployed", "superseded"];
+/// The reason Flux gives a Kustomization snapshot that applied and passed its health checks.
+pub(super) const SUCCEEDED: &str = "ReconciliationSucceeded";
 
 /// The config repo directories of the app `name` `app add` added, on the cluster whose
 /// directory is `cluster_path`.
@@ -19,28 +23,42 @@ pub(super) fn app_dirs(name: &str, cluster_path: &str) -> Vec<String> {
     vec![format!("apps/{name}"), format!("{}/apps/{name}", cluster_path.trim_matches('/'))]
 }
 
-/// The last Helm release before the current one that was deployed and deployed something else
-/// (another chart version or other values), from the HelmRelease's `status.history`.
-pub(super) fn last_good_release(release: &Value) -> Result<Deployment> {
-    let history = deployments::from_flux(AppKind::HelmRelease, release.pointer("/status/history"));
-    let name = release["metadata"]["name"].as_str().unwrap_or_default();
+/// The last deployment before the current one that worked and deployed something else, from
+/// the app's `status.history`: a Helm release Helm deployed (another chart version or other
+/// values), a Kustomization snapshot that succeeded (other manifests).
+pub(super) fn last_good_deployment(app: &Value) -> Result<Deployment> {
+    let helm = app["kind"] == "HelmRelease";
+    let kind = if helm { AppKind::HelmRelease } else { AppKind::Kustomization };
+    let history = deployments::from_flux(kind, app.pointer("/status/history"));
+    let name = app["metadata"]["name"].as_str().unwrap_or_default();
     let Some(current) = history.first() else {
         return Err(Error::usage(
-            format!("{name} has no Helm release yet: there is nothing to roll back"),
+            format!("{name} has not been deployed yet: there is nothing to roll back"),
             "`kubectl gitops app status NAME` shows why",
         ));
+    };
+    let worked = |deployment: &Deployment| {
+        if helm { GOOD.contains(&deployment.status.as_str()) } else { deployment.status == SUCCEEDED }
     };
     history
         .iter()
         .skip(1)
-        .find(|deployment| GOOD.contains(&deployment.status.as_str()) && deployment.digest != current.digest)
+        .find(|deployment| worked(deployment) && deployment.digest != current.digest)
         .cloned()
         .ok_or_else(|| {
             Error::usage(
-                format!("{name} has no earlier Helm release that deployed something else in the 5 Flux keeps"),
+                format!("{name} has no earlier deployment that worked and deployed something else in the 5 Flux keeps"),
                 "name the config commit to go back to with --to (`kubectl gitops app history NAME` lists them)",
             )
         })
+}
+
+/// What the deployment asked for, for the commit message.
+pub(super) fn asked_for(deployment: &Deployment) -> String {
+    match deployment.release {
+        Some(release) => format!(", which asked for chart {} (Helm release {release})", deployment.revision),
+        None => format!(", which asked for {}", deployment.revision),
+    }
 }
 
 /// The config commit that asked for `release`: the newest commit of `log` (newest first) that
@@ -56,7 +74,7 @@ pub(super) fn config_commit(log: &[LoggedCommit], release: &Deployment) -> Resul
         .ok_or_else(|| {
             Error::usage(
                 format!(
-                    "no commit of the config repo changed the app's files before its release of chart {} was deployed ({})",
+                    "no commit of the config repo changed the app's files before {} was deployed ({})",
                     release.revision, release.first
                 ),
                 "name the config commit to go back to with --to (`kubectl gitops app history NAME` lists them)",
@@ -74,7 +92,7 @@ mod tests {
     use crate::git::log::CommitInfo;
 
     fn release(history: Value) -> Value {
-        json!({"metadata": {"name": "greeter"}, "status": {"history": history}})
+        json!({"kind": "HelmRelease", "metadata": {"name": "greeter"}, "status": {"history": history}})
     }
 
     fn entry(version: i64, chart: &str, digest: &str, status: &str, deployed: &str) -> Value {
@@ -103,19 +121,19 @@ mod tests {
             entry(2, "0.1.0", "sha256:c", "failed", "2026-12-06T10:02:00Z"),
             entry(1, "0.1.0", "sha256:a", "superseded", "2026-12-06T10:01:00Z"),
         ]));
-        let target = last_good_release(&history).unwrap();
+        let target = last_good_deployment(&history).unwrap();
         assert_eq!((target.revision.as_str(), target.release), ("0.1.0", Some(1)));
         let only_same = release(json!([
             entry(2, "0.2.0", "sha256:b", "deployed", "2026-12-06T10:02:00Z"),
             entry(1, "0.2.0", "sha256:b", "superseded", "2026-12-06T10:01:00Z"),
         ]));
-        assert!(last_good_release(&only_same).unwrap_err().to_string().contains("no earlier Helm release"));
-        assert!(last_good_release(&release(json!([]))).unwrap_err().to_string().contains("no Helm release yet"));
+        assert!(last_good_deployment(&only_same).unwrap_err().to_string().contains("no earlier deployment"));
+        assert!(last_good_deployment(&release(json!([]))).unwrap_err().to_string().contains("not been deployed yet"));
     }
 
     #[test]
     fn a_release_belongs_to_the_newest_config_commit_of_the_app_before_it() {
-        let target = last_good_release(&release(json!([
+        let target = last_good_deployment(&release(json!([
             entry(2, "0.2.0", "sha256:b", "deployed", "2026-12-06T10:05:00Z"),
             entry(1, "0.1.0", "sha256:a", "superseded", "2026-12-06T10:02:00Z"),
         ])))
@@ -127,7 +145,8 @@ mod tests {
             commit("c1", "2026-12-06T10:00:00Z", true),
         ];
         assert_eq!(config_commit(&log, &target).unwrap(), "c2");
-        assert!(config_commit(&log[..2], &target).unwrap_err().to_string().contains("chart 0.1.0"));
+        assert!(config_commit(&log[..2], &target).unwrap_err().to_string().contains("before 0.1.0 was deployed"));
+        assert_eq!(asked_for(&target), ", which asked for chart 0.1.0 (Helm release 1)");
     }
 
     #[test]
