@@ -296,7 +296,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
             let (to, because) = match &request.to {
                 Some(to) => (to.clone(), String::new()),
                 None => {
-                    let deployment = config::last_good_deployment(app)?;
+                    let (deployment, current) = config::target_and_current(app)?;
                     let remote = sources::remote_for(&located.url, config);
                     let (reference, paths) = (format!("refs/heads/{}", located.branch), dirs.clone());
                     let log = crate::git::off_runtime(crate::timeouts::GIT_READ, move || {
@@ -304,7 +304,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
                     })
                     .await
                     .map_err(|error| Error::Remote { message: format!("{}: {error}", located.url), hint: None })?;
-                    (config::config_commit(&log, &deployment)?, config::asked_for(&deployment))
+                    (config::config_commit(&log, &deployment, &current)?, config::asked_for(&deployment))
                 }
             };
             Restore { dirs: dirs.clone(), path: dirs.join(", "), running, to, because }

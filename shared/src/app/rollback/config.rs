@@ -61,25 +61,62 @@ pub(super) fn asked_for(deployment: &Deployment) -> String {
     }
 }
 
-/// The config commit that asked for `release`: the newest commit of `log` (newest first) that
-/// changed the app's files at or before the release was first deployed.
-pub(super) fn config_commit(log: &[LoggedCommit], release: &Deployment) -> Result<String> {
-    let deployed = crate::duration::parse_timestamp(&release.first);
-    log.iter()
+/// The config commit that asked for `target`: the newest commit of `log` (newest first) that
+/// changed the app's files at or before it was first deployed. Times are seconds: a commit made
+/// within the second `target` was deployed can be the one that asked for `current` (a change made
+/// right after a deployment, as scripts do); the commit `current` is matched to is never `target`'s
+/// unless the app's files did not change between them.
+pub(super) fn config_commit(log: &[LoggedCommit], target: &Deployment, current: &Deployment) -> Result<String> {
+    let touching: Vec<(u64, &str)> = log
+        .iter()
         .filter(|commit| commit.touches_path)
-        .find(|commit| {
-            matches!((crate::duration::parse_timestamp(&commit.info.time), deployed), (Some(made), Some(deployed)) if made <= deployed)
-        })
-        .map(|commit| commit.info.sha.clone())
-        .ok_or_else(|| {
-            Error::usage(
+        .filter_map(|commit| Some((crate::duration::parse_timestamp(&commit.info.time)?, commit.info.sha.as_str())))
+        .collect();
+    let at_or_before = |deployment: &Deployment| {
+        let deployed = crate::duration::parse_timestamp(deployed_at(deployment))?;
+        touching.iter().position(|(made, _)| *made <= deployed).map(|at| (at, deployed))
+    };
+    let Some((mut at, deployed)) = at_or_before(target) else {
+        return Err(Error::usage(
+            format!(
+                "no commit of the config repo changed the app's files before {} was deployed ({})",
+                target.revision,
+                deployed_at(target)
+            ),
+            "name the config commit to go back to with --to (`kubectl gitops app history NAME` lists them)",
+        ));
+    };
+    if at_or_before(current).map(|(current_at, _)| current_at) == Some(at) {
+        if touching[at].0 == deployed && at + 1 < touching.len() {
+            at += 1;
+        } else {
+            return Err(Error::usage(
                 format!(
-                    "no commit of the config repo changed the app's files before {} was deployed ({})",
-                    release.revision, release.first
+                    "the app's files in the config repo did not change between {} and {}: its source moved on by itself",
+                    target.revision, current.revision
                 ),
-                "name the config commit to go back to with --to (`kubectl gitops app history NAME` lists them)",
-            )
-        })
+                "pin the earlier version in its definition (a tag, a chart version) with `kubectl gitops app add … --update`",
+            ));
+        }
+    }
+    Ok(touching[at].1.to_string())
+}
+
+/// When a deployment was made: a Kustomization snapshot's first reconcile; a Helm release's last
+/// deployment (Helm carries the release's first install over into every upgrade's
+/// `firstDeployed`).
+fn deployed_at(deployment: &Deployment) -> &str {
+    if deployment.release.is_some() { &deployment.last } else { &deployment.first }
+}
+
+/// The last good deployment before the current one (as [`last_good_deployment`]) and the current
+/// one.
+pub(super) fn target_and_current(app: &Value) -> Result<(Deployment, Deployment)> {
+    let target = last_good_deployment(app)?;
+    let helm = app["kind"] == "HelmRelease";
+    let kind = if helm { AppKind::HelmRelease } else { AppKind::Kustomization };
+    let current = deployments::from_flux(kind, app.pointer("/status/history")).into_iter().next();
+    Ok((target, current.ok_or_else(|| Error::Internal("the history emptied itself".into()))?))
 }
 
 #[cfg(test)]
@@ -144,8 +181,20 @@ mod tests {
             commit("c2", "2026-12-06T10:01:30Z", true),
             commit("c1", "2026-12-06T10:00:00Z", true),
         ];
-        assert_eq!(config_commit(&log, &target).unwrap(), "c2");
-        assert!(config_commit(&log[..2], &target).unwrap_err().to_string().contains("before 0.1.0 was deployed"));
+        let current = last_good_deployment(&release(json!([
+            entry(3, "0.3.0", "sha256:c", "deployed", "2026-12-06T10:06:00Z"),
+            entry(2, "0.2.0", "sha256:b", "superseded", "2026-12-06T10:05:00Z"),
+        ])))
+        .unwrap();
+        let now = Deployment { first: "2026-12-06T10:05:00Z".into(), ..current };
+        assert_eq!(config_commit(&log, &target, &now).unwrap(), "c2");
+        assert!(config_commit(&log[..2], &target, &now).unwrap_err().to_string().contains("before 0.1.0 was deployed"));
+        // The next change committed within the second the target was deployed.
+        let quick = [commit("c5", "2026-12-06T10:02:00Z", true), commit("c2", "2026-12-06T10:01:30Z", true)];
+        assert_eq!(config_commit(&quick, &target, &now).unwrap(), "c2");
+        // Nothing changed in the config repo between them.
+        let still = [commit("c2", "2026-12-06T10:01:30Z", true)];
+        assert!(config_commit(&still, &target, &now).unwrap_err().to_string().contains("did not change between"));
         assert_eq!(asked_for(&target), ", which asked for chart 0.1.0 (Helm release 1)");
     }
 
