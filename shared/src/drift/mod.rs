@@ -18,6 +18,7 @@ mod helm;
 mod ignore;
 mod objects;
 mod render;
+mod source;
 mod watch;
 
 pub use self::render::preview_text as render_preview;
@@ -32,9 +33,9 @@ use crate::change::{self, RepoSettings, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::{Cluster, list_pages};
 use crate::diff::SourceRef;
-use crate::diff::sources::{self, Credentials, GitRef};
+use crate::diff::sources::Credentials;
 use crate::error::{Error, ExitCode, Result};
-use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION};
+use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY};
 use crate::flux_cli::{FluxCli, Locator, Tag};
 use crate::output::Printer;
 
@@ -351,7 +352,11 @@ async fn run_into(
     let listed =
         kustomizations(&cluster, &kustomizations_resource, namespace.as_deref(), request.name.as_deref()).await?;
     let version = context.versions.lookup(&GIT_REPOSITORY).unwrap_or(GIT_REPOSITORY.version).to_string();
-    let git_repositories = GIT_REPOSITORY.at(&version);
+    let oci_version = context.versions.lookup(&OCI_REPOSITORY).map(String::from);
+    let source_kinds = source::SourceKinds {
+        git: GIT_REPOSITORY.at(&version),
+        oci: oci_version.map(|version| OCI_REPOSITORY.at(&version)),
+    };
     // Serving binds first: a port in use is said before the work.
     let sink = match (sink, request.follow) {
         (Some(sink), _) => sink,
@@ -360,13 +365,13 @@ async fn run_into(
     };
     let keep = request.follow != Follow::Once;
     let credentials = Credentials::Resolve(&mut context, &request.repo);
-    let (drift, kept) = compute(&cluster, &git_repositories, listed, credentials, (keep, printer)).await?;
+    let (drift, kept) = compute(&cluster, &source_kinds, listed, credentials, (keep, printer)).await?;
     if keep {
         let scope = watch::Scope {
             namespace,
             name: request.name.clone(),
             kustomizations: kustomizations_resource,
-            git_repositories,
+            source_kinds,
             repo: &request.repo,
             sink,
         };
@@ -453,7 +458,7 @@ async fn kustomizations(
 /// (by the index of its report), for `--watch` to follow.
 async fn compute(
     cluster: &Cluster,
-    git_repositories: &kube::discovery::ApiResource,
+    source_kinds: &source::SourceKinds,
     listed: Vec<Value>,
     mut credentials: Credentials<'_>,
     (keep, printer): (bool, &Printer),
@@ -461,7 +466,7 @@ async fn compute(
     let flux_cli = Locator::new(None).locate(&Tag::pinned(), printer).await?;
     let applier = Applier::new(cluster);
     // Each source at each applied commit, fetched once: (source, commit) → checkout or why not.
-    let mut checkouts: Vec<((SourceRef, String), std::result::Result<crate::git::Workspace, String>)> = Vec::new();
+    let mut checkouts: Vec<((SourceRef, String), std::result::Result<source::Fetched, String>)> = Vec::new();
     let mut results: Vec<KustomizationDrift> = Vec::new();
     let mut to_check: Vec<(usize, Value, std::path::PathBuf)> = Vec::new();
     for kustomization in &listed {
@@ -476,27 +481,22 @@ async fn compute(
             checked: 0,
             error: None,
         };
-        let commit = match applied_commit(&source, &revision) {
-            Ok(commit) => commit,
+        let at = match source::applied_at(&source, &revision) {
+            Ok(at) => at,
             Err(why) => {
                 results.push(KustomizationDrift { error: Some(why), ..result });
                 continue;
             }
         };
-        let key = (source.clone(), commit.clone());
+        let key = (source.clone(), at.clone());
         if !checkouts.iter().any(|(known, _)| *known == key) {
             let config = credentials.remote().await;
-            printer.progress(&format!("fetching {source} at {commit}, as Flux last applied it"));
-            let repositories: Api<DynamicObject> =
-                Api::namespaced_with(cluster.client.clone(), source.namespace(), git_repositories);
-            let fetched = fetch_at(cluster, &repositories, &source, &revision, &commit, config.as_ref()).await?;
+            printer.progress(&format!("fetching {source} at {at}, as Flux last applied it"));
+            let fetched = source::fetch(cluster, source_kinds, &source, (&revision, &at), config.as_ref()).await?;
             checkouts.push((key.clone(), fetched));
         }
         match checkouts.iter().find(|(known, _)| *known == key).map(|(_, fetched)| fetched) {
-            Some(Ok(checkout)) => {
-                let root = checkout.files().root().to_path_buf();
-                to_check.push((results.len(), kustomization.clone(), root));
-            }
+            Some(Ok(fetched)) => to_check.push((results.len(), kustomization.clone(), fetched.root())),
             Some(Err(why)) => result.error = Some(why.clone()),
             None => result.error = Some(format!("{source} was not fetched")),
         }
@@ -532,51 +532,6 @@ async fn compute(
 
 fn text(object: &Value, pointer: &str) -> String {
     object.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string()
-}
-
-/// The commit of `revision` (`BRANCH@sha1:HASH`, as source-controller names a git revision), or
-/// why the Kustomization cannot be checked from it.
-fn applied_commit(source: &SourceRef, revision: &str) -> std::result::Result<String, String> {
-    if revision.is_empty() {
-        return Err("Flux has not applied it yet (no lastAppliedRevision)".into());
-    }
-    if source.kind() != GIT_REPOSITORY.kind {
-        return Err(format!("its source is a {}; drift reads GitRepository sources only", source.kind()));
-    }
-    crate::names::full_commit(revision)
-        .ok_or_else(|| format!("the applied revision {revision:?} names no full commit hash"))
-}
-
-/// `source` cloned at `commit`, from the URL the cluster pulls it from: its branch reset to the
-/// commit, or its tag when it follows a tag (which must still point there). `Err` says why not.
-async fn fetch_at(
-    cluster: &Cluster,
-    repositories: &Api<DynamicObject>,
-    source: &SourceRef,
-    revision: &str,
-    commit: &str,
-    config: Option<&crate::git::Remote>,
-) -> Result<std::result::Result<crate::git::Workspace, String>> {
-    let live = repositories.get_opt(source.name()).await.map_err(|error| cluster.error(error))?;
-    let Some(live) = live.and_then(|live| serde_json::to_value(live).ok()) else {
-        return Ok(Err(format!("{source} does not exist")));
-    };
-    let url = live["spec"]["url"].as_str().unwrap_or_default();
-    let named = revision.rsplit_once("@sha1:").map(|(name, _)| name).unwrap_or_default();
-    let at = match sources::git_ref(&live["spec"]["ref"]) {
-        Ok(GitRef::Branch(branch) | GitRef::Commit { branch, .. }) => {
-            GitRef::Commit { branch, commit: commit.to_string() }
-        }
-        _ if !named.is_empty() && crate::names::validate_git_ref(named, "the applied revision", "tags").is_ok() => {
-            GitRef::Tag(named.trim_start_matches("refs/tags/").to_string())
-        }
-        _ => return Ok(Err(format!("the applied revision {revision:?} names no branch or tag to fetch"))),
-    };
-    Ok(match sources::fetch(url, &at, config).await {
-        Ok((checkout, head)) if head == commit => Ok(checkout),
-        Ok((_, head)) => Err(format!("{at} of {url} is at {head} now, not the applied {commit}")),
-        Err(why) => Err(format!("{url} could not be fetched at {at}: {why}")),
-    })
 }
 
 /// One object as Flux applied it, what comparing it with the cluster found, and the fingerprint
@@ -641,21 +596,4 @@ fn summarize(kustomizations: &[KustomizationDrift]) -> DriftSummary {
         }
     }
     summary
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_applied_commit_is_read_from_a_git_revision_only() {
-        let git = SourceRef::new("GitRepository", "flux-system", "flux-system");
-        let hash = "0123456789abcdef0123456789abcdef01234567";
-        assert_eq!(applied_commit(&git, &format!("main@sha1:{hash}")), Ok(hash.to_string()));
-        assert_eq!(applied_commit(&git, &format!("v1.0.0@sha1:{}", hash.to_uppercase())), Ok(hash.to_string()));
-        assert!(applied_commit(&git, "").unwrap_err().contains("not applied"));
-        assert!(applied_commit(&git, "main@sha1:0123").unwrap_err().contains("no full commit hash"));
-        let oci = SourceRef::new("OCIRepository", "flux-system", "app");
-        assert!(applied_commit(&oci, "latest@sha256:abc").unwrap_err().contains("GitRepository sources only"));
-    }
 }

@@ -51,7 +51,7 @@ pub(super) struct Scope<'a> {
     /// The one Kustomization asked for.
     pub name: Option<String>,
     pub kustomizations: ApiResource,
-    pub git_repositories: ApiResource,
+    pub source_kinds: super::source::SourceKinds,
     pub repo: &'a RepoSettings,
     pub sink: Sink,
 }
@@ -206,7 +206,7 @@ async fn recheck(
     };
     let revised: Vec<Value> = revised.into_iter().filter(in_scope).collect();
     let credentials = Credentials::Resolve(context, scope.repo);
-    let (drift, kept) = compute(cluster, &scope.git_repositories, revised, credentials, (true, printer)).await?;
+    let (drift, kept) = compute(cluster, &scope.source_kinds, revised, credentials, (true, printer)).await?;
     let mut changes = Vec::new();
     for (report, tracked) in drift.kustomizations.into_iter().zip(kept) {
         printer.progress(&format!(

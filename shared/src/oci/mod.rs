@@ -6,6 +6,7 @@ mod challenge;
 pub mod credentials;
 pub mod extract;
 pub mod limits;
+pub mod pull;
 pub mod reference;
 pub mod registry;
 pub mod tarball;

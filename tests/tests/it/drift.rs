@@ -48,6 +48,10 @@ const HELLO_KUSTOMIZATION: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nk
 /// The chart repository and the HelmRelease of the chart `hello` (`{url}`: the chart server).
 const HELLO_RELEASE: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  install:\n    disableWait: true\n  upgrade:\n    disableWait: true\n  driftDetection:\n    mode: enabled\n    ignore:\n    - paths:\n      - /spec/replicas\n      target:\n        kind: Deployment\n        group: apps\n  chart:\n    spec:\n      chart: hello\n      version: 0.1.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: hello from git\n    replicas: 1\n    image: registry.invalid/hello:1.0.0\n";
 
+/// An OCIRepository of the environment's registry (`{registry}`) at tag v1, and the
+/// Kustomization `oci-app` that applies it.
+const OCI_APP: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: oci-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: oci://{registry}/drift/oci\n  insecure: true\n  ref:\n    tag: v1\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: oci-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: OCIRepository\n    name: oci-app\n";
+
 /// `kubectl gitops drift ARGS` through the real kubectl, with the config repo named (the cluster
 /// was not installed by us: there is no install record to name it).
 fn drift(env: &TestEnv, plugins: &Path, args: &[&str]) -> Run {
@@ -126,12 +130,25 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     std::fs::create_dir_all(work.join("apps/hello")).unwrap();
     std::fs::write(work.join("clusters/dev/hello.yaml"), HELLO_KUSTOMIZATION).unwrap();
     std::fs::write(work.join("apps/hello/release.yaml"), HELLO_RELEASE.replace("{url}", &env.helm.url)).unwrap();
+    // An app of an OCI artifact (the environment's registry, plain HTTP on this machine): drift
+    // pulls it by the digest Flux applied.
+    let artifact = tempfile::tempdir().unwrap();
+    std::fs::write(
+        artifact.path().join("config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: oci-config\ndata:\n  shipped: oci\n",
+    )
+    .unwrap();
+    env.registry
+        .push_artifact("drift/oci", "v1", artifact.path(), "v1@sha1:0000000000000000000000000000000000000001")
+        .unwrap();
+    std::fs::write(work.join("clusters/dev/oci.yaml"), OCI_APP.replace("{registry}", &env.registry.address)).unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "fleet"]);
     git(&["push", "-q", &env.git.ssh_url("drift-fleet"), "main"]);
     env.apply_http_sync("drift-fleet").unwrap();
     let kustomizations = ["kustomization/flux-system", "kustomization/web", "kustomization/team-app"];
-    env.wait_ready(&[&kustomizations[..], &["kustomization/hello"]].concat(), Duration::from_secs(120)).unwrap();
+    let more = ["kustomization/hello", "kustomization/oci-app"];
+    env.wait_ready(&[&kustomizations[..], &more[..]].concat(), Duration::from_secs(120)).unwrap();
     env.wait_ready(&["helmrelease/hello"], Duration::from_secs(180)).unwrap();
     let plugins = binaries::plugin_dir();
     let before = env.our_requests().unwrap().len();
@@ -139,7 +156,7 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     // As Flux applied it: no drift.
     let clean = drift(env, plugins.path(), &["-A"]);
     assert_eq!(clean.code, Some(0), "{}", clean.render());
-    assert!(clean.stdout.ends_with("0 drifted (0 deleted) of 11 objects in 4 Kustomizations\n"), "{}", clean.render());
+    assert!(clean.stdout.ends_with("0 drifted (0 deleted) of 14 objects in 5 Kustomizations\n"), "{}", clean.render());
 
     // Followed as it happens: `drift -A --watch -o json`, and the series served for a real
     // Prometheus that evaluates the stack's alert rules (the drift alert after 2 seconds).
@@ -162,7 +179,7 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let prometheus = Prometheus::start(prometheus_dir.path(), &config, free_ports(1).unwrap()[0]);
     wait_for("the series scraped, no drift", Duration::from_secs(60), || {
         let checked = prometheus.query("gitops_drift_checked");
-        checked.len() == 4 && prometheus.query("sum(gitops_drifted_objects) == 0").len() == 1
+        checked.len() == 5 && prometheus.query("sum(gitops_drifted_objects) == 0").len() == 1
     });
     assert_eq!(prometheus.alert_state("GitOpsDriftDetected"), "inactive");
     // And the UI with --drift: a badge per app, a panel on the App page, both live.
@@ -226,6 +243,19 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
         "--field-manager=on-call",
     ])
     .unwrap();
+    // And the OCI app's ConfigMap.
+    env.kubectl_ok(&[
+        "-n",
+        "default",
+        "patch",
+        "configmap",
+        "oci-config",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"shipped":"by hand"}}"#,
+        "--field-manager=on-call",
+    ])
+    .unwrap();
     // Fields Flux is told not to correct, changed like the web Deployment's replicas (which is
     // reported): the Helm release's replicas (its driftDetection.ignore) and the chart
     // repository's interval (the Kustomization's spec.ignore).
@@ -285,7 +315,7 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let found = drift(env, plugins.path(), &["-A", "-o", "json"]);
     assert_eq!(found.code, Some(1), "{}", found.render());
     let document = gitops_e2e::schema::document("Drift", &found.stdout);
-    assert_eq!(document["summary"]["drifted"], 4, "{document:#}");
+    assert_eq!(document["summary"]["drifted"], 5, "{document:#}");
     assert_eq!(document["summary"]["missing"], 1, "{document:#}");
     let web = drifted(&document, "web");
     let names: Vec<&str> = web.iter().map(|(name, _)| name.as_str()).collect();
@@ -309,6 +339,9 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert_eq!(team_app.len(), 1, "{document:#}");
     assert_eq!(team_app[0].1["fields"], serde_json::json!([{"path": "data.size", "managers": ["on-call"]}]));
     assert!(drifted(&document, "flux-system").is_empty(), "{document:#}");
+    let oci = drifted(&document, "oci-app");
+    assert_eq!(oci.len(), 1, "{document:#}");
+    assert_eq!(oci[0].1["fields"], serde_json::json!([{"path": "data.shipped", "managers": ["on-call"]}]));
     let hello = drifted(&document, "hello");
     assert_eq!(hello.len(), 1, "{document:#}");
     assert_eq!(hello[0].0, "ConfigMap/default-hello-greeting");
@@ -355,8 +388,8 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     assert!(writes.is_empty(), "drift wrote: {writes:?}");
 
     // Flux puts it back: the drift is gone.
-    env.request_reconcile("flux-system", &["kustomization/web", "kustomization/team-app", "helmrelease/hello"])
-        .unwrap();
+    let fixed = ["kustomization/web", "kustomization/team-app", "kustomization/oci-app", "helmrelease/hello"];
+    env.request_reconcile("flux-system", &fixed).unwrap();
     let started = Instant::now();
     loop {
         let after = drift(env, plugins.path(), &["-A"]);
@@ -399,5 +432,5 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let drifting: Vec<&str> =
         settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{") && !line.ends_with(" 0")).collect();
     assert!(drifting.is_empty(), "{settled}");
-    assert_eq!(settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{")).count(), 8, "{settled}");
+    assert_eq!(settled.lines().filter(|line| line.starts_with("gitops_drifted_objects{")).count(), 10, "{settled}");
 }
