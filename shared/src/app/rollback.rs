@@ -46,10 +46,11 @@ pub struct RollbackArgs {
     /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
     pub name: String,
 
-    /// The deployment to go back to: its commit (full hash) or Flux revision (main@sha1:…).
+    /// The deployment to go back to: its commit (full hash), Flux revision (main@sha1:…) or a tag.
     ///
-    /// The deployment to go back to: its commit by its full hash, or its Flux revision
-    /// (main@sha1:…), as `kubectl gitops app history NAME` lists them (default: the last
+    /// The deployment to go back to: its commit by its full hash, its Flux revision
+    /// (main@sha1:…) as `kubectl gitops app history NAME` lists them, or a tag of the repository
+    /// restored, which names its commit (default: the last
     /// deployment before the current one that was Ready). For an app whose change is in the
     /// config repo (a HelmRelease, a source at a tag or an artifact), the config repo's commit
     /// whose files to restore (default: the one that asked for its last good deployment).
@@ -95,7 +96,7 @@ pub struct RollbackArgs {
 #[derive(Debug, Clone)]
 pub struct RollbackRequest {
     name: String,
-    to: Option<String>,
+    to: Option<To>,
     dry_run: bool,
     wait: bool,
     pr: bool,
@@ -112,12 +113,20 @@ impl RollbackArgs {
         crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
         let name = crate::names::validate_name(&self.name, "app name")?;
         let to = match &self.to {
-            Some(given) => Some(crate::names::full_commit(given).ok_or_else(|| {
-                Error::usage(
-                    format!("--to {given}: not a commit's full hash or a Flux revision (main@sha1:…)"),
-                    "name the deployment as `kubectl gitops app history NAME` lists it, or its commit's full 40-character hash",
-                )
-            })?),
+            Some(given) => match crate::names::full_commit(given) {
+                Some(commit) => Some(To::Commit(commit)),
+                None if crate::names::validate_git_ref(given, "--to", "tags").is_ok()
+                    && !given.chars().all(|c| c.is_ascii_hexdigit()) =>
+                {
+                    Some(To::Tag(given.clone()))
+                }
+                None => {
+                    return Err(Error::usage(
+                        format!("--to {given}: not a commit's full hash, a Flux revision (main@sha1:…) or a tag"),
+                        "name the deployment as `kubectl gitops app history NAME` lists it, its commit's full 40-character hash, or a tag",
+                    ));
+                }
+            },
             None => None,
         };
         Ok(RollbackRequest {
@@ -284,7 +293,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
         None => {
             let running = current_commit(app).ok_or_else(|| not_applied(name))?;
             let to = match &request.to {
-                Some(to) => to.clone(),
+                Some(to) => resolved(to, located, config).await?,
                 None => last_ready(app, &running)?,
             };
             let path = app["spec"]["path"].as_str().unwrap_or("./").to_string();
@@ -294,7 +303,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
         Some((sync, dirs)) => {
             let running = current_commit(sync).ok_or_else(|| not_applied("the config repo's sync"))?;
             let (to, because) = match &request.to {
-                Some(to) => (to.clone(), String::new()),
+                Some(to) => (resolved(to, located, config).await?, String::new()),
                 None => {
                     let (deployment, current) = config::target_and_current(app)?;
                     let remote = sources::remote_for(&located.url, config);
@@ -317,6 +326,22 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
         ));
     }
     Ok(restore)
+}
+
+/// The commit `--to` names: as given, or the one its tag points at in the repository restored.
+async fn resolved(to: &To, located: &Located, config: Option<&Remote>) -> Result<String> {
+    match to {
+        To::Commit(commit) => Ok(commit.clone()),
+        To::Tag(tag) => sources::fetch(&located.url, &GitRef::Tag(tag.clone()), config)
+            .await
+            .map(|(_, commit)| commit)
+            .map_err(|why| {
+                Error::usage(
+                    format!("--to {tag}: not a tag of {}: {why}", located.url),
+                    "name a tag of the app's repository, or the deployment's commit (`kubectl gitops app history NAME` lists them)",
+                )
+            }),
+    }
 }
 
 /// Pushes the rollback commit to the branch Flux follows, or with `--pr` to a branch of its own
@@ -367,6 +392,13 @@ struct Located {
     /// An app whose change is in the config repo (a HelmRelease, a source that follows a tag or
     /// an artifact): the config repo's sync Kustomization, and the app's directories there.
     config: Option<(Value, Vec<String>)>,
+}
+
+/// `--to`: a commit, or a tag of the repository restored (resolved to its commit when read).
+#[derive(Debug, Clone)]
+enum To {
+    Commit(String),
+    Tag(String),
 }
 
 /// What a rollback restores: directories of the repository, as they were at a commit.

@@ -162,6 +162,19 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
     let objects = &further["preview"]["kustomizations"][0]["objects"];
     assert_eq!(objects[0]["name"], "web", "{further:#}");
     assert_eq!(objects[0]["fields"], serde_json::json!([{"path": "data.version", "managers": []}]), "{further:#}");
+    // --to a tag of the app's repository names its commit; a short hash is not taken for one.
+    env.git.git(work, &["tag", "release-1", &first]).unwrap();
+    env.git.git(work, &["push", "-q", &env.git.ssh_url("rollback-web"), "release-1"]).unwrap();
+    let tagged = app(env, plugins.path(), &["rollback", "web", "--to", "release-1", "--dry-run", "-o", "json"]);
+    assert_eq!(tagged.code, Some(0), "{}", tagged.render());
+    assert_eq!(gitops_e2e::schema::document("Rollback", &tagged.stdout)["to"], first.as_str());
+    let short = app(env, plugins.path(), &["rollback", "web", "--to", &first[..12], "--dry-run"]);
+    assert_eq!(short.code, Some(2), "{}", short.render());
+    assert!(
+        short.stderr.contains("not a commit's full hash, a Flux revision (main@sha1:…) or a tag"),
+        "{}",
+        short.stderr
+    );
 
     // An image automation writing to the app's repository would undo it: refused, with the hint.
     env.apply_yaml(IMAGE_UPDATE_AUTOMATION_CRD).unwrap();
