@@ -513,8 +513,9 @@ fn repo_create_makes_app_repositories_from_the_layout_a_template_a_fork_and_a_ur
     // Generated from a template (Gitea's own call), as JSON.
     gitea.api("PATCH", "/repos/acme/hello", Some(&json!({ "template": true }))).unwrap();
     // Gitea marks a pushed repository non-empty in the background, and generates nothing from a
-    // template it still thinks empty.
-    gitops_e2e::testenv::process::wait_until("acme/hello to be non-empty", Duration::from_secs(30), || {
+    // template it still thinks empty. Its queue waits behind the machine's other tests: over
+    // 30 s once, under make test's three at a time.
+    gitops_e2e::testenv::process::wait_until("acme/hello to be non-empty", Duration::from_secs(120), || {
         Ok(gitea.api("GET", "/repos/acme/hello", None)?["empty"] == false)
     })
     .unwrap();
