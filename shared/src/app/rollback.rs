@@ -305,7 +305,7 @@ async fn restore_of(located: &Located, request: &RollbackRequest, config: Option
             let (to, because) = match &request.to {
                 Some(to) => (resolved(to, located, config).await?, String::new()),
                 None => {
-                    let (deployment, current) = config::target_and_current(app)?;
+                    let (deployment, current) = config::last_good_deployment(app)?;
                     let remote = sources::remote_for(&located.url, config);
                     let (reference, paths) = (format!("refs/heads/{}", located.branch), dirs.clone());
                     let log = crate::git::off_runtime(crate::timeouts::GIT_READ, move || {

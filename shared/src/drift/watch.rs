@@ -125,6 +125,7 @@ pub(super) async fn follow(
             }
         }
         let mut changes = Vec::new();
+        let compared: BTreeSet<usize> = to_compare.iter().map(|(at, _)| *at).collect();
         for (at, object) in to_compare {
             let tracked = &mut following.tracked[at][object];
             let (outcome, seen) = objects::compare(&mut applier, &tracked.desired).await?;
@@ -133,6 +134,10 @@ pub(super) async fn follow(
                 changes.push(change(&following.reports[at], &tracked.desired.document, &outcome));
             }
             tracked.outcome = outcome;
+        }
+        // Only the reports of what was compared again change (before any index moves below).
+        for at in compared {
+            (following.reports[at].objects, following.reports[at].checked) = super::reported(&following.tracked[at]);
         }
         let restructured = !revised.is_empty() || !deleted.is_empty();
         for at in deleted.into_iter().rev() {
@@ -147,9 +152,6 @@ pub(super) async fn follow(
             following.reindex();
             wanted = watches(&mut applier, &following, scope).await?;
             triggers.follow(wanted.clone());
-        }
-        for at in 0..following.reports.len() {
-            (following.reports[at].objects, following.reports[at].checked) = super::reported(&following.tracked[at]);
         }
         if changes.is_empty() && !restructured {
             continue;

@@ -162,20 +162,7 @@ fn diff_rows(env: &TestEnv, cli: &Path) -> Result<()> {
     }
     env.apply_yaml(&objects)?;
     let ours = binaries_path("kubectl-gitops-diff");
-    let timed = |command: &mut Command| -> Result<(Duration, u64)> {
-        let started = Instant::now();
-        let output = command.env("KUBECONFIG", &env.kubeconfig).current_dir(root).output()?;
-        let elapsed = started.elapsed();
-        if output.status.code() != Some(1) {
-            bail!(
-                "{command:?} exited {:?}, not 1 (changes): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Ok((elapsed, stderr.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(0)))
-    };
+    let timed = |command: &mut Command| timed_run(command.current_dir(root), &env.kubeconfig, 1);
     let (mut our_times, mut peer_times, mut peak_kb) = (Vec::new(), Vec::new(), 0);
     for round in 0..=DIFF_RUNS {
         let (ours_took, kb) = timed(
@@ -228,6 +215,24 @@ fn diff_rows(env: &TestEnv, cli: &Path) -> Result<()> {
     check("diff / flux diff, one after the other", ours_took.as_secs_f64() / peer_took.as_secs_f64(), 0.5, "x");
     check("diff peak RSS", peak_kb as f64 / 1e3, 200.0, " MB");
     Ok(())
+}
+
+/// Runs `command` against the environment's cluster; how long it took, and the peak RSS (KB) GNU
+/// time printed last on stderr (0 when not run under it). Any exit code but `expected` fails.
+fn timed_run(command: &mut Command, kubeconfig: &Path, expected: i32) -> Result<(Duration, u64)> {
+    let started = Instant::now();
+    let output = command.env("KUBECONFIG", kubeconfig).output()?;
+    let elapsed = started.elapsed();
+    if output.status.code() != Some(expected) {
+        bail!(
+            "{command:?} exited {:?}, not {expected}: {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout).lines().take(5).collect::<Vec<_>>().join("\n"),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Ok((elapsed, stderr.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(0)))
 }
 
 /// `kubectl gitops artifact push` and `pull` against `flux push artifact` and `flux pull artifact`

@@ -25,8 +25,8 @@ pub(super) fn app_dirs(name: &str, cluster_path: &str) -> Vec<String> {
 
 /// The last deployment before the current one that worked and deployed something else, from
 /// the app's `status.history`: a Helm release Helm deployed (another chart version or other
-/// values), a Kustomization snapshot that succeeded (other manifests).
-pub(super) fn last_good_deployment(app: &Value) -> Result<Deployment> {
+/// values), a Kustomization snapshot that succeeded (other manifests); and the current one.
+pub(super) fn last_good_deployment(app: &Value) -> Result<(Deployment, Deployment)> {
     let helm = app["kind"] == "HelmRelease";
     let kind = if helm { AppKind::HelmRelease } else { AppKind::Kustomization };
     let history = deployments::from_flux(kind, app.pointer("/status/history"));
@@ -44,7 +44,7 @@ pub(super) fn last_good_deployment(app: &Value) -> Result<Deployment> {
         .iter()
         .skip(1)
         .find(|deployment| worked(deployment) && deployment.digest != current.digest)
-        .cloned()
+        .map(|target| (target.clone(), current.clone()))
         .ok_or_else(|| {
             Error::usage(
                 format!("{name} has no earlier deployment that worked and deployed something else in the 5 Flux keeps"),
@@ -109,16 +109,6 @@ fn deployed_at(deployment: &Deployment) -> &str {
     if deployment.release.is_some() { &deployment.last } else { &deployment.first }
 }
 
-/// The last good deployment before the current one (as [`last_good_deployment`]) and the current
-/// one.
-pub(super) fn target_and_current(app: &Value) -> Result<(Deployment, Deployment)> {
-    let target = last_good_deployment(app)?;
-    let helm = app["kind"] == "HelmRelease";
-    let kind = if helm { AppKind::HelmRelease } else { AppKind::Kustomization };
-    let current = deployments::from_flux(kind, app.pointer("/status/history")).into_iter().next();
-    Ok((target, current.ok_or_else(|| Error::Internal("the history emptied itself".into()))?))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
@@ -158,7 +148,7 @@ mod tests {
             entry(2, "0.1.0", "sha256:c", "failed", "2026-12-06T10:02:00Z"),
             entry(1, "0.1.0", "sha256:a", "superseded", "2026-12-06T10:01:00Z"),
         ]));
-        let target = last_good_deployment(&history).unwrap();
+        let (target, _) = last_good_deployment(&history).unwrap();
         assert_eq!((target.revision.as_str(), target.release), ("0.1.0", Some(1)));
         let only_same = release(json!([
             entry(2, "0.2.0", "sha256:b", "deployed", "2026-12-06T10:02:00Z"),
@@ -170,7 +160,7 @@ mod tests {
 
     #[test]
     fn a_release_belongs_to_the_newest_config_commit_of_the_app_before_it() {
-        let target = last_good_deployment(&release(json!([
+        let (target, now) = last_good_deployment(&release(json!([
             entry(2, "0.2.0", "sha256:b", "deployed", "2026-12-06T10:05:00Z"),
             entry(1, "0.1.0", "sha256:a", "superseded", "2026-12-06T10:02:00Z"),
         ])))
@@ -181,12 +171,6 @@ mod tests {
             commit("c2", "2026-12-06T10:01:30Z", true),
             commit("c1", "2026-12-06T10:00:00Z", true),
         ];
-        let current = last_good_deployment(&release(json!([
-            entry(3, "0.3.0", "sha256:c", "deployed", "2026-12-06T10:06:00Z"),
-            entry(2, "0.2.0", "sha256:b", "superseded", "2026-12-06T10:05:00Z"),
-        ])))
-        .unwrap();
-        let now = Deployment { first: "2026-12-06T10:05:00Z".into(), ..current };
         assert_eq!(config_commit(&log, &target, &now).unwrap(), "c2");
         assert!(config_commit(&log[..2], &target, &now).unwrap_err().to_string().contains("before 0.1.0 was deployed"));
         // The next change committed within the second the target was deployed.

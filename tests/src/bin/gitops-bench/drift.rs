@@ -15,11 +15,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use gitops_e2e::testenv::TestEnv;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 
-use super::{Api, Request, binaries_path, check};
+use super::{Api, Request, binaries_path, check, timed_run};
 
 /// Kustomizations, and objects each applies.
 const APPS: usize = 1_000;
@@ -45,21 +45,7 @@ pub(super) fn drift_rows(env: &TestEnv, api: &Api, cli: &Path) -> Result<()> {
     eprintln!("bench: drift: {APPS} Kustomizations of {OBJECTS} objects seeded in {:.1?}", seeded.elapsed());
 
     let ours = binaries_path("kubectl-gitops-drift");
-    let timed = |command: &mut Command| -> Result<(Duration, u64)> {
-        let started = Instant::now();
-        let output = command.env("KUBECONFIG", &env.kubeconfig).output()?;
-        let elapsed = started.elapsed();
-        if output.status.code() != Some(0) {
-            bail!(
-                "{command:?} exited {:?}, not 0 (no drift): {}{}",
-                output.status,
-                String::from_utf8_lossy(&output.stdout).lines().take(5).collect::<Vec<_>>().join("\n"),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Ok((elapsed, stderr.lines().last().and_then(|line| line.trim().parse().ok()).unwrap_or(0)))
-    };
+    let timed = |command: &mut Command| timed_run(command, &env.kubeconfig, 0);
     let run_ours = || {
         timed(
             Command::new("/usr/bin/time")
