@@ -504,7 +504,9 @@ impl Getter<'_> {
 fn config_app_dirs(context: &change::Context, app: &Value, name: &str, why_not_own: &str) -> Result<Vec<String>> {
     let ours = app["metadata"]["labels"][crate::record::MANAGED_BY_LABEL] == crate::record::MANAGED_BY_VALUE;
     match (ours, context.record()) {
-        (true, Some(record)) => Ok(config::app_dirs(name, &record.path)),
+        // The record's path is the cluster's word: read as a Kustomization's path is, never
+        // leaving the repository.
+        (true, Some(record)) => config::app_dirs(name, &record.path).iter().map(|dir| files::repo_dir(dir)).collect(),
         _ => Err(Error::usage(
             format!(
                 "{why_not_own}: rollback goes through its definition in the config repo, and {name} was not added by `kubectl gitops app add` on a cluster it installed"
