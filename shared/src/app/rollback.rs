@@ -176,6 +176,11 @@ pub struct Rollback {
     /// built from them and compared by a server-side dry run, as `drift` compares).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<crate::drift::Drift>,
+    /// With --dry-run, for an app whose change is in the config repo: what the config repo with
+    /// the restored files would change in the cluster (`kubectl gitops diff`'s comparison: the
+    /// sources moved back fetched, HelmReleases rendered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_preview: Option<crate::diff::Diff>,
 }
 
 impl crate::output::Kind for Rollback {
@@ -245,13 +250,28 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         suspended: automations.names.iter().map(|name| format!("{}/{name}", source.namespace())).collect(),
         dry_run: request.dry_run,
         preview: None,
+        config_preview: None,
     };
     if request.dry_run {
-        // What the cluster gets from a Kustomization's restored files; a HelmRelease's would
-        // need its chart rendered (not yet).
         if located.config.is_none() {
+            // The app's own repository: its Kustomization built from the restored files.
             let root = earlier.files().root().to_path_buf();
             outcome.preview = Some(crate::drift::preview(&cluster, app, &root, printer).await?);
+        } else {
+            // The config repo: the restored files written into the scratch clone of its head
+            // (deleted with it), compared as `diff` compares a checkout.
+            crate::publish::write(&mut head_checkout.files(), &files)?;
+            let root = head_checkout.files().root().to_path_buf();
+            let input = crate::change::PreviewInput {
+                cluster: &cluster,
+                versions: &context.versions,
+                namespace: &namespace,
+                dir: &root,
+                compared: format!("the config repo with {} rolled back", request.name),
+                config_remote: config.as_ref(),
+                printer,
+            };
+            outcome.config_preview = Some(crate::diff::preview(input).await?);
         }
         print_plan(&outcome, &message, &files, request, printer)?;
         return Ok(ExitCode::Ok);
@@ -701,6 +721,10 @@ fn print_plan(
     if let Some(preview) = &outcome.preview {
         text.push_str("\nWhat the cluster would get from the restored files:\n");
         text.push_str(&crate::drift::render_preview(preview, true, printer.stdout_style()));
+    }
+    if let Some(preview) = &outcome.config_preview {
+        text.push_str("\nWhat the cluster would get from the restored files:\n");
+        text.push_str(&crate::diff::render_text(preview, true, printer.stdout_style()));
     }
     printer.data(&text)
 }

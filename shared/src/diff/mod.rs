@@ -300,12 +300,18 @@ pub async fn compute(context: &mut Context, request: &DiffRequest, printer: &Pri
 /// config repo, would change in the cluster; `diff`'s screen, for the plan's.
 pub fn preview_plan(input: PreviewInput<'_>) -> futures::future::BoxFuture<'_, Result<String>> {
     Box::pin(async move {
-        let (resource, source) = config_of(input.cluster, input.versions, input.namespace).await?;
-        let checkout = Compared { resource, source, dir: input.dir.to_path_buf(), compared: input.compared };
-        let credentials = sources::Credentials::Known(input.config_remote.cloned());
-        let diff = compare_checkout(input.cluster, checkout, &Rendering::default(), credentials, input.printer).await?;
+        let diff = preview(input).await?;
         Ok(render::text(&diff, true, crate::output::style::Style::plain()))
     })
+}
+
+/// What the scratch clone of the config repo, a change written into it, would change in the
+/// cluster, as a [`Diff`] (`app rollback --dry-run` keeps it in its document).
+pub async fn preview(input: PreviewInput<'_>) -> Result<Diff> {
+    let (resource, source) = config_of(input.cluster, input.versions, input.namespace).await?;
+    let checkout = Compared { resource, source, dir: input.dir.to_path_buf(), compared: input.compared };
+    let credentials = sources::Credentials::Known(input.config_remote.cloned());
+    compare_checkout(input.cluster, checkout, &Rendering::default(), credentials, input.printer).await
 }
 
 /// The config repo's sync source, and the Kustomization API the cluster serves.
@@ -744,56 +750,4 @@ fn summarize(kustomizations: &[KustomizationDiff]) -> DiffSummary {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn object(action: Action) -> ObjectDiff {
-        ObjectDiff {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("default".into()),
-            name: "a".into(),
-            action,
-            diff: None,
-            images: Vec::new(),
-            message: None,
-            compared_here: false,
-        }
-    }
-
-    fn kustomization(objects: Vec<ObjectDiff>, error: Option<&str>) -> KustomizationDiff {
-        KustomizationDiff {
-            namespace: "flux-system".into(),
-            name: "web".into(),
-            source: "GitRepository/flux-system/flux-system".into(),
-            path: "./apps/web".into(),
-            objects,
-            unchanged: 2,
-            compared_here: 0,
-            error: error.map(String::from),
-            deleted: false,
-            helm_releases: Vec::new(),
-        }
-    }
-
-    fn diff_of(kustomizations: Vec<KustomizationDiff>) -> Diff {
-        Diff {
-            source: String::new(),
-            compared: String::new(),
-            fetched: Vec::new(),
-            summary: summarize(&kustomizations),
-            kustomizations,
-        }
-    }
-
-    #[test]
-    fn exit_codes_are_kubectl_diff_s() {
-        assert_eq!(diff_of(vec![kustomization(vec![], None)]).exit_code(), ExitCode::Ok);
-        let changed = diff_of(vec![kustomization(vec![object(Action::Added), object(Action::Pruned)], None)]);
-        assert_eq!(changed.exit_code(), ExitCode::No);
-        assert_eq!(changed.summary, DiffSummary { added: 1, pruned: 1, unchanged: 2, ..DiffSummary::default() });
-        let refused = diff_of(vec![kustomization(vec![object(Action::Changed), object(Action::Refused)], None)]);
-        assert_eq!(refused.exit_code(), ExitCode::Usage);
-        assert_eq!(diff_of(vec![kustomization(vec![], Some("no such path"))]).exit_code(), ExitCode::Usage);
-    }
-}
+mod tests;

@@ -220,6 +220,10 @@ pub struct DriftedObject {
     /// Kustomization applies itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub helm_release: Option<String>,
+    /// Compared on this machine, not by a dry run (no `patch` right on it): what the API server
+    /// would default is not filled in, so a field may show that a dry run would not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub compared_here: bool,
 }
 
 /// One change of what `drift --watch` reports: `-o json|yaml` prints one per change after the

@@ -68,6 +68,7 @@ async fn compare_with_live(applier: &mut Applier<'_>, desired: &Desired, seen: &
     let (live, applied) = match applier.dry_run(document, manager).await {
         Ok(DryRun::Applied { live, applied }) => (live, applied),
         Ok(DryRun::NotAllowed { live }) => {
+            found.compared_here = true;
             let applied = compare::applied_here(live.as_ref(), document);
             (live, applied)
         }
@@ -125,6 +126,7 @@ pub(super) fn unchecked(document: &Value, why: String) -> DriftedObject {
         since: None,
         message: Some(why),
         helm_release: None,
+        compared_here: false,
     }
 }
 

@@ -90,6 +90,7 @@ fn cells(object: &DriftedObject, now: u64) -> [String; 4] {
         Some(release) => format!("{name} (HelmRelease {release})"),
         None => name,
     };
+    let name = if object.compared_here { format!("{name} (compared here)") } else { name };
     let fields = match object.state {
         DriftState::Missing => "(deleted)".to_string(),
         DriftState::Unchecked => "(not checked)".to_string(),

@@ -7,6 +7,8 @@
 //!                                    (with kube-state-metrics' custom resource state for Flux)
 //! platform/monitoring/configs/       PodMonitor, PrometheusRule, Grafana dashboards (ConfigMaps)
 //! <cluster>/platform/monitoring/     Kustomizations monitoring-controllers and monitoring-configs
+//!                                    (and monitoring-drift with --drift-exporter)
+//! <cluster>/platform/monitoring/drift/  the ScrapeConfig of this cluster's drift exporter
 //! ```
 
 use std::collections::BTreeMap;
@@ -128,19 +130,24 @@ pub fn stack_files(versions: &Versions, thresholds: &Thresholds) -> Result<BTree
 }
 
 /// The cluster's overlay `<cluster>/platform/monitoring/`: the two Kustomizations, the second
-/// after the first is Ready (its PodMonitor and PrometheusRule need the chart's CRDs).
+/// after the first is Ready (its PodMonitor and PrometheusRule need the chart's CRDs); with a
+/// drift exporter, a third after the first, applying this cluster's own `drift/` directory (an
+/// exporter follows one cluster, so its address is not the stack's, shared by every cluster).
 pub fn cluster_files(
     cluster: &ClusterDir,
     flux_namespace: &str,
     versions: &Versions,
+    drift_exporter: Option<&str>,
 ) -> Result<BTreeMap<String, String>> {
     let kind = &api::KUSTOMIZATION;
+    let dir = cluster.entry_dir(PLATFORM_DIR, NAME);
     let sync = |part: &str, depends_on: Vec<String>| -> Result<Value> {
         let meta =
             Meta { name: format!("{NAME}-{part}"), namespace: flux_namespace.to_string(), labels: platform_labels() };
+        let path = if part == DRIFT_PART { format!("{dir}/{DRIFT_PART}") } else { part_dir(part) };
         let spec = KustomizationSpec {
             source: SourceRef { kind: api::GIT_REPOSITORY.kind.to_string(), name: SYNC_NAME.to_string() },
-            path: format!("./{}", part_dir(part)),
+            path: format!("./{path}"),
             prune: true,
             interval: std::time::Duration::from_secs(3600),
             target_namespace: None,
@@ -152,12 +159,38 @@ pub fn cluster_files(
         object["spec"]["timeout"] = json!("10m0s");
         Ok(object)
     };
-    let objects = [sync("controllers", Vec::new())?, sync("configs", vec![format!("{NAME}-controllers")])?];
-    let dir = cluster.entry_dir(PLATFORM_DIR, NAME);
-    Ok(BTreeMap::from([
-        (format!("{dir}/sync.yaml"), yaml::to_documents(&objects)?),
-        (format!("{dir}/{KUSTOMIZATION_FILE}"), yaml::to_string(&kustomize_config(vec!["sync.yaml".into()]))?),
-    ]))
+    let after_controllers = || vec![format!("{NAME}-controllers")];
+    let mut objects = vec![sync("controllers", Vec::new())?, sync("configs", after_controllers())?];
+    let mut files = BTreeMap::new();
+    if let Some(address) = drift_exporter {
+        objects.push(sync(DRIFT_PART, after_controllers())?);
+        let mut config = kustomize_config(vec!["scrape.yaml".into()]);
+        config["namespace"] = json!(NAMESPACE);
+        files.insert(format!("{dir}/{DRIFT_PART}/scrape.yaml"), yaml::to_documents(&[drift_scrape_config(address)])?);
+        files.insert(format!("{dir}/{DRIFT_PART}/{KUSTOMIZATION_FILE}"), yaml::to_string(&config)?);
+    }
+    files.insert(format!("{dir}/sync.yaml"), yaml::to_documents(&objects)?);
+    files.insert(format!("{dir}/{KUSTOMIZATION_FILE}"), yaml::to_string(&kustomize_config(vec!["sync.yaml".into()]))?);
+    Ok(files)
+}
+
+/// The part of a cluster's overlay that holds its drift exporter's ScrapeConfig.
+pub const DRIFT_PART: &str = "drift";
+/// The ScrapeConfig's name; prometheus-operator names its job `scrapeConfig/<namespace>/<name>`.
+pub const DRIFT_SCRAPE_CONFIG: &str = "gitops-drift";
+
+/// The ScrapeConfig that has the stack's Prometheus scrape `kubectl gitops metrics drift --listen`
+/// at `address` (HOST:PORT, checked by the flag), for the `GitOpsDriftDetected` alert's series.
+pub fn drift_scrape_config(address: &str) -> Value {
+    json!({
+        "apiVersion": "monitoring.coreos.com/v1alpha1",
+        "kind": "ScrapeConfig",
+        "metadata": {"labels": {SELECTED.0: SELECTED.1}, "name": DRIFT_SCRAPE_CONFIG},
+        "spec": {
+            "staticConfigs": [{"targets": [address]}],
+            "metricsPath": "/metrics",
+        },
+    })
 }
 
 /// Ours, and a platform service's: `status` shows them in its Platform section.
@@ -180,6 +213,8 @@ fn stack_values() -> Value {
         "prometheus": {"prometheusSpec": {
             "podMonitorSelector": selected,
             "podMonitorNamespaceSelector": {},
+            "scrapeConfigSelector": selected,
+            "scrapeConfigNamespaceSelector": {},
             "ruleSelector": selected,
             "ruleNamespaceSelector": {},
             "retention": "24h",

@@ -48,6 +48,15 @@ pub struct InstallArgs {
     #[arg(long = "cluster-name", alias = "cluster", value_name = "NAME", help_heading = "Monitoring")]
     pub clusters: Vec<String>,
 
+    /// Where the stack's Prometheus scrapes this cluster's drift (HOST:PORT).
+    ///
+    /// The address of a `kubectl gitops metrics drift --listen` that follows this cluster, as the
+    /// cluster's Prometheus reaches it: its series feed the GitOpsDriftDetected alert and the
+    /// "Drifted objects" panel. Written as a ScrapeConfig in the cluster's own directory (one
+    /// cluster at a time); an install without it takes it away.
+    #[arg(long, value_name = "HOST:PORT", help_heading = "Monitoring")]
+    pub drift_exporter: Option<String>,
+
     /// Alert when a Flux object has not been Ready for this long.
     #[arg(long, value_name = "DURATION", value_parser = duration::parse, default_value = "10m", help_heading = "Alerts")]
     pub not_ready_for: Duration,
@@ -103,6 +112,8 @@ pub struct StatusArgs {
 pub struct InstallRequest {
     /// `--cluster-name`.
     pub clusters: Vec<String>,
+    /// `--drift-exporter`, checked.
+    pub drift_exporter: Option<String>,
     /// The alerts' thresholds.
     pub thresholds: Thresholds,
     /// `--export`: print the stack's Flux YAML only.
@@ -143,13 +154,41 @@ impl InstallArgs {
                 "e.g. --slow-reconcile 1m",
             ));
         }
+        let drift_exporter = self.drift_exporter.as_deref().map(exporter_address).transpose()?;
+        if drift_exporter.is_some() && self.clusters.len() > 1 {
+            return Err(Error::usage(
+                "--drift-exporter names one cluster's exporter, and more than one --cluster-name is given",
+                "install it one cluster at a time: --cluster-name NAME --drift-exporter HOST:PORT",
+            ));
+        }
         Ok(InstallRequest {
             clusters: self.clusters.clone(),
+            drift_exporter,
             thresholds,
             export: self.export,
             config: self.config.settings()?,
             delivery: self.delivery.settings(crate::diff::preview_plan)?,
         })
+    }
+}
+
+/// `--drift-exporter`: a host (a name or an IP address) and a port, nothing else: Prometheus
+/// scrapes `http://HOST:PORT/metrics`, and the address is written into the config repo as is.
+fn exporter_address(address: &str) -> Result<String> {
+    let invalid = || {
+        Error::usage(
+            format!("--drift-exporter {address:?} is not HOST:PORT"),
+            "e.g. --drift-exporter gitops-drift.monitoring.svc:9464 (where `metrics drift --listen` serves)",
+        )
+    };
+    let plain = !address.contains(['/', '@', '?', '#']) && !address.contains(char::is_whitespace);
+    let (host, port) = address.rsplit_once(':').filter(|_| plain).ok_or_else(invalid)?;
+    let port: u16 = port.parse().ok().filter(|port| *port != 0).ok_or_else(invalid)?;
+    // The host as a URL's: a name or an IP address (IPv6 in brackets), nothing else.
+    let parsed = url::Url::parse(&format!("http://{host}:{port}")).map_err(|_| invalid())?;
+    match parsed.host_str() {
+        Some(parsed_host) if !host.is_empty() && parsed_host.eq_ignore_ascii_case(host) => Ok(format!("{host}:{port}")),
+        _ => Err(invalid()),
     }
 }
 
@@ -175,14 +214,18 @@ impl StatusArgs {
 
 /// `monitoring install --export`: the stack's manifests as the config repo would get them (every
 /// YAML file of its directories but kustomize's own lists), at the API versions this build pins,
-/// with no cluster and no repo.
+/// with no cluster and no repo; and the drift exporter's ScrapeConfig when one is given.
 pub fn export(request: &InstallRequest) -> Result<String> {
     let files = manifests::stack_files(&crate::flux::api::Versions::pinned(), &request.thresholds)?;
-    Ok(files
+    let mut text: String = files
         .iter()
         .filter(|(path, _)| path.ends_with(".yaml") && !path.ends_with(KUSTOMIZATION_FILE))
         .map(|(_, text)| text.as_str())
-        .collect())
+        .collect();
+    if let Some(address) = &request.drift_exporter {
+        text.push_str(&crate::yaml::to_documents(&[manifests::drift_scrape_config(address)])?);
+    }
+    Ok(text)
 }
 
 /// `monitoring install`.
@@ -195,11 +238,34 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
     require_kinds(&context.versions)?;
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &request.clusters, context.record())?;
-    let build = |checkout: &Checkout| install_changes(&request.thresholds, &context, &clusters, checkout);
+    let build = |checkout: &Checkout| install_changes(request, &context, &clusters, checkout);
     let files = build(&checkout.files())?;
     let cluster_list = change::layout::paths(&clusters);
+    let parts =
+        ["controllers", "configs"].into_iter().chain(request.drift_exporter.as_ref().map(|_| manifests::DRIFT_PART));
     let syncs: Vec<(String, String)> =
-        ["controllers", "configs"].iter().map(|part| (context.namespace.clone(), format!("{NAME}-{part}"))).collect();
+        parts.map(|part| (context.namespace.clone(), format!("{NAME}-{part}"))).collect();
+    let mut objects = vec![
+        format!(
+            "Kustomization {}/{NAME}-controllers: HelmRelease {}/{} (chart {})",
+            context.namespace,
+            NAMESPACE,
+            manifests::RELEASE,
+            manifests::CHART_VERSION
+        ),
+        format!(
+            "Kustomization {}/{NAME}-configs: PodMonitor, PrometheusRule and dashboards in {NAMESPACE}",
+            context.namespace
+        ),
+    ];
+    if let Some(address) = &request.drift_exporter {
+        objects.push(format!(
+            "Kustomization {}/{NAME}-{}: ScrapeConfig {NAMESPACE}/{} of the drift exporter at {address}",
+            context.namespace,
+            manifests::DRIFT_PART,
+            manifests::DRIFT_SCRAPE_CONFIG
+        ));
+    }
     let change = Change {
         noun: "platform service",
         verb: "install",
@@ -211,23 +277,11 @@ pub async fn install(request: &InstallRequest, target: &Target, printer: &Printe
         files,
         patches: Vec::new(),
         migrations: Vec::new(),
-        objects: vec![
-            format!(
-                "Kustomization {}/{NAME}-controllers: HelmRelease {}/{} (chart {})",
-                context.namespace,
-                NAMESPACE,
-                manifests::RELEASE,
-                manifests::CHART_VERSION
-            ),
-            format!(
-                "Kustomization {}/{NAME}-configs: PodMonitor, PrometheusRule and dashboards in {}",
-                context.namespace, NAMESPACE
-            ),
-        ],
-        wait: request
-            .delivery
-            .wait
-            .then(|| format!("wait until Kustomizations {NAME}-controllers and {NAME}-configs are Ready")),
+        objects,
+        wait: request.delivery.wait.then(|| {
+            let names: Vec<&str> = syncs.iter().map(|(_, name)| name.as_str()).collect();
+            format!("wait until Kustomizations {} are Ready", names.join(", "))
+        }),
         notes: Vec::new(),
         awaits: Some(Awaits { objects: syncs, ready: true, layer: Some(crate::flux::bootstrap::PLATFORM_LAYER) }),
         new_repo: None,
@@ -251,8 +305,12 @@ fn install_words(request: &InstallRequest) -> Vec<String> {
         ("--controller-down-for", thresholds.controller_down_for),
         ("--slow-reconcile", thresholds.slow_reconcile),
         ("--slow-for", thresholds.slow_for),
+        ("--drifted-for", thresholds.drifted_for),
     ] {
         words.extend([flag.to_string(), duration::format(value)]);
+    }
+    if let Some(address) = &request.drift_exporter {
+        words.extend(["--drift-exporter".to_string(), address.clone()]);
     }
     words
 }
@@ -268,7 +326,7 @@ pub(crate) fn replan(
     let request = recorded::parse_args::<InstallArgs>(args, words)?.request()?;
     require_kinds(&context.versions)?;
     let clusters = target_clusters(base, &request.clusters, context.record())?;
-    Ok(Replanned::of("install", NAME, install_changes(&request.thresholds, context, &clusters, base)?))
+    Ok(Replanned::of("install", NAME, install_changes(&request, context, &clusters, base)?))
 }
 
 /// Refuses a cluster whose Flux does not serve every kind the stack is made of: nothing would
@@ -293,15 +351,16 @@ fn require_kinds(versions: &crate::flux::api::Versions) -> Result<()> {
 
 /// The file changes: `platform/monitoring/`, and each cluster's overlay and platform list.
 fn install_changes(
-    thresholds: &Thresholds,
+    request: &InstallRequest,
     context: &change::Context,
     clusters: &[ClusterDir],
     checkout: &Checkout,
 ) -> Result<Vec<FileChange>> {
-    let mut wanted = manifests::stack_files(&context.versions, thresholds)?;
+    let mut wanted = manifests::stack_files(&context.versions, &request.thresholds)?;
     let mut dirs = vec![format!("{PLATFORM_DIR}/{NAME}")];
+    let exporter = request.drift_exporter.as_deref();
     for cluster in clusters {
-        wanted.extend(manifests::cluster_files(cluster, &context.namespace, &context.versions)?);
+        wanted.extend(manifests::cluster_files(cluster, &context.namespace, &context.versions, exporter)?);
         dirs.push(cluster.entry_dir(PLATFORM_DIR, NAME));
         let list_path = cluster.list_file(PLATFORM_DIR);
         let list = change::layout::app_list(plan::read(checkout, &list_path)?.as_deref(), NAME, true)?;

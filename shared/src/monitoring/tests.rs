@@ -112,12 +112,18 @@ fn a_recorded_install_parses_back_to_the_same_thresholds() {
         install: super::InstallArgs,
     }
     let args = ["install", "--cluster-name", "dev", "--not-ready-for", "90s", "--slow-for", "1h"];
-    let request = Install::try_parse_from(args).unwrap().install.request().unwrap();
+    let request = Install::try_parse_from(
+        [&args[..], &["--drifted-for", "2h", "--drift-exporter", "drift.example:9464"]].concat(),
+    )
+    .unwrap()
+    .install
+    .request()
+    .unwrap();
     let words = super::install_words(&request);
     assert_eq!(
         words.join(" "),
         "monitoring install --cluster-name dev --not-ready-for 1m30s --suspended-for 24h0m0s --controller-down-for 5m0s \
-         --slow-reconcile 1m0s --slow-for 1h0m0s"
+         --slow-reconcile 1m0s --slow-for 1h0m0s --drifted-for 2h0m0s --drift-exporter drift.example:9464"
     );
     let parsed: super::InstallArgs = crate::change::recorded::parse_args(&words[2..], &words).unwrap();
     assert_eq!(super::install_words(&parsed.request().unwrap()), words);
@@ -143,4 +149,65 @@ fn export_prints_the_stacks_flux_objects_without_a_cluster() {
             || documents.iter().all(|d| d["apiVersion"] != "kustomize.config.k8s.io/v1beta1")
     );
     assert!(exported.starts_with("---\n"), "{}", &exported[..80]);
+}
+
+#[test]
+fn a_drift_exporter_is_host_and_port_and_one_clusters() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Install {
+        #[command(flatten)]
+        install: super::InstallArgs,
+    }
+    let request =
+        |extra: &[&str]| Install::try_parse_from([&["install"][..], extra].concat()).unwrap().install.request();
+    for (given, taken) in [
+        ("drift.monitoring.svc:9464", "drift.monitoring.svc:9464"),
+        ("10.0.0.5:80", "10.0.0.5:80"),
+        ("[::1]:9464", "[::1]:9464"),
+    ] {
+        assert_eq!(request(&["--drift-exporter", given]).unwrap().drift_exporter.as_deref(), Some(taken));
+    }
+    for refused in
+        ["drift:9464/metrics", "http://drift:9464", "user:pw@drift:9464", "drift", "drift:0", ":9464", "drift :9464"]
+    {
+        let error = request(&["--drift-exporter", refused]).unwrap_err();
+        assert!(error.to_string().contains("is not HOST:PORT"), "{refused}: {error}");
+    }
+    let error =
+        request(&["--cluster-name", "dev", "--cluster-name", "uat", "--drift-exporter", "drift:9464"]).unwrap_err();
+    assert!(error.to_string().contains("more than one --cluster-name"), "{error}");
+}
+
+#[test]
+fn a_drift_exporter_is_scraped_by_a_third_kustomization_of_the_clusters_own() {
+    let dev = crate::change::layout::ClusterDir { name: "dev".into(), path: "clusters/dev".into() };
+    let plain = manifests::cluster_files(&dev, "flux-system", &Versions::pinned(), None).unwrap();
+    assert_eq!(
+        plain.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["clusters/dev/platform/monitoring/kustomization.yaml", "clusters/dev/platform/monitoring/sync.yaml"]
+    );
+    let files = manifests::cluster_files(&dev, "flux-system", &Versions::pinned(), Some("drift.example:9464")).unwrap();
+    let syncs = yaml::documents_from_str(&files["clusters/dev/platform/monitoring/sync.yaml"]).unwrap();
+    let drift = syncs.iter().find(|sync| sync["metadata"]["name"] == "monitoring-drift").unwrap();
+    assert_eq!(drift["spec"]["path"], "./clusters/dev/platform/monitoring/drift");
+    assert_eq!(
+        drift["spec"]["dependsOn"][0]["name"], "monitoring-controllers",
+        "the ScrapeConfig needs the chart's CRDs"
+    );
+    let scrape = &yaml::documents_from_str(&files["clusters/dev/platform/monitoring/drift/scrape.yaml"]).unwrap()[0];
+    assert_eq!(scrape["kind"], "ScrapeConfig");
+    assert_eq!(scrape["spec"]["staticConfigs"][0]["targets"][0], "drift.example:9464");
+    let config: serde_json::Value =
+        yaml::from_str(&files["clusters/dev/platform/monitoring/drift/kustomization.yaml"]).unwrap();
+    assert_eq!(config["namespace"], super::NAMESPACE);
+    // The overlay lists its sync only: the drift directory is the third Kustomization's alone.
+    let overlay: serde_json::Value =
+        yaml::from_str(&files["clusters/dev/platform/monitoring/kustomization.yaml"]).unwrap();
+    assert_eq!(overlay["resources"], serde_json::json!(["sync.yaml"]));
+    // And the stack's Prometheus selects it.
+    let stack = manifests::stack_files(&Versions::pinned(), &Thresholds::default()).unwrap();
+    let release = &yaml::documents_from_str(&stack["platform/monitoring/controllers/release.yaml"]).unwrap()[0];
+    let spec = &release["spec"]["values"]["prometheus"]["prometheusSpec"];
+    assert_eq!(spec["scrapeConfigSelector"]["matchLabels"], scrape["metadata"]["labels"]);
 }

@@ -24,7 +24,11 @@ fn app(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Run {
             .arg("--private-key-file")
             .arg(&env.git.client_key)
             .env("KUBECONFIG", kubeconfig)
-            .env("HOME", home.path()),
+            .env("HOME", home.path())
+            // A preview builds with the pinned flux CLI and renders charts with the Helm the
+            // test environment built (github.com and get.helm.sh cannot be reached here).
+            .env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli())
+            .env("KUBECTL_GITOPS_HELM_BIN", gitops_e2e::tools::path("helm")),
     )
 }
 
@@ -142,6 +146,23 @@ fn helm_rollback(env: &TestEnv, values: &Path) {
     assert_eq!(planned["path"], "apps/greeter, clusters/dev/apps/greeter", "{planned:#}");
     let values_file = format!("update apps/greeter/values/{}", values.file_name().unwrap().to_str().unwrap());
     assert_eq!(planned["files"], serde_json::json!([values_file]), "only the values moved: {planned:#}");
+    // And what the cluster would get: the config repo with the values restored, compared as
+    // `diff` compares it, the release rendered with them.
+    let greeter = planned["configPreview"]["kustomizations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|kustomization| kustomization["helmReleases"].as_array().cloned().unwrap_or_default())
+        .find(|release| release["name"] == "greeter")
+        .unwrap_or_else(|| panic!("the preview renders greeter: {planned:#}"));
+    let changed: Vec<&str> = greeter["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|object| object["action"] == "changed")
+        .filter_map(|object| object["kind"].as_str())
+        .collect();
+    assert!(changed.contains(&"ConfigMap"), "the greeting's ConfigMap changes back: {greeter:#}");
     let rolled = app(env, &env.kubeconfig, &["rollback", "greeter", "--wait", "--timeout", "5m"]);
     assert_eq!(rolled.code, Some(0), "{}", rolled.render());
     assert!(

@@ -171,10 +171,22 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let scraped = series_url.trim_start_matches("http://").trim_end_matches("/metrics").to_string();
     let prometheus_dir = tempfile::tempdir().unwrap();
     let thresholds = Thresholds { drifted_for: Duration::from_secs(2), ..Thresholds::default() };
+    // The scrape job `monitoring install --drift-exporter` configures: its ScrapeConfig's static
+    // targets and path, under the job name prometheus-operator gives a ScrapeConfig.
+    let scrape = gitops_shared::monitoring::manifests::drift_scrape_config(&scraped);
+    let job = format!(
+        "scrapeConfig/{}/{}",
+        gitops_shared::monitoring::NAMESPACE,
+        scrape["metadata"]["name"].as_str().unwrap()
+    );
     let config = serde_json::json!({
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [rules_file(prometheus_dir.path(), &thresholds)],
-        "scrape_configs": [{"job_name": "gitops-drift", "static_configs": [{"targets": [scraped]}]}],
+        "scrape_configs": [{
+            "job_name": job,
+            "metrics_path": scrape["spec"]["metricsPath"],
+            "static_configs": scrape["spec"]["staticConfigs"],
+        }],
     });
     let prometheus = Prometheus::start(prometheus_dir.path(), &config, free_ports(1).unwrap()[0]);
     wait_for("the series scraped, no drift", Duration::from_secs(60), || {
@@ -376,6 +388,20 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let names: Vec<String> = drifted(&document, "web").into_iter().map(|(name, _)| name).collect();
     assert_eq!(names, ["ConfigMap/web-config"], "{document:#}");
     env.kubectl_ok(&["-n", "default", "annotate", "deployment", "web", "kustomize.toolkit.fluxcd.io/ssa-"]).unwrap();
+
+    // A read-only identity (view) may not patch, so not dry-run: the objects are compared on this
+    // machine instead, and the report says so of each.
+    let viewed = Run::of(
+        env.kubectl_gitops(plugins.path(), "drift-fleet", &["drift", "web", "-n", "flux-system", "-o", "json"])
+            .env("KUBECONFIG", &env.readonly_kubeconfig),
+    );
+    assert_eq!(viewed.code, Some(1), "{}", viewed.render());
+    let document = gitops_e2e::schema::document("Drift", &viewed.stdout);
+    let web = drifted(&document, "web");
+    let deployment = &web.iter().find(|(name, _)| name == "Deployment/web").unwrap().1;
+    assert_eq!(deployment["comparedHere"], true, "{document:#}");
+    let paths: Vec<&str> = deployment["fields"].as_array().unwrap().iter().filter_map(|f| f["path"].as_str()).collect();
+    assert!(paths.contains(&"spec.replicas"), "{document:#}");
 
     // drift (and --watch, --listen) reads and dry-runs; it writes nothing. (The UI keeps the
     // apps' history ledgers as it watches them, docs/history.md: its own writes.)

@@ -301,27 +301,35 @@ fn a_tenant_is_connected_through_git_and_kept_inside_its_namespace_by_rbac() {
     // of the layer waits with them.
     // Platform services on the same cluster: `monitoring install` plans the platform directory,
     // commits it, and Flux creates the stack's two Kustomizations from it.
-    let dry = gitops(env, "kubectl-gitops-monitoring", &["install", "--dry-run", "--private-key-file", &key]);
+    // With the address this cluster's Prometheus scrapes its drift exporter at (`metrics drift
+    // --listen`): a third Kustomization of the cluster's own applies its ScrapeConfig.
+    let install = ["install", "--private-key-file", &key, "--drift-exporter", "gitops-drift.monitoring.svc:9464"];
+    let dry = gitops(env, "kubectl-gitops-monitoring", &[&install[..], &["--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
     for line in [
         "+++ b/platform/monitoring/controllers/release.yaml",
         "+++ b/platform/monitoring/configs/rules.yaml",
         "+++ b/clusters/dev/platform/monitoring/sync.yaml",
+        "+++ b/clusters/dev/platform/monitoring/drift/scrape.yaml",
         "+++ b/clusters/dev/platform/kustomization.yaml",
+        "+    - gitops-drift.monitoring.svc:9464\n",
     ] {
         assert!(dry.stdout.contains(line), "{line} in\n{}", dry.stdout);
     }
     assert!(dry.stdout.contains("+  - monitoring\n") || dry.stdout.contains("+- monitoring\n"), "{}", dry.stdout);
     let head = env.git.head("fleet");
-    let installed = gitops(env, "kubectl-gitops-monitoring", &["install", "--private-key-file", &key]);
+    let installed = gitops(env, "kubectl-gitops-monitoring", &install);
     assert_eq!(installed.code, Some(0), "{}\n{}", installed.stdout, installed.stderr);
     assert_ne!(env.git.head("fleet"), head);
     let commit = env.git.head("fleet");
     assert_eq!(installed.stdout, format!("platform service monitoring installed at {}\n", &commit[..12]));
-    let again = gitops(env, "kubectl-gitops-monitoring", &["install", "--private-key-file", &key]);
+    let again = gitops(env, "kubectl-gitops-monitoring", &install);
     assert_eq!(again.stdout, "monitoring is already in the config repo for clusters/dev; nothing to change\n");
     let configs = reconciled_sync(env, &commit);
     assert_eq!(configs["spec"]["dependsOn"][0]["name"], "monitoring-controllers", "{configs:#}");
+    let drift = get(env, &["-n", "flux-system", "get", "kustomization", "monitoring-drift"]);
+    assert_eq!(drift["spec"]["path"], "./clusters/dev/platform/monitoring/drift", "{drift:#}");
+    assert_eq!(drift["spec"]["dependsOn"][0]["name"], "monitoring-controllers", "{drift:#}");
 }
 
 /// Asks Flux to fetch the config repo now, waits until the sync applied `commit`, and returns the
