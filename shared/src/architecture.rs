@@ -54,6 +54,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "completion",
             "diff",
             "drift",
+            "fleet",
             "flux_passthrough",
             "artifact",
             "upgrade",

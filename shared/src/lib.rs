@@ -24,6 +24,7 @@ pub mod drift;
 pub mod duration;
 pub mod env;
 pub mod error;
+pub mod fleet;
 pub mod flux;
 pub mod flux_cli;
 pub mod flux_passthrough;

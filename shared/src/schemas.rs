@@ -36,6 +36,7 @@ pub fn all() -> Vec<Published> {
         one::<crate::drift::Drift>("drift"),
         one::<crate::drift::DriftChange>("drift --watch (one per change)"),
         one::<crate::app::rollback::Rollback>("app rollback"),
+        one::<crate::fleet::FleetStatus>("fleet status"),
         one::<crate::version::VersionReport>("version"),
         list::<crate::app::AppRow>("app list, platform list"),
         list::<crate::tenant::TenantRow>("tenant list"),

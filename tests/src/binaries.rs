@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 19] = [
+pub const ALL: [&str; 20] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -12,6 +12,7 @@ pub const ALL: [&str; 19] = [
     "kubectl-gitops-detect",
     "kubectl-gitops-diff",
     "kubectl-gitops-drift",
+    "kubectl-gitops-fleet",
     "kubectl-gitops-artifact",
     "kubectl-gitops-component",
     "kubectl-gitops-flux",

@@ -20,13 +20,14 @@ type CommandMain = fn() -> std::process::ExitCode;
 
 /// The commands of the suite, each run in this process by its crate's `main`, as if it had been
 /// started as `kubectl-gitops-<command>`.
-const COMMAND_MAINS: [(&str, CommandMain); 17] = [
+const COMMAND_MAINS: [(&str, CommandMain); 18] = [
     ("app", kubectl_gitops_app::main),
     ("artifact", kubectl_gitops_artifact::main),
     ("component", kubectl_gitops_component::main),
     ("detect", kubectl_gitops_detect::main),
     ("diff", kubectl_gitops_diff::main),
     ("drift", kubectl_gitops_drift::main),
+    ("fleet", kubectl_gitops_fleet::main),
     ("flux", kubectl_gitops_flux::main),
     ("install", kubectl_gitops_install::main),
     ("metrics", kubectl_gitops_metrics::main),

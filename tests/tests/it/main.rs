@@ -16,6 +16,7 @@ mod diff;
 mod distribution;
 mod drift;
 mod flags;
+mod fleet;
 mod flux;
 mod flux_trust;
 mod git;

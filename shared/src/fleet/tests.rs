@@ -1,0 +1,168 @@
+//! The fleet's matrix from reports built by hand, its screen, and the flags.
+
+use clap::Parser;
+
+use super::matrix::{CellState, Reached, build};
+use crate::cli::GlobalArgs;
+use crate::status::{AppKind, AppState, AppStatus, Report, Runtime, Summary};
+
+const HEAD: &str = "1111111111111111111111111111111111111111";
+const OLD: &str = "2222222222222222222222222222222222222222";
+
+fn app(name: &str, state: AppState, version: &str) -> AppStatus {
+    AppStatus {
+        namespace: "flux-system".into(),
+        name: name.into(),
+        kind: AppKind::Helm,
+        state,
+        source_url: None,
+        source_ref: None,
+        source_revision: None,
+        applied_revision: Some(version.into()),
+        last_deployed: None,
+        message: (state != AppState::Ready).then(|| "install retries exhausted".to_string()),
+        objects: Vec::new(),
+        tenant: None,
+        platform: false,
+        history_fingerprint: None,
+    }
+}
+
+fn report(cluster: &str, config_commit: &str, apps: Vec<AppStatus>) -> Report {
+    let record = crate::record::InstallRecord {
+        url: "ssh://git@127.0.0.1/fleet.git".into(),
+        branch: "main".into(),
+        path: format!("clusters/{cluster}"),
+        cluster_name: cluster.into(),
+        flux_version: "v2.9.0".into(),
+        components: Vec::new(),
+        provider: None,
+        repository: None,
+        hostname: None,
+        platform: None,
+    };
+    let mut sync = app(crate::flux::bootstrap::SYNC_NAME, AppState::Ready, &format!("main@sha1:{config_commit}"));
+    sync.kind = AppKind::Kustomize;
+    Report {
+        flux: Runtime {
+            namespace: Some("flux-system".into()),
+            version: Some("v2.9.0".into()),
+            controllers: Vec::new(),
+            config: Some(record),
+        },
+        platform: Vec::new(),
+        apps,
+        tenants: Vec::new(),
+        config_repo: vec![sync],
+        other_flux_objects: Vec::new(),
+        forbidden: Vec::new(),
+        summary: Summary::default(),
+    }
+}
+
+fn reached(context: &str, report: Result<Report, &str>) -> Reached {
+    Reached { context: context.into(), report: report.map_err(String::from) }
+}
+
+#[test]
+fn each_app_gets_a_cell_per_cluster_and_a_version_that_differs_is_marked() {
+    let fleet = build(
+        &[
+            reached(
+                "kind-dev",
+                Ok(report(
+                    "dev",
+                    HEAD,
+                    vec![app("db", AppState::Ready, "0.2.0"), app("web", AppState::Ready, "1.0.0")],
+                )),
+            ),
+            reached(
+                "kind-uat",
+                Ok(report(
+                    "uat",
+                    OLD,
+                    vec![app("db", AppState::Failing, "0.1.0"), app("web", AppState::Ready, "1.0.0")],
+                )),
+            ),
+            reached("kind-prod", Err("no answer within 15s")),
+        ],
+        Some(HEAD),
+    );
+    let names: Vec<Option<&str>> = fleet.clusters.iter().map(|cluster| cluster.name.as_deref()).collect();
+    assert_eq!(names, [Some("dev"), Some("uat"), None]);
+    assert!(!fleet.clusters[0].behind && fleet.clusters[1].behind && !fleet.clusters[2].reachable);
+    assert_eq!(fleet.clusters[2].error.as_deref(), Some("no answer within 15s"));
+    let rows: Vec<(&str, bool)> = fleet.apps.iter().map(|app| (app.name.as_str(), app.differs)).collect();
+    assert_eq!(rows, [("db", true), ("web", false)]);
+    let db: Vec<CellState> = fleet.apps[0].cells.iter().map(|cell| cell.state).collect();
+    assert_eq!(db, [CellState::Ready, CellState::Failing, CellState::Unknown]);
+    assert_eq!(fleet.apps[0].cells[1].message.as_deref(), Some("install retries exhausted"));
+    let summary = fleet.summary;
+    assert_eq!(
+        (summary.apps, summary.differing, summary.not_ready, summary.unreachable, summary.behind),
+        (2, 1, 1, 1, 1)
+    );
+
+    let text = super::render::table(&fleet, true, crate::output::style::Style::plain());
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["APP", "DEV", "UAT", "KIND-PROD", "VERSIONS"]);
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["flux-system/db", "ready", "0.2.0", "failing", "0.1.0", "unknown", "differ"]
+    );
+    assert!(
+        text.contains("uat (context kind-uat): config main@sha1:22222222 (behind the config repo's head)\n"),
+        "{text}"
+    );
+    assert!(text.contains("kind-prod (context kind-prod): unreachable: no answer within 15s\n"), "{text}");
+    assert!(
+        text.ends_with("2 apps on 3 clusters: 1 differ, 1 not ready; 1 clusters unreachable, 1 behind\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_app_in_one_cluster_only_is_absent_elsewhere_and_does_not_differ() {
+    let fleet = build(
+        &[
+            reached("dev", Ok(report("dev", HEAD, vec![app("web", AppState::Ready, "1.0.0")]))),
+            reached("uat", Ok(report("uat", HEAD, Vec::new()))),
+        ],
+        None,
+    );
+    let cells: Vec<CellState> = fleet.apps[0].cells.iter().map(|cell| cell.state).collect();
+    assert_eq!(cells, [CellState::Ready, CellState::Absent]);
+    assert!(!fleet.apps[0].differs);
+    assert!(fleet.clusters.iter().all(|cluster| !cluster.behind), "no head read, nobody is behind");
+}
+
+#[derive(Parser)]
+struct Probe {
+    #[command(flatten)]
+    status: super::StatusArgs,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+fn request(args: &[&str]) -> crate::error::Result<super::StatusRequest> {
+    let probe = Probe::try_parse_from([&["status"][..], args].concat()).unwrap();
+    probe.status.request(&probe.global)
+}
+
+#[test]
+fn context_takes_a_list_and_the_flags_are_checked() {
+    let asked = request(&["--context", "dev, uat,prod", "--no-config-head"]).unwrap();
+    assert_eq!(asked.contexts, ["dev", "uat", "prod"]);
+    assert_eq!(asked.connection.context, None, "each cluster gets its own context");
+    assert!(asked.config.is_none());
+    for (args, said) in [
+        (&["--context", "dev", "--all-contexts"][..], "--context and --all-contexts"),
+        (&["--context", ","][..], "names no context"),
+        (&["--context", "dev,uat", "--server", "https://127.0.0.1:6443"][..], "several"),
+        (&["--context", "dev", "--concurrency", "0"][..], "--concurrency 0"),
+        (&["--context", "dev", "--timeout", "0s"][..], "--timeout 0"),
+    ] {
+        let error = request(args).unwrap_err();
+        assert!(error.to_string().contains(said), "{args:?}: {error}");
+    }
+}

@@ -1,0 +1,238 @@
+//! `kubectl gitops fleet status` against two live clusters of the real test environment (each
+//! with its own API server and Flux controllers) that follow one config repo, and a third context
+//! whose server accepts connections and never answers.
+//!
+//! The seed's scenario: the same Helm chart added to `dev` and `uat` with their own values (dev on
+//! sqlite, uat on postgresql), both deployed and shown side by side; then the chart moved on in
+//! dev's directory only (a patch in its overlay, by hand), which the matrix marks as differing.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::{binaries, flux_release};
+use serde_json::Value;
+
+/// `install` into `env`'s cluster as cluster `name`, from repo `fleet` on `origin`'s git server.
+fn install(env: &TestEnv, origin: &TestEnv, name: &str) {
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args([
+                "--url",
+                &origin.git.ssh_url("fleet"),
+                "--path",
+                &format!("clusters/{name}"),
+                "--cluster-name",
+                name,
+            ])
+            .args(["--timeout", "3m", "--components-file"])
+            .arg(flux_release::components())
+            .arg("--private-key-file")
+            .arg(&origin.git.client_key)
+            .arg("--known-hosts-file")
+            .arg(&origin.git.known_hosts)
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(run.code, Some(0), "install {name}: {}", run.render());
+}
+
+/// `app add mccp` (the fixture chart `hello` from `origin`'s chart server) to cluster `name`,
+/// with its own values.
+fn add(env: &TestEnv, origin: &TestEnv, name: &str, values: &Path) {
+    let home = tempfile::tempdir().unwrap();
+    let run = Run::of(
+        Command::new(binaries::path("kubectl-gitops-app"))
+            .args(["add", "mccp", "--url", &origin.helm.url, "--chart", "hello", "--cluster-name", name])
+            .arg("--values")
+            .arg(values)
+            .arg("--private-key-file")
+            .arg(&origin.git.client_key)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("HOME", home.path()),
+    );
+    assert_eq!(run.code, Some(0), "add mccp to {name}: {}", run.render());
+}
+
+/// One kubeconfig with a context per cluster (`dev`, `uat`), and `gone`, whose server is
+/// `silent`: it accepts connections and never answers.
+fn fleet_kubeconfig(dir: &Path, clusters: &[(&str, &TestEnv)], silent: u16) -> std::path::PathBuf {
+    let mut merged =
+        serde_json::json!({"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []});
+    for (name, env) in clusters.iter().copied().chain([("gone", clusters[0].1)]) {
+        let config: Value = gitops_shared::yaml::from_str(&std::fs::read_to_string(&env.kubeconfig).unwrap()).unwrap();
+        let mut cluster = config["clusters"][0]["cluster"].clone();
+        if name == "gone" {
+            cluster["server"] = format!("https://127.0.0.1:{silent}").into();
+        }
+        merged["clusters"].as_array_mut().unwrap().push(serde_json::json!({"name": name, "cluster": cluster}));
+        merged["users"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"name": name, "user": config["users"][0]["user"]}));
+        let context = serde_json::json!({"name": name, "context": {"cluster": name, "user": name}});
+        merged["contexts"].as_array_mut().unwrap().push(context);
+    }
+    merged["current-context"] = "dev".into();
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, gitops_shared::yaml::to_string(&merged).unwrap()).unwrap();
+    path
+}
+
+/// `kubectl gitops fleet status ARGS` with the fleet's kubeconfig and the config repo's key.
+fn fleet(kubeconfig: &Path, origin: &TestEnv, args: &[&str]) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    Run::of(
+        Command::new(binaries::path("kubectl-gitops-fleet"))
+            .arg("status")
+            .args(args)
+            .arg("--private-key-file")
+            .arg(&origin.git.client_key)
+            .env("KUBECONFIG", kubeconfig)
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1"),
+    )
+}
+
+/// The cells of app `name` in a FleetStatus document: (state, version) per cluster.
+fn cells(status: &Value, name: &str) -> Vec<(String, String)> {
+    let app = status["apps"].as_array().unwrap().iter().find(|app| app["name"] == name).unwrap();
+    app["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| (cell["state"].as_str().unwrap().to_string(), cell["version"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+#[test]
+fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() {
+    // The two clusters started side by side.
+    let start = || {
+        let env = TestEnv::start(Options { flux: false }).unwrap();
+        env.run_flux_once_installed();
+        env
+    };
+    let (dev, uat) = std::thread::scope(|scope| {
+        let uat = scope.spawn(start);
+        (start(), uat.join().unwrap())
+    });
+    dev.git.create_repo("fleet").unwrap();
+    dev.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
+    // Both clusters follow repo `fleet` on dev's git server, each from its own directory.
+    // (One after the other: each install waits for its own commit, and a sync that fetched the
+    // other's later commit first would be Ready at that one.)
+    install(&dev, &dev, "dev");
+    install(&uat, &dev, "uat");
+    let work = tempfile::tempdir().unwrap();
+    let values = |name: &str, text: &str| {
+        let path = work.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let dev_values = values("dev", "greeting: hello from dev\ndatabase:\n  type: sqlite\n");
+    let uat_values = values("uat", "greeting: hello from uat\ndatabase:\n  type: postgresql\n  host: db.uat\n");
+    // Both at once (two pushes to one repo: the change engine plans again on a refused push),
+    // then both clusters asked to fetch and waited for.
+    std::thread::scope(|scope| {
+        scope.spawn(|| add(&uat, &dev, "uat", &uat_values));
+        add(&dev, &dev, "dev", &dev_values);
+    });
+    let head = dev.git.head("fleet");
+    for env in [&dev, &uat] {
+        env.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
+        let applied = "{.status.lastAppliedRevision}";
+        let sync = ["-n", "flux-system", "kustomization", "flux-system"];
+        env.wait_for_jsonpath(&sync, applied, &format!("main@sha1:{head}"), Duration::from_secs(120)).unwrap();
+        env.request_reconcile("flux-system", &["kustomization/apps"]).unwrap();
+    }
+    for env in [&dev, &uat] {
+        env.wait_ready(&["kustomization/apps", "helmrelease/mccp"], Duration::from_secs(180)).unwrap();
+    }
+    // Each cluster runs the chart with its own values.
+    for (env, greeting, database) in [(&dev, "hello from dev", "sqlite"), (&uat, "hello from uat", "postgresql")] {
+        let shown = env.kubectl_ok(&["get", "configmaps", "-A", "-o", "json"]).unwrap();
+        assert!(shown.contains(&format!("\"greeting\": \"{greeting}\"")), "{greeting}: {shown}");
+        assert!(shown.contains(&format!("type: {database}")), "{database}: {shown}");
+    }
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || listener.incoming().take(8).filter_map(Result::ok).collect::<Vec<_>>());
+    let kubeconfig = fleet_kubeconfig(work.path(), &[("dev", &dev), ("uat", &uat)], silent);
+
+    // dev and uat side by side: the same chart version, each Ready; at the config repo's head.
+    let both = fleet(&kubeconfig, &dev, &["--context", "dev,uat", "-o", "json"]);
+    assert_eq!(both.code, Some(0), "{}", both.render());
+    let status = gitops_e2e::schema::document("FleetStatus", &both.stdout);
+    let ready = |version: &str| ("ready".to_string(), version.to_string());
+    assert_eq!(cells(&status, "mccp"), [ready("0.1.0"), ready("0.1.0")], "{status:#}");
+    assert_eq!(status["configHead"], head.as_str(), "{status:#}");
+    let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["dev", "uat"]);
+    assert!(status["clusters"].as_array().unwrap().iter().all(|cluster| cluster["behind"] == false), "{status:#}");
+    let table = fleet(&kubeconfig, &dev, &["--context", "dev,uat"]);
+    assert_eq!(table.code, Some(0), "{}", table.render());
+    let row = table.stdout.lines().find(|line| line.starts_with("flux-system/mccp ")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["flux-system/mccp", "ready", "0.1.0", "ready", "0.1.0", "same"]
+    );
+
+    // Every context, the silent one among them: its column says so within --timeout, the others
+    // are shown, exit 3.
+    let started = Instant::now();
+    let all = fleet(&kubeconfig, &dev, &["--all-contexts", "--timeout", "5s", "-o", "json"]);
+    let took = started.elapsed();
+    assert_eq!(all.code, Some(3), "{}", all.render());
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let status = gitops_e2e::schema::document("FleetStatus", &all.stdout);
+    let gone = &status["clusters"][2];
+    assert_eq!((gone["context"].as_str(), gone["reachable"].as_bool()), (Some("gone"), Some(false)), "{status:#}");
+    assert_eq!(gone["error"], "no answer within 5s", "{status:#}");
+    assert_eq!(cells(&status, "mccp")[2], ("unknown".to_string(), String::new()));
+    assert_eq!(cells(&status, "mccp")[..2], [ready("0.1.0"), ready("0.1.0")]);
+
+    // A new chart version in dev's directory only, as someone edits it by hand: a patch of the
+    // shared HelmRelease in dev's overlay. The matrix marks the app as differing, exit 1.
+    let chart = work.path().join("hello");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello");
+    for file in ["Chart.yaml", "values.yaml", "templates/configmap.yaml", "templates/deployment.yaml"] {
+        let text = std::fs::read_to_string(fixture.join(file)).unwrap().replace("version: 0.1.0", "version: 0.2.0");
+        std::fs::write(chart.join(file), text).unwrap();
+    }
+    dev.helm.publish(&chart).unwrap();
+    let clone = work.path().join("fleet");
+    dev.git.git(work.path(), &["clone", "-q", &dev.git.ssh_url("fleet"), "fleet"]).unwrap();
+    let overlay = clone.join("clusters/dev/apps/mccp/kustomization.yaml");
+    let mut config: Value = gitops_shared::yaml::from_str(&std::fs::read_to_string(&overlay).unwrap()).unwrap();
+    config["patches"].as_array_mut().unwrap().push(serde_json::json!({
+        "patch": "- op: replace\n  path: /spec/chart/spec/version\n  value: 0.2.0\n",
+        "target": {"kind": "HelmRelease", "name": "mccp"},
+    }));
+    std::fs::write(&overlay, gitops_shared::yaml::to_string(&config).unwrap()).unwrap();
+    dev.git.git(&clone, &["commit", "-q", "-am", "dev: mccp at chart 0.2.0"]).unwrap();
+    dev.git.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
+    let pushed = dev.git.head("fleet");
+    dev.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
+    let sync = ["-n", "flux-system", "kustomization", "flux-system"];
+    let at_head = format!("main@sha1:{pushed}");
+    dev.wait_for_jsonpath(&sync, "{.status.lastAppliedRevision}", &at_head, Duration::from_secs(120)).unwrap();
+    // The chart repository's index is fetched again now, not at its interval: it has 0.2.0.
+    dev.request_reconcile("flux-system", &["helmrepository/mccp", "kustomization/apps"]).unwrap();
+    let release = ["-n", "flux-system", "helmrelease", "mccp"];
+    dev.wait_for_jsonpath(&release, "{.status.lastAttemptedRevision}", "0.2.0", Duration::from_secs(180)).unwrap();
+    dev.wait_ready(&["helmrelease/mccp"], Duration::from_secs(180)).unwrap();
+    let moved = fleet(&kubeconfig, &dev, &["--context", "dev,uat", "-o", "json"]);
+    assert_eq!(moved.code, Some(1), "{}", moved.render());
+    let status = gitops_e2e::schema::document("FleetStatus", &moved.stdout);
+    assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.1.0")], "{status:#}");
+    let mccp = status["apps"].as_array().unwrap().iter().find(|app| app["name"] == "mccp").unwrap();
+    assert_eq!(mccp["differs"], true, "{status:#}");
+    drop(held);
+}
