@@ -242,6 +242,18 @@ impl Checkout {
         self.head_oid().map(|oid| oid.to_string())
     }
 
+    /// Whether `commit` is `ancestor` or comes after it in this clone's history; `None` when
+    /// either is not a full hash of a commit the clone has.
+    pub fn descends_from(&self, commit: &str, ancestor: &str) -> Option<bool> {
+        let (commit, ancestor) = (Oid::from_str(commit).ok()?, Oid::from_str(ancestor).ok()?);
+        self.repo.find_commit(commit).ok()?;
+        self.repo.find_commit(ancestor).ok()?;
+        if commit == ancestor {
+            return Some(true);
+        }
+        self.repo.graph_descendant_of(commit, ancestor).ok()
+    }
+
     /// A file of the work tree (including uncommitted writes); `None` when it does not exist.
     pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let full = self.checked_path(path)?;

@@ -16,6 +16,7 @@
 pub mod context;
 pub mod deliver;
 pub mod drive;
+pub mod fleet;
 pub mod layout;
 pub mod new_repo;
 pub mod plan;

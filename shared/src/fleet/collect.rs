@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::matrix::Reached;
+use super::matrix::{Column, Reached};
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -22,19 +22,19 @@ pub fn all_contexts(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>>
     Ok(config.contexts.into_iter().map(|context| context.name).collect())
 }
 
-/// What each of `contexts` answered, in their order.
+/// What the context of each column answered, in their order.
 pub async fn reach_all(
     connection: &Connection,
-    contexts: &[String],
+    columns: Vec<Column>,
     scope: &Scope,
     (timeout, concurrency): (Duration, usize),
     printer: &Printer,
 ) -> Vec<Reached> {
-    let asked = contexts.iter().enumerate().map(|(index, context)| {
-        let connection = Connection { context: Some(context.clone()), ..connection.clone() };
+    let asked = columns.into_iter().enumerate().map(|(index, column)| {
+        let connection = Connection { context: Some(column.context.clone()), ..connection.clone() };
         async move {
             let report = reach(&connection, scope, timeout, printer).await;
-            (index, Reached { context: context.clone(), report })
+            (index, Reached { column, report })
         }
     });
     let mut answered: Vec<(usize, Reached)> =

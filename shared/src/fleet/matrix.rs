@@ -14,6 +14,9 @@ pub struct FleetStatus {
     /// The config repo's head commit, when it could be read (what `behind` compares with).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_head: Option<String>,
+    /// `--rollout`: the commit whose rollout each cluster's `rollout` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// One row per app (apps kubectl-gitops manages), by namespace and name.
     pub apps: Vec<FleetApp>,
     /// Counts over the matrix.
@@ -30,9 +33,12 @@ impl crate::output::Kind for FleetStatus {
 pub struct FleetCluster {
     /// The kubeconfig context.
     pub context: String,
-    /// The cluster's name in the config repo (its install record), when it has one.
+    /// The cluster's name in the config repo (the fleet file's, else its install record's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Its environment, from the fleet file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
     /// Its directory in the config repo, e.g. `clusters/dev`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -49,6 +55,9 @@ pub struct FleetCluster {
     /// Its Flux version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flux_version: Option<String>,
+    /// With `--rollout`: where that commit is in this cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<super::rollout::RolloutState>,
 }
 
 /// One app across the clusters.
@@ -136,9 +145,26 @@ pub struct FleetSummary {
     pub not_ready: usize,
 }
 
+/// A column of the matrix: a kubeconfig context, and what the fleet file says of its cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub context: String,
+    /// The cluster's name in the fleet file (else its install record's, once it answers).
+    pub name: Option<String>,
+    /// Its environment in the fleet file.
+    pub environment: Option<String>,
+}
+
+impl Column {
+    /// A context the command line named: nothing known of it yet.
+    pub fn of_context(context: &str) -> Column {
+        Column { context: context.to_string(), name: None, environment: None }
+    }
+}
+
 /// What one context answered: its report, or why it did not.
 pub struct Reached {
-    pub context: String,
+    pub column: Column,
     pub report: std::result::Result<Report, String>,
 }
 
@@ -166,23 +192,25 @@ pub fn build(reached: &[Reached], config_head: Option<&str>) -> FleetStatus {
             .filter(|cell| matches!(cell.state, CellState::Failing | CellState::Progressing))
             .count(),
     };
-    FleetStatus { clusters, config_head: config_head.map(String::from), apps, summary }
+    FleetStatus { clusters, config_head: config_head.map(String::from), commit: None, apps, summary }
 }
 
 fn cluster(reached: &Reached, config_head: Option<&str>) -> FleetCluster {
     let mut cluster = FleetCluster {
-        context: reached.context.clone(),
-        name: None,
+        context: reached.column.context.clone(),
+        name: reached.column.name.clone(),
+        environment: reached.column.environment.clone(),
         path: None,
         reachable: reached.report.is_ok(),
         error: reached.report.as_ref().err().cloned(),
         config_revision: None,
         behind: false,
         flux_version: None,
+        rollout: None,
     };
     if let Ok(report) = &reached.report {
         let record = report.flux.config.as_ref();
-        cluster.name = record.map(|record| record.cluster_name.clone());
+        cluster.name = cluster.name.or_else(|| record.map(|record| record.cluster_name.clone()));
         cluster.path = record.map(|record| record.path.clone());
         cluster.flux_version = report.flux.version.clone();
         let sync = report.config_repo.iter().find(|row| row.name == crate::flux::bootstrap::SYNC_NAME);
@@ -198,7 +226,8 @@ fn row(reached: &[Reached], namespace: String, name: String) -> FleetApp {
     let cells: Vec<FleetCell> = reached
         .iter()
         .map(|reached| {
-            let unknown = |state| FleetCell { context: reached.context.clone(), state, version: None, message: None };
+            let context = reached.column.context.clone();
+            let unknown = |state| FleetCell { context: context.clone(), state, version: None, message: None };
             let Ok(report) = &reached.report else { return unknown(CellState::Unknown) };
             let Some(app) = report.apps.iter().find(|app| app.namespace == namespace && app.name == name) else {
                 return unknown(CellState::Absent);
@@ -206,7 +235,7 @@ fn row(reached: &[Reached], namespace: String, name: String) -> FleetApp {
             kind.get_or_insert(app.kind);
             let ready = app.state == AppState::Ready;
             FleetCell {
-                context: reached.context.clone(),
+                context: context.clone(),
                 state: CellState::of(app.state),
                 version: version(app),
                 message: if ready { None } else { app.message.clone() },

@@ -32,7 +32,11 @@ pub fn table(fleet: &FleetStatus, headers: bool, style: Style) -> String {
             (None, Some(revision)) => format!("config {}", shorten_revision(revision)),
             (None, None) => "no config repo sync".to_string(),
         };
-        text.push_str(&format!("{name} (context {}): {about}\n", cluster.context));
+        let rollout = match (&fleet.commit, cluster.rollout) {
+            (Some(commit), Some(state)) => format!("; commit {}: {}", &commit[..8.min(commit.len())], state.words()),
+            _ => String::new(),
+        };
+        text.push_str(&format!("{name} (context {}): {about}{rollout}\n", cluster.context));
     }
     let summary = &fleet.summary;
     text.push_str(&format!(

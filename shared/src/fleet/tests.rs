@@ -61,7 +61,7 @@ fn report(cluster: &str, config_commit: &str, apps: Vec<AppStatus>) -> Report {
 }
 
 fn reached(context: &str, report: Result<Report, &str>) -> Reached {
-    Reached { context: context.into(), report: report.map_err(String::from) }
+    Reached { column: super::Column::of_context(context), report: report.map_err(String::from) }
 }
 
 #[test]
@@ -151,14 +151,16 @@ fn request(args: &[&str]) -> crate::error::Result<super::StatusRequest> {
 
 #[test]
 fn context_takes_a_list_and_the_flags_are_checked() {
-    let asked = request(&["--context", "dev, uat,prod", "--no-config-head"]).unwrap();
-    assert_eq!(asked.contexts, ["dev", "uat", "prod"]);
+    let asked = request(&["--context", "dev, uat,prod", "--no-config-repo"]).unwrap();
+    assert_eq!(asked.contexts.unwrap(), ["dev", "uat", "prod"]);
     assert_eq!(asked.connection.context, None, "each cluster gets its own context");
     assert!(asked.config.is_none());
+    assert!(request(&[]).unwrap().contexts.is_none(), "the fleet file's clusters");
     for (args, said) in [
         (&["--context", "dev", "--all-contexts"][..], "--context and --all-contexts"),
         (&["--context", ","][..], "names no context"),
         (&["--context", "dev,uat", "--server", "https://127.0.0.1:6443"][..], "several"),
+        (&["--token", "t"][..], "several"),
         (&["--context", "dev", "--concurrency", "0"][..], "--concurrency 0"),
         (&["--context", "dev", "--timeout", "0s"][..], "--timeout 0"),
     ] {

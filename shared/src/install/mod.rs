@@ -54,6 +54,8 @@ pub struct Inspection {
     pub hosted: Option<Hosted>,
     /// The platform repository (`--platform-repo`, or the one the install record names).
     pub platform: Option<PlatformSide>,
+    /// The kubeconfig context that reached the cluster: the fleet file's entry names it.
+    pub context: Option<String>,
 }
 
 /// A separate platform repository, as install finds it: on the config repo's server, pushed to
@@ -211,7 +213,8 @@ pub async fn inspect(
     };
     let repository_exists = hosted.as_ref().is_none_or(|hosted| hosted.info.is_some());
     let checkout = if repository_exists { Some(clone(&source, &request.branch).await?) } else { None };
-    Ok(Inspection { detection, existing_secret, checkout, source, hosted, platform: None })
+    let context = cluster.context.clone();
+    Ok(Inspection { detection, existing_secret, checkout, source, hosted, platform: None, context })
 }
 
 impl Inspection {

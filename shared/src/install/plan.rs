@@ -224,6 +224,16 @@ fn layer_files(
     Ok(files)
 }
 
+/// `fleet.yaml` with this cluster in it (docs/fleet.md): added when missing, with the context
+/// that reached it; what people wrote there stays.
+fn fleet_file(inspection: &Inspection, record: &InstallRecord) -> Result<(String, String)> {
+    use crate::change::fleet;
+    let existing = inspection.read(fleet::FILE_NAME)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let context = inspection.context.as_deref();
+    let text = fleet::with_cluster(existing.as_deref(), &record.cluster_name, &record.path, context)?;
+    Ok((fleet::FILE_NAME.to_string(), text))
+}
+
 /// The planned files, each compared with the repository (`read`). The layers' lists are never
 /// overwritten once they exist: they belong to `app add`, `platform add` and `tenant add`.
 fn planned_files(
@@ -407,6 +417,7 @@ impl Plan {
             (cluster_dir("apps/kustomization.yaml"), bootstrap::apps_kustomization()),
         ];
         let mut wanted = wanted.to_vec();
+        wanted.push(fleet_file(inspection, &record)?);
         // OCI components need OCIRepository. A cluster without Flux gets the pinned Flux, which
         // serves it; an existing Flux must serve it already (checked the way Helm charts check
         // `Capabilities.APIVersions.Has`).

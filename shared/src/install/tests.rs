@@ -80,6 +80,7 @@ fn inspection(repo: &Repo, detection: Detection) -> Inspection {
         checkout: Some(checkout.into()),
         hosted: None,
         platform: None,
+        context: Some("kind-dev".into()),
         source: RepoSource {
             provider: ProviderKind::Git,
             flux_url: "ssh://git@git.example.com/fleet.git".into(),
@@ -142,6 +143,7 @@ fn a_blank_repo_and_a_cluster_without_flux_get_everything() {
             ("clusters/dev/flux-system/kustomization.yaml", FileState::Added),
             ("clusters/dev/gitops.yaml", FileState::Added),
             ("clusters/dev/apps/kustomization.yaml", FileState::Added),
+            ("fleet.yaml", FileState::Added),
             ("clusters/dev/kustomization.yaml", FileState::Added),
             ("clusters/dev/platform.yaml", FileState::Added),
             ("clusters/dev/platform/kustomization.yaml", FileState::Added),
@@ -204,7 +206,7 @@ fn the_dry_run_text_numbers_steps_and_redacts_the_private_key() {
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
     let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
     let text = plan.render().unwrap();
-    assert!(text.starts_with("Plan:\n  1. commit 11 file(s) to main"), "{text}");
+    assert!(text.starts_with("Plan:\n  1. commit 12 file(s) to main"), "{text}");
     assert!(text.contains("  2. apply the Flux v2.9.3 components (2 objects, CRDs first)"), "{text}");
     assert!(text.contains("  add       clusters/dev/gitops.yaml\n"), "{text}");
     assert!(text.contains("  CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io\n"), "{text}");
@@ -307,12 +309,14 @@ fn a_repo_with_other_content_keeps_it_and_only_our_paths_are_planned() {
 
     let inspection = inspection(&repo, detection(ClusterState::Unmodified, None, None));
     let plan = Plan::build(request(), &inspection, COMPONENTS.into(), key(), false).unwrap();
-    assert!(plan.files.iter().all(|file| file.path.starts_with("clusters/dev/")), "{:?}", plan.files);
+    // Ours: the cluster's directory, and its entry in the fleet file.
+    let ours = |path: &str| path.starts_with("clusters/dev/") || path == crate::change::fleet::FILE_NAME;
+    assert!(plan.files.iter().all(|file| ours(&file.path)), "{:?}", plan.files);
     assert!(
         !plan.files.iter().any(|file| file.path == "clusters/dev/apps/kustomization.yaml"),
         "the app list that is already there is not overwritten"
     );
-    assert_eq!(plan.changed_files().count(), 4);
+    assert_eq!(plan.changed_files().count(), 5);
 }
 
 /// `--layers` on a directory laid out before them: three commits after the install's own, the

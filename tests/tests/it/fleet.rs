@@ -129,6 +129,27 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     install(&dev, &dev, "dev");
     install(&uat, &dev, "uat");
     let work = tempfile::tempdir().unwrap();
+
+    // Each install added its cluster to the fleet file, with the context that reached it (both
+    // environments' kubeconfigs call theirs `testenv`); people edit it: the contexts of their own
+    // kubeconfig, the environments' names, and a third cluster, prod, whose server never answers.
+    let clone = work.path().join("fleet");
+    dev.git.git(work.path(), &["clone", "-q", &dev.git.ssh_url("fleet"), "fleet"]).unwrap();
+    let written = std::fs::read_to_string(clone.join("fleet.yaml")).unwrap();
+    assert_eq!(
+        written,
+        "apiVersion: gitops.kubectl.io/v1alpha1\nclusters:\n\
+         - context: testenv\n  environment: dev\n  name: dev\n  order: 1\n  path: clusters/dev\n\
+         - context: testenv\n  environment: uat\n  name: uat\n  order: 2\n  path: clusters/uat\nkind: Fleet\n"
+    );
+    let prod = "- context: gone\n  environment: production\n  name: prod\n  order: 3\n  path: clusters/prod\n";
+    let edited = written
+        .replacen("context: testenv", "context: dev", 1)
+        .replacen("context: testenv", "context: uat", 1)
+        .replace("kind: Fleet\n", &format!("{prod}kind: Fleet\n"));
+    std::fs::write(clone.join("fleet.yaml"), edited).unwrap();
+    dev.git.git(&clone, &["commit", "-q", "-am", "The fleet: our contexts, and prod"]).unwrap();
+    dev.git.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
     let values = |name: &str, text: &str| {
         let path = work.path().join(format!("{name}.yaml"));
         std::fs::write(&path, text).unwrap();
@@ -183,14 +204,21 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         ["flux-system/mccp", "ready", "0.1.0", "ready", "0.1.0", "same"]
     );
 
-    // Every context, the silent one among them: its column says so within --timeout, the others
-    // are shown, exit 3.
+    // The fleet file's clusters, in its order, prod among them: its column says it did not answer
+    // within --timeout, the others are shown, exit 3.
     let started = Instant::now();
-    let all = fleet(&kubeconfig, &dev, &["--all-contexts", "--timeout", "5s", "-o", "json"]);
+    let all = fleet(&kubeconfig, &dev, &["--timeout", "5s", "-o", "json"]);
     let took = started.elapsed();
     assert_eq!(all.code, Some(3), "{}", all.render());
     assert!(took < Duration::from_secs(15), "{took:?}");
     let status = gitops_e2e::schema::document("FleetStatus", &all.stdout);
+    let columns: Vec<(&str, &str)> = status["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cluster| (cluster["name"].as_str().unwrap(), cluster["environment"].as_str().unwrap()))
+        .collect();
+    assert_eq!(columns, [("dev", "dev"), ("uat", "uat"), ("prod", "production")], "{status:#}");
     let gone = &status["clusters"][2];
     assert_eq!((gone["context"].as_str(), gone["reachable"].as_bool()), (Some("gone"), Some(false)), "{status:#}");
     assert_eq!(gone["error"], "no answer within 5s", "{status:#}");
@@ -207,8 +235,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         std::fs::write(chart.join(file), text).unwrap();
     }
     dev.helm.publish(&chart).unwrap();
-    let clone = work.path().join("fleet");
-    dev.git.git(work.path(), &["clone", "-q", &dev.git.ssh_url("fleet"), "fleet"]).unwrap();
+    dev.git.git(&clone, &["pull", "-q", "origin", "main"]).unwrap();
     let overlay = clone.join("clusters/dev/apps/mccp/kustomization.yaml");
     let mut config: Value = gitops_shared::yaml::from_str(&std::fs::read_to_string(&overlay).unwrap()).unwrap();
     config["patches"].as_array_mut().unwrap().push(serde_json::json!({
@@ -216,6 +243,10 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         "target": {"kind": "HelmRelease", "name": "mccp"},
     }));
     std::fs::write(&overlay, gitops_shared::yaml::to_string(&config).unwrap()).unwrap();
+    // uat's sync holds still (its source suspended), so the commit is not there yet.
+    let suspend = r#"{"spec":{"suspend":true}}"#;
+    uat.kubectl_ok(&["-n", "flux-system", "patch", "gitrepository", "flux-system", "--type", "merge", "-p", suspend])
+        .unwrap();
     dev.git.git(&clone, &["commit", "-q", "-am", "dev: mccp at chart 0.2.0"]).unwrap();
     dev.git.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
     let pushed = dev.git.head("fleet");
@@ -228,11 +259,19 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let release = ["-n", "flux-system", "helmrelease", "mccp"];
     dev.wait_for_jsonpath(&release, "{.status.lastAttemptedRevision}", "0.2.0", Duration::from_secs(180)).unwrap();
     dev.wait_ready(&["helmrelease/mccp"], Duration::from_secs(180)).unwrap();
-    let moved = fleet(&kubeconfig, &dev, &["--context", "dev,uat", "-o", "json"]);
+    // And how far that commit has rolled out: applied in dev, not yet in uat.
+    let moved = fleet(&kubeconfig, &dev, &["--context", "dev,uat", "--rollout", &pushed, "-o", "json"]);
     assert_eq!(moved.code, Some(1), "{}", moved.render());
     let status = gitops_e2e::schema::document("FleetStatus", &moved.stdout);
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.1.0")], "{status:#}");
     let mccp = status["apps"].as_array().unwrap().iter().find(|app| app["name"] == "mccp").unwrap();
     assert_eq!(mccp["differs"], true, "{status:#}");
+    assert_eq!(status["commit"], pushed.as_str());
+    let rollout: Vec<&str> =
+        status["clusters"].as_array().unwrap().iter().map(|c| c["rollout"].as_str().unwrap()).collect();
+    assert_eq!(rollout, ["applied", "notYet"], "{status:#}");
+    let short = fleet(&kubeconfig, &dev, &["--context", "dev,uat", "--rollout", &pushed[..12]]);
+    assert_eq!(short.code, Some(2), "{}", short.render());
+    assert!(short.stderr.contains("is not a full commit hash"), "{}", short.render());
     drop(held);
 }

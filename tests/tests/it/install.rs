@@ -67,7 +67,7 @@ fn install_dry_run_then_install_then_noop_then_rebuild_from_repo() {
     // --dry-run: the plan, and no change anywhere.
     let dry = install(env, &env.kubeconfig, &[&args[..], &["--dry-run"]].concat());
     assert_eq!(dry.code, Some(0), "{}", dry.stderr);
-    assert!(dry.stdout.starts_with("Plan:\n  1. commit 11 file(s) to main"), "{}", dry.stdout);
+    assert!(dry.stdout.starts_with("Plan:\n  1. commit 12 file(s) to main"), "{}", dry.stdout);
     assert!(
         dry.stdout.contains(
             "  5. wait until Kustomization flux-system/flux-system and the layers platform, apps and tenants are Ready"

@@ -42,6 +42,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-detect",
             "kubectl-gitops-diff",
             "kubectl-gitops-drift",
+            "kubectl-gitops-fleet",
             "kubectl-gitops-flux",
             "kubectl-gitops-install",
             "kubectl-gitops-metrics",
