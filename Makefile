@@ -6,7 +6,7 @@ CARGO ?= cargo
 # the completion shim kubectl runs for `kubectl gitops <TAB>` (docs/ARCHITECTURE.md, "Layout notes").
 BINARIES := kubectl-gitops kubectl_complete-gitops
 # The commands with a man page of their own, kubectl-gitops-<command>.1 (flux is flux's own CLI).
-MAN_COMMANDS := install app status upgrade detect diff drift fleet artifact component ui metrics tenant monitoring platform pr repo
+MAN_COMMANDS := install app status upgrade detect diff drift fleet promote artifact component ui metrics tenant monitoring platform pr repo
 MAN_PAGES := kubectl-gitops $(addprefix kubectl-gitops-,$(MAN_COMMANDS))
 # Which profile's build `man` and `install-files` take their binaries from (release or debug).
 PROFILE ?= release

@@ -25,10 +25,11 @@ if [[ $(id -u) == 0 && -n $test_user && $test_user != root ]]; then
   echo "run-tests: the test binaries run as $test_user, not root" >&2
 fi
 export "CARGO_TARGET_${host}_RUNNER=$runner"
-# Three tests at a time on two cores: the end-to-end tests spend much of their time waiting on
-# the controllers, which a third fills (docs/testing.md: on a fresh 2-core machine the phase took
-# 931 s and 1,003 s two at a time, 866 s three at a time, all green). RUST_TEST_THREADS overrides.
-export RUST_TEST_THREADS=${RUST_TEST_THREADS:-3}
+# Four tests at a time on two cores: the end-to-end tests spend much of their time waiting on
+# the controllers, which more of them fill (docs/testing.md: on a fresh 2-core machine the phase
+# took 931 s and 1,003 s two at a time, 866 s three at a time; session 28, 773 s four at a time
+# where three took 786-876 s for nearly the same tests). RUST_TEST_THREADS overrides.
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-4}
 ${CARGO:-cargo} test --workspace --all-targets --no-fail-fast "$@" -- -Z unstable-options --report-time 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 elapsed=$(($(date +%s) - started))

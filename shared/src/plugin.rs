@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 
 /// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
-pub const COMMANDS: [(&str, &str); 18] = [
+pub const COMMANDS: [(&str, &str); 19] = [
     ("install", "Bootstrap Flux and the GitOps repo layout into a cluster"),
     ("app", "Add, list, remove, suspend and resume apps in the config repo"),
     ("status", "What runs where, at which commit, healthy or not, and why"),
@@ -24,6 +24,7 @@ pub const COMMANDS: [(&str, &str); 18] = [
     ("diff", "What a checkout of the config repo would change in the cluster, before it is merged"),
     ("drift", "What differs in the cluster from what Flux last applied, and who changed it"),
     ("fleet", "Apps × clusters: what runs where, at which version, across kubeconfig contexts"),
+    ("promote", "Carry what one environment runs of an app to another, through git"),
     ("artifact", "Push, pull and compare Flux OCI artifacts, as `flux push artifact` makes them"),
     ("component", "List components shipped as OCI artifacts and upgrade them through git"),
     ("flux", "Run any flux command with the pinned, verified flux CLI"),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -13,6 +13,7 @@ pub const ALL: [&str; 20] = [
     "kubectl-gitops-diff",
     "kubectl-gitops-drift",
     "kubectl-gitops-fleet",
+    "kubectl-gitops-promote",
     "kubectl-gitops-artifact",
     "kubectl-gitops-component",
     "kubectl-gitops-flux",

@@ -20,7 +20,7 @@ type CommandMain = fn() -> std::process::ExitCode;
 
 /// The commands of the suite, each run in this process by its crate's `main`, as if it had been
 /// started as `kubectl-gitops-<command>`.
-const COMMAND_MAINS: [(&str, CommandMain); 18] = [
+const COMMAND_MAINS: [(&str, CommandMain); 19] = [
     ("app", kubectl_gitops_app::main),
     ("artifact", kubectl_gitops_artifact::main),
     ("component", kubectl_gitops_component::main),
@@ -33,6 +33,7 @@ const COMMAND_MAINS: [(&str, CommandMain); 18] = [
     ("metrics", kubectl_gitops_metrics::main),
     ("monitoring", kubectl_gitops_monitoring::main),
     ("platform", kubectl_gitops_platform::main),
+    ("promote", kubectl_gitops_promote::main),
     ("pr", kubectl_gitops_pr::main),
     ("repo", kubectl_gitops_repo::main),
     ("status", kubectl_gitops_status::main),

@@ -46,7 +46,7 @@ pub struct RollbackArgs {
     /// The app: a Kustomization or HelmRelease of this name in the Flux namespace (-n, default flux-system).
     pub name: String,
 
-    /// The deployment to go back to: its commit (full hash), Flux revision (main@sha1:…) or a tag.
+    /// Where to: the deployment (app rollback) or the environment (promote) that is the target.
     ///
     /// The deployment to go back to: its commit by its full hash, its Flux revision
     /// (main@sha1:…) as `kubectl gitops app history NAME` lists them, or a tag of the repository
@@ -54,7 +54,7 @@ pub struct RollbackArgs {
     /// deployment before the current one that was Ready). For an app whose change is in the
     /// config repo (a HelmRelease, a source at a tag or an artifact), the config repo's commit
     /// whose files to restore (default: the one that asked for its last good deployment).
-    #[arg(long, value_name = "REVISION")]
+    #[arg(long, value_name = "TARGET")]
     pub to: Option<String>,
 
     /// Print the plan and change nothing.

@@ -5,6 +5,7 @@
 
 pub mod collect;
 pub mod matrix;
+pub mod promote;
 mod render;
 pub mod rollout;
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 use clap::Args;
 
 pub use self::matrix::{Column, FleetStatus, Reached};
+pub use self::promote::{PromoteArgs, promote};
 use crate::change::{RepoSettings, Target, fleet};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::Connection;

@@ -49,6 +49,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-monitoring",
             "kubectl-gitops-platform",
             "kubectl-gitops-pr",
+            "kubectl-gitops-promote",
             "kubectl-gitops-repo",
             "kubectl-gitops-status",
             "kubectl-gitops-tenant",

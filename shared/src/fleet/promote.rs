@@ -1,0 +1,287 @@
+//! `kubectl gitops promote APP --from ENV --to ENV` (docs/fleet.md): what one cluster runs of an
+//! app, carried to another cluster's directory in the config repo. The environments are the fleet
+//! file's; the version is what the source cluster runs and is Ready at (read from it, not from a
+//! file); it is written as a patch in the target cluster's overlay, through the change engine
+//! (one commit or pull request, `--dry-run`, `--preview`, `--wait` on the target cluster).
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::change::fleet::{FILE_NAME, FleetEntry, FleetFile};
+use crate::change::layout::{APPS_DIR, ClusterDir, KUSTOMIZATION_FILE};
+use crate::change::{self, Awaits, Change, DeliverySettings, RepoSettings, Target, drive};
+use crate::cli::{DeliveryArgs, GlobalArgs, RepoArgs};
+use crate::cluster::{Cluster, Connection};
+use crate::error::{Error, Result};
+use crate::flux::api::HELM_RELEASE;
+use crate::flux::status::FluxObject;
+use crate::git::Checkout;
+use crate::output::Printer;
+use crate::plan::FileChange;
+
+/// The field of a HelmRelease that holds its chart's version.
+const CHART_VERSION: &str = "/spec/chart/spec/version";
+
+/// `kubectl gitops promote APP --from ENV --to ENV`.
+#[derive(Debug, Clone, Args)]
+pub struct PromoteArgs {
+    /// The app: a HelmRelease `app add` made.
+    pub name: String,
+
+    /// The environment (or cluster name) of fleet.yaml whose version is promoted.
+    #[arg(long, value_name = "ENV", help_heading = "Promote")]
+    pub from: String,
+
+    /// Where to: the deployment (app rollback) or the environment (promote) that is the target.
+    ///
+    /// The environment (or cluster name) of fleet.yaml that gets the version.
+    #[arg(long, value_name = "TARGET", help_heading = "Promote")]
+    pub to: String,
+
+    #[command(flatten)]
+    pub config: RepoArgs,
+
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+}
+
+/// `promote`, resolved.
+#[derive(Debug, Clone)]
+pub struct PromoteRequest {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub config: RepoSettings,
+    pub delivery: DeliverySettings,
+}
+
+impl PromoteArgs {
+    /// Checks every flag.
+    pub fn request(&self, global: &GlobalArgs) -> Result<PromoteRequest> {
+        let name = crate::names::validate_name(&self.name, "the app")?;
+        if global.context.is_some() {
+            return Err(Error::usage(
+                "promote reaches each cluster through the context fleet.yaml names; --context is not taken",
+                "name the environments with --from and --to (fleet.yaml maps them to contexts)",
+            ));
+        }
+        if self.from == self.to {
+            return Err(Error::usage(
+                format!("--from and --to are both {}", self.from),
+                "promote between two environments",
+            ));
+        }
+        Ok(PromoteRequest {
+            name,
+            from: self.from.clone(),
+            to: self.to.clone(),
+            config: self.config.settings()?,
+            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+        })
+    }
+}
+
+/// `promote`: the line that says what was done (or the plan, with `--dry-run`).
+pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printer) -> Result<String> {
+    let here = change::context(target, &request.config, true, printer).await?;
+    let checkout = change::clone(here.repo()?).await?;
+    let (from, to) = {
+        let files = checkout.files();
+        let fleet = read_fleet(&files)?;
+        (environment(&fleet, &request.from)?, environment(&fleet, &request.to)?)
+    };
+    let namespace = here.namespace.clone();
+    let version = running_version(target, &from, &namespace, &request.name, printer).await?;
+    let connection = Connection { context: to.context.clone(), ..target.connection.clone() };
+    let context = change::context(&Target { connection, namespace: None }, &request.config, true, printer).await?;
+    let to_dir = ClusterDir { name: to.name.clone(), path: to.path.clone() };
+    let build = |checkout: &Checkout| promoted(checkout, &to_dir, &request.name, &version);
+    let files = build(&checkout.files())?;
+    let change = Change {
+        noun: "app",
+        verb: "promote",
+        done: "promoted",
+        app: &request.name,
+        message: request.delivery.message.clone().unwrap_or_else(|| {
+            format!("Promote {} (chart {version}) from {} to {}", request.name, from.environment, to.environment)
+        }),
+        files,
+        patches: Vec::new(),
+        migrations: Vec::new(),
+        objects: vec![format!(
+            "HelmRelease {namespace}/{} in {} ({}): chart {version}, as {} runs it",
+            request.name, to.name, to.environment, from.name
+        )],
+        wait: request
+            .delivery
+            .wait
+            .then(|| format!("wait until HelmRelease {namespace}/{} is Ready in {}", request.name, to.name)),
+        notes: Vec::new(),
+        awaits: Awaits::one(&namespace, &request.name, true, Some(crate::flux::bootstrap::APPS_LAYER)),
+        new_repo: None,
+        request: Vec::new(),
+        already_there: Some(format!(
+            "{} runs chart {version} of {} already; nothing to change\n",
+            to.name, request.name
+        )),
+    };
+    drive(&context, &request.delivery, change, Some(checkout), &build).await
+}
+
+/// The fleet file, which names the environments.
+fn read_fleet(checkout: &Checkout) -> Result<FleetFile> {
+    let text = crate::plan::read(checkout, FILE_NAME)?.ok_or_else(|| {
+        Error::usage(
+            format!("the config repo has no {FILE_NAME}: promote needs it to know the environments"),
+            "install each cluster with `kubectl gitops install` (it adds the cluster there), or write it (docs/fleet.md)",
+        )
+    })?;
+    FleetFile::parse(&text)
+}
+
+/// The fleet's cluster `name` names: by environment, else by cluster name; it must have a context.
+fn environment(fleet: &FleetFile, name: &str) -> Result<FleetEntry> {
+    let known = || fleet.ordered().iter().map(|entry| entry.environment.clone()).collect::<Vec<_>>().join(", ");
+    let found = fleet
+        .clusters
+        .iter()
+        .find(|entry| entry.environment == name)
+        .or_else(|| fleet.clusters.iter().find(|entry| entry.name == name));
+    let entry = found.ok_or_else(|| {
+        Error::usage(
+            format!("{FILE_NAME} names no environment or cluster {name:?}"),
+            format!("its environments: {}", known()),
+        )
+    })?;
+    if entry.context.is_none() {
+        return Err(Error::usage(
+            format!("cluster {} has no context in {FILE_NAME}", entry.name),
+            format!("name the kubeconfig context that reaches it there ({FILE_NAME}, `context:`)"),
+        ));
+    }
+    Ok(entry.clone())
+}
+
+/// The chart version the app runs in `from`'s cluster: its HelmRelease Ready, and its last
+/// attempt that version (nothing else on its way). Refused otherwise: promoting what does not
+/// run is not a promotion.
+async fn running_version(
+    target: &Target,
+    from: &FleetEntry,
+    namespace: &str,
+    name: &str,
+    printer: &Printer,
+) -> Result<String> {
+    let connection = Connection { context: from.context.clone(), ..target.connection.clone() };
+    let cluster = Cluster::connect(&connection, printer).await?;
+    let detection = crate::detect::detect(&cluster).await?;
+    if let Some(unreachable) = detection.unreachable_error() {
+        return Err(unreachable);
+    }
+    let version = crate::flux::api::Versions::served(detection.api_versions).lookup(&HELM_RELEASE).map(String::from);
+    let Some(version) = version else {
+        return Err(Error::usage(format!("{} serves no HelmRelease", from.name), "promote moves HelmRelease apps"));
+    };
+    let api: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(cluster.client.clone(), namespace, &HELM_RELEASE.at(&version));
+    let release = api.get_opt(name).await.map_err(|error| cluster.error(error))?.ok_or_else(|| {
+        Error::usage(
+            format!("{} runs no HelmRelease {namespace}/{name}", from.name),
+            "promote moves a HelmRelease app from a cluster that runs it (`kubectl gitops fleet status` shows where)",
+        )
+    })?;
+    let ready = release.ready_condition().is_some_and(|ready| ready.is_true());
+    let value = serde_json::to_value(&release).unwrap_or_default();
+    let deployed = value.pointer("/status/history/0/chartVersion").and_then(Value::as_str).map(String::from);
+    let attempted = value.pointer("/status/lastAttemptedRevision").and_then(Value::as_str);
+    match deployed {
+        Some(deployed) if ready && attempted == Some(deployed.as_str()) => Ok(deployed),
+        _ => Err(Error::Negative {
+            message: format!(
+                "{name} is not Ready at one chart version in {} ({}): there is nothing proven to promote",
+                from.name,
+                if ready { "an upgrade is on its way" } else { "it is not Ready" }
+            ),
+            hint: Some(format!(
+                "`kubectl gitops app status {name} --context {}` says why",
+                from.context.as_deref().unwrap_or_default()
+            )),
+        }),
+    }
+}
+
+/// The file change: `version` set in the target cluster's overlay of the app, as a patch of the
+/// shared HelmRelease (replacing the one promote wrote before). The app must be in that cluster.
+fn promoted(checkout: &Checkout, to: &ClusterDir, name: &str, version: &str) -> Result<Vec<FileChange>> {
+    let path = format!("{}/{KUSTOMIZATION_FILE}", to.entry_dir(APPS_DIR, name));
+    let before = crate::plan::read(checkout, &path)?.ok_or_else(|| {
+        Error::usage(
+            format!("{name} is not in cluster {} ({path} does not exist)", to.name),
+            format!("add it there first: `kubectl gitops app add {name} --cluster-name {} …`", to.name),
+        )
+    })?;
+    let after = with_version(&before, name, version)?;
+    Ok(if after == before { Vec::new() } else { vec![FileChange { path, before: Some(before), after: Some(after) }] })
+}
+
+/// `overlay` (a kustomization.yaml) with a patch setting HelmRelease `name`'s chart version.
+fn with_version(overlay: &str, name: &str, version: &str) -> Result<String> {
+    let mut config: Value = crate::yaml::from_str(overlay).map_err(|error| {
+        Error::usage(format!("the app's overlay is not YAML: {error}"), "fix it in the config repo")
+    })?;
+    let operations = json!([{"op": "add", "path": CHART_VERSION, "value": version}]);
+    let patch = json!({
+        "patch": crate::yaml::to_string(&operations)?,
+        "target": {"group": HELM_RELEASE.group, "kind": HELM_RELEASE.kind, "name": name},
+    });
+    let ours = |entry: &Value| {
+        entry["target"]["kind"] == HELM_RELEASE.kind
+            && entry["target"]["name"] == name
+            && entry["patch"].as_str().is_some_and(|text| text.contains(CHART_VERSION))
+    };
+    if !config["patches"].is_array() {
+        config["patches"] = json!([]);
+    }
+    let patches = config["patches"].as_array_mut().ok_or_else(|| Error::Internal("patches is a list".into()))?;
+    match patches.iter_mut().find(|entry| ours(entry)) {
+        Some(entry) => *entry = patch,
+        None => patches.push(patch),
+    }
+    crate::yaml::to_string(&config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_a_patch_of_the_overlay_replaced_on_the_next_promotion() {
+        let overlay =
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../../apps/mccp\n";
+        let once = with_version(overlay, "mccp", "0.2.0").unwrap();
+        let config: Value = crate::yaml::from_str(&once).unwrap();
+        assert_eq!(
+            config["patches"][0]["target"],
+            json!({"group": "helm.toolkit.fluxcd.io", "kind": "HelmRelease", "name": "mccp"})
+        );
+        assert_eq!(config["patches"][0]["patch"], "- op: add\n  path: /spec/chart/spec/version\n  value: \"0.2.0\"\n");
+        let twice = with_version(&once, "mccp", "0.3.0").unwrap();
+        let config: Value = crate::yaml::from_str(&twice).unwrap();
+        assert_eq!(config["patches"].as_array().unwrap().len(), 1, "{twice}");
+        assert!(twice.contains("0.3.0") && !twice.contains("0.2.0"), "{twice}");
+        assert_eq!(with_version(&twice, "mccp", "0.3.0").unwrap(), twice, "the same version again changes nothing");
+    }
+
+    #[test]
+    fn environments_are_named_by_environment_or_cluster_and_need_a_context() {
+        let fleet = FleetFile::parse(
+            "apiVersion: gitops.kubectl.io/v1alpha1\nkind: Fleet\nclusters:\n- name: dev\n  path: clusters/dev\n  context: kind-dev\n  environment: development\n  order: 1\n- name: uat\n  path: clusters/uat\n  environment: uat\n  order: 2\n",
+        )
+        .unwrap();
+        assert_eq!(environment(&fleet, "development").unwrap().name, "dev");
+        assert_eq!(environment(&fleet, "dev").unwrap().name, "dev");
+        assert!(environment(&fleet, "uat").unwrap_err().to_string().contains("has no context"));
+        let unknown = environment(&fleet, "prod").unwrap_err();
+        assert!(unknown.to_string().contains("names no environment or cluster \"prod\""), "{unknown}");
+    }
+}
