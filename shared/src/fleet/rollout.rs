@@ -62,41 +62,22 @@ pub fn state(report: &Report, has: &dyn Fn(&str) -> Option<bool>) -> RolloutStat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{AppKind, Runtime, Summary};
+    use crate::status::AppKind;
 
     const OLD: &str = "1111111111111111111111111111111111111111";
     const NEW: &str = "2222222222222222222222222222222222222222";
 
     fn row(name: &str, state: AppState, applied: &str, fetched: &str) -> AppStatus {
         AppStatus {
-            namespace: "flux-system".into(),
-            name: name.into(),
-            kind: AppKind::Kustomize,
-            state,
             source_url: Some("ssh://git@127.0.0.1/fleet.git".into()),
-            source_ref: Some("main".into()),
             source_revision: Some(format!("main@sha1:{fetched}")),
             applied_revision: Some(format!("main@sha1:{applied}")),
-            last_deployed: None,
-            message: None,
-            objects: Vec::new(),
-            tenant: None,
-            platform: false,
-            history_fingerprint: None,
+            ..AppStatus::bare("flux-system", name, AppKind::Kustomize, state)
         }
     }
 
     fn report(rows: Vec<AppStatus>) -> Report {
-        Report {
-            flux: Runtime { namespace: None, version: None, controllers: Vec::new(), config: None },
-            platform: Vec::new(),
-            apps: Vec::new(),
-            tenants: Vec::new(),
-            config_repo: rows,
-            other_flux_objects: Vec::new(),
-            forbidden: Vec::new(),
-            summary: Summary::default(),
-        }
+        Report::of(Vec::new(), rows, None)
     }
 
     /// Asked for OLD: NEW comes after it, so both have it.

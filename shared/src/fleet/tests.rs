@@ -4,27 +4,16 @@ use clap::Parser;
 
 use super::matrix::{CellState, Reached, build};
 use crate::cli::GlobalArgs;
-use crate::status::{AppKind, AppState, AppStatus, Report, Runtime, Summary};
+use crate::status::{AppKind, AppState, AppStatus, Report};
 
 const HEAD: &str = "1111111111111111111111111111111111111111";
 const OLD: &str = "2222222222222222222222222222222222222222";
 
 fn app(name: &str, state: AppState, version: &str) -> AppStatus {
     AppStatus {
-        namespace: "flux-system".into(),
-        name: name.into(),
-        kind: AppKind::Helm,
-        state,
-        source_url: None,
-        source_ref: None,
-        source_revision: None,
         applied_revision: Some(version.into()),
-        last_deployed: None,
         message: (state != AppState::Ready).then(|| "install retries exhausted".to_string()),
-        objects: Vec::new(),
-        tenant: None,
-        platform: false,
-        history_fingerprint: None,
+        ..AppStatus::bare("flux-system", name, AppKind::Helm, state)
     }
 }
 
@@ -43,21 +32,9 @@ fn report(cluster: &str, config_commit: &str, apps: Vec<AppStatus>) -> Report {
     };
     let mut sync = app(crate::flux::bootstrap::SYNC_NAME, AppState::Ready, &format!("main@sha1:{config_commit}"));
     sync.kind = AppKind::Kustomize;
-    Report {
-        flux: Runtime {
-            namespace: Some("flux-system".into()),
-            version: Some("v2.9.0".into()),
-            controllers: Vec::new(),
-            config: Some(record),
-        },
-        platform: Vec::new(),
-        apps,
-        tenants: Vec::new(),
-        config_repo: vec![sync],
-        other_flux_objects: Vec::new(),
-        forbidden: Vec::new(),
-        summary: Summary::default(),
-    }
+    let mut report = Report::of(apps, vec![sync], Some(record));
+    report.flux.version = Some("v2.9.0".into());
+    report
 }
 
 fn reached(context: &str, report: Result<Report, &str>) -> Reached {

@@ -223,6 +223,40 @@ impl Report {
     }
 }
 
+#[cfg(test)]
+impl AppStatus {
+    /// A row with its name, type and state and nothing else, for tests to fill in.
+    pub(crate) fn bare(namespace: &str, name: &str, kind: AppKind, state: AppState) -> AppStatus {
+        AppStatus {
+            namespace: namespace.into(),
+            name: name.into(),
+            kind,
+            state,
+            source_url: None,
+            source_ref: None,
+            source_revision: None,
+            applied_revision: None,
+            last_deployed: None,
+            message: None,
+            objects: Vec::new(),
+            tenant: None,
+            platform: false,
+            history_fingerprint: None,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Report {
+    /// A report of these apps and config repo rows, with the install record `config`, for tests.
+    pub(crate) fn of(apps: Vec<AppStatus>, config_repo: Vec<AppStatus>, config: Option<InstallRecord>) -> Report {
+        let flux = Runtime { namespace: None, version: None, controllers: Vec::new(), config };
+        let summary = summarize(apps.iter().chain(&config_repo));
+        let (platform, tenants, other_flux_objects, forbidden) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        Report { flux, platform, apps, tenants, config_repo, other_flux_objects, forbidden, summary }
+    }
+}
+
 /// Counts rows by state.
 pub fn summarize<'a>(rows: impl Iterator<Item = &'a AppStatus>) -> Summary {
     let mut summary = Summary::default();

@@ -319,37 +319,11 @@ mod tests {
     use super::*;
 
     fn row(namespace: &str, name: &str, state: AppState) -> AppStatus {
-        AppStatus {
-            namespace: namespace.into(),
-            name: name.into(),
-            kind: AppKind::Kustomize,
-            state,
-            source_url: None,
-            source_ref: None,
-            source_revision: None,
-            applied_revision: None,
-            last_deployed: None,
-            message: None,
-            objects: Vec::new(),
-            tenant: None,
-            platform: false,
-            history_fingerprint: None,
-        }
+        AppStatus::bare(namespace, name, AppKind::Kustomize, state)
     }
 
     fn listing(apps: Vec<AppStatus>) -> Report {
-        let flux = crate::status::Runtime { namespace: None, version: None, controllers: Vec::new(), config: None };
-        let (tenants, other_flux_objects, forbidden) = (Vec::new(), Vec::new(), Vec::new());
-        Report {
-            flux,
-            summary: summarize(apps.iter()),
-            platform: Vec::new(),
-            apps,
-            tenants,
-            config_repo: Vec::new(),
-            other_flux_objects,
-            forbidden,
-        }
+        Report::of(apps, Vec::new(), None)
     }
 
     fn report(rows: Vec<AppStatus>) -> Snapshot {
