@@ -94,6 +94,7 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     let version = running_version(target, &from, &namespace, &request.name, printer).await?;
     let connection = Connection { context: to.context.clone(), ..target.connection.clone() };
     let context = change::context(&Target { connection, namespace: None }, &request.config, true, printer).await?;
+    same_cluster(&to, context.detection.as_ref().and_then(|detection| detection.gitops.as_ref()))?;
     let to_dir = ClusterDir { name: to.name.clone(), path: to.path.clone() };
     let build = |checkout: &Checkout| promoted(checkout, &to_dir, &request.name, &version);
     let files = build(&checkout.files())?;
@@ -162,6 +163,27 @@ fn environment(fleet: &FleetFile, name: &str) -> Result<FleetEntry> {
     Ok(entry.clone())
 }
 
+/// Refuses a context that reaches another cluster than the fleet file's `entry` says: fleet.yaml is
+/// input, and a wrong context would read the version from, or wait on, some other cluster. The
+/// cluster's install record must name `entry`.
+fn same_cluster(entry: &FleetEntry, record: Option<&crate::record::InstallRecord>) -> Result<()> {
+    let context = entry.context.as_deref().unwrap_or_default();
+    match record {
+        Some(record) if record.cluster_name == entry.name => Ok(()),
+        found => Err(Error::usage(
+            format!(
+                "{FILE_NAME} says context {context:?} reaches cluster {}, and it reaches {}",
+                entry.name,
+                found.map_or_else(
+                    || "a cluster kubectl-gitops did not install".to_string(),
+                    |r| format!("cluster {}", r.cluster_name)
+                )
+            ),
+            format!("fix cluster {}'s `context:` in {FILE_NAME}", entry.name),
+        )),
+    }
+}
+
 /// The chart version the app runs in `from`'s cluster: its HelmRelease Ready, and its last
 /// attempt that version (nothing else on its way). Refused otherwise: promoting what does not
 /// run is not a promotion.
@@ -178,6 +200,7 @@ async fn running_version(
     if let Some(unreachable) = detection.unreachable_error() {
         return Err(unreachable);
     }
+    same_cluster(from, detection.gitops.as_ref())?;
     let version = crate::flux::api::Versions::served(detection.api_versions).lookup(&HELM_RELEASE).map(String::from);
     let Some(version) = version else {
         return Err(Error::usage(format!("{} serves no HelmRelease", from.name), "promote moves HelmRelease apps"));
@@ -270,6 +293,34 @@ mod tests {
         assert_eq!(config["patches"].as_array().unwrap().len(), 1, "{twice}");
         assert!(twice.contains("0.3.0") && !twice.contains("0.2.0"), "{twice}");
         assert_eq!(with_version(&twice, "mccp", "0.3.0").unwrap(), twice, "the same version again changes nothing");
+    }
+
+    #[test]
+    fn a_context_that_reaches_another_cluster_than_the_fleet_file_says_is_refused() {
+        let entry = FleetEntry {
+            name: "uat".into(),
+            path: "clusters/uat".into(),
+            context: Some("uat".into()),
+            environment: "uat".into(),
+            order: 2,
+        };
+        let record = |cluster: &str| crate::record::InstallRecord {
+            url: "ssh://git@127.0.0.1/fleet.git".into(),
+            branch: "main".into(),
+            path: format!("clusters/{cluster}"),
+            cluster_name: cluster.into(),
+            flux_version: "v2.9.0".into(),
+            components: Vec::new(),
+            provider: None,
+            repository: None,
+            hostname: None,
+            platform: None,
+        };
+        same_cluster(&entry, Some(&record("uat"))).unwrap();
+        let other = same_cluster(&entry, Some(&record("prod"))).unwrap_err();
+        assert!(other.to_string().contains("reaches cluster uat, and it reaches cluster prod"), "{other}");
+        let none = same_cluster(&entry, None).unwrap_err();
+        assert!(none.to_string().contains("a cluster kubectl-gitops did not install"), "{none}");
     }
 
     #[test]
