@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::change::fleet::{FILE_NAME, FleetEntry, FleetFile};
 use crate::change::layout::{APPS_DIR, ClusterDir, KUSTOMIZATION_FILE};
+use crate::change::recorded::{self, Replanned};
 use crate::change::{self, Awaits, Change, DeliverySettings, RepoSettings, Target, drive};
 use crate::cli::{DeliveryArgs, GlobalArgs, RepoArgs};
 use crate::cluster::{Cluster, Connection};
@@ -38,6 +39,13 @@ pub struct PromoteArgs {
     #[arg(long, value_name = "TARGET", help_heading = "Promote")]
     pub to: String,
 
+    /// Promote only this chart version: refused unless --from runs it and is Ready at it.
+    ///
+    /// The pull request of a promotion records the version it read from --from's cluster this
+    /// way, so that `pr show` plans exactly that version again.
+    #[arg(long, value_name = "VERSION", help_heading = "Promote")]
+    pub expect_version: Option<String>,
+
     #[command(flatten)]
     pub config: RepoArgs,
 
@@ -51,6 +59,7 @@ pub struct PromoteRequest {
     pub name: String,
     pub from: String,
     pub to: String,
+    pub expect_version: Option<String>,
     pub config: RepoSettings,
     pub delivery: DeliverySettings,
 }
@@ -75,6 +84,7 @@ impl PromoteArgs {
             name,
             from: self.from.clone(),
             to: self.to.clone(),
+            expect_version: self.expect_version.as_deref().map(chart_version).transpose()?,
             config: self.config.settings()?,
             delivery: self.delivery.settings(crate::diff::preview_plan)?,
         })
@@ -92,6 +102,12 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     };
     let namespace = here.namespace.clone();
     let version = running_version(target, &from, &namespace, &request.name, printer).await?;
+    if let Some(expected) = request.expect_version.as_ref().filter(|expected| **expected != version) {
+        return Err(Error::Negative {
+            message: format!("{} runs chart {version} of {}, not {expected}", from.name, request.name),
+            hint: Some("promote what it runs (leave out --expect-version), or wait until it runs that version".into()),
+        });
+    }
     let connection = Connection { context: to.context.clone(), ..target.connection.clone() };
     let context = change::context(&Target { connection, namespace: None }, &request.config, true, printer).await?;
     same_cluster(&to, context.detection.as_ref().and_then(|detection| detection.gitops.as_ref()))?;
@@ -120,13 +136,52 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         notes: Vec::new(),
         awaits: Awaits::one(&namespace, &request.name, true, Some(crate::flux::bootstrap::APPS_LAYER)),
         new_repo: None,
-        request: Vec::new(),
+        request: promote_words(request, &version),
         already_there: Some(format!(
             "{} runs chart {version} of {} already; nothing to change\n",
             to.name, request.name
         )),
     };
     drive(&context, &request.delivery, change, Some(checkout), &build).await
+}
+
+/// The words that record a promotion in its pull request: with the version read from the source
+/// cluster, which a reviewer's `pr show` plans again without asking that cluster.
+fn promote_words(request: &PromoteRequest, version: &str) -> Vec<String> {
+    let flags = [("--from", &request.from), ("--to", &request.to), ("--expect-version", &version.to_string())];
+    let flags = flags.into_iter().flat_map(|(flag, value)| [flag.to_string(), value.clone()]);
+    ["promote".to_string(), request.name.clone()].into_iter().chain(flags).collect()
+}
+
+/// A recorded `promote` (`words`, all of them) planned again on `base`: the version it records
+/// written into the target environment's overlay (the source cluster was asked when it was
+/// opened; its answer is in the words, and the reviewer sees it there).
+pub(crate) fn replan(words: &[String], base: &Checkout) -> Result<Replanned> {
+    let args = recorded::parse_args::<PromoteArgs>(words.get(1..).unwrap_or_default(), words)?;
+    let name = crate::names::validate_name(&args.name, "the app")?;
+    let Some(version) = args.expect_version.as_deref().map(chart_version).transpose()? else {
+        return Err(recorded::unreadable(words, "it does not record the version promoted (--expect-version)"));
+    };
+    let to = environment(&read_fleet(base)?, &args.to)?;
+    let to_dir = ClusterDir { name: to.name, path: to.path };
+    Ok(Replanned::of("promote", &name, promoted(base, &to_dir, &name, &version)?))
+}
+
+/// A chart version as promote takes it: one exact version (a semver range would not be what the
+/// source cluster proved).
+fn chart_version(version: &str) -> Result<String> {
+    let exact = !version.is_empty()
+        && version.len() <= 64
+        && version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+        && version.starts_with(|c: char| c.is_ascii_digit() || c == 'v');
+    if exact {
+        Ok(version.to_string())
+    } else {
+        Err(Error::usage(
+            format!("--expect-version {version:?} is not one chart version"),
+            "give the exact version --from runs, like 0.2.0 (`kubectl gitops fleet status` shows it)",
+        ))
+    }
 }
 
 /// The fleet file, which names the environments.
@@ -276,6 +331,14 @@ fn with_version(overlay: &str, name: &str, version: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    /// `promote`'s flags parsed as the command line would.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        promote: PromoteArgs,
+    }
 
     #[test]
     fn the_version_is_a_patch_of_the_overlay_replaced_on_the_next_promotion() {
@@ -293,6 +356,36 @@ mod tests {
         assert_eq!(config["patches"].as_array().unwrap().len(), 1, "{twice}");
         assert!(twice.contains("0.3.0") && !twice.contains("0.2.0"), "{twice}");
         assert_eq!(with_version(&twice, "mccp", "0.3.0").unwrap(), twice, "the same version again changes nothing");
+    }
+
+    #[test]
+    fn a_recorded_promotion_plans_its_version_again_into_the_target_overlay() {
+        let (_dir, remote) = crate::git::tests::bare();
+        let mut checkout = Checkout::clone(&remote, "main").unwrap();
+        let fleet = "apiVersion: gitops.kubectl.io/v1alpha1\nkind: Fleet\nclusters:\n- name: dev\n  path: clusters/dev\n  context: dev\n  environment: dev\n  order: 1\n- name: uat\n  path: clusters/uat\n  context: uat\n  environment: uat\n  order: 2\n";
+        let overlay = "resources:\n- ../../../../apps/mccp\n";
+        checkout.write(FILE_NAME, fleet.as_bytes()).unwrap();
+        checkout.write("clusters/uat/apps/mccp/kustomization.yaml", overlay.as_bytes()).unwrap();
+        let request = Cli::try_parse_from(["promote", "mccp", "--from", "dev", "--to", "uat"]).unwrap().promote;
+        let request = PromoteRequest {
+            name: request.name,
+            from: request.from,
+            to: request.to,
+            expect_version: None,
+            config: request.config.settings().unwrap(),
+            delivery: request.delivery.settings(crate::diff::preview_plan).unwrap(),
+        };
+        let words = promote_words(&request, "0.2.0");
+        assert_eq!(words.join(" "), "promote mccp --from dev --to uat --expect-version 0.2.0");
+        let replanned = replan(&words, &checkout).unwrap();
+        let to = ClusterDir { name: "uat".into(), path: "clusters/uat".into() };
+        assert_eq!(replanned.files, promoted(&checkout, &to, "mccp", "0.2.0").unwrap());
+        assert!(replanned.branch.starts_with("gitops/promote-mccp-"), "{}", replanned.branch);
+        // Without the version, or with a range, there is nothing exact to plan.
+        let unpinned = replan(&words[..6], &checkout).unwrap_err();
+        assert!(unpinned.to_string().contains("does not record the version promoted"), "{unpinned}");
+        let range = [&words[..6], &["--expect-version".to_string(), ">=0.1.0".to_string()]].concat();
+        assert!(replan(&range, &checkout).unwrap_err().to_string().contains("is not one chart version"));
     }
 
     #[test]

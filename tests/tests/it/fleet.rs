@@ -4,7 +4,9 @@
 //!
 //! The seed's scenario: the same Helm chart added to `dev` and `uat` with their own values (dev on
 //! sqlite, uat on postgresql), both deployed and shown side by side; then the chart moved on in
-//! dev's directory only (a patch in its overlay, by hand), which the matrix marks as differing.
+//! dev's directory only (a patch in its overlay, by hand), which the matrix marks as differing;
+//! then promoted from dev to uat by a pull request on Gitea (the config repo's forge), validated
+//! by `pr show`, merged and followed to Ready.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -14,47 +16,59 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::gitea::Gitea;
 use gitops_e2e::testenv::{Options, TestEnv};
 use gitops_e2e::{binaries, flux_release};
-use serde_json::Value;
+use gitops_shared::provider::Kind;
+use serde_json::{Value, json};
 
-/// `install` into `env`'s cluster as cluster `name`, from repo `fleet` on `origin`'s git server.
-fn install(env: &TestEnv, origin: &TestEnv, name: &str) {
-    let run = Run::of(
-        Command::new(binaries::path("kubectl-gitops-install"))
-            .args([
-                "--url",
-                &origin.git.ssh_url("fleet"),
-                "--path",
-                &format!("clusters/{name}"),
-                "--cluster-name",
-                name,
-            ])
-            .args(["--timeout", "3m", "--components-file"])
-            .arg(flux_release::components())
-            .arg("--private-key-file")
-            .arg(&origin.git.client_key)
-            .arg("--known-hosts-file")
-            .arg(&origin.git.known_hosts)
-            .env("KUBECONFIG", &env.kubeconfig),
-    );
+/// The config repo, on Gitea.
+const REPO: &str = "acme/fleet";
+
+/// `command` wired to `gitea` (its token and API; the admin's SSH key and Gitea's host key as
+/// flags, when `keys`) and to `kubeconfig`, without a real HOME.
+fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path, keys: bool) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    if keys {
+        command.arg("--private-key-file").arg(&gitea.client_key);
+    }
+    command
+        .arg("--known-hosts-file")
+        .arg(&gitea.known_hosts)
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", home.path())
+        .env(Kind::Gitea.token_env(), &gitea.token)
+        .env(Kind::Gitea.api_url_env(), gitea.api_url())
+        .env_remove(Kind::GitHub.token_env())
+        .env_remove(Kind::GitLab.token_env())
+        .env_remove("SSH_AUTH_SOCK")
+        .env("NO_COLOR", "1");
+    Run::of(&mut command)
+}
+
+/// `install --provider gitea` into `env`'s cluster as cluster `name`, in repo acme/fleet (made by
+/// the first). Without a key of ours: install makes Flux a deploy key for each cluster.
+fn install(env: &TestEnv, gitea: &Gitea, name: &str) {
+    let host = gitea.url.trim_start_matches("http://").to_string();
+    let mut command = Command::new(binaries::path("kubectl-gitops-install"));
+    command
+        .args(["--provider", "gitea", "--hostname", &host, "--owner", "acme", "--repository", "fleet"])
+        .args(["--path", &format!("clusters/{name}"), "--cluster-name", name])
+        .args(["--timeout", "3m", "--components-file"])
+        .arg(flux_release::components());
+    let run = wired(command, gitea, &env.kubeconfig, false);
     assert_eq!(run.code, Some(0), "install {name}: {}", run.render());
 }
 
-/// `app add mccp` (the fixture chart `hello` from `origin`'s chart server) to cluster `name`,
+/// `app add mccp` (the fixture chart `hello` from `charts`' chart server) to cluster `name`,
 /// with its own values.
-fn add(env: &TestEnv, origin: &TestEnv, name: &str, values: &Path) {
-    let home = tempfile::tempdir().unwrap();
-    let run = Run::of(
-        Command::new(binaries::path("kubectl-gitops-app"))
-            .args(["add", "mccp", "--url", &origin.helm.url, "--chart", "hello", "--cluster-name", name])
-            .arg("--values")
-            .arg(values)
-            .arg("--private-key-file")
-            .arg(&origin.git.client_key)
-            .env("KUBECONFIG", &env.kubeconfig)
-            .env("HOME", home.path()),
-    );
+fn add(env: &TestEnv, charts: &TestEnv, gitea: &Gitea, name: &str, values: &Path) {
+    let mut command = Command::new(binaries::path("kubectl-gitops-app"));
+    command
+        .args(["add", "mccp", "--url", &charts.helm.url, "--chart", "hello", "--cluster-name", name])
+        .arg("--values")
+        .arg(values);
+    let run = wired(command, gitea, &env.kubeconfig, true);
     assert_eq!(run.code, Some(0), "add mccp to {name}: {}", run.render());
 }
 
@@ -83,29 +97,21 @@ fn fleet_kubeconfig(dir: &Path, clusters: &[(&str, &TestEnv)], silent: u16) -> s
     path
 }
 
-/// `kubectl gitops fleet status ARGS` with the fleet's kubeconfig and the config repo's key.
-fn fleet(kubeconfig: &Path, origin: &TestEnv, args: &[&str]) -> Run {
-    let home = tempfile::tempdir().unwrap();
-    Run::of(
-        Command::new(binaries::path("kubectl-gitops-fleet"))
-            .arg("status")
-            .args(args)
-            .arg("--private-key-file")
-            .arg(&origin.git.client_key)
-            .env("KUBECONFIG", kubeconfig)
-            .env("HOME", home.path())
-            .env("NO_COLOR", "1"),
-    )
+/// `kubectl gitops fleet status ARGS` with the fleet's kubeconfig and the config repo's keys.
+fn fleet(kubeconfig: &Path, gitea: &Gitea, args: &[&str]) -> Run {
+    let mut command = Command::new(binaries::path("kubectl-gitops-fleet"));
+    command.arg("status").args(args);
+    wired(command, gitea, kubeconfig, true)
 }
 
 /// `fleet status ARGS -o json` once app `mccp` is ready in every cluster that answers: a
 /// HelmRelease Ready after an upgrade can still have its HelmChart catching up for a moment
 /// (`status` then says failing, as it should), so the test asks again until it settles.
-fn settled(kubeconfig: &Path, origin: &TestEnv, args: &[&str]) -> Run {
+fn settled(kubeconfig: &Path, gitea: &Gitea, args: &[&str]) -> Run {
     let args = [args, &["-o", "json"]].concat();
     let started = Instant::now();
     loop {
-        let run = fleet(kubeconfig, origin, &args);
+        let run = fleet(kubeconfig, gitea, &args);
         let document: Value = serde_json::from_str(&run.stdout).unwrap_or_default();
         let ready = document["apps"][0]["cells"]
             .as_array()
@@ -140,20 +146,24 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         let uat = scope.spawn(start);
         (start(), uat.join().unwrap())
     });
-    dev.git.create_repo("fleet").unwrap();
+    // The config repo on a real Gitea (beside dev), where promotions open their pull requests.
+    let gitea = dev.start_gitea().unwrap();
+    gitea.api("POST", "/orgs", Some(&json!({ "username": "acme" }))).unwrap();
     dev.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
-    // Both clusters follow repo `fleet` on dev's git server, each from its own directory.
-    // (One after the other: each install waits for its own commit, and a sync that fetched the
-    // other's later commit first would be Ready at that one.)
-    install(&dev, &dev, "dev");
-    install(&uat, &dev, "uat");
+    // Both clusters follow acme/fleet on Gitea, each from its own directory with its own deploy
+    // key. (One after the other: each install waits for its own commit, and a sync that fetched
+    // the other's later commit first would be Ready at that one.)
+    install(&dev, &gitea, "dev");
+    install(&uat, &gitea, "uat");
+    let keys = gitea.api("GET", &format!("/repos/{REPO}/keys"), None).unwrap();
+    assert_eq!(keys.as_array().unwrap().len(), 2, "a read-only deploy key per cluster: {keys}");
     let work = tempfile::tempdir().unwrap();
 
     // Each install added its cluster to the fleet file, with the context that reached it (both
     // environments' kubeconfigs call theirs `testenv`); people edit it: the contexts of their own
     // kubeconfig, the environments' names, and a third cluster, prod, whose server never answers.
     let clone = work.path().join("fleet");
-    dev.git.git(work.path(), &["clone", "-q", &dev.git.ssh_url("fleet"), "fleet"]).unwrap();
+    gitea.git(work.path(), &["clone", "-q", &gitea.ssh_url(REPO), "fleet"]).unwrap();
     let written = std::fs::read_to_string(clone.join("fleet.yaml")).unwrap();
     assert_eq!(
         written,
@@ -167,8 +177,8 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         .replacen("context: testenv", "context: uat", 1)
         .replace("kind: Fleet\n", &format!("{prod}kind: Fleet\n"));
     std::fs::write(clone.join("fleet.yaml"), edited).unwrap();
-    dev.git.git(&clone, &["commit", "-q", "-am", "The fleet: our contexts, and prod"]).unwrap();
-    dev.git.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
+    gitea.git(&clone, &["commit", "-q", "-am", "The fleet: our contexts, and prod"]).unwrap();
+    gitea.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
     let values = |name: &str, text: &str| {
         let path = work.path().join(format!("{name}.yaml"));
         std::fs::write(&path, text).unwrap();
@@ -179,10 +189,10 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     // Both at once (two pushes to one repo: the change engine plans again on a refused push),
     // then both clusters asked to fetch and waited for.
     std::thread::scope(|scope| {
-        scope.spawn(|| add(&uat, &dev, "uat", &uat_values));
-        add(&dev, &dev, "dev", &dev_values);
+        scope.spawn(|| add(&uat, &dev, &gitea, "uat", &uat_values));
+        add(&dev, &dev, &gitea, "dev", &dev_values);
     });
-    let head = dev.git.head("fleet");
+    let head = gitea.head(REPO, "main").unwrap();
     for env in [&dev, &uat] {
         env.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
         let applied = "{.status.lastAppliedRevision}";
@@ -206,7 +216,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let kubeconfig = fleet_kubeconfig(work.path(), &[("dev", &dev), ("uat", &uat)], silent);
 
     // dev and uat side by side: the same chart version, each Ready; at the config repo's head.
-    let both = settled(&kubeconfig, &dev, &["--context", "dev,uat"]);
+    let both = settled(&kubeconfig, &gitea, &["--context", "dev,uat"]);
     assert_eq!(both.code, Some(0), "{}", both.render());
     let status = gitops_e2e::schema::document("FleetStatus", &both.stdout);
     let ready = |version: &str| ("ready".to_string(), version.to_string());
@@ -215,7 +225,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["dev", "uat"]);
     assert!(status["clusters"].as_array().unwrap().iter().all(|cluster| cluster["behind"] == false), "{status:#}");
-    let table = fleet(&kubeconfig, &dev, &["--context", "dev,uat"]);
+    let table = fleet(&kubeconfig, &gitea, &["--context", "dev,uat"]);
     assert_eq!(table.code, Some(0), "{}", table.render());
     let row = table.stdout.lines().find(|line| line.starts_with("flux-system/mccp ")).unwrap();
     assert_eq!(
@@ -226,7 +236,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     // The fleet file's clusters, in its order, prod among them: its column says it did not answer
     // within --timeout, the others are shown, exit 3.
     let started = Instant::now();
-    let all = fleet(&kubeconfig, &dev, &["--timeout", "10s", "-o", "json"]);
+    let all = fleet(&kubeconfig, &gitea, &["--timeout", "10s", "-o", "json"]);
     let took = started.elapsed();
     assert_eq!(all.code, Some(3), "{}", all.render());
     assert!(took < Duration::from_secs(30), "{took:?}");
@@ -254,7 +264,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         std::fs::write(chart.join(file), text).unwrap();
     }
     dev.helm.publish(&chart).unwrap();
-    dev.git.git(&clone, &["pull", "-q", "origin", "main"]).unwrap();
+    gitea.git(&clone, &["pull", "-q", "origin", "main"]).unwrap();
     let overlay = clone.join("clusters/dev/apps/mccp/kustomization.yaml");
     let mut config: Value = gitops_shared::yaml::from_str(&std::fs::read_to_string(&overlay).unwrap()).unwrap();
     config["patches"].as_array_mut().unwrap().push(serde_json::json!({
@@ -266,9 +276,9 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let suspend = r#"{"spec":{"suspend":true}}"#;
     uat.kubectl_ok(&["-n", "flux-system", "patch", "gitrepository", "flux-system", "--type", "merge", "-p", suspend])
         .unwrap();
-    dev.git.git(&clone, &["commit", "-q", "-am", "dev: mccp at chart 0.2.0"]).unwrap();
-    dev.git.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
-    let pushed = dev.git.head("fleet");
+    gitea.git(&clone, &["commit", "-q", "-am", "dev: mccp at chart 0.2.0"]).unwrap();
+    gitea.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
+    let pushed = gitea.head(REPO, "main").unwrap();
     dev.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
     let sync = ["-n", "flux-system", "kustomization", "flux-system"];
     let at_head = format!("main@sha1:{pushed}");
@@ -279,7 +289,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     dev.wait_for_jsonpath(&release, "{.status.lastAttemptedRevision}", "0.2.0", Duration::from_secs(180)).unwrap();
     dev.wait_ready(&["helmrelease/mccp"], Duration::from_secs(180)).unwrap();
     // And how far that commit has rolled out: applied in dev, not yet in uat.
-    let moved = settled(&kubeconfig, &dev, &["--context", "dev,uat", "--rollout", &pushed]);
+    let moved = settled(&kubeconfig, &gitea, &["--context", "dev,uat", "--rollout", &pushed]);
     assert_eq!(moved.code, Some(1), "{}", moved.render());
     let status = gitops_e2e::schema::document("FleetStatus", &moved.stdout);
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.1.0")], "{status:#}");
@@ -289,43 +299,70 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let rollout: Vec<&str> =
         status["clusters"].as_array().unwrap().iter().map(|c| c["rollout"].as_str().unwrap()).collect();
     assert_eq!(rollout, ["applied", "notYet"], "{status:#}");
-    let short = fleet(&kubeconfig, &dev, &["--context", "dev,uat", "--rollout", &pushed[..12]]);
+    let short = fleet(&kubeconfig, &gitea, &["--context", "dev,uat", "--rollout", &pushed[..12]]);
     assert_eq!(short.code, Some(2), "{}", short.render());
     assert!(short.stderr.contains("is not a full commit hash"), "{}", short.render());
 
-    // Promoted from dev to uat: the chart version dev runs and is Ready at, written into uat's
-    // overlay in one commit; uat runs it once --wait returns, and the versions are the same again.
+    // Promoted from dev to uat by a pull request on Gitea: the chart version dev runs and is Ready
+    // at, written into uat's overlay; the request records that version, so a reviewer's `pr show`
+    // plans exactly it again; merged and followed until uat runs it, the versions are the same.
     let resume = r#"{"spec":{"suspend":false}}"#;
     uat.kubectl_ok(&["-n", "flux-system", "patch", "gitrepository", "flux-system", "--type", "merge", "-p", resume])
         .unwrap();
     uat.request_reconcile("flux-system", &["helmrepository/mccp"]).unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let promote = |args: &[&str]| {
-        Run::of(
-            Command::new(binaries::path("kubectl-gitops-promote"))
-                .args(args)
-                .arg("--private-key-file")
-                .arg(&dev.git.client_key)
-                .env("KUBECONFIG", &kubeconfig)
-                .env("HOME", home.path()),
-        )
+    let plugins = binaries::plugin_dir();
+    // `kubectl gitops ARGS` through the real kubectl, with the fleet's kubeconfig.
+    let kubectl_gitops = |args: &[&str]| {
+        let path = format!("{}:{}", plugins.path().display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = Command::new(binaries::kubectl());
+        command.arg("gitops").args(args).env("PATH", path);
+        wired(command, &gitea, &kubeconfig, true)
     };
-    let planned = promote(&["mccp", "--from", "dev", "--to", "uat", "--dry-run"]);
+    let promote =
+        |extra: &[&str]| kubectl_gitops(&[&["promote", "mccp", "--from", "dev", "--to", "uat"][..], extra].concat());
+    let planned = promote(&["--dry-run"]);
     assert_eq!(planned.code, Some(0), "{}", planned.render());
     for line in ["+++ b/clusters/uat/apps/mccp/kustomization.yaml\n", "value: \"0.2.0\"\n"] {
         assert!(planned.stdout.contains(line), "{line} in {}", planned.render());
     }
     // From production, whose cluster never answers: refused, nothing written.
-    let before = dev.git.head("fleet");
-    let refused = promote(&["mccp", "--from", "production", "--to", "uat", "--request-timeout", "3s"]);
+    let before = gitea.head(REPO, "main").unwrap();
+    let refused =
+        kubectl_gitops(&["promote", "mccp", "--from", "production", "--to", "uat", "--request-timeout", "3s"]);
     assert_eq!(refused.code, Some(3), "{}", refused.render());
-    assert_eq!(dev.git.head("fleet"), before, "nothing pushed");
-    let promoted = promote(&["mccp", "--from", "dev", "--to", "uat", "--wait", "--timeout", "3m"]);
+    // A version dev does not run: refused, nothing written.
+    let other = promote(&["--expect-version", "0.3.0", "--pr"]);
+    assert_eq!(other.code, Some(1), "{}", other.render());
+    assert!(other.stderr.contains("\nerror: dev runs chart 0.2.0 of mccp, not 0.3.0\nhint: "), "{}", other.render());
+    assert_eq!(gitea.head(REPO, "main").unwrap(), before, "nothing pushed");
+    assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=all"), None).unwrap(), json!([]));
+    let opened = promote(&["--pr"]);
+    assert_eq!(opened.code, Some(0), "{}", opened.render());
+    assert_eq!(opened.stdout, format!("pull request opened: {}/{REPO}/pulls/1\n", gitea.url), "{}", opened.render());
+    let pull = gitea.api("GET", &format!("/repos/{REPO}/pulls/1"), None).unwrap();
+    assert!(pull["head"]["ref"].as_str().unwrap().starts_with("gitops/promote-mccp-"), "{pull}");
+    let recorded = "promote mccp --from dev --to uat --expect-version 0.2.0";
+    assert!(pull["body"].as_str().unwrap().contains(recorded), "{pull}");
+    let shown = kubectl_gitops(&["pr", "show", "1"]);
+    assert_eq!(shown.code, Some(0), "{}", shown.render());
+    for check in ["open ", "change ", "request ", "mergeable "] {
+        assert!(shown.stdout.contains(&format!("ok    {check}")), "{check}: {}", shown.render());
+    }
+    assert_eq!(gitea.head(REPO, "main").unwrap(), before, "nothing merged yet");
+    // The same promotion again, with --merge --wait: it finds its request, merges the head it
+    // checked, and waits on uat's cluster until the HelmRelease is Ready.
+    let promoted = promote(&["--pr", "--merge", "--wait", "--timeout", "3m"]);
     assert_eq!(promoted.code, Some(0), "{}", promoted.render());
-    assert!(promoted.stdout.starts_with("app mccp promoted at "), "{}", promoted.render());
-    let again = promote(&["mccp", "--from", "dev", "--to", "uat"]);
+    assert!(promoted.stderr.contains("merged #1 into main"), "{}", promoted.render());
+    let main = gitea.head(REPO, "main").unwrap();
+    let done = format!("app mccp promoted at {}\n", &main[..12]);
+    assert!(promoted.stdout.ends_with(&done), "{}", promoted.render());
+    assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls/1"), None).unwrap()["merged"], true);
+    let release = uat.jsonpath(&["-n", "flux-system", "helmrelease", "mccp"], "{.status.history[0].chartVersion}");
+    assert_eq!(release.unwrap(), "0.2.0");
+    let again = promote(&[]);
     assert_eq!(again.stdout, "uat runs chart 0.2.0 of mccp already; nothing to change\n", "{}", again.render());
-    let same = settled(&kubeconfig, &dev, &["--context", "dev,uat"]);
+    let same = settled(&kubeconfig, &gitea, &["--context", "dev,uat"]);
     let status = gitops_e2e::schema::document("FleetStatus", &same.stdout);
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.2.0")], "{status:#}");
     assert_eq!(status["apps"][0]["differs"], false, "{status:#}");
