@@ -34,6 +34,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "repo_access",
             "retry",
             "config",
+            "contexts",
             "output",
             "yaml",
             "flux_cli",

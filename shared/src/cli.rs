@@ -38,6 +38,9 @@ pub struct GlobalArgs {
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use instead of the current one.
+    ///
+    /// `status`, `app status`, `app list`, `platform list` and `fleet status` take a list
+    /// (`--context dev,uat`) and answer for each context (docs/fleet.md).
     #[arg(long, global = true, value_name = "NAME", alias = "kube-context", help_heading = "Cluster options")]
     pub context: Option<String>,
 

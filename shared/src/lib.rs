@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod completion;
 pub mod component;
 pub mod config;
+pub mod contexts;
 pub mod dependencies;
 pub mod deploy_key;
 pub mod deployments;

@@ -37,6 +37,7 @@ pub fn all() -> Vec<Published> {
         one::<crate::drift::DriftChange>("drift --watch (one per change)"),
         one::<crate::app::rollback::Rollback>("app rollback"),
         one::<crate::fleet::FleetStatus>("fleet status"),
+        list::<crate::contexts::ContextAnswer>("status, app status, app list with --context a,b"),
         one::<crate::version::VersionReport>("version"),
         list::<crate::app::AppRow>("app list, platform list"),
         list::<crate::tenant::TenantRow>("tenant list"),

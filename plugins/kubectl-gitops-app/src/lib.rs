@@ -91,7 +91,7 @@ pub fn main() -> std::process::ExitCode {
             }
             Command::Rollback(args) => return app::rollback(&args.request(global)?, &target, &printer).await,
             Command::Add(args) => app::add(&args.request()?, &target, &printer).await?,
-            Command::List(args) => app::list(&args.request(global)?, &target, &printer).await?,
+            Command::List(args) => return app::run_list(&args.request(global)?, &target, &printer).await,
             Command::Remove(args) => app::remove(&args.request()?, &target, &printer).await?,
             Command::Suspend(args) => app::suspend(&args.request(true)?, &target, &printer).await?,
             Command::Resume(args) => app::suspend(&args.request(false)?, &target, &printer).await?,

@@ -54,7 +54,7 @@ pub fn main() -> std::process::ExitCode {
             Command::List(args) => {
                 let mut request = args.request(global)?;
                 request.tier = Tier::Platform;
-                app::list(&request, &target, &printer).await?
+                return app::run_list(&request, &target, &printer).await;
             }
             Command::Remove(args) => {
                 let mut request = args.request()?;

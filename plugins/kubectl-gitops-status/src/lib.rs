@@ -4,10 +4,10 @@ use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cli::{OutputFormats, SelectorArgs};
 use gitops_shared::cluster::{Cluster, Connection, default_flux_namespace};
-use gitops_shared::output;
 use gitops_shared::runtime;
 use gitops_shared::status::{self, Scope, View};
 use gitops_shared::version::VERSION_LINE;
+use gitops_shared::{contexts, output};
 
 /// What runs where, at which commit, healthy or not, and why.
 ///
@@ -67,8 +67,7 @@ pub fn main() -> std::process::ExitCode {
         )?;
         let labels = cli.selector.labels()?;
         let labels = labels.as_deref();
-        let cluster =
-            Cluster::connect(&Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST), &printer).await?;
+        let connection = Connection::from_args(&cli.global, gitops_shared::timeouts::REQUEST);
         let scope = match (cli.all_namespaces, &cli.global.namespace) {
             (true, _) => Scope::All,
             (false, Some(namespace)) => Scope::Namespace(namespace.clone()),
@@ -82,6 +81,14 @@ pub fn main() -> std::process::ExitCode {
             cluster_only: cli.cluster_only,
             style: printer.stdout_style(),
         };
+        if let Some(several) = contexts::several(&cli.global)? {
+            status::one_context_at_a_time(cli.watch, cli.wait.request().is_some())?;
+            return contexts::in_each(&several, &connection, format, &printer, |connection, format| {
+                status::answer(connection, &scope, labels, View { format, ..view }, &printer)
+            })
+            .await;
+        }
+        let cluster = Cluster::connect(&connection, &printer).await?;
         if cli.watch {
             return status::watch_cluster(cluster, &scope, labels, view, printer).await;
         }

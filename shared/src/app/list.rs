@@ -9,7 +9,8 @@ use crate::change::Target;
 use crate::change::context::{clone, context};
 use crate::change::layout::{self, ClusterDir};
 use crate::cli::OutputFormat;
-use crate::error::{Error, Result};
+use crate::contexts::Answer;
+use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 use crate::output::table::Table;
 use crate::plan;
@@ -40,6 +41,20 @@ pub struct AppRow {
 
 impl crate::output::Kind for AppRow {
     const KIND: &'static str = "App";
+}
+
+/// `app list` (and `platform list`) printed: in each context when `--context` names several.
+pub async fn run_list(request: &ListRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
+    let Some(contexts) = &request.contexts else {
+        printer.data(&list(request, target, printer).await?)?;
+        return Ok(ExitCode::Ok);
+    };
+    crate::contexts::in_each(contexts, &target.connection, request.format, printer, |connection, format| async move {
+        let request = ListRequest { format, contexts: None, ..request.clone() };
+        let target = Target { connection, namespace: target.namespace.clone() };
+        Ok(Answer { text: list(&request, &target, printer).await?, code: ExitCode::Ok })
+    })
+    .await
 }
 
 /// `app list`: returns the text to print.

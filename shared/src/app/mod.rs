@@ -21,7 +21,7 @@ pub mod spec;
 use kube::api::Api;
 
 pub use self::args::{AddArgs, ListArgs, RemoveArgs, SuspendArgs};
-pub use self::list::{AppRow, list};
+pub use self::list::{AppRow, list, run_list};
 pub use self::rollback::{RollbackArgs, rollback};
 pub use self::settings::ListRequest;
 use self::settings::{AddRequest, RemoveRequest, SuspendRequest};

@@ -140,6 +140,8 @@ pub struct ListRequest {
     pub headers: bool,
     /// `-l`: the apps whose Kustomization or HelmRelease has these labels.
     pub labels: Option<String>,
+    /// `--context dev,uat`: the apps of each of these contexts.
+    pub contexts: Option<Vec<String>>,
 }
 
 impl ListArgs {
@@ -164,6 +166,7 @@ impl ListArgs {
             format,
             headers: !global.no_headers,
             tier: Tier::App,
+            contexts: crate::contexts::several(global)?,
         })
     }
 }

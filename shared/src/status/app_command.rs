@@ -9,10 +9,12 @@ use super::app_reads::{Viewer, served_apis};
 use super::app_report::AppReport;
 use super::app_report::{AppRef, exit_code};
 use super::collect::resource;
-use super::tree::print;
+use super::in_contexts::one_context_at_a_time;
+use super::tree::{print, render};
 use super::watch::{WaitArgs, WaitRequest};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection};
+use crate::contexts::Answer;
 use crate::error::{ExitCode, Result};
 use crate::flux::api as flux_api;
 use crate::output::Printer;
@@ -44,12 +46,16 @@ impl AppStatusArgs {
     pub fn request(&self, global: &GlobalArgs) -> Result<AppStatusRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
+        let contexts = crate::contexts::several(global)?;
+        if contexts.is_some() {
+            one_context_at_a_time(self.watch, self.wait.request().is_some())?;
+        }
         let follow = match (self.watch, self.wait.request()) {
             (true, _) => Follow::Watch,
             (false, Some(wait)) => Follow::Wait(wait),
             (false, None) => Follow::Once,
         };
-        Ok(AppStatusRequest { app: AppRef::of(&self.name, global)?, git: !self.no_git, format, follow })
+        Ok(AppStatusRequest { app: AppRef::of(&self.name, global)?, git: !self.no_git, format, follow, contexts })
     }
 }
 
@@ -61,6 +67,8 @@ pub struct AppStatusRequest {
     git: bool,
     format: OutputFormat,
     follow: Follow,
+    /// `--context dev,uat`: the app in each of these contexts.
+    contexts: Option<Vec<String>>,
 }
 
 /// Whether `app status` looks once, keeps showing the app, or waits for it.
@@ -79,6 +87,12 @@ pub async fn run_app_status(
     connection: &Connection,
     printer: &Printer,
 ) -> Result<ExitCode> {
+    if let Some(contexts) = &request.contexts {
+        return crate::contexts::in_each(contexts, connection, request.format, printer, |connection, format| {
+            answer(connection, request, format, printer)
+        })
+        .await;
+    }
     let cluster = Cluster::connect(connection, printer).await?;
     let served = served_apis(&cluster).await?;
     let mut viewer = Viewer::new(cluster, served, request.app.clone(), request.git, *printer);
@@ -91,6 +105,20 @@ pub async fn run_app_status(
             Ok(exit_code(&report))
         }
     }
+}
+
+/// The app in one context of several (`--context dev,uat`), in `format`.
+async fn answer(
+    connection: Connection,
+    request: &AppStatusRequest,
+    format: OutputFormat,
+    printer: &Printer,
+) -> Result<Answer> {
+    let cluster = Cluster::connect(&connection, printer).await?;
+    let served = served_apis(&cluster).await?;
+    let mut viewer = Viewer::new(cluster, served, request.app.clone(), request.git, *printer);
+    let Some((_, report)) = viewer.look(true).await? else { return Err(viewer.app.not_found()) };
+    Ok(Answer { text: render(&report, format, printer.stdout_style())?, code: exit_code(&report) })
 }
 
 /// Waits as `app status NAME --wait --revision R` does (`wait` says how long and for what), and

@@ -11,6 +11,7 @@ mod app_history;
 mod app_reads;
 mod app_report;
 mod collect;
+mod in_contexts;
 mod live;
 mod remember;
 mod render;
@@ -29,6 +30,7 @@ pub use self::app_report::{
 };
 pub(crate) use self::collect::resource;
 pub use self::collect::{Scope, collect, collect_detected, collect_labelled};
+pub use self::in_contexts::{answer, one_context_at_a_time};
 pub(crate) use self::live::Live;
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::remember::HistoryKeeper;

@@ -25,16 +25,10 @@ use serde_json::{Value, json};
 /// The config repo, on Gitea.
 const REPO: &str = "acme/fleet";
 
-/// `command` wired to `gitea` (its token and API; the admin's SSH key and Gitea's host key as
-/// flags, when `keys`) and to `kubeconfig`, without a real HOME.
-fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path, keys: bool) -> Run {
+/// `command` wired to `gitea` (its token and API) and to `kubeconfig`, without a real HOME.
+fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path) -> Run {
     let home = tempfile::tempdir().unwrap();
-    if keys {
-        command.arg("--private-key-file").arg(&gitea.client_key);
-    }
     command
-        .arg("--known-hosts-file")
-        .arg(&gitea.known_hosts)
         .env("KUBECONFIG", kubeconfig)
         .env("HOME", home.path())
         .env(Kind::Gitea.token_env(), &gitea.token)
@@ -46,6 +40,16 @@ fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path, keys: bool) -> 
     Run::of(&mut command)
 }
 
+/// `--private-key-file … --known-hosts-file …`: Gitea's admin's key, and Gitea's host key.
+fn keys(gitea: &Gitea) -> [&str; 4] {
+    [
+        "--private-key-file",
+        gitea.client_key.to_str().unwrap(),
+        "--known-hosts-file",
+        gitea.known_hosts.to_str().unwrap(),
+    ]
+}
+
 /// `install --provider gitea` into `env`'s cluster as cluster `name`, in repo acme/fleet (made by
 /// the first). Without a key of ours: install makes Flux a deploy key for each cluster.
 fn install(env: &TestEnv, gitea: &Gitea, name: &str) {
@@ -54,9 +58,10 @@ fn install(env: &TestEnv, gitea: &Gitea, name: &str) {
     command
         .args(["--provider", "gitea", "--hostname", &host, "--owner", "acme", "--repository", "fleet"])
         .args(["--path", &format!("clusters/{name}"), "--cluster-name", name])
-        .args(["--timeout", "3m", "--components-file"])
+        .args(["--timeout", "3m", "--known-hosts-file", gitea.known_hosts.to_str().unwrap()])
+        .arg("--components-file")
         .arg(flux_release::components());
-    let run = wired(command, gitea, &env.kubeconfig, false);
+    let run = wired(command, gitea, &env.kubeconfig);
     assert_eq!(run.code, Some(0), "install {name}: {}", run.render());
 }
 
@@ -66,9 +71,10 @@ fn add(env: &TestEnv, charts: &TestEnv, gitea: &Gitea, name: &str, values: &Path
     let mut command = Command::new(binaries::path("kubectl-gitops-app"));
     command
         .args(["add", "mccp", "--url", &charts.helm.url, "--chart", "hello", "--cluster-name", name])
+        .args(keys(gitea))
         .arg("--values")
         .arg(values);
-    let run = wired(command, gitea, &env.kubeconfig, true);
+    let run = wired(command, gitea, &env.kubeconfig);
     assert_eq!(run.code, Some(0), "add mccp to {name}: {}", run.render());
 }
 
@@ -100,8 +106,8 @@ fn fleet_kubeconfig(dir: &Path, clusters: &[(&str, &TestEnv)], silent: u16) -> s
 /// `kubectl gitops fleet status ARGS` with the fleet's kubeconfig and the config repo's keys.
 fn fleet(kubeconfig: &Path, gitea: &Gitea, args: &[&str]) -> Run {
     let mut command = Command::new(binaries::path("kubectl-gitops-fleet"));
-    command.arg("status").args(args);
-    wired(command, gitea, kubeconfig, true)
+    command.arg("status").args(args).args(keys(gitea));
+    wired(command, gitea, kubeconfig)
 }
 
 /// `fleet status ARGS -o json` once app `mccp` is ready in every cluster that answers: a
@@ -155,8 +161,8 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     // the other's later commit first would be Ready at that one.)
     install(&dev, &gitea, "dev");
     install(&uat, &gitea, "uat");
-    let keys = gitea.api("GET", &format!("/repos/{REPO}/keys"), None).unwrap();
-    assert_eq!(keys.as_array().unwrap().len(), 2, "a read-only deploy key per cluster: {keys}");
+    let deploy_keys = gitea.api("GET", &format!("/repos/{REPO}/keys"), None).unwrap();
+    assert_eq!(deploy_keys.as_array().unwrap().len(), 2, "a deploy key per cluster: {deploy_keys}");
     let work = tempfile::tempdir().unwrap();
 
     // Each install added its cluster to the fleet file, with the context that reached it (both
@@ -232,6 +238,46 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         row.split_whitespace().collect::<Vec<_>>(),
         ["flux-system/mccp", "ready", "0.1.0", "ready", "0.1.0", "same"]
     );
+
+    // `status`, `app status` and `app list` take the same list, through the real kubectl: each
+    // context answers as it would alone, in the list's order; one that does not answer says why
+    // in its own block (or item) and gives the exit code, the others are shown.
+    let plugins = binaries::plugin_dir();
+    // `kubectl gitops ARGS` through the real kubectl, with the fleet's kubeconfig.
+    let kubectl_gitops = |args: &[&str]| {
+        let path = format!("{}:{}", plugins.path().display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = Command::new(binaries::kubectl());
+        command.arg("gitops").args(args).env("PATH", path);
+        wired(command, &gitea, &kubeconfig)
+    };
+    let three = ["--context", "dev,uat,gone", "--request-timeout", "3s"];
+    let statuses = kubectl_gitops(&[&["status", "-o", "json"][..], &three].concat());
+    assert_eq!(statuses.code, Some(3), "{}", statuses.render());
+    let answers = gitops_e2e::schema::document("ContextAnswerList", &statuses.stdout);
+    let items = answers["items"].as_array().unwrap();
+    let contexts: Vec<(&str, i64)> =
+        items.iter().map(|item| (item["context"].as_str().unwrap(), item["exitCode"].as_i64().unwrap())).collect();
+    assert_eq!(contexts, [("dev", 0), ("uat", 0), ("gone", 3)], "{answers:#}");
+    for item in &items[..2] {
+        let status = &item["result"];
+        gitops_e2e::schema::validate("Status", status);
+        let mccp = status["apps"].as_array().unwrap().iter().find(|app| app["name"] == "mccp").unwrap();
+        assert_eq!(mccp["state"], "ready", "{status:#}");
+    }
+    assert!(items[2]["error"].as_str().unwrap().contains("127.0.0.1"), "{answers:#}");
+    let app = kubectl_gitops(&["app", "status", "mccp", "--context", "dev,uat", "--no-git"]);
+    assert_eq!(app.code, Some(0), "{}", app.render());
+    let blocks: Vec<&str> = app.stdout.lines().filter(|line| line.starts_with("==> ")).collect();
+    assert_eq!(blocks, ["==> context dev <==", "==> context uat <=="], "{}", app.render());
+    let listed = kubectl_gitops(&["app", "list", "--context", "uat,dev", "-o", "json"]);
+    assert_eq!(listed.code, Some(0), "{}", listed.render());
+    let answers = gitops_e2e::schema::document("ContextAnswerList", &listed.stdout);
+    for (item, cluster) in answers["items"].as_array().unwrap().iter().zip(["uat", "dev"]) {
+        let rows = &item["result"];
+        gitops_e2e::schema::validate("AppList", rows);
+        let mccp = rows["items"].as_array().unwrap().iter().find(|row| row["name"] == "mccp").unwrap();
+        assert_eq!(mccp["clusters"], json!([cluster]), "each context's own install record: {rows:#}");
+    }
 
     // The fleet file's clusters, in its order, prod among them: its column says it did not answer
     // within --timeout, the others are shown, exit 3.
@@ -310,16 +356,9 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     uat.kubectl_ok(&["-n", "flux-system", "patch", "gitrepository", "flux-system", "--type", "merge", "-p", resume])
         .unwrap();
     uat.request_reconcile("flux-system", &["helmrepository/mccp"]).unwrap();
-    let plugins = binaries::plugin_dir();
-    // `kubectl gitops ARGS` through the real kubectl, with the fleet's kubeconfig.
-    let kubectl_gitops = |args: &[&str]| {
-        let path = format!("{}:{}", plugins.path().display(), std::env::var("PATH").unwrap_or_default());
-        let mut command = Command::new(binaries::kubectl());
-        command.arg("gitops").args(args).env("PATH", path);
-        wired(command, &gitea, &kubeconfig, true)
+    let promote = |extra: &[&str]| {
+        kubectl_gitops(&[&["promote", "mccp", "--from", "dev", "--to", "uat"][..], extra, &keys(&gitea)].concat())
     };
-    let promote =
-        |extra: &[&str]| kubectl_gitops(&[&["promote", "mccp", "--from", "dev", "--to", "uat"][..], extra].concat());
     let planned = promote(&["--dry-run"]);
     assert_eq!(planned.code, Some(0), "{}", planned.render());
     for line in ["+++ b/clusters/uat/apps/mccp/kustomization.yaml\n", "value: \"0.2.0\"\n"] {
@@ -327,8 +366,10 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     }
     // From production, whose cluster never answers: refused, nothing written.
     let before = gitea.head(REPO, "main").unwrap();
-    let refused =
-        kubectl_gitops(&["promote", "mccp", "--from", "production", "--to", "uat", "--request-timeout", "3s"]);
+    let refused = kubectl_gitops(
+        &[&["promote", "mccp", "--from", "production", "--to", "uat", "--request-timeout", "3s"][..], &keys(&gitea)]
+            .concat(),
+    );
     assert_eq!(refused.code, Some(3), "{}", refused.render());
     // A version dev does not run: refused, nothing written.
     let other = promote(&["--expect-version", "0.3.0", "--pr"]);
@@ -343,7 +384,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert!(pull["head"]["ref"].as_str().unwrap().starts_with("gitops/promote-mccp-"), "{pull}");
     let recorded = "promote mccp --from dev --to uat --expect-version 0.2.0";
     assert!(pull["body"].as_str().unwrap().contains(recorded), "{pull}");
-    let shown = kubectl_gitops(&["pr", "show", "1"]);
+    let shown = kubectl_gitops(&[&["pr", "show", "1"][..], &keys(&gitea)].concat());
     assert_eq!(shown.code, Some(0), "{}", shown.render());
     for check in ["open ", "change ", "request ", "mergeable "] {
         assert!(shown.stdout.contains(&format!("ok    {check}")), "{check}: {}", shown.render());
