@@ -21,10 +21,13 @@ use serde_json::{Value, json};
 use super::spec::{AppKind, AppSpec, ValuesFile};
 use crate::change::layout::{ClusterDir, KUSTOMIZATION_FILE, kustomize_config, overlay_config};
 use crate::error::Result;
-use crate::flux::api::Versions;
+use crate::flux::api::{FluxKind, Versions};
 use crate::flux::objects::ValuesReference;
 use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::yaml;
+
+/// The JSON patch path that appends to a release's `valuesFrom`.
+const VALUES_FROM_APPEND: &str = "/spec/valuesFrom/-";
 
 /// helm-controller reconciles a release when a ConfigMap with this label changes.
 const WATCH_LABEL: (&str, &str) = ("reconcile.fluxcd.io/watch", "Enabled");
@@ -32,7 +35,8 @@ const WATCH_LABEL: (&str, &str) = ("reconcile.fluxcd.io/watch", "Enabled");
 /// The files of the shared definition `apps/<app>/`, path → contents.
 pub fn app_files(spec: &AppSpec, namespace: &str, versions: &Versions) -> Result<BTreeMap<String, String>> {
     let dir = spec.definition_dir();
-    let shared_values = generated_values(&format!("{}-values", spec.name), &spec.values);
+    let names: Vec<String> = spec.values.iter().map(|file| file.name.clone()).collect();
+    let shared_values = generated_values(&format!("{}-values", spec.name), &names);
     let source = spec.source_object(namespace, versions)?;
     let mut release =
         spec.release_object(namespace, versions, shared_values.as_ref().map(|v| v.1.clone()).unwrap_or_default())?;
@@ -77,36 +81,69 @@ pub fn cluster_files(
     let dir = cluster.entry_dir(spec.tier.root(), &spec.name);
     let mut kustomization = overlay_config(&dir, &spec.definition_dir());
     let mut files = BTreeMap::new();
-    if let Some((generator, references)) = generated_values(&format!("{}-{}-values", spec.name, cluster.name), values) {
-        add_generator(&mut kustomization, generator, namespace, &spec.name);
-        let operations: Vec<Value> = references
-            .iter()
-            .map(|reference| {
-                json!({"op": "add", "path": "/spec/valuesFrom/-", "value": {
-                    "kind": "ConfigMap", "name": reference.config_map, "valuesKey": reference.key}})
-            })
-            .collect();
-        let release_kind = spec.release_kind();
-        kustomization["patches"] = json!([{
-            "patch": yaml::to_string(&operations)?,
-            "target": {"group": release_kind.group, "kind": release_kind.kind, "name": spec.name},
-        }]);
-        for file in values {
-            files.insert(format!("{dir}/values/{}", file.name), file.contents.clone());
-        }
+    let names: Vec<String> = values.iter().map(|file| file.name.clone()).collect();
+    set_cluster_values(&mut kustomization, &spec.name, &cluster.name, namespace, &names, spec.release_kind())?;
+    for file in values {
+        files.insert(format!("{dir}/values/{}", file.name), file.contents.clone());
     }
     files.insert(format!("{dir}/{KUSTOMIZATION_FILE}"), yaml::to_string(&kustomization)?);
     Ok(files)
 }
 
-/// A ConfigMap generator over values files and the `valuesFrom` entries that read them.
-fn generated_values(name: &str, values: &[ValuesFile]) -> Option<(Value, Vec<ValuesReference>)> {
-    if values.is_empty() {
+/// Sets a cluster overlay's own values (`kustomization`, the overlay's kustomization.yaml):
+/// `names`, files under its `values/`, as a ConfigMap generator and the `valuesFrom` entries
+/// that read them, appended to release `app` by a patch; no names removes both. The overlay's
+/// other patches (a promoted chart version) stay.
+pub(crate) fn set_cluster_values(
+    kustomization: &mut Value,
+    app: &str,
+    cluster: &str,
+    namespace: &str,
+    names: &[String],
+    release_kind: &FluxKind,
+) -> Result<()> {
+    let ours = |entry: &Value| {
+        entry["target"]["name"] == app && entry["patch"].as_str().is_some_and(|text| text.contains(VALUES_FROM_APPEND))
+    };
+    let mut patches: Vec<Value> = kustomization["patches"].as_array().cloned().unwrap_or_default();
+    patches.retain(|entry| !ours(entry));
+    let object =
+        kustomization.as_object_mut().ok_or_else(|| crate::error::Error::Internal("an overlay is a mapping".into()))?;
+    object.remove("configMapGenerator");
+    object.remove("generatorOptions");
+    if let Some((generator, references)) = generated_values(&format!("{app}-{cluster}-values"), names) {
+        add_generator(kustomization, generator, namespace, app);
+        let operations: Vec<Value> = references
+            .iter()
+            .map(|reference| {
+                json!({"op": "add", "path": VALUES_FROM_APPEND, "value": {
+                    "kind": "ConfigMap", "name": reference.config_map, "valuesKey": reference.key}})
+            })
+            .collect();
+        patches.insert(
+            0,
+            json!({
+                "patch": yaml::to_string(&operations)?,
+                "target": {"group": release_kind.group, "kind": release_kind.kind, "name": app},
+            }),
+        );
+    }
+    match kustomization.as_object_mut() {
+        Some(object) if patches.is_empty() => drop(object.remove("patches")),
+        _ => kustomization["patches"] = json!(patches),
+    }
+    Ok(())
+}
+
+/// A ConfigMap generator over values files (their names) and the `valuesFrom` entries that read
+/// them.
+fn generated_values(name: &str, names: &[String]) -> Option<(Value, Vec<ValuesReference>)> {
+    if names.is_empty() {
         return None;
     }
-    let files: Vec<String> = values.iter().map(|file| format!("values/{}", file.name)).collect();
+    let files: Vec<String> = names.iter().map(|file| format!("values/{file}")).collect();
     let references =
-        values.iter().map(|file| ValuesReference { config_map: name.to_string(), key: file.name.clone() }).collect();
+        names.iter().map(|file| ValuesReference { config_map: name.to_string(), key: file.clone() }).collect();
     Some((json!({"files": files, "name": name}), references))
 }
 

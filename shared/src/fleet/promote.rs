@@ -46,6 +46,14 @@ pub struct PromoteArgs {
     #[arg(long, value_name = "VERSION", help_heading = "Promote")]
     pub expect_version: Option<String>,
 
+    /// Carry --from's own values files too, replacing --to's.
+    ///
+    /// The values files of --from's overlay of the app (`<cluster>/apps/<app>/values/`, those
+    /// `app add --values --cluster-name` wrote) replace --to's, with the ConfigMap and
+    /// `valuesFrom` entries that read them. The values the clusters share do not move.
+    #[arg(long, help_heading = "Promote")]
+    pub with_values: bool,
+
     #[command(flatten)]
     pub config: RepoArgs,
 
@@ -60,6 +68,7 @@ pub struct PromoteRequest {
     pub from: String,
     pub to: String,
     pub expect_version: Option<String>,
+    pub with_values: bool,
     pub config: RepoSettings,
     pub delivery: DeliverySettings,
 }
@@ -85,6 +94,7 @@ impl PromoteArgs {
             from: self.from.clone(),
             to: self.to.clone(),
             expect_version: self.expect_version.as_deref().map(chart_version).transpose()?,
+            with_values: self.with_values,
             config: self.config.settings()?,
             delivery: self.delivery.settings(crate::diff::preview_plan)?,
         })
@@ -111,9 +121,17 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     let connection = Connection { context: to.context.clone(), ..target.connection.clone() };
     let context = change::context(&Target { connection, namespace: None }, &request.config, true, printer).await?;
     same_cluster(&to, context.detection.as_ref().and_then(|detection| detection.gitops.as_ref()))?;
-    let to_dir = ClusterDir { name: to.name.clone(), path: to.path.clone() };
-    let build = |checkout: &Checkout| promoted(checkout, &to_dir, &request.name, &version);
+    let promotion = Promotion {
+        name: &request.name,
+        version: &version,
+        from: cluster_dir(&from),
+        to: cluster_dir(&to),
+        namespace: &namespace,
+        with_values: request.with_values,
+    };
+    let build = |checkout: &Checkout| promotion.files(checkout);
     let files = build(&checkout.files())?;
+    let values = if request.with_values { format!(" and {}'s values", from.name) } else { String::new() };
     let change = Change {
         noun: "app",
         verb: "promote",
@@ -126,7 +144,7 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         patches: Vec::new(),
         migrations: Vec::new(),
         objects: vec![format!(
-            "HelmRelease {namespace}/{} in {} ({}): chart {version}, as {} runs it",
+            "HelmRelease {namespace}/{} in {} ({}): chart {version}, as {} runs it{values}",
             request.name, to.name, to.environment, from.name
         )],
         wait: request
@@ -138,7 +156,7 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         new_repo: None,
         request: promote_words(request, &version),
         already_there: Some(format!(
-            "{} runs chart {version} of {} already; nothing to change\n",
+            "{} runs chart {version} of {}{values} already; nothing to change\n",
             to.name, request.name
         )),
     };
@@ -150,21 +168,29 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
 fn promote_words(request: &PromoteRequest, version: &str) -> Vec<String> {
     let flags = [("--from", &request.from), ("--to", &request.to), ("--expect-version", &version.to_string())];
     let flags = flags.into_iter().flat_map(|(flag, value)| [flag.to_string(), value.clone()]);
-    ["promote".to_string(), request.name.clone()].into_iter().chain(flags).collect()
+    let values = request.with_values.then(|| "--with-values".to_string());
+    ["promote".to_string(), request.name.clone()].into_iter().chain(flags).chain(values).collect()
 }
 
 /// A recorded `promote` (`words`, all of them) planned again on `base`: the version it records
 /// written into the target environment's overlay (the source cluster was asked when it was
 /// opened; its answer is in the words, and the reviewer sees it there).
-pub(crate) fn replan(words: &[String], base: &Checkout) -> Result<Replanned> {
+pub(crate) fn replan(words: &[String], namespace: &str, base: &Checkout) -> Result<Replanned> {
     let args = recorded::parse_args::<PromoteArgs>(words.get(1..).unwrap_or_default(), words)?;
     let name = crate::names::validate_name(&args.name, "the app")?;
     let Some(version) = args.expect_version.as_deref().map(chart_version).transpose()? else {
         return Err(recorded::unreadable(words, "it does not record the version promoted (--expect-version)"));
     };
-    let to = environment(&read_fleet(base)?, &args.to)?;
-    let to_dir = ClusterDir { name: to.name, path: to.path };
-    Ok(Replanned::of("promote", &name, promoted(base, &to_dir, &name, &version)?))
+    let fleet = read_fleet(base)?;
+    let promotion = Promotion {
+        name: &name,
+        version: &version,
+        from: cluster_dir(&environment(&fleet, &args.from)?),
+        to: cluster_dir(&environment(&fleet, &args.to)?),
+        namespace,
+        with_values: args.with_values,
+    };
+    Ok(Replanned::of("promote", &name, promotion.files(base)?))
 }
 
 /// A chart version as promote takes it: one exact version (a semver range would not be what the
@@ -288,18 +314,76 @@ async fn running_version(
     }
 }
 
-/// The file change: `version` set in the target cluster's overlay of the app, as a patch of the
-/// shared HelmRelease (replacing the one promote wrote before). The app must be in that cluster.
-fn promoted(checkout: &Checkout, to: &ClusterDir, name: &str, version: &str) -> Result<Vec<FileChange>> {
-    let path = format!("{}/{KUSTOMIZATION_FILE}", to.entry_dir(APPS_DIR, name));
-    let before = crate::plan::read(checkout, &path)?.ok_or_else(|| {
-        Error::usage(
-            format!("{name} is not in cluster {} ({path} does not exist)", to.name),
-            format!("add it there first: `kubectl gitops app add {name} --cluster-name {} …`", to.name),
-        )
-    })?;
-    let after = with_version(&before, name, version)?;
-    Ok(if after == before { Vec::new() } else { vec![FileChange { path, before: Some(before), after: Some(after) }] })
+/// A fleet file entry's directory.
+fn cluster_dir(entry: &FleetEntry) -> ClusterDir {
+    ClusterDir { name: entry.name.clone(), path: entry.path.clone() }
+}
+
+/// What a promotion writes: app `name` at chart `version` in `to`'s overlay, and with
+/// `with_values` `from`'s own values files there instead of `to`'s.
+struct Promotion<'a> {
+    name: &'a str,
+    version: &'a str,
+    from: ClusterDir,
+    to: ClusterDir,
+    /// The Flux namespace: the values' ConfigMap is generated there, beside the HelmRelease.
+    namespace: &'a str,
+    with_values: bool,
+}
+
+impl Promotion<'_> {
+    /// The file changes: `version` set in the target cluster's overlay of the app as a patch of
+    /// the shared HelmRelease (replacing the one promote wrote before), and the values files
+    /// carried over. The app must be in that cluster.
+    fn files(&self, checkout: &Checkout) -> Result<Vec<FileChange>> {
+        let (name, to) = (self.name, &self.to);
+        let to_dir = to.entry_dir(APPS_DIR, name);
+        let path = format!("{to_dir}/{KUSTOMIZATION_FILE}");
+        let before = crate::plan::read(checkout, &path)?.ok_or_else(|| {
+            Error::usage(
+                format!("{name} is not in cluster {} ({path} does not exist)", to.name),
+                format!("add it there first: `kubectl gitops app add {name} --cluster-name {} …`", to.name),
+            )
+        })?;
+        let mut after = with_version(&before, name, self.version)?;
+        let mut wanted = std::collections::BTreeMap::new();
+        let mut replaced = Vec::new();
+        if self.with_values {
+            let values = own_values(checkout, &self.from.entry_dir(APPS_DIR, name))?;
+            let names: Vec<String> = values.iter().map(|(file, _)| file.clone()).collect();
+            let mut config: Value = crate::yaml::from_str(&after).map_err(Error::Internal)?;
+            crate::app::layout::set_cluster_values(&mut config, name, &to.name, self.namespace, &names, &HELM_RELEASE)?;
+            after = crate::yaml::to_string(&config)?;
+            for (file, contents) in values {
+                wanted.insert(format!("{to_dir}/values/{file}"), contents);
+            }
+            replaced.push(format!("{to_dir}/values"));
+        }
+        wanted.insert(path, after);
+        crate::plan::diff(checkout, &wanted, &replaced)
+    }
+}
+
+/// A cluster overlay's own values files (`dir/values/*`): name and contents. They come from the
+/// config repo, so each name is checked: it becomes a key of the generated ConfigMap.
+fn own_values(checkout: &Checkout, dir: &str) -> Result<Vec<(String, String)>> {
+    let prefix = format!("{dir}/values/");
+    let mut values = Vec::new();
+    for path in crate::plan::files_under(checkout, &format!("{dir}/values"))? {
+        let file = path.strip_prefix(&prefix).unwrap_or(&path);
+        let key = !file.is_empty()
+            && file.len() <= 253
+            && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !file.starts_with('.');
+        if !key {
+            return Err(Error::usage(
+                format!("{path} cannot be carried as a values file (its name is not a ConfigMap key)"),
+                "rename it in the config repo: letters, digits, '-', '_' and '.'",
+            ));
+        }
+        values.push((file.to_string(), crate::plan::read(checkout, &path)?.unwrap_or_default()));
+    }
+    Ok(values)
 }
 
 /// `overlay` (a kustomization.yaml) with a patch setting HelmRelease `name`'s chart version.
@@ -372,20 +456,79 @@ mod tests {
             from: request.from,
             to: request.to,
             expect_version: None,
+            with_values: false,
             config: request.config.settings().unwrap(),
             delivery: request.delivery.settings(crate::diff::preview_plan).unwrap(),
         };
         let words = promote_words(&request, "0.2.0");
         assert_eq!(words.join(" "), "promote mccp --from dev --to uat --expect-version 0.2.0");
-        let replanned = replan(&words, &checkout).unwrap();
-        let to = ClusterDir { name: "uat".into(), path: "clusters/uat".into() };
-        assert_eq!(replanned.files, promoted(&checkout, &to, "mccp", "0.2.0").unwrap());
+        let replanned = replan(&words, "flux-system", &checkout).unwrap();
+        let promotion = Promotion {
+            name: "mccp",
+            version: "0.2.0",
+            from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
+            to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
+            namespace: "flux-system",
+            with_values: false,
+        };
+        assert_eq!(replanned.files, promotion.files(&checkout).unwrap());
         assert!(replanned.branch.starts_with("gitops/promote-mccp-"), "{}", replanned.branch);
         // Without the version, or with a range, there is nothing exact to plan.
-        let unpinned = replan(&words[..6], &checkout).unwrap_err();
+        let unpinned = replan(&words[..6], "flux-system", &checkout).unwrap_err();
         assert!(unpinned.to_string().contains("does not record the version promoted"), "{unpinned}");
         let range = [&words[..6], &["--expect-version".to_string(), ">=0.1.0".to_string()]].concat();
-        assert!(replan(&range, &checkout).unwrap_err().to_string().contains("is not one chart version"));
+        assert!(replan(&range, "flux-system", &checkout).unwrap_err().to_string().contains("is not one chart version"));
+    }
+
+    #[test]
+    fn with_values_the_source_overlays_values_replace_the_targets_and_the_version_patch_stays() {
+        let (_dir, remote) = crate::git::tests::bare();
+        let mut checkout = Checkout::clone(&remote, "main").unwrap();
+        checkout.write("clusters/dev/apps/mccp/values/dev.yaml", b"database:\n  type: sqlite\n").unwrap();
+        checkout.write("clusters/uat/apps/mccp/values/uat.yaml", b"database:\n  type: postgresql\n").unwrap();
+        let overlay = "resources:\n- ../../../../apps/mccp\n";
+        checkout.write("clusters/uat/apps/mccp/kustomization.yaml", overlay.as_bytes()).unwrap();
+        let promotion = Promotion {
+            name: "mccp",
+            version: "0.2.0",
+            from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
+            to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
+            namespace: "flux-system",
+            with_values: true,
+        };
+        let files = promotion.files(&checkout).unwrap();
+        let paths: Vec<(&str, bool)> = files.iter().map(|file| (file.path.as_str(), file.after.is_some())).collect();
+        assert_eq!(
+            paths,
+            [
+                ("clusters/uat/apps/mccp/kustomization.yaml", true),
+                ("clusters/uat/apps/mccp/values/dev.yaml", true),
+                ("clusters/uat/apps/mccp/values/uat.yaml", false),
+            ]
+        );
+        let config: Value = crate::yaml::from_str(files[0].after.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            config["configMapGenerator"],
+            json!([{"files": ["values/dev.yaml"], "name": "mccp-uat-values", "namespace": "flux-system"}])
+        );
+        let patches: Vec<&str> =
+            config["patches"].as_array().unwrap().iter().map(|p| p["patch"].as_str().unwrap()).collect();
+        assert_eq!(patches.len(), 2, "{config:#}");
+        assert!(patches[0].contains("/spec/valuesFrom/-") && patches[0].contains("valuesKey: dev.yaml"), "{config:#}");
+        assert!(patches[1].contains(CHART_VERSION), "{config:#}");
+        assert_eq!(files[1].after.as_deref(), Some("database:\n  type: sqlite\n"));
+        // Written, the same promotion has nothing left to change.
+        for file in &files {
+            match &file.after {
+                Some(after) => checkout.write(&file.path, after.as_bytes()).unwrap(),
+                None => std::fs::remove_file(checkout.root().join(&file.path)).unwrap(),
+            }
+        }
+        assert_eq!(promotion.files(&checkout).unwrap(), Vec::new());
+        // A values file whose name cannot be a ConfigMap key is refused, not carried.
+        checkout.write("clusters/dev/apps/mccp/values/a b.yaml", b"x: 1\n").unwrap();
+        let refused = promotion.files(&checkout).unwrap_err();
+        assert!(refused.to_string().contains("is not a ConfigMap key"), "{refused}");
     }
 
     #[test]

@@ -541,7 +541,7 @@ async fn replan(
             crate::component::replan(rest, words, context, &base.files())
         }
         Some("upgrade") => crate::upgrade::replan(&words[1..], words, context, base, printer).await,
-        Some("promote") => crate::fleet::promote::replan(words, &base.files()),
+        Some("promote") => crate::fleet::promote::replan(words, &context.namespace, &base.files()),
         _ => Err(recorded::unreadable(words, "it is not a command kubectl gitops opens pull requests for")),
     }
 }

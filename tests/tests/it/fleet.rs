@@ -403,6 +403,17 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert_eq!(release.unwrap(), "0.2.0");
     let again = promote(&[]);
     assert_eq!(again.stdout, "uat runs chart 0.2.0 of mccp already; nothing to change\n", "{}", again.render());
+    // With --with-values dev's own values file would replace uat's: shown, not done.
+    let values = promote(&["--with-values", "--dry-run"]);
+    assert_eq!(values.code, Some(0), "{}", values.render());
+    for line in [
+        "+++ b/clusters/uat/apps/mccp/values/dev.yaml\n",
+        "+  type: sqlite\n",
+        "--- a/clusters/uat/apps/mccp/values/uat.yaml\n+++ /dev/null\n",
+        "valuesKey: dev.yaml\n",
+    ] {
+        assert!(values.stdout.contains(line), "{line} in {}", values.render());
+    }
     let same = settled(&kubeconfig, &gitea, &["--context", "dev,uat"]);
     let status = gitops_e2e::schema::document("FleetStatus", &same.stdout);
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.2.0")], "{status:#}");
