@@ -164,7 +164,7 @@ demo-sockshop: deps build testenv-core ## The sock shop demo through a real Gite
 
 # The bench compares with the real flux CLI that testenv-build builds (cached; about 9 minutes when cold).
 # It measures the release build and the archive `make dist` packs (the size budgets).
-bench: deps testenv-build dist ## status -A vs kubectl get, the LIST floor and flux get (1,000 and 10,000 apps); start-up, detect and size budgets; flux passthrough; artifact push/pull vs flux; diff vs flux diff (101 Kustomizations); drift -A vs flux diff (1,000 × 20 objects)
+bench: deps testenv-build dist ## status -A vs kubectl get, the LIST floor and flux get (1,000 and 10,000 apps); start-up, detect and size budgets; flux passthrough; artifact push/pull vs flux; diff vs flux diff (101 Kustomizations); drift -A vs flux diff (1,000 × 20 objects); fleet status vs status -A (10 clusters × 1,000 apps)
 	# The rows time each command's own release binary too (the one binary runs the same code).
 	$(CARGO) build -q --release --workspace
 	$(CARGO) build -q -p gitops-e2e --bin gitops-bench

@@ -16,10 +16,13 @@
 //! one run); `BENCH_HOLD` (keep the environment up afterwards, for profiling); `BENCH_ONLY=ui`
 //! (seed and measure `kubectl gitops ui` only, while working on it); `BENCH_ONLY=diff` (only
 //! `kubectl gitops diff` against `flux diff kustomization`); `BENCH_ONLY=drift` (only `kubectl
-//! gitops drift -A` against `flux diff kustomization` for each, drift.rs).
+//! gitops drift -A` against `flux diff kustomization` for each, drift.rs); `BENCH_ONLY=fleet` (only
+//! `kubectl gitops fleet status` over ten clusters against `status -A` of each, fleet.rs).
 
 #[path = "gitops-bench/drift.rs"]
 mod drift;
+#[path = "gitops-bench/fleet.rs"]
+mod fleet;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -65,7 +68,8 @@ fn main() -> Result<()> {
             env.install_flux_crds()?;
             return drift::drift_rows(env, &Api::new(env), &flux_cli().map_err(anyhow::Error::msg)?);
         }
-        Ok(other) => bail!("BENCH_ONLY={other}: only `ui`, `diff` or `drift` can be measured alone"),
+        Ok("fleet") => return fleet::fleet_rows(),
+        Ok(other) => bail!("BENCH_ONLY={other}: only `ui`, `diff`, `drift` or `fleet` can be measured alone"),
         Err(_) => false,
     };
     // The flux CLI takes minutes to build cold: build it while the environment starts and is seeded.
@@ -107,6 +111,7 @@ fn main() -> Result<()> {
                 println!("\nkubectl gitops flux and artifact: not measured, the flux CLI is missing: {error}")
             }
         }
+        fleet::fleet_rows()?;
     }
     if std::env::var_os("BENCH_HOLD").is_some() {
         // For profiling against the seeded objects (docs/performance.md).
