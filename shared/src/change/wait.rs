@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::{Layer, PLATFORM_SOURCE, SYNC_NAME};
 use crate::flux::status::{FluxObject, WAITING_REASONS};
+use crate::git::workspace::LaterCommits;
 use crate::wait::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
 
 /// What the wait after a push follows.
@@ -83,6 +84,9 @@ struct AfterPush<'a> {
     /// The commit is the layer's own repository's (the platform repo): the layer applies it
     /// without the sync.
     own_repo: bool,
+    /// Asked which later commits of the repo hold ours: one applied will do (another push
+    /// landed after ours, and Flux fetched both at once).
+    later: Option<LaterCommits>,
     printer: crate::output::Printer,
 }
 
@@ -105,6 +109,12 @@ impl AfterPush<'_> {
         };
         let applied = sync.last_applied_revision().unwrap_or_default();
         if applied.ends_with(self.commit) {
+            return Ok(Verdict::Ready);
+        }
+        if let (Some((_, commit)), Some(later)) = (applied.split_once("@sha1:"), &mut self.later)
+            && sync.ready_condition().is_some_and(|ready| ready.is_true())
+            && later.contain_ours(commit).await
+        {
             return Ok(Verdict::Ready);
         }
         let attempted = sync.last_attempted_revision().unwrap_or_default();
@@ -309,8 +319,20 @@ pub(crate) async fn after_push(
     };
     let printer = context.printer;
     let own_repo = applier != SYNC_NAME;
-    let mut waited =
-        AfterPush { cluster, namespace, awaited, commit, syncs, releases, triggers, nudged: false, own_repo, printer };
+    let later = context.repo.as_ref().map(|repo| LaterCommits::new(&repo.remote, &repo.branch, commit));
+    let mut waited = AfterPush {
+        cluster,
+        namespace,
+        awaited,
+        commit,
+        syncs,
+        releases,
+        triggers,
+        nudged: false,
+        own_repo,
+        later,
+        printer,
+    };
     // It ends Ok only when every part is Ready; a failure or the timeout is an error.
     let limits = Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD };
     wait_until(&mut waited, &title, limits, &context.printer).await.map(drop)

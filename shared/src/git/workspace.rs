@@ -104,6 +104,47 @@ pub async fn branch_change(
     network(move || super::log::branch_change(&remote, &base, &branch)).await
 }
 
+/// Which commits a branch later moved to contain a commit of ours: asked of the remote (a clone
+/// of the branch) once per commit seen, for a wait that finds a later commit applied than the one
+/// it pushed (another push landed first, and Flux fetched both at once).
+#[derive(Debug, Clone)]
+pub struct LaterCommits {
+    remote: Remote,
+    branch: String,
+    ours: String,
+    /// The commits asked about so far, and the answer.
+    known: Vec<(String, bool)>,
+}
+
+impl LaterCommits {
+    /// Commits of `remote`'s `branch` after `ours` (a full hash).
+    pub fn new(remote: &Remote, branch: &str, ours: &str) -> LaterCommits {
+        LaterCommits { remote: remote.clone(), branch: branch.to_string(), ours: ours.to_string(), known: Vec::new() }
+    }
+
+    /// Whether `commit` (a full hash) is ours or one the branch moved to after it. A commit the
+    /// branch does not hold (a force-push took ours away), or a remote that cannot be read, is
+    /// not: the wait goes on, and ends at its timeout saying what was applied.
+    pub async fn contain_ours(&mut self, commit: &str) -> bool {
+        if commit == self.ours {
+            return true;
+        }
+        if let Some((_, known)) = self.known.iter().find(|(seen, _)| seen == commit) {
+            return *known;
+        }
+        let (remote, branch, ours, seen) =
+            (self.remote.clone(), self.branch.clone(), self.ours.clone(), commit.to_string());
+        let answer = network(move || -> Result<bool, GitError> {
+            let checkout = Checkout::clone(&remote, &branch)?;
+            Ok(checkout.descends_from(&seen, &ours) == Some(true))
+        })
+        .await
+        .unwrap_or(false);
+        self.known.push((commit.to_string(), answer));
+        answer
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +163,27 @@ mod tests {
         assert_eq!(remote_head(&remote, "main").await.unwrap(), commit);
         let change = branch_change(&remote, "main", "main").await.unwrap();
         assert!(change.is_some_and(|change| Some(change.head) == commit));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_later_commit_of_the_branch_holds_ours_and_one_beside_it_does_not() {
+        let (_dir, remote) = bare();
+        let workspace = Workspace::clone(&remote, "main").await.unwrap();
+        let commit = |path: &str| {
+            let mut files = workspace.files();
+            files.write(path, b"x").unwrap();
+            files.commit(path, &author()).unwrap().unwrap()
+        };
+        let before = commit("before.yaml");
+        let ours = commit("ours.yaml");
+        let after = commit("after.yaml");
+        workspace.push().await.unwrap();
+        let mut later = LaterCommits::new(&remote, "main", &ours);
+        assert!(later.contain_ours(&ours).await);
+        assert!(later.contain_ours(&after).await, "the branch moved on from ours");
+        assert!(!later.contain_ours(&before).await, "a commit before ours does not hold it");
+        assert!(!later.contain_ours(&"0".repeat(40)).await, "nor one the branch does not have");
+        assert_eq!(later.known.len(), 3, "ours needs no clone; each other commit one");
     }
 
     /// The futures that hold a workspace across awaits can move between threads.

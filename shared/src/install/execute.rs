@@ -66,7 +66,9 @@ pub async fn execute(
                 };
                 let wanted: BTreeMap<String, String> =
                     planned.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
-                commit_files(&side.checkout, message, &wanted, &planned.repo.branch, timeout, printer).await?;
+                let on_head = |_: &Checkout, _: &mut BTreeMap<String, String>| Ok(());
+                let writes = Writes { wanted: &wanted, on_head: &on_head };
+                commit_files(&side.checkout, message, writes, &planned.repo.branch, timeout, printer).await?;
                 seeded = side.checkout.files().head();
                 Ok(())
             }
@@ -77,8 +79,12 @@ pub async fn execute(
                 };
                 let wanted: BTreeMap<String, String> =
                     plan.files.iter().map(|file| (file.path.clone(), file.contents.clone())).collect();
-                let committed =
-                    commit_files(checkout, message, &wanted, &plan.request.branch, timeout, printer).await?;
+                let context = inspection.context.as_deref();
+                let on_head = |head: &Checkout, wanted: &mut BTreeMap<String, String>| {
+                    super::plan::fleet_file_on(head, &plan.request, context, wanted)
+                };
+                let writes = Writes { wanted: &wanted, on_head: &on_head };
+                let committed = commit_files(checkout, message, writes, &plan.request.branch, timeout, printer).await?;
                 outcome.committed = committed;
                 outcome.commit = checkout.files().head();
                 Ok(())
@@ -99,7 +105,9 @@ pub async fn execute(
                     _ => (vec![migration.sync.clone()], format!("Prune again in {path}, moved to its layers")),
                 };
                 let wanted: BTreeMap<String, String> = files.into_iter().collect();
-                if commit_files(checkout, &message, &wanted, &plan.request.branch, timeout, printer).await? {
+                let on_head = |_: &Checkout, _: &mut BTreeMap<String, String>| Ok(());
+                let writes = Writes { wanted: &wanted, on_head: &on_head };
+                if commit_files(checkout, &message, writes, &plan.request.branch, timeout, printer).await? {
                     super::wait::fetch_now(cluster, &plan.request.namespace, printer).await;
                 }
                 outcome.commit = checkout.files().head();
@@ -107,7 +115,8 @@ pub async fn execute(
                 let request = &plan.request;
                 // The sync alone: the move is safe once it applied the commit, whatever the layers do.
                 let layers = false;
-                let revisions = super::wait::Revisions::sync_only(&request.branch, &sha);
+                let revisions = super::wait::Revisions::sync_only(&request.branch, &sha)
+                    .or_later_of(&inspection.source.push_remote);
                 super::wait::until_synced(cluster, &request.namespace, &revisions, layers, timeout, printer).await
             }
             Step::ApplyComponents => Applier::new(cluster).apply_staged(&plan.components, timeout).await.map(drop),
@@ -119,7 +128,8 @@ pub async fn execute(
                         super::wait::fetch_now(cluster, &plan.request.namespace, printer).await;
                     }
                     let layers = plan.adds_layers();
-                    let revisions = super::wait::Revisions::of(plan, sha, seeded.as_deref());
+                    let revisions = super::wait::Revisions::of(plan, sha, seeded.as_deref())
+                        .or_later_of(&inspection.source.push_remote);
                     super::wait::until_synced(cluster, &plan.request.namespace, &revisions, layers, timeout, printer)
                         .await
                 }
@@ -139,19 +149,32 @@ async fn upload_key(hosted: &super::Hosted, repo: &RepoRef, plan: &Plan, read_on
     hosted.provider.ensure_deploy_key(repo, &title, &key.public_openssh, read_only).await.map(drop).map_err(Error::from)
 }
 
+/// Makes the files install shares with other clusters (fleet.yaml) again on a newer head.
+type OnHead<'a> = dyn Fn(&Checkout, &mut BTreeMap<String, String>) -> Result<()> + Sync + 'a;
+
+/// What install writes: whole files, and how a newer head changes the ones it shares with others.
+struct Writes<'a> {
+    wanted: &'a BTreeMap<String, String>,
+    on_head: &'a OnHead<'a>,
+}
+
 /// Commits the files of `wanted` that differ and pushes; on a newer head, the ones that still
 /// differ are written again (install writes whole files: the request decides their contents, not
-/// the head). Whether a commit was made.
+/// the head), the shared ones made again on it first. Whether a commit was made.
 async fn commit_files(
     checkout: &Workspace,
     message: &str,
-    wanted: &BTreeMap<String, String>,
+    writes: Writes<'_>,
     branch: &str,
     timeout: Duration,
     printer: &Printer,
 ) -> Result<bool> {
-    let first = crate::plan::diff(&checkout.files(), wanted, &[])?;
-    let replan = |checkout: &Checkout| crate::plan::diff(checkout, wanted, &[]);
+    let first = crate::plan::diff(&checkout.files(), writes.wanted, &[])?;
+    let replan = |checkout: &Checkout| {
+        let mut wanted = writes.wanted.clone();
+        (writes.on_head)(checkout, &mut wanted)?;
+        crate::plan::diff(checkout, &wanted, &[])
+    };
     let author = crate::publish::author();
     let published = publish::commit_and_push(checkout, message, &author, first, &replan, timeout, printer).await?;
     if let Some(sha) = &checkout.files().head() {

@@ -2,6 +2,8 @@
 //! request. The files to commit (each with what it held before), the objects to apply, and the
 //! steps [`super::execute`] runs in order; `--dry-run` renders the same value.
 
+use std::collections::BTreeMap;
+
 use super::{FluxAuth, Inspection, Request, describe_creation, source};
 use crate::change::result::{PlannedChange, PlannedDelivery, PlannedFile as ChangedFile};
 use crate::detect::{ClusterState, FluxInstallation};
@@ -232,6 +234,25 @@ fn fleet_file(inspection: &Inspection, record: &InstallRecord) -> Result<(String
     let context = inspection.context.as_deref();
     let text = fleet::with_cluster(existing.as_deref(), &record.cluster_name, &record.path, context)?;
     Ok((fleet::FILE_NAME.to_string(), text))
+}
+
+/// `wanted`'s fleet.yaml made again on `head`, a newer head than the one planned on: another
+/// install may have added its cluster meanwhile, and its entry must stay (whole files are written
+/// again on a newer head, and this one is shared by every cluster).
+pub(crate) fn fleet_file_on(
+    head: &crate::git::Checkout,
+    request: &Request,
+    context: Option<&str>,
+    wanted: &mut BTreeMap<String, String>,
+) -> Result<()> {
+    use crate::change::fleet;
+    if !wanted.contains_key(fleet::FILE_NAME) {
+        return Ok(());
+    }
+    let existing = crate::plan::read(head, fleet::FILE_NAME)?;
+    let text = fleet::with_cluster(existing.as_deref(), &request.cluster_name, &request.path, context)?;
+    wanted.insert(fleet::FILE_NAME.to_string(), text);
+    Ok(())
 }
 
 /// The planned files, each compared with the repository (`read`). The layers' lists are never

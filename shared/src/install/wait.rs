@@ -15,6 +15,8 @@ use crate::flux::api::{self, FluxKind};
 use crate::flux::bootstrap::{LAYERS, Layer, SYNC_NAME};
 use crate::flux::status::FluxObject;
 use crate::flux::{PART_OF_LABEL, PART_OF_VALUE};
+use crate::git::Remote;
+use crate::git::workspace::LaterCommits;
 use crate::output::Printer;
 use crate::wait::{Followed, Limits, Selector, Triggers, Verdict, Waited, wait_until};
 
@@ -30,6 +32,7 @@ enum Part {
 }
 
 /// The revisions (`<branch>@sha1:<commit>`, as Flux writes them) install waits for.
+#[derive(Clone)]
 pub(crate) struct Revisions {
     /// The config repo's: the sync, and the layers that apply its lists.
     pub sync: String,
@@ -37,6 +40,9 @@ pub(crate) struct Revisions {
     /// pushed; `None` when they apply a platform repo install did not push to (Ready at whatever
     /// its branch holds).
     pub platform: Option<String>,
+    /// The config repo's later commits: one of them applied holds ours too (another push landed
+    /// after ours, and Flux fetched both at once). `None`: the pushed commit itself.
+    pub later: Option<LaterCommits>,
 }
 
 impl Revisions {
@@ -48,13 +54,21 @@ impl Revisions {
             Some(platform) => platform_sha.map(|sha| format!("{}@sha1:{sha}", platform.repo.branch)),
             None => Some(sync.clone()),
         };
-        Revisions { sync, platform }
+        Revisions { sync, platform, later: None }
     }
 
     /// The config repo's commit `sha` on `branch`, for a wait without the layers.
     pub fn sync_only(branch: &str, sha: &str) -> Revisions {
         let sync = format!("{branch}@sha1:{sha}");
-        Revisions { platform: Some(sync.clone()), sync }
+        Revisions { platform: Some(sync.clone()), sync, later: None }
+    }
+
+    /// The same revisions, where a later commit of `remote`'s branch that holds ours will do.
+    pub fn or_later_of(mut self, remote: &Remote) -> Revisions {
+        if let Some((branch, sha)) = self.sync.split_once("@sha1:") {
+            self.later = Some(LaterCommits::new(remote, branch, sha));
+        }
+        self
     }
 
     /// What `layer` must have applied; `None`: any revision.
@@ -71,6 +85,8 @@ struct AfterInstall<'a> {
     namespace: &'a str,
     /// What the sync and the layers must have applied.
     revisions: &'a Revisions,
+    /// Asked which later commits hold ours ([`Revisions::later`]).
+    later: Option<LaterCommits>,
     kustomizations: Api<DynamicObject>,
     repositories: Api<DynamicObject>,
     triggers: Triggers,
@@ -92,8 +108,7 @@ impl AfterInstall<'_> {
         let kustomization_name = format!("Kustomization {}/{SYNC_NAME}", self.namespace);
         self.applied = kustomization.as_ref().and_then(|k| k.last_applied_revision()).map(String::from);
         let ready = kustomization.as_ref().and_then(|k| k.ready_condition());
-        if self.applied.as_deref() == Some(self.revisions.sync.as_str()) && ready.as_ref().is_some_and(|r| r.is_true())
-        {
+        if ready.as_ref().is_some_and(|r| r.is_true()) && self.holds_ours(self.applied.clone().as_deref()).await {
             return Ok(Verdict::Ready);
         }
         // The source first: while it cannot fetch, the Kustomization's own reason says little.
@@ -113,10 +128,15 @@ impl AfterInstall<'_> {
     /// it are asked to reconcile ([`crate::flux::reconcile::request_dependents`]).
     async fn judge_layer(&mut self, layer: Layer) -> Result<Verdict> {
         let object = self.kustomizations.get_opt(layer.name).await.map_err(|error| self.cluster.error(error))?;
-        let at_revision = object.as_ref().is_some_and(|object| {
-            self.revisions.of_layer(layer).is_none_or(|revision| object.last_applied_revision() == Some(revision))
-                && object.ready_condition().is_some_and(|ready| ready.is_true())
-        });
+        let applied = object.as_ref().and_then(|object| object.last_applied_revision()).map(String::from);
+        let applied_ours = match self.revisions.of_layer(layer) {
+            None => true,
+            // The config repo's commit, or a later one that holds it.
+            Some(revision) if revision == self.revisions.sync => self.holds_ours(applied.as_deref()).await,
+            Some(revision) => applied.as_deref() == Some(revision),
+        };
+        let at_revision = applied_ours
+            && object.as_ref().is_some_and(|object| object.ready_condition().is_some_and(|ready| ready.is_true()));
         if at_revision {
             if !self.nudged.contains(&layer.name) {
                 self.nudged.push(layer.name);
@@ -133,6 +153,21 @@ impl AfterInstall<'_> {
         };
         self.blocking = (format!("Kustomization {}/{}", self.namespace, layer.name), why.clone());
         Ok(Verdict::Waiting { why: format!("{}: {why}", self.blocking.0), healthy: false })
+    }
+
+    /// Whether `applied` is the config repo's commit install pushed, or a later one that holds it.
+    async fn holds_ours(&mut self, applied: Option<&str>) -> bool {
+        let Some(applied) = applied else { return false };
+        if applied == self.revisions.sync {
+            return true;
+        }
+        let branch = self.revisions.sync.split_once("@sha1:").map(|(branch, _)| branch);
+        match (applied.split_once("@sha1:"), &mut self.later) {
+            (Some((applied_branch, commit)), Some(later)) if Some(applied_branch) == branch => {
+                later.contain_ours(commit).await
+            }
+            _ => false,
+        }
     }
 
     async fn judge_controllers(&mut self) -> Result<Verdict> {
@@ -255,6 +290,7 @@ pub(crate) async fn until_synced(
         cluster,
         namespace,
         revisions,
+        later: revisions.later.clone(),
         kustomizations,
         repositories,
         triggers,

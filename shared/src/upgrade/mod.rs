@@ -435,7 +435,10 @@ async fn wait_rollout(
     printer: &Printer,
 ) -> Result<()> {
     let timeout = request.delivery.timeout;
-    let revisions = crate::install::wait::Revisions::sync_only(branch, commit);
+    let mut revisions = crate::install::wait::Revisions::sync_only(branch, commit);
+    if let Ok(repo) = context.repo() {
+        revisions = revisions.or_later_of(&repo.remote);
+    }
     // The commit is pushed or merged: Flux fetches it now rather than at the next interval.
     crate::install::wait::fetch_now(cluster, &context.namespace, printer).await;
     crate::install::wait::until_synced(cluster, &context.namespace, &revisions, false, timeout, printer).await?;

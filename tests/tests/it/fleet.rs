@@ -156,32 +156,44 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let gitea = dev.start_gitea().unwrap();
     gitea.api("POST", "/orgs", Some(&json!({ "username": "acme" }))).unwrap();
     dev.helm.publish(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/charts/hello")).unwrap();
-    // Both clusters follow acme/fleet on Gitea, each from its own directory with its own deploy
-    // key. (One after the other: each install waits for its own commit, and a sync that fetched
-    // the other's later commit first would be Ready at that one.)
-    install(&dev, &gitea, "dev");
-    install(&uat, &gitea, "uat");
+    // The team made the (empty, private) repository; both clusters are installed into it at once,
+    // each following acme/fleet from its own directory with its own deploy key. The two pushes
+    // race: the later one is refused and made again on the new head (fleet.yaml keeps the
+    // other's entry), and each install's wait accepts a later commit that holds its own (a sync
+    // can fetch both at once).
+    gitea.api("POST", "/orgs/acme/repos", Some(&json!({ "name": "fleet", "private": true }))).unwrap();
+    std::thread::scope(|scope| {
+        scope.spawn(|| install(&uat, &gitea, "uat"));
+        install(&dev, &gitea, "dev");
+    });
     let deploy_keys = gitea.api("GET", &format!("/repos/{REPO}/keys"), None).unwrap();
     assert_eq!(deploy_keys.as_array().unwrap().len(), 2, "a deploy key per cluster: {deploy_keys}");
     let work = tempfile::tempdir().unwrap();
 
     // Each install added its cluster to the fleet file, with the context that reached it (both
-    // environments' kubeconfigs call theirs `testenv`); people edit it: the contexts of their own
-    // kubeconfig, the environments' names, and a third cluster, prod, whose server never answers.
+    // environments' kubeconfigs call theirs `testenv`), in the order they landed; people edit it:
+    // the contexts of their own kubeconfig, the order, and a third cluster, prod, whose server
+    // never answers.
     let clone = work.path().join("fleet");
     gitea.git(work.path(), &["clone", "-q", &gitea.ssh_url(REPO), "fleet"]).unwrap();
-    let written = std::fs::read_to_string(clone.join("fleet.yaml")).unwrap();
+    let written: Value =
+        gitops_shared::yaml::from_str(&std::fs::read_to_string(clone.join("fleet.yaml")).unwrap()).unwrap();
+    let mut entries: Vec<String> = written["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| format!("{} {} {} {}", entry["name"], entry["path"], entry["context"], entry["environment"]))
+        .collect();
+    entries.sort();
     assert_eq!(
-        written,
-        "apiVersion: gitops.kubectl.io/v1alpha1\nclusters:\n\
-         - context: testenv\n  environment: dev\n  name: dev\n  order: 1\n  path: clusters/dev\n\
-         - context: testenv\n  environment: uat\n  name: uat\n  order: 2\n  path: clusters/uat\nkind: Fleet\n"
+        entries,
+        [r#""dev" "clusters/dev" "testenv" "dev""#, r#""uat" "clusters/uat" "testenv" "uat""#],
+        "{written:#}"
     );
-    let prod = "- context: gone\n  environment: production\n  name: prod\n  order: 3\n  path: clusters/prod\n";
-    let edited = written
-        .replacen("context: testenv", "context: dev", 1)
-        .replacen("context: testenv", "context: uat", 1)
-        .replace("kind: Fleet\n", &format!("{prod}kind: Fleet\n"));
+    let edited = "apiVersion: gitops.kubectl.io/v1alpha1\nclusters:\n\
+         - context: dev\n  environment: dev\n  name: dev\n  order: 1\n  path: clusters/dev\n\
+         - context: uat\n  environment: uat\n  name: uat\n  order: 2\n  path: clusters/uat\n\
+         - context: gone\n  environment: production\n  name: prod\n  order: 3\n  path: clusters/prod\nkind: Fleet\n";
     std::fs::write(clone.join("fleet.yaml"), edited).unwrap();
     gitea.git(&clone, &["commit", "-q", "-am", "The fleet: our contexts, and prod"]).unwrap();
     gitea.git(&clone, &["push", "-q", "origin", "main"]).unwrap();
