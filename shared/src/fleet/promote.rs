@@ -442,6 +442,18 @@ mod tests {
         assert_eq!(with_version(&twice, "mccp", "0.3.0").unwrap(), twice, "the same version again changes nothing");
     }
 
+    /// Chart 0.2.0 of mccp from dev to uat.
+    fn dev_to_uat(with_values: bool) -> Promotion<'static> {
+        Promotion {
+            name: "mccp",
+            version: "0.2.0",
+            from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
+            to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
+            namespace: "flux-system",
+            with_values,
+        }
+    }
+
     #[test]
     fn a_recorded_promotion_plans_its_version_again_into_the_target_overlay() {
         let (_dir, remote) = crate::git::tests::bare();
@@ -463,15 +475,7 @@ mod tests {
         let words = promote_words(&request, "0.2.0");
         assert_eq!(words.join(" "), "promote mccp --from dev --to uat --expect-version 0.2.0");
         let replanned = replan(&words, "flux-system", &checkout).unwrap();
-        let promotion = Promotion {
-            name: "mccp",
-            version: "0.2.0",
-            from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
-            to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
-            namespace: "flux-system",
-            with_values: false,
-        };
-        assert_eq!(replanned.files, promotion.files(&checkout).unwrap());
+        assert_eq!(replanned.files, dev_to_uat(false).files(&checkout).unwrap());
         assert!(replanned.branch.starts_with("gitops/promote-mccp-"), "{}", replanned.branch);
         // Without the version, or with a range, there is nothing exact to plan.
         let unpinned = replan(&words[..6], "flux-system", &checkout).unwrap_err();
@@ -488,14 +492,7 @@ mod tests {
         checkout.write("clusters/uat/apps/mccp/values/uat.yaml", b"database:\n  type: postgresql\n").unwrap();
         let overlay = "resources:\n- ../../../../apps/mccp\n";
         checkout.write("clusters/uat/apps/mccp/kustomization.yaml", overlay.as_bytes()).unwrap();
-        let promotion = Promotion {
-            name: "mccp",
-            version: "0.2.0",
-            from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
-            to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
-            namespace: "flux-system",
-            with_values: true,
-        };
+        let promotion = dev_to_uat(true);
         let files = promotion.files(&checkout).unwrap();
         let paths: Vec<(&str, bool)> = files.iter().map(|file| (file.path.as_str(), file.after.is_some())).collect();
         assert_eq!(
