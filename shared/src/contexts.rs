@@ -26,21 +26,34 @@ pub fn several(global: &GlobalArgs) -> Result<Option<Vec<String>>> {
     let Some(text) = global.context.as_deref().filter(|text| text.contains(',')) else {
         return Ok(None);
     };
-    let list: Vec<String> = text.split(',').map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect();
-    if list.is_empty() {
-        return Err(Error::usage(format!("--context {text:?} names no context"), "e.g. --context dev,uat"));
-    }
+    let list = split(text)?;
     if let Some(twice) = list.iter().enumerate().find_map(|(index, name)| list[..index].contains(name).then_some(name))
     {
         return Err(Error::usage(format!("--context names {twice} twice"), "name each context once"));
     }
+    refuse_one_connection(global)?;
+    Ok(Some(list))
+}
+
+/// A `--context` list (`dev, uat`): its names, in its order.
+pub fn split(text: &str) -> Result<Vec<String>> {
+    let list: Vec<String> = text.split(',').map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect();
+    if list.is_empty() {
+        return Err(Error::usage(format!("--context {text:?} names no context"), "e.g. --context dev,uat"));
+    }
+    Ok(list)
+}
+
+/// Refuses `--server`, `--token` and `--user` where several clusters are asked: they name one
+/// cluster's connection, and each context has its own.
+pub fn refuse_one_connection(global: &GlobalArgs) -> Result<()> {
     if global.server.is_some() || global.token.is_some() || global.user.is_some() {
         return Err(Error::usage(
-            "--server, --token and --user name one cluster's connection, and --context names several",
+            "--server, --token and --user name one cluster's connection, and several clusters are asked",
             "leave them out: each context's own cluster and user are used",
         ));
     }
-    Ok(Some(list))
+    Ok(())
 }
 
 /// What a command answered in one context: its output as it prints it for one context (JSON
@@ -165,7 +178,7 @@ mod tests {
         let twice = several(&global(&["--context", "dev,dev"])).unwrap_err();
         assert!(twice.to_string().contains("names dev twice"), "{twice}");
         let server = several(&global(&["--context", "dev,uat", "--server", "https://127.0.0.1:1"])).unwrap_err();
-        assert!(server.to_string().contains("--context names several"), "{server}");
+        assert!(server.to_string().contains("several clusters are asked"), "{server}");
     }
 
     #[tokio::test]

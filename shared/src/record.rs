@@ -65,6 +65,24 @@ pub struct PlatformRepo {
 }
 
 impl InstallRecord {
+    /// The record of cluster `cluster` (in `clusters/<cluster>` of a config repo on loopback), for
+    /// tests.
+    #[cfg(test)]
+    pub(crate) fn of_cluster(cluster: &str) -> InstallRecord {
+        InstallRecord {
+            url: "ssh://git@127.0.0.1/fleet.git".into(),
+            branch: "main".into(),
+            path: format!("clusters/{cluster}"),
+            cluster_name: cluster.into(),
+            flux_version: "v2.9.0".into(),
+            components: Vec::new(),
+            provider: None,
+            repository: None,
+            hostname: None,
+            platform: None,
+        }
+    }
+
     /// Reads a record back from its ConfigMap; `None` when a field is missing.
     pub fn from_configmap(configmap: &ConfigMap) -> Option<InstallRecord> {
         let data = configmap.data.as_ref()?;

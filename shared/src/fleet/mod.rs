@@ -87,30 +87,19 @@ impl StatusArgs {
     pub fn request(&self, global: &GlobalArgs) -> Result<StatusRequest> {
         let format = global.output_format();
         crate::output::ensure_supported(format, &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml])?;
-        let listed: Option<Vec<String>> = global
-            .context
-            .as_ref()
-            .map(|list| list.split(',').map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect());
-        if listed.is_some() && self.all_contexts {
+        if global.context.is_some() && self.all_contexts {
             return Err(Error::usage(
                 "--context and --all-contexts both name the clusters",
                 "give one: --context dev,uat or --all-contexts",
             ));
         }
-        let contexts = match listed {
-            Some(list) if list.is_empty() => {
-                return Err(Error::usage("--context names no context", "e.g. --context dev,uat"));
-            }
-            Some(list) => Some(list),
+        let contexts = match &global.context {
+            Some(list) => Some(crate::contexts::split(list)?),
             None if self.all_contexts => Some(collect::all_contexts(global.kubeconfig.as_deref())?),
             None => None,
         };
-        let one = contexts.as_ref().is_some_and(|contexts| contexts.len() == 1);
-        if !one && (global.server.is_some() || global.token.is_some() || global.user.is_some()) {
-            return Err(Error::usage(
-                "--server, --token and --user name one cluster's connection, and the fleet has several",
-                "leave them out: each context's own cluster and user are used",
-            ));
+        if contexts.as_ref().is_none_or(|contexts| contexts.len() != 1) {
+            crate::contexts::refuse_one_connection(global)?;
         }
         if self.concurrency == 0 {
             return Err(Error::usage("--concurrency 0 asks no cluster", "e.g. --concurrency 8"));

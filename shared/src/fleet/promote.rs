@@ -537,18 +537,7 @@ mod tests {
             environment: "uat".into(),
             order: 2,
         };
-        let record = |cluster: &str| crate::record::InstallRecord {
-            url: "ssh://git@127.0.0.1/fleet.git".into(),
-            branch: "main".into(),
-            path: format!("clusters/{cluster}"),
-            cluster_name: cluster.into(),
-            flux_version: "v2.9.0".into(),
-            components: Vec::new(),
-            provider: None,
-            repository: None,
-            hostname: None,
-            platform: None,
-        };
+        let record = crate::record::InstallRecord::of_cluster;
         same_cluster(&entry, Some(&record("uat"))).unwrap();
         let other = same_cluster(&entry, Some(&record("prod"))).unwrap_err();
         assert!(other.to_string().contains("reaches cluster uat, and it reaches cluster prod"), "{other}");

@@ -18,18 +18,7 @@ fn app(name: &str, state: AppState, version: &str) -> AppStatus {
 }
 
 fn report(cluster: &str, config_commit: &str, apps: Vec<AppStatus>) -> Report {
-    let record = crate::record::InstallRecord {
-        url: "ssh://git@127.0.0.1/fleet.git".into(),
-        branch: "main".into(),
-        path: format!("clusters/{cluster}"),
-        cluster_name: cluster.into(),
-        flux_version: "v2.9.0".into(),
-        components: Vec::new(),
-        provider: None,
-        repository: None,
-        hostname: None,
-        platform: None,
-    };
+    let record = crate::record::InstallRecord::of_cluster(cluster);
     let mut sync = app(crate::flux::bootstrap::SYNC_NAME, AppState::Ready, &format!("main@sha1:{config_commit}"));
     sync.kind = AppKind::Kustomize;
     let mut report = Report::of(apps, vec![sync], Some(record));
