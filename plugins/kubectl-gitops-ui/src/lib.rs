@@ -11,7 +11,9 @@ gitops_shared::command_line! {
     /// token; on a terminal it opens the browser too. The server acts with your kubeconfig
     /// credentials, so what you see is what RBAC lets you read. It is read-only unless
     /// --allow-writes is given. The Apps page updates itself as the cluster changes. The API is
-    /// under /api/v1 (docs/api.md). Ctrl-C stops it.
+    /// under /api/v1 (docs/api.md). With --context dev,uat it follows each of those clusters, with
+    /// a cluster switcher and a Fleet page (what runs where, live, and promotion with
+    /// --allow-writes). Ctrl-C stops it.
     struct Cli { ui: UiArgs }
 }
 
@@ -22,7 +24,7 @@ const OUTPUT_FORMATS: OutputFormats = &[];
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops ui", OUTPUT_FORMATS, |cli: Cli, printer| async move {
-        let settings = cli.ui.settings(&printer)?;
+        let settings = cli.ui.settings(&cli.global, &printer)?;
         ui::serve(&cli.global, &settings, printer).await
     })
 }

@@ -56,7 +56,16 @@ pub fn state(report: &Report, has: &dyn Fn(&str) -> Option<bool>) -> RolloutStat
     if !holds(sync.source_revision.as_ref()) && !holds(sync.applied_revision.as_ref()) {
         return RolloutState::NotYet;
     }
-    if ours.iter().any(|row| row.state == AppState::Failing) { RolloutState::Failed } else { RolloutState::Progressing }
+    if ours.iter().any(|row| failing(row)) { RolloutState::Failed } else { RolloutState::Progressing }
+}
+
+/// Failing on its own account, not only waiting: a layer whose dependency has not applied the
+/// commit yet says Ready=False (`DependencyNotReady`) until kustomize-controller tries again.
+fn failing(row: &AppStatus) -> bool {
+    let waiting = |object: &crate::status::ObjectStatus| {
+        object.reason.as_deref().is_some_and(|reason| crate::flux::status::WAITING_REASONS.contains(&reason))
+    };
+    row.state == AppState::Failing && !row.objects.iter().any(|object| object.ready == "False" && waiting(object))
 }
 
 #[cfg(test)]
@@ -101,6 +110,19 @@ mod tests {
             asked(vec![row("flux-system", Failing, OLD, NEW), row("apps", Ready, OLD, OLD)]),
             RolloutState::Failed
         );
+        // A layer waiting on another that has not applied the commit yet is on its way.
+        let mut tenants = row("tenants", Failing, OLD, NEW);
+        tenants.objects.push(crate::status::ObjectStatus {
+            kind: "Kustomization".into(),
+            namespace: "flux-system".into(),
+            name: "tenants".into(),
+            ready: "False".into(),
+            reason: Some("DependencyNotReady".into()),
+            message: Some("dependency 'flux-system/platform' revision is not up to date".into()),
+            revision: None,
+            suspended: false,
+        });
+        assert_eq!(asked(vec![row("flux-system", Ready, NEW, NEW), tenants]), RolloutState::Progressing);
         assert_eq!(
             asked(vec![row("flux-system", Ready, OLD, OLD), row("apps", Ready, OLD, OLD)]),
             RolloutState::NotYet

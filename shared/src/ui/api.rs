@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Serialize;
 
-use super::Server;
 use super::change::{AddApp, Changed, RemoveApp};
+use super::clusters::{ClusterView, Viewed};
 use super::query::{AppsPage, AppsParams, Snapshot, page};
 use crate::error::{Error, ExitCode};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest, dora_report};
@@ -96,8 +96,8 @@ impl<T: crate::output::Kind> IntoResponse for Document<T> {
 }
 
 /// The latest snapshot once the watches listed everything once (or failed to start).
-pub(super) async fn listed(server: &Server) -> Result<Arc<Snapshot>, ApiError> {
-    let mut snapshots = server.snapshots.clone();
+pub(super) async fn listed(view: &ClusterView) -> Result<Arc<Snapshot>, ApiError> {
+    let mut snapshots = view.snapshots.clone();
     let waited = tokio::time::timeout(FIRST_LISTING, snapshots.wait_for(|s| s.listed || s.error.is_some())).await;
     match waited {
         Ok(Ok(snapshot)) => match &snapshot.error {
@@ -117,27 +117,24 @@ pub(super) async fn listed(server: &Server) -> Result<Arc<Snapshot>, ApiError> {
 }
 
 /// `GET /api/v1/apps?namespace=&health=&q=&limit=&continue=`
-pub(super) async fn apps(
-    State(server): State<Arc<Server>>,
-    RawQuery(query): RawQuery,
-) -> Result<Json<AppsPage>, ApiError> {
+pub(super) async fn apps(view: Viewed, RawQuery(query): RawQuery) -> Result<Json<AppsPage>, ApiError> {
     let query = AppsParams::parse(query.as_deref()).checked()?;
-    let snapshot = listed(&server).await?;
+    let snapshot = listed(&view).await?;
     Ok(Json(page(&snapshot, &query)))
 }
 
 /// `GET /api/v1/apps/{namespace}/{name}`: what `app status -o json` prints.
 pub(super) async fn app(
-    State(server): State<Arc<Server>>,
+    view: Viewed,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Result<Document<AppReport>, ApiError> {
-    Ok(Document(app_report(&server, &namespace, &name).await?))
+    Ok(Document(app_report(&view, &namespace, &name).await?))
 }
 
-pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> Result<AppReport, ApiError> {
+pub(super) async fn app_report(view: &Viewed, namespace: &str, name: &str) -> Result<AppReport, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    match status::app_report(&server.cluster, namespace, name, &server.printer).await? {
+    match status::app_report(&view.cluster, namespace, name, &view.server.printer).await? {
         Some(report) => Ok(report),
         None => Err(not_found_app(namespace, name)),
     }
@@ -146,16 +143,16 @@ pub(super) async fn app_report(server: &Server, namespace: &str, name: &str) -> 
 /// `GET /api/v1/apps/{namespace}/{name}/history`: what `app history -o json` prints, with the
 /// commits read from the app's git source as the command reads them.
 pub(super) async fn history(
-    State(server): State<Arc<Server>>,
+    view: Viewed,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Result<Document<AppHistory>, ApiError> {
-    Ok(Document(app_history(&server, &namespace, &name).await?))
+    Ok(Document(app_history(&view, &namespace, &name).await?))
 }
 
-pub(super) async fn app_history(server: &Server, namespace: &str, name: &str) -> Result<AppHistory, ApiError> {
+pub(super) async fn app_history(view: &Viewed, namespace: &str, name: &str) -> Result<AppHistory, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    match status::app_history(&server.cluster, namespace, name, true, &server.printer).await {
+    match status::app_history(&view.cluster, namespace, name, true, &view.server.printer).await {
         Err(Error::Usage { .. }) => Err(not_found_app(namespace, name)),
         other => Ok(other?),
     }
@@ -163,10 +160,7 @@ pub(super) async fn app_history(server: &Server, namespace: &str, name: &str) ->
 
 /// `GET /api/v1/metrics/dora?since=&failureWindow=&namespace=&app=`: what `metrics dora -o json`
 /// prints (every namespace unless `namespace` is given).
-pub(super) async fn dora(
-    State(server): State<Arc<Server>>,
-    RawQuery(query): RawQuery,
-) -> Result<Document<DoraReport>, ApiError> {
+pub(super) async fn dora(view: Viewed, RawQuery(query): RawQuery) -> Result<Document<DoraReport>, ApiError> {
     let (mut since, mut failure_window) = (DEFAULT_SINCE.to_string(), DEFAULT_FAILURE_WINDOW.to_string());
     let (mut namespace, mut app) = (None, None);
     for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
@@ -175,6 +169,8 @@ pub(super) async fn dora(
             "failureWindow" => failure_window = value.into_owned(),
             "namespace" => namespace = Some(value.into_owned()),
             "app" => app = Some(value.into_owned()),
+            // Which cluster: read by `Viewed`.
+            "context" => {}
             other => {
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
@@ -185,15 +181,15 @@ pub(super) async fn dora(
         }
     }
     let request = DoraRequest::new(namespace, app, &since, &failure_window)?;
-    Ok(Document(dora_report(&server.cluster, &request).await?))
+    Ok(Document(dora_report(&view.cluster, &request).await?))
 }
 
 /// Checks that `app remove NAME` would remove this app: it takes an app by name from the config
 /// repo, so the path's namespace must be where that app is, and the app must be one we added.
-pub(super) async fn removable(server: &Server, namespace: &str, name: &str) -> Result<(), ApiError> {
+pub(super) async fn removable(view: &ClusterView, namespace: &str, name: &str) -> Result<(), ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    let snapshot = listed(server).await?;
+    let snapshot = listed(view).await?;
     let key = (namespace, name);
     match snapshot.rows.binary_search_by(|row| (row.app.namespace.as_str(), row.app.name.as_str()).cmp(&key)) {
         Ok(index) if snapshot.rows[index].managed => Ok(()),
@@ -215,8 +211,8 @@ fn not_found_app(namespace: &str, name: &str) -> ApiError {
 }
 
 /// `GET /api/v1/cluster`: what `detect -o json` prints.
-pub(super) async fn cluster(State(server): State<Arc<Server>>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Document(crate::detect::detect(&server.cluster).await?))
+pub(super) async fn cluster(view: Viewed) -> Result<impl IntoResponse, ApiError> {
+    Ok(Document(crate::detect::detect(&view.cluster).await?))
 }
 
 /// What `POST …/{action}` did.
@@ -237,15 +233,15 @@ pub(super) fn media_type(headers: &axum::http::HeaderMap) -> Option<&str> {
 }
 
 /// Suspends, resumes or reconciles an app, as `app suspend|resume` and `flux reconcile` do.
-pub(super) async fn perform(server: &Server, namespace: &str, name: &str, action: &str) -> Result<Acted, ApiError> {
+pub(super) async fn perform(view: &ClusterView, namespace: &str, name: &str, action: &str) -> Result<Acted, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
     let result = match action {
-        "reconcile" => match status::request_reconcile(&server.cluster, namespace, name).await? {
+        "reconcile" => match status::request_reconcile(&view.cluster, namespace, name).await? {
             Some(requested) => format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})"),
             None => return Err(not_found_app(namespace, name)),
         },
-        "suspend" | "resume" => status::set_suspended(&server.cluster, namespace, name, action == "suspend")
+        "suspend" | "resume" => status::set_suspended(&view.cluster, namespace, name, action == "suspend")
             .await?
             .ok_or_else(|| not_found_app(namespace, name))?,
         other => {
@@ -261,11 +257,7 @@ pub(super) async fn perform(server: &Server, namespace: &str, name: &str, action
 
 /// `POST /api/v1/apps`: `app add` with the body's fields as its flags (docs/api.md); with
 /// `dryRun` the plan and its diff, else the commit or the pull request.
-pub(super) async fn add(
-    State(server): State<Arc<Server>>,
-    headers: axum::http::HeaderMap,
-    body: Bytes,
-) -> Result<Json<Changed>, ApiError> {
+pub(super) async fn add(view: Viewed, headers: axum::http::HeaderMap, body: Bytes) -> Result<Json<Changed>, ApiError> {
     let hint = Some("send the fields of `app add` as JSON (docs/api.md)");
     if media_type(&headers) != Some("application/json") {
         return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "the body must be application/json", hint));
@@ -273,24 +265,26 @@ pub(super) async fn add(
     let request: AddApp = serde_json::from_slice(&body).map_err(|error| {
         ApiError::new(StatusCode::BAD_REQUEST, &format!("the body is not an app to add: {error}"), hint)
     })?;
-    Ok(Json(request.run(&server.repo, &server.target, &server.printer).await?))
+    Ok(Json(request.run(&view.server.repo, &view.target, &view.server.printer).await?))
 }
 
 /// `DELETE /api/v1/apps/{namespace}/{name}?dryRun=&pr=&wait=`: `app remove NAME` from the config
 /// repo of the Flux namespace `namespace`; with `dryRun` the plan and its diff, else the commit or
 /// the pull request.
 pub(super) async fn remove(
-    State(server): State<Arc<Server>>,
+    view: Viewed,
     Path((namespace, name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Changed>, ApiError> {
-    removable(&server, &namespace, &name).await?;
+    removable(&view, &namespace, &name).await?;
     let mut request = RemoveApp { name, ..RemoveApp::default() };
     for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         let flag = match key.as_ref() {
             "dryRun" => &mut request.dry_run,
             "pr" => &mut request.pr,
             "wait" => &mut request.wait,
+            // Which cluster: read by `Viewed`.
+            "context" => continue,
             other => {
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
@@ -311,7 +305,7 @@ pub(super) async fn remove(
             }
         };
     }
-    Ok(Json(request.run(&namespace, &server.repo, &server.target, &server.printer).await?))
+    Ok(Json(request.run(&namespace, &view.server.repo, &view.target, &view.server.printer).await?))
 }
 
 /// One `apps` event: the snapshot's revision, and the rows that changed since the previous event
@@ -330,11 +324,11 @@ struct AppsChanged {
 /// `GET /api/v1/events`: Server-Sent Events, an `apps` event on every change the watches see.
 /// Each client reads the shared snapshots, whose changes are worked out once for all of them; no
 /// client starts a watch or keeps a snapshot of its own.
-pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let snapshots = server.snapshots.clone();
-    let stopping = server.stopping.clone();
+pub(super) async fn events(view: Viewed) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let snapshots = view.snapshots.clone();
+    let stopping = view.server.stopping.clone();
     // Without --drift, a channel that never changes.
-    let drift = server.drift.clone().unwrap_or_else(|| tokio::sync::watch::channel(None).1);
+    let drift = view.drift.clone().unwrap_or_else(|| tokio::sync::watch::channel(None).1);
     let state = (snapshots, drift, stopping, None::<u64>);
     let stream = futures::stream::unfold(state, |(mut snapshots, mut drift, mut stopping, last)| async move {
         loop {
@@ -384,6 +378,7 @@ pub(super) async fn schema(Path(file): Path<String>) -> Result<Json<serde_json::
         "AppHistory.json" => schema_of::<AppHistory>(),
         "DoraMetrics.json" => schema_of::<DoraReport>(),
         "Detection.json" => schema_of::<crate::detect::Detection>(),
+        "FleetStatus.json" => schema_of::<crate::fleet::FleetStatus>(),
         _ => {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,

@@ -31,7 +31,7 @@ pub(super) struct Auth {
     /// When the session ends, set by the exchange.
     expires: OnceLock<Instant>,
     /// The port the server listens on: in the cookie's name, `Host` and `Origin`.
-    port: u16,
+    pub(super) port: u16,
 }
 
 /// Whether a request carries the session, and if not why.

@@ -6,6 +6,10 @@
 //! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the
 //!   read-only default.
 //! - [`api`]: `/api/v1`, JSON, the schemas `-o json` prints (docs/api.md).
+//! - [`clusters`]: the clusters followed (`--context dev,uat`), each with its own watches, and
+//!   which one a request is about (the cluster switcher).
+//! - [`fleet`]: the Fleet page, the matrix of `fleet status` over those clusters, live, with the
+//!   promotion button behind `--allow-writes`.
 //! - [`dora`]: the Apps page's DORA panel, `metrics dora` worked out in the background.
 //! - [`pages`]: server-rendered HTML that works without JavaScript; `assets/ui.js` only swaps
 //!   the rows in when the events say they changed.
@@ -15,8 +19,10 @@
 mod api;
 mod auth;
 mod change;
+mod clusters;
 mod dora;
 mod drift;
+mod fleet;
 mod live;
 mod pages;
 mod query;
@@ -34,10 +40,8 @@ use tokio::sync::watch;
 use crate::change::Target;
 use crate::cli::GlobalArgs;
 use crate::cli::RepoArgs;
-use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
-use crate::timeouts;
 
 /// Request bodies larger than this are refused (413) before a handler reads them.
 pub(crate) const BODY_LIMIT: usize = 1 << 20;
@@ -79,6 +83,9 @@ pub struct UiArgs {
 /// `kubectl gitops ui`, resolved from its flags.
 #[derive(Debug, Clone)]
 pub struct UiSettings {
+    /// `--context dev,uat`: the clusters followed, the first shown unless the user switches;
+    /// `None`: the one cluster the flags name.
+    contexts: Option<Vec<String>>,
     listen: SocketAddr,
     allow_writes: bool,
     open_browser: bool,
@@ -89,7 +96,7 @@ pub struct UiSettings {
 
 impl UiArgs {
     /// Checks the flags: only a loopback address is served.
-    pub fn settings(&self, printer: &Printer) -> Result<UiSettings> {
+    pub fn settings(&self, global: &GlobalArgs, printer: &Printer) -> Result<UiSettings> {
         if !self.address.is_loopback() {
             return Err(Error::usage(
                 format!("--address {} is not a loopback address", self.address),
@@ -97,6 +104,7 @@ impl UiArgs {
             ));
         }
         Ok(UiSettings {
+            contexts: crate::contexts::several(global)?,
             listen: SocketAddr::new(self.address, self.port.unwrap_or(0)),
             allow_writes: self.allow_writes,
             // On a terminal a person is there to look; under a script, the URL alone.
@@ -109,18 +117,12 @@ impl UiArgs {
 
 /// What every handler shares.
 pub(crate) struct Server {
-    cluster: Cluster,
-    /// The cluster as the app commands take it, for adding an app.
-    target: Target,
+    /// The clusters followed, in `--context`'s order (one unless it names several).
+    views: Vec<clusters::ClusterView>,
     /// The config repo flags the server was started with.
     repo: RepoArgs,
     allow_writes: bool,
     auth: auth::Auth,
-    snapshots: watch::Receiver<Arc<query::Snapshot>>,
-    /// The Apps page's DORA panel, worked out in the background.
-    dora: watch::Receiver<dora::Panel>,
-    /// `--drift`: every Kustomization's drift, followed in the background.
-    drift: Option<watch::Receiver<crate::drift::LiveDrift>>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
     stopping: watch::Receiver<bool>,
     printer: Printer,
@@ -128,33 +130,38 @@ pub(crate) struct Server {
 
 /// Serves until Ctrl-C. Prints the URL (with its one-time token) on stdout.
 pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer) -> Result<ExitCode> {
-    let cluster = Cluster::connect(&Connection::from_args(global, timeouts::REQUEST), &printer).await?;
+    let base = Target::from_args(global);
+    let contexts = match &settings.contexts {
+        Some(contexts) => contexts.iter().cloned().map(Some).collect(),
+        None => vec![global.context.clone()],
+    };
+    let mut views = Vec::new();
+    for context in contexts {
+        views.push(clusters::ClusterView::start(&base, context, settings.drift.clone(), printer).await?);
+    }
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .map_err(|error| Error::io(format!("cannot listen on {}", settings.listen), error))?;
     let address = listener.local_addr().map_err(|error| Error::io("cannot read the listening address", error))?;
     let (auth, token) = auth::Auth::new(address.port())?;
     let url = format!("http://{address}/?token={token}");
-    let snapshots = live::follow(cluster.clone(), printer);
-    let dora = dora::follow(cluster.clone(), snapshots.clone());
-    let drift = settings.drift.clone().map(|repo| drift::follow(Target::from_args(global), repo, printer));
     let (stop, stopping) = watch::channel(false);
     let server = Arc::new(Server {
-        cluster,
-        target: Target::from_args(global),
+        views,
         repo: settings.repo.clone(),
         allow_writes: settings.allow_writes,
         auth,
-        snapshots,
-        dora,
-        drift,
         stopping,
         printer,
     });
 
     printer.data(&format!("{url}\n"))?;
+    let followed = match &settings.contexts {
+        Some(contexts) => format!(", following contexts {}", contexts.join(", ")),
+        None => String::new(),
+    };
     printer.progress(&format!(
-        "serving the UI on {address} ({}); Ctrl-C stops it",
+        "serving the UI on {address} ({}{followed}); Ctrl-C stops it",
         if settings.allow_writes { "writes allowed" } else { "read-only" }
     ));
     if settings.open_browser {
@@ -180,6 +187,8 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/{namespace}/{name}/history", get(api::history))
         .route("/apps/{namespace}/{name}/{action}", post(pages::act))
         .route("/cluster", get(api::cluster))
+        .route("/fleet", get(fleet::api))
+        .route("/fleet/events", get(fleet::events))
         .route("/metrics/dora", get(api::dora))
         .route("/events", get(api::events))
         .route("/openapi.json", get(api::openapi))
@@ -193,9 +202,12 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/{namespace}/{name}/remove", post(pages::remove))
         .route("/apps/{namespace}/{name}/history", get(pages::history))
         .route("/cluster", get(pages::cluster))
+        .route("/fleet", get(fleet::page))
+        .route("/fleet/promote", post(fleet::promote))
         .route("/pulls/{number}", get(pages::pull))
         .route("/assets/{file}", get(pages::asset))
         .nest("/api/v1", api)
+        .layer(axum::middleware::from_fn_with_state(server.clone(), clusters::remember))
         .layer(axum::middleware::from_fn_with_state(server.clone(), auth::guard))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(protect))

@@ -3,17 +3,16 @@
 //! with the page's own query and swaps the table body in.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
 
-use super::Server;
 use super::api::{self, ApiError};
 use super::change::{AddApp, Changed, RemoveApp};
+use super::clusters::{ClusterView, Nav, UnknownContext, Viewed};
 use super::query::{AppRow, AppsPage, AppsParams, page};
 use crate::deployments::dora::Metrics;
 use crate::deployments::timeline::Row;
@@ -24,7 +23,7 @@ use crate::status::{AppHistory, AppReport, AppState, ObjectStatus, shorten_revis
 const CSS: &str = include_str!("assets/ui.css");
 const JS: &str = include_str!("assets/ui.js");
 
-fn layout(title: &str, body: Markup) -> Html<String> {
+pub(super) fn layout(nav: &Nav, title: &str, body: Markup) -> Html<String> {
     Html(
         html! {
             (DOCTYPE)
@@ -37,7 +36,21 @@ fn layout(title: &str, body: Markup) -> Html<String> {
                     script src="/assets/ui.js" defer {}
                 }
                 body {
-                    nav { a href="/apps" { "Apps" } " " a href="/apps/new" { "Add an app" } " " a href="/cluster" { "Cluster" } }
+                    nav {
+                        a href="/apps" { "Apps" } " " a href="/apps/new" { "Add an app" } " " a href="/cluster" { "Cluster" }
+                        @if let Some(chosen) = nav.switching() {
+                            " " a href="/fleet" { "Fleet" }
+                            // The cluster switcher: a plain form, so it works without JavaScript.
+                            form.switcher method="get" action="/apps" {
+                                label { "Cluster " select name="context" {
+                                    @for context in &nav.contexts {
+                                        option value=(context) selected[context == chosen] { (context) }
+                                    }
+                                } }
+                                " " button type="submit" { "Switch" }
+                            }
+                        }
+                    }
                     main { (body) }
                 }
             }
@@ -53,14 +66,26 @@ fn error_page(status: StatusCode, message: &str, hint: Option<&str>) -> Response
         p.error { (message) }
         @if let Some(hint) = hint { p.hint { "hint: " (hint) } }
     };
-    (status, layout("Error", body)).into_response()
+    (status, layout(&Nav::default(), "Error", body)).into_response()
+}
+
+impl IntoResponse for UnknownContext {
+    fn into_response(self) -> Response {
+        let hint = format!("it follows {} (`kubectl gitops ui --context` names them)", self.followed.join(", "));
+        let error = ApiError::new(
+            StatusCode::NOT_FOUND,
+            &format!("this server does not follow a context {:?}", self.context),
+            Some(&hint),
+        );
+        if self.api { error.into_response() } else { failed(error) }
+    }
 }
 
 pub(super) fn refused(status: StatusCode, message: &str, hint: &str) -> Response {
     error_page(status, message, Some(hint))
 }
 
-fn failed(error: ApiError) -> Response {
+pub(super) fn failed(error: ApiError) -> Response {
     let (message, hint) = error.message();
     error_page(error.status(), message, hint)
 }
@@ -71,35 +96,37 @@ pub(super) async fn root() -> Redirect {
 
 /// `GET /apps`: the listing, filters and one page of rows; with `part=rows`, the table body alone,
 /// which the live updates fetch.
-pub(super) async fn apps(State(server): State<Arc<Server>>, RawQuery(query): RawQuery) -> Response {
+pub(super) async fn apps(view: Viewed, RawQuery(query): RawQuery) -> Response {
     let params = AppsParams::parse(query.as_deref());
     let rows_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .any(|(name, value)| name == "part" && value == "rows");
-    let drift = server.drift.as_ref().map(|drift| drift.borrow().clone());
-    match cut(&server, &params).await {
+    let drift = view.drift.as_ref().map(|drift| drift.borrow().clone());
+    match cut(&view, &params).await {
         Ok(listing) if rows_only => Html(table_body(&params, &listing, drift.as_ref()).into_string()).into_response(),
         Ok(listing) => {
-            let panel = server.dora.borrow().clone();
-            let body = html! { (apps_body(&params, &listing, drift.as_ref())) (dora_panel(panel)) };
-            layout("Apps", body).into_response()
+            let panel = view.dora.borrow().clone();
+            let nav = view.nav();
+            let body = html! { (apps_body(&nav, &params, &listing, drift.as_ref())) (dora_panel(panel)) };
+            layout(&nav, "Apps", body).into_response()
         }
         Err(error) if rows_only => error.into_response(),
         Err(error) => failed(error),
     }
 }
 
-async fn cut(server: &Server, params: &AppsParams) -> Result<AppsPage, ApiError> {
+async fn cut(view: &ClusterView, params: &AppsParams) -> Result<AppsPage, ApiError> {
     let query = params.checked()?;
-    let snapshot = api::listed(server).await?;
+    let snapshot = api::listed(view).await?;
     Ok(page(&snapshot, &query))
 }
 
-fn apps_body(params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>) -> Markup {
+fn apps_body(nav: &Nav, params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>) -> Markup {
     let selected_namespace = params.namespace.clone().unwrap_or_default();
     let selected_health = params.health.clone().unwrap_or_default();
     html! {
-        h1 { "Apps" }
+        h1 { "Apps" @if let Some(context) = nav.switching() { " in " (context) } }
         form method="get" action="/apps" {
+            @if let Some(context) = nav.switching() { input type="hidden" name="context" value=(context); }
             label { "Namespace " select name="namespace" {
                 option value="" { "all" }
                 @for namespace in &listing.namespaces {
@@ -124,7 +151,7 @@ fn apps_body(params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>)
         @if !listing.forbidden.is_empty() {
             p.warning { "Not allowed to read: " (listing.forbidden.join("; ")) }
         }
-        table #apps data-revision=(listing.revision) { (table_body(params, listing, drift)) }
+        table #apps data-revision=(listing.revision) data-context=[nav.switching()] { (table_body(params, listing, drift)) }
     }
 }
 
@@ -211,23 +238,23 @@ fn next_page(params: &AppsParams, after: &str) -> String {
 /// `GET /apps/{namespace}/{name}`: the `app status` tree, and its drift; with `part=drift`, the
 /// drift section alone (what the live updates swap in).
 pub(super) async fn app(
-    State(server): State<Arc<Server>>,
+    view: Viewed,
     Path((namespace, name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let drift_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .any(|(name, value)| name == "part" && value == "drift");
-    let drift = server.drift.as_ref().map(|drift| drift.borrow().clone());
-    match api::app_report(&server, &namespace, &name).await {
+    let drift = view.drift.as_ref().map(|drift| drift.borrow().clone());
+    match api::app_report(&view, &namespace, &name).await {
         Ok(report) if drift_only => {
             Html(super::drift::section(drift.as_ref(), &report.app).into_string()).into_response()
         }
         Ok(report) => {
             let body = html! {
-                (app_body(&report, server.allow_writes))
+                (app_body(&report, view.server.allow_writes))
                 section #drift { (super::drift::section(drift.as_ref(), &report.app)) }
             };
-            layout(&name, body).into_response()
+            layout(&view.nav(), &name, body).into_response()
         }
         Err(error) if drift_only => error.into_response(),
         Err(error) => failed(error),
@@ -332,20 +359,19 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
 
 /// `GET /apps/{namespace}/{name}/history`: the history tab, `app history` and the app's DORA
 /// figures.
-pub(super) async fn history(
-    State(server): State<Arc<Server>>,
-    Path((namespace, name)): Path<(String, String)>,
-) -> Response {
+pub(super) async fn history(view: Viewed, Path((namespace, name)): Path<(String, String)>) -> Response {
     let request = DoraRequest::new(Some(namespace.clone()), Some(name.clone()), DEFAULT_SINCE, DEFAULT_FAILURE_WINDOW);
-    let history = api::app_history(&server, &namespace, &name).await;
+    let history = api::app_history(&view, &namespace, &name).await;
     let figures = match (&history, request) {
         (Ok(history), Ok(request)) if !history.deployments.is_empty() => {
-            dora_report(&server.cluster, &request).await.ok().map(|report| report.overall)
+            dora_report(&view.cluster, &request).await.ok().map(|report| report.overall)
         }
         _ => None,
     };
     match history {
-        Ok(history) => layout(&format!("{name} history"), history_body(&history, figures.as_ref())).into_response(),
+        Ok(history) => {
+            layout(&view.nav(), &format!("{name} history"), history_body(&history, figures.as_ref())).into_response()
+        }
         Err(error) => failed(error),
     }
 }
@@ -409,11 +435,11 @@ fn dora_figures(figures: &Metrics, title: &str) -> Markup {
 /// ([`api::perform`]), which the App page's buttons post to as a form; a form gets the page back
 /// instead of JSON.
 pub(super) async fn act(
-    State(server): State<Arc<Server>>,
+    view: Viewed,
     Path((namespace, name, action)): Path<(String, String, String)>,
     headers: axum::http::HeaderMap,
 ) -> Response {
-    let acted = api::perform(&server, &namespace, &name, &action).await;
+    let acted = api::perform(&view, &namespace, &name, &action).await;
     if api::media_type(&headers) == Some("application/x-www-form-urlencoded") {
         return acted_page(&namespace, &name, acted.map(drop));
     }
@@ -451,16 +477,16 @@ const ADD_FIELDS: [(&str, &str, &str); 9] = [
 
 impl PostedForm {
     /// Reads a posted form (application/x-www-form-urlencoded).
-    fn parse(body: &[u8]) -> PostedForm {
+    pub(super) fn parse(body: &[u8]) -> PostedForm {
         PostedForm(form_urlencoded::parse(body).into_owned().collect())
     }
 
     /// A field's value; an empty one counts as left out.
-    fn text(&self, name: &str) -> Option<String> {
+    pub(super) fn text(&self, name: &str) -> Option<String> {
         self.0.get(name).filter(|value| !value.trim().is_empty()).cloned()
     }
 
-    fn checked(&self, name: &str) -> bool {
+    pub(super) fn checked(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }
 
@@ -503,17 +529,18 @@ fn add_form(form: &PostedForm, allow_writes: bool) -> Markup {
 }
 
 /// `GET /apps/new`: the Add form.
-pub(super) async fn new_app(State(server): State<Arc<Server>>) -> Response {
-    layout("Add an app", html! { h1 { "Add an app" } (add_form(&PostedForm::default(), server.allow_writes)) })
-        .into_response()
+pub(super) async fn new_app(view: Viewed) -> Response {
+    let form = add_form(&PostedForm::default(), view.server.allow_writes);
+    layout(&view.nav(), "Add an app", html! { h1 { "Add an app" } (form) }).into_response()
 }
 
 /// `POST /apps/new`: first the plan and its diff (the dry run of `app add`) with a button to go
 /// on; then the commit or the pull request.
-pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Response {
+pub(super) async fn add(view: Viewed, body: Bytes) -> Response {
     let form = PostedForm::parse(&body);
     let request = form.add_request();
-    let added = match request.run(&server.repo, &server.target, &server.printer).await {
+    let nav = view.nav();
+    let added = match request.run(&view.server.repo, &view.target, &view.server.printer).await {
         Ok(added) => added,
         Err(error) => {
             let error = ApiError::from(error);
@@ -521,32 +548,28 @@ pub(super) async fn add(State(server): State<Arc<Server>>, body: Bytes) -> Respo
             let body = html! {
                 h1 { "Add an app" }
                 p.error { (message) } @if let Some(hint) = hint { p.hint { "hint: " (hint) } }
-                (add_form(&form, server.allow_writes))
+                (add_form(&form, view.server.allow_writes))
             };
-            return (error.status(), layout("Add an app", body)).into_response();
+            return (error.status(), layout(&nav, "Add an app", body)).into_response();
         }
     };
     let then = "Flux applies it at its next reconcile; it then appears on the Apps page.";
-    layout("Add an app", changed_body("Add", &added, "/apps/new", &form, then)).into_response()
+    layout(&nav, "Add an app", changed_body("Add", &added, "/apps/new", &form, then)).into_response()
 }
 
 /// `POST /apps/{namespace}/{name}/remove` (the App page's Remove button): first the plan and its
 /// diff (the dry run of `app remove`) with a button to go on; then the commit or the pull request.
-pub(super) async fn remove(
-    State(server): State<Arc<Server>>,
-    Path((namespace, name)): Path<(String, String)>,
-    body: Bytes,
-) -> Response {
-    if let Err(error) = api::removable(&server, &namespace, &name).await {
+pub(super) async fn remove(view: Viewed, Path((namespace, name)): Path<(String, String)>, body: Bytes) -> Response {
+    if let Err(error) = api::removable(&view, &namespace, &name).await {
         return failed(error);
     }
     let form = PostedForm::parse(&body);
     let request = RemoveApp { name, pr: form.checked("pr"), dry_run: !form.checked("confirm"), wait: false };
-    match request.run(&namespace, &server.repo, &server.target, &server.printer).await {
+    match request.run(&namespace, &view.server.repo, &view.target, &view.server.printer).await {
         Ok(removed) => {
             let action = format!("/apps/{namespace}/{}/remove", removed.name);
             let then = "Flux prunes it at its next reconcile; it then leaves the Apps page.";
-            layout("Remove an app", changed_body("Remove", &removed, &action, &form, then)).into_response()
+            layout(&view.nav(), "Remove an app", changed_body("Remove", &removed, &action, &form, then)).into_response()
         }
         Err(error) => failed(error.into()),
     }
@@ -554,7 +577,7 @@ pub(super) async fn remove(
 
 /// What a change's form answers: the plan and its diff, with a button that posts the same form
 /// again with the go-ahead; then what was done (the commit, or a link to the pull request).
-fn changed_body(verb: &str, changed: &Changed, action: &str, form: &PostedForm, then: &str) -> Markup {
+pub(super) fn changed_body(verb: &str, changed: &Changed, action: &str, form: &PostedForm, then: &str) -> Markup {
     if changed.dry_run {
         html! {
             h1 { (verb) " " (changed.name) ": the plan" }
@@ -606,8 +629,8 @@ fn linked(text: &str) -> Markup {
 /// `GET /pulls/{number}`: a pull request kubectl-gitops opened on the config repo, as `kubectl
 /// gitops pr show NUMBER --preview` shows it: its checks, then what its head commit would change
 /// in the cluster. Read-only: nothing is written anywhere.
-pub(super) async fn pull(State(server): State<Arc<Server>>, Path(number): Path<u64>) -> Response {
-    let repo = match server.repo.settings() {
+pub(super) async fn pull(view: Viewed, Path(number): Path<u64>) -> Response {
+    let repo = match view.server.repo.settings() {
         Ok(repo) => repo,
         Err(error) => return failed(error.into()),
     };
@@ -620,23 +643,23 @@ pub(super) async fn pull(State(server): State<Arc<Server>>, Path(number): Path<u
         headers: true,
     };
     let request = crate::pr::ShowRequest { validation, preview: Some(crate::diff::Rendering::default()) };
-    match crate::pr::show(&request, &server.target, &server.printer).await {
+    match crate::pr::show(&request, &view.target, &view.server.printer).await {
         Ok((text, _)) => {
             let title = format!("Pull request {number}");
-            layout(&title, html! { h1 { (title) } pre.plan { (linked(&text)) } }).into_response()
+            layout(&view.nav(), &title, html! { h1 { (title) } pre.plan { (linked(&text)) } }).into_response()
         }
         Err(error) => failed(error.into()),
     }
 }
 
 /// `GET /cluster`: what `detect` reports, and the Flux runtime.
-pub(super) async fn cluster(State(server): State<Arc<Server>>) -> Response {
-    let detection = match crate::detect::detect(&server.cluster).await {
+pub(super) async fn cluster(view: Viewed) -> Response {
+    let detection = match crate::detect::detect(&view.cluster).await {
         Ok(detection) => detection,
         Err(error) => return failed(error.into()),
     };
     let body = html! {
-        h1 { "Cluster" }
+        h1 { "Cluster " (view.context) }
         table.facts { tbody {
             tr { th { "State" } td { (detection.state.word()) } }
             tr { th { "Server" } td { (detection.server) } }
@@ -660,7 +683,7 @@ pub(super) async fn cluster(State(server): State<Arc<Server>>) -> Response {
             h2 { "Warnings" } ul { @for warning in &detection.warnings { li { (warning) } } }
         }
     };
-    layout("Cluster", body).into_response()
+    layout(&view.nav(), "Cluster", body).into_response()
 }
 
 /// `GET /assets/{file}`: the stylesheet and the script, compiled into the binary.

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::names;
-use crate::status::{AppKind, AppState, AppStatus, Report, Scope, Summary, summarize};
+use crate::status::{AppKind, AppState, AppStatus, Report, Runtime, Scope, Summary, summarize};
 
 /// Rows per page unless `limit` says otherwise, and the most one page may hold.
 pub(crate) const DEFAULT_LIMIT: usize = 50;
@@ -259,6 +259,9 @@ pub(crate) struct Snapshot {
     pub(crate) scope: Scope,
     /// Why the watches could not start, when they could not.
     pub(crate) error: Option<String>,
+    /// The Flux runtime and install record, as `status` reports them: what the Fleet page says of
+    /// the cluster (its name, its config repo revision, its Flux version).
+    pub(crate) runtime: Option<Runtime>,
 }
 
 impl Snapshot {
@@ -271,18 +274,20 @@ impl Snapshot {
             forbidden: Vec::new(),
             scope: Scope::All,
             error: None,
+            runtime: None,
         }
     }
 
     /// The snapshot of a complete listing after `last`; `None` when nothing changed since it.
     pub(super) fn next(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Option<Snapshot> {
         let forbidden = report.forbidden.clone();
+        let runtime = Some(report.flux.clone());
         let rows = sorted_rows(report);
         // After a failed or unlisted snapshot there is nothing to compare with: streams resync.
         let mut changes = Vec::new();
         if last.listed {
             let changed = changed_rows(&last.rows, &rows);
-            if changed.is_empty() && forbidden == last.forbidden && scope == last.scope {
+            if changed.is_empty() && forbidden == last.forbidden && scope == last.scope && runtime == last.runtime {
                 return None;
             }
             changes.clone_from(&last.changes);
@@ -294,7 +299,38 @@ impl Snapshot {
                 changes.remove(0);
             }
         }
-        Some(Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None })
+        Some(Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None, runtime })
+    }
+
+    /// What `fleet status` reads of a cluster, from this snapshot: its runtime, the apps we manage
+    /// (not the platform's) and the config repo's sync; or why there is nothing to read yet.
+    pub(crate) fn fleet_report(&self) -> std::result::Result<Report, String> {
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
+        let (true, Some(runtime)) = (self.listed, &self.runtime) else {
+            return Err("still listing its Flux objects".to_string());
+        };
+        let apps: Vec<AppStatus> =
+            self.rows.iter().filter(|row| row.managed && !row.app.platform).map(|row| row.app.clone()).collect();
+        let is_sync = |app: &AppStatus| {
+            app.kind == AppKind::Kustomize
+                && app.name == crate::flux::bootstrap::SYNC_NAME
+                && runtime.namespace.as_deref() == Some(app.namespace.as_str())
+        };
+        let config_repo: Vec<AppStatus> =
+            self.rows.iter().filter(|row| !row.managed && is_sync(&row.app)).map(|row| row.app.clone()).collect();
+        let summary = summarize(apps.iter().chain(&config_repo));
+        Ok(Report {
+            flux: runtime.clone(),
+            platform: Vec::new(),
+            apps,
+            tenants: Vec::new(),
+            config_repo,
+            other_flux_objects: Vec::new(),
+            forbidden: self.forbidden.clone(),
+            summary,
+        })
     }
 
     /// The rows changed since the snapshot `revision`, each once as it is now; `None` when this
@@ -376,6 +412,44 @@ mod tests {
         assert!(Snapshot::next(&third, 4, same, Scope::All).is_none());
         // One it does not know of (before the first listing, or from before a restart): resync.
         assert_eq!(third.changed_since(0), None);
+    }
+
+    #[test]
+    fn the_fleet_page_reads_of_a_snapshot_what_fleet_status_reads_of_a_cluster() {
+        assert_eq!(Snapshot::starting().fleet_report().err().as_deref(), Some("still listing its Flux objects"));
+        let failed = Snapshot { error: Some("connection refused".into()), ..Snapshot::starting() };
+        assert_eq!(failed.fleet_report().err().as_deref(), Some("connection refused"));
+
+        let mut mccp = AppStatus::bare("flux-system", "mccp", AppKind::Helm, AppState::Ready);
+        mccp.applied_revision = Some("0.2.0".into());
+        let mut sync = row("flux-system", "flux-system", AppState::Ready);
+        sync.applied_revision = Some(format!("main@sha1:{}", "a".repeat(40)));
+        let mut listed = Report::of(vec![mccp], vec![sync], Some(crate::record::InstallRecord::of_cluster("dev")));
+        listed.flux.namespace = Some("flux-system".into());
+        listed.platform.push(AppStatus { platform: true, ..row("flux-system", "ingress", AppState::Failing) });
+        // A tenant's Kustomization of the same name is not the sync.
+        listed.other_flux_objects.push(row("team", "flux-system", AppState::Failing));
+        let snapshot = Snapshot::next(&Snapshot::starting(), 1, listed, Scope::All).unwrap();
+
+        let read = snapshot.fleet_report().unwrap();
+        let names =
+            |rows: &[AppStatus]| rows.iter().map(|row| format!("{}/{}", row.namespace, row.name)).collect::<Vec<_>>();
+        assert_eq!(names(&read.apps), ["flux-system/mccp"], "the apps, not the platform's");
+        assert_eq!(names(&read.config_repo), ["flux-system/flux-system"]);
+        let reached =
+            [crate::fleet::Reached { column: crate::fleet::Column::of_context("kind-dev"), report: Ok(read) }];
+        let fleet = crate::fleet::matrix::build(&reached, None);
+        let cluster = &fleet.clusters[0];
+        assert_eq!((cluster.name.as_deref(), cluster.path.as_deref()), (Some("dev"), Some("clusters/dev")));
+        assert_eq!(cluster.config_revision, Some(format!("main@sha1:{}", "a".repeat(40))));
+        assert_eq!(fleet.apps[0].cells[0].version.as_deref(), Some("0.2.0"));
+        assert_eq!(fleet.summary.not_ready, 0, "the failing platform app and tenant are not in the matrix");
+
+        // A new Flux version alone is a new snapshot: the Fleet page says which one runs.
+        let mut upgraded = Report::of(Vec::new(), Vec::new(), None);
+        upgraded.flux.version = Some("v2.9.0".into());
+        let before = Snapshot::next(&Snapshot::starting(), 1, Report::of(Vec::new(), Vec::new(), None), Scope::All);
+        assert!(Snapshot::next(&before.unwrap(), 2, upgraded, Scope::All).is_some());
     }
 
     impl Snapshot {

@@ -5,8 +5,10 @@
 //! The seed's scenario: the same Helm chart added to `dev` and `uat` with their own values (dev on
 //! sqlite, uat on postgresql), both deployed and shown side by side; then the chart moved on in
 //! dev's directory only (a patch in its overlay, by hand), which the matrix marks as differing;
-//! then promoted from dev to uat by a pull request on Gitea (the config repo's forge), validated
-//! by `pr show`, merged and followed to Ready.
+//! then promoted from dev to uat by a pull request on Gitea (the config repo's forge), opened from
+//! the UI's Fleet page (`ui --context dev,uat`, in a real headless Chromium), validated by `pr
+//! show`, merged and followed to Ready by `promote --pr --merge --wait`, which the open Fleet page
+//! shows without a reload.
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -15,9 +17,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gitops_e2e::browser::Browser;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::gitea::Gitea;
 use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::ui::Ui;
 use gitops_e2e::{binaries, flux_release};
 use gitops_shared::provider::Kind;
 use serde_json::{Value, json};
@@ -25,8 +29,9 @@ use serde_json::{Value, json};
 /// The config repo, on Gitea.
 const REPO: &str = "acme/fleet";
 
-/// `command` wired to `gitea` (its token and API) and to `kubeconfig`, without a real HOME.
-fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path) -> Run {
+/// Wires `command` to `gitea` (its token and API) and to `kubeconfig`, its HOME the directory
+/// returned (kept while the command runs), not the real one.
+fn wire(command: &mut Command, gitea: &Gitea, kubeconfig: &Path) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     command
         .env("KUBECONFIG", kubeconfig)
@@ -37,8 +42,33 @@ fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path) -> Run {
         .env_remove(Kind::GitLab.token_env())
         .env_remove("SSH_AUTH_SOCK")
         .env("NO_COLOR", "1");
+    home
+}
+
+/// Runs `command` wired by [`wire`].
+fn wired(mut command: Command, gitea: &Gitea, kubeconfig: &Path) -> Run {
+    let _home = wire(&mut command, gitea, kubeconfig);
     Run::of(&mut command)
 }
+
+/// `kubectl gitops ui --context dev,uat --allow-writes` with the config repo's keys, and a
+/// headless Chromium on its URL (the session cookie taken).
+fn fleet_ui(kubeconfig: &Path, gitea: &Gitea) -> (Ui, Browser, tempfile::TempDir) {
+    let mut command = Command::new(binaries::path("kubectl-gitops-ui"));
+    command.args(["--context", "dev,uat", "--allow-writes"]).args(keys(gitea));
+    // The plan's preview of the target cluster builds with the environment's flux CLI and
+    // renders HelmReleases with its helm.
+    command.env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
+    command.env("KUBECTL_GITOPS_HELM_BIN", gitops_e2e::tools::path("helm"));
+    let home = wire(&mut command, gitea, kubeconfig);
+    let ui = Ui::launch(command);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
+    (ui, browser, home)
+}
+
+/// The Fleet page's row of app mccp.
+const MCCP_ROW: &str = "#fleet tr[data-app=\"flux-system/mccp\"]";
 
 /// `--private-key-file … --known-hosts-file …`: Gitea's admin's key, and Gitea's host key.
 fn keys(gitea: &Gitea) -> [&str; 4] {
@@ -65,12 +95,14 @@ fn install(env: &TestEnv, gitea: &Gitea, name: &str) {
     assert_eq!(run.code, Some(0), "install {name}: {}", run.render());
 }
 
-/// `app add mccp` (the fixture chart `hello` from `charts`' chart server) to cluster `name`,
-/// with its own values.
+/// `app add mccp` (the fixture chart `hello` at 0.1.0 from `charts`' chart server) to cluster
+/// `name`, with its own values. The version is pinned: a cluster moves to another only when its
+/// directory says so (unpinned, uat would take 0.2.0 by itself as soon as its chart index has it).
 fn add(env: &TestEnv, charts: &TestEnv, gitea: &Gitea, name: &str, values: &Path) {
     let mut command = Command::new(binaries::path("kubectl-gitops-app"));
     command
-        .args(["add", "mccp", "--url", &charts.helm.url, "--chart", "hello", "--cluster-name", name])
+        .args(["add", "mccp", "--url", &charts.helm.url, "--chart", "hello", "--chart-version", "0.1.0"])
+        .args(["--cluster-name", name])
         .args(keys(gitea))
         .arg("--values")
         .arg(values);
@@ -110,9 +142,10 @@ fn fleet(kubeconfig: &Path, gitea: &Gitea, args: &[&str]) -> Run {
     wired(command, gitea, kubeconfig)
 }
 
-/// `fleet status ARGS -o json` once app `mccp` is ready in every cluster that answers: a
-/// HelmRelease Ready after an upgrade can still have its HelmChart catching up for a moment
-/// (`status` then says failing, as it should), so the test asks again until it settles.
+/// `fleet status ARGS -o json` once app `mccp` is ready in every cluster that answers, and no
+/// `--rollout` is still progressing: a HelmRelease Ready after an upgrade can still have its
+/// HelmChart catching up for a moment (`status` then says failing, as it should), and a layer
+/// waits a few seconds for the one it depends on, so the test asks again until it settles.
 fn settled(kubeconfig: &Path, gitea: &Gitea, args: &[&str]) -> Run {
     let args = [args, &["-o", "json"]].concat();
     let started = Instant::now();
@@ -121,12 +154,24 @@ fn settled(kubeconfig: &Path, gitea: &Gitea, args: &[&str]) -> Run {
         let document: Value = serde_json::from_str(&run.stdout).unwrap_or_default();
         let ready = document["apps"][0]["cells"]
             .as_array()
-            .is_some_and(|cells| cells.iter().all(|cell| matches!(cell["state"].as_str(), Some("ready" | "unknown"))));
+            .is_some_and(|cells| cells.iter().all(|cell| matches!(cell["state"].as_str(), Some("ready" | "unknown"))))
+            && document["clusters"]
+                .as_array()
+                .is_some_and(|clusters| clusters.iter().all(|cluster| cluster["rollout"] != "progressing"));
         if ready || started.elapsed() > Duration::from_secs(60) {
             return run;
         }
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// Has `env`'s HelmRepository `mccp` fetch its index now, and waits until it has.
+fn index_refreshed(env: &TestEnv) {
+    env.request_reconcile("flux-system", &["helmrepository/mccp"]).unwrap();
+    let repository = ["-n", "flux-system", "helmrepository", "mccp"];
+    let requested = env.jsonpath(&repository, "{.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}").unwrap();
+    env.wait_for_jsonpath(&repository, "{.status.lastHandledReconcileAt}", &requested, Duration::from_secs(60))
+        .unwrap();
 }
 
 /// The cells of app `name` in a FleetStatus document: (state, version) per cluster.
@@ -322,6 +367,9 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         std::fs::write(chart.join(file), text).unwrap();
     }
     dev.helm.publish(&chart).unwrap();
+    // dev's chart index is fetched again now, not at its interval: it has 0.2.0 before the commit
+    // asks for it (else the HelmRelease fails first, and so does the layer that waits on it).
+    index_refreshed(&dev);
     gitea.git(&clone, &["pull", "-q", "origin", "main"]).unwrap();
     let overlay = clone.join("clusters/dev/apps/mccp/kustomization.yaml");
     let mut config: Value = gitops_shared::yaml::from_str(&std::fs::read_to_string(&overlay).unwrap()).unwrap();
@@ -341,8 +389,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let sync = ["-n", "flux-system", "kustomization", "flux-system"];
     let at_head = format!("main@sha1:{pushed}");
     dev.wait_for_jsonpath(&sync, "{.status.lastAppliedRevision}", &at_head, Duration::from_secs(120)).unwrap();
-    // The chart repository's index is fetched again now, not at its interval: it has 0.2.0.
-    dev.request_reconcile("flux-system", &["helmrepository/mccp", "kustomization/apps"]).unwrap();
+    dev.request_reconcile("flux-system", &["kustomization/apps"]).unwrap();
     let release = ["-n", "flux-system", "helmrelease", "mccp"];
     dev.wait_for_jsonpath(&release, "{.status.lastAttemptedRevision}", "0.2.0", Duration::from_secs(180)).unwrap();
     dev.wait_ready(&["helmrelease/mccp"], Duration::from_secs(180)).unwrap();
@@ -367,7 +414,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let resume = r#"{"spec":{"suspend":false}}"#;
     uat.kubectl_ok(&["-n", "flux-system", "patch", "gitrepository", "flux-system", "--type", "merge", "-p", resume])
         .unwrap();
-    uat.request_reconcile("flux-system", &["helmrepository/mccp"]).unwrap();
+    index_refreshed(&uat);
     let promote = |extra: &[&str]| {
         kubectl_gitops(&[&["promote", "mccp", "--from", "dev", "--to", "uat"][..], extra, &keys(&gitea)].concat())
     };
@@ -389,9 +436,56 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert!(other.stderr.contains("\nerror: dev runs chart 0.2.0 of mccp, not 0.3.0\nhint: "), "{}", other.render());
     assert_eq!(gitea.head(REPO, "main").unwrap(), before, "nothing pushed");
     assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=all"), None).unwrap(), json!([]));
-    let opened = promote(&["--pr"]);
-    assert_eq!(opened.code, Some(0), "{}", opened.render());
-    assert_eq!(opened.stdout, format!("pull request opened: {}/{REPO}/pulls/1\n", gitea.url), "{}", opened.render());
+    // The UI over both clusters: the Fleet page's matrix made from each cluster's own watches,
+    // the same as `fleet status`; the cluster switcher; and the promotion button (--allow-writes)
+    // that shows the plan and what uat would get, then opens the pull request.
+    let (ui, browser, home) = fleet_ui(&kubeconfig, &gitea);
+    browser.goto(&format!("{}/fleet", ui.origin()));
+    let (row, _) = browser.wait_for_text(MCCP_ROW, Duration::from_secs(60), |row| {
+        row.starts_with("flux-system/mccp\tready 0.2.0\tready 0.1.0\tdiffer")
+    });
+    let chosen =
+        |select: &str| browser.eval(&format!("document.querySelector('{MCCP_ROW} select[name={select}]').value"));
+    assert_eq!((chosen("from"), chosen("to")), (json!("dev"), json!("uat")), "the Promote form: {row}");
+    let cookie = browser.cookie(&ui.cookie_name());
+    let api = ui.get(&cookie, "/api/v1/fleet");
+    assert_eq!(api.status, 200, "{}", api.body);
+    let status = gitops_e2e::schema::document("FleetStatus", &api.body);
+    assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.1.0")], "{status:#}");
+    let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["dev", "uat"], "each cluster's name from its install record: {status:#}");
+    browser.screenshot("fleet");
+    // The switcher: uat's Apps page, then remembered by the next page.
+    browser.click("form.switcher option[value=\"uat\"]");
+    browser.click("form.switcher button");
+    browser.wait_for_text("h1", Duration::from_secs(20), |title| title == "Apps in uat");
+    assert_eq!(browser.count("#apps tr[data-app=\"flux-system/mccp\"]"), 1);
+    browser.goto(&format!("{}/cluster", ui.origin()));
+    assert_eq!(browser.text("h1").as_deref(), Some("Cluster uat"));
+    // Promote: the plan first; nothing is pushed.
+    browser.goto(&format!("{}/fleet", ui.origin()));
+    browser.click(&format!("{MCCP_ROW} form.promote button"));
+    let (plan, _) = browser.wait_for_text("pre.plan", Duration::from_secs(120), |plan| plan.contains("+++ b/"));
+    for line in ["+++ b/clusters/uat/apps/mccp/kustomization.yaml\n", "value: \"0.2.0\"\n"] {
+        assert!(plan.contains(line), "{line} in {plan}");
+    }
+    // And what uat would get, asked of uat's own API server: its HelmRelease moved to 0.2.0.
+    assert!(plan.contains("\nComparing the plan on top of main of "), "{plan}");
+    assert!(!plan.contains("preview failed"), "{plan}");
+    let (_, preview) = plan.split_once("\nComparing the plan").unwrap();
+    assert!(preview.contains("+++ after/HelmRelease/flux-system/mccp\n"), "{preview}");
+    assert!(preview.contains("\n-      version: \"0.1.0\"\n+      version: \"0.2.0\"\n"), "{preview}");
+    let release = preview.lines().find(|line| line.contains("HelmRelease flux-system/mccp")).unwrap_or_default();
+    assert!(release.contains("hello@0.2.0"), "the chart rendered at 0.2.0: {preview}");
+    assert_eq!(gitea.head(REPO, "main").unwrap(), before, "the plan pushed nothing");
+    assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=all"), None).unwrap(), json!([]));
+    browser.screenshot("fleet-promote-plan");
+    // Then the pull request, linked to its page.
+    browser.click("main form button[type=\"submit\"]");
+    let (opened, _) =
+        browser.wait_for_text("pre.plan", Duration::from_secs(120), |text| text.contains("pull request opened"));
+    assert_eq!(opened, format!("pull request opened: {}/{REPO}/pulls/1", gitea.url));
+    assert_eq!(browser.count("a[href=\"/pulls/1\"]"), 1, "{:?}", browser.text("main"));
     let pull = gitea.api("GET", &format!("/repos/{REPO}/pulls/1"), None).unwrap();
     assert!(pull["head"]["ref"].as_str().unwrap().starts_with("gitops/promote-mccp-"), "{pull}");
     let recorded = "promote mccp --from dev --to uat --expect-version 0.2.0";
@@ -402,6 +496,8 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
         assert!(shown.stdout.contains(&format!("ok    {check}")), "{check}: {}", shown.render());
     }
     assert_eq!(gitea.head(REPO, "main").unwrap(), before, "nothing merged yet");
+    browser.goto(&format!("{}/fleet", ui.origin()));
+    browser.eval("(window.notReloaded = true)");
     // The same promotion again, with --merge --wait: it finds its request, merges the head it
     // checked, and waits on uat's cluster until the HelmRelease is Ready.
     let promoted = promote(&["--pr", "--merge", "--wait", "--timeout", "3m"]);
@@ -413,6 +509,14 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls/1"), None).unwrap()["merged"], true);
     let release = uat.jsonpath(&["-n", "flux-system", "helmrelease", "mccp"], "{.status.history[0].chartVersion}");
     assert_eq!(release.unwrap(), "0.2.0");
+    // The Fleet page open since before the merge shows it without a reload.
+    let (row, latency) = browser.wait_for_text(MCCP_ROW, Duration::from_secs(60), |row| row.contains("same"));
+    eprintln!("fleet page: uat at 0.2.0 reached the open page {latency:?} after the promotion returned");
+    assert!(row.starts_with("flux-system/mccp\tready 0.2.0\tready 0.2.0\tsame"), "{row}");
+    assert_eq!(browser.eval("window.notReloaded === true"), json!(true), "the page was reloaded");
+    let (code, stderr) = ui.interrupt();
+    assert_eq!(code, Some(0), "{stderr}");
+    drop((browser, home));
     let again = promote(&[]);
     assert_eq!(again.stdout, "uat runs chart 0.2.0 of mccp already; nothing to change\n", "{}", again.render());
     // With --with-values dev's own values file would replace uat's: shown, not done.

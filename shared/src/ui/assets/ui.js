@@ -1,17 +1,14 @@
-// Live rows: the page works without this script. With it, every `apps` event (one per change
-// the server's shared watches see), and every `drift` event with `ui --drift`, refetches this
-// page's table (`part=rows`: counts and rows),
-// with this page's filters and paging, and swaps it in: no reload, no client-side copy of the
-// listing.
+// Live pages: each works without this script. With it, a table (or section) is fetched again
+// (`part=…`) and swapped in when the server's events say it changed: no reload, no client-side
+// copy of the listing.
 "use strict";
-(function () {
-  const table = document.getElementById("apps");
-  if (!table || !window.EventSource) return;
-  // One fetch at a time; an event that arrives during one asks for one more afterwards, so the
-  // last change is never left out.
+
+// Swaps `element`'s contents for what `url()` answers: one fetch at a time; a call that comes
+// during one asks for one more afterwards, so the last change is never left out.
+function swapper(element, url) {
   let pending = false;
   let again = false;
-  const refresh = async function () {
+  return async function () {
     if (pending) {
       again = true;
       return;
@@ -20,16 +17,29 @@
     try {
       do {
         again = false;
-        const search = window.location.search;
-        const url = "/apps" + search + (search ? "&" : "?") + "part=rows";
-        const response = await fetch(url, { credentials: "same-origin" });
-        if (response.ok) table.innerHTML = await response.text();
+        const response = await fetch(url(), { credentials: "same-origin" });
+        if (response.ok) element.innerHTML = await response.text();
       } while (again);
     } finally {
       pending = false;
     }
   };
-  const events = new EventSource("/api/v1/events");
+}
+
+// The Apps page's rows: every `apps` event (one per change the server's shared watches see),
+// and every `drift` event with `ui --drift`, refetches this page's table (`part=rows`: counts
+// and rows) with this page's filters and paging.
+(function () {
+  const table = document.getElementById("apps");
+  if (!table || !window.EventSource) return;
+  // The cluster this page shows (`ui --context dev,uat`): its rows and its events, whichever
+  // cluster another tab switched to since.
+  const context = table.dataset.context ? "context=" + encodeURIComponent(table.dataset.context) : "";
+  const refresh = swapper(table, function () {
+    const search = window.location.search;
+    return "/apps" + search + (search ? "&" : "?") + "part=rows" + (context ? "&" + context : "");
+  });
+  const events = new EventSource("/api/v1/events" + (context ? "?" + context : ""));
   events.addEventListener("apps", function (event) {
     const data = JSON.parse(event.data);
     if (String(data.revision) === table.dataset.revision) return;
@@ -44,9 +54,24 @@
 (function () {
   const section = document.getElementById("drift");
   if (!section || !window.EventSource) return;
-  const events = new EventSource("/api/v1/events");
-  events.addEventListener("drift", async function () {
-    const response = await fetch(window.location.pathname + "?part=drift", { credentials: "same-origin" });
-    if (response.ok) section.innerHTML = await response.text();
+  const refresh = swapper(section, function () {
+    return window.location.pathname + "?part=drift";
+  });
+  new EventSource("/api/v1/events").addEventListener("drift", refresh);
+})();
+
+// The Fleet page's matrix: every `fleet` event (a cluster's watches saw a change) refetches
+// the table (`part=rows`).
+(function () {
+  const table = document.getElementById("fleet");
+  if (!table || !window.EventSource) return;
+  const refresh = swapper(table, function () {
+    return "/fleet?part=rows";
+  });
+  new EventSource("/api/v1/fleet/events").addEventListener("fleet", function (event) {
+    const data = JSON.parse(event.data);
+    if (data.revision === table.dataset.revision) return;
+    table.dataset.revision = data.revision;
+    refresh();
   });
 })();
