@@ -3,6 +3,7 @@
 //! `status -A` asks ([`collect`]), at once and with a bound, and the answers make one matrix of
 //! apps × clusters ([`matrix`]): what runs where, at which version, and how it is.
 
+mod carried;
 pub mod collect;
 pub mod matrix;
 pub mod promote;

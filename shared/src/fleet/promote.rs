@@ -1,12 +1,14 @@
 //! `kubectl gitops promote APP --from ENV --to ENV` (docs/fleet.md): what one cluster runs of an
 //! app, carried to another cluster's directory in the config repo. The environments are the fleet
-//! file's; the version is what the source cluster runs and is Ready at (read from it, not from a
-//! file); it is written as a patch in the target cluster's overlay, through the change engine
-//! (one commit or pull request, `--dry-run`, `--preview`, `--wait` on the target cluster).
+//! file's; the version (a chart version or a source's tag, [`Carried`]) is what the source cluster
+//! runs and is Ready at (read from it, not from a file); it is written as a patch in the target
+//! cluster's overlay, through the change engine (one commit or pull request, `--dry-run`,
+//! `--preview`, `--wait` on the target cluster).
 
 use clap::Args;
 use serde_json::{Value, json};
 
+use super::carried::Carried;
 use crate::change::fleet::{FILE_NAME, FleetEntry, FleetFile};
 use crate::change::layout::{APPS_DIR, ClusterDir, KUSTOMIZATION_FILE};
 use crate::change::recorded::{self, Replanned};
@@ -15,13 +17,9 @@ use crate::cli::{DeliveryArgs, GlobalArgs, RepoArgs};
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, Result};
 use crate::flux::api::HELM_RELEASE;
-use crate::flux::status::FluxObject;
 use crate::git::Checkout;
 use crate::output::Printer;
 use crate::plan::FileChange;
-
-/// The field of a HelmRelease that holds its chart's version.
-const CHART_VERSION: &str = "/spec/chart/spec/version";
 
 /// `kubectl gitops promote APP --from ENV --to ENV`.
 #[derive(Debug, Clone, Args)]
@@ -39,7 +37,7 @@ pub struct PromoteArgs {
     #[arg(long, value_name = "TARGET", help_heading = "Promote")]
     pub to: String,
 
-    /// Promote only this chart version: refused unless --from runs it and is Ready at it.
+    /// Promote only this version (chart or tag): refused unless --from runs it and is Ready at it.
     ///
     /// The pull request of a promotion records the version it read from --from's cluster this
     /// way, so that `pr show` plans exactly that version again.
@@ -93,7 +91,7 @@ impl PromoteArgs {
             name,
             from: self.from.clone(),
             to: self.to.clone(),
-            expect_version: self.expect_version.as_deref().map(chart_version).transpose()?,
+            expect_version: self.expect_version.as_deref().map(one_version).transpose()?,
             with_values: self.with_values,
             config: self.config.settings()?,
             delivery: self.delivery.settings(crate::diff::preview_plan)?,
@@ -111,10 +109,12 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         (environment(&fleet, &request.from)?, environment(&fleet, &request.to)?)
     };
     let namespace = here.namespace.clone();
-    let version = running_version(target, &from, &namespace, &request.name, printer).await?;
+    let carried = Carried::of_definition(&checkout.files(), &request.name)?;
+    let noun = carried.noun();
+    let version = running_version(target, &from, &namespace, &request.name, carried, printer).await?;
     if let Some(expected) = request.expect_version.as_ref().filter(|expected| **expected != version) {
         return Err(Error::Negative {
-            message: format!("{} runs chart {version} of {}, not {expected}", from.name, request.name),
+            message: format!("{} runs {noun} {version} of {}, not {expected}", from.name, request.name),
             hint: Some("promote what it runs (leave out --expect-version), or wait until it runs that version".into()),
         });
     }
@@ -123,6 +123,7 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     same_cluster(&to, context.detection.as_ref().and_then(|detection| detection.gitops.as_ref()))?;
     let promotion = Promotion {
         name: &request.name,
+        carried,
         version: &version,
         from: cluster_dir(&from),
         to: cluster_dir(&to),
@@ -138,25 +139,28 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         done: "promoted",
         app: &request.name,
         message: request.delivery.message.clone().unwrap_or_else(|| {
-            format!("Promote {} (chart {version}) from {} to {}", request.name, from.environment, to.environment)
+            format!("Promote {} ({noun} {version}) from {} to {}", request.name, from.environment, to.environment)
         }),
         files,
         patches: Vec::new(),
         migrations: Vec::new(),
         objects: vec![format!(
-            "HelmRelease {namespace}/{} in {} ({}): chart {version}, as {} runs it{values}",
-            request.name, to.name, to.environment, from.name
+            "{} {namespace}/{} in {} ({}): {noun} {version}, as {} runs it{values}",
+            carried.patched().kind,
+            request.name,
+            to.name,
+            to.environment,
+            from.name
         )],
-        wait: request
-            .delivery
-            .wait
-            .then(|| format!("wait until HelmRelease {namespace}/{} is Ready in {}", request.name, to.name)),
+        wait: request.delivery.wait.then(|| {
+            format!("wait until {} {namespace}/{} is Ready in {}", carried.release().kind, request.name, to.name)
+        }),
         notes: Vec::new(),
         awaits: Awaits::one(&namespace, &request.name, true, Some(crate::flux::bootstrap::APPS_LAYER)),
         new_repo: None,
         request: promote_words(request, &version),
         already_there: Some(format!(
-            "{} runs chart {version} of {}{values} already; nothing to change\n",
+            "{} runs {noun} {version} of {}{values} already; nothing to change\n",
             to.name, request.name
         )),
     };
@@ -178,12 +182,13 @@ fn promote_words(request: &PromoteRequest, version: &str) -> Vec<String> {
 pub(crate) fn replan(words: &[String], namespace: &str, base: &Checkout) -> Result<Replanned> {
     let args = recorded::parse_args::<PromoteArgs>(words.get(1..).unwrap_or_default(), words)?;
     let name = crate::names::validate_name(&args.name, "the app")?;
-    let Some(version) = args.expect_version.as_deref().map(chart_version).transpose()? else {
+    let Some(version) = args.expect_version.as_deref().map(one_version).transpose()? else {
         return Err(recorded::unreadable(words, "it does not record the version promoted (--expect-version)"));
     };
     let fleet = read_fleet(base)?;
     let promotion = Promotion {
         name: &name,
+        carried: Carried::of_definition(base, &name)?,
         version: &version,
         from: cluster_dir(&environment(&fleet, &args.from)?),
         to: cluster_dir(&environment(&fleet, &args.to)?),
@@ -193,19 +198,19 @@ pub(crate) fn replan(words: &[String], namespace: &str, base: &Checkout) -> Resu
     Ok(Replanned::of("promote", &name, promotion.files(base)?))
 }
 
-/// A chart version as promote takes it: one exact version (a semver range would not be what the
+/// A version as promote takes it: one chart version or tag (a semver range would not be what the
 /// source cluster proved).
-fn chart_version(version: &str) -> Result<String> {
+fn one_version(version: &str) -> Result<String> {
     let exact = !version.is_empty()
-        && version.len() <= 64
-        && version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
-        && version.starts_with(|c: char| c.is_ascii_digit() || c == 'v');
+        && version.len() <= 128
+        && version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_'))
+        && version.starts_with(|c: char| c.is_ascii_alphanumeric());
     if exact {
         Ok(version.to_string())
     } else {
         Err(Error::usage(
-            format!("--expect-version {version:?} is not one chart version"),
-            "give the exact version --from runs, like 0.2.0 (`kubectl gitops fleet status` shows it)",
+            format!("--expect-version {version:?} is not one chart version or tag"),
+            "give the exact version --from runs, like 0.2.0 or v1.2.0 (`kubectl gitops fleet status` shows it)",
         ))
     }
 }
@@ -265,14 +270,14 @@ fn same_cluster(entry: &FleetEntry, record: Option<&crate::record::InstallRecord
     }
 }
 
-/// The chart version the app runs in `from`'s cluster: its HelmRelease Ready, and its last
-/// attempt that version (nothing else on its way). Refused otherwise: promoting what does not
-/// run is not a promotion.
+/// The version the app runs in `from`'s cluster ([`Carried::running`]), asked through the
+/// context the fleet file names, which must reach the cluster it says.
 async fn running_version(
     target: &Target,
     from: &FleetEntry,
     namespace: &str,
     name: &str,
+    carried: Carried,
     printer: &Printer,
 ) -> Result<String> {
     let connection = Connection { context: from.context.clone(), ..target.connection.clone() };
@@ -282,36 +287,8 @@ async fn running_version(
         return Err(unreachable);
     }
     same_cluster(from, detection.gitops.as_ref())?;
-    let version = crate::flux::api::Versions::served(detection.api_versions).lookup(&HELM_RELEASE).map(String::from);
-    let Some(version) = version else {
-        return Err(Error::usage(format!("{} serves no HelmRelease", from.name), "promote moves HelmRelease apps"));
-    };
-    let api: kube::Api<kube::api::DynamicObject> =
-        kube::Api::namespaced_with(cluster.client.clone(), namespace, &HELM_RELEASE.at(&version));
-    let release = api.get_opt(name).await.map_err(|error| cluster.error(error))?.ok_or_else(|| {
-        Error::usage(
-            format!("{} runs no HelmRelease {namespace}/{name}", from.name),
-            "promote moves a HelmRelease app from a cluster that runs it (`kubectl gitops fleet status` shows where)",
-        )
-    })?;
-    let ready = release.ready_condition().is_some_and(|ready| ready.is_true());
-    let value = serde_json::to_value(&release).unwrap_or_default();
-    let deployed = value.pointer("/status/history/0/chartVersion").and_then(Value::as_str).map(String::from);
-    let attempted = value.pointer("/status/lastAttemptedRevision").and_then(Value::as_str);
-    match deployed {
-        Some(deployed) if ready && attempted == Some(deployed.as_str()) => Ok(deployed),
-        _ => Err(Error::Negative {
-            message: format!(
-                "{name} is not Ready at one chart version in {} ({}): there is nothing proven to promote",
-                from.name,
-                if ready { "an upgrade is on its way" } else { "it is not Ready" }
-            ),
-            hint: Some(format!(
-                "`kubectl gitops app status {name} --context {}` says why",
-                from.context.as_deref().unwrap_or_default()
-            )),
-        }),
-    }
+    let served = crate::flux::api::Versions::served(detection.api_versions);
+    carried.running(&cluster, &served, &from.name, namespace, name).await
 }
 
 /// A fleet file entry's directory.
@@ -319,10 +296,11 @@ fn cluster_dir(entry: &FleetEntry) -> ClusterDir {
     ClusterDir { name: entry.name.clone(), path: entry.path.clone() }
 }
 
-/// What a promotion writes: app `name` at chart `version` in `to`'s overlay, and with
-/// `with_values` `from`'s own values files there instead of `to`'s.
+/// What a promotion writes: app `name` at `version` (what `carried` says) in `to`'s overlay, and
+/// with `with_values` `from`'s own values files there instead of `to`'s.
 struct Promotion<'a> {
     name: &'a str,
+    carried: Carried,
     version: &'a str,
     from: ClusterDir,
     to: ClusterDir,
@@ -333,8 +311,8 @@ struct Promotion<'a> {
 
 impl Promotion<'_> {
     /// The file changes: `version` set in the target cluster's overlay of the app as a patch of
-    /// the shared HelmRelease (replacing the one promote wrote before), and the values files
-    /// carried over. The app must be in that cluster.
+    /// the shared HelmRelease or source (replacing the one promote wrote before), and the values
+    /// files carried over. The app must be in that cluster.
     fn files(&self, checkout: &Checkout) -> Result<Vec<FileChange>> {
         let (name, to) = (self.name, &self.to);
         let to_dir = to.entry_dir(APPS_DIR, name);
@@ -345,10 +323,16 @@ impl Promotion<'_> {
                 format!("add it there first: `kubectl gitops app add {name} --cluster-name {} …`", to.name),
             )
         })?;
-        let mut after = with_version(&before, name, self.version)?;
+        let mut after = with_version(&before, name, self.carried, self.version)?;
         let mut wanted = std::collections::BTreeMap::new();
         let mut replaced = Vec::new();
         if self.with_values {
+            if self.carried != Carried::Chart {
+                return Err(Error::usage(
+                    format!("{name} is not a HelmRelease: it has no values to carry"),
+                    "leave out --with-values",
+                ));
+            }
             let values = own_values(checkout, &self.from.entry_dir(APPS_DIR, name))?;
             let names: Vec<String> = values.iter().map(|(file, _)| file.clone()).collect();
             let mut config: Value = crate::yaml::from_str(&after).map_err(Error::Internal)?;
@@ -386,26 +370,18 @@ fn own_values(checkout: &Checkout, dir: &str) -> Result<Vec<(String, String)>> {
     Ok(values)
 }
 
-/// `overlay` (a kustomization.yaml) with a patch setting HelmRelease `name`'s chart version.
-fn with_version(overlay: &str, name: &str, version: &str) -> Result<String> {
+/// `overlay` (a kustomization.yaml) with a patch setting app `name`'s version (what `carried`
+/// says), in place of the one an earlier promotion wrote.
+fn with_version(overlay: &str, name: &str, carried: Carried, version: &str) -> Result<String> {
     let mut config: Value = crate::yaml::from_str(overlay).map_err(|error| {
         Error::usage(format!("the app's overlay is not YAML: {error}"), "fix it in the config repo")
     })?;
-    let operations = json!([{"op": "add", "path": CHART_VERSION, "value": version}]);
-    let patch = json!({
-        "patch": crate::yaml::to_string(&operations)?,
-        "target": {"group": HELM_RELEASE.group, "kind": HELM_RELEASE.kind, "name": name},
-    });
-    let ours = |entry: &Value| {
-        entry["target"]["kind"] == HELM_RELEASE.kind
-            && entry["target"]["name"] == name
-            && entry["patch"].as_str().is_some_and(|text| text.contains(CHART_VERSION))
-    };
+    let patch = carried.patch(name, version)?;
     if !config["patches"].is_array() {
         config["patches"] = json!([]);
     }
     let patches = config["patches"].as_array_mut().ok_or_else(|| Error::Internal("patches is a list".into()))?;
-    match patches.iter_mut().find(|entry| ours(entry)) {
+    match patches.iter_mut().find(|entry| carried.is_patch(entry, name)) {
         Some(entry) => *entry = patch,
         None => patches.push(patch),
     }
@@ -428,24 +404,29 @@ mod tests {
     fn the_version_is_a_patch_of_the_overlay_replaced_on_the_next_promotion() {
         let overlay =
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../../apps/mccp\n";
-        let once = with_version(overlay, "mccp", "0.2.0").unwrap();
+        let once = with_version(overlay, "mccp", Carried::Chart, "0.2.0").unwrap();
         let config: Value = crate::yaml::from_str(&once).unwrap();
         assert_eq!(
             config["patches"][0]["target"],
             json!({"group": "helm.toolkit.fluxcd.io", "kind": "HelmRelease", "name": "mccp"})
         );
         assert_eq!(config["patches"][0]["patch"], "- op: add\n  path: /spec/chart/spec/version\n  value: \"0.2.0\"\n");
-        let twice = with_version(&once, "mccp", "0.3.0").unwrap();
+        let twice = with_version(&once, "mccp", Carried::Chart, "0.3.0").unwrap();
         let config: Value = crate::yaml::from_str(&twice).unwrap();
         assert_eq!(config["patches"].as_array().unwrap().len(), 1, "{twice}");
         assert!(twice.contains("0.3.0") && !twice.contains("0.2.0"), "{twice}");
-        assert_eq!(with_version(&twice, "mccp", "0.3.0").unwrap(), twice, "the same version again changes nothing");
+        assert_eq!(
+            with_version(&twice, "mccp", Carried::Chart, "0.3.0").unwrap(),
+            twice,
+            "the same version again changes nothing"
+        );
     }
 
     /// Chart 0.2.0 of mccp from dev to uat.
     fn dev_to_uat(with_values: bool) -> Promotion<'static> {
         Promotion {
             name: "mccp",
+            carried: Carried::Chart,
             version: "0.2.0",
             from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
             to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
@@ -454,14 +435,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_recorded_promotion_plans_its_version_again_into_the_target_overlay() {
-        let (_dir, remote) = crate::git::tests::bare();
+    /// A config repo with the fleet file of dev and uat, and app `app` defined as `source` and
+    /// `release` and in uat's cluster.
+    fn fleet_with(app: &str, source: &str, release: &str) -> (tempfile::TempDir, Checkout) {
+        let (dir, remote) = crate::git::tests::bare();
         let mut checkout = Checkout::clone(&remote, "main").unwrap();
         let fleet = "apiVersion: gitops.kubectl.io/v1alpha1\nkind: Fleet\nclusters:\n- name: dev\n  path: clusters/dev\n  context: dev\n  environment: dev\n  order: 1\n- name: uat\n  path: clusters/uat\n  context: uat\n  environment: uat\n  order: 2\n";
-        let overlay = "resources:\n- ../../../../apps/mccp\n";
         checkout.write(FILE_NAME, fleet.as_bytes()).unwrap();
-        checkout.write("clusters/uat/apps/mccp/kustomization.yaml", overlay.as_bytes()).unwrap();
+        checkout.write(&format!("apps/{app}/source.yaml"), format!("---\nkind: {source}\n").as_bytes()).unwrap();
+        checkout.write(&format!("apps/{app}/release.yaml"), format!("---\nkind: {release}\n").as_bytes()).unwrap();
+        let overlay = format!("resources:\n- ../../../../apps/{app}\n");
+        checkout.write(&format!("clusters/uat/apps/{app}/kustomization.yaml"), overlay.as_bytes()).unwrap();
+        (dir, checkout)
+    }
+
+    #[test]
+    fn a_recorded_promotion_plans_its_version_again_into_the_target_overlay() {
+        let (_dir, checkout) = fleet_with("mccp", "HelmRepository", "HelmRelease");
         let request = Cli::try_parse_from(["promote", "mccp", "--from", "dev", "--to", "uat"]).unwrap().promote;
         let request = PromoteRequest {
             name: request.name,
@@ -482,6 +472,33 @@ mod tests {
         assert!(unpinned.to_string().contains("does not record the version promoted"), "{unpinned}");
         let range = [&words[..6], &["--expect-version".to_string(), ">=0.1.0".to_string()]].concat();
         assert!(replan(&range, "flux-system", &checkout).unwrap_err().to_string().contains("is not one chart version"));
+    }
+
+    #[test]
+    fn a_git_apps_tag_is_a_patch_of_its_source_in_the_target_overlay_planned_again_from_its_words() {
+        let (_dir, mut checkout) = fleet_with("web", "GitRepository", "Kustomization");
+        let carried = Carried::of_definition(&checkout, "web").unwrap();
+        assert_eq!(carried, Carried::Tag(&crate::flux::api::GIT_REPOSITORY));
+        let words: Vec<String> =
+            "promote web --from dev --to uat --expect-version v1.2.0".split(' ').map(String::from).collect();
+        let replanned = replan(&words, "flux-system", &checkout).unwrap();
+        let overlay: Value = crate::yaml::from_str(replanned.files[0].after.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            overlay["patches"],
+            json!([{
+                "patch": "- op: add\n  path: /spec/ref\n  value:\n    tag: v1.2.0\n",
+                "target": {"group": "source.toolkit.fluxcd.io", "kind": "GitRepository", "name": "web"},
+            }])
+        );
+        let with_values = [&words[..], &["--with-values".to_string()]].concat();
+        let refused = replan(&with_values, "flux-system", &checkout).unwrap_err().to_string();
+        assert!(refused.contains("web is not a HelmRelease: it has no values to carry"), "{refused}");
+        // What promote does not carry is refused by name.
+        checkout
+            .write("apps/web/source.yaml", b"---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: Bucket\n")
+            .unwrap();
+        let bucket = Carried::of_definition(&checkout, "web").unwrap_err().to_string();
+        assert!(bucket.contains("does not carry the version of a Kustomization from a Bucket"), "{bucket}");
     }
 
     #[test]
@@ -512,7 +529,7 @@ mod tests {
             config["patches"].as_array().unwrap().iter().map(|p| p["patch"].as_str().unwrap()).collect();
         assert_eq!(patches.len(), 2, "{config:#}");
         assert!(patches[0].contains("/spec/valuesFrom/-") && patches[0].contains("valuesKey: dev.yaml"), "{config:#}");
-        assert!(patches[1].contains(CHART_VERSION), "{config:#}");
+        assert!(patches[1].contains("/spec/chart/spec/version"), "{config:#}");
         assert_eq!(files[1].after.as_deref(), Some("database:\n  type: sqlite\n"));
         // Written, the same promotion has nothing left to change.
         for file in &files {

@@ -534,5 +534,85 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let status = gitops_e2e::schema::document("FleetStatus", &same.stdout);
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.2.0")], "{status:#}");
     assert_eq!(status["apps"][0]["differs"], false, "{status:#}");
+
+    promote_a_git_tag(&dev, &uat, &gitea, &kubeconfig, &clone);
     drop(held);
+}
+
+/// A git app (on Gitea, public, over HTTP) added to dev and uat at tag v1.0.0; dev's overlay
+/// moved to v1.1.0 by hand; then `promote web --from dev --to uat --wait` carries the tag dev
+/// runs into uat's overlay, as a patch of the app's GitRepository, and uat runs it.
+fn promote_a_git_tag(dev: &TestEnv, uat: &TestEnv, gitea: &Gitea, kubeconfig: &Path, clone: &Path) {
+    gitea.api("POST", "/orgs/acme/repos", Some(&json!({ "name": "web", "private": false }))).unwrap();
+    let source = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| gitea.git(source.path(), args).unwrap();
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(source.path().join("deploy")).unwrap();
+    let mut tagged = Vec::new();
+    for tag in ["v1.0.0", "v1.1.0"] {
+        let configmap = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  release: {tag}\n");
+        std::fs::write(source.path().join("deploy/configmap.yaml"), configmap).unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", tag]);
+        git(&["tag", tag]);
+        tagged.push(format!("{tag}@sha1:{}", git(&["rev-parse", "HEAD"]).trim()));
+    }
+    git(&["push", "-q", &gitea.ssh_url("acme/web"), "main", "--tags"]);
+    let url = format!("{}/acme/web.git", gitea.url);
+    // Both at once, as the chart was added (the later push is planned again on the new head).
+    let add_web = |env: &TestEnv, name: &str| {
+        let mut command = Command::new(binaries::path("kubectl-gitops-app"));
+        command.args(["add", "web", "--url", &url, "--tag", "v1.0.0", "--path", "./deploy", "--cluster-name", name]);
+        command.args(keys(gitea));
+        let run = wired(command, gitea, &env.kubeconfig);
+        assert_eq!(run.code, Some(0), "add web to {name}: {}", run.render());
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| add_web(uat, "uat"));
+        add_web(dev, "dev");
+    });
+    // dev moves on by hand: its overlay's patch of the GitRepository.
+    gitea.git(clone, &["pull", "-q", "origin", "main"]).unwrap();
+    let overlay = clone.join("clusters/dev/apps/web/kustomization.yaml");
+    let mut config: Value = gitops_shared::yaml::from_str(&std::fs::read_to_string(&overlay).unwrap()).unwrap();
+    config["patches"] = json!([{
+        "patch": "- op: add\n  path: /spec/ref\n  value:\n    tag: v1.1.0\n",
+        "target": {"kind": "GitRepository", "name": "web"},
+    }]);
+    std::fs::write(&overlay, gitops_shared::yaml::to_string(&config).unwrap()).unwrap();
+    gitea.git(clone, &["commit", "-q", "-am", "dev: web at v1.1.0"]).unwrap();
+    gitea.git(clone, &["push", "-q", "origin", "main"]).unwrap();
+    let web = ["-n", "flux-system", "kustomization", "web"];
+    let head = format!("main@sha1:{}", gitea.head(REPO, "main").unwrap());
+    let applied = |env: &TestEnv, running: &str| {
+        env.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
+        let sync = ["-n", "flux-system", "kustomization", "flux-system"];
+        env.wait_for_jsonpath(&sync, "{.status.lastAppliedRevision}", &head, Duration::from_secs(120)).unwrap();
+        env.request_reconcile("flux-system", &["kustomization/apps"]).unwrap();
+        env.wait_for_jsonpath(&web, "{.status.lastAppliedRevision}", running, Duration::from_secs(120)).unwrap();
+        env.wait_ready(&["kustomization/web"], Duration::from_secs(60)).unwrap();
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| applied(uat, &tagged[0]));
+        applied(dev, &tagged[1]);
+    });
+    let status = gitops_e2e::schema::document(
+        "FleetStatus",
+        &fleet(kubeconfig, gitea, &["--context", "dev,uat", "-o", "json"]).stdout,
+    );
+    assert_eq!(cells(&status, "web"), [("ready".into(), tagged[1].clone()), ("ready".into(), tagged[0].clone())]);
+
+    // Promoted: the tag dev runs, one commit to main, waited for on uat.
+    let mut command = Command::new(binaries::path("kubectl-gitops-promote"));
+    command.args(["web", "--from", "dev", "--to", "uat", "--wait", "--timeout", "3m"]).args(keys(gitea));
+    let promoted = wired(command, gitea, kubeconfig);
+    assert_eq!(promoted.code, Some(0), "{}", promoted.render());
+    assert!(promoted.stdout.starts_with("app web promoted at "), "{}", promoted.render());
+    gitea.git(clone, &["pull", "-q", "origin", "main"]).unwrap();
+    let written = std::fs::read_to_string(clone.join("clusters/uat/apps/web/kustomization.yaml")).unwrap();
+    assert!(written.contains("path: /spec/ref") && written.contains("tag: v1.1.0"), "{written}");
+    assert_eq!(uat.jsonpath(&web, "{.status.lastAppliedRevision}").unwrap(), tagged[1]);
+    let shown =
+        uat.kubectl_ok(&["get", "configmap", "web", "-n", "default", "-o", "jsonpath={.data.release}"]).unwrap();
+    assert_eq!(shown, "v1.1.0");
 }

@@ -1,0 +1,243 @@
+//! What a promotion carries, by what the app's shared definition in the config repo is
+//! (`apps/<app>/source.yaml` and `release.yaml`): a HelmRelease's chart version (its chart from a
+//! HelmRepository), or the tag a Kustomization's GitRepository or OCIRepository runs at in the
+//! source cluster (its `ref.tag`, or the tag its `ref.semver` range picked there). A branch, a
+//! commit or a digest is not a version to carry: the source cluster proved one tag, not a range.
+
+use serde_json::{Value, json};
+
+use crate::change::layout::APPS_DIR;
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::flux::api::{FluxKind, GIT_REPOSITORY, HELM_RELEASE, KUSTOMIZATION, OCI_REPOSITORY, Versions};
+use crate::flux::status::FluxObject;
+use crate::git::Checkout;
+
+/// What a promotion carries of an app.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carried {
+    /// A HelmRelease's chart version.
+    Chart,
+    /// The tag of the app's source: a GitRepository or an OCIRepository.
+    Tag(&'static FluxKind),
+}
+
+/// The field of a HelmRelease that holds its chart's version.
+const CHART_VERSION: &str = "/spec/chart/spec/version";
+
+/// The field of a GitRepository or OCIRepository that says what it follows.
+const SOURCE_REF: &str = "/spec/ref";
+
+impl Carried {
+    /// What the app's shared definition (`apps/<app>/`) is, read from the config repo.
+    pub(crate) fn of_definition(checkout: &Checkout, name: &str) -> Result<Carried> {
+        let kind_of = |file: &str| -> Result<Option<String>> {
+            let text = crate::plan::read(checkout, &format!("{APPS_DIR}/{name}/{file}"))?;
+            let documents = text.map(|text| crate::yaml::documents_from_str(&text)).transpose().map_err(|error| {
+                Error::usage(format!("{APPS_DIR}/{name}/{file} is not YAML: {error}"), "fix it in the config repo")
+            })?;
+            Ok(documents.and_then(|documents| documents.first()?["kind"].as_str().map(String::from)))
+        };
+        match (kind_of("source.yaml")?.as_deref(), kind_of("release.yaml")?.as_deref()) {
+            (Some("HelmRepository"), Some("HelmRelease")) => Ok(Carried::Chart),
+            (Some("GitRepository"), Some("Kustomization")) => Ok(Carried::Tag(&GIT_REPOSITORY)),
+            (Some("OCIRepository"), Some("Kustomization")) => Ok(Carried::Tag(&OCI_REPOSITORY)),
+            (Some(source), Some(release)) => Err(Error::usage(
+                format!("promote does not carry the version of a {release} from a {source} ({APPS_DIR}/{name})"),
+                "it carries a HelmRelease's chart version (from a HelmRepository) and the tag of a Kustomization's GitRepository or OCIRepository",
+            )),
+            _ => Err(Error::usage(
+                format!(
+                    "{name} has no shared definition in the config repo ({APPS_DIR}/{name}/source.yaml and release.yaml)"
+                ),
+                "promote carries apps `kubectl gitops app add` wrote",
+            )),
+        }
+    }
+
+    /// The word for what is carried: `chart` or `tag`.
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            Carried::Chart => "chart",
+            Carried::Tag(_) => "tag",
+        }
+    }
+
+    /// The object the overlay's patch sets the version on (it has the app's name).
+    pub(crate) fn patched(self) -> &'static FluxKind {
+        match self {
+            Carried::Chart => &HELM_RELEASE,
+            Carried::Tag(source) => source,
+        }
+    }
+
+    /// The object whose Ready says the app runs what it was given.
+    pub(crate) fn release(self) -> &'static FluxKind {
+        match self {
+            Carried::Chart => &HELM_RELEASE,
+            Carried::Tag(_) => &KUSTOMIZATION,
+        }
+    }
+
+    /// The overlay's patch entry that sets `version` on the app's object `name`.
+    pub(crate) fn patch(self, name: &str, version: &str) -> Result<Value> {
+        let operation = match self {
+            Carried::Chart => json!({"op": "add", "path": CHART_VERSION, "value": version}),
+            // Replaces the whole ref: a semver range or a branch gives way to the one tag.
+            Carried::Tag(_) => json!({"op": "add", "path": SOURCE_REF, "value": {"tag": version}}),
+        };
+        let target = self.patched();
+        Ok(json!({
+            "patch": crate::yaml::to_string(&json!([operation]))?,
+            "target": {"group": target.group, "kind": target.kind, "name": name},
+        }))
+    }
+
+    /// Whether an overlay's patch entry is the one [`Carried::patch`] writes (an earlier
+    /// promotion's, replaced by the next).
+    pub(crate) fn is_patch(self, entry: &Value, name: &str) -> bool {
+        let path = match self {
+            Carried::Chart => CHART_VERSION,
+            Carried::Tag(_) => SOURCE_REF,
+        };
+        entry["target"]["kind"] == self.patched().kind
+            && entry["target"]["name"] == name
+            && entry["patch"].as_str().is_some_and(|text| text.contains(path))
+    }
+
+    /// The version app `name` runs in `cluster` (named `cluster_name`), Ready at it with nothing
+    /// else on its way; refused otherwise: promoting what does not run is not a promotion.
+    pub(crate) async fn running(
+        self,
+        cluster: &Cluster,
+        served: &Versions,
+        cluster_name: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String> {
+        let release = get(cluster, served, self.release(), namespace, name).await?.ok_or_else(|| {
+            Error::usage(
+                format!("{cluster_name} runs no {} {namespace}/{name}", self.release().kind),
+                "promote an app from a cluster that runs it (`kubectl gitops fleet status` shows where)",
+            )
+        })?;
+        let ready = release.ready_condition().is_some_and(|ready| ready.is_true());
+        let value = serde_json::to_value(&release).unwrap_or_default();
+        let running = match self {
+            Carried::Chart => {
+                let deployed = value.pointer("/status/history/0/chartVersion").and_then(Value::as_str);
+                let attempted = value.pointer("/status/lastAttemptedRevision").and_then(Value::as_str);
+                deployed.filter(|deployed| ready && attempted == Some(*deployed)).map(String::from)
+            }
+            Carried::Tag(_) => release
+                .last_applied_revision()
+                .filter(|applied| ready && release.last_attempted_revision() == Some(*applied))
+                .map(String::from),
+        };
+        let Some(running) = running else {
+            return Err(Error::Negative {
+                message: format!(
+                    "{name} is not Ready at one {} in {cluster_name} ({}): there is nothing proven to promote",
+                    self.noun(),
+                    if ready { "an upgrade is on its way" } else { "it is not Ready" }
+                ),
+                hint: Some(format!(
+                    "`kubectl gitops app status {name} --context {}` says why",
+                    cluster.context.as_deref().unwrap_or_default()
+                )),
+            });
+        };
+        match self {
+            Carried::Chart => Ok(running),
+            Carried::Tag(kind) => {
+                let source = get(cluster, served, kind, namespace, name).await?;
+                let source = source.map(|source| serde_json::to_value(&source).unwrap_or_default()).unwrap_or_default();
+                tag_of(&source, &running, kind, cluster_name)
+            }
+        }
+    }
+}
+
+/// Object `kind` `namespace/name` in `cluster`, at the version it serves.
+async fn get(
+    cluster: &Cluster,
+    served: &Versions,
+    kind: &FluxKind,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<kube::api::DynamicObject>> {
+    let Some(version) = served.lookup(kind) else {
+        return Err(Error::usage(format!("the cluster serves no {}", kind.kind), "is Flux installed there?"));
+    };
+    let api: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(cluster.client.clone(), namespace, &kind.at(version));
+    api.get_opt(name).await.map_err(|error| cluster.error(error))
+}
+
+/// The tag a source follows by `ref.tag` or picked by `ref.semver`, read from the revision the
+/// app applied (`TAG@sha1:…`, `TAG@sha256:…`), when its source has fetched nothing newer.
+fn tag_of(source: &Value, applied: &str, kind: &FluxKind, cluster_name: &str) -> Result<String> {
+    let reference = &source["spec"]["ref"];
+    let by_tag = reference["tag"].is_string() || reference["semver"].is_string();
+    let pinned = ["commit", "digest", "name"].iter().any(|field| reference[field].is_string());
+    if !by_tag || pinned {
+        let follows = crate::yaml::to_string(reference).unwrap_or_default().trim().replace('\n', ", ");
+        return Err(Error::usage(
+            format!("its {} in {cluster_name} follows no tag ({follows}): there is no version to promote", kind.kind),
+            "promote carries a tag or the tag a semver range picked; move a branch with a commit to the overlay",
+        ));
+    }
+    let fetched = source.pointer("/status/artifact/revision").and_then(Value::as_str);
+    let tag = applied.split_once('@').map(|(tag, _)| tag).filter(|tag| !tag.is_empty());
+    match tag {
+        Some(tag) if fetched == Some(applied) => Ok(tag.to_string()),
+        Some(_) => Err(Error::Negative {
+            message: format!(
+                "its {} in {cluster_name} fetched {} since: an upgrade is on its way",
+                kind.kind,
+                fetched.unwrap_or("nothing")
+            ),
+            hint: Some("wait until it is applied, then promote".into()),
+        }),
+        None => Err(Error::usage(
+            format!("the revision {applied:?} names no tag"),
+            "promote carries a tag or the tag a semver range picked",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_is_what_a_tag_or_a_semver_range_picked_and_nothing_else() {
+        let source = |reference: Value, fetched: &str| json!({"spec": {"ref": reference}, "status": {"artifact": {"revision": fetched}}});
+        let applied = "v1.2.0@sha1:0123456789abcdef0123456789abcdef01234567";
+        for reference in [json!({"tag": "v1.2.0"}), json!({"semver": ">=1.0.0"})] {
+            assert_eq!(tag_of(&source(reference, applied), applied, &GIT_REPOSITORY, "dev").unwrap(), "v1.2.0");
+        }
+        let oci = "1.2.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(tag_of(&source(json!({"tag": "1.2.0"}), oci), oci, &OCI_REPOSITORY, "dev").unwrap(), "1.2.0");
+        let branch = tag_of(&source(json!({"branch": "main"}), applied), applied, &GIT_REPOSITORY, "dev");
+        assert!(branch.unwrap_err().to_string().contains("follows no tag (branch: main)"));
+        let commit = source(json!({"tag": "v1.2.0", "commit": "0123456789abcdef0123456789abcdef01234567"}), applied);
+        assert!(tag_of(&commit, applied, &GIT_REPOSITORY, "dev").is_err(), "a commit pins, it is not carried");
+        let newer = source(json!({"semver": ">=1.0.0"}), "v1.3.0@sha1:fedcba9876543210fedcba9876543210fedcba98");
+        let moving = tag_of(&newer, applied, &GIT_REPOSITORY, "dev").unwrap_err().to_string();
+        assert!(moving.contains("fetched v1.3.0@sha1:") && moving.contains("on its way"), "{moving}");
+    }
+
+    #[test]
+    fn a_tag_replaces_the_whole_ref_of_the_source_and_a_chart_version_the_version() {
+        let tag = Carried::Tag(&GIT_REPOSITORY).patch("web", "v1.2.0").unwrap();
+        assert_eq!(tag["target"], json!({"group": "source.toolkit.fluxcd.io", "kind": "GitRepository", "name": "web"}));
+        assert_eq!(tag["patch"], "- op: add\n  path: /spec/ref\n  value:\n    tag: v1.2.0\n");
+        assert!(Carried::Tag(&GIT_REPOSITORY).is_patch(&tag, "web"));
+        assert!(!Carried::Tag(&GIT_REPOSITORY).is_patch(&tag, "shop"));
+        assert!(!Carried::Chart.is_patch(&tag, "web"));
+        let chart = Carried::Chart.patch("mccp", "0.2.0").unwrap();
+        assert_eq!(chart["target"]["kind"], "HelmRelease");
+        assert!(Carried::Chart.is_patch(&chart, "mccp"));
+    }
+}
