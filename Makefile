@@ -19,6 +19,7 @@ FLUX_CLI_BUILD := tests/testenv/build-flux-cli.sh
 FLUX_PREVIOUS_BUILD := tests/testenv/build-flux-previous.sh
 TOOLS_BUILD := tests/testenv/build-tools.sh
 GITEA_BUILD := tests/testenv/build-gitea.sh
+NPM_BUILD := tests/testenv/build-npm.sh
 # The release: VERSION (default: the workspace's), for DIST_OS/DIST_ARCH (default: this machine).
 VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 DIST_OS ?= $(shell uname -s | tr A-Z a-z)
@@ -101,12 +102,13 @@ lint-rust: ## Format check and clippy with warnings denied
 actionlint: ## actionlint on .github/workflows (built from its Go module with the other test tools)
 	"$$(bash $(TOOLS_BUILD) | tail -n1)/bin/actionlint" -no-color
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus, kube-state-metrics and Gitea from Go modules
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus, kube-state-metrics and Gitea from Go modules, and install the npm packages the browser tests inject (axe-core)
 	bash $(TESTENV_BUILD)
 	bash $(FLUX_CLI_BUILD)
 	bash $(FLUX_PREVIOUS_BUILD)
 	bash $(TOOLS_BUILD)
 	bash $(GITEA_BUILD)
+	bash $(NPM_BUILD)
 
 # The embed-flux build of kubectl-gitops-flux, with the flux CLI testenv-build built compiled in, and
 # the same package built without it, side by side in target/debug/embed-flux/ (embedded, plain: the
@@ -137,7 +139,8 @@ test: deps ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	$(MAKE) --no-print-directory actionlint embed-build test-build
 	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
-		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" CARGO=$(CARGO) bash tests/run-tests.sh
+		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" GITOPS_NPM_DIR="$$(bash $(NPM_BUILD) | tail -n1)" \
+		CARGO=$(CARGO) bash tests/run-tests.sh
 
 testenv: deps testenv-core ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up

@@ -48,6 +48,7 @@ requirements=(
   "man|man-db|the man pages' test (make install)"
   "chromium|chromium|the UI's browser tests (headless Chromium)"
   "chromedriver|chromium-driver|the UI's browser tests (WebDriver)"
+  "npm|npm|the npm packages the browser tests inject (axe-core: tests/testenv/build-npm.sh)"
 )
 
 find_command() { PATH=$search_path command -v "$1" 2>/dev/null; }

@@ -153,6 +153,49 @@ impl Browser {
         }
     }
 
+    /// What a user sees, kept and checked: a screenshot ([`Browser::screenshot`]), and no serious
+    /// or critical accessibility violation ([`Browser::accessibility_violations`]).
+    pub fn look(&self, name: &str) {
+        self.screenshot(name);
+        let violations = self.accessibility_violations();
+        assert!(
+            violations.is_empty(),
+            "the page {name} ({}) breaks accessibility rules:\n{}",
+            self.current_url(),
+            violations.join("\n")
+        );
+    }
+
+    /// What axe-core (the npm package, tests/testenv/build-npm.sh) finds on the page that is
+    /// serious or critical: one line per rule broken, with the elements that break it. Injected
+    /// through WebDriver, as axe's own integrations do, so the page's Content-Security-Policy
+    /// stays as users get it.
+    pub fn accessibility_violations(&self) -> Vec<String> {
+        static AXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let axe = AXE.get_or_init(|| {
+            let path = crate::tools::npm_file("axe-core/axe.min.js");
+            std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        });
+        self.runtime.block_on(self.client().execute(axe, Vec::new())).unwrap();
+        let run = "const done = arguments[arguments.length - 1];
+            axe.run(document, { resultTypes: ['violations'] }).then(function (results) {
+              done({
+                passed: results.passes.length,
+                violations: results.violations
+                  .filter(function (v) { return v.impact === 'serious' || v.impact === 'critical'; })
+                  .map(function (v) {
+                    return v.impact + ' ' + v.id + ': ' + v.help + ' (' +
+                      v.nodes.map(function (n) { return n.target.join(' '); }).join(', ') + ')';
+                  }),
+              });
+            }, function (error) { done({ passed: 0, violations: ['axe failed: ' + error] }); });";
+        let found = self.runtime.block_on(self.client().execute_async(run, Vec::new())).unwrap();
+        // A page axe found nothing to check on was not checked.
+        assert!(found["passed"].as_u64().unwrap_or(0) > 0, "axe checked no rule on {}: {found}", self.current_url());
+        let violations = found["violations"].as_array().unwrap();
+        violations.iter().map(|line| line.as_str().unwrap_or_default().to_string()).collect()
+    }
+
     /// Saves a PNG of the window as `target/ui-screenshots/<name>.png`; returns its path.
     pub fn screenshot(&self, name: &str) -> PathBuf {
         let png = self.runtime.block_on(self.client().screenshot()).unwrap();

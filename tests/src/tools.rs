@@ -1,5 +1,6 @@
-//! What the tests/testenv build scripts built (cached outside the repo), and the Go tools among it:
-//! krew and actionlint (tests/testenv/build-tools.sh).
+//! What the tests/testenv build scripts built (cached outside the repo), the Go tools among it
+//! (krew, actionlint, helm…: tests/testenv/build-tools.sh), and the npm packages the tests use as
+//! clients (axe-core: tests/testenv/build-npm.sh).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,5 +38,15 @@ pub fn path(tool: &str) -> PathBuf {
     let dir = DIR.get_or_init(|| built_dir("GITOPS_TOOLS_DIR", "build-tools.sh").expect("the Go tools for the tests"));
     let path = dir.join("bin").join(tool);
     assert!(path.is_file(), "{} is missing: rebuild it with tests/testenv/build-tools.sh", path.display());
+    path
+}
+
+/// A file of an npm package tests/testenv/build-npm.sh installed (`GITOPS_NPM_DIR` when make test
+/// installed them), e.g. `axe-core/axe.min.js`; panics, naming the file, when it is missing.
+pub fn npm_file(file: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| built_dir("GITOPS_NPM_DIR", "build-npm.sh").expect("the npm packages for the tests"));
+    let path = dir.join("node_modules").join(file);
+    assert!(path.is_file(), "{} is missing: install it with tests/testenv/build-npm.sh", path.display());
     path
 }

@@ -15,14 +15,12 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use futures::Stream;
 use maud::{Markup, html};
-use tokio::sync::watch;
 
 use super::Server;
 use super::api::{ApiError, Document};
 use super::change::PromoteApp;
 use super::clusters::Viewed;
 use super::pages::{self, PostedForm};
-use super::query::Snapshot;
 use crate::fleet::matrix::{self, CellState, Column, FleetApp, FleetStatus, Reached};
 
 /// How long a request waits for every cluster's first listing before the matrix is cut anyway
@@ -54,9 +52,14 @@ async fn settled(server: &Server) {
     let _ = tokio::time::timeout(FIRST_LISTING, futures::future::join_all(waits)).await;
 }
 
-/// Every cluster's snapshot revision: the page carries it, and the events say when it moved.
-fn revisions(snapshots: &[watch::Receiver<Arc<Snapshot>>]) -> String {
-    snapshots.iter().map(|snapshots| snapshots.borrow().revision.to_string()).collect::<Vec<_>>().join(".")
+/// The matrix's revision: a hash of what it says. The page carries it, and the events say when
+/// it moved: a change of the clusters that leaves the matrix as it was (most are: a source
+/// fetched, a ledger written) does not swap the table under a user's hand.
+fn revision(fleet: &FleetStatus) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(fleet).unwrap_or_default().hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
 }
 
 /// `GET /api/v1/fleet`: what `fleet status -o json` prints, for the clusters the server follows.
@@ -65,17 +68,20 @@ pub(super) async fn api(State(server): State<Arc<Server>>) -> Document<FleetStat
     Document(status(&server))
 }
 
-/// `GET /api/v1/fleet/events`: Server-Sent Events, a `fleet` event (the revisions) whenever any
-/// cluster's snapshot changes.
+/// `GET /api/v1/fleet/events`: Server-Sent Events, a `fleet` event (the matrix's revision) when
+/// the stream opens and whenever the matrix changes.
 pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let followed: Vec<_> = server.views.iter().map(|view| view.snapshots.clone()).collect();
-    let state = (followed, server.stopping.clone(), None::<String>);
-    let stream = futures::stream::unfold(state, |(mut followed, mut stopping, last)| async move {
+    let state = (server.clone(), followed, server.stopping.clone(), None::<String>);
+    let stream = futures::stream::unfold(state, |(server, mut followed, mut stopping, last)| async move {
         loop {
-            let current = revisions(&followed);
+            for snapshots in &mut followed {
+                snapshots.mark_unchanged();
+            }
+            let current = revision(&status(&server));
             if last.as_ref() != Some(&current) {
                 let event = Event::default().event("fleet").data(format!("{{\"revision\":\"{current}\"}}"));
-                return Some((Ok(event), (followed, stopping, Some(current))));
+                return Some((Ok(event), (server, followed, stopping, Some(current))));
             }
             let changed =
                 futures::future::select_all(followed.iter_mut().map(|snapshots| Box::pin(snapshots.changed())));
@@ -94,7 +100,6 @@ pub(super) async fn page(view: Viewed, RawQuery(query): RawQuery) -> Response {
         .any(|(name, value)| name == "part" && value == "rows");
     settled(&view.server).await;
     let fleet = status(&view.server);
-    let followed: Vec<_> = view.server.views.iter().map(|view| view.snapshots.clone()).collect();
     let table = table(&fleet, view.server.allow_writes);
     if rows_only {
         return Html(table.into_string()).into_response();
@@ -105,7 +110,7 @@ pub(super) async fn page(view: Viewed, RawQuery(query): RawQuery) -> Response {
         @if !view.server.allow_writes {
             p.hint { "Read-only: restart with `kubectl gitops ui --allow-writes` to promote a version from one cluster to another." }
         }
-        table #fleet data-revision=(revisions(&followed)) { (table) }
+        table #fleet data-revision=(revision(&fleet)) { (table) }
     };
     pages::layout(&view.nav(), "Fleet", body).into_response()
 }

@@ -520,8 +520,8 @@ fn add_form(form: &PostedForm, allow_writes: bool) -> Markup {
                     tr { th { label for=(name) { (label) } }
                         td { input id=(name) name=(name) value=(form.text(name).unwrap_or_default()); } td.hint { (help) } }
                 }
-                tr { th { "Create namespace" } td { input type="checkbox" name="createNamespace" checked[form.checked("createNamespace")]; } td {} }
-                tr { th { "Pull request" } td { input type="checkbox" name="pr" checked[form.checked("pr")]; } td.hint { "open a pull request instead of pushing" } }
+                tr { th { label for="createNamespace" { "Create namespace" } } td { input #createNamespace type="checkbox" name="createNamespace" checked[form.checked("createNamespace")]; } td {} }
+                tr { th { label for="pr" { "Pull request" } } td { input #pr type="checkbox" name="pr" checked[form.checked("pr")]; } td.hint { "open a pull request instead of pushing" } }
             } }
             button type="submit" { "Show the plan" }
         }
@@ -581,7 +581,7 @@ pub(super) fn changed_body(verb: &str, changed: &Changed, action: &str, form: &P
     if changed.dry_run {
         html! {
             h1 { (verb) " " (changed.name) ": the plan" }
-            pre.plan { (changed.output) }
+            pre.plan tabindex="0" { (changed.output) }
             form method="post" action=(action) {
                 // What was posted goes back as it came, with the go-ahead.
                 @for (name, value) in form.0.iter().filter(|(name, _)| *name != "confirm") {
@@ -594,7 +594,7 @@ pub(super) fn changed_body(verb: &str, changed: &Changed, action: &str, form: &P
     } else {
         html! {
             h1 { (verb) "d " (changed.name) }
-            pre.plan { (linked(&changed.output)) }
+            pre.plan tabindex="0" { (linked(&changed.output)) }
             @if let Some(number) = opened_pull_request(&changed.output) {
                 p { a href=(format!("/pulls/{number}")) { "Its checks and what it would do to the cluster" } }
             }
@@ -646,7 +646,8 @@ pub(super) async fn pull(view: Viewed, Path(number): Path<u64>) -> Response {
     match crate::pr::show(&request, &view.target, &view.server.printer).await {
         Ok((text, _)) => {
             let title = format!("Pull request {number}");
-            layout(&view.nav(), &title, html! { h1 { (title) } pre.plan { (linked(&text)) } }).into_response()
+            layout(&view.nav(), &title, html! { h1 { (title) } pre.plan tabindex="0" { (linked(&text)) } })
+                .into_response()
         }
         Err(error) => failed(error.into()),
     }

@@ -1,7 +1,8 @@
 //! `kubectl gitops ui` in a real headless Chromium, through WebDriver, against the real API
 //! server and Flux controllers: the Apps page, a change made with the CLI reaching an open page
 //! without a reload, a failing app's reason, and the Add form opening a pull request whose app
-//! appears once it is merged. Screenshots go to target/ui-screenshots/ (docs/ui.md shows some).
+//! appears once it is merged. Every page looked at is checked by axe-core (0 serious or critical
+//! violations). Screenshots go to target/ui-screenshots/ (docs/ui.md shows some).
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
@@ -98,7 +99,7 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     assert_eq!(browser.text(&cell("web", 4)).as_deref(), Some("True"), "web is ready");
     assert_eq!(browser.text(&cell("broken", 4)).as_deref(), Some("False"), "broken is failing");
     assert!(browser.text(&cell("broken", 9)).unwrap().contains("kustomization path not found"));
-    browser.screenshot("apps");
+    browser.look("apps");
 
     // Suspending with the CLI changes the open page's row, without a reload: a mark left on the
     // page is still there afterwards.
@@ -116,7 +117,7 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
     assert_eq!(browser.text(&cell("shop", 5)).as_deref(), Some("False"), "the other rows stay");
     assert!(browser.text("caption").unwrap().ends_with("1 suspended"), "the counts follow too");
-    browser.screenshot("apps-suspended");
+    browser.look("apps-suspended");
 
     // The App page of the failing app says why.
     browser.click(&format!("{} a", cell("broken", 2)));
@@ -130,24 +131,32 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
         std::thread::sleep(Duration::from_secs(1));
         browser.goto(&browser.current_url());
     }
-    browser.screenshot("app-failing");
+    browser.look("app-failing");
 
     // A deployed app's page has Flux's history of it.
     browser.goto(&format!("{}/apps/{NAMESPACE}/shop", ui.origin()));
     let history = browser.text("#history").unwrap_or_default();
     assert!(history.contains("ReconciliationSucceeded") && history.contains("main@sha1:"), "{history}");
-    browser.screenshot("app-ready");
+    browser.look("app-ready");
     // Its history tab: every deployment kept, under its DORA figures.
     browser.click("#all-deployments");
     let (deployments, _) =
         browser.wait_for_text("#deployments", Duration::from_secs(10), |text| text.contains("ReconciliationSucceeded"));
     assert!(deployments.contains("main@sha1:"), "{deployments}");
     assert!(browser.text("#dora").unwrap_or_default().contains("Change failure rate"), "{:?}", browser.text("main"));
-    browser.screenshot("app-history");
+    browser.look("app-history");
 
     browser.goto(&format!("{}/cluster", ui.origin()));
     assert!(browser.text("main").unwrap().contains("Controllers"));
-    browser.screenshot("cluster");
+    browser.look("cluster");
+
+    // The accessibility check sees what it is there to see: a page with an unlabelled checkbox
+    // and grey on grey text breaks two rules.
+    browser.goto("data:text/html,<html lang=en><title>t</title><main><input type=checkbox><p style='color:%23aaa;background:%23bbb'>faint</p></main></html>");
+    let found = browser.accessibility_violations();
+    for rule in ["critical label:", "serious color-contrast:"] {
+        assert!(found.iter().any(|line| line.starts_with(rule)), "{rule} in {found:?}");
+    }
 }
 
 #[test]
@@ -176,7 +185,7 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     browser.type_into("#path", "./deploy");
     browser.type_into("#secretRef", "flux-system");
     browser.click("input[name=\"pr\"]");
-    browser.screenshot("add-form");
+    browser.look("add-form");
     let main_before = fixture.main_head();
 
     // First the plan and its diff; nothing is pushed.
@@ -187,7 +196,7 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert!(plan.contains("+++ after/Kustomization/flux-system/pr-app\n"), "{plan}");
     assert_eq!(fixture.write_lines(), Vec::<String>::new(), "the plan wrote nothing to the provider");
     assert_eq!(fixture.branches().len(), 1, "the plan pushed no branch");
-    browser.screenshot("add-plan");
+    browser.look("add-plan");
 
     // Then the pull request, linked from the page.
     browser.click("main form button[type=\"submit\"]");
@@ -198,7 +207,7 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert_eq!(pulls.len(), 1, "{opened}");
     assert!(link.as_str().unwrap().ends_with("/acme/fleet/pull/1"), "{link}");
     assert_eq!(fixture.main_head(), main_before, "a pull request leaves main alone");
-    browser.screenshot("add-pull-request");
+    browser.look("add-pull-request");
 
     // Its page, linked: the checks of `pr show`, then the same preview, at the head it validated.
     browser.click("main p a[href=\"/pulls/1\"]");
@@ -206,7 +215,7 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert!(shown.contains("ok    open "), "{shown}");
     assert!(shown.contains(&format!("Comparing pull request #1 (branch {} at ", pulls[0].head)), "{shown}");
     assert!(shown.contains("+++ after/Kustomization/flux-system/pr-app\n"), "{shown}");
-    browser.screenshot("pull-request");
+    browser.look("pull-request");
 
     // The API does the same: POST /apps with `pr`, in the browser's session.
     let cookie = browser.cookie(&ui.cookie_name());
@@ -236,5 +245,5 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
         text == "True"
     });
     env.kubectl_ok(&["-n", "default", "get", "configmap", "from-a-pull-request"]).unwrap();
-    browser.screenshot("apps-after-merge");
+    browser.look("apps-after-merge");
 }

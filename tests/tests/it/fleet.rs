@@ -454,7 +454,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.1.0")], "{status:#}");
     let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["dev", "uat"], "each cluster's name from its install record: {status:#}");
-    browser.screenshot("fleet");
+    browser.look("fleet");
     // The switcher: uat's Apps page, then remembered by the next page.
     browser.click("form.switcher option[value=\"uat\"]");
     browser.click("form.switcher button");
@@ -479,7 +479,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert!(release.contains("hello@0.2.0"), "the chart rendered at 0.2.0: {preview}");
     assert_eq!(gitea.head(REPO, "main").unwrap(), before, "the plan pushed nothing");
     assert_eq!(gitea.api("GET", &format!("/repos/{REPO}/pulls?state=all"), None).unwrap(), json!([]));
-    browser.screenshot("fleet-promote-plan");
+    browser.look("fleet-promote-plan");
     // Then the pull request, linked to its page.
     browser.click("main form button[type=\"submit\"]");
     let (opened, _) =

@@ -38,6 +38,7 @@ fn machine_without(dir: &Path, absent: &[&str]) {
         "man",
         "chromium",
         "chromedriver",
+        "npm",
         "cargo-fmt",
         "cargo-clippy",
         "sed",

@@ -60,8 +60,8 @@ function swapper(element, url) {
   new EventSource("/api/v1/events").addEventListener("drift", refresh);
 })();
 
-// The Fleet page's matrix: every `fleet` event (a cluster's watches saw a change) refetches
-// the table (`part=rows`).
+// The Fleet page's matrix: every `fleet` event (the matrix changed) refetches the table
+// (`part=rows`).
 (function () {
   const table = document.getElementById("fleet");
   if (!table || !window.EventSource) return;
