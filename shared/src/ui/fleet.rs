@@ -15,6 +15,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use futures::Stream;
 use maud::{Markup, html};
+use tokio::sync::watch;
 
 use super::Server;
 use super::api::{ApiError, Document};
@@ -68,28 +69,57 @@ pub(super) async fn api(State(server): State<Arc<Server>>) -> Document<FleetStat
     Document(status(&server))
 }
 
+/// The matrix's revision, worked out once per change for every event stream, by one task the
+/// first stream starts: a change of any cluster builds the matrix once, not once per open page.
+fn revisions(server: &Arc<Server>) -> watch::Receiver<String> {
+    let started = server.fleet_revisions.get_or_init(|| {
+        let mut followed: Vec<_> = server.views.iter().map(|view| view.snapshots.clone()).collect();
+        for snapshots in &mut followed {
+            snapshots.mark_unchanged();
+        }
+        let (sender, receiver) = watch::channel(revision(&status(server)));
+        let (server, mut stopping) = (Arc::clone(server), server.stopping.clone());
+        tokio::spawn(async move {
+            loop {
+                let changed =
+                    futures::future::select_all(followed.iter_mut().map(|snapshots| Box::pin(snapshots.changed())));
+                tokio::select! {
+                    (changed, _, _) = changed => if changed.is_err() { return },
+                    _ = stopping.wait_for(|stop| *stop) => return,
+                }
+                for snapshots in &mut followed {
+                    snapshots.mark_unchanged();
+                }
+                let next = revision(&status(&server));
+                sender.send_if_modified(|current| {
+                    if *current == next {
+                        false
+                    } else {
+                        *current = next;
+                        true
+                    }
+                });
+            }
+        });
+        receiver
+    });
+    started.clone()
+}
+
 /// `GET /api/v1/fleet/events`: Server-Sent Events, a `fleet` event (the matrix's revision) when
 /// the stream opens and whenever the matrix changes.
 pub(super) async fn events(State(server): State<Arc<Server>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let followed: Vec<_> = server.views.iter().map(|view| view.snapshots.clone()).collect();
-    let state = (server.clone(), followed, server.stopping.clone(), None::<String>);
-    let stream = futures::stream::unfold(state, |(server, mut followed, mut stopping, last)| async move {
-        loop {
-            for snapshots in &mut followed {
-                snapshots.mark_unchanged();
-            }
-            let current = revision(&status(&server));
-            if last.as_ref() != Some(&current) {
-                let event = Event::default().event("fleet").data(format!("{{\"revision\":\"{current}\"}}"));
-                return Some((Ok(event), (server, followed, stopping, Some(current))));
-            }
-            let changed =
-                futures::future::select_all(followed.iter_mut().map(|snapshots| Box::pin(snapshots.changed())));
+    let state = (revisions(&server), server.stopping.clone(), true);
+    let stream = futures::stream::unfold(state, |(mut revisions, mut stopping, first)| async move {
+        if !first {
             tokio::select! {
-                (changed, _, _) = changed => if changed.is_err() { return None },
+                changed = revisions.changed() => if changed.is_err() { return None },
                 _ = stopping.wait_for(|stop| *stop) => return None,
             }
         }
+        let current = revisions.borrow_and_update().clone();
+        let event = Event::default().event("fleet").data(format!("{{\"revision\":\"{current}\"}}"));
+        Some((Ok(event), (revisions, stopping, false)))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

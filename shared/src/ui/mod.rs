@@ -123,6 +123,8 @@ pub(crate) struct Server {
     repo: RepoArgs,
     allow_writes: bool,
     auth: auth::Auth,
+    /// The Fleet page's revision, followed once the first page asks for its events.
+    fleet_revisions: std::sync::OnceLock<watch::Receiver<String>>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
     stopping: watch::Receiver<bool>,
     printer: Printer,
@@ -151,6 +153,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         repo: settings.repo.clone(),
         allow_writes: settings.allow_writes,
         auth,
+        fleet_revisions: std::sync::OnceLock::new(),
         stopping,
         printer,
     });
