@@ -35,7 +35,7 @@ BIN_DIR ?= target/$(PROFILE)
 # it at a directory of its own.
 MAN_BUILD_DIR ?= $(BIN_DIR)/man
 
-.PHONY: man install-files uninstall dist-build dist release-check krew-manifest embed-build update-deps help deps deps-check build release install test-build test-prepare-rust test lint lint-rust actionlint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
+.PHONY: man install-files uninstall dist-build dist release-check krew-manifest embed-build update-deps help deps deps-check build release install ui-screenshots test-build test-prepare-rust test lint lint-rust actionlint unit-test e2e testenv-build testenv-core testenv testenv-down demo demo-sockshop bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -134,13 +134,22 @@ test-prepare-rust:
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory test-build
 
+# Where the tests find what testenv-build built (each script prints its cached directory).
+TESTENV_DIRS = GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
+	GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
+	GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" GITOPS_NPM_DIR="$$(bash $(NPM_BUILD) | tail -n1)"
+
 test: deps ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	$(MAKE) --no-print-directory -j2 test-prepare-rust testenv-build
 	$(MAKE) --no-print-directory actionlint embed-build test-build
-	GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
-		GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
-		GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" GITOPS_NPM_DIR="$$(bash $(NPM_BUILD) | tail -n1)" \
-		CARGO=$(CARGO) bash tests/run-tests.sh
+	$(TESTENV_DIRS) CARGO=$(CARGO) bash tests/run-tests.sh
+
+# The views docs/ui.md shows: the browser tests' screenshots of them (light, and `-dark`).
+UI_VIEWS := apps-suspended app-graph graph graph-depends-on app-failing app-history app-timeline add-plan add-pull-request fleet
+ui-screenshots: deps build testenv-build ## Take the screenshots docs/ui.md shows, light and dark, with the browser tests (headless Chromium) into docs/images
+	$(TESTENV_DIRS) $(CARGO) test -p gitops-e2e --test it -- browser:: rollback:: fleet::
+	for view in $(UI_VIEWS); do for theme in "" -dark; do \
+		cp "target/ui-screenshots/$$view$$theme.png" "docs/images/ui-$$view$$theme.png" || exit 1; done; done
 
 testenv: deps testenv-core ## Start the local Kubernetes + Flux environment and print `export KUBECONFIG=…`
 	@GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" $(CARGO) run -q -p gitops-e2e --bin gitops-testenv -- up

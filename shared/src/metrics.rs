@@ -430,6 +430,7 @@ mod tests {
             samples: usize::from(median.is_some()),
             median_seconds: median,
             p90_seconds: median,
+            buckets: vec![0, usize::from(median.is_some()), 0, 0, 0, 0],
         };
         Metrics {
             deployments,
@@ -438,6 +439,7 @@ mod tests {
             lead_time: spread(Some(60)),
             change_failure_rate: Rate { failed: 1, deployments, rate: Some(1.0 / deployments as f64) },
             time_to_restore: spread(restore),
+            weekly: Vec::new(),
             unseen: vec!["the commit time of 1 deployment(s)".into()],
         }
     }

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
-use futures::{FutureExt, StreamExt};
 use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
 use kube::runtime::WatchStreamExt;
@@ -153,8 +153,12 @@ impl<K: WatchedObject> Triggers<K> {
                 None => return std::future::pending().await,
             }
         }
-        tokio::time::sleep(SETTLE).await;
-        while let Some(Some(change)) = self.events.next().now_or_never() {
+        // The watches are read all through the settling time, not only after it: a watch's first
+        // list comes in pages, and it asks for the next page only once the last one is read. Left
+        // alone while settling, each page waited 300 ms: at 10,000 apps (20 pages a kind) the UI's
+        // watches took 14 s to list what `status -A` lists in 2.
+        let settled = tokio::time::Instant::now() + SETTLE;
+        while let Ok(Some(change)) = tokio::time::timeout_at(settled, self.events.next()).await {
             self.pending.push(change);
         }
         std::mem::take(&mut self.pending)

@@ -153,17 +153,73 @@ impl Browser {
         }
     }
 
-    /// What a user sees, kept and checked: a screenshot ([`Browser::screenshot`]), and no serious
-    /// or critical accessibility violation ([`Browser::accessibility_violations`]).
+    /// What a user sees, kept and checked, in the light theme and the dark: a screenshot of each
+    /// ([`Browser::screenshot`]: `<name>.png`, `<name>-dark.png`), and no serious or critical
+    /// accessibility violation in either ([`Browser::accessibility_violations`]: contrast is a
+    /// theme's). The page's own theme is put back afterwards.
     pub fn look(&self, name: &str) {
-        self.screenshot(name);
-        let violations = self.accessibility_violations();
-        assert!(
-            violations.is_empty(),
-            "the page {name} ({}) breaks accessibility rules:\n{}",
-            self.current_url(),
-            violations.join("\n")
+        let was = self.eval("document.documentElement.dataset.theme || ''");
+        for (theme, shot) in [("light", name.to_string()), ("dark", format!("{name}-dark"))] {
+            self.eval(&format!("(document.documentElement.dataset.theme = '{theme}')"));
+            self.screenshot(&shot);
+            let violations = self.accessibility_violations();
+            assert!(
+                violations.is_empty(),
+                "the page {name} ({}) breaks accessibility rules in the {theme} theme:\n{}",
+                self.current_url(),
+                violations.join("\n")
+            );
+        }
+        let restore = match was.as_str() {
+            Some("") | None => "delete document.documentElement.dataset.theme".to_string(),
+            Some(theme) => format!("(document.documentElement.dataset.theme = '{theme}')"),
+        };
+        self.eval(&restore);
+    }
+
+    /// Presses a key (a character, or one of WebDriver's: `'\u{e004}'` Tab, `'\u{e015}'`
+    /// ArrowDown) on whatever has the focus, as a keyboard does.
+    pub fn press(&self, key: char) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        let actions =
+            KeyActions::new("keyboard".into()).then(KeyAction::Down { value: key }).then(KeyAction::Up { value: key });
+        self.runtime
+            .block_on(self.client().perform_actions(actions))
+            .unwrap_or_else(|error| panic!("press {key:?}: {error}"));
+    }
+
+    /// Tabs through the page from its top, as a keyboard user does, and returns what Tab never
+    /// reached of what can be used (links, buttons, fields, scrollable figures), one line each.
+    pub fn unreachable_by_keyboard(&self) -> Vec<String> {
+        let count = self.eval(
+            "(function () {
+              const all = Array.from(document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, [tabindex]:not([tabindex=\"-1\"])'))
+                .filter(function (element) { return element.getClientRects().length > 0; });
+              all.forEach(function (element, index) { element.setAttribute('data-focus-index', index); });
+              window.focusSeen = new Set();
+              document.addEventListener('focusin', function (event) {
+                const index = event.target.getAttribute && event.target.getAttribute('data-focus-index');
+                if (index !== null) window.focusSeen.add(Number(index));
+              });
+              if (document.activeElement) document.activeElement.blur();
+              return all.length;
+            })()",
         );
+        let count = count.as_u64().unwrap();
+        assert!(count > 0, "nothing on {} can be used", self.current_url());
+        // Twice round the page at most.
+        for _ in 0..count * 2 {
+            self.press('\u{e004}');
+            if self.eval("window.focusSeen.size").as_u64() == Some(count) {
+                break;
+            }
+        }
+        let missed = self.eval(
+            "Array.from(document.querySelectorAll('[data-focus-index]'))
+              .filter(function (element) { return !window.focusSeen.has(Number(element.getAttribute('data-focus-index'))); })
+              .map(function (element) { return element.outerHTML.slice(0, 160); })",
+        );
+        missed.as_array().unwrap().iter().map(|line| line.as_str().unwrap_or_default().to_string()).collect()
     }
 
     /// What axe-core (the npm package, tests/testenv/build-npm.sh) finds on the page that is

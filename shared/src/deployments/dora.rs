@@ -38,6 +38,9 @@ pub struct Metrics {
     pub lead_time: Spread,
     pub change_failure_rate: Rate,
     pub time_to_restore: Spread,
+    /// Deployments per week, oldest first: the window cut into weeks back from its end (the
+    /// first one may be shorter).
+    pub weekly: Vec<Week>,
     /// What these figures could not see.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unseen: Vec<String>,
@@ -53,19 +56,56 @@ pub struct Frequency {
     pub samples: usize,
 }
 
-/// A duration's median and p90 over its samples, in seconds.
+/// One week of the window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Week {
+    /// Its start, RFC 3339.
+    pub start: String,
+    /// Deployments that started in it.
+    pub deployments: usize,
+    /// Those of them that were failed changes.
+    pub failed: usize,
+}
+
+/// The upper bounds of a spread's buckets, in seconds, with a short name (a chart's label) and
+/// one in words: a minute, ten minutes, an hour, a day, a week, longer. Durations of changes span
+/// orders of magnitude: equal-width buckets would put everything in the first.
+pub const BUCKETS: [(u64, &str, &str); 6] = [
+    (60, "<1m", "under a minute"),
+    (600, "<10m", "under 10 minutes"),
+    (3_600, "<1h", "under an hour"),
+    (86_400, "<1d", "under a day"),
+    (604_800, "<1w", "under a week"),
+    (u64::MAX, "≥1w", "a week or more"),
+];
+
+/// A duration's median and p90 over its samples, in seconds, and how they spread.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Spread {
     pub samples: usize,
     pub median_seconds: Option<u64>,
     pub p90_seconds: Option<u64>,
+    /// How many samples fall in each of [`BUCKETS`] (under a minute, ten minutes, an hour, a
+    /// day, a week, longer).
+    pub buckets: Vec<usize>,
 }
 
 impl Spread {
     fn of(mut values: Vec<u64>) -> Spread {
         values.sort_unstable();
-        Spread { samples: values.len(), median_seconds: percentile(&values, 50), p90_seconds: percentile(&values, 90) }
+        let mut buckets = vec![0; BUCKETS.len()];
+        for value in &values {
+            let bucket = BUCKETS.iter().position(|(bound, _, _)| value < bound).unwrap_or(BUCKETS.len() - 1);
+            buckets[bucket] += 1;
+        }
+        Spread {
+            samples: values.len(),
+            median_seconds: percentile(&values, 50),
+            p90_seconds: percentile(&values, 90),
+            buckets,
+        }
     }
 }
 
@@ -149,6 +189,8 @@ pub struct Tally {
     still_failing: usize,
     earliest_seen: Option<u64>,
     approximate: usize,
+    /// Each deployment in the window: when it started and whether it was a failed change.
+    started: Vec<(u64, bool)>,
 }
 
 impl Tally {
@@ -166,9 +208,9 @@ impl Tally {
             }
             self.deployments += 1;
             self.approximate += usize::from(change.rows.iter().any(|row| row.deployment.observed));
-            if Self::undone(change, window) || change.rows.iter().any(|row| row.failed) {
-                self.failed += 1;
-            }
+            let failed = Self::undone(change, window) || change.rows.iter().any(|row| row.failed);
+            self.failed += usize::from(failed);
+            self.started.push((change.first(), failed));
             let Some(ready_at) = change.ready_at() else { continue };
             self.succeeded += 1;
             match change.rows[0]
@@ -263,7 +305,30 @@ impl Tally {
                 rate: (self.deployments > 0).then(|| self.failed as f64 / self.deployments as f64),
             },
             time_to_restore: Spread::of(self.restores),
+            weekly: weeks(&self.started, window),
             unseen,
         }
     }
+}
+
+/// The most weeks counted: a year.
+const MOST_WEEKS: u64 = 53;
+
+/// The window in weeks back from its end, each with the deployments that started in it.
+fn weeks(started: &[(u64, bool)], window: &Window) -> Vec<Week> {
+    const WEEK: u64 = 7 * 86_400;
+    let span = window.until.saturating_sub(window.since);
+    let count = span.div_ceil(WEEK).clamp(1, MOST_WEEKS);
+    (0..count)
+        .rev()
+        .map(|back| {
+            let end = window.until.saturating_sub(back * WEEK);
+            let start = end.saturating_sub(WEEK).max(window.since);
+            let inside =
+                started.iter().filter(|(time, _)| *time >= start && (*time < end || (back == 0 && *time == end)));
+            let (deployments, failed) =
+                inside.fold((0, 0), |(all, failed), (_, bad)| (all + 1, failed + usize::from(*bad)));
+            Week { start: crate::duration::format_timestamp(start as i64), deployments, failed }
+        })
+        .collect()
 }

@@ -185,6 +185,15 @@ fn five_commits_one_broken_then_fixed() {
     );
     assert!((metrics.deployment_frequency.per_day - 4.0 / 30.0).abs() < 1e-9);
     assert!((metrics.deployment_frequency.per_week - 28.0 / 30.0).abs() < 1e-9);
+    // What the UI draws: the lead times of a minute and the 600 s restore in their buckets; the
+    // 30 days in five weeks back from the end (the first two days long), all five deployments in
+    // the week of T0 (the fourth), one of them failed.
+    assert_eq!(metrics.lead_time.buckets, [0, 4, 0, 0, 0, 0]);
+    assert_eq!(metrics.time_to_restore.buckets, [0, 0, 1, 0, 0, 0]);
+    let weeks: Vec<(usize, usize)> = metrics.weekly.iter().map(|week| (week.deployments, week.failed)).collect();
+    assert_eq!(weeks, [(0, 0), (0, 0), (0, 0), (5, 1), (0, 0)]);
+    assert_eq!(metrics.weekly[0].start, at(T0 - 20 * DAY));
+    assert_eq!(metrics.weekly[4].start, at(T0 + 3 * DAY));
 }
 
 #[test]

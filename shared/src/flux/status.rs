@@ -139,6 +139,9 @@ pub(crate) trait FluxObject {
     /// The fingerprint of `status.history` (`deployments::history_fingerprint`): what a ledger
     /// compares to know whether Flux deployed something it has not kept yet.
     fn history_fingerprint(&self) -> Option<String>;
+    /// `spec.dependsOn` of a Kustomization or HelmRelease: what it waits for, as
+    /// `namespace/name` (the namespace defaults to its own).
+    fn depends_on(&self) -> Vec<String>;
 
     /// The controller has seen the current spec: `status.observedGeneration` is the generation.
     fn is_current(&self) -> bool {
@@ -279,6 +282,18 @@ impl FluxObject for DynamicObject {
     fn history_fingerprint(&self) -> Option<String> {
         self.data.pointer("/status/history").and_then(crate::deployments::history_fingerprint)
     }
+
+    fn depends_on(&self) -> Vec<String> {
+        let list = self.data.pointer("/spec/dependsOn").and_then(|list| list.as_array());
+        dependencies(self.namespace(), list.into_iter().flatten().map(Reference::of_value))
+    }
+}
+
+/// `dependsOn` entries as `namespace/name`; one without a name is left out.
+fn dependencies<'a>(namespace: &str, references: impl Iterator<Item = Reference<'a>>) -> Vec<String> {
+    references
+        .filter_map(|reference| Some(format!("{}/{}", reference.namespace.unwrap_or(namespace), reference.name?)))
+        .collect()
 }
 
 /// A Flux object as a LIST page delivers it, reduced while parsing to what a row reads.
@@ -354,6 +369,8 @@ struct Spec {
     chart_ref: Option<Box<OwnedReference>>,
     #[serde(default, deserialize_with = "chart_template")]
     chart: Option<Box<ChartTemplate>>,
+    #[serde(default)]
+    depends_on: Vec<OwnedReference>,
 }
 
 /// A HelmRelease's `spec.chart`, its chart template; a HelmChart's is the chart's name, not read.
@@ -592,6 +609,10 @@ impl FluxObject for Listed {
 
     fn history_fingerprint(&self) -> Option<String> {
         self.status.history.fingerprint.clone()
+    }
+
+    fn depends_on(&self) -> Vec<String> {
+        dependencies(self.namespace(), self.spec.depends_on.iter().map(OwnedReference::borrowed))
     }
 }
 

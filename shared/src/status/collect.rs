@@ -425,5 +425,6 @@ fn row<O: FluxObject>(
         tenant: object.tenant().map(String::from),
         platform: object.is_platform(),
         history_fingerprint: object.history_fingerprint(),
+        depends_on: object.depends_on(),
     }
 }

@@ -264,6 +264,20 @@ impl Live {
             })
     }
 
+    /// How far the first lists are: the kinds listed, the objects read so far.
+    pub(crate) fn progress(&self) -> String {
+        let listed = self.stores.iter().filter(|store| store.listed).count();
+        let read: usize = self
+            .stores
+            .iter()
+            .map(|store| match (&store.relisting, store.listed) {
+                (Some(relisting), false) => relisting.values().map(HashMap::len).sum::<usize>(),
+                _ => store.objects.values().map(HashMap::len).sum::<usize>(),
+            })
+            .sum();
+        format!("{listed} of {} kinds listed, {read} objects read so far", self.stores.len())
+    }
+
     /// What is still being listed, and why it is not done.
     fn listing(&self) -> String {
         match self.stores.iter().find(|store| !store.listed) {

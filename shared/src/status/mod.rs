@@ -139,6 +139,9 @@ pub struct AppStatus {
     /// The fingerprint of the app's `status.history`, for keeping it in its ledger (not shown).
     #[serde(skip)]
     pub history_fingerprint: Option<String>,
+    /// `spec.dependsOn`: the apps it waits for, `namespace/name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
 }
 
 impl crate::output::Kind for AppStatus {
@@ -244,6 +247,7 @@ impl AppStatus {
             tenant: None,
             platform: false,
             history_fingerprint: None,
+            depends_on: Vec::new(),
         }
     }
 }

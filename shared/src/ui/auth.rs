@@ -80,12 +80,7 @@ impl Auth {
 
     fn session(&self, headers: &HeaderMap) -> Session {
         let name = self.cookie_name();
-        let carried = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
+        let carried = super::cookies::pairs(headers)
             .any(|(cookie, value)| cookie == name && constant_time_eq(value.as_bytes(), self.session.as_bytes()));
         match self.expires.get() {
             Some(expires) if carried && Instant::now() < *expires => Session::Valid,
@@ -226,7 +221,7 @@ fn refuse(api: bool, status: StatusCode, message: &str, hint: &str) -> Response 
     if api {
         ApiError::new(status, message, Some(hint)).into_response()
     } else {
-        super::pages::refused(status, message, hint)
+        super::layout::refused(status, message, hint)
     }
 }
 

@@ -14,6 +14,7 @@ use axum::response::Response;
 use tokio::sync::watch;
 
 use super::query::Snapshot;
+use super::theme::Theme;
 use super::{Server, dora, drift, live};
 use crate::change::{RepoSettings, Target};
 use crate::cluster::{Cluster, Connection};
@@ -70,15 +71,7 @@ fn asked(query: Option<&str>) -> Option<String> {
 
 /// The context the session's cookie remembers.
 fn remembered(server: &Server, headers: &axum::http::HeaderMap) -> Option<String> {
-    let name = cookie_name(server);
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .and_then(|(_, value)| decoded(value))
+    super::cookies::named(headers, &cookie_name(server)).and_then(decoded)
 }
 
 /// A cookie's value as [`remember`] encoded it.
@@ -90,6 +83,8 @@ fn decoded(value: &str) -> Option<String> {
 pub(crate) struct Viewed {
     pub(crate) server: Arc<Server>,
     index: usize,
+    /// The theme the pages are drawn in.
+    theme: Theme,
 }
 
 impl Deref for Viewed {
@@ -103,7 +98,8 @@ impl Deref for Viewed {
 impl Viewed {
     /// What the navigation shows: every cluster, this one chosen.
     pub(crate) fn nav(&self) -> Nav {
-        Nav { contexts: self.server.views.iter().map(|view| view.context.clone()).collect(), chosen: self.index }
+        let contexts = self.server.views.iter().map(|view| view.context.clone()).collect();
+        Nav { contexts, chosen: self.index, theme: self.theme }
     }
 }
 
@@ -125,10 +121,11 @@ impl FromRequestParts<Arc<Server>> for Viewed {
         server: &Arc<Server>,
     ) -> std::result::Result<Viewed, UnknownContext> {
         let server = Arc::clone(server);
+        let theme = Theme::of(&parts.headers);
         let index_of = |context: &str| server.views.iter().position(|view| view.context == context);
         if let Some(context) = asked(parts.uri.query()) {
             return match index_of(&context) {
-                Some(index) => Ok(Viewed { server, index }),
+                Some(index) => Ok(Viewed { server, index, theme }),
                 None => Err(UnknownContext {
                     context,
                     followed: server.views.iter().map(|view| view.context.clone()).collect(),
@@ -139,7 +136,7 @@ impl FromRequestParts<Arc<Server>> for Viewed {
         // A remembered context the server no longer follows (it was restarted with others) is
         // forgotten: the first cluster.
         let chosen = remembered(&server, &parts.headers).and_then(|context| index_of(&context));
-        Ok(Viewed { server, index: chosen.unwrap_or(0) })
+        Ok(Viewed { server, index: chosen.unwrap_or(0), theme })
     }
 }
 
@@ -159,11 +156,12 @@ pub(super) async fn remember(State(server): State<Arc<Server>>, request: Request
     response
 }
 
-/// The clusters the navigation offers, and the one chosen.
+/// The clusters the navigation offers, and the one chosen; the theme the page is drawn in.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Nav {
     pub(crate) contexts: Vec<String>,
     pub(crate) chosen: usize,
+    pub(crate) theme: Theme,
 }
 
 impl Nav {

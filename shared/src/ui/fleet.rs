@@ -21,6 +21,7 @@ use super::Server;
 use super::api::{ApiError, Document};
 use super::change::PromoteApp;
 use super::clusters::Viewed;
+use super::layout;
 use super::pages::{self, PostedForm};
 use crate::fleet::matrix::{self, CellState, Column, FleetApp, FleetStatus, Reached};
 
@@ -142,7 +143,7 @@ pub(super) async fn page(view: Viewed, RawQuery(query): RawQuery) -> Response {
         }
         table #fleet data-revision=(revision(&fleet)) { (table) }
     };
-    pages::layout(&view.nav(), "Fleet", body).into_response()
+    layout::layout(&view.nav(), "Fleet", body).into_response()
 }
 
 /// The table's caption, head and rows.
@@ -236,15 +237,15 @@ pub(super) async fn promote(view: Viewed, body: Bytes) -> Response {
     let form = PostedForm::parse(&body);
     let request = match promotion(&view.server, &form) {
         Ok(request) => request,
-        Err(error) => return pages::failed(error),
+        Err(error) => return layout::failed(error),
     };
     match request.run(&view.server.repo, &view.target, &view.server.printer).await {
         Ok(changed) => {
             let then = "Flux applies it once it is on the config repo's branch; the matrix follows.";
             let body = pages::changed_body("Promote", &changed, "/fleet/promote", &form, then);
-            pages::layout(&view.nav(), "Promote", body).into_response()
+            layout::layout(&view.nav(), "Promote", body).into_response()
         }
-        Err(error) => pages::failed(error.into()),
+        Err(error) => layout::failed(error.into()),
     }
 }
 

@@ -38,6 +38,16 @@ pub(crate) fn follow(cluster: Cluster, printer: Printer) -> watch::Receiver<Arc<
             loop {
                 live.update().await;
                 if !live.listed() {
+                    // Until the first listing is complete, pages say how far it is.
+                    let progress = live.progress();
+                    sender.send_if_modified(|snapshot| {
+                        let first = !snapshot.listed && snapshot.error.is_none();
+                        let news = first && snapshot.progress.as_deref() != Some(progress.as_str());
+                        if news {
+                            *snapshot = Arc::new(Snapshot { progress: Some(progress), ..Snapshot::starting() });
+                        }
+                        news
+                    });
                     continue;
                 }
                 if scope == Scope::All && live.app_kinds_forbidden() {

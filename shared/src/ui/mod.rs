@@ -19,13 +19,19 @@
 mod api;
 mod auth;
 mod change;
+mod charts;
 mod clusters;
+mod cookies;
 mod dora;
 mod drift;
 mod fleet;
+mod graph;
+mod layout;
 mod live;
 mod pages;
 mod query;
+mod theme;
+mod topology;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -198,7 +204,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/schemas/{file}", get(api::schema))
         .fallback(api::not_found);
     Router::new()
-        .route("/", get(pages::root))
+        .route("/", get(layout::root))
         .route("/apps", get(pages::apps))
         .route("/apps/new", get(pages::new_app).post(pages::add))
         .route("/apps/{namespace}/{name}", get(pages::app))
@@ -206,9 +212,11 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/{namespace}/{name}/history", get(pages::history))
         .route("/cluster", get(pages::cluster))
         .route("/fleet", get(fleet::page))
+        .route("/graph", get(topology::page))
         .route("/fleet/promote", post(fleet::promote))
         .route("/pulls/{number}", get(pages::pull))
-        .route("/assets/{file}", get(pages::asset))
+        .route("/assets/{file}", get(layout::asset))
+        .route("/theme", get(theme::choose))
         .nest("/api/v1", api)
         .layer(axum::middleware::from_fn_with_state(server.clone(), clusters::remember))
         .layer(axum::middleware::from_fn_with_state(server.clone(), auth::guard))

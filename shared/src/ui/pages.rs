@@ -6,93 +6,20 @@ use std::collections::BTreeMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery};
-use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use maud::{DOCTYPE, Markup, html};
+use maud::{Markup, html};
 
 use super::api::{self, ApiError};
 use super::change::{AddApp, Changed, RemoveApp};
-use super::clusters::{ClusterView, Nav, UnknownContext, Viewed};
+use super::charts;
+use super::clusters::{ClusterView, Nav, Viewed};
+use super::layout::{failed, layout};
 use super::query::{AppRow, AppsPage, AppsParams, page};
+use super::topology;
 use crate::deployments::dora::Metrics;
-use crate::deployments::timeline::Row;
 use crate::drift::LiveDrift;
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraRequest, dora_report};
 use crate::status::{AppHistory, AppReport, AppState, ObjectStatus, shorten_revision};
-
-const CSS: &str = include_str!("assets/ui.css");
-const JS: &str = include_str!("assets/ui.js");
-
-pub(super) fn layout(nav: &Nav, title: &str, body: Markup) -> Html<String> {
-    Html(
-        html! {
-            (DOCTYPE)
-            html lang="en" {
-                head {
-                    meta charset="utf-8";
-                    meta name="viewport" content="width=device-width, initial-scale=1";
-                    title { (title) " · kubectl gitops" }
-                    link rel="stylesheet" href="/assets/ui.css";
-                    script src="/assets/ui.js" defer {}
-                }
-                body {
-                    nav {
-                        a href="/apps" { "Apps" } " " a href="/apps/new" { "Add an app" } " " a href="/cluster" { "Cluster" }
-                        @if let Some(chosen) = nav.switching() {
-                            " " a href="/fleet" { "Fleet" }
-                            // The cluster switcher: a plain form, so it works without JavaScript.
-                            form.switcher method="get" action="/apps" {
-                                label { "Cluster " select name="context" {
-                                    @for context in &nav.contexts {
-                                        option value=(context) selected[context == chosen] { (context) }
-                                    }
-                                } }
-                                " " button type="submit" { "Switch" }
-                            }
-                        }
-                    }
-                    main { (body) }
-                }
-            }
-        }
-        .into_string(),
-    )
-}
-
-/// A refusal or failure, as a page.
-fn error_page(status: StatusCode, message: &str, hint: Option<&str>) -> Response {
-    let body = html! {
-        h1 { "Error" }
-        p.error { (message) }
-        @if let Some(hint) = hint { p.hint { "hint: " (hint) } }
-    };
-    (status, layout(&Nav::default(), "Error", body)).into_response()
-}
-
-impl IntoResponse for UnknownContext {
-    fn into_response(self) -> Response {
-        let hint = format!("it follows {} (`kubectl gitops ui --context` names them)", self.followed.join(", "));
-        let error = ApiError::new(
-            StatusCode::NOT_FOUND,
-            &format!("this server does not follow a context {:?}", self.context),
-            Some(&hint),
-        );
-        if self.api { error.into_response() } else { failed(error) }
-    }
-}
-
-pub(super) fn refused(status: StatusCode, message: &str, hint: &str) -> Response {
-    error_page(status, message, Some(hint))
-}
-
-pub(super) fn failed(error: ApiError) -> Response {
-    let (message, hint) = error.message();
-    error_page(error.status(), message, hint)
-}
-
-pub(super) async fn root() -> Redirect {
-    Redirect::to("/apps")
-}
 
 /// `GET /apps`: the listing, filters and one page of rows; with `part=rows`, the table body alone,
 /// which the live updates fetch.
@@ -101,6 +28,15 @@ pub(super) async fn apps(view: Viewed, RawQuery(query): RawQuery) -> Response {
     let rows_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .any(|(name, value)| name == "part" && value == "rows");
     let drift = view.drift.as_ref().map(|drift| drift.borrow().clone());
+    // While the watches list, the page comes at once and says how far they are.
+    let progress = view.snapshots.borrow().progress.clone();
+    if let Some(progress) = progress {
+        let nav = view.nav();
+        if rows_only {
+            return Html(listing(&nav, &progress).into_string()).into_response();
+        }
+        return layout(&nav, "Apps", html! { h1 { "Apps" } (listing(&nav, &progress)) }).into_response();
+    }
     match cut(&view, &params).await {
         Ok(listing) if rows_only => Html(table_body(&params, &listing, drift.as_ref()).into_string()).into_response(),
         Ok(listing) => {
@@ -111,6 +47,18 @@ pub(super) async fn apps(view: Viewed, RawQuery(query): RawQuery) -> Response {
         }
         Err(error) if rows_only => error.into_response(),
         Err(error) => failed(error),
+    }
+}
+
+/// The Apps table before the first listing is complete: how far it is. Without the script, the
+/// page reloads itself every 2 s; with it, the first `apps` event (the listing is complete)
+/// reloads it.
+fn listing(nav: &Nav, progress: &str) -> Markup {
+    html! {
+        noscript { meta http-equiv="refresh" content="2"; }
+        table #apps data-revision="0" data-listing="true" data-context=[nav.switching()] {
+            caption.summary role="status" { "Listing the Flux objects: " (progress) "…" }
+        }
     }
 }
 
@@ -125,7 +73,7 @@ fn apps_body(nav: &Nav, params: &AppsParams, listing: &AppsPage, drift: Option<&
     let selected_health = params.health.clone().unwrap_or_default();
     html! {
         h1 { "Apps" @if let Some(context) = nav.switching() { " in " (context) } }
-        form method="get" action="/apps" {
+        form #filters method="get" action="/apps" {
             @if let Some(context) = nav.switching() { input type="hidden" name="context" value=(context); }
             label { "Namespace " select name="namespace" {
                 option value="" { "all" }
@@ -164,6 +112,7 @@ fn dora_panel(panel: super::dora::Panel) -> Markup {
             Some(Err(why)) => p.warning { "Not available: " (why) },
             Some(Ok(figures)) => {
                 (dora_figures(&figures.overall, &format!("Every app, since {}", figures.since)))
+                (charts::dora_charts(&figures.overall))
                 @for unread in &figures.unread { p.warning { "Not read: " (unread) } }
                 p.hint { "As of " (figures.until) "; per app: " code { "kubectl gitops metrics dora -A" } "." }
             }
@@ -235,29 +184,32 @@ fn next_page(params: &AppsParams, after: &str) -> String {
     format!("/apps?{}", query.finish())
 }
 
-/// `GET /apps/{namespace}/{name}`: the `app status` tree, and its drift; with `part=drift`, the
-/// drift section alone (what the live updates swap in).
+/// `GET /apps/{namespace}/{name}`: the `app status` tree, its graph and its drift; with
+/// `part=graph` or `part=drift`, that section alone (what the live updates swap in).
 pub(super) async fn app(
     view: Viewed,
     Path((namespace, name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let drift_only = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .any(|(name, value)| name == "part" && value == "drift");
+    let part = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .find(|(name, _)| name == "part")
+        .map(|(_, value)| value.into_owned());
     let drift = view.drift.as_ref().map(|drift| drift.borrow().clone());
-    match api::app_report(&view, &namespace, &name).await {
-        Ok(report) if drift_only => {
+    let report = api::app_report(&view, &namespace, &name).await;
+    match (report, part.as_deref()) {
+        (Ok(report), Some("drift")) => {
             Html(super::drift::section(drift.as_ref(), &report.app).into_string()).into_response()
         }
-        Ok(report) => {
+        (Ok(report), Some("graph")) => Html(topology::app_section(&report).into_string()).into_response(),
+        (Ok(report), _) => {
             let body = html! {
                 (app_body(&report, view.server.allow_writes))
-                section #drift { (super::drift::section(drift.as_ref(), &report.app)) }
+                section #drift data-part="drift" { (super::drift::section(drift.as_ref(), &report.app)) }
             };
             layout(&view.nav(), &name, body).into_response()
         }
-        Err(error) if drift_only => error.into_response(),
-        Err(error) => failed(error),
+        (Err(error), Some(_)) => error.into_response(),
+        (Err(error), None) => failed(error),
     }
 }
 
@@ -290,6 +242,8 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
                 }
             }
         }
+        h2 { "Graph" }
+        section #graph data-part="graph" data-apps=(topology::watched_apps(report)) { (topology::app_section(report)) }
         h2 { "Chain" }
         table { thead { tr { th { "KIND" } th { "OBJECT" } th { "READY" } th { "REASON" } th { "REVISION" } th { "MESSAGE" } } }
             tbody { @for object in &app.objects { (object_row(object)) } } }
@@ -369,18 +323,26 @@ pub(super) async fn history(view: Viewed, Path((namespace, name)): Path<(String,
         _ => None,
     };
     match history {
-        Ok(history) => {
-            layout(&view.nav(), &format!("{name} history"), history_body(&history, figures.as_ref())).into_response()
-        }
+        Ok(history) => layout(
+            &view.nav(),
+            &format!("{name} history"),
+            history_body(&history, figures.as_ref(), crate::duration::now()),
+        )
+        .into_response(),
         Err(error) => failed(error),
     }
 }
 
-fn history_body(history: &AppHistory, figures: Option<&Metrics>) -> Markup {
+fn history_body(history: &AppHistory, figures: Option<&Metrics>, until: u64) -> Markup {
     html! {
         h1 { a href=(format!("/apps/{}/{}", history.namespace, history.name)) { (history.namespace) "/" (history.name) } " · history" }
-        @if let Some(figures) = figures { (dora_figures(figures, "Last 30 days")) }
         @if history.deployments.is_empty() { p { "Flux has recorded no deployment yet (Flux 2.7 or later records them)." } } @else {
+            h2 { "Timeline" }
+            (charts::timeline(&history.deployments, until))
+        }
+        @if let Some(figures) = figures { (dora_figures(figures, "Last 30 days")) (charts::dora_charts(figures)) }
+        @if !history.deployments.is_empty() {
+            h2 { "Deployments" }
             table #deployments { thead { tr { th { "FIRST RECONCILED" } th { "REVISION" } th { "OUTCOME" } th { "COMMIT" } th { "AUTHOR" } th { "MARKS" } } }
                 tbody { @for row in history.deployments.iter().rev() {
                     @let deployment = &row.deployment;
@@ -389,20 +351,12 @@ fn history_body(history: &AppHistory, figures: Option<&Metrics>) -> Markup {
                         td.state { (deployment.status) }
                         td { (deployment.commit.as_ref().map(|commit| commit.subject.clone()).unwrap_or_default()) }
                         td { (deployment.commit.as_ref().map(|commit| commit.author.clone()).unwrap_or_default()) }
-                        td { (marks(row).join(", ")) }
+                        td { (charts::marks(row).join(", ")) }
                     }
                 } } }
             p.hint { "Newest first. Flux keeps 5 deployments per app; the ledger ConfigMap keeps what every look saw." }
         }
     }
-}
-
-/// What a timeline row is marked with, in words.
-fn marks(row: &Row) -> Vec<&'static str> {
-    [(row.failed, "failed"), (row.rollback, "rollback"), (row.rolled_back, "rolled back"), (row.reverted, "reverted")]
-        .into_iter()
-        .filter_map(|(marked, word)| marked.then_some(word))
-        .collect()
 }
 
 /// The four figures, as a small table.
@@ -685,13 +639,4 @@ pub(super) async fn cluster(view: Viewed) -> Response {
         }
     };
     layout(&view.nav(), "Cluster", body).into_response()
-}
-
-/// `GET /assets/{file}`: the stylesheet and the script, compiled into the binary.
-pub(super) async fn asset(Path(file): Path<String>) -> Response {
-    match file.as_str() {
-        "ui.css" => ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response(),
-        "ui.js" => ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], JS).into_response(),
-        _ => StatusCode::NOT_FOUND.into_response(),
-    }
 }

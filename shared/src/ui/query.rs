@@ -227,7 +227,7 @@ pub(crate) fn page(snapshot: &Snapshot, query: &AppsQuery) -> AppsPage {
     }
 }
 
-fn matches(app: &AppStatus, query: &AppsQuery) -> bool {
+pub(crate) fn matches(app: &AppStatus, query: &AppsQuery) -> bool {
     query.namespace.as_ref().is_none_or(|namespace| *namespace == app.namespace)
         && query.health.is_none_or(|health| health == app.state)
         && query.q.as_ref().is_none_or(|q| app.name.to_lowercase().contains(q.as_str()))
@@ -262,6 +262,9 @@ pub(crate) struct Snapshot {
     /// The Flux runtime and install record, as `status` reports them: what the Fleet page says of
     /// the cluster (its name, its config repo revision, its Flux version).
     pub(crate) runtime: Option<Runtime>,
+    /// Until the first listing is complete: how far the watches' lists are, for the pages shown
+    /// meanwhile.
+    pub(crate) progress: Option<String>,
 }
 
 impl Snapshot {
@@ -275,6 +278,7 @@ impl Snapshot {
             scope: Scope::All,
             error: None,
             runtime: None,
+            progress: None,
         }
     }
 
@@ -299,7 +303,7 @@ impl Snapshot {
                 changes.remove(0);
             }
         }
-        Some(Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None, runtime })
+        Some(Snapshot { revision, listed: true, rows, changes, forbidden, scope, error: None, runtime, progress: None })
     }
 
     /// What `fleet status` reads of a cluster, from this snapshot: its runtime, the apps we manage

@@ -33,15 +33,22 @@ fn cell(app: &str, column: usize) -> String {
     format!("tr[data-app=\"{NAMESPACE}/{app}\"] td:nth-child({column})")
 }
 
+/// A state cell's word, without the shape the stylesheet puts before it (which `innerText` may
+/// or may not carry).
+fn word(text: &str) -> &str {
+    text.trim_start_matches(['✓', '✗', '◔', '‖', '?', ' '])
+}
+
+/// `kubectl-gitops-app ARGS` against the environment.
+fn app_command(env: &TestEnv, args: &[&str]) -> Run {
+    Run::of(Command::new(binaries::path("kubectl-gitops-app")).args(args).env("KUBECONFIG", &env.kubeconfig))
+}
+
 /// Waits for `kubectl gitops app status` to report `state` for an app.
 fn wait_for_state(env: &TestEnv, app: &str, state: &str) {
     let started = Instant::now();
     loop {
-        let run = Run::of(
-            Command::new(binaries::path("kubectl-gitops-app"))
-                .args(["status", app, "-n", NAMESPACE, "-o", "json"])
-                .env("KUBECONFIG", &env.kubeconfig),
-        );
+        let run = app_command(env, &["status", app, "-n", NAMESPACE, "-o", "json"]);
         let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
         if json["app"]["state"] == state {
             return;
@@ -66,6 +73,13 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  greeting: hello\n",
     )
     .unwrap();
+    // `stuck` runs a Deployment whose pod no node can take (its nodeSelector matches none).
+    std::fs::create_dir_all(work.path().join("stuck")).unwrap();
+    std::fs::write(
+        work.path().join("stuck/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: stuck}\n  template:\n    metadata:\n      labels: {app: stuck}\n    spec:\n      nodeSelector: {disktype: none-such}\n      containers:\n      - {name: web, image: registry.invalid/web:1}\n",
+    )
+    .unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "web: a greeting"]);
     git(&["push", "-q", &env.git.ssh_url("browser-apps"), "main"]);
@@ -78,8 +92,12 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     objects.push_str(&kustomization("broken", "./does-not-exist"));
     env.apply_yaml(&objects).unwrap();
     wait_for_state(env, "web", "ready");
+    // Once web is ready: Flux looks at a dependency that is not again only 30 s later.
+    let depends_on_web = "  prune: true\n  dependsOn:\n  - name: web\n";
+    env.apply_yaml(&kustomization("stuck", "./stuck").replace("  prune: true\n", depends_on_web)).unwrap();
     wait_for_state(env, "shop", "ready");
     wait_for_state(env, "broken", "failing");
+    wait_for_state(env, "stuck", "ready");
 
     let ui = Ui::start(&binaries::path("kubectl-gitops-ui"), &env.kubeconfig, &[]);
     let browser = Browser::start();
@@ -88,27 +106,66 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
     assert!(browser.current_url().ends_with("/apps"), "{}", browser.current_url());
     browser.goto(&format!("{}/apps?namespace={NAMESPACE}", ui.origin()));
-    assert_eq!(browser.count("tr[data-app]"), 3);
+    assert_eq!(browser.count("tr[data-app]"), 4);
     assert_eq!(
         browser.text("caption").as_deref(),
-        Some("3 Flux objects: 2 ready, 1 failing, 0 progressing, 0 suspended")
+        Some("4 Flux objects: 3 ready, 1 failing, 0 progressing, 0 suspended")
     );
-    for app in ["broken", "shop", "web"] {
+    for app in ["broken", "shop", "stuck", "web"] {
         assert_eq!(browser.text(&cell(app, 2)).as_deref(), Some(app));
     }
-    assert_eq!(browser.text(&cell("web", 4)).as_deref(), Some("True"), "web is ready");
-    assert_eq!(browser.text(&cell("broken", 4)).as_deref(), Some("False"), "broken is failing");
+    assert_eq!(browser.text(&cell("web", 4)).as_deref().map(word), Some("True"), "web is ready");
+    // Said by shape as well as by word and colour.
+    let shape = |app: &str| {
+        browser.eval(&format!("getComputedStyle(document.querySelector('{}'), '::before').content", cell(app, 4)))
+    };
+    assert!(shape("web").as_str().unwrap_or_default().contains('✓'), "{:?}", shape("web"));
+    assert!(shape("broken").as_str().unwrap_or_default().contains('✗'), "{:?}", shape("broken"));
+    assert_eq!(browser.text(&cell("broken", 4)).as_deref().map(word), Some("False"), "broken is failing");
     assert!(browser.text(&cell("broken", 9)).unwrap().contains("kustomization path not found"));
     browser.look("apps");
+
+    // Search as you type: the rows follow the name box, filtered on the server, the address
+    // with them, without a reload.
+    browser.eval("(window.notReloaded = true)");
+    browser.type_into("#filters input[name=\"q\"]", "sho");
+    browser.wait_for_text("caption", Duration::from_secs(10), |text| text.starts_with("1 Flux objects"));
+    assert_eq!(browser.text(&cell("shop", 2)).as_deref(), Some("shop"));
+    assert!(browser.current_url().contains("q=sho"), "{}", browser.current_url());
+    assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
+    browser.goto(&format!("{}/apps?namespace={NAMESPACE}", ui.origin()));
+    // The arrow keys go down the rows' links.
+    browser.eval(&format!("document.querySelector('{} a').focus()", cell("broken", 2)));
+    browser.press('\u{e015}');
+    assert_eq!(browser.eval("document.activeElement.textContent"), serde_json::json!("shop"));
+
+    // Dark mode: the toggle applies at once and is remembered; without the script, its form's
+    // GET does the same.
+    browser.click("nav form.theme option[value=\"dark\"]");
+    browser.click("nav form.theme button");
+    assert_eq!(browser.eval("document.documentElement.dataset.theme"), serde_json::json!("dark"));
+    assert_eq!(browser.eval("getComputedStyle(document.body).backgroundColor"), serde_json::json!("rgb(20, 22, 25)"));
+    let started = Instant::now();
+    while !browser.eval("document.cookie").as_str().unwrap_or_default().contains("gitops_ui_theme=dark") {
+        assert!(started.elapsed() < Duration::from_secs(10), "the theme was not remembered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    browser.goto(&browser.current_url());
+    assert_eq!(browser.eval("document.documentElement.dataset.theme"), serde_json::json!("dark"), "after a reload");
+    browser.goto(&format!("{}/theme?theme=light", ui.origin()));
+    assert!(browser.current_url().ends_with("/apps"), "{}", browser.current_url());
+    assert_eq!(
+        browser.eval("getComputedStyle(document.body).backgroundColor"),
+        serde_json::json!("rgb(250, 250, 250)")
+    );
+    browser.goto(&format!("{}/theme?theme=auto", ui.origin()));
+    assert_eq!(browser.eval("document.documentElement.dataset.theme || 'auto'"), serde_json::json!("auto"));
+    browser.goto(&format!("{}/apps?namespace={NAMESPACE}", ui.origin()));
 
     // Suspending with the CLI changes the open page's row, without a reload: a mark left on the
     // page is still there afterwards.
     browser.eval("(window.notReloaded = true)");
-    let run = Run::of(
-        Command::new(binaries::path("kubectl-gitops-app"))
-            .args(["suspend", "web", "-n", NAMESPACE])
-            .env("KUBECONFIG", &env.kubeconfig),
-    );
+    let run = app_command(env, &["suspend", "web", "-n", NAMESPACE]);
     assert_eq!(run.code, Some(0), "{}", run.render());
     // Timed from the moment the CLI returned, when the change is in the cluster.
     // How late is the bench's to say (2 s to every open event stream, docs/performance.md).
@@ -133,6 +190,53 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     }
     browser.look("app-failing");
 
+    // The graph of an app whose pod no node takes: source → Kustomization → Deployment → pod,
+    // the pod named with the scheduler's reason (its message on hover), and the app it depends
+    // on a link at the end of a dashed edge. The scheduler's verdict may come after the page.
+    browser.goto(&format!("{}/apps/{NAMESPACE}/stuck", ui.origin()));
+    let graph = || browser.eval("(document.querySelector('#graph svg') || {}).textContent || ''");
+    let started = Instant::now();
+    while !graph().as_str().unwrap_or_default().contains("Unschedulable") {
+        assert!(started.elapsed() < Duration::from_secs(60), "no unschedulable pod in {:?}", graph());
+        std::thread::sleep(Duration::from_secs(1));
+        browser.goto(&browser.current_url());
+    }
+    let drawn = graph().as_str().unwrap_or_default().to_string();
+    for node in ["GitRepository apps", "Kustomization stuck", "Deployment stuck", "pod stuck-", "Kustomization web"] {
+        assert!(drawn.contains(node), "{node} in {drawn}");
+    }
+    let pod = browser.eval("document.querySelector('#graph [aria-label^=\"pod \"]').getAttribute('aria-label')");
+    assert!(pod.as_str().unwrap_or_default().contains(": ✗ failing · Unschedulable"), "{pod}");
+    let hover = browser.eval("document.querySelector('#graph [aria-label^=\"pod \"] title').textContent");
+    assert!(hover.as_str().unwrap_or_default().contains("didn't match"), "the scheduler's message: {hover}");
+    let edge = "#graph path.edge.depends[data-from=\"Kustomization web\"][data-to=\"Kustomization stuck\"]";
+    assert_eq!(browser.count(edge), 1);
+    assert_eq!(browser.count(&format!("#graph a[href=\"/apps/{NAMESPACE}/web\"]")), 1);
+    browser.look("app-graph");
+    // Everything on it that can be used is reached with Tab.
+    let missed = browser.unreachable_by_keyboard();
+    assert!(missed.is_empty(), "Tab never reaches: {missed:#?}");
+
+    // The cluster's graph, live: web (suspended above) turns ready on the open page when the CLI
+    // resumes it.
+    browser.goto(&format!("{}/graph?namespace={NAMESPACE}", ui.origin()));
+    let edge = format!("#graph path.edge.depends[data-from=\"{NAMESPACE}/web\"][data-to=\"{NAMESPACE}/stuck\"]");
+    assert_eq!(browser.count(&edge), 1);
+    let web = |state: &str| format!("#graph a[href=\"/apps/{NAMESPACE}/web\"] g.node.{state}");
+    assert_eq!(browser.count(&web("suspended")), 1);
+    let state = browser.eval(&format!("document.querySelector('{} text.state').textContent", web("suspended")));
+    assert_eq!(state, serde_json::json!("‖ suspended · kustomize"));
+    browser.eval("(window.notReloaded = true)");
+    let run = app_command(env, &["resume", "web", "-n", NAMESPACE]);
+    assert_eq!(run.code, Some(0), "{}", run.render());
+    let started = Instant::now();
+    while browser.count(&web("ready")) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "web on the graph: {:?}", browser.text("#graph"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
+    browser.look("graph");
+
     // A deployed app's page has Flux's history of it.
     browser.goto(&format!("{}/apps/{NAMESPACE}/shop", ui.origin()));
     let history = browser.text("#history").unwrap_or_default();
@@ -144,6 +248,10 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
         browser.wait_for_text("#deployments", Duration::from_secs(10), |text| text.contains("ReconciliationSucceeded"));
     assert!(deployments.contains("main@sha1:"), "{deployments}");
     assert!(browser.text("#dora").unwrap_or_default().contains("Change failure rate"), "{:?}", browser.text("main"));
+    // The same as pictures: the deployments on a time axis, the DORA figures as four charts.
+    let timeline = browser.eval("document.querySelector('#timeline').getAttribute('aria-label')");
+    assert!(timeline.as_str().unwrap_or_default().contains(" deployments from "), "{timeline}");
+    assert_eq!(browser.count("#dora-charts figure svg[role=\"img\"]"), 4);
     browser.look("app-history");
 
     browser.goto(&format!("{}/cluster", ui.origin()));
@@ -242,8 +350,52 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     fixture.git(&["update-ref", "refs/heads/main", head.trim(), &main_before]);
     env.request_reconcile("flux-system", &["gitrepository/flux-system"]).unwrap();
     browser.wait_for_text("tr[data-app=\"flux-system/pr-app\"] td:nth-child(4)", Duration::from_secs(180), |text| {
-        text == "True"
+        word(text) == "True"
     });
     env.kubectl_ok(&["-n", "default", "get", "configmap", "from-a-pull-request"]).unwrap();
     browser.look("apps-after-merge");
+
+    // An app added with `--depends-on pr-app` joins it on the cluster's graph, left open, by a
+    // dashed edge, without a reload.
+    browser.goto(&format!("{}/graph?namespace=flux-system", ui.origin()));
+    browser.eval("(window.notReloaded = true)");
+    let edge = "#graph path.edge.depends[data-from=\"flux-system/pr-app\"][data-to=\"flux-system/after-pr\"]";
+    assert_eq!(browser.count(edge), 0);
+    let source = env.git.ssh_url("pr-app");
+    let added = fixture.pushing(
+        "kubectl-gitops-app",
+        &[
+            "add",
+            "after-pr",
+            "--url",
+            &source,
+            "--path",
+            "./deploy",
+            "--secret-ref",
+            "flux-system",
+            "--depends-on",
+            "pr-app",
+        ],
+    );
+    assert_eq!(added.code, Some(0), "{}", added.render());
+    env.request_reconcile("flux-system", &["gitrepository/flux-system"]).unwrap();
+    let started = Instant::now();
+    while browser.count(edge) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "no edge pr-app → after-pr on {:?}",
+            browser.text("#graph")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
+    browser.look("graph-depends-on");
+
+    // With --allow-writes, an App page's actions (reconcile, suspend, resume, remove) and its
+    // graph's links are all reached with Tab.
+    browser.goto(&format!("{}/apps/flux-system/after-pr", ui.origin()));
+    assert_eq!(browser.count("#graph a[href=\"/apps/flux-system/pr-app\"]"), 1);
+    assert_eq!(browser.count(".actions button"), 4);
+    let missed = browser.unreachable_by_keyboard();
+    assert!(missed.is_empty(), "Tab never reaches: {missed:#?}");
 }

@@ -10,9 +10,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gitops_e2e::browser::Browser;
 use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::testenv::{Options, TestEnv};
+use gitops_e2e::ui::Ui;
 use gitops_e2e::{binaries, flux_release};
 use serde_json::Value;
 
@@ -154,6 +156,19 @@ fn rollback_restores_the_last_good_deployment_through_git_and_refuses_what_it_ca
     let newest = history["deployments"].as_array().unwrap().last().unwrap();
     assert_eq!(newest["revision"], format!("main@sha1:{pushed}"), "{history:#}");
     assert_eq!(newest["rollback"], true, "{history:#}");
+    // The UI's history tab draws it on the timeline, by shape and word.
+    let ui = Ui::start(&binaries::path("kubectl-gitops-ui"), &env.kubeconfig, &[]);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
+    browser.goto(&format!("{}/apps/flux-system/web/history", ui.origin()));
+    let timeline = browser.eval("document.querySelector('#timeline').textContent");
+    assert!(timeline.as_str().unwrap_or_default().contains("↩ rollback"), "{timeline}");
+    let marks = browser.eval("document.querySelectorAll('#timeline path.mark.rollback').length");
+    assert_eq!(marks, serde_json::json!(1));
+    let named = browser.eval("document.querySelector('#timeline').getAttribute('aria-label')");
+    assert!(named.as_str().unwrap_or_default().ends_with(" failed, 1 rollback"), "{named}");
+    browser.look("app-timeline");
+    drop((browser, ui));
 
     // Further back, to web 1: the preview shows the ConfigMap's version going back.
     let further = app(env, plugins.path(), &["rollback", "web", "--to", &first, "--dry-run", "-o", "json"]);

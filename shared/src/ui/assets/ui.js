@@ -39,8 +39,25 @@ function swapper(element, url) {
     const search = window.location.search;
     return "/apps" + search + (search ? "&" : "?") + "part=rows" + (context ? "&" + context : "");
   });
+  // Search as you type: the filters (name, namespace, health) apply while they change, the
+  // server filtering and paging as for the form's own GET (the Filter button, without the
+  // script); the address follows, so the view can be shared or reloaded.
+  const form = document.getElementById("filters");
+  let typing = null;
+  if (form) form.addEventListener("input", function () {
+    clearTimeout(typing);
+    typing = setTimeout(function () {
+      const query = new URLSearchParams(new FormData(form));
+      for (const [name, value] of Array.from(query.entries())) if (value === "") query.delete(name);
+      const search = query.toString();
+      window.history.replaceState(null, "", "/apps" + (search ? "?" + search : ""));
+      refresh();
+    }, 200);
+  });
   const events = new EventSource("/api/v1/events" + (context ? "?" + context : ""));
   events.addEventListener("apps", function (event) {
+    // The page came while the watches were listing: now they are done, the whole page.
+    if (table.dataset.listing) return window.location.reload();
     const data = JSON.parse(event.data);
     if (String(data.revision) === table.dataset.revision) return;
     table.dataset.revision = String(data.revision);
@@ -50,14 +67,36 @@ function swapper(element, url) {
   events.addEventListener("drift", refresh);
 })();
 
-// The App page's drift section, live: every `drift` event refetches it (`part=drift`).
+// The sections a page marks `data-part` (the App page's graph and drift, the Graph page's
+// figure): each is fetched again with `part=…` when what it shows changes. A graph listing
+// `data-apps` (`namespace/name` …) is redrawn when one of those apps changes; one without, on
+// every change; the drift section on every new drift report. Events and fetches name the page's
+// cluster (`ui --context`), whichever cluster another tab chose since.
 (function () {
-  const section = document.getElementById("drift");
-  if (!section || !window.EventSource) return;
-  const refresh = swapper(section, function () {
-    return window.location.pathname + "?part=drift";
+  const sections = document.querySelectorAll("section[data-part]");
+  if (sections.length === 0 || !window.EventSource) return;
+  const context = document.querySelector("main").dataset.context;
+  const withContext = context ? "context=" + encodeURIComponent(context) : "";
+  const events = new EventSource("/api/v1/events" + (withContext ? "?" + withContext : ""));
+  sections.forEach(function (section) {
+    const part = section.dataset.part;
+    const refresh = swapper(section, function () {
+      const search = window.location.search;
+      return window.location.pathname + search + (search ? "&" : "?") + "part=" + part + (withContext ? "&" + withContext : "");
+    });
+    if (part === "drift") {
+      events.addEventListener("drift", refresh);
+      return;
+    }
+    const apps = section.dataset.apps ? section.dataset.apps.split(" ") : null;
+    events.addEventListener("apps", function (event) {
+      const data = JSON.parse(event.data);
+      const touched = !apps || data.resync || data.changed.some(function (row) {
+        return apps.includes(row.namespace + "/" + row.name);
+      });
+      if (touched) refresh();
+    });
   });
-  new EventSource("/api/v1/events").addEventListener("drift", refresh);
 })();
 
 // The Fleet page's matrix: every `fleet` event (the matrix changed) refetches the table
@@ -75,3 +114,34 @@ function swapper(element, url) {
     refresh();
   });
 })();
+
+// The theme toggle: applied at once, remembered by the server's cookie (the form's own GET,
+// fetched instead of followed), no reload.
+(function () {
+  const form = document.querySelector("nav form.theme");
+  if (!form) return;
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const theme = form.elements.theme.value;
+    if (theme === "auto") delete document.documentElement.dataset.theme;
+    else document.documentElement.dataset.theme = theme;
+    fetch("/theme?theme=" + encodeURIComponent(theme), { credentials: "same-origin", redirect: "manual" });
+  });
+})();
+
+// Arrow keys move through a graph's nodes and a table's rows (their links), beside Tab.
+document.addEventListener("keydown", function (event) {
+  if (!["ArrowDown", "ArrowUp", "ArrowRight", "ArrowLeft"].includes(event.key)) return;
+  const here = document.activeElement;
+  const group = here && here.closest("svg.graph, table#apps tbody, table#fleet tbody");
+  if (!group) return;
+  const links = Array.from(group.querySelectorAll("a[href]"));
+  const at = links.indexOf(here);
+  if (at < 0) return;
+  const step = event.key === "ArrowDown" || event.key === "ArrowRight" ? 1 : -1;
+  const next = links[at + step];
+  if (next) {
+    next.focus();
+    event.preventDefault();
+  }
+});

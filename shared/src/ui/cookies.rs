@@ -1,0 +1,19 @@
+//! The cookies a request carries: the session's (`auth.rs`), the chosen cluster's
+//! (`clusters.rs`) and the theme's (`theme.rs`).
+
+use axum::http::{HeaderMap, header};
+
+/// Every `name=value` pair of the request's `Cookie` headers, in order.
+pub(crate) fn pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+}
+
+/// The value of the first cookie called `name`.
+pub(crate) fn named<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    pairs(headers).find(|(cookie, _)| *cookie == name).map(|(_, value)| value)
+}
