@@ -245,7 +245,7 @@ async fn read_workloads(cluster: &Cluster, inventory: &[InventoryItem]) -> Resul
 
 /// A kind of the core group, read untyped: k8s-openapi's typed objects (a `Pod`, an `Event`)
 /// bring their whole deserializers into every binary that shows a few of their fields.
-fn core_v1(kind: &str, plural: &str) -> ApiResource {
+pub(super) fn core_v1(kind: &str, plural: &str) -> ApiResource {
     ApiResource {
         group: String::new(),
         version: "v1".into(),

@@ -13,6 +13,7 @@ mod app_report;
 mod collect;
 mod in_contexts;
 mod live;
+pub(crate) mod pod_logs;
 mod remember;
 mod render;
 mod tree;

@@ -28,6 +28,7 @@ mod fleet;
 mod graph;
 mod layout;
 mod live;
+mod logs;
 mod pages;
 mod query;
 mod theme;
@@ -194,6 +195,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps", get(api::apps).post(api::add))
         .route("/apps/{namespace}/{name}", get(api::app).delete(api::remove))
         .route("/apps/{namespace}/{name}/history", get(api::history))
+        .route("/apps/{namespace}/{name}/pods/{pod}/logs", get(logs::follow))
         .route("/apps/{namespace}/{name}/{action}", post(pages::act))
         .route("/cluster", get(api::cluster))
         .route("/fleet", get(fleet::api))

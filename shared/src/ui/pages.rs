@@ -14,6 +14,7 @@ use super::change::{AddApp, Changed, RemoveApp};
 use super::charts;
 use super::clusters::{ClusterView, Nav, Viewed};
 use super::layout::{failed, layout};
+use super::logs;
 use super::query::{AppRow, AppsPage, AppsParams, page};
 use super::topology;
 use crate::deployments::dora::Metrics;
@@ -29,7 +30,11 @@ pub(super) async fn apps(view: Viewed, RawQuery(query): RawQuery) -> Response {
         .any(|(name, value)| name == "part" && value == "rows");
     let drift = view.drift.as_ref().map(|drift| drift.borrow().clone());
     // While the watches list, the page comes at once and says how far they are.
-    let progress = view.snapshots.borrow().progress.clone();
+    let progress = {
+        let snapshot = view.snapshots.borrow();
+        let listing = !snapshot.listed && snapshot.error.is_none();
+        listing.then(|| snapshot.progress.clone().unwrap_or_else(|| "starting the watches".to_string()))
+    };
     if let Some(progress) = progress {
         let nav = view.nav();
         if rows_only {
@@ -191,9 +196,12 @@ pub(super) async fn app(
     Path((namespace, name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let part = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .find(|(name, _)| name == "part")
-        .map(|(_, value)| value.into_owned());
+    let asked = |wanted: &str| {
+        form_urlencoded::parse(query.as_deref().unwrap_or_default().as_bytes())
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.into_owned())
+    };
+    let (part, pod) = (asked("part"), asked("pod"));
     let drift = view.drift.as_ref().map(|drift| drift.borrow().clone());
     let report = api::app_report(&view, &namespace, &name).await;
     match (report, part.as_deref()) {
@@ -203,7 +211,7 @@ pub(super) async fn app(
         (Ok(report), Some("graph")) => Html(topology::app_section(&report).into_string()).into_response(),
         (Ok(report), _) => {
             let body = html! {
-                (app_body(&report, view.server.allow_writes))
+                (app_body(&report, view.server.allow_writes, logs::section(&view, &report, pod.as_deref()).await))
                 section #drift data-part="drift" { (super::drift::section(drift.as_ref(), &report.app)) }
             };
             layout(&view.nav(), &name, body).into_response()
@@ -224,7 +232,7 @@ fn object_row(object: &ObjectStatus) -> Markup {
     }
 }
 
-fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
+fn app_body(report: &AppReport, allow_writes: bool, log: Markup) -> Markup {
     let app = &report.app;
     let base = format!("/apps/{}/{}", app.namespace, app.name);
     html! {
@@ -281,11 +289,12 @@ fn app_body(report: &AppReport, allow_writes: bool) -> Markup {
             table #pods { thead { tr { th { "POD" } th { "PHASE" } th { "READY" } th { "RESTARTS" } th { "REASON" } th { "MESSAGE" } } }
                 tbody { @for workload in &report.workloads { @for pod in &workload.pods {
                     tr class=(if pod.ready { "ready" } else { "failing" }) {
-                        td { (workload.namespace) "/" (pod.name) } td { (pod.phase) }
+                        td { (workload.namespace) "/" (pod.name) " " a href=(format!("{base}?pod={}#logs", pod.name)) { "log" } } td { (pod.phase) }
                         td.state { (if pod.ready { "True" } else { "False" }) } td { (pod.restarts) }
                         td { (pod.reason.clone().unwrap_or_default()) } td.message { (pod.message.clone().unwrap_or_default()) }
                     }
                 } } } }
+            section #logs { (log) }
         }
         h2 { "History" }
         p { a #all-deployments href=(format!("{base}/history")) { "Every deployment kept, with DORA figures →" } }

@@ -291,11 +291,27 @@ impl TestEnv {
         if bin.join("kwok").exists() {
             // build.sh copies kwok's stages (node ready and heartbeat, pod ready/complete/delete).
             let stages = self.cache.join("kwok/stages.yaml");
+            // Every container's log is the one file `pod_log` names (in the CRI log format), served
+            // as a kubelet serves logs: the API server's pods/log reaches kwok's server, over TLS
+            // with the API server's own certificate, at the node's port.
+            let logs = self.dir.join("kwok-logs.yaml");
+            std::fs::write(
+                &logs,
+                format!(
+                    "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: ClusterLogs\nmetadata:\n  name: every-pod\nspec:\n  selector: {{}}\n  logs:\n  - logsFile: {}\n    follow: true\n",
+                    self.pod_log().display()
+                ),
+            )?;
+            std::fs::write(self.pod_log(), "")?;
             self.spawn_restarting(
                 "kwok",
                 bin.join("kwok"),
                 vec![
                     format!("--config={}", stages.display()),
+                    format!("--config={}", logs.display()),
+                    format!("--node-port={}", self.ports.kwok),
+                    format!("--tls-cert-file={}", self.pki.server_cert.display()),
+                    format!("--tls-private-key-file={}", self.pki.server_key.display()),
                     format!("--kubeconfig={kubeconfig}"),
                     "--manage-all-nodes=false".to_string(),
                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
@@ -317,6 +333,12 @@ impl TestEnv {
             )?;
         }
         Ok(())
+    }
+
+    /// The log every pod's containers have (kwok serves it through pods/log): lines appended to
+    /// it in the CRI format (`2026-12-07T10:00:00.000000000Z stdout F text`) reach a follower.
+    pub fn pod_log(&self) -> PathBuf {
+        self.dir.join("pod.log")
     }
 
     /// Starts a real Gitea (tests/testenv/build-gitea.sh) beside this environment; it stops with it.

@@ -80,6 +80,13 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: stuck}\n  template:\n    metadata:\n      labels: {app: stuck}\n    spec:\n      nodeSelector: {disktype: none-such}\n      containers:\n      - {name: web, image: registry.invalid/web:1}\n",
     )
     .unwrap();
+    // Beside it, `talker`, whose pod runs (kwok), and whose log is the environment's pod log.
+    std::fs::write(
+        work.path().join("stuck/talker.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: talker\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: talker}\n  template:\n    metadata:\n      labels: {app: talker}\n    spec:\n      containers:\n      - {name: talker, image: registry.invalid/talker:1}\n",
+    )
+    .unwrap();
+    std::fs::write(env.pod_log(), "2026-12-07T00:00:00.000000000Z stdout F talker: started\n").unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "web: a greeting"]);
     git(&["push", "-q", &env.git.ssh_url("browser-apps"), "main"]);
@@ -205,14 +212,31 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     for node in ["GitRepository apps", "Kustomization stuck", "Deployment stuck", "pod stuck-", "Kustomization web"] {
         assert!(drawn.contains(node), "{node} in {drawn}");
     }
-    let pod = browser.eval("document.querySelector('#graph [aria-label^=\"pod \"]').getAttribute('aria-label')");
+    let pod = browser.eval("document.querySelector('#graph [aria-label^=\"pod stuck-\"]').getAttribute('aria-label')");
     assert!(pod.as_str().unwrap_or_default().contains(": ✗ failing · Unschedulable"), "{pod}");
-    let hover = browser.eval("document.querySelector('#graph [aria-label^=\"pod \"] title').textContent");
+    let hover = browser.eval("document.querySelector('#graph [aria-label^=\"pod stuck-\"] title').textContent");
     assert!(hover.as_str().unwrap_or_default().contains("didn't match"), "the scheduler's message: {hover}");
     let edge = "#graph path.edge.depends[data-from=\"Kustomization web\"][data-to=\"Kustomization stuck\"]";
     assert_eq!(browser.count(edge), 1);
     assert_eq!(browser.count(&format!("#graph a[href=\"/apps/{NAMESPACE}/web\"]")), 1);
     browser.look("app-graph");
+    // The log of the pod that runs, from the Pods table's link: its last lines, then a line the
+    // pod writes (appended to the environment's pod log) without a reload.
+    browser.click("#pods a[href*=\"?pod=talker-\"]");
+    let (log, _) = browser.wait_for_text("#log", Duration::from_secs(10), |text| text.contains("talker: started"));
+    assert!(
+        browser.text("#logs h2").unwrap_or_default().starts_with(&format!("Log of pod {NAMESPACE}/talker-")),
+        "{log}"
+    );
+    browser.eval("(window.notReloaded = true)");
+    // The page's stream is open once it is (kwok follows the file from then on).
+    std::thread::sleep(Duration::from_secs(1));
+    let mut file = std::fs::OpenOptions::new().append(true).open(env.pod_log()).unwrap();
+    std::io::Write::write_all(&mut file, b"2026-12-07T00:00:01.000000000Z stdout F talker: a new line\n").unwrap();
+    browser.wait_for_text("#log", Duration::from_secs(20), |text| text.contains("talker: a new line"));
+    assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
+    browser.look("app-log");
+    browser.goto(&format!("{}/apps/{NAMESPACE}/stuck", ui.origin()));
     // Everything on it that can be used is reached with Tab.
     let missed = browser.unreachable_by_keyboard();
     assert!(missed.is_empty(), "Tab never reaches: {missed:#?}");

@@ -26,6 +26,21 @@ function swapper(element, url) {
   };
 }
 
+// An event stream that lives as long as its page is shown: closed when the page is hidden (a
+// page left for another may be kept in the back-forward cache, and its open stream would hold
+// one of the six connections a browser allows a server: after a few pages every request
+// waited for one), and the page loaded again if it comes back from that cache.
+function openEvents(url) {
+  const source = new EventSource(url);
+  window.addEventListener("pagehide", function () {
+    source.close();
+  });
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) window.location.reload();
+  });
+  return source;
+}
+
 // The Apps page's rows: every `apps` event (one per change the server's shared watches see),
 // and every `drift` event with `ui --drift`, refetches this page's table (`part=rows`: counts
 // and rows) with this page's filters and paging.
@@ -54,7 +69,7 @@ function swapper(element, url) {
       refresh();
     }, 200);
   });
-  const events = new EventSource("/api/v1/events" + (context ? "?" + context : ""));
+  const events = openEvents("/api/v1/events" + (context ? "?" + context : ""));
   events.addEventListener("apps", function (event) {
     // The page came while the watches were listing: now they are done, the whole page.
     if (table.dataset.listing) return window.location.reload();
@@ -77,7 +92,7 @@ function swapper(element, url) {
   if (sections.length === 0 || !window.EventSource) return;
   const context = document.querySelector("main").dataset.context;
   const withContext = context ? "context=" + encodeURIComponent(context) : "";
-  const events = new EventSource("/api/v1/events" + (withContext ? "?" + withContext : ""));
+  const events = openEvents("/api/v1/events" + (withContext ? "?" + withContext : ""));
   sections.forEach(function (section) {
     const part = section.dataset.part;
     const refresh = swapper(section, function () {
@@ -107,7 +122,7 @@ function swapper(element, url) {
   const refresh = swapper(table, function () {
     return "/fleet?part=rows";
   });
-  new EventSource("/api/v1/fleet/events").addEventListener("fleet", function (event) {
+  openEvents("/api/v1/fleet/events").addEventListener("fleet", function (event) {
     const data = JSON.parse(event.data);
     if (data.revision === table.dataset.revision) return;
     table.dataset.revision = data.revision;
@@ -145,3 +160,18 @@ document.addEventListener("keydown", function (event) {
     event.preventDefault();
   }
 });
+
+// The App page's log: each line the pod writes is added under the last ones (the newest 500
+// kept), scrolled into view unless the reader scrolled up.
+(function () {
+  const log = document.querySelector("pre[data-stream]");
+  if (!log || !window.EventSource) return;
+  const KEPT = 500;
+  const stream = openEvents(log.dataset.stream);
+  stream.addEventListener("line", function (event) {
+    const following = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    log.appendChild(document.createTextNode(JSON.parse(event.data) + "\n"));
+    while (log.childNodes.length > KEPT) log.removeChild(log.firstChild);
+    if (following) log.scrollTop = log.scrollHeight;
+  });
+})();
