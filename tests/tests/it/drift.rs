@@ -312,7 +312,7 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     ui_events.next("drift");
     wait_for("web's drift badge", Duration::from_secs(60), || web_badge().contains("≠ drifted (2)"));
     let page = ui.get(&cookie, "/apps/flux-system/web").body;
-    let panel = page.split("<section id=\"drift\">").nth(1).unwrap();
+    let panel = page.split("<section id=\"drift\"").nth(1).unwrap();
     for shown in ["spec.replicas", "kubectl-edit", "✗ deleted", "Deployment/default/web"] {
         assert!(panel.contains(shown), "no {shown} in the drift panel: {panel}");
     }
