@@ -199,25 +199,29 @@ pub(crate) fn cluster_graph(rows: &[AppRow], query: &AppsQuery) -> ClusterGraph 
         matching.iter().flat_map(|row| row.app.depends_on.iter().map(String::as_str)).collect();
     let mut shown = matching.clone();
     // What matters first: failing apps, and those in a dependency.
-    shown.sort_by_key(|row| {
+    shown.sort_by_cached_key(|row| {
         let key = format!("{}/{}", row.app.namespace, row.app.name);
         (row.app.state != AppState::Failing, row.app.depends_on.is_empty() && !depended.contains(key.as_str()))
     });
     shown.truncate(CLUSTER_NODES);
     shown.sort_by(|a, b| (&a.app.namespace, &a.app.name).cmp(&(&b.app.namespace, &b.app.name)));
     let mut graph = Graph::default();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    // A node is added per row, in order: its index is the row's; its label is `namespace/name`.
     for row in &shown {
-        let node = graph.add(app_node(row));
-        index.insert(format!("{}/{}", row.app.namespace, row.app.name), node);
+        graph.add(app_node(row));
     }
-    for row in &shown {
-        let app = index[&format!("{}/{}", row.app.namespace, row.app.name)];
+    let index: HashMap<&str, usize> =
+        graph.nodes.iter().enumerate().map(|(node, drawn)| (drawn.label.as_str(), node)).collect();
+    let mut edges = Vec::new();
+    for (app, row) in shown.iter().enumerate() {
         for dependency in &row.app.depends_on {
-            if let Some(&dependency) = index.get(dependency) {
-                graph.connect(dependency, app, Link::DependsOn);
+            if let Some(&dependency) = index.get(dependency.as_str()) {
+                edges.push((dependency, app));
             }
         }
+    }
+    for (dependency, app) in edges {
+        graph.connect(dependency, app, Link::DependsOn);
     }
     ClusterGraph { graph, matching: matching.len(), collapsed: false, left_out: matching.len() - shown.len() }
 }

@@ -35,11 +35,11 @@ function openEvents(url) {
   window.addEventListener("pagehide", function () {
     source.close();
   });
-  window.addEventListener("pageshow", function (event) {
-    if (event.persisted) window.location.reload();
-  });
   return source;
 }
+window.addEventListener("pageshow", function (event) {
+  if (event.persisted) window.location.reload();
+});
 
 // The Apps page's rows: every `apps` event (one per change the server's shared watches see),
 // and every `drift` event with `ui --drift`, refetches this page's table (`part=rows`: counts
