@@ -168,16 +168,20 @@ impl Answer {
     }
 }
 
-/// Reads Server-Sent Events from `/api/v1/events`.
+/// Reads Server-Sent Events from `/api/v1/events` (or another stream of the API).
 pub struct Events {
     reader: BufReader<TcpStream>,
 }
 
 impl Events {
     pub fn open(ui: &Ui, cookie: &str) -> Events {
+        Events::open_at(ui, cookie, "/api/v1/events")
+    }
+
+    pub fn open_at(ui: &Ui, cookie: &str, path: &str) -> Events {
         let mut stream = TcpStream::connect(&ui.address).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        write!(stream, "GET /api/v1/events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n", ui.address).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n", ui.address).unwrap();
         let mut reader = BufReader::new(stream);
         let mut status = String::new();
         reader.read_line(&mut status).unwrap();

@@ -11,6 +11,7 @@ mod app_history;
 mod app_reads;
 mod app_report;
 mod collect;
+pub(crate) mod events;
 mod in_contexts;
 mod live;
 pub(crate) mod pod_logs;

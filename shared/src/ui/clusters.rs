@@ -4,7 +4,7 @@
 //! session remembers it), else the one the session last chose, else the first.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -20,6 +20,7 @@ use crate::change::{RepoSettings, Target};
 use crate::cluster::{Cluster, Connection};
 use crate::error::Result;
 use crate::output::Printer;
+use crate::status::events::EventFeed;
 
 /// One cluster the server follows.
 pub(crate) struct ClusterView {
@@ -33,6 +34,8 @@ pub(crate) struct ClusterView {
     pub(crate) dora: watch::Receiver<dora::Panel>,
     /// `--drift`: every Kustomization's drift, followed in the background.
     pub(crate) drift: Option<watch::Receiver<crate::drift::LiveDrift>>,
+    /// The cluster's events, followed once a page or the API first asks for them.
+    events: OnceLock<EventFeed>,
 }
 
 impl ClusterView {
@@ -52,7 +55,13 @@ impl ClusterView {
         let dora = dora::follow(cluster.clone(), snapshots.clone());
         let drift = drift.map(|repo| drift::follow(target.clone(), repo, printer));
         let context = context.or_else(|| cluster.context.clone()).unwrap_or_else(|| "current".to_string());
-        Ok(ClusterView { context, cluster, target, snapshots, dora, drift })
+        Ok(ClusterView { context, cluster, target, snapshots, dora, drift, events: OnceLock::new() })
+    }
+
+    /// The cluster's events: their watch starts on the first call, so that a server whose
+    /// Events page nobody opens holds none of them.
+    pub(crate) fn events(&self, printer: Printer) -> &EventFeed {
+        self.events.get_or_init(|| EventFeed::follow(self.cluster.clone(), printer))
     }
 }
 

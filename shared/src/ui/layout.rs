@@ -27,7 +27,7 @@ pub(super) fn layout(nav: &Nav, title: &str, body: Markup) -> Html<String> {
                 }
                 body {
                     nav {
-                        a href="/apps" { "Apps" } " " a href="/apps/new" { "Add an app" } " " a href="/graph" { "Graph" } " " a href="/cluster" { "Cluster" }
+                        a href="/apps" { "Apps" } " " a href="/apps/new" { "Add an app" } " " a href="/graph" { "Graph" } " " a href="/events" { "Events" } " " a href="/cluster" { "Cluster" }
                         @if let Some(chosen) = nav.switching() {
                             " " a href="/fleet" { "Fleet" }
                             // The cluster switcher: a plain form, so it works without JavaScript.
@@ -57,6 +57,39 @@ pub(super) fn layout(nav: &Nav, title: &str, body: Markup) -> Html<String> {
         }
         .into_string(),
     )
+}
+
+/// A listing page's title and the start of its filter form (`#filters`, a GET to `action` that
+/// keeps the page's cluster): the page's own fields follow (`fields`), then its `limit` and the
+/// Filter button.
+pub(super) fn filter_form(nav: &Nav, title: &str, action: &str, limit: Option<&str>, fields: Markup) -> Markup {
+    html! {
+        h1 { (title) @if let Some(context) = nav.switching() { " in " (context) } }
+        form #filters method="get" action=(action) {
+            @if let Some(context) = nav.switching() { input type="hidden" name="context" value=(context); }
+            (fields)
+            @if let Some(limit) = limit { input type="hidden" name="limit" value=(limit); }
+            " " button type="submit" { "Filter" }
+        }
+    }
+}
+
+/// One choice of a filter form: `any` (the empty value, no filter), then `options`, the one the
+/// query `chosen` selected.
+pub(super) fn filter_choice<'a>(
+    label: &str,
+    name: &str,
+    any: &str,
+    options: impl IntoIterator<Item = &'a str>,
+    chosen: Option<&str>,
+) -> Markup {
+    html! {
+        label { (label) " " select name=(name) {
+            option value="" { (any) }
+            @for option in options { option value=(option) selected[Some(option) == chosen] { (option) } }
+        } }
+        " "
+    }
 }
 
 /// A refusal or failure, as a page.

@@ -10,6 +10,7 @@
 //!   which one a request is about (the cluster switcher).
 //! - [`fleet`]: the Fleet page, the matrix of `fleet status` over those clusters, live, with the
 //!   promotion button behind `--allow-writes`.
+//! - [`events`]: the Events page, the cluster's Kubernetes events filtered and paged, live.
 //! - [`dora`]: the Apps page's DORA panel, `metrics dora` worked out in the background.
 //! - [`pages`]: server-rendered HTML that works without JavaScript; `assets/ui.js` only swaps
 //!   the rows in when the events say they changed.
@@ -24,6 +25,7 @@ mod clusters;
 mod cookies;
 mod dora;
 mod drift;
+mod events;
 mod fleet;
 mod graph;
 mod layout;
@@ -198,6 +200,8 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/{namespace}/{name}/pods/{pod}/logs", get(logs::follow))
         .route("/apps/{namespace}/{name}/{action}", post(pages::act))
         .route("/cluster", get(api::cluster))
+        .route("/cluster/events", get(events::api))
+        .route("/cluster/events/stream", get(events::stream))
         .route("/fleet", get(fleet::api))
         .route("/fleet/events", get(fleet::events))
         .route("/metrics/dora", get(api::dora))
@@ -213,6 +217,7 @@ fn router(server: Arc<Server>) -> Router {
         .route("/apps/{namespace}/{name}/remove", post(pages::remove))
         .route("/apps/{namespace}/{name}/history", get(pages::history))
         .route("/cluster", get(pages::cluster))
+        .route("/events", get(events::page))
         .route("/fleet", get(fleet::page))
         .route("/graph", get(topology::page))
         .route("/fleet/promote", post(fleet::promote))

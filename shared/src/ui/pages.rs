@@ -13,7 +13,7 @@ use super::api::{self, ApiError};
 use super::change::{AddApp, Changed, RemoveApp};
 use super::charts;
 use super::clusters::{ClusterView, Nav, Viewed};
-use super::layout::{failed, layout};
+use super::layout::{failed, filter_choice, filter_form, layout};
 use super::logs;
 use super::query::{AppRow, AppsPage, AppsParams, page};
 use super::topology;
@@ -74,30 +74,13 @@ async fn cut(view: &ClusterView, params: &AppsParams) -> Result<AppsPage, ApiErr
 }
 
 fn apps_body(nav: &Nav, params: &AppsParams, listing: &AppsPage, drift: Option<&LiveDrift>) -> Markup {
-    let selected_namespace = params.namespace.clone().unwrap_or_default();
-    let selected_health = params.health.clone().unwrap_or_default();
+    let fields = html! {
+        (filter_choice("Namespace", "namespace", "all", listing.namespaces.iter().map(String::as_str), params.namespace.as_deref()))
+        (filter_choice("Health", "health", "any", AppState::ALL.map(AppState::word), params.health.as_deref()))
+        label { "Name " input type="search" name="q" value=(params.q.clone().unwrap_or_default()); }
+    };
     html! {
-        h1 { "Apps" @if let Some(context) = nav.switching() { " in " (context) } }
-        form #filters method="get" action="/apps" {
-            @if let Some(context) = nav.switching() { input type="hidden" name="context" value=(context); }
-            label { "Namespace " select name="namespace" {
-                option value="" { "all" }
-                @for namespace in &listing.namespaces {
-                    option value=(namespace) selected[*namespace == selected_namespace] { (namespace) }
-                }
-            } }
-            " "
-            label { "Health " select name="health" {
-                option value="" { "any" }
-                @for health in AppState::ALL.map(AppState::word) {
-                    option value=(health) selected[health == selected_health] { (health) }
-                }
-            } }
-            " "
-            label { "Name " input type="search" name="q" value=(params.q.clone().unwrap_or_default()); }
-            @if let Some(limit) = &params.limit { input type="hidden" name="limit" value=(limit); }
-            " " button type="submit" { "Filter" }
-        }
+        (filter_form(nav, "Apps", "/apps", params.limit.as_deref(), fields))
         @if let Some(namespace) = &listing.watched_namespace {
             p.warning { "You may not list apps in every namespace: showing namespace " (namespace) "." }
         }
@@ -315,6 +298,7 @@ fn app_body(report: &AppReport, allow_writes: bool, log: Markup) -> Markup {
                         td.message { (event.message) @if event.count > 1 { " (×" (event.count) ")" } } }
                 } } }
         }
+        p { a href=(super::events::in_namespace(&report.app.namespace)) { "Every event in namespace " (report.app.namespace) " →" } }
         h2 { "Inventory" }
         p { (report.inventory.len()) " objects applied." }
     }

@@ -74,18 +74,7 @@ impl AppsParams {
                 }
             },
         };
-        let limit = match non_empty(&self.limit) {
-            None => DEFAULT_LIMIT,
-            Some(text) => match text.parse::<usize>() {
-                Ok(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
-                _ => {
-                    return Err(Error::usage(
-                        format!("limit {text:?} is not a number from 1 to {MAX_LIMIT}"),
-                        format!("use limit=1 to limit={MAX_LIMIT} (default {DEFAULT_LIMIT})"),
-                    ));
-                }
-            },
-        };
+        let limit = checked_limit(&self.limit)?;
         let after = match non_empty(&self.continue_after) {
             None => None,
             Some(token) => match token.split_once('/') {
@@ -105,7 +94,22 @@ impl AppsParams {
     }
 }
 
-fn non_empty(value: &Option<String>) -> Option<String> {
+/// A page's `limit`: from 1 to [`MAX_LIMIT`], [`DEFAULT_LIMIT`] when not given.
+pub(super) fn checked_limit(limit: &Option<String>) -> Result<usize> {
+    match non_empty(limit) {
+        None => Ok(DEFAULT_LIMIT),
+        Some(text) => match text.parse::<usize>() {
+            Ok(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(limit),
+            _ => Err(Error::usage(
+                format!("limit {text:?} is not a number from 1 to {MAX_LIMIT}"),
+                format!("use limit=1 to limit={MAX_LIMIT} (default {DEFAULT_LIMIT})"),
+            )),
+        },
+    }
+}
+
+/// A parameter's value, trimmed; `None` when absent or blank.
+pub(super) fn non_empty(value: &Option<String>) -> Option<String> {
     value.as_deref().map(str::trim).filter(|value| !value.is_empty()).map(str::to_string)
 }
 

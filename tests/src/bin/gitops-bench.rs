@@ -437,6 +437,22 @@ fn ui(env: &TestEnv, size: usize) -> Result<()> {
         eprintln!("bench: a watch began while the clients read: {} {}", watch.at, watch.uri);
     }
     let client_watches = began.len().saturating_sub(renewed);
+    // The Events page: its first answer (the events' watch, which the first request starts,
+    // listing them) against `kubectl get events -A` reading the same events, the median of three.
+    let mut kubectl_times = Vec::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        env.kubectl_ok(&["get", "events", "-A", "-o", "json"])?;
+        kubectl_times.push(started.elapsed());
+    }
+    kubectl_times.sort();
+    let started = Instant::now();
+    let events = server.json(&cookie, "/api/v1/cluster/events?limit=50");
+    let events_listed = started.elapsed();
+    if events["listed"] != true {
+        bail!("the events were not listed within the request's wait: {events}");
+    }
+    let events_page = time("/api/v1/cluster/events?limit=50&type=Warning")?;
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))?;
     let peak_kb: u64 = status
         .lines()
@@ -458,6 +474,10 @@ fn ui(env: &TestEnv, size: usize) -> Result<()> {
     check("first page, GET /api/v1/apps?limit=50", ms(api_page), 300.0, " ms");
     check("first page, GET /apps (HTML)", ms(html_page), 300.0, " ms");
     check(&format!("watches started for {UI_CLIENTS} clients"), client_watches as f64, 0.0, "");
+    println!("  events in the cluster                      {:>8}", events["matching"]);
+    println!("  kubectl get events -A -o json              {:>8.0} ms", ms(kubectl_times[1]));
+    check("events first answer ÷ kubectl get events -A", ms(events_listed) / ms(kubectl_times[1]), 1.5, "×");
+    check("events page, GET /api/v1/cluster/events (warnings)", ms(events_page), 300.0, " ms");
     check("server peak RSS", peak_kb as f64 / 1024.0, 150.0, " MB");
     Ok(())
 }

@@ -197,6 +197,39 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     }
     browser.look("app-failing");
 
+    // Every event of its namespace, from the App page's link: Flux's warning about it among them,
+    // said by word and shape; the type filter applies as it changes, without a reload; an event
+    // recorded meanwhile comes onto the open page.
+    browser.click(&format!("a[href=\"/events?namespace={NAMESPACE}\"]"));
+    let (caption, _) =
+        browser.wait_for_text("#cluster-events caption", Duration::from_secs(10), |text| text.contains(" warnings"));
+    assert!(browser.text("#cluster-events").unwrap_or_default().contains("kustomization path not found"), "{caption}");
+    browser.eval("(window.notReloaded = true)");
+    browser.click("#filters select[name=\"type\"] option[value=\"Warning\"]");
+    let started = Instant::now();
+    while !browser.current_url().contains("type=Warning") {
+        assert!(started.elapsed() < Duration::from_secs(10), "the filter did not apply: {}", browser.current_url());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    browser.wait_for_text("#cluster-events caption", Duration::from_secs(10), |text| {
+        text.split(" events, ").next() == text.split(", ").nth(1).and_then(|warnings| warnings.split(' ').next())
+    });
+    let warning = browser.eval(
+        "getComputedStyle(document.querySelector('#cluster-events tr.warning-event td.type'), '::before').content",
+    );
+    assert!(warning.as_str().unwrap_or_default().contains('⚠'), "{warning}");
+    let now = gitops_shared::duration::format_timestamp(i64::try_from(gitops_shared::duration::now()).unwrap());
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: talker.backoff\n  namespace: {NAMESPACE}\ninvolvedObject:\n  kind: Pod\n  name: talker\n  namespace: {NAMESPACE}\ntype: Warning\nreason: BackOff\nmessage: Back-off restarting failed container talker\ncount: 3\nfirstTimestamp: {now}\nlastTimestamp: {now}\nsource:\n  component: kubelet\n"
+    ))
+    .unwrap();
+    browser
+        .wait_for_text("#cluster-events tbody", Duration::from_secs(30), |text| text.contains("Back-off restarting"));
+    assert_eq!(browser.eval("window.notReloaded === true"), serde_json::json!(true), "the page was reloaded");
+    let missed = browser.unreachable_by_keyboard();
+    assert!(missed.is_empty(), "Tab never reaches: {missed:#?}");
+    browser.look("events");
+
     // The graph of an app whose pod no node takes: source → Kustomization → Deployment → pod,
     // the pod named with the scheduler's reason (its message on hover), and the app it depends
     // on a link at the end of a dashed edge. The scheduler's verdict may come after the page.

@@ -32,6 +32,14 @@ fn names(page: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// A Kubernetes event about `kind/name` in `namespace`, as a controller records one.
+fn event(namespace: &str, name: &str, kind: &str, severity: &str, reason: &str, message: &str) -> String {
+    let now = gitops_shared::duration::format_timestamp(i64::try_from(gitops_shared::duration::now()).unwrap());
+    format!(
+        "---\napiVersion: v1\nkind: Event\nmetadata:\n  name: {name}.{reason}\n  namespace: {namespace}\ninvolvedObject:\n  kind: {kind}\n  name: {name}\n  namespace: {namespace}\ntype: {severity}\nreason: {reason}\nmessage: {message:?}\ncount: 1\nfirstTimestamp: {now}\nlastTimestamp: {now}\nsource:\n  component: ui-test\n"
+    )
+}
+
 #[test]
 fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live() {
     let env = TestEnv::shared();
@@ -96,7 +104,9 @@ fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live()
     gitops_e2e::schema::validate("Detection", &cluster);
     assert_eq!(cluster["state"], "flux2", "{cluster}");
     let openapi = ui.json(&cookie, "/api/v1/openapi.json");
-    assert!(openapi["paths"]["/api/v1/apps"].is_object());
+    for path in ["/api/v1/apps", "/api/v1/cluster/events", "/api/v1/cluster/events/stream"] {
+        assert!(openapi["paths"][path].is_object(), "{path} in openapi.json");
+    }
     // Its components are the published schemas, served by the API itself.
     for kind in ["AppReport", "AppHistory", "Detection", "DoraMetrics"] {
         let reference = openapi["components"]["schemas"][kind]["$ref"].as_str().unwrap();
@@ -167,6 +177,83 @@ fn the_ui_serves_pages_and_the_api_behind_a_token_and_follows_the_cluster_live()
     let (code, stderr) = ui.interrupt();
     assert_eq!(code, Some(0), "{stderr}");
     drop(events);
+}
+
+#[test]
+fn the_clusters_events_are_filtered_and_paged_on_the_server_and_followed_live() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "ui-events"]).unwrap();
+    let mut objects = event("ui-events", "web", "Kustomization", "Warning", "ReconciliationFailed", "path not found");
+    objects.push_str(&event("ui-events", "web", "Kustomization", "Normal", "Progressing", "applied revision"));
+    objects.push_str(&event(
+        "ui-events",
+        "web-7d9f",
+        "Pod",
+        "Warning",
+        "BackOff",
+        "Back-off restarting failed container",
+    ));
+    env.apply_yaml(&objects).unwrap();
+    let ui = start(&env.kubeconfig, &[]);
+    let cookie = ui.login();
+
+    // Every event of the namespace, newest first, in pages of two that follow each other.
+    let page = ui.json(&cookie, "/api/v1/cluster/events?namespace=ui-events&limit=2");
+    assert_eq!(
+        (page["matching"].as_u64(), page["warnings"].as_u64(), &page["listed"]),
+        (Some(3), Some(2), &true.into())
+    );
+    assert_eq!(page["items"].as_array().unwrap().len(), 2, "{page}");
+    let next = page["continue"].as_str().unwrap();
+    let rest = ui.json(&cookie, &format!("/api/v1/cluster/events?namespace=ui-events&limit=2&continue={next}"));
+    assert_eq!(rest["items"].as_array().unwrap().len(), 1, "{rest}");
+    assert!(rest.get("continue").is_none(), "{rest}");
+    assert!(page["kinds"].as_array().unwrap().contains(&"Pod".into()), "{page}");
+    // Filtered by type, kind and text.
+    let reasons = |path: &str| -> Vec<String> {
+        let page = ui.json(&cookie, path);
+        page["items"].as_array().unwrap().iter().map(|item| item["reason"].as_str().unwrap().to_string()).collect()
+    };
+    let mut warnings = reasons("/api/v1/cluster/events?namespace=ui-events&type=Warning");
+    warnings.sort();
+    assert_eq!(warnings, ["BackOff", "ReconciliationFailed"]);
+    assert_eq!(reasons("/api/v1/cluster/events?namespace=ui-events&kind=Pod"), ["BackOff"]);
+    assert_eq!(reasons("/api/v1/cluster/events?namespace=ui-events&q=PATH+NOT"), ["ReconciliationFailed"]);
+    let found = ui.json(&cookie, "/api/v1/cluster/events?namespace=ui-events&kind=Pod");
+    let item = &found["items"][0];
+    assert_eq!((item["type"].as_str(), item["name"].as_str()), (Some("Warning"), Some("web-7d9f")), "{item}");
+    assert_eq!((item["count"].as_u64(), item["source"].as_str()), (Some(1), Some("ui-test")), "{item}");
+    // Bad filters: 400 with a hint.
+    for path in
+        ["/api/v1/cluster/events?type=Error", "/api/v1/cluster/events?kind=a;b", "/api/v1/cluster/events?continue=x"]
+    {
+        let answer = ui.get(&cookie, path);
+        assert_eq!(answer.status, 400, "{path}: {}", answer.body);
+        answer.error();
+    }
+    // The page, without JavaScript: the same rows, a warning said in words.
+    let html = ui.get(&cookie, "/events?namespace=ui-events&type=Warning");
+    assert_eq!(html.status, 200);
+    assert!(html.body.contains("2 events, 2 warnings") && html.body.contains("Back-off restarting"), "{}", html.body);
+    assert!(html.body.contains("href=\"/apps/ui-events/web\""), "the app's page is linked: {}", html.body);
+
+    // Live: a new event reaches an open stream, and then the listing.
+    let mut stream = Events::open_at(&ui, &cookie, "/api/v1/cluster/events/stream");
+    let first = stream.next("events")["revision"].as_u64().unwrap();
+    let recorded = Instant::now();
+    env.apply_yaml(&event("ui-events", "db", "HelmRelease", "Warning", "InstallFailed", "chart not found")).unwrap();
+    loop {
+        let revision = stream.next("events")["revision"].as_u64().unwrap();
+        assert!(revision > first);
+        if reasons("/api/v1/cluster/events?namespace=ui-events&kind=HelmRelease") == ["InstallFailed"] {
+            break;
+        }
+        assert!(recorded.elapsed() < Duration::from_secs(60), "the new event never came");
+    }
+    eprintln!("ui: a new event reached the event stream and the listing in {:?}", recorded.elapsed());
+    let (code, stderr) = ui.interrupt();
+    assert_eq!(code, Some(0), "{stderr}");
+    drop(stream);
 }
 
 #[test]
@@ -286,7 +373,7 @@ fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
 
     // A user who may read only in ui-tenant sees the apps there, not an empty page or an error.
     env.apply_yaml(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: flux-reader\n  namespace: ui-tenant\nrules:\n- apiGroups: [source.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io, helm.toolkit.fluxcd.io]\n  resources: ['*']\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: tenant-reads-flux\n  namespace: ui-tenant\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: flux-reader\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: tenant\n",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: flux-reader\n  namespace: ui-tenant\nrules:\n- apiGroups: [source.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io, helm.toolkit.fluxcd.io]\n  resources: ['*']\n  verbs: [get, list, watch]\n- apiGroups: ['']\n  resources: [events]\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: tenant-reads-flux\n  namespace: ui-tenant\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: flux-reader\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: tenant\n",
     )
     .unwrap();
     let tenant = start(&env.tenant_kubeconfig("ui-tenant").unwrap(), &[]);
@@ -295,6 +382,16 @@ fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
     assert_eq!(names(&page), ["ui-tenant/shop"], "{page}");
     let html = tenant.get(&cookie, "/apps");
     assert!(html.body.contains("shop") && !html.body.contains("hidden"), "{}", html.body);
+    // Their events too: the namespace they may read, said so.
+    env.apply_yaml(
+        &(event("ui-tenant", "shop", "Kustomization", "Normal", "Progressing", "mine")
+            + &event("ui-other", "hidden", "Kustomization", "Normal", "Progressing", "not theirs")),
+    )
+    .unwrap();
+    let events = tenant.json(&cookie, "/api/v1/cluster/events");
+    assert_eq!(events["watchedNamespace"], "ui-tenant", "{events}");
+    assert_eq!(events["namespaces"], serde_json::json!(["ui-tenant"]), "{events}");
+    assert!(tenant.get(&cookie, "/events").body.contains("You may not list events in every namespace"));
 }
 
 /// The session belongs to one server: a request naming another host (DNS rebinding) is answered

@@ -41,45 +41,72 @@ window.addEventListener("pageshow", function (event) {
   if (event.persisted) window.location.reload();
 });
 
-// The Apps page's rows: every `apps` event (one per change the server's shared watches see),
-// and every `drift` event with `ui --drift`, refetches this page's table (`part=rows`: counts
-// and rows) with this page's filters and paging.
-(function () {
-  const table = document.getElementById("apps");
-  if (!table || !window.EventSource) return;
-  // The cluster this page shows (`ui --context dev,uat`): its rows and its events, whichever
-  // cluster another tab switched to since.
+// A listing's table (the Apps page's, the Events page's): `refresh()` fetches its inside again
+// (`part=rows`: counts and rows) with the page's filters and paging, for the cluster the page
+// shows (`ui --context dev,uat`), whichever cluster another tab switched to since. Search as you
+// type: the filters apply while they change, the server filtering and paging as for the form's
+// own GET (the Filter button, without the script); the address follows, so the view can be
+// shared or reloaded.
+function liveListing(table, path) {
   const context = table.dataset.context ? "context=" + encodeURIComponent(table.dataset.context) : "";
   const refresh = swapper(table, function () {
     const search = window.location.search;
-    return "/apps" + search + (search ? "&" : "?") + "part=rows" + (context ? "&" + context : "");
+    return path + search + (search ? "&" : "?") + "part=rows" + (context ? "&" + context : "");
   });
-  // Search as you type: the filters (name, namespace, health) apply while they change, the
-  // server filtering and paging as for the form's own GET (the Filter button, without the
-  // script); the address follows, so the view can be shared or reloaded.
   const form = document.getElementById("filters");
   let typing = null;
-  if (form) form.addEventListener("input", function () {
+  function filter() {
     clearTimeout(typing);
     typing = setTimeout(function () {
       const query = new URLSearchParams(new FormData(form));
       for (const [name, value] of Array.from(query.entries())) if (value === "") query.delete(name);
       const search = query.toString();
-      window.history.replaceState(null, "", "/apps" + (search ? "?" + search : ""));
+      window.history.replaceState(null, "", path + (search ? "?" + search : ""));
       refresh();
     }, 200);
-  });
-  const events = openEvents("/api/v1/events" + (context ? "?" + context : ""));
+  }
+  // `change` as well as `input`: a select chosen through automation (WebDriver) may say only
+  // `change`; the two of one choice make one fetch.
+  if (form) ["input", "change"].forEach(function (name) { form.addEventListener(name, filter); });
+  return { refresh: refresh, context: context };
+}
+
+// Whether an event carries a revision the table has not shown (and notes it as shown).
+function isNews(table, event) {
+  const revision = String(JSON.parse(event.data).revision);
+  if (revision === table.dataset.revision) return false;
+  table.dataset.revision = revision;
+  return true;
+}
+
+// The Apps page's rows: every `apps` event (one per change the server's shared watches see),
+// and every `drift` event with `ui --drift`, refetches them.
+(function () {
+  const table = document.getElementById("apps");
+  if (!table || !window.EventSource) return;
+  const live = liveListing(table, "/apps");
+  const events = openEvents("/api/v1/events" + (live.context ? "?" + live.context : ""));
   events.addEventListener("apps", function (event) {
     // The page came while the watches were listing: now they are done, the whole page.
     if (table.dataset.listing) return window.location.reload();
-    const data = JSON.parse(event.data);
-    if (String(data.revision) === table.dataset.revision) return;
-    table.dataset.revision = String(data.revision);
-    refresh();
+    if (isNews(table, event)) live.refresh();
   });
   // A new drift report (`ui --drift`): the drift column is in the rows.
-  events.addEventListener("drift", refresh);
+  events.addEventListener("drift", live.refresh);
+})();
+
+// The Events page's rows: every `events` event (the cluster's events changed) refetches the
+// first page; a later page stays as it was read, so that its rows do not move under the reader.
+(function () {
+  const table = document.getElementById("cluster-events");
+  if (!table || !window.EventSource) return;
+  const live = liveListing(table, "/events");
+  const stream = openEvents("/api/v1/cluster/events/stream" + (live.context ? "?" + live.context : ""));
+  stream.addEventListener("events", function (event) {
+    if (table.dataset.listing) return window.location.reload();
+    if (new URLSearchParams(window.location.search).has("continue")) return;
+    if (isNews(table, event)) live.refresh();
+  });
 })();
 
 // The sections a page marks `data-part` (the App page's graph and drift, the Graph page's
@@ -123,10 +150,7 @@ window.addEventListener("pageshow", function (event) {
     return "/fleet?part=rows";
   });
   openEvents("/api/v1/fleet/events").addEventListener("fleet", function (event) {
-    const data = JSON.parse(event.data);
-    if (data.revision === table.dataset.revision) return;
-    table.dataset.revision = data.revision;
-    refresh();
+    if (isNews(table, event)) refresh();
   });
 })();
 
@@ -148,7 +172,7 @@ window.addEventListener("pageshow", function (event) {
 document.addEventListener("keydown", function (event) {
   if (!["ArrowDown", "ArrowUp", "ArrowRight", "ArrowLeft"].includes(event.key)) return;
   const here = document.activeElement;
-  const group = here && here.closest("svg.graph, table#apps tbody, table#fleet tbody");
+  const group = here && here.closest("svg.graph, table#apps tbody, table#fleet tbody, table#cluster-events tbody");
   if (!group) return;
   const links = Array.from(group.querySelectorAll("a[href]"));
   const at = links.indexOf(here);
