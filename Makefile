@@ -145,7 +145,7 @@ test: deps ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	$(TESTENV_DIRS) CARGO=$(CARGO) bash tests/run-tests.sh
 
 # The views docs/ui.md shows: the browser tests' screenshots of them (light, and `-dark`).
-UI_VIEWS := apps-suspended app-graph app-log graph graph-depends-on app-failing events app-history app-timeline add-plan add-pull-request fleet
+UI_VIEWS := apps-suspended app-graph app-log graph graph-depends-on app-ready app-failing events app-history app-timeline add-form add-plan add-pull-request pull-request fleet fleet-promote-plan
 ui-screenshots: deps build testenv-build ## Take the screenshots docs/ui.md shows, light and dark, with the browser tests (headless Chromium) into docs/images
 	$(TESTENV_DIRS) $(CARGO) test -p gitops-e2e --test it -- browser:: rollback:: fleet::
 	for view in $(UI_VIEWS); do for theme in "" -dark; do \
