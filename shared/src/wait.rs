@@ -164,6 +164,19 @@ impl<K: WatchedObject> Triggers<K> {
         std::mem::take(&mut self.pending)
     }
 
+    /// The next change as it comes, without waiting for its burst to settle: for a reader that
+    /// acts at once on the end of a first list. Never returns when nothing is watched;
+    /// cancel-safe, as [`Triggers::burst`] is.
+    pub(crate) async fn next(&mut self) -> Change<K> {
+        if !self.pending.is_empty() {
+            return self.pending.remove(0);
+        }
+        match self.events.next().await {
+            Some(change) => change,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Waits until something changed: an object was added, changed or deleted, or a watch
     /// (re)started, after which anything may have changed.
     pub(crate) async fn changed(&mut self) {

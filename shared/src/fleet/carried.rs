@@ -1,8 +1,9 @@
 //! What a promotion carries, by what the app's shared definition in the config repo is
 //! (`apps/<app>/source.yaml` and `release.yaml`): a HelmRelease's chart version (its chart from a
-//! HelmRepository), or the tag a Kustomization's GitRepository or OCIRepository runs at in the
-//! source cluster (its `ref.tag`, or the tag its `ref.semver` range picked there). A branch, a
-//! commit or a digest is not a version to carry: the source cluster proved one tag, not a range.
+//! HelmRepository), the tag of the OCIRepository a HelmRelease's `chartRef` names (an OCI chart),
+//! or the tag a Kustomization's GitRepository or OCIRepository runs at in the source cluster (its
+//! `ref.tag`, or the tag its `ref.semver` range picked there). A branch, a commit or a digest is
+//! not a version to carry: the source cluster proved one tag, not a range.
 
 use serde_json::{Value, json};
 
@@ -20,6 +21,8 @@ pub(crate) enum Carried {
     Chart,
     /// The tag of the app's source: a GitRepository or an OCIRepository.
     Tag(&'static FluxKind),
+    /// The tag of the OCIRepository holding a HelmRelease's chart (its `chartRef`).
+    ChartRef,
 }
 
 /// The field of a HelmRelease that holds its chart's version.
@@ -42,9 +45,10 @@ impl Carried {
             (Some("HelmRepository"), Some("HelmRelease")) => Ok(Carried::Chart),
             (Some("GitRepository"), Some("Kustomization")) => Ok(Carried::Tag(&GIT_REPOSITORY)),
             (Some("OCIRepository"), Some("Kustomization")) => Ok(Carried::Tag(&OCI_REPOSITORY)),
+            (Some("OCIRepository"), Some("HelmRelease")) => Ok(Carried::ChartRef),
             (Some(source), Some(release)) => Err(Error::usage(
                 format!("promote does not carry the version of a {release} from a {source} ({APPS_DIR}/{name})"),
-                "it carries a HelmRelease's chart version (from a HelmRepository) and the tag of a Kustomization's GitRepository or OCIRepository",
+                "it carries a HelmRelease's chart version (from a HelmRepository or an OCIRepository) and the tag of a Kustomization's GitRepository or OCIRepository",
             )),
             _ => Err(Error::usage(
                 format!(
@@ -59,8 +63,13 @@ impl Carried {
     pub(crate) fn noun(self) -> &'static str {
         match self {
             Carried::Chart => "chart",
-            Carried::Tag(_) => "tag",
+            Carried::Tag(_) | Carried::ChartRef => "tag",
         }
+    }
+
+    /// Whether the app is a HelmRelease (it has values to carry).
+    pub(crate) fn is_helm(self) -> bool {
+        self.release() == &HELM_RELEASE
     }
 
     /// The object the overlay's patch sets the version on (it has the app's name).
@@ -68,13 +77,14 @@ impl Carried {
         match self {
             Carried::Chart => &HELM_RELEASE,
             Carried::Tag(source) => source,
+            Carried::ChartRef => &OCI_REPOSITORY,
         }
     }
 
     /// The object whose Ready says the app runs what it was given.
     pub(crate) fn release(self) -> &'static FluxKind {
         match self {
-            Carried::Chart => &HELM_RELEASE,
+            Carried::Chart | Carried::ChartRef => &HELM_RELEASE,
             Carried::Tag(_) => &KUSTOMIZATION,
         }
     }
@@ -84,7 +94,7 @@ impl Carried {
         let operation = match self {
             Carried::Chart => json!({"op": "add", "path": CHART_VERSION, "value": version}),
             // Replaces the whole ref: a semver range or a branch gives way to the one tag.
-            Carried::Tag(_) => json!({"op": "add", "path": SOURCE_REF, "value": {"tag": version}}),
+            Carried::Tag(_) | Carried::ChartRef => json!({"op": "add", "path": SOURCE_REF, "value": {"tag": version}}),
         };
         let target = self.patched();
         Ok(json!({
@@ -98,7 +108,7 @@ impl Carried {
     pub(crate) fn is_patch(self, entry: &Value, name: &str) -> bool {
         let path = match self {
             Carried::Chart => CHART_VERSION,
-            Carried::Tag(_) => SOURCE_REF,
+            Carried::Tag(_) | Carried::ChartRef => SOURCE_REF,
         };
         entry["target"]["kind"] == self.patched().kind
             && entry["target"]["name"] == name
@@ -124,7 +134,7 @@ impl Carried {
         let ready = release.ready_condition().is_some_and(|ready| ready.is_true());
         let value = serde_json::to_value(&release).unwrap_or_default();
         let running = match self {
-            Carried::Chart => {
+            Carried::Chart | Carried::ChartRef => {
                 let deployed = value.pointer("/status/history/0/chartVersion").and_then(Value::as_str);
                 let attempted = value.pointer("/status/lastAttemptedRevision").and_then(Value::as_str);
                 deployed.filter(|deployed| ready && attempted == Some(*deployed)).map(String::from)
@@ -147,14 +157,46 @@ impl Carried {
                 )),
             });
         };
+        let source = |kind| async move {
+            let source = get(cluster, served, kind, namespace, name).await?;
+            Ok::<Value, Error>(
+                source.map(|source| serde_json::to_value(&source).unwrap_or_default()).unwrap_or_default(),
+            )
+        };
         match self {
             Carried::Chart => Ok(running),
-            Carried::Tag(kind) => {
-                let source = get(cluster, served, kind, namespace, name).await?;
-                let source = source.map(|source| serde_json::to_value(&source).unwrap_or_default()).unwrap_or_default();
-                tag_of(&source, &running, kind, cluster_name)
-            }
+            Carried::Tag(kind) => tag_of(&source(kind).await?, &running, kind, cluster_name),
+            Carried::ChartRef => chart_ref_tag(&value, &source(&OCI_REPOSITORY).await?, cluster_name),
         }
+    }
+}
+
+/// The tag of the OCIRepository a HelmRelease's chart came from: the one its artifact has, when
+/// that artifact's digest is the one the release deployed (helm-controller records it as
+/// `status.history[0].ociDigest`); refused when the source fetched another since, or the
+/// release does not say which it deployed.
+fn chart_ref_tag(release: &Value, source: &Value, cluster_name: &str) -> Result<String> {
+    let deployed = release.pointer("/status/history/0/ociDigest").and_then(Value::as_str);
+    let fetched = source.pointer("/status/artifact/revision").and_then(Value::as_str);
+    match (deployed, fetched) {
+        (Some(digest), Some(revision)) if revision.strip_suffix(digest).is_some_and(|tag| tag.ends_with('@')) => {
+            tag_of(source, revision, &OCI_REPOSITORY, cluster_name)
+        }
+        (None, _) => Err(Error::Negative {
+            message: format!(
+                "its HelmRelease in {cluster_name} does not say which chart artifact it deployed (no ociDigest in its history)"
+            ),
+            hint: Some(
+                "promote needs helm-controller v1 or later there; `kubectl gitops flux version` says which runs".into(),
+            ),
+        }),
+        (Some(digest), _) => Err(Error::Negative {
+            message: format!(
+                "its OCIRepository in {cluster_name} fetched {} since it deployed {digest}: an upgrade is on its way",
+                fetched.unwrap_or("nothing")
+            ),
+            hint: Some("wait until it is applied, then promote".into()),
+        }),
     }
 }
 
@@ -226,6 +268,25 @@ mod tests {
         let newer = source(json!({"semver": ">=1.0.0"}), "v1.3.0@sha1:fedcba9876543210fedcba9876543210fedcba98");
         let moving = tag_of(&newer, applied, &GIT_REPOSITORY, "dev").unwrap_err().to_string();
         assert!(moving.contains("fetched v1.3.0@sha1:") && moving.contains("on its way"), "{moving}");
+    }
+
+    #[test]
+    fn an_oci_charts_tag_is_its_sources_when_the_release_deployed_that_artifact() {
+        let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let release =
+            |digest: Option<&str>| json!({"status": {"history": [{"chartVersion": "0.2.0", "ociDigest": digest}]}});
+        let source = |revision: &str| json!({"spec": {"ref": {"semver": ">=0.1.0"}}, "status": {"artifact": {"revision": revision}}});
+        let fetched = format!("0.2.0@{digest}");
+        assert_eq!(chart_ref_tag(&release(Some(digest)), &source(&fetched), "dev").unwrap(), "0.2.0");
+        let newer = source("0.3.0@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+        let moving = chart_ref_tag(&release(Some(digest)), &newer, "dev").unwrap_err().to_string();
+        assert!(moving.contains("fetched 0.3.0@sha256:") && moving.contains("on its way"), "{moving}");
+        let unknown = chart_ref_tag(&release(None), &source(&fetched), "dev").unwrap_err().to_string();
+        assert!(unknown.contains("no ociDigest"), "{unknown}");
+        let patch = Carried::ChartRef.patch("mccp", "0.2.0").unwrap();
+        assert_eq!(patch["target"]["kind"], "OCIRepository");
+        assert_eq!(patch["patch"], "- op: add\n  path: /spec/ref\n  value:\n    tag: \"0.2.0\"\n");
+        assert!(Carried::ChartRef.is_helm() && Carried::Chart.is_helm() && !Carried::Tag(&OCI_REPOSITORY).is_helm());
     }
 
     #[test]

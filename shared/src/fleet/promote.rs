@@ -112,6 +112,7 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     let carried = Carried::of_definition(&checkout.files(), &request.name)?;
     let noun = carried.noun();
     let version = running_version(target, &from, &namespace, &request.name, carried, printer).await?;
+    let version = checked_running(version, &from.name, noun, &request.name)?;
     if let Some(expected) = request.expect_version.as_ref().filter(|expected| **expected != version) {
         return Err(Error::Negative {
             message: format!("{} runs {noun} {version} of {}, not {expected}", from.name, request.name),
@@ -201,11 +202,7 @@ pub(crate) fn replan(words: &[String], namespace: &str, base: &Checkout) -> Resu
 /// A version as promote takes it: one chart version or tag (a semver range would not be what the
 /// source cluster proved).
 fn one_version(version: &str) -> Result<String> {
-    let exact = !version.is_empty()
-        && version.len() <= 128
-        && version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_'))
-        && version.starts_with(|c: char| c.is_ascii_alphanumeric());
-    if exact {
+    if is_one_version(version) {
         Ok(version.to_string())
     } else {
         Err(Error::usage(
@@ -213,6 +210,31 @@ fn one_version(version: &str) -> Result<String> {
             "give the exact version --from runs, like 0.2.0 or v1.2.0 (`kubectl gitops fleet status` shows it)",
         ))
     }
+}
+
+fn is_one_version(version: &str) -> bool {
+    !version.is_empty()
+        && version.len() <= 128
+        && version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_'))
+        && version.starts_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// The version read from the source cluster is input too (anyone who may write its status, or a
+/// tag named by whoever pushes to the source, could make it anything): checked as it is read, so
+/// that nothing is planned, written or recorded with a version a YAML patch or a pull request's
+/// words would carry as something else.
+fn checked_running(version: String, from: &str, noun: &str, name: &str) -> Result<String> {
+    if is_one_version(&version) {
+        return Ok(version);
+    }
+    Err(Error::Negative {
+        message: format!(
+            "{from} reports {noun} {version:?} for {name}: not one chart version or tag, so it is not promoted"
+        ),
+        hint: Some(format!(
+            "look at what {from} runs with `kubectl gitops app status {name}`; promote once it runs a plain version like 0.2.0 or v1.2.0"
+        )),
+    })
 }
 
 /// The fleet file, which names the environments.
@@ -327,7 +349,7 @@ impl Promotion<'_> {
         let mut wanted = std::collections::BTreeMap::new();
         let mut replaced = Vec::new();
         if self.with_values {
-            if self.carried != Carried::Chart {
+            if !self.carried.is_helm() {
                 return Err(Error::usage(
                     format!("{name} is not a HelmRelease: it has no values to carry"),
                     "leave out --with-values",
@@ -560,6 +582,16 @@ mod tests {
         assert!(other.to_string().contains("reaches cluster uat, and it reaches cluster prod"), "{other}");
         let none = same_cluster(&entry, None).unwrap_err();
         assert!(none.to_string().contains("a cluster kubectl-gitops did not install"), "{none}");
+    }
+
+    #[test]
+    fn a_version_read_from_the_cluster_is_checked_as_it_is_read() {
+        assert_eq!(checked_running("0.2.0".into(), "dev", "chart version", "mccp").unwrap(), "0.2.0");
+        for read in ["0.2.0\n- op: remove", "v1 --to prod", ">=0.1.0", "", "-rf"] {
+            let error = checked_running(read.into(), "dev", "tag", "web").unwrap_err().to_string();
+            assert!(error.contains("dev reports tag") && error.contains("not one chart version or tag"), "{error}");
+            assert!(!error.contains("--expect-version"), "the user gave no flag: {error}");
+        }
     }
 
     #[test]

@@ -309,8 +309,11 @@ impl EventFeed {
             written.write().unwrap_or_else(PoisonError::into_inner).watched_namespace = namespace.clone();
             let mut triggers = Triggers::<DynamicObject>::new(&cluster, printer);
             triggers.follow(vec![Followed { resource, namespace, selector: Selector::Every }]);
+            let mut listed = false;
             loop {
-                let burst = triggers.burst().await;
+                // Until the first list is done, each page is taken in as it comes and its end
+                // shown at once; then changes are taken a settled burst at a time.
+                let burst = if listed { triggers.burst().await } else { vec![triggers.next().await] };
                 let mut log = written.write().unwrap_or_else(PoisonError::into_inner);
                 let mut changed = false;
                 for (_, change) in burst {
@@ -326,6 +329,7 @@ impl EventFeed {
                         }
                     }
                 }
+                listed = log.listed;
                 if changed {
                     log.revision += 1;
                     let revision = log.revision;

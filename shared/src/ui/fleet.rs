@@ -21,6 +21,7 @@ use super::Server;
 use super::api::{ApiError, Document};
 use super::change::PromoteApp;
 use super::clusters::Viewed;
+use super::fleet_config::{self, FleetConfig};
 use super::layout;
 use super::pages::{self, PostedForm};
 use crate::fleet::matrix::{self, CellState, Column, FleetApp, FleetStatus, Reached};
@@ -29,29 +30,44 @@ use crate::fleet::matrix::{self, CellState, Column, FleetApp, FleetStatus, Reach
 /// (a cluster still listing, or not answering, is a column that says so).
 const FIRST_LISTING: Duration = Duration::from_secs(5);
 
-/// The matrix of the clusters' latest snapshots, in the order the server follows them. Their
-/// config repo's head is not read (no clone per page), so no cluster is marked behind.
-fn status(server: &Server) -> FleetStatus {
-    let reached: Vec<Reached> = server
+/// The matrix of the clusters' latest snapshots, its columns in the fleet file's order (the
+/// clusters it does not name after, in the order the server follows them), each named and placed
+/// as it says, and each marked behind when it has not applied the config repo's head.
+fn status(server: &Arc<Server>) -> FleetStatus {
+    let config = config(server).borrow().clone().unwrap_or_default();
+    let mut reached: Vec<(usize, Reached)> = server
         .views
         .iter()
-        .map(|view| Reached {
-            column: Column::of_context(&view.context),
-            report: view.snapshots.borrow().fleet_report(),
+        .map(|view| {
+            let place = config.clusters.iter().position(|entry| entry.context.as_deref() == Some(&view.context));
+            let entry = config.entry(&view.context);
+            let column = Column {
+                context: view.context.clone(),
+                name: entry.map(|entry| entry.name.clone()),
+                environment: entry.map(|entry| entry.environment.clone()),
+            };
+            (place.unwrap_or(usize::MAX), Reached { column, report: view.snapshots.borrow().fleet_report() })
         })
         .collect();
-    matrix::build(&reached, None)
+    reached.sort_by_key(|(place, _)| *place);
+    let reached: Vec<Reached> = reached.into_iter().map(|(_, reached)| reached).collect();
+    matrix::build(&reached, config.head.as_deref())
 }
 
-/// Waits (at most [`FIRST_LISTING`]) until every cluster listed once or failed to.
-async fn settled(server: &Server) {
-    let waits = server.views.iter().map(|view| {
-        let mut snapshots = view.snapshots.clone();
-        async move {
-            let _ = snapshots.wait_for(|snapshot| snapshot.listed || snapshot.error.is_some()).await;
-        }
-    });
-    let _ = tokio::time::timeout(FIRST_LISTING, futures::future::join_all(waits)).await;
+/// What the Fleet page knows of the config repo, followed from the first time it is asked.
+fn config(server: &Arc<Server>) -> watch::Receiver<Option<FleetConfig>> {
+    server.fleet_config.get_or_init(|| fleet_config::follow(server)).clone()
+}
+
+/// Waits (at most [`FIRST_LISTING`]) until every cluster listed once or failed to, and the
+/// config repo was looked at once.
+async fn settled(server: &Arc<Server>) {
+    let mut config = config(server);
+    let both = async {
+        fleet_config::listed(server).await;
+        let _ = config.wait_for(Option::is_some).await;
+    };
+    let _ = tokio::time::timeout(FIRST_LISTING, both).await;
 }
 
 /// The matrix's revision: a hash of what it says. The page carries it, and the events say when
@@ -79,6 +95,7 @@ fn revisions(server: &Arc<Server>) -> watch::Receiver<String> {
             snapshots.mark_unchanged();
         }
         let (sender, receiver) = watch::channel(revision(&status(server)));
+        let mut config = config(server);
         let (server, mut stopping) = (Arc::clone(server), server.stopping.clone());
         tokio::spawn(async move {
             loop {
@@ -86,6 +103,8 @@ fn revisions(server: &Arc<Server>) -> watch::Receiver<String> {
                     futures::future::select_all(followed.iter_mut().map(|snapshots| Box::pin(snapshots.changed())));
                 tokio::select! {
                     (changed, _, _) = changed => if changed.is_err() { return },
+                    // The config repo's head moved, or its fleet file changed.
+                    Ok(()) = config.changed() => {}
                     _ = stopping.wait_for(|stop| *stop) => return,
                 }
                 for snapshots in &mut followed {
@@ -152,7 +171,8 @@ fn table(fleet: &FleetStatus, allow_writes: bool) -> Markup {
     html! {
         caption.summary {
             (summary.apps) " apps on " (summary.clusters) " clusters: " (summary.differing) " differ, "
-            (summary.not_ready) " not ready, " (summary.unreachable) " unreachable"
+            (summary.not_ready) " not ready, " (summary.unreachable) " unreachable, " (summary.behind) " behind"
+            @if let Some(head) = &fleet.config_head { " the config repo's head " code { (&head[..head.len().min(12)]) } }
         }
         thead { tr {
             th scope="col" { "APP" }
@@ -160,6 +180,10 @@ fn table(fleet: &FleetStatus, allow_writes: bool) -> Markup {
                 th scope="col" {
                     a href=(format!("/apps?context={}", encoded(&cluster.context))) { (cluster.name.as_deref().unwrap_or(&cluster.context)) }
                     @if cluster.name.as_deref().is_some_and(|name| name != cluster.context) { " (" (cluster.context) ")" }
+                    @if let Some(environment) = cluster.environment.as_deref().filter(|environment| Some(*environment) != cluster.name.as_deref()) {
+                        br; span.hint { (environment) }
+                    }
+                    @if cluster.behind { br; span.warning { "behind the config repo" } }
                     @if let Some(error) = &cluster.error { br; span.error { "unreachable: " (error) } }
                 }
             }
@@ -250,7 +274,7 @@ pub(super) async fn promote(view: Viewed, body: Bytes) -> Response {
 }
 
 /// The promotion the form asks for, checked against the matrix the server sees now.
-fn promotion(server: &Server, form: &PostedForm) -> Result<PromoteApp, ApiError> {
+fn promotion(server: &Arc<Server>, form: &PostedForm) -> Result<PromoteApp, ApiError> {
     let field = |name: &str| {
         form.text(name)
             .ok_or_else(|| bad_request(&format!("the form has no {name}"), "use the Promote form of the Fleet page"))
@@ -307,6 +331,18 @@ mod tests {
             .collect();
         let report = Report::of(apps, Vec::new(), Some(InstallRecord::of_cluster(name)));
         Reached { column: Column::of_context(&format!("kind-{name}")), report: Ok(report) }
+    }
+
+    #[test]
+    fn a_cluster_is_marked_behind_the_config_repos_head_and_shows_its_environment() {
+        let mut uat = cluster("uat", &[("mccp", "0.1.0")]);
+        uat.column.environment = Some("staging".into());
+        let head = "0123456789abcdef0123456789abcdef01234567";
+        let fleet = matrix::build(&[cluster("dev", &[("mccp", "0.1.0")]), uat], Some(head));
+        let page = table(&fleet, false).into_string();
+        assert_eq!(page.matches(">behind the config repo<").count(), 2, "neither applied the head: {page}");
+        assert!(page.contains("2 behind the config repo's head <code>0123456789ab</code>"), "{page}");
+        assert!(page.contains("<span class=\"hint\">staging</span>"), "{page}");
     }
 
     #[test]

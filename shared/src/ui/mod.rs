@@ -27,6 +27,7 @@ mod dora;
 mod drift;
 mod events;
 mod fleet;
+mod fleet_config;
 mod graph;
 mod layout;
 mod live;
@@ -134,6 +135,8 @@ pub(crate) struct Server {
     auth: auth::Auth,
     /// The Fleet page's revision, followed once the first page asks for its events.
     fleet_revisions: std::sync::OnceLock<watch::Receiver<String>>,
+    /// The config repo's head and fleet file, followed once the Fleet page or its API is asked.
+    fleet_config: std::sync::OnceLock<watch::Receiver<Option<fleet_config::FleetConfig>>>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
     stopping: watch::Receiver<bool>,
     printer: Printer,
@@ -163,6 +166,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         allow_writes: settings.allow_writes,
         auth,
         fleet_revisions: std::sync::OnceLock::new(),
+        fleet_config: std::sync::OnceLock::new(),
         stopping,
         printer,
     });

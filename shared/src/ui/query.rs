@@ -321,13 +321,7 @@ impl Snapshot {
         };
         let apps: Vec<AppStatus> =
             self.rows.iter().filter(|row| row.managed && !row.app.platform).map(|row| row.app.clone()).collect();
-        let is_sync = |app: &AppStatus| {
-            app.kind == AppKind::Kustomize
-                && app.name == crate::flux::bootstrap::SYNC_NAME
-                && runtime.namespace.as_deref() == Some(app.namespace.as_str())
-        };
-        let config_repo: Vec<AppStatus> =
-            self.rows.iter().filter(|row| !row.managed && is_sync(&row.app)).map(|row| row.app.clone()).collect();
+        let config_repo: Vec<AppStatus> = self.syncs(runtime).map(|row| row.app.clone()).collect();
         let summary = summarize(apps.iter().chain(&config_repo));
         Ok(Report {
             flux: runtime.clone(),
@@ -339,6 +333,21 @@ impl Snapshot {
             forbidden: self.forbidden.clone(),
             summary,
         })
+    }
+
+    /// The rows of the config repo's sync (the Kustomization `flux-system` in Flux's namespace).
+    fn syncs<'a>(&'a self, runtime: &'a Runtime) -> impl Iterator<Item = &'a AppRow> {
+        self.rows.iter().filter(|row| {
+            !row.managed
+                && row.app.kind == AppKind::Kustomize
+                && row.app.name == crate::flux::bootstrap::SYNC_NAME
+                && runtime.namespace.as_deref() == Some(row.app.namespace.as_str())
+        })
+    }
+
+    /// The config repo commit the cluster applied, as its sync reports it (`main@sha1:…`).
+    pub(crate) fn config_revision(&self) -> Option<&str> {
+        self.syncs(self.runtime.as_ref()?).find_map(|row| row.app.applied_revision.as_deref())
     }
 
     /// The rows changed since the snapshot `revision`, each once as it is now; `None` when this

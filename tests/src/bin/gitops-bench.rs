@@ -882,8 +882,14 @@ struct Request {
     body: String,
 }
 
-/// Creates apps `from..to` (a GitRepository and a Kustomization each, in 10 namespaces), then writes
-/// their status through the status subresource, as the controllers do.
+/// A POST of `body` to `path`, sent as `agent`.
+fn post(path: String, agent: &'static str, body: &serde_json::Value) -> Request {
+    Request { method: "POST", path, content_type: "application/json", agent, body: body.to_string() }
+}
+
+/// Creates apps `from..to` (a GitRepository and a Kustomization each, in 10 namespaces, with an
+/// event and a ledger), then writes their status through the status subresource, as the
+/// controllers do.
 fn seed(api: &Api, from: usize, to: usize) -> Result<()> {
     let started = Instant::now();
     let mut creates = Vec::new();
@@ -911,21 +917,11 @@ fn seed(api: &Api, from: usize, to: usize) -> Result<()> {
                 agent,
                 body: serde_json::json!({ "status": status }).to_string(),
             });
-            creates.push(Request {
-                method: "POST",
-                path,
-                content_type: "application/json",
-                agent: "kubectl-gitops-bench",
-                body: object.to_string(),
-            });
+            creates.push(post(path, "kubectl-gitops-bench", &object));
         }
-        creates.push(Request {
-            method: "POST",
-            path: format!("/api/v1/namespaces/{}/configmaps", app.namespace),
-            content_type: "application/json",
-            agent: "kubectl-gitops-bench",
-            body: app.ledger().to_string(),
-        });
+        let core = |plural: &str| format!("/api/v1/namespaces/{}/{plural}", app.namespace);
+        creates.push(post(core("configmaps"), "kubectl-gitops-bench", &app.ledger()));
+        creates.push(post(core("events"), "kustomize-controller", &app.event()));
     }
     api.send_all("creating objects", &creates, 201)?;
     let created = started.elapsed();
@@ -949,6 +945,30 @@ struct App {
 impl App {
     fn new(index: usize) -> App {
         App { index, namespace: format!("bench-{}", index % NAMESPACES), name: format!("app-{index}") }
+    }
+
+    /// The event kustomize-controller records of a reconciliation: every tenth app's failed.
+    fn event(&self) -> serde_json::Value {
+        let failed = self.index.is_multiple_of(10);
+        let now = gitops_shared::duration::format_timestamp(gitops_shared::duration::now() as i64);
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": format!("{}.reconciled", self.name), "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "name": self.name,
+                "namespace": self.namespace,
+            },
+            "type": if failed { "Warning" } else { "Normal" },
+            "reason": if failed { "ReconciliationFailed" } else { "ReconciliationSucceeded" },
+            "message": if failed { "kustomization path not found: stat ./deploy: no such file or directory" } else { "Reconciliation finished in 1.2s, next run in 10m0s" },
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": "kustomize-controller"},
+        })
     }
 
     fn path(&self, group_version: &str, plural: &str) -> String {

@@ -454,6 +454,11 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert_eq!(cells(&status, "mccp"), [ready("0.2.0"), ready("0.1.0")], "{status:#}");
     let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["dev", "uat"], "each cluster's name from its install record: {status:#}");
+    // The config repo as `fleet status` reads it: its head, and fleet.yaml's environments.
+    assert_eq!(status["configHead"], before.as_str(), "{status:#}");
+    let environments: Vec<&str> =
+        status["clusters"].as_array().unwrap().iter().map(|c| c["environment"].as_str().unwrap_or("-")).collect();
+    assert_eq!(environments, ["dev", "uat"], "{status:#}");
     browser.look("fleet");
     // The switcher: uat's Apps page, then remembered by the next page.
     browser.click("form.switcher option[value=\"uat\"]");
@@ -514,6 +519,16 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     eprintln!("fleet page: uat at 0.2.0 reached the open page {latency:?} after the promotion returned");
     assert!(row.starts_with("flux-system/mccp\tready 0.2.0\tready 0.2.0\tsame"), "{row}");
     assert_eq!(browser.eval("window.notReloaded === true"), json!(true), "the page was reloaded");
+    // uat applied the merge, so the page looked at the config repo again: its head is the merge.
+    let started = Instant::now();
+    loop {
+        let status = serde_json::from_str::<serde_json::Value>(&ui.get(&cookie, "/api/v1/fleet").body).unwrap();
+        if status["configHead"] == main.as_str() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the head stayed {}", status["configHead"]);
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let (code, stderr) = ui.interrupt();
     assert_eq!(code, Some(0), "{stderr}");
     drop((browser, home));
