@@ -6,7 +6,7 @@ CARGO ?= cargo
 # the completion shim kubectl runs for `kubectl gitops <TAB>` (docs/ARCHITECTURE.md, "Layout notes").
 BINARIES := kubectl-gitops kubectl_complete-gitops
 # The commands with a man page of their own, kubectl-gitops-<command>.1 (flux is flux's own CLI).
-MAN_COMMANDS := install app status upgrade detect diff drift fleet promote artifact component ui metrics tenant monitoring platform pr repo
+MAN_COMMANDS := install app status upgrade detect diff drift fleet promote artifact component ui mcp metrics tenant monitoring platform pr repo
 MAN_PAGES := kubectl-gitops $(addprefix kubectl-gitops-,$(MAN_COMMANDS))
 # Which profile's build `man` and `install-files` take their binaries from (release or debug).
 PROFILE ?= release
@@ -20,6 +20,7 @@ FLUX_PREVIOUS_BUILD := tests/testenv/build-flux-previous.sh
 TOOLS_BUILD := tests/testenv/build-tools.sh
 GITEA_BUILD := tests/testenv/build-gitea.sh
 NPM_BUILD := tests/testenv/build-npm.sh
+PYPI_BUILD := tests/testenv/build-pypi.sh
 # The release: VERSION (default: the workspace's), for DIST_OS/DIST_ARCH (default: this machine).
 VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 DIST_OS ?= $(shell uname -s | tr A-Z a-z)
@@ -102,13 +103,14 @@ lint-rust: ## Format check and clippy with warnings denied
 actionlint: ## actionlint on .github/workflows (built from its Go module with the other test tools)
 	"$$(bash $(TOOLS_BUILD) | tail -n1)/bin/actionlint" -no-color
 
-testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus, kube-state-metrics and Gitea from Go modules, and install the npm packages the browser tests inject (axe-core)
+testenv-build: ## Build (once, cached) kube-apiserver, etcd, the Flux controllers, the flux CLI, the previous Flux line's manifests, krew, actionlint, Prometheus, kube-state-metrics and Gitea from Go modules, the npm packages the browser tests inject (axe-core) and the PyPI packages the MCP tests drive the server with (mcp)
 	bash $(TESTENV_BUILD)
 	bash $(FLUX_CLI_BUILD)
 	bash $(FLUX_PREVIOUS_BUILD)
 	bash $(TOOLS_BUILD)
 	bash $(GITEA_BUILD)
 	bash $(NPM_BUILD)
+	bash $(PYPI_BUILD)
 
 # The embed-flux build of kubectl-gitops-flux, with the flux CLI testenv-build built compiled in, and
 # the same package built without it, side by side in target/debug/embed-flux/ (embedded, plain: the
@@ -137,7 +139,8 @@ test-prepare-rust:
 # Where the tests find what testenv-build built (each script prints its cached directory).
 TESTENV_DIRS = GITOPS_TESTENV_DIR="$$(bash $(TESTENV_BUILD) | tail -n1)" GITOPS_FLUX_CLI_DIR="$$(bash $(FLUX_CLI_BUILD) | tail -n1)" \
 	GITOPS_FLUX_PREVIOUS_DIR="$$(bash $(FLUX_PREVIOUS_BUILD) | tail -n1)" GITOPS_TOOLS_DIR="$$(bash $(TOOLS_BUILD) | tail -n1)" \
-	GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" GITOPS_NPM_DIR="$$(bash $(NPM_BUILD) | tail -n1)"
+	GITOPS_GITEA_DIR="$$(bash $(GITEA_BUILD) | tail -n1)" GITOPS_NPM_DIR="$$(bash $(NPM_BUILD) | tail -n1)" \
+	GITOPS_PYPI_DIR="$$(bash $(PYPI_BUILD) | tail -n1)"
 
 test: deps ## Everything CI runs: lint, unit, CLI snapshot and end-to-end tests
 	$(MAKE) --no-print-directory -j2 test-prepare-rust testenv-build

@@ -65,6 +65,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "monitoring",
             "pr",
             "repo",
+            "mcp",
         ],
     ),
     ("edge", &["runtime", "schemas"]),

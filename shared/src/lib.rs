@@ -35,6 +35,7 @@ pub mod http;
 pub mod install;
 pub mod interrupt;
 pub mod manpage;
+pub mod mcp;
 pub mod metrics;
 pub mod monitoring;
 pub mod names;

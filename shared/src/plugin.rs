@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 
 /// The commands kubectl-gitops ships, with the one-line description the dispatcher shows.
-pub const COMMANDS: [(&str, &str); 19] = [
+pub const COMMANDS: [(&str, &str); 20] = [
     ("install", "Bootstrap Flux and the GitOps repo layout into a cluster"),
     ("app", "Add, list, remove, suspend and resume apps in the config repo"),
     ("status", "What runs where, at which commit, healthy or not, and why"),
@@ -29,6 +29,7 @@ pub const COMMANDS: [(&str, &str); 19] = [
     ("component", "List components shipped as OCI artifacts and upgrade them through git"),
     ("flux", "Run any flux command with the pinned, verified flux CLI"),
     ("ui", "Serve a live web UI and JSON API for the apps on this cluster"),
+    ("mcp", "Serve the apps' state to AI assistants over the Model Context Protocol"),
     ("metrics", "DORA metrics from the apps' deployment history"),
     ("tenant", "Connect teams to namespaces, each with its own repo"),
     ("monitoring", "Prometheus, Grafana and alerts for Flux"),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every binary the workspace builds.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 22] = [
     "kubectl-gitops",
     "kubectl-gitops-install",
     "kubectl-gitops-app",
@@ -14,6 +14,7 @@ pub const ALL: [&str; 21] = [
     "kubectl-gitops-drift",
     "kubectl-gitops-fleet",
     "kubectl-gitops-promote",
+    "kubectl-gitops-mcp",
     "kubectl-gitops-artifact",
     "kubectl-gitops-component",
     "kubectl-gitops-flux",

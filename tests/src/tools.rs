@@ -50,3 +50,14 @@ pub fn npm_file(file: &str) -> PathBuf {
     assert!(path.is_file(), "{} is missing: install it with tests/testenv/build-npm.sh", path.display());
     path
 }
+
+/// The Python of the virtual environment tests/testenv/build-pypi.sh made (`GITOPS_PYPI_DIR` when
+/// make test made it), with the official MCP SDK; panics, naming it, when it is missing.
+pub fn pypi_python() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir =
+        DIR.get_or_init(|| built_dir("GITOPS_PYPI_DIR", "build-pypi.sh").expect("the PyPI packages for the tests"));
+    let path = dir.join("bin").join("python");
+    assert!(path.is_file(), "{} is missing: make it with tests/testenv/build-pypi.sh", path.display());
+    path
+}

@@ -20,7 +20,7 @@ type CommandMain = fn() -> std::process::ExitCode;
 
 /// The commands of the suite, each run in this process by its crate's `main`, as if it had been
 /// started as `kubectl-gitops-<command>`.
-const COMMAND_MAINS: [(&str, CommandMain); 19] = [
+const COMMAND_MAINS: [(&str, CommandMain); 20] = [
     ("app", kubectl_gitops_app::main),
     ("artifact", kubectl_gitops_artifact::main),
     ("component", kubectl_gitops_component::main),
@@ -30,6 +30,7 @@ const COMMAND_MAINS: [(&str, CommandMain); 19] = [
     ("fleet", kubectl_gitops_fleet::main),
     ("flux", kubectl_gitops_flux::main),
     ("install", kubectl_gitops_install::main),
+    ("mcp", kubectl_gitops_mcp::main),
     ("metrics", kubectl_gitops_metrics::main),
     ("monitoring", kubectl_gitops_monitoring::main),
     ("platform", kubectl_gitops_platform::main),

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use super::app_reads::core_v1;
 use super::collect::text;
 use crate::cluster::{Cluster, is_forbidden};
+use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::wait::{Followed, Selector, Triggers, forbidden};
 
@@ -29,7 +30,7 @@ pub const MESSAGE_CHARS: usize = 1024;
 const FIELD_CHARS: usize = 253;
 
 /// One event, as the Events page shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterEvent {
     pub namespace: String,
@@ -148,6 +149,54 @@ impl EventCursor {
 }
 
 impl EventFilter {
+    /// A filter as asked (each value trimmed and non-empty, or absent), checked as flags are: a
+    /// namespace's name, `Normal` or `Warning` (any case of the first letter), a kind's name, a
+    /// `continue` token this server gave.
+    pub fn checked(
+        namespace: Option<String>,
+        severity: Option<String>,
+        kind: Option<String>,
+        text: Option<String>,
+        limit: usize,
+        continue_after: Option<String>,
+    ) -> Result<EventFilter> {
+        if let Some(namespace) = &namespace {
+            crate::names::validate_name(namespace, "namespace")?;
+        }
+        let severity = match severity.as_deref() {
+            None => None,
+            Some("Normal" | "normal") => Some("Normal".to_string()),
+            Some("Warning" | "warning") => Some("Warning".to_string()),
+            Some(other) => {
+                return Err(Error::usage(
+                    format!("type {other:?} is not Normal or Warning"),
+                    "use type Normal or Warning, or leave it out",
+                ));
+            }
+        };
+        let is_kind = |kind: &str| {
+            kind.len() <= 63
+                && kind.starts_with(|c: char| c.is_ascii_alphabetic())
+                && kind.chars().all(|c| c.is_ascii_alphanumeric())
+        };
+        if let Some(kind) = kind.as_deref().filter(|kind| !is_kind(kind)) {
+            return Err(Error::usage(
+                format!("kind {kind:?} is not a Kubernetes kind"),
+                "use a kind as kubectl prints it (Kustomization, HelmRelease, Pod), or leave it out",
+            ));
+        }
+        let after = match continue_after {
+            None => None,
+            Some(token) => Some(EventCursor::parse(&token).ok_or_else(|| {
+                Error::usage(
+                    format!("continue {token:?} is not a token this server gave"),
+                    "pass the `continue` value of the previous page as it came",
+                )
+            })?),
+        };
+        Ok(EventFilter { namespace, severity, kind, text: text.map(|text| text.to_lowercase()), limit, after })
+    }
+
     fn keeps(&self, event: &ClusterEvent) -> bool {
         let text = |wanted: &str| {
             [&event.name, &event.reason, &event.message].into_iter().any(|field| field.to_lowercase().contains(wanted))
@@ -159,8 +208,8 @@ impl EventFilter {
     }
 }
 
-/// One page of events (`GET /api/v1/cluster/events`, docs/api.md).
-#[derive(Debug, Clone, Default, Serialize)]
+/// One page of events (`GET /api/v1/cluster/events`, docs/api.md; the MCP tool `events`).
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventsPage {
     /// This page's events, newest first.
@@ -276,6 +325,31 @@ impl EventLog {
             error: self.error.clone(),
         }
     }
+}
+
+/// The events of one namespace (`None`: every namespace) as they are now, read by one paged LIST
+/// (what a one-off question, such as an MCP tool's, needs; the UI follows them instead).
+pub async fn list(cluster: &Cluster, namespace: Option<&str>) -> Result<EventLog> {
+    let resource = core_v1("Event", "events");
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
+        None => Api::all_with(cluster.client.clone(), &resource),
+    };
+    let mut log = EventLog::default();
+    log.apply(Event::Init);
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await.map_err(|error| cluster.error(error))?;
+        for object in page.items {
+            log.apply(Event::InitApply(object));
+        }
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    log.apply(Event::InitDone);
+    Ok(log)
 }
 
 /// The followed events, shared by every reader: the log, and a channel whose value is its

@@ -17,9 +17,8 @@ use super::api::{ApiError, Json};
 use super::clusters::{Nav, Viewed};
 use super::layout::{failed, filter_choice, filter_form, layout};
 use super::query::{checked_limit, non_empty};
-use crate::error::{Error, Result};
-use crate::names;
-use crate::status::events::{ClusterEvent, EventCursor, EventFeed, EventFilter, EventsPage, KEPT};
+use crate::error::Result;
+use crate::status::events::{ClusterEvent, EventFeed, EventFilter, EventsPage, KEPT};
 
 /// How long a request waits for the watch's first list before it answers with what there is.
 const FIRST_LISTING: Duration = Duration::from_secs(5);
@@ -55,50 +54,14 @@ impl EventsParams {
     }
 
     fn checked(&self) -> Result<EventFilter> {
-        let namespace = non_empty(&self.namespace);
-        if let Some(namespace) = &namespace {
-            names::validate_name(namespace, "namespace")?;
-        }
-        let severity = match non_empty(&self.severity).as_deref() {
-            None => None,
-            Some("Normal" | "normal") => Some("Normal".to_string()),
-            Some("Warning" | "warning") => Some("Warning".to_string()),
-            Some(other) => {
-                return Err(Error::usage(
-                    format!("type {other:?} is not Normal or Warning"),
-                    "use type=Normal or type=Warning, or leave it out",
-                ));
-            }
-        };
-        let kind = non_empty(&self.kind);
-        let is_kind = |kind: &str| {
-            kind.len() <= 63
-                && kind.starts_with(|c: char| c.is_ascii_alphabetic())
-                && kind.chars().all(|c| c.is_ascii_alphanumeric())
-        };
-        if let Some(kind) = kind.as_deref().filter(|kind| !is_kind(kind)) {
-            return Err(Error::usage(
-                format!("kind {kind:?} is not a Kubernetes kind"),
-                "use a kind as kubectl prints it (Kustomization, HelmRelease, Pod), or leave it out",
-            ));
-        }
-        let after = match non_empty(&self.continue_after) {
-            None => None,
-            Some(token) => Some(EventCursor::parse(&token).ok_or_else(|| {
-                Error::usage(
-                    format!("continue {token:?} is not a token this server gave"),
-                    "pass the `continue` value of the previous page as it came",
-                )
-            })?),
-        };
-        Ok(EventFilter {
-            namespace,
-            severity,
-            kind,
-            text: non_empty(&self.q).map(|q| q.to_lowercase()),
-            limit: checked_limit(&self.limit)?,
-            after,
-        })
+        EventFilter::checked(
+            non_empty(&self.namespace),
+            non_empty(&self.severity),
+            non_empty(&self.kind),
+            non_empty(&self.q),
+            checked_limit(&self.limit)?,
+            non_empty(&self.continue_after),
+        )
     }
 
     /// This query, with `continue` set to `after`: the next page's link.

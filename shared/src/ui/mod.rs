@@ -33,7 +33,7 @@ mod layout;
 mod live;
 mod logs;
 mod pages;
-mod query;
+pub(crate) mod query;
 mod theme;
 mod topology;
 

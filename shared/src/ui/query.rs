@@ -95,7 +95,7 @@ impl AppsParams {
 }
 
 /// A page's `limit`: from 1 to [`MAX_LIMIT`], [`DEFAULT_LIMIT`] when not given.
-pub(super) fn checked_limit(limit: &Option<String>) -> Result<usize> {
+pub(crate) fn checked_limit(limit: &Option<String>) -> Result<usize> {
     match non_empty(limit) {
         None => Ok(DEFAULT_LIMIT),
         Some(text) => match text.parse::<usize>() {
@@ -114,7 +114,7 @@ pub(super) fn non_empty(value: &Option<String>) -> Option<String> {
 }
 
 /// One row of the listing: a `status` row and whether kubectl-gitops manages it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppRow {
     #[serde(flatten)]
@@ -123,8 +123,8 @@ pub(crate) struct AppRow {
     pub(crate) managed: bool,
 }
 
-/// One page of `GET /api/v1/apps` (docs/api.md).
-#[derive(Debug, Clone, Serialize)]
+/// One page of `GET /api/v1/apps` (docs/api.md) and of the MCP tool `list_apps` (docs/mcp.md).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppsPage {
     /// The rows of this page, by namespace then name.
@@ -272,7 +272,7 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    pub(super) fn starting() -> Snapshot {
+    pub(crate) fn starting() -> Snapshot {
         Snapshot {
             revision: 0,
             listed: false,
@@ -287,7 +287,7 @@ impl Snapshot {
     }
 
     /// The snapshot of a complete listing after `last`; `None` when nothing changed since it.
-    pub(super) fn next(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Option<Snapshot> {
+    pub(crate) fn next(last: &Snapshot, revision: u64, report: Report, scope: Scope) -> Option<Snapshot> {
         let forbidden = report.forbidden.clone();
         let runtime = Some(report.flux.clone());
         let rows = sorted_rows(report);

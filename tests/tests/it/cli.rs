@@ -55,7 +55,7 @@ fn unknown_command_suggests_the_closest() {
     ----- stderr -----
     error: unknown command "stauts"
     hint: did you mean "status"?
-    installed commands: "app", "artifact", "completion", "component", "detect", "diff", "drift", "fleet", "flux", "install", "metrics", "monitoring", "platform", "pr", "promote", "repo", "status", "tenant", "ui", "upgrade" and "version"
+    installed commands: "app", "artifact", "completion", "component", "detect", "diff", "drift", "fleet", "flux", "install", "mcp", "metrics", "monitoring", "platform", "pr", "promote", "repo", "status", "tenant", "ui", "upgrade" and "version"
     "#);
 }
 

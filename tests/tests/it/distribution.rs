@@ -294,6 +294,7 @@ fn make_install_lays_out_binaries_completions_and_man_pages_and_uninstall_remove
             "kubectl-gitops-drift",
             "kubectl-gitops-fleet",
             "kubectl-gitops-promote",
+            "kubectl-gitops-mcp",
         ]);
     expected.extend(pages.clone().map(|page| format!("share/man/man1/{page}.1")));
     expected.extend([

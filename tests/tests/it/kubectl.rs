@@ -45,6 +45,7 @@ fn kubectl_runs_version_detect_and_lists_our_plugins() {
             "kubectl-gitops-fleet",
             "kubectl-gitops-flux",
             "kubectl-gitops-install",
+            "kubectl-gitops-mcp",
             "kubectl-gitops-metrics",
             "kubectl-gitops-monitoring",
             "kubectl-gitops-platform",

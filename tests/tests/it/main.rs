@@ -25,6 +25,7 @@ mod history;
 mod install;
 mod install_provider;
 mod kubectl;
+mod mcp;
 mod monitoring;
 mod pr;
 mod provider;

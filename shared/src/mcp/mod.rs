@@ -1,0 +1,39 @@
+//! `kubectl gitops mcp`: the Model Context Protocol over stdio, for AI assistants and editors,
+//! with the official Rust SDK (rmcp). Each tool is a thin wrapper over what a command already
+//! does, answering the document its `-o json` prints (schemas from the same types); it acts with
+//! the user's kubeconfig, so RBAC decides what an assistant sees (docs/mcp.md).
+//!
+//! - [`tools`]: the tools, their inputs, and the bound on a result's size.
+
+mod tools;
+
+use rmcp::ServiceExt;
+
+use crate::change::Target;
+use crate::cli::GlobalArgs;
+use crate::cluster::Cluster;
+use crate::error::{Error, ExitCode, Result};
+use crate::output::Printer;
+
+/// The flags of `kubectl gitops mcp`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpArgs {}
+
+/// Serves the tools on stdin and stdout until the client closes stdin (or Ctrl-C). Nothing else
+/// may be written to stdout: it is the protocol's; progress and warnings go to stderr.
+pub async fn serve(global: &GlobalArgs, _args: &McpArgs, printer: Printer) -> Result<ExitCode> {
+    let target = Target::from_args(global);
+    let cluster = Cluster::connect(&target.connection, &printer).await?;
+    let server = tools::Tools::new(cluster, printer);
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|error| Error::Internal(format!("the MCP session did not start: {error}")))?;
+    tokio::select! {
+        ended = running.waiting() => {
+            ended.map_err(|error| Error::Internal(format!("the MCP session ended: {error}")))?;
+        }
+        () = crate::interrupt::until_requested() => {}
+    }
+    Ok(ExitCode::Ok)
+}

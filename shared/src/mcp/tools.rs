@@ -1,0 +1,237 @@
+//! The MCP tools: each checks its input as the command checks its flags, runs what the command
+//! runs, and answers the command's `-o json` document (its type's JSON Schema is the tool's
+//! output schema). A failure is a tool error an assistant can read (`error:` and `hint:`, as on
+//! the command line), not a protocol error. Lists come in pages; no result is larger than
+//! [`MAX_RESULT_BYTES`].
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::Cluster;
+use crate::detect::Detection;
+use crate::error::Error;
+use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
+use crate::output::Printer;
+use crate::status::events::{self, EventFilter, EventsPage};
+use crate::status::{AppHistory, AppReport, Scope};
+use crate::ui::query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
+
+/// The largest result a tool gives: an assistant's context is small, and a list pages instead.
+pub(super) const MAX_RESULT_BYTES: usize = 100 * 1024;
+
+/// `list_apps`' input.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct ListApps {
+    /// Only this namespace (default: every namespace the user may read).
+    namespace: Option<String>,
+    /// Only apps in this state: ready, failing, progressing or suspended.
+    health: Option<String>,
+    /// Only apps whose name contains this, any case.
+    name: Option<String>,
+    /// At most this many apps (1 to 500, default 50).
+    limit: Option<u32>,
+    /// The `continue` of the previous page, for the next.
+    #[serde(rename = "continue")]
+    continue_after: Option<String>,
+}
+
+/// The input of the tools about one app.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct OneApp {
+    /// The app's name (its Kustomization's or HelmRelease's).
+    name: String,
+    /// Its namespace (default: Flux's, flux-system).
+    namespace: Option<String>,
+}
+
+/// `events`' input.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct Events {
+    /// Only this namespace (default: every namespace).
+    namespace: Option<String>,
+    /// Only events of this type: Normal or Warning.
+    #[serde(rename = "type")]
+    severity: Option<String>,
+    /// Only events about objects of this kind (Kustomization, HelmRelease, Pod).
+    kind: Option<String>,
+    /// Only events whose object's name, reason or message contains this, any case.
+    text: Option<String>,
+    /// At most this many events (1 to 500, default 50).
+    limit: Option<u32>,
+    /// The `continue` of the previous page, for the next.
+    #[serde(rename = "continue")]
+    continue_after: Option<String>,
+}
+
+/// `dora_metrics`' input.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct Dora {
+    /// Only this namespace (default: every namespace the user may read).
+    namespace: Option<String>,
+    /// Only this app (with its namespace).
+    app: Option<String>,
+    /// How far back, as `30d`, `12h` (default 30d).
+    since: Option<String>,
+}
+
+/// The server: the cluster of the kubeconfig, and the tools over it.
+#[derive(Clone)]
+pub(super) struct Tools {
+    cluster: Cluster,
+    printer: Printer,
+    tool_router: ToolRouter<Tools>,
+}
+
+/// A failure as the command line says it: `error: …` and its `hint: …`.
+fn said(error: Error) -> String {
+    match error.hint() {
+        Some(hint) => format!("error: {error}\nhint: {hint}"),
+        None => format!("error: {error}"),
+    }
+}
+
+/// `value` as the tool's result, unless it is larger than [`MAX_RESULT_BYTES`].
+fn bounded<T: Serialize>(value: T) -> Result<Json<T>, String> {
+    let size = serde_json::to_vec(&value).map(|json| json.len()).unwrap_or(usize::MAX);
+    if size > MAX_RESULT_BYTES {
+        return Err(said(Error::usage(
+            format!("the result is {} KB, over the {} KB a tool answers", size / 1024, MAX_RESULT_BYTES / 1024),
+            "ask for fewer (limit) or narrow it (namespace, name)",
+        )));
+    }
+    Ok(Json(value))
+}
+
+/// A value given as text, trimmed; absent when blank.
+fn given(value: Option<String>) -> Option<String> {
+    value.map(|value| value.trim().to_string()).filter(|value| !value.is_empty())
+}
+
+#[tool_router]
+impl Tools {
+    pub(super) fn new(cluster: Cluster, printer: Printer) -> Tools {
+        Tools { cluster, printer, tool_router: Tools::tool_router() }
+    }
+
+    /// The app's namespace: the one given, else Flux's (as `-n` defaults for `app status`).
+    fn namespace_of(app: &OneApp) -> Result<String, String> {
+        match given(app.namespace.clone()) {
+            Some(namespace) => {
+                crate::names::validate_name(&namespace, "namespace").map_err(said)?;
+                Ok(namespace)
+            }
+            None => crate::cluster::default_flux_namespace().map_err(said),
+        }
+    }
+
+    /// What `kubectl gitops status -A` lists: every app (Kustomization and HelmRelease) with its
+    /// state, source and applied revisions and why it is not ready; a page at a time.
+    #[tool(
+        description = "List the apps (Flux Kustomizations and HelmReleases) with their state (ready, failing, progressing, suspended), revisions and the reason one is not ready, as `kubectl gitops status -A -o json`. Filter by namespace, health or a part of the name; results come in pages: pass `continue` for the next."
+    )]
+    async fn list_apps(&self, Parameters(input): Parameters<ListApps>) -> Result<Json<AppsPage>, String> {
+        let params = AppsParams {
+            namespace: given(input.namespace),
+            health: given(input.health),
+            q: given(input.name),
+            limit: input.limit.map(|limit| limit.to_string()),
+            continue_after: given(input.continue_after),
+        };
+        let query = params.checked().map_err(said)?;
+        let scope = match &query.namespace {
+            Some(namespace) => Scope::Namespace(namespace.clone()),
+            None => Scope::All,
+        };
+        let report = crate::status::collect(&self.cluster, &scope).await.map_err(said)?;
+        let listed = Snapshot::next(&Snapshot::starting(), 1, report, scope)
+            .ok_or_else(|| said(Error::Internal("the listing was empty of a first snapshot".into())))?;
+        bounded(page(&listed, &query))
+    }
+
+    /// `kubectl gitops app status NAME -o json`.
+    #[tool(
+        description = "Why an app is (not) ready, as `kubectl gitops app status NAME -o json`: its chain (source, chart, Kustomization or HelmRelease), what it waits on, its workloads and their pods with each pod's reason (Unschedulable, CrashLoopBackOff…), Flux's history and its recent events."
+    )]
+    async fn app_status(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppReport>, String> {
+        let namespace = Tools::namespace_of(&input)?;
+        crate::names::validate_name(&input.name, "app").map_err(said)?;
+        let report = crate::status::app_report(&self.cluster, &namespace, &input.name, &self.printer).await;
+        match report.map_err(said)? {
+            Some(report) => bounded(report),
+            None => Err(said(Error::usage(
+                format!(
+                    "app {:?} not found: no Kustomization or HelmRelease {:?} in namespace {namespace}",
+                    input.name, input.name
+                ),
+                "list_apps lists the apps and their namespaces",
+            ))),
+        }
+    }
+
+    /// `kubectl gitops app history NAME -o json`.
+    #[tool(
+        description = "Every deployment of an app its ledger kept (revision, outcome, when, how long; rollbacks), as `kubectl gitops app history NAME -o json`, without reading commits from git."
+    )]
+    async fn app_history(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppHistory>, String> {
+        let namespace = Tools::namespace_of(&input)?;
+        crate::names::validate_name(&input.name, "app").map_err(said)?;
+        let history = crate::status::app_history(&self.cluster, &namespace, &input.name, false, &self.printer).await;
+        bounded(history.map_err(said)?)
+    }
+
+    /// The cluster's Kubernetes events, as the UI's Events page shows them.
+    #[tool(
+        description = "The cluster's Kubernetes events, newest first (what `kubectl get events -A` lists): each object's kind and name, type, reason, message, count and when. Filter by namespace, type (Normal, Warning), the object's kind or a text; results come in pages: pass `continue` for the next."
+    )]
+    async fn events(&self, Parameters(input): Parameters<Events>) -> Result<Json<EventsPage>, String> {
+        let limit = checked_limit(&input.limit.map(|limit| limit.to_string())).map_err(said)?;
+        let filter = EventFilter::checked(
+            given(input.namespace),
+            given(input.severity),
+            given(input.kind),
+            given(input.text),
+            limit,
+            given(input.continue_after),
+        )
+        .map_err(said)?;
+        let log = events::list(&self.cluster, filter.namespace.as_deref()).await.map_err(said)?;
+        bounded(log.page(&filter))
+    }
+
+    /// `kubectl gitops detect -o json`.
+    #[tool(
+        description = "What the cluster is, as `kubectl gitops detect -o json`: its Kubernetes and Flux versions, the Flux controllers and their readiness, the config repo kubectl-gitops installed it from, and warnings."
+    )]
+    async fn detect(&self) -> Result<Json<Detection>, String> {
+        bounded(crate::detect::detect(&self.cluster).await.map_err(said)?)
+    }
+
+    /// `kubectl gitops metrics dora -o json`.
+    #[tool(
+        description = "The DORA metrics (deployment frequency, lead time, change failure rate, time to restore) of every app, of a namespace or of one app, as `kubectl gitops metrics dora -o json`."
+    )]
+    async fn dora_metrics(&self, Parameters(input): Parameters<Dora>) -> Result<Json<DoraReport>, String> {
+        let since = given(input.since).unwrap_or_else(|| DEFAULT_SINCE.to_string());
+        let request =
+            DoraRequest::new(given(input.namespace), given(input.app), &since, DEFAULT_FAILURE_WINDOW).map_err(said)?;
+        bounded(crate::metrics::dora_report(&self.cluster, &request).await.map_err(said)?)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("kubectl-gitops", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "GitOps on a Flux cluster, through the user's kubeconfig: list_apps to see what runs and what fails, app_status for why one fails, events and app_history for what happened. Read-only.",
+            )
+    }
+}

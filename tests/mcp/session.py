@@ -1,0 +1,69 @@
+"""An MCP session driven by the official Python SDK (`mcp` on PyPI), a client nobody here wrote.
+
+Usage: session.py CALLS_JSON -- SERVER_COMMAND [ARGS...]
+  CALLS_JSON  a JSON list of {"tool": NAME, "arguments": {...}}
+Starts the server over stdio (the environment passed on: KUBECONFIG and the like), lists its
+tools, calls each of CALLS in order, checks every structured result against the tool's output
+schema (jsonschema), and prints one JSON document on stdout:
+  {"server": {...}, "tools": [{"name", "inputSchema", "outputSchema"}],
+   "calls": [{"tool", "isError", "text", "structured", "schemaErrors", "bytes"} or {"tool", "protocolError"}]}
+"""
+
+import json
+import os
+import sys
+
+import anyio
+import jsonschema
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def main() -> None:
+    calls = json.loads(sys.argv[1])
+    command = sys.argv[sys.argv.index("--") + 1 :]
+    server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            listed = await session.list_tools()
+            tools = {tool.name: tool for tool in listed.tools}
+            answers = []
+            for call in calls:
+                try:
+                    result = await session.call_tool(call["tool"], call.get("arguments", {}))
+                except Exception as error:  # a JSON-RPC error: the call itself was refused
+                    answers.append({"tool": call["tool"], "protocolError": str(error)})
+                    continue
+                text = "\n".join(block.text for block in result.content if getattr(block, "text", None))
+                structured = result.structured_content
+                errors = []
+                schema = tools[call["tool"]].output_schema if call["tool"] in tools else None
+                if structured is not None and schema is not None:
+                    validator = jsonschema.Draft202012Validator(schema)
+                    errors = [error.message for error in validator.iter_errors(structured)]
+                answers.append(
+                    {
+                        "tool": call["tool"],
+                        "isError": bool(result.is_error),
+                        "text": text,
+                        "structured": structured,
+                        "schemaErrors": errors,
+                        "bytes": len(json.dumps(result.model_dump(mode="json", by_alias=True))),
+                    }
+                )
+    print(
+        json.dumps(
+            {
+                "server": initialized.server_info.model_dump(mode="json", by_alias=True),
+                "tools": [
+                    {"name": tool.name, "inputSchema": tool.input_schema, "outputSchema": tool.output_schema}
+                    for tool in listed.tools
+                ],
+                "calls": answers,
+            }
+        )
+    )
+
+
+anyio.run(main)

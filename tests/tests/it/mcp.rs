@@ -1,0 +1,127 @@
+//! `kubectl gitops mcp` through the real kubectl, driven over stdio by the official Python MCP SDK
+//! (`mcp` on PyPI, tests/mcp/session.py), against the real API server and Flux controllers: the
+//! tools it lists, a call of each read tool whose result matches the tool's output schema, a
+//! failing app's cause, the events, pages, refusals an assistant can read, and no Secret's value
+//! in any result.
+
+#![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::path::Path;
+use std::process::Command;
+
+use gitops_e2e::binaries;
+use gitops_e2e::snapshot::Run;
+use gitops_e2e::testenv::TestEnv;
+use serde_json::{Value, json};
+
+const NAMESPACE: &str = "mcp-team";
+/// In a Secret of the namespace: no tool's result may carry it.
+const MARKER: &str = "mcp-secret-marker-5f1e";
+
+/// One MCP session: `calls` made in order by the Python SDK against `kubectl gitops mcp`.
+fn session(kubeconfig: &Path, calls: &Value) -> Value {
+    let plugins = binaries::plugin_dir();
+    let path = format!("{}:{}", plugins.path().display(), std::env::var("PATH").unwrap_or_default());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/session.py");
+    let run = Run::of(
+        Command::new(gitops_e2e::tools::pypi_python())
+            .arg(script)
+            .arg(calls.to_string())
+            .arg("--")
+            .arg(binaries::kubectl())
+            .args(["gitops", "mcp"])
+            .env("PATH", path)
+            .env("KUBECONFIG", kubeconfig),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.render());
+    serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {}", run.render()))
+}
+
+#[test]
+fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_python_sdk() {
+    let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", NAMESPACE]).unwrap();
+    let kustomization = |name: &str, source: &str| {
+        format!(
+            "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\n  labels:\n    app.kubernetes.io/managed-by: kubectl-gitops\nspec:\n  interval: 10m0s\n  path: ./{name}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: {source}\n"
+        )
+    };
+    let now = gitops_shared::duration::format_timestamp(i64::try_from(gitops_shared::duration::now()).unwrap());
+    let objects = [
+        kustomization("checkout", "checkout-source"),
+        kustomization("cart", "cart-source"),
+        format!(
+            "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: checkout-credentials\n  namespace: {NAMESPACE}\nstringData:\n  password: {MARKER}\n"
+        ),
+        format!(
+            "---\napiVersion: v1\nkind: Event\nmetadata:\n  name: checkout.failed\n  namespace: {NAMESPACE}\ninvolvedObject:\n  kind: Kustomization\n  name: checkout\n  namespace: {NAMESPACE}\ntype: Warning\nreason: ArtifactFailed\nmessage: GitRepository checkout-source not found\ncount: 2\nfirstTimestamp: {now}\nlastTimestamp: {now}\nsource:\n  component: kustomize-controller\n"
+        ),
+    ]
+    .concat();
+    env.apply_yaml(&objects).unwrap();
+
+    let calls = json!([
+        {"tool": "list_apps", "arguments": {"namespace": NAMESPACE}},
+        {"tool": "list_apps", "arguments": {"namespace": NAMESPACE, "limit": 1}},
+        {"tool": "app_status", "arguments": {"name": "checkout", "namespace": NAMESPACE}},
+        {"tool": "app_history", "arguments": {"name": "checkout", "namespace": NAMESPACE}},
+        {"tool": "events", "arguments": {"namespace": NAMESPACE, "type": "Warning"}},
+        {"tool": "detect", "arguments": {}},
+        {"tool": "dora_metrics", "arguments": {"namespace": NAMESPACE}},
+        {"tool": "app_status", "arguments": {"name": "nope", "namespace": NAMESPACE}},
+        {"tool": "list_apps", "arguments": {"limit": 0}},
+        {"tool": "events", "arguments": {"type": "Error"}},
+        {"tool": "list_apps", "arguments": {"bogus": true}},
+    ]);
+    let answer = session(&env.kubeconfig, &calls);
+    assert_eq!(answer["server"]["name"], "kubectl-gitops", "{answer:#}");
+
+    // The tools, each with its input and output schemas.
+    let tools: Vec<&str> =
+        answer["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    for tool in ["list_apps", "app_status", "app_history", "events", "detect", "dora_metrics"] {
+        assert!(tools.contains(&tool), "{tool} in {tools:?}");
+    }
+    for tool in answer["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool:#}");
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool:#}");
+    }
+    let calls = answer["calls"].as_array().unwrap();
+    // Every read answered, matching its tool's output schema, under 100 KB, no secret in it.
+    for call in &calls[..7] {
+        assert_eq!(call["isError"], false, "{call:#}");
+        assert_eq!(call["schemaErrors"], json!([]), "{call:#}");
+        assert!(call["bytes"].as_u64().unwrap() < 100 * 1024, "{call:#}");
+    }
+    assert!(!answer.to_string().contains(MARKER), "a Secret's value reached a result");
+    let names = |page: &Value| -> Vec<String> {
+        page["items"].as_array().unwrap().iter().map(|row| row["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(names(&calls[0]["structured"]), ["cart", "checkout"], "{:#}", calls[0]);
+    assert_eq!(calls[0]["structured"]["matching"], 2);
+    assert_eq!(names(&calls[1]["structured"]), ["cart"], "{:#}", calls[1]);
+    assert_eq!(calls[1]["structured"]["continue"], format!("{NAMESPACE}/cart"), "the next page's token");
+    // Why checkout fails: the source it waits on.
+    let report = &calls[2]["structured"];
+    assert_eq!(report["app"]["name"], "checkout", "{report:#}");
+    assert!(report["waitingOn"].to_string().contains("checkout-source"), "{report:#}");
+    assert_eq!(calls[3]["structured"]["name"], "checkout", "{:#}", calls[3]);
+    let events = &calls[4]["structured"];
+    let reasons: Vec<&str> =
+        events["items"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
+    assert!(reasons.contains(&"ArtifactFailed"), "{events:#}");
+    assert!(events["items"].as_array().unwrap().iter().all(|event| event["type"] == "Warning"), "{events:#}");
+    assert!(calls[5]["structured"]["kubernetesVersion"].is_string(), "{:#}", calls[5]);
+    // Bad input: a tool error an assistant can read, as the command line says it.
+    for call in &calls[7..10] {
+        assert_eq!(call["isError"], true, "{call:#}");
+        let text = call["text"].as_str().unwrap();
+        assert!(text.starts_with("error: ") && text.contains("\nhint: "), "{call:#}");
+    }
+    assert!(calls[7]["text"].as_str().unwrap().contains("not found"), "{:#}", calls[7]);
+    assert!(calls[8]["text"].as_str().unwrap().contains("limit"), "{:#}", calls[8]);
+    assert!(calls[9]["text"].as_str().unwrap().contains("is not Normal or Warning"), "{:#}", calls[9]);
+    // An argument the tool does not take is refused, named.
+    assert_eq!(calls[10]["isError"], true, "{:#}", calls[10]);
+    assert!(calls[10]["text"].as_str().unwrap().contains("unknown field `bogus`"), "{:#}", calls[10]);
+}
