@@ -137,6 +137,27 @@ impl StatusArgs {
 /// shown), 1 when an app is not ready, differs between clusters, a cluster is behind, or (with
 /// `--rollout`) has not applied the commit, else 0.
 pub async fn status(request: &StatusRequest, printer: &Printer) -> Result<ExitCode> {
+    let fleet = fleet_status(request, printer).await?;
+    let text = match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::document(&fleet), request.format)?
+        }
+        _ => render::table(&fleet, request.headers, printer.stdout_style()),
+    };
+    printer.data(&text)?;
+    let summary = &fleet.summary;
+    let not_rolled_out = fleet.clusters.iter().any(|cluster| cluster.rollout.is_some_and(|state| !state.is_applied()));
+    Ok(if summary.unreachable > 0 {
+        ExitCode::Cluster
+    } else if summary.not_ready > 0 || summary.differing > 0 || summary.behind > 0 || not_rolled_out {
+        ExitCode::No
+    } else {
+        ExitCode::Ok
+    })
+}
+
+/// The matrix `fleet status` prints (and the MCP tool `fleet_status` answers).
+pub async fn fleet_status(request: &StatusRequest, printer: &Printer) -> Result<FleetStatus> {
     let checkout = config_checkout(request, printer).await?;
     let columns = columns(request, checkout.as_ref(), printer)?;
     if columns.is_empty() {
@@ -162,22 +183,7 @@ pub async fn status(request: &StatusRequest, printer: &Printer) -> Result<ExitCo
             });
         }
     }
-    let text = match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            crate::output::render_structured(&crate::output::document(&fleet), request.format)?
-        }
-        _ => render::table(&fleet, request.headers, printer.stdout_style()),
-    };
-    printer.data(&text)?;
-    let summary = &fleet.summary;
-    let not_rolled_out = fleet.clusters.iter().any(|cluster| cluster.rollout.is_some_and(|state| !state.is_applied()));
-    Ok(if summary.unreachable > 0 {
-        ExitCode::Cluster
-    } else if summary.not_ready > 0 || summary.differing > 0 || summary.behind > 0 || not_rolled_out {
-        ExitCode::No
-    } else {
-        ExitCode::Ok
-    })
+    Ok(fleet)
 }
 
 /// A clone of the config repo when something needs it: the fleet file (no `--context`), or

@@ -10,21 +10,25 @@ mod tools;
 use rmcp::ServiceExt;
 
 use crate::change::Target;
-use crate::cli::GlobalArgs;
+use crate::cli::{GlobalArgs, RepoArgs};
 use crate::cluster::Cluster;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 
 /// The flags of `kubectl gitops mcp`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct McpArgs {}
+pub struct McpArgs {
+    /// How the tools that read the config repo (fleet_status: its fleet file and head) reach it.
+    #[command(flatten)]
+    pub repo: RepoArgs,
+}
 
 /// Serves the tools on stdin and stdout until the client closes stdin (or Ctrl-C). Nothing else
 /// may be written to stdout: it is the protocol's; progress and warnings go to stderr.
-pub async fn serve(global: &GlobalArgs, _args: &McpArgs, printer: Printer) -> Result<ExitCode> {
+pub async fn serve(global: &GlobalArgs, args: &McpArgs, printer: Printer) -> Result<ExitCode> {
     let target = Target::from_args(global);
     let cluster = Cluster::connect(&target.connection, &printer).await?;
-    let server = tools::Tools::new(cluster, printer);
+    let server = tools::Tools::new(cluster, global.clone(), args.repo.clone(), printer);
     let running = server
         .serve(rmcp::transport::stdio())
         .await

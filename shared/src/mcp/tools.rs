@@ -10,9 +10,11 @@ use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
+use crate::cli::{GlobalArgs, RepoArgs};
 use crate::cluster::Cluster;
 use crate::detect::Detection;
 use crate::error::Error;
+use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
 use crate::output::Printer;
 use crate::status::events::{self, EventFilter, EventsPage};
@@ -21,6 +23,10 @@ use crate::ui::query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
 
 /// The largest result a tool gives: an assistant's context is small, and a list pages instead.
 pub(super) const MAX_RESULT_BYTES: usize = 100 * 1024;
+/// How long `fleet_status` waits for each cluster, and how many it asks at once (the command's
+/// defaults).
+const FLEET_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+const FLEET_CONCURRENCY: usize = 8;
 
 /// `list_apps`' input.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -81,10 +87,25 @@ pub(super) struct Dora {
     since: Option<String>,
 }
 
+/// `fleet_status`' input.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct Fleet {
+    /// The kubeconfig contexts to ask, in the columns' order (default: the clusters the config
+    /// repo's fleet.yaml names; every context when there is none).
+    contexts: Option<Vec<String>>,
+    /// How far this commit of the config repo (a full hash) has rolled out in each cluster.
+    rollout: Option<String>,
+}
+
 /// The server: the cluster of the kubeconfig, and the tools over it.
 #[derive(Clone)]
 pub(super) struct Tools {
     cluster: Cluster,
+    /// The command line's connection flags: the fleet tool asks other contexts with them.
+    global: GlobalArgs,
+    /// How the config repo is reached (the fleet file, its head).
+    repo: RepoArgs,
     printer: Printer,
     tool_router: ToolRouter<Tools>,
 }
@@ -116,8 +137,8 @@ fn given(value: Option<String>) -> Option<String> {
 
 #[tool_router]
 impl Tools {
-    pub(super) fn new(cluster: Cluster, printer: Printer) -> Tools {
-        Tools { cluster, printer, tool_router: Tools::tool_router() }
+    pub(super) fn new(cluster: Cluster, global: GlobalArgs, repo: RepoArgs, printer: Printer) -> Tools {
+        Tools { cluster, global, repo, printer, tool_router: Tools::tool_router() }
     }
 
     /// The app's namespace: the one given, else Flux's (as `-n` defaults for `app status`).
@@ -203,6 +224,25 @@ impl Tools {
         .map_err(said)?;
         let log = events::list(&self.cluster, filter.namespace.as_deref()).await.map_err(said)?;
         bounded(log.page(&filter))
+    }
+
+    /// `kubectl gitops fleet status -o json`.
+    #[tool(
+        description = "Apps × clusters, as `kubectl gitops fleet status -o json`: each kubeconfig context asked at once (each within 15 s), per app and cluster its state and version, where versions differ, a cluster behind the config repo's head, an unreachable cluster said so; with `rollout`, how far one config commit has rolled out in each."
+    )]
+    async fn fleet_status(&self, Parameters(input): Parameters<Fleet>) -> Result<Json<FleetStatus>, String> {
+        let mut global = self.global.clone();
+        global.context = input.contexts.map(|contexts| contexts.join(","));
+        let args = StatusArgs {
+            all_contexts: false,
+            timeout: FLEET_TIMEOUT,
+            concurrency: FLEET_CONCURRENCY,
+            no_config_repo: false,
+            commit: given(input.rollout),
+            config: self.repo.clone(),
+        };
+        let request = args.request(&global).map_err(said)?;
+        bounded(crate::fleet::fleet_status(&request, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops detect -o json`.

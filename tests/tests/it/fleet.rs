@@ -288,6 +288,15 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["dev", "uat"]);
     assert!(status["clusters"].as_array().unwrap().iter().all(|cluster| cluster["behind"] == false), "{status:#}");
+    // The same matrix for an assistant: the MCP tool fleet_status, called by the Python SDK.
+    let (mut server, _plugins) = crate::mcp::kubectl_gitops_mcp(&kubeconfig, &keys(&gitea));
+    let _home = wire(&mut server, &gitea, &kubeconfig);
+    let asked =
+        crate::mcp::session(&server, &json!([{"tool": "fleet_status", "arguments": {"contexts": ["dev", "uat"]}}]));
+    let call = &asked["calls"][0];
+    assert_eq!((&call["isError"], &call["schemaErrors"]), (&json!(false), &json!([])), "{call:#}");
+    assert_eq!(cells(&call["structured"], "mccp"), [ready("0.1.0"), ready("0.1.0")], "{call:#}");
+    assert_eq!(call["structured"]["configHead"], head.as_str(), "{call:#}");
     let table = fleet(&kubeconfig, &gitea, &["--context", "dev,uat"]);
     assert_eq!(table.code, Some(0), "{}", table.render());
     let row = table.stdout.lines().find(|line| line.starts_with("flux-system/mccp ")).unwrap();

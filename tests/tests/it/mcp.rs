@@ -18,21 +18,29 @@ const NAMESPACE: &str = "mcp-team";
 /// In a Secret of the namespace: no tool's result may carry it.
 const MARKER: &str = "mcp-secret-marker-5f1e";
 
-/// One MCP session: `calls` made in order by the Python SDK against `kubectl gitops mcp`.
-fn session(kubeconfig: &Path, calls: &Value) -> Value {
+/// `kubectl gitops mcp ARGS` through the real kubectl with `kubeconfig`, and the directory of
+/// plugins it finds (kept while the command is used).
+pub(crate) fn kubectl_gitops_mcp(kubeconfig: &Path, args: &[&str]) -> (Command, tempfile::TempDir) {
     let plugins = binaries::plugin_dir();
     let path = format!("{}:{}", plugins.path().display(), std::env::var("PATH").unwrap_or_default());
+    let mut command = Command::new(binaries::kubectl());
+    command.args(["gitops", "mcp"]).args(args).env("PATH", path).env("KUBECONFIG", kubeconfig);
+    (command, plugins)
+}
+
+/// One MCP session: `calls` made in order by the Python SDK against the server `server` starts
+/// (its program, arguments and environment).
+pub(crate) fn session(server: &Command, calls: &Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/session.py");
-    let run = Run::of(
-        Command::new(gitops_e2e::tools::pypi_python())
-            .arg(script)
-            .arg(calls.to_string())
-            .arg("--")
-            .arg(binaries::kubectl())
-            .args(["gitops", "mcp"])
-            .env("PATH", path)
-            .env("KUBECONFIG", kubeconfig),
-    );
+    let mut command = Command::new(gitops_e2e::tools::pypi_python());
+    command.arg(script).arg(calls.to_string()).arg("--").arg(server.get_program()).args(server.get_args());
+    for (name, value) in server.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let run = Run::of(&mut command);
     assert_eq!(run.code, Some(0), "{}", run.render());
     serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {}", run.render()))
 }
@@ -73,13 +81,14 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
         {"tool": "events", "arguments": {"type": "Error"}},
         {"tool": "list_apps", "arguments": {"bogus": true}},
     ]);
-    let answer = session(&env.kubeconfig, &calls);
+    let (server, _plugins) = kubectl_gitops_mcp(&env.kubeconfig, &[]);
+    let answer = session(&server, &calls);
     assert_eq!(answer["server"]["name"], "kubectl-gitops", "{answer:#}");
 
     // The tools, each with its input and output schemas.
     let tools: Vec<&str> =
         answer["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
-    for tool in ["list_apps", "app_status", "app_history", "events", "detect", "dora_metrics"] {
+    for tool in ["list_apps", "app_status", "app_history", "events", "fleet_status", "detect", "dora_metrics"] {
         assert!(tools.contains(&tool), "{tool} in {tools:?}");
     }
     for tool in answer["tools"].as_array().unwrap() {
