@@ -9,10 +9,10 @@ gitops_shared::command_line! {
     ///
     /// An MCP client (a desktop assistant, an editor) starts it and talks to it on stdin and
     /// stdout: tools that list the apps, say why one fails, show its history, the cluster's
-    /// events, its DORA metrics and the fleet's matrix across contexts, each answering what the
+    /// events, its DORA metrics, drift and the fleet's matrix across contexts, each answering what the
     /// command's -o json prints. It acts with your kubeconfig, so RBAC decides what the assistant
-    /// sees; it changes nothing (docs/mcp.md). The config repo flags are those fleet status
-    /// reads the fleet file and the config repo's head with.
+    /// sees; it changes nothing (docs/mcp.md). The config repo flags are those drift and fleet
+    /// status read the config repo with.
     ///
     /// Example: kubectl gitops mcp --context staging
     struct Cli { mcp: McpArgs }

@@ -334,16 +334,22 @@ pub async fn run(request: &DriftRequest, target: &Target, printer: &Printer) -> 
     run_into(request, target, None, printer).await
 }
 
-/// [`run`], with what follows the drift sent to `sink` (default: as the request says).
-async fn run_into(
-    request: &DriftRequest,
-    target: &Target,
-    sink: Option<watch::Sink>,
-    printer: &Printer,
-) -> Result<ExitCode> {
+/// What a drift run works on, resolved before any Kustomization is built: the context (the
+/// config repo's credentials come from it), the namespace asked, the Kustomizations listed, and
+/// the API versions of their kinds and sources.
+struct Prepared {
+    context: change::Context,
+    cluster: Cluster,
+    namespace: Option<String>,
+    kustomizations_resource: kube::discovery::ApiResource,
+    listed: Vec<Value>,
+    source_kinds: source::SourceKinds,
+}
+
+async fn prepare(request: &DriftRequest, target: &Target, printer: &Printer) -> Result<Prepared> {
     // `-n` names the Kustomizations' namespace here, not only Flux's.
     let flux_target = Target { connection: target.connection.clone(), namespace: None };
-    let mut context = change::context(&flux_target, &request.repo, false, printer).await?;
+    let context = change::context(&flux_target, &request.repo, false, printer).await?;
     let namespace = request.namespace.clone().map(|asked| asked.unwrap_or_else(|| context.namespace.clone()));
     let cluster = context.cluster()?.clone();
     let Some(version) = context.versions.lookup(&KUSTOMIZATION).map(String::from) else {
@@ -361,6 +367,25 @@ async fn run_into(
         git: GIT_REPOSITORY.at(&version),
         oci: oci_version.map(|version| OCI_REPOSITORY.at(&version)),
     };
+    Ok(Prepared { context, cluster, namespace, kustomizations_resource, listed, source_kinds })
+}
+
+/// The drift `request` asks for, once, as `drift -o json` prints it (the MCP tool `drift`).
+pub async fn report(request: &DriftRequest, target: &Target, printer: &Printer) -> Result<Drift> {
+    let Prepared { mut context, cluster, listed, source_kinds, .. } = prepare(request, target, printer).await?;
+    let credentials = Credentials::Resolve(&mut context, &request.repo);
+    Ok(compute(&cluster, &source_kinds, listed, credentials, (false, printer)).await?.0)
+}
+
+/// [`run`], with what follows the drift sent to `sink` (default: as the request says).
+async fn run_into(
+    request: &DriftRequest,
+    target: &Target,
+    sink: Option<watch::Sink>,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let Prepared { mut context, cluster, namespace, kustomizations_resource, listed, source_kinds } =
+        prepare(request, target, printer).await?;
     // Serving binds first: a port in use is said before the work.
     let sink = match (sink, request.follow) {
         (Some(sink), _) => sink,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::{GlobalArgs, RepoArgs};
 use crate::cluster::Cluster;
 use crate::detect::Detection;
+use crate::drift::{Drift, DriftArgs};
 use crate::error::Error;
 use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
@@ -96,6 +97,19 @@ pub(super) struct Fleet {
     contexts: Option<Vec<String>>,
     /// How far this commit of the config repo (a full hash) has rolled out in each cluster.
     rollout: Option<String>,
+}
+
+/// `drift`'s input.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct DriftInput {
+    /// One Kustomization by name (default: every one in the namespace).
+    name: Option<String>,
+    /// The Kustomizations' namespace (default: Flux's, flux-system).
+    namespace: Option<String>,
+    /// Every namespace (not with name).
+    #[serde(default)]
+    all_namespaces: bool,
 }
 
 /// The server: the cluster of the kubeconfig, and the tools over it.
@@ -243,6 +257,22 @@ impl Tools {
         };
         let request = args.request(&global).map_err(said)?;
         bounded(crate::fleet::fleet_status(&request, &self.printer).await.map_err(said)?)
+    }
+
+    /// `kubectl gitops drift -o json`.
+    #[tool(
+        description = "What differs in the cluster from what Flux last applied, as `kubectl gitops drift -o json`: each Kustomization's source fetched at the revision Flux applied, built and compared with the cluster; the fields that differ and the field managers that changed them, objects deleted by hand."
+    )]
+    async fn drift(&self, Parameters(input): Parameters<DriftInput>) -> Result<Json<Drift>, String> {
+        if input.all_namespaces && input.name.is_some() {
+            return Err(said(Error::usage("name and allNamespaces both say which", "give one of them")));
+        }
+        let mut global = self.global.clone();
+        global.namespace = given(input.namespace).or(global.namespace);
+        let args = DriftArgs { name: given(input.name), all_namespaces: input.all_namespaces, repo: self.repo.clone() };
+        let request = args.request(&global).map_err(said)?;
+        let target = crate::change::Target::from_args(&global);
+        bounded(crate::drift::report(&request, &target, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops detect -o json`.

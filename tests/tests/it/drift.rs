@@ -332,6 +332,13 @@ fn drift_names_what_changed_by_hand_and_who_changed_it_until_flux_puts_it_back()
     let web = drifted(&document, "web");
     let names: Vec<&str> = web.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(names, ["Deployment/web", "ConfigMap/web-config"], "{document:#}");
+    // The same for an assistant: the MCP tool drift, called by the Python SDK.
+    let mcp = gitops_command(&["mcp"]);
+    let asked = crate::mcp::session(&mcp, &serde_json::json!([{"tool": "drift", "arguments": {"name": "web"}}]));
+    let call = &asked["calls"][0];
+    assert_eq!((&call["isError"], &call["schemaErrors"]), (&Value::Bool(false), &serde_json::json!([])), "{call:#}");
+    let told: Vec<String> = drifted(&call["structured"], "web").into_iter().map(|(name, _)| name).collect();
+    assert_eq!(told, names, "{call:#}");
     let deployment = &web[0].1;
     assert_eq!(deployment["state"], "changed");
     let paths: Vec<&str> =

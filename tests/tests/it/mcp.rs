@@ -88,7 +88,8 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
     // The tools, each with its input and output schemas.
     let tools: Vec<&str> =
         answer["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
-    for tool in ["list_apps", "app_status", "app_history", "events", "fleet_status", "detect", "dora_metrics"] {
+    for tool in ["list_apps", "app_status", "app_history", "events", "drift", "fleet_status", "detect", "dora_metrics"]
+    {
         assert!(tools.contains(&tool), "{tool} in {tools:?}");
     }
     for tool in answer["tools"].as_array().unwrap() {
