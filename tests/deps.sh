@@ -83,6 +83,11 @@ probe() {
     missing_packages+=("python3-jsonschema")
     echo "deps: missing Python's jsonschema (the -o json schema checks); Debian package python3-jsonschema" >&2
   fi
+  # Python's venv, which tests/testenv/build-pypi.sh makes the MCP tests' client in.
+  if find_command python3 >/dev/null && ! PATH=$search_path python3 -c 'import venv, ensurepip' 2>/dev/null; then
+    missing_packages+=("python3-venv")
+    echo "deps: missing Python's venv (the MCP tests' Python SDK); Debian package python3-venv" >&2
+  fi
   # The Go the test environment's modules ask for (their `go` line).
   local go_bin wanted have
   if go_bin=$(find_command go); then

@@ -337,17 +337,15 @@ pub async fn list(cluster: &Cluster, namespace: Option<&str>) -> Result<EventLog
     };
     let mut log = EventLog::default();
     log.apply(Event::Init);
-    let mut params = ListParams::default().limit(500);
-    loop {
-        let page = api.list(&params).await.map_err(|error| cluster.error(error))?;
-        for object in page.items {
-            log.apply(Event::InitApply(object));
-        }
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
-        }
-    }
+    let page = |params: ListParams| {
+        let api = api.clone();
+        async move { api.list(&params).await }
+    };
+    crate::cluster::list_pages(ListParams::default().limit(500), page, |object| {
+        log.apply(Event::InitApply(object));
+    })
+    .await
+    .map_err(|error| cluster.error(error))?;
     log.apply(Event::InitDone);
     Ok(log)
 }

@@ -40,7 +40,7 @@ fn status(server: &Arc<Server>) -> FleetStatus {
         .iter()
         .map(|view| {
             let place = config.clusters.iter().position(|entry| entry.context.as_deref() == Some(&view.context));
-            let entry = config.entry(&view.context);
+            let entry = place.map(|place| &config.clusters[place]);
             let column = Column {
                 context: view.context.clone(),
                 name: entry.map(|entry| entry.name.clone()),

@@ -28,13 +28,6 @@ pub(super) struct FleetConfig {
     pub(super) clusters: Vec<FleetEntry>,
 }
 
-impl FleetConfig {
-    /// The fleet file's entry of the cluster a context reaches.
-    pub(super) fn entry(&self, context: &str) -> Option<&FleetEntry> {
-        self.clusters.iter().find(|entry| entry.context.as_deref() == Some(context))
-    }
-}
-
 /// Starts looking at the config repo; `None` until the first look is done.
 pub(super) fn follow(server: &Arc<Server>) -> watch::Receiver<Option<FleetConfig>> {
     let (sender, receiver) = watch::channel(None);
