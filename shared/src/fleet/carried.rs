@@ -2,11 +2,14 @@
 //! (`apps/<app>/source.yaml` and `release.yaml`): a HelmRelease's chart version (its chart from a
 //! HelmRepository), the tag of the OCIRepository a HelmRelease's `chartRef` names (an OCI chart),
 //! or the tag a Kustomization's GitRepository or OCIRepository runs at in the source cluster (its
-//! `ref.tag`, or the tag its `ref.semver` range picked there). A branch, a commit or a digest is
-//! not a version to carry: the source cluster proved one tag, not a range.
+//! `ref.tag`, or the tag its `ref.semver` range picked there), with the images that Kustomization
+//! overrides there ([`super::images`]). A branch, a commit or a digest is not a version to carry:
+//! the source cluster proved one tag, not a range (a Kustomization on a branch is carried by its
+//! images alone).
 
 use serde_json::{Value, json};
 
+use super::images::Image;
 use crate::change::layout::APPS_DIR;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
@@ -115,8 +118,8 @@ impl Carried {
             && entry["patch"].as_str().is_some_and(|text| text.contains(path))
     }
 
-    /// The version app `name` runs in `cluster` (named `cluster_name`), Ready at it with nothing
-    /// else on its way; refused otherwise: promoting what does not run is not a promotion.
+    /// What app `name` runs in `cluster` (named `cluster_name`), Ready at it with nothing else
+    /// on its way; refused otherwise: promoting what does not run is not a promotion.
     pub(crate) async fn running(
         self,
         cluster: &Cluster,
@@ -124,7 +127,7 @@ impl Carried {
         cluster_name: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<String> {
+    ) -> Result<Running> {
         let release = get(cluster, served, self.release(), namespace, name).await?.ok_or_else(|| {
             Error::usage(
                 format!("{cluster_name} runs no {} {namespace}/{name}", self.release().kind),
@@ -163,12 +166,51 @@ impl Carried {
                 source.map(|source| serde_json::to_value(&source).unwrap_or_default()).unwrap_or_default(),
             )
         };
+        let version = |version: String| Running { version: Some(version), images: Vec::new() };
         match self {
-            Carried::Chart => Ok(running),
-            Carried::Tag(kind) => tag_of(&source(kind).await?, &running, kind, cluster_name),
-            Carried::ChartRef => chart_ref_tag(&value, &source(&OCI_REPOSITORY).await?, cluster_name),
+            Carried::Chart => Ok(version(running)),
+            Carried::ChartRef => chart_ref_tag(&value, &source(&OCI_REPOSITORY).await?, cluster_name).map(version),
+            Carried::Tag(kind) => {
+                let images = super::images::overridden(&value, cluster_name)?;
+                let source = source(kind).await?;
+                if images.is_empty() || follows_tag(&source) {
+                    Ok(Running { version: Some(tag_of(&source, &running, kind, cluster_name)?), images })
+                } else {
+                    Ok(Running { version: None, images })
+                }
+            }
         }
     }
+}
+
+/// What a cluster runs of an app that promote carries: the chart version or the source's tag,
+/// and the images its Kustomization overrides (a Kustomization whose source follows a branch is
+/// carried by its images alone). At least one of the two.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Running {
+    pub(crate) version: Option<String>,
+    pub(crate) images: Vec<Image>,
+}
+
+impl Running {
+    /// The words for it: `chart 0.2.0`, `tag v1.1.0 and images web:1.1.0`, `images web:1.1.0`.
+    pub(crate) fn describe(&self, noun: &str) -> String {
+        let version = self.version.as_ref().map(|version| format!("{noun} {version}"));
+        let images = (!self.images.is_empty()).then(|| {
+            let plural = if self.images.len() == 1 { "" } else { "s" };
+            format!("image{plural} {}", super::images::listed(&self.images))
+        });
+        version.into_iter().chain(images).collect::<Vec<_>>().join(" and ")
+    }
+}
+
+/// Whether a source follows a tag (`ref.tag`, or the tag a `ref.semver` range picks) and is not
+/// pinned by a commit, digest or name.
+fn follows_tag(source: &Value) -> bool {
+    let reference = &source["spec"]["ref"];
+    let by_tag = reference["tag"].is_string() || reference["semver"].is_string();
+    let pinned = ["commit", "digest", "name"].iter().any(|field| reference[field].is_string());
+    by_tag && !pinned
 }
 
 /// The tag of the OCIRepository a HelmRelease's chart came from: the one its artifact has, when
@@ -219,10 +261,8 @@ async fn get(
 /// The tag a source follows by `ref.tag` or picked by `ref.semver`, read from the revision the
 /// app applied (`TAG@sha1:…`, `TAG@sha256:…`), when its source has fetched nothing newer.
 fn tag_of(source: &Value, applied: &str, kind: &FluxKind, cluster_name: &str) -> Result<String> {
-    let reference = &source["spec"]["ref"];
-    let by_tag = reference["tag"].is_string() || reference["semver"].is_string();
-    let pinned = ["commit", "digest", "name"].iter().any(|field| reference[field].is_string());
-    if !by_tag || pinned {
+    if !follows_tag(source) {
+        let reference = &source["spec"]["ref"];
         let follows = crate::yaml::to_string(reference).unwrap_or_default().trim().replace('\n', ", ");
         return Err(Error::usage(
             format!("its {} in {cluster_name} follows no tag ({follows}): there is no version to promote", kind.kind),

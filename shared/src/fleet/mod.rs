@@ -5,6 +5,7 @@
 
 mod carried;
 pub mod collect;
+pub mod images;
 pub mod matrix;
 pub mod promote;
 mod render;

@@ -1,14 +1,15 @@
 //! `kubectl gitops promote APP --from ENV --to ENV` (docs/fleet.md): what one cluster runs of an
 //! app, carried to another cluster's directory in the config repo. The environments are the fleet
-//! file's; the version (a chart version or a source's tag, [`Carried`]) is what the source cluster
-//! runs and is Ready at (read from it, not from a file); it is written as a patch in the target
-//! cluster's overlay, through the change engine (one commit or pull request, `--dry-run`,
+//! file's; the version (a chart version or a source's tag, [`Carried`], and the images a
+//! Kustomization overrides) is what the source cluster runs and is Ready at (read from it, not
+//! from a file); it is written as a patch in the target cluster's overlay, through the change engine (one commit or pull request, `--dry-run`,
 //! `--preview`, `--wait` on the target cluster).
 
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::carried::Carried;
+use super::carried::{Carried, Running};
+use super::images::{self, Image};
 use crate::change::fleet::{FILE_NAME, FleetEntry, FleetFile};
 use crate::change::layout::{APPS_DIR, ClusterDir, KUSTOMIZATION_FILE};
 use crate::change::recorded::{self, Replanned};
@@ -44,6 +45,14 @@ pub struct PromoteArgs {
     #[arg(long, value_name = "VERSION", help_heading = "Promote")]
     pub expect_version: Option<String>,
 
+    /// Promote only with these image overrides (NAME[=NEW_NAME][:TAG][@DIGEST], repeated).
+    ///
+    /// Refused unless --from's Kustomization of the app overrides exactly these images
+    /// (`spec.images`) and has applied them. A promotion's pull request records the images it
+    /// read this way.
+    #[arg(long = "expect-image", value_name = "IMAGE", help_heading = "Promote")]
+    pub expect_images: Vec<String>,
+
     /// Carry --from's own values files too, replacing --to's.
     ///
     /// The values files of --from's overlay of the app (`<cluster>/apps/<app>/values/`, those
@@ -66,6 +75,8 @@ pub struct PromoteRequest {
     pub from: String,
     pub to: String,
     pub expect_version: Option<String>,
+    /// Sorted, as [`Carried::running`] reads them.
+    pub expect_images: Vec<Image>,
     pub with_values: bool,
     pub config: RepoSettings,
     pub delivery: DeliverySettings,
@@ -92,6 +103,7 @@ impl PromoteArgs {
             from: self.from.clone(),
             to: self.to.clone(),
             expect_version: self.expect_version.as_deref().map(one_version).transpose()?,
+            expect_images: expected_images(&self.expect_images)?,
             with_values: self.with_values,
             config: self.config.settings()?,
             delivery: self.delivery.settings(crate::diff::preview_plan)?,
@@ -111,12 +123,22 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     let namespace = here.namespace.clone();
     let carried = Carried::of_definition(&checkout.files(), &request.name)?;
     let noun = carried.noun();
-    let version = running_version(target, &from, &namespace, &request.name, carried, printer).await?;
-    let version = checked_running(version, &from.name, noun, &request.name)?;
-    if let Some(expected) = request.expect_version.as_ref().filter(|expected| **expected != version) {
+    let running = running_version(target, &from, &namespace, &request.name, carried, printer).await?;
+    let running = checked_running(running, &from.name, noun, &request.name)?;
+    let version = running.describe(noun);
+    if let Some(expected) =
+        request.expect_version.as_ref().filter(|expected| running.version.as_ref() != Some(*expected))
+    {
         return Err(Error::Negative {
-            message: format!("{} runs {noun} {version} of {}, not {expected}", from.name, request.name),
+            message: format!("{} runs {version} of {}, not {expected}", from.name, request.name),
             hint: Some("promote what it runs (leave out --expect-version), or wait until it runs that version".into()),
+        });
+    }
+    if !request.expect_images.is_empty() && request.expect_images != running.images {
+        let expected = images::listed(&request.expect_images);
+        return Err(Error::Negative {
+            message: format!("{} runs {version} of {}, not images {expected}", from.name, request.name),
+            hint: Some("promote what it runs (leave out --expect-image), or wait until it runs those images".into()),
         });
     }
     let connection = Connection { context: to.context.clone(), ..target.connection.clone() };
@@ -125,7 +147,7 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
     let promotion = Promotion {
         name: &request.name,
         carried,
-        version: &version,
+        running: &running,
         from: cluster_dir(&from),
         to: cluster_dir(&to),
         namespace: &namespace,
@@ -140,14 +162,14 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         done: "promoted",
         app: &request.name,
         message: request.delivery.message.clone().unwrap_or_else(|| {
-            format!("Promote {} ({noun} {version}) from {} to {}", request.name, from.environment, to.environment)
+            format!("Promote {} ({version}) from {} to {}", request.name, from.environment, to.environment)
         }),
         files,
         patches: Vec::new(),
         migrations: Vec::new(),
         objects: vec![format!(
-            "{} {namespace}/{} in {} ({}): {noun} {version}, as {} runs it{values}",
-            carried.patched().kind,
+            "{} {namespace}/{} in {} ({}): {version}, as {} runs it{values}",
+            patched_kinds(carried, &running),
             request.name,
             to.name,
             to.environment,
@@ -159,20 +181,30 @@ pub async fn promote(request: &PromoteRequest, target: &Target, printer: &Printe
         notes: Vec::new(),
         awaits: Awaits::one(&namespace, &request.name, true, Some(crate::flux::bootstrap::APPS_LAYER)),
         new_repo: None,
-        request: promote_words(request, &version),
+        request: promote_words(request, &running),
         already_there: Some(format!(
-            "{} runs {noun} {version} of {}{values} already; nothing to change\n",
+            "{} runs {version} of {}{values} already; nothing to change\n",
             to.name, request.name
         )),
     };
     drive(&context, &request.delivery, change, Some(checkout), &build).await
 }
 
-/// The words that record a promotion in its pull request: with the version read from the source
-/// cluster, which a reviewer's `pr show` plans again without asking that cluster.
-fn promote_words(request: &PromoteRequest, version: &str) -> Vec<String> {
-    let flags = [("--from", &request.from), ("--to", &request.to), ("--expect-version", &version.to_string())];
-    let flags = flags.into_iter().flat_map(|(flag, value)| [flag.to_string(), value.clone()]);
+/// The kinds a promotion patches: the one that holds the version, and the Kustomization when it
+/// carries images.
+fn patched_kinds(carried: Carried, running: &Running) -> String {
+    let version = running.version.is_some().then_some(carried.patched().kind);
+    let images = (!running.images.is_empty()).then_some(crate::flux::api::KUSTOMIZATION.kind);
+    version.into_iter().chain(images).collect::<Vec<_>>().join(" and ")
+}
+
+/// The words that record a promotion in its pull request: with the version and images read from
+/// the source cluster, which a reviewer's `pr show` plans again without asking that cluster.
+fn promote_words(request: &PromoteRequest, running: &Running) -> Vec<String> {
+    let mut flags = vec![("--from", request.from.clone()), ("--to", request.to.clone())];
+    flags.extend(running.version.iter().map(|version| ("--expect-version", version.clone())));
+    flags.extend(running.images.iter().map(|image| ("--expect-image", image.to_string())));
+    let flags = flags.into_iter().flat_map(|(flag, value)| [flag.to_string(), value]);
     let values = request.with_values.then(|| "--with-values".to_string());
     ["promote".to_string(), request.name.clone()].into_iter().chain(flags).chain(values).collect()
 }
@@ -183,14 +215,21 @@ fn promote_words(request: &PromoteRequest, version: &str) -> Vec<String> {
 pub(crate) fn replan(words: &[String], namespace: &str, base: &Checkout) -> Result<Replanned> {
     let args = recorded::parse_args::<PromoteArgs>(words.get(1..).unwrap_or_default(), words)?;
     let name = crate::names::validate_name(&args.name, "the app")?;
-    let Some(version) = args.expect_version.as_deref().map(one_version).transpose()? else {
-        return Err(recorded::unreadable(words, "it does not record the version promoted (--expect-version)"));
+    let running = Running {
+        version: args.expect_version.as_deref().map(one_version).transpose()?,
+        images: expected_images(&args.expect_images)?,
     };
+    if running.version.is_none() && running.images.is_empty() {
+        return Err(recorded::unreadable(
+            words,
+            "it does not record the version promoted (--expect-version or --expect-image)",
+        ));
+    }
     let fleet = read_fleet(base)?;
     let promotion = Promotion {
         name: &name,
         carried: Carried::of_definition(base, &name)?,
-        version: &version,
+        running: &running,
         from: cluster_dir(&environment(&fleet, &args.from)?),
         to: cluster_dir(&environment(&fleet, &args.to)?),
         namespace,
@@ -219,14 +258,21 @@ fn is_one_version(version: &str) -> bool {
         && version.starts_with(|c: char| c.is_ascii_alphanumeric())
 }
 
+/// `--expect-image`'s, each checked, sorted as [`Carried::running`] reads them.
+fn expected_images(words: &[String]) -> Result<Vec<Image>> {
+    let mut images = words.iter().map(|words| words.parse()).collect::<Result<Vec<Image>>>()?;
+    images.sort();
+    Ok(images)
+}
+
 /// The version read from the source cluster is input too (anyone who may write its status, or a
 /// tag named by whoever pushes to the source, could make it anything): checked as it is read, so
 /// that nothing is planned, written or recorded with a version a YAML patch or a pull request's
 /// words would carry as something else.
-fn checked_running(version: String, from: &str, noun: &str, name: &str) -> Result<String> {
-    if is_one_version(&version) {
-        return Ok(version);
-    }
+fn checked_running(running: Running, from: &str, noun: &str, name: &str) -> Result<Running> {
+    let Some(version) = running.version.as_ref().filter(|version| !is_one_version(version)) else {
+        return Ok(running);
+    };
     Err(Error::Negative {
         message: format!(
             "{from} reports {noun} {version:?} for {name}: not one chart version or tag, so it is not promoted"
@@ -301,7 +347,7 @@ async fn running_version(
     name: &str,
     carried: Carried,
     printer: &Printer,
-) -> Result<String> {
+) -> Result<Running> {
     let connection = Connection { context: from.context.clone(), ..target.connection.clone() };
     let cluster = Cluster::connect(&connection, printer).await?;
     let detection = crate::detect::detect(&cluster).await?;
@@ -318,12 +364,13 @@ fn cluster_dir(entry: &FleetEntry) -> ClusterDir {
     ClusterDir { name: entry.name.clone(), path: entry.path.clone() }
 }
 
-/// What a promotion writes: app `name` at `version` (what `carried` says) in `to`'s overlay, and
-/// with `with_values` `from`'s own values files there instead of `to`'s.
+/// What a promotion writes: app `name` at what `from` runs (the version `carried` says, the
+/// images) in `to`'s overlay, and with `with_values` `from`'s own values files there instead of
+/// `to`'s.
 struct Promotion<'a> {
     name: &'a str,
     carried: Carried,
-    version: &'a str,
+    running: &'a Running,
     from: ClusterDir,
     to: ClusterDir,
     /// The Flux namespace: the values' ConfigMap is generated there, beside the HelmRelease.
@@ -345,7 +392,14 @@ impl Promotion<'_> {
                 format!("add it there first: `kubectl gitops app add {name} --cluster-name {} …`", to.name),
             )
         })?;
-        let mut after = with_version(&before, name, self.carried, self.version)?;
+        let mut after = before;
+        if let Some(version) = &self.running.version {
+            after = with_patch(&after, self.carried.patch(name, version)?, |entry| self.carried.is_patch(entry, name))?;
+        }
+        if !self.running.images.is_empty() {
+            let patch = images::patch(name, &self.running.images)?;
+            after = with_patch(&after, patch, |entry| images::is_patch(entry, name))?;
+        }
         let mut wanted = std::collections::BTreeMap::new();
         let mut replaced = Vec::new();
         if self.with_values {
@@ -392,18 +446,17 @@ fn own_values(checkout: &Checkout, dir: &str) -> Result<Vec<(String, String)>> {
     Ok(values)
 }
 
-/// `overlay` (a kustomization.yaml) with a patch setting app `name`'s version (what `carried`
-/// says), in place of the one an earlier promotion wrote.
-fn with_version(overlay: &str, name: &str, carried: Carried, version: &str) -> Result<String> {
+/// `overlay` (a kustomization.yaml) with `patch`, in place of the entry an earlier promotion wrote
+/// (the one `is_same` knows).
+fn with_patch(overlay: &str, patch: Value, is_same: impl Fn(&Value) -> bool) -> Result<String> {
     let mut config: Value = crate::yaml::from_str(overlay).map_err(|error| {
         Error::usage(format!("the app's overlay is not YAML: {error}"), "fix it in the config repo")
     })?;
-    let patch = carried.patch(name, version)?;
     if !config["patches"].is_array() {
         config["patches"] = json!([]);
     }
     let patches = config["patches"].as_array_mut().ok_or_else(|| Error::Internal("patches is a list".into()))?;
-    match patches.iter_mut().find(|entry| carried.is_patch(entry, name)) {
+    match patches.iter_mut().find(|entry| is_same(entry)) {
         Some(entry) => *entry = patch,
         None => patches.push(patch),
     }
@@ -420,6 +473,16 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         promote: PromoteArgs,
+    }
+
+    /// `overlay` with chart `version` of `carried` set, as a promotion writes it.
+    fn with_version(overlay: &str, name: &str, carried: Carried, version: &str) -> Result<String> {
+        with_patch(overlay, carried.patch(name, version)?, |entry| carried.is_patch(entry, name))
+    }
+
+    /// What a cluster that runs chart (or tag) `version` runs.
+    fn running(version: &str) -> Running {
+        Running { version: Some(version.to_string()), images: Vec::new() }
     }
 
     #[test]
@@ -444,12 +507,12 @@ mod tests {
         );
     }
 
-    /// Chart 0.2.0 of mccp from dev to uat.
-    fn dev_to_uat(with_values: bool) -> Promotion<'static> {
+    /// What `running` runs of chart mccp, from dev to uat.
+    fn dev_to_uat(running: &Running, with_values: bool) -> Promotion<'_> {
         Promotion {
             name: "mccp",
             carried: Carried::Chart,
-            version: "0.2.0",
+            running,
             from: ClusterDir { name: "dev".into(), path: "clusters/dev".into() },
             to: ClusterDir { name: "uat".into(), path: "clusters/uat".into() },
             namespace: "flux-system",
@@ -480,14 +543,15 @@ mod tests {
             from: request.from,
             to: request.to,
             expect_version: None,
+            expect_images: Vec::new(),
             with_values: false,
             config: request.config.settings().unwrap(),
             delivery: request.delivery.settings(crate::diff::preview_plan).unwrap(),
         };
-        let words = promote_words(&request, "0.2.0");
+        let words = promote_words(&request, &running("0.2.0"));
         assert_eq!(words.join(" "), "promote mccp --from dev --to uat --expect-version 0.2.0");
         let replanned = replan(&words, "flux-system", &checkout).unwrap();
-        assert_eq!(replanned.files, dev_to_uat(false).files(&checkout).unwrap());
+        assert_eq!(replanned.files, dev_to_uat(&running("0.2.0"), false).files(&checkout).unwrap());
         assert!(replanned.branch.starts_with("gitops/promote-mccp-"), "{}", replanned.branch);
         // Without the version, or with a range, there is nothing exact to plan.
         let unpinned = replan(&words[..6], "flux-system", &checkout).unwrap_err();
@@ -524,6 +588,52 @@ mod tests {
     }
 
     #[test]
+    fn images_are_a_patch_of_the_kustomization_beside_the_tag_and_recorded_for_the_pull_request() {
+        let (_dir, checkout) = fleet_with("web", "GitRepository", "Kustomization");
+        let words: Vec<String> =
+            "promote web --from dev --to uat --expect-image ghcr.io/acme/web:1.1.0 --expect-image api=registry.local/api:2"
+                .split(' ')
+                .map(String::from)
+                .collect();
+        // A Kustomization on a branch: carried by its images alone.
+        let replanned = replan(&words, "flux-system", &checkout).unwrap();
+        let overlay: Value = crate::yaml::from_str(replanned.files[0].after.as_deref().unwrap()).unwrap();
+        assert_eq!(overlay["patches"].as_array().unwrap().len(), 1, "{overlay:#}");
+        assert_eq!(overlay["patches"][0]["target"]["kind"], "Kustomization");
+        let patch: Value = crate::yaml::from_str(overlay["patches"][0]["patch"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            patch[0]["value"],
+            json!([{"name": "api", "newName": "registry.local/api", "newTag": "2"}, {"name": "ghcr.io/acme/web", "newTag": "1.1.0"}]),
+            "sorted, as read from the cluster"
+        );
+        // With the tag too: both patches; the words record both, the images sorted.
+        let running = Running {
+            version: Some("v1.1.0".into()),
+            images: expected_images(&words[6..].iter().skip(1).step_by(2).cloned().collect::<Vec<_>>()).unwrap(),
+        };
+        let request = Cli::try_parse_from(["promote", "web", "--from", "dev", "--to", "uat"]).unwrap().promote;
+        let request = request.request(&GlobalArgs::default()).unwrap();
+        let recorded = promote_words(&request, &running);
+        assert_eq!(
+            recorded.join(" "),
+            "promote web --from dev --to uat --expect-version v1.1.0 --expect-image api=registry.local/api:2 --expect-image ghcr.io/acme/web:1.1.0"
+        );
+        assert_eq!(running.describe("tag"), "tag v1.1.0 and images api=registry.local/api:2, ghcr.io/acme/web:1.1.0");
+        assert_eq!(
+            patched_kinds(Carried::Tag(&crate::flux::api::GIT_REPOSITORY), &running),
+            "GitRepository and Kustomization"
+        );
+        let both = replan(&recorded, "flux-system", &checkout).unwrap();
+        let overlay: Value = crate::yaml::from_str(both.files[0].after.as_deref().unwrap()).unwrap();
+        let kinds: Vec<&str> =
+            overlay["patches"].as_array().unwrap().iter().map(|p| p["target"]["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["GitRepository", "Kustomization"]);
+        let bad = [&words[..6], &["--expect-image".to_string(), "web:1 --to prod".to_string()]].concat();
+        let refused = replan(&bad, "flux-system", &checkout).unwrap_err().to_string();
+        assert!(refused.contains("is not an image override"), "{refused}");
+    }
+
+    #[test]
     fn with_values_the_source_overlays_values_replace_the_targets_and_the_version_patch_stays() {
         let (_dir, remote) = crate::git::tests::bare();
         let mut checkout = Checkout::clone(&remote, "main").unwrap();
@@ -531,7 +641,8 @@ mod tests {
         checkout.write("clusters/uat/apps/mccp/values/uat.yaml", b"database:\n  type: postgresql\n").unwrap();
         let overlay = "resources:\n- ../../../../apps/mccp\n";
         checkout.write("clusters/uat/apps/mccp/kustomization.yaml", overlay.as_bytes()).unwrap();
-        let promotion = dev_to_uat(true);
+        let chart = running("0.2.0");
+        let promotion = dev_to_uat(&chart, true);
         let files = promotion.files(&checkout).unwrap();
         let paths: Vec<(&str, bool)> = files.iter().map(|file| (file.path.as_str(), file.after.is_some())).collect();
         assert_eq!(
@@ -586,9 +697,9 @@ mod tests {
 
     #[test]
     fn a_version_read_from_the_cluster_is_checked_as_it_is_read() {
-        assert_eq!(checked_running("0.2.0".into(), "dev", "chart version", "mccp").unwrap(), "0.2.0");
+        assert_eq!(checked_running(running("0.2.0"), "dev", "chart version", "mccp").unwrap(), running("0.2.0"));
         for read in ["0.2.0\n- op: remove", "v1 --to prod", ">=0.1.0", "", "-rf"] {
-            let error = checked_running(read.into(), "dev", "tag", "web").unwrap_err().to_string();
+            let error = checked_running(running(read), "dev", "tag", "web").unwrap_err().to_string();
             assert!(error.contains("dev reports tag") && error.contains("not one chart version or tag"), "{error}");
             assert!(!error.contains("--expect-version"), "the user gave no flag: {error}");
         }

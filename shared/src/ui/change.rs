@@ -151,6 +151,8 @@ impl PromoteApp {
             from: self.from.clone(),
             to: self.to.clone(),
             expect_version: Some(self.version.clone()),
+            // The matrix shows versions, not images: the plan shown first names those it carries.
+            expect_images: Vec::new(),
             with_values: self.with_values,
             config: repo.settings()?,
             delivery: delivery(self.pr, None, self.dry_run, false),
