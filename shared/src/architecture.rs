@@ -65,10 +65,9 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "monitoring",
             "pr",
             "repo",
-            "mcp",
         ],
     ),
-    ("edge", &["runtime", "schemas"]),
+    ("edge", &["runtime", "schemas", "mcp"]),
 ];
 
 /// `error` names the typed errors of `git` and `provider` (`Error::Git(#[from] GitError)`), whose

@@ -1,12 +1,14 @@
 """An MCP session driven by the official Python SDK (`mcp` on PyPI), a client nobody here wrote.
 
 Usage: session.py CALLS_JSON -- SERVER_COMMAND [ARGS...]
-  CALLS_JSON  a JSON list of {"tool": NAME, "arguments": {...}}
+  CALLS_JSON  a JSON list of {"tool": NAME, "arguments": {...}} or {"resource": URI}
 Starts the server over stdio (the environment passed on: KUBECONFIG and the like), lists its
-tools, calls each of CALLS in order, checks every structured result against the tool's output
-schema (jsonschema), and prints one JSON document on stdout:
-  {"server": {...}, "tools": [{"name", "inputSchema", "outputSchema"}],
-   "calls": [{"tool", "isError", "text", "structured", "schemaErrors", "bytes"} or {"tool", "protocolError"}]}
+tools and resources, calls each of CALLS in order (a tool, or a resource read), checks every
+structured result against the tool's output schema (jsonschema), and prints one JSON document on
+stdout:
+  {"server": {...}, "tools": [{"name", "inputSchema", "outputSchema"}], "resources": [{"uri", "mimeType"}],
+   "calls": [{"tool", "isError", "text", "structured", "schemaErrors", "bytes"} or {"tool", "protocolError"}
+             or {"resource", "text", "mimeType"}]}
 """
 
 import json
@@ -28,8 +30,20 @@ async def main() -> None:
             initialized = await session.initialize()
             listed = await session.list_tools()
             tools = {tool.name: tool for tool in listed.tools}
+            resources = await session.list_resources()
             answers = []
             for call in calls:
+                if "resource" in call:
+                    try:
+                        read = await session.read_resource(call["resource"])
+                    except Exception as error:
+                        answers.append({"resource": call["resource"], "protocolError": str(error)})
+                        continue
+                    contents = read.contents[0]
+                    answers.append(
+                        {"resource": call["resource"], "text": getattr(contents, "text", None), "mimeType": contents.mime_type}
+                    )
+                    continue
                 try:
                     result = await session.call_tool(call["tool"], call.get("arguments", {}))
                 except Exception as error:  # a JSON-RPC error: the call itself was refused
@@ -59,6 +73,9 @@ async def main() -> None:
                 "tools": [
                     {"name": tool.name, "inputSchema": tool.input_schema, "outputSchema": tool.output_schema}
                     for tool in listed.tools
+                ],
+                "resources": [
+                    {"uri": str(resource.uri), "mimeType": resource.mime_type} for resource in resources.resources
                 ],
                 "calls": answers,
             }

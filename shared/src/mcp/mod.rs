@@ -3,9 +3,13 @@
 //! does, answering the document its `-o json` prints (schemas from the same types); it acts with
 //! the user's kubeconfig, so RBAC decides what an assistant sees (docs/mcp.md).
 //!
-//! - [`tools`]: the tools, their inputs, and the bound on a result's size.
+//! - [`tools`]: the tools that read, their inputs, and the bound on a result's size.
+//! - [`writes`]: the tools that change something, only with `--allow-writes`.
+//! - [`resources`]: the docs and the output schemas, for an assistant to read.
 
+mod resources;
 mod tools;
+mod writes;
 
 use rmcp::ServiceExt;
 
@@ -21,6 +25,14 @@ pub struct McpArgs {
     /// How the tools that read the config repo (fleet_status: its fleet file and head) reach it.
     #[command(flatten)]
     pub repo: RepoArgs,
+
+    /// Allow changes; read-only otherwise.
+    ///
+    /// Also serve the tools that change something (add_app, remove_app,
+    /// suspend_app, resume_app, promote, merge_pr), each through the config repo, a pull request
+    /// unless the call asks for a push, a dry run when asked. Without it the server only reads.
+    #[arg(long)]
+    pub allow_writes: bool,
 }
 
 /// Serves the tools on stdin and stdout until the client closes stdin (or Ctrl-C). Nothing else
@@ -28,7 +40,7 @@ pub struct McpArgs {
 pub async fn serve(global: &GlobalArgs, args: &McpArgs, printer: Printer) -> Result<ExitCode> {
     let target = Target::from_args(global);
     let cluster = Cluster::connect(&target.connection, &printer).await?;
-    let server = tools::Tools::new(cluster, global.clone(), args.repo.clone(), printer);
+    let server = tools::Tools::new(cluster, global.clone(), args.repo.clone(), printer, args.allow_writes);
     let running = server
         .serve(rmcp::transport::stdio())
         .await

@@ -4,9 +4,14 @@
 //! the command line), not a protocol error. Lists come in pages; no result is larger than
 //! [`MAX_RESULT_BYTES`].
 
+use rmcp::RoleServer;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    ErrorData, Implementation, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +23,7 @@ use crate::error::Error;
 use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
 use crate::output::Printer;
+use crate::pr::Validation;
 use crate::status::events::{self, EventFilter, EventsPage};
 use crate::status::{AppHistory, AppReport, Scope};
 use crate::ui::query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
@@ -112,20 +118,38 @@ pub(super) struct DriftInput {
     all_namespaces: bool,
 }
 
+/// `pr_show`'s input.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct PrShow {
+    /// The pull request's number (as `pr_list` lists it).
+    number: u64,
+    /// Also what its head would do to the cluster (`diff`'s preview): objects created, changed,
+    /// deleted, HelmReleases' rendered manifests.
+    #[serde(default)]
+    preview: bool,
+}
+
+/// `pr_list`'s answer: the open pull requests kubectl-gitops opened.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(super) struct PullRequests {
+    items: Vec<crate::pr::Row>,
+}
+
 /// The server: the cluster of the kubeconfig, and the tools over it.
 #[derive(Clone)]
 pub(super) struct Tools {
     cluster: Cluster,
     /// The command line's connection flags: the fleet tool asks other contexts with them.
-    global: GlobalArgs,
-    /// How the config repo is reached (the fleet file, its head).
-    repo: RepoArgs,
-    printer: Printer,
+    pub(super) global: GlobalArgs,
+    /// How the config repo is reached (the fleet file, its head, pull requests, changes).
+    pub(super) repo: RepoArgs,
+    pub(super) printer: Printer,
     tool_router: ToolRouter<Tools>,
 }
 
 /// A failure as the command line says it: `error: …` and its `hint: …`.
-fn said(error: Error) -> String {
+pub(super) fn said(error: Error) -> String {
     match error.hint() {
         Some(hint) => format!("error: {error}\nhint: {hint}"),
         None => format!("error: {error}"),
@@ -133,7 +157,7 @@ fn said(error: Error) -> String {
 }
 
 /// `value` as the tool's result, unless it is larger than [`MAX_RESULT_BYTES`].
-fn bounded<T: Serialize>(value: T) -> Result<Json<T>, String> {
+pub(super) fn bounded<T: Serialize>(value: T) -> Result<Json<T>, String> {
     let size = serde_json::to_vec(&value).map(|json| json.len()).unwrap_or(usize::MAX);
     if size > MAX_RESULT_BYTES {
         return Err(said(Error::usage(
@@ -145,14 +169,25 @@ fn bounded<T: Serialize>(value: T) -> Result<Json<T>, String> {
 }
 
 /// A value given as text, trimmed; absent when blank.
-fn given(value: Option<String>) -> Option<String> {
+pub(super) fn given(value: Option<String>) -> Option<String> {
     value.map(|value| value.trim().to_string()).filter(|value| !value.is_empty())
 }
 
 #[tool_router]
 impl Tools {
-    pub(super) fn new(cluster: Cluster, global: GlobalArgs, repo: RepoArgs, printer: Printer) -> Tools {
-        Tools { cluster, global, repo, printer, tool_router: Tools::tool_router() }
+    /// The server; the tools that change something only with `allow_writes`.
+    pub(super) fn new(
+        cluster: Cluster,
+        global: GlobalArgs,
+        repo: RepoArgs,
+        printer: Printer,
+        allow_writes: bool,
+    ) -> Tools {
+        let mut tool_router = Tools::tool_router();
+        if allow_writes {
+            tool_router += Tools::write_router();
+        }
+        Tools { cluster, global, repo, printer, tool_router }
     }
 
     /// The app's namespace: the one given, else Flux's (as `-n` defaults for `app status`).
@@ -275,6 +310,33 @@ impl Tools {
         bounded(crate::drift::report(&request, &target, &self.printer).await.map_err(said)?)
     }
 
+    /// `kubectl gitops pr list -o json`.
+    #[tool(
+        description = "The open pull requests kubectl-gitops opened on the config repo, as `kubectl gitops pr list -o json`: number, change (verb and app), mergeable, checks, author, age. Listed, not trusted: pr_show validates one."
+    )]
+    async fn pr_list(&self) -> Result<Json<PullRequests>, String> {
+        let repo = self.repo.settings().map_err(said)?;
+        let target = crate::change::Target::from_args(&self.global);
+        let (items, _) = crate::pr::open_rows(&repo, &target, &self.printer).await.map_err(said)?;
+        bounded(PullRequests { items })
+    }
+
+    /// `kubectl gitops pr show NUMBER -o json`.
+    #[tool(
+        description = "Validate one pull request kubectl-gitops opened, as `kubectl gitops pr show NUMBER -o json`: who opened it, whether its branch is exactly what its recorded request plans on its base (every file, nothing else), mergeable, checks; with `preview`, what its head would do to the cluster (`kubectl gitops diff`'s preview)."
+    )]
+    async fn pr_show(&self, Parameters(input): Parameters<PrShow>) -> Result<Json<Validation>, String> {
+        let args = crate::pr::ShowPreviewArgs {
+            show: crate::pr::ShowArgs { reference: input.number.to_string(), opened_by: None, repo: self.repo.clone() },
+            preview: input.preview,
+            render: Default::default(),
+        };
+        let request = args.request(&self.global, false).map_err(said)?;
+        let target = crate::change::Target::from_args(&self.global);
+        let (validation, _, _) = crate::pr::checked(&request, &target, &self.printer).await.map_err(said)?;
+        bounded(validation)
+    }
+
     /// `kubectl gitops detect -o json`.
     #[tool(
         description = "What the cluster is, as `kubectl gitops detect -o json`: its Kubernetes and Flux versions, the Flux controllers and their readiness, the config repo kubectl-gitops installed it from, and warnings."
@@ -297,11 +359,33 @@ impl Tools {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Tools {
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(super::resources::listed()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match super::resources::read(&request.uri) {
+            Some(contents) => Ok(ReadResourceResult::new(vec![contents]).into()),
+            None => Err(ErrorData::resource_not_found(
+                format!("no resource {:?}: resources/list lists them", request.uri),
+                None,
+            )),
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("kubectl-gitops", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "GitOps on a Flux cluster, through the user's kubeconfig: list_apps to see what runs and what fails, app_status for why one fails, events and app_history for what happened. Read-only.",
+                "GitOps on a Flux cluster, through the user's kubeconfig: list_apps to see what runs and what fails, app_status for why one fails, events and app_history for what happened, pr_list and pr_show for the changes waiting in pull requests. Changes, when the server allows them, go through the config repo: a pull request by default, a dry run first.",
             )
     }
 }

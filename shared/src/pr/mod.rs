@@ -24,7 +24,7 @@ mod show;
 use std::time::Duration;
 
 pub use self::comment::{CommentArgs, CommentRequest, comment};
-pub use self::show::{ShowPreviewArgs, ShowRequest, show};
+pub use self::show::{ShowPreviewArgs, ShowRequest, checked, show};
 
 use clap::Args;
 use serde::Serialize;
@@ -162,9 +162,21 @@ pub async fn open_numbers(target: &Target, platform: bool, printer: &Printer) ->
     Ok(open.into_iter().map(|details| (details.number, details.title)).collect())
 }
 
-/// `pr list`: the open pull requests we opened, oldest first.
+/// `pr list`: the open pull requests we opened, oldest first, as `request.format` prints them.
 pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Result<String> {
-    let (hosted, open) = open_ours(&request.repo, target, printer).await?;
+    let (rows, noun) = open_rows(&request.repo, target, printer).await?;
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::list(&rows), request.format)
+        }
+        _ => Ok(render_list(&rows, request.headers, noun)),
+    }
+}
+
+/// The open pull requests we opened on `repo`'s forge, oldest first, and what the forge calls
+/// them (a warning names those an older kubectl-gitops opened).
+pub async fn open_rows(repo: &RepoSettings, target: &Target, printer: &Printer) -> Result<(Vec<Row>, &'static str)> {
+    let (hosted, open) = open_ours(repo, target, printer).await?;
     let mut rows = Vec::new();
     for listed in open {
         // GitHub's listing does not say whether a request is mergeable: read that one whole.
@@ -203,12 +215,7 @@ pub async fn list(request: &Request, target: &Target, printer: &Printer) -> Resu
             if older.len() == 1 { "was" } else { "were" }
         ));
     }
-    match request.format {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            crate::output::render_structured(&crate::output::list(&rows), request.format)
-        }
-        _ => Ok(render_list(&rows, request.headers, hosted.provider.kind().pull_request_noun())),
-    }
+    Ok((rows, hosted.provider.kind().pull_request_noun()))
 }
 
 fn render_list(rows: &[Row], headers: bool, noun: &str) -> String {

@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::{Request, ShowArgs, Validated, render_validation, validate};
+use super::{Request, ShowArgs, Validated, Validation, render_validation, validate};
 use crate::change::Target;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::diff::{self, DiffRequest, RenderArgs, Rendering, State};
@@ -65,6 +65,31 @@ impl ShowPreviewArgs {
 /// refusal or a failure.
 pub async fn show(request: &ShowRequest, target: &Target, printer: &Printer) -> Result<(String, ExitCode)> {
     let validation_request = &request.validation;
+    let (validation, sign, code) = checked(request, target, printer).await?;
+    let text = match validation_request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            crate::output::render_structured(&crate::output::document(&validation), validation_request.format)?
+        }
+        _ => {
+            let mut text = render_validation(&validation, sign);
+            if let Some(preview) = &validation.preview {
+                text.push('\n');
+                text.push_str(&diff::render_text(preview, validation_request.headers, printer.stdout_style()));
+            }
+            text
+        }
+    };
+    Ok((text, code))
+}
+
+/// What `pr show` finds (with the preview when asked), the forge's sign for a pull request
+/// (`#`, `!`), and its exit code.
+pub async fn checked(
+    request: &ShowRequest,
+    target: &Target,
+    printer: &Printer,
+) -> Result<(Validation, &'static str, ExitCode)> {
+    let validation_request = &request.validation;
     let Validated { mut validation, sign, mut context, hosted } = validate(validation_request, target, printer).await?;
     if let Some(rendering) = &request.preview {
         let head = validation.head.clone().ok_or_else(|| {
@@ -90,18 +115,5 @@ pub async fn show(request: &ShowRequest, target: &Target, printer: &Printer) -> 
         (true, false) => ExitCode::Ok,
         (false, false) => ExitCode::No,
     };
-    let text = match validation_request.format {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            crate::output::render_structured(&crate::output::document(&validation), validation_request.format)?
-        }
-        _ => {
-            let mut text = render_validation(&validation, sign);
-            if let Some(preview) = &validation.preview {
-                text.push('\n');
-                text.push_str(&diff::render_text(preview, validation_request.headers, printer.stdout_style()));
-            }
-            text
-        }
-    };
-    Ok((text, code))
+    Ok((validation, sign, code))
 }

@@ -17,7 +17,8 @@ use crate::fleet::promote::PromoteRequest;
 use crate::output::Printer;
 
 /// The body of `POST /api/v1/apps`: the flags of `app add`, by their camelCase names.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The MCP server's `add_app` takes the same fields (docs/mcp.md).
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct AddApp {
     pub(crate) name: String,
@@ -42,9 +43,9 @@ pub(crate) struct AddApp {
     pub(crate) clusters: Vec<String>,
     #[serde(default)]
     pub(crate) update: bool,
-    /// Open a pull request instead of pushing.
-    #[serde(default)]
-    pub(crate) pr: bool,
+    /// Open a pull request (`true`), or push unless the branch is protected (`false`). Unset:
+    /// the UI pushes, the MCP server opens a pull request.
+    pub(crate) pr: Option<bool>,
     pub(crate) message: Option<String>,
     /// Return the plan and the diff; push nothing.
     #[serde(default)]
@@ -57,7 +58,7 @@ pub(crate) struct AddApp {
 /// What `POST /api/v1/apps` and `DELETE /api/v1/apps/{namespace}/{name}` answer: what `app add`
 /// or `app remove` printed (the plan and its diff with `dryRun`, else the commit or the pull
 /// request).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Changed {
     pub(crate) name: String,
@@ -78,7 +79,7 @@ pub(crate) struct RemoveApp {
 /// The delivery the UI asks for: a pull request or what `app add` chooses (a push unless the
 /// branch is protected), the plan and its cluster preview with `dryRun`, `--wait`; every other
 /// setting as the flags default it.
-fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
+pub(crate) fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
     DeliverySettings {
         mode: if pr { DeliveryMode::PullRequest } else { DeliveryMode::Auto },
         message,
@@ -133,7 +134,8 @@ pub(crate) struct PromoteApp {
     /// The clusters' names in the fleet file.
     pub(crate) from: String,
     pub(crate) to: String,
-    pub(crate) version: String,
+    /// The version the page showed (the MCP server's `promote` may leave it out: what FROM runs).
+    pub(crate) version: Option<String>,
     pub(crate) with_values: bool,
     pub(crate) pr: bool,
     pub(crate) dry_run: bool,
@@ -150,7 +152,7 @@ impl PromoteApp {
             name,
             from: self.from.clone(),
             to: self.to.clone(),
-            expect_version: Some(self.version.clone()),
+            expect_version: self.version.clone(),
             // The matrix shows versions, not images: the plan shown first names those it carries.
             expect_images: Vec::new(),
             with_values: self.with_values,
@@ -201,7 +203,7 @@ impl AddApp {
             clusters: checked_clusters(&self.clusters)?,
             update: self.update,
             repo: repo.settings()?,
-            delivery: delivery(self.pr, given(&self.message), self.dry_run, self.wait),
+            delivery: delivery(self.pr.unwrap_or(false), given(&self.message), self.dry_run, self.wait),
             new_repo: None,
         })
     }

@@ -308,7 +308,7 @@ fn promotion(server: &Arc<Server>, form: &PostedForm) -> Result<PromoteApp, ApiE
         name,
         from: cluster_name(&from)?,
         to: cluster_name(&to)?,
-        version,
+        version: Some(version),
         with_values: form.checked("withValues"),
         pr: form.checked("pr"),
         dry_run: !form.checked("confirm"),

@@ -19,7 +19,7 @@
 
 mod api;
 mod auth;
-mod change;
+pub(crate) mod change;
 mod charts;
 mod clusters;
 mod cookies;
@@ -68,8 +68,10 @@ pub struct UiArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub address: IpAddr,
 
-    /// Allow changes from the UI and the API (add, remove, suspend, resume, reconcile);
-    /// read-only otherwise.
+    /// Allow changes; read-only otherwise.
+    ///
+    /// Allow changes from the UI and the API (add, remove, suspend, resume, reconcile,
+    /// promote); read-only otherwise.
     #[arg(long)]
     pub allow_writes: bool,
 

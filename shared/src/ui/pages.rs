@@ -449,7 +449,7 @@ impl PostedForm {
             secret_ref: self.text("secretRef"),
             target_namespace: self.text("targetNamespace"),
             create_namespace: self.checked("createNamespace"),
-            pr: self.checked("pr"),
+            pr: Some(self.checked("pr")),
             dry_run: !self.checked("confirm"),
             ..AddApp::default()
         }

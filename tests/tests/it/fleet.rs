@@ -560,6 +560,7 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     assert_eq!(status["apps"][0]["differs"], false, "{status:#}");
 
     promote_a_git_tag(&dev, &uat, &gitea, &kubeconfig, &clone);
+    an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(&dev, &gitea, &kubeconfig, &clone);
     drop(held);
 }
 
@@ -675,4 +676,103 @@ fn promote_a_git_tag(dev: &TestEnv, uat: &TestEnv, gitea: &Gitea, kubeconfig: &P
     let shown =
         uat.kubectl_ok(&["get", "configmap", "web", "-n", "default", "-o", "jsonpath={.data.release}"]).unwrap();
     assert_eq!(shown, "v1.1.0");
+}
+
+/// The "why is it failing, fix it" session of an assistant over MCP (the official Python SDK
+/// driving `kubectl gitops mcp --context dev --allow-writes` through the real kubectl): dev's web
+/// is broken by hand (its overlay asks for tag v1.2.0, which its repository does not have);
+/// `app_status` names the missing tag; the fix is uat's version promoted back to dev, previewed
+/// (`dryRun`: the plan and its diff), opened as a pull request (the default), listed by
+/// `pr_list` and validated by `pr_show`, with nothing applied: main does not move until
+/// `merge_pr` merges it, and then dev's web is Ready again.
+fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
+    dev: &TestEnv,
+    gitea: &Gitea,
+    kubeconfig: &Path,
+    clone: &Path,
+) {
+    gitea.git(clone, &["pull", "-q", "origin", "main"]).unwrap();
+    let overlay = clone.join("clusters/dev/apps/web/kustomization.yaml");
+    let broken = std::fs::read_to_string(&overlay).unwrap().replace("tag: v1.1.0", "tag: v1.2.0");
+    std::fs::write(&overlay, broken).unwrap();
+    gitea.git(clone, &["commit", "-q", "-am", "dev: web at v1.2.0 (there is no such tag)"]).unwrap();
+    gitea.git(clone, &["push", "-q", "origin", "main"]).unwrap();
+    let head = gitea.head(REPO, "main").unwrap();
+    dev.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
+    let sync = ["-n", "flux-system", "kustomization", "flux-system"];
+    let applied = format!("main@sha1:{head}");
+    dev.wait_for_jsonpath(&sync, "{.status.lastAppliedRevision}", &applied, Duration::from_secs(120)).unwrap();
+    dev.request_reconcile("flux-system", &["kustomization/apps"]).unwrap();
+    let source = ["-n", "flux-system", "gitrepository", "web"];
+    dev.wait_for_jsonpath(&source, "{.spec.ref.tag}", "v1.2.0", Duration::from_secs(120)).unwrap();
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    dev.wait_for_jsonpath(&source, ready, "False", Duration::from_secs(120)).unwrap();
+
+    let assistant = |calls: Value| {
+        let (mut server, _plugins) = crate::mcp::kubectl_gitops_mcp(
+            kubeconfig,
+            &[&["--context", "dev", "--allow-writes"][..], &keys(gitea)].concat(),
+        );
+        // The preview builds with the environment's flux CLI.
+        server.env("KUBECTL_GITOPS_FLUX_BIN", flux_release::cli());
+        server.env("KUBECTL_GITOPS_HELM_BIN", gitops_e2e::tools::path("helm"));
+        let _home = wire(&mut server, gitea, kubeconfig);
+        let answer = crate::mcp::session(&server, &calls);
+        for call in answer["calls"].as_array().unwrap() {
+            assert_eq!(call["schemaErrors"], json!([]), "{call:#}");
+        }
+        answer
+    };
+    let answer = assistant(json!([
+        {"tool": "app_status", "arguments": {"name": "web"}},
+        {"tool": "promote", "arguments": {"name": "web", "from": "uat", "to": "dev", "dryRun": true}},
+        {"tool": "promote", "arguments": {"name": "web", "from": "uat", "to": "dev"}},
+        {"tool": "pr_list", "arguments": {}},
+    ]));
+    let tools = answer["tools"].to_string();
+    assert!(tools.contains("\"merge_pr\"") && tools.contains("\"add_app\""), "writes are served: {tools}");
+    let calls = answer["calls"].as_array().unwrap();
+    let status = &calls[0];
+    assert_eq!(status["isError"], false, "{status:#}");
+    assert!(status["structured"].to_string().contains("v1.2.0"), "the cause names the missing tag: {status:#}");
+    let planned = &calls[1];
+    assert_eq!(
+        (planned["isError"].clone(), planned["structured"]["dryRun"].clone()),
+        (json!(false), json!(true)),
+        "{planned:#}"
+    );
+    let plan = planned["structured"]["output"].as_str().unwrap();
+    for line in ["Plan:", "+++ b/clusters/dev/apps/web/kustomization.yaml", "+        tag: v1.1.0"] {
+        assert!(plan.contains(line), "{line} in {plan}");
+    }
+    assert_eq!(gitea.head(REPO, "main").unwrap(), head, "a dry run changes nothing");
+    let opened = &calls[2];
+    assert_eq!(opened["isError"], false, "{opened:#}");
+    let listed = &calls[3]["structured"]["items"];
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed:#}");
+    assert_eq!((listed[0]["verb"].as_str(), listed[0]["name"].as_str()), (Some("promote"), Some("web")), "{listed:#}");
+    let number = listed[0]["number"].as_u64().unwrap();
+    assert!(opened["structured"]["output"].as_str().unwrap().contains(&format!("/pulls/{number}")), "{opened:#}");
+    // Opened, not applied: main is where it was, dev still asks for v1.2.0.
+    assert_eq!(gitea.head(REPO, "main").unwrap(), head, "nothing lands until the pull request merges");
+    assert_eq!(dev.jsonpath(&source, "{.spec.ref.tag}").unwrap(), "v1.2.0");
+
+    let answer = assistant(json!([
+        {"tool": "pr_show", "arguments": {"number": number}},
+        {"tool": "merge_pr", "arguments": {"number": number}},
+    ]));
+    let calls = answer["calls"].as_array().unwrap();
+    let shown = &calls[0]["structured"];
+    assert_eq!(shown["valid"], true, "{shown:#}");
+    let title = "Promote web (tag v1.1.0 and image registry.invalid/acme/web:1.1.0) from uat to dev";
+    assert_eq!(shown["title"], title, "{shown:#}");
+    assert_eq!(calls[1]["isError"], false, "{:#}", calls[1]);
+    let merged = gitea.head(REPO, "main").unwrap();
+    assert_ne!(merged, head, "merged");
+    dev.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();
+    let applied = format!("main@sha1:{merged}");
+    dev.wait_for_jsonpath(&sync, "{.status.lastAppliedRevision}", &applied, Duration::from_secs(120)).unwrap();
+    dev.request_reconcile("flux-system", &["kustomization/apps"]).unwrap();
+    dev.wait_for_jsonpath(&source, "{.spec.ref.tag}", "v1.1.0", Duration::from_secs(120)).unwrap();
+    dev.wait_ready(&["gitrepository/web", "kustomization/web"], Duration::from_secs(120)).unwrap();
 }

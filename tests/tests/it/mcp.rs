@@ -80,6 +80,10 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
         {"tool": "list_apps", "arguments": {"limit": 0}},
         {"tool": "events", "arguments": {"type": "Error"}},
         {"tool": "list_apps", "arguments": {"bogus": true}},
+        {"tool": "remove_app", "arguments": {"name": "checkout", "namespace": NAMESPACE}},
+        {"resource": "gitops://docs/exit-codes"},
+        {"resource": "gitops://schemas/AppReport.json"},
+        {"resource": "gitops://docs/../../etc/passwd"},
     ]);
     let (server, _plugins) = kubectl_gitops_mcp(&env.kubeconfig, &[]);
     let answer = session(&server, &calls);
@@ -134,4 +138,25 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
     // An argument the tool does not take is refused, named.
     assert_eq!(calls[10]["isError"], true, "{:#}", calls[10]);
     assert!(calls[10]["text"].as_str().unwrap().contains("unknown field `bogus`"), "{:#}", calls[10]);
+    // Read-only (no --allow-writes): no tool that changes something is listed, and a call of one
+    // is refused.
+    for write in ["add_app", "remove_app", "suspend_app", "resume_app", "promote", "merge_pr"] {
+        assert!(!tools.contains(&write), "{write} in {tools:?}");
+    }
+    let refused = &calls[11];
+    assert!(refused["protocolError"].is_string() || refused["isError"] == true, "{refused:#}");
+    assert!(refused.to_string().contains("remove_app"), "{refused:#}");
+    assert!(env.kubectl_ok(&["get", "kustomization", "checkout", "-n", NAMESPACE]).is_ok(), "nothing removed");
+    // The docs and the schemas, as resources.
+    let uris: Vec<&str> =
+        answer["resources"].as_array().unwrap().iter().map(|resource| resource["uri"].as_str().unwrap()).collect();
+    for uri in ["gitops://docs/layout", "gitops://docs/exit-codes", "gitops://docs/output", "gitops://docs/mcp"] {
+        assert!(uris.contains(&uri), "{uri} in {uris:?}");
+    }
+    assert!(uris.contains(&"gitops://schemas/Status.json"), "{uris:?}");
+    let exit_codes = include_str!("../../../docs/exit-codes.md");
+    assert_eq!(calls[12]["text"], exit_codes, "{:#}", calls[12]);
+    let schema: Value = serde_json::from_str(calls[13]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(schema["title"], "AppReport", "{schema:#}");
+    assert!(calls[14]["protocolError"].as_str().unwrap().contains("no resource"), "{:#}", calls[14]);
 }
