@@ -6,7 +6,9 @@
 //! - [`tools`]: the tools that read, their inputs, and the bound on a result's size.
 //! - [`writes`]: the tools that change something, only with `--allow-writes`.
 //! - [`resources`]: the docs and the output schemas, for an assistant to read.
+//! - [`http`]: `--http`, the same server over streamable HTTP on loopback, behind a token.
 
+mod http;
 mod resources;
 mod tools;
 mod writes;
@@ -33,14 +35,32 @@ pub struct McpArgs {
     /// unless the call asks for a push, a dry run when asked. Without it the server only reads.
     #[arg(long)]
     pub allow_writes: bool,
+
+    /// Serve over streamable HTTP on 127.0.0.1 instead of stdio.
+    ///
+    /// Serve the protocol over streamable HTTP on 127.0.0.1 (at /mcp) instead of stdio: it
+    /// prints the address and the `Authorization: Bearer <token>` header every request must
+    /// carry (a random token, as the UI's), and answers only to loopback names and its own
+    /// origin. Ctrl-C ends it.
+    #[arg(long)]
+    pub http: bool,
+
+    /// The port to listen on; a free one is picked when not given.
+    #[arg(long, requires = "http")]
+    pub port: Option<u16>,
 }
 
 /// Serves the tools on stdin and stdout until the client closes stdin (or Ctrl-C). Nothing else
-/// may be written to stdout: it is the protocol's; progress and warnings go to stderr.
+/// may be written to stdout: it is the protocol's; progress and warnings go to stderr. With
+/// `--http`, over streamable HTTP instead ([`http`]).
 pub async fn serve(global: &GlobalArgs, args: &McpArgs, printer: Printer) -> Result<ExitCode> {
     let target = Target::from_args(global);
     let cluster = Cluster::connect(&target.connection, &printer).await?;
     let server = tools::Tools::new(cluster, global.clone(), args.repo.clone(), printer, args.allow_writes);
+    if args.http {
+        http::serve(server, args.port.unwrap_or(0), &printer).await?;
+        return Ok(ExitCode::Ok);
+    }
     let running = server
         .serve(rmcp::transport::stdio())
         .await

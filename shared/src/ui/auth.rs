@@ -25,7 +25,7 @@ const COOKIE_PREFIX: &str = "gitops_ui_session_";
 const LOOPBACK_NAMES: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
 /// The token printed at start (good for one exchange) and the session it opens.
-pub(super) struct Auth {
+pub(crate) struct Auth {
     token: Mutex<Option<String>>,
     session: String,
     /// When the session ends, set by the exchange.
@@ -45,7 +45,7 @@ enum Session {
 impl Auth {
     /// The guard of the server on `port`, and the token to print (it is kept only until its one
     /// exchange).
-    pub(super) fn new(port: u16) -> Result<(Auth, String)> {
+    pub(crate) fn new(port: u16) -> Result<(Auth, String)> {
         let token = random_hex()?;
         let auth =
             Auth { token: Mutex::new(Some(token.clone())), session: random_hex()?, expires: OnceLock::new(), port };
@@ -91,7 +91,7 @@ impl Auth {
 
     /// Whether `Host` names this server: a loopback name and our port. A page of another site
     /// whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name.
-    fn host_is_ours(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn host_is_ours(&self, headers: &HeaderMap) -> bool {
         let Some(host) = headers.get(header::HOST).and_then(|value| value.to_str().ok()) else {
             return false;
         };
@@ -99,7 +99,7 @@ impl Auth {
     }
 
     /// Whether `origin` is a page of this server, under any of its loopback names.
-    fn origin_is_ours(&self, origin: &[u8]) -> bool {
+    pub(crate) fn origin_is_ours(&self, origin: &[u8]) -> bool {
         LOOPBACK_NAMES.iter().any(|name| origin == format!("http://{name}:{}", self.port).as_bytes())
     }
 }
@@ -114,7 +114,7 @@ fn random_hex() -> Result<String> {
 }
 
 /// Compares without stopping at the first difference, so timing does not leak the secret.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -18,7 +18,7 @@
 //! The server acts with the user's kubeconfig credentials, so RBAC decides what each user sees.
 
 mod api;
-mod auth;
+pub(crate) mod auth;
 pub(crate) mod change;
 mod charts;
 mod clusters;

@@ -31,15 +31,27 @@ pub(crate) fn kubectl_gitops_mcp(kubeconfig: &Path, args: &[&str]) -> (Command, 
 /// One MCP session: `calls` made in order by the Python SDK against the server `server` starts
 /// (its program, arguments and environment).
 pub(crate) fn session(server: &Command, calls: &Value) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/session.py");
-    let mut command = Command::new(gitops_e2e::tools::pypi_python());
-    command.arg(script).arg(calls.to_string()).arg("--").arg(server.get_program()).args(server.get_args());
+    let mut command = python_client(calls);
+    command.arg("--").arg(server.get_program()).args(server.get_args());
     for (name, value) in server.get_envs() {
         match value {
             Some(value) => command.env(name, value),
             None => command.env_remove(name),
         };
     }
+    answered(command)
+}
+
+/// tests/mcp/session.py with `calls`, to be told how to reach the server.
+fn python_client(calls: &Value) -> Command {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/session.py");
+    let mut command = Command::new(gitops_e2e::tools::pypi_python());
+    command.arg(script).arg(calls.to_string());
+    command
+}
+
+/// What the Python client printed, as JSON (the test fails if it failed).
+fn answered(mut command: Command) -> Value {
     let run = Run::of(&mut command);
     assert_eq!(run.code, Some(0), "{}", run.render());
     serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {}", run.render()))
@@ -159,4 +171,69 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
     let schema: Value = serde_json::from_str(calls[13]["text"].as_str().unwrap()).unwrap();
     assert_eq!(schema["title"], "AppReport", "{schema:#}");
     assert!(calls[14]["protocolError"].as_str().unwrap().contains("no resource"), "{:#}", calls[14]);
+}
+
+/// One HTTP request to the server at `address` (`host:port`), `headers` added to a POST of an
+/// `initialize` message; the status line.
+fn status_of(address: &str, headers: &str) -> String {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() {
+    let env = TestEnv::shared();
+    let (mut command, _plugins) = kubectl_gitops_mcp(&env.kubeconfig, &["--http"]);
+    let mut server = gitops_e2e::background::Background::spawn(&mut command);
+    server.wait_until("the address and the token", std::time::Duration::from_secs(30), |out| out.lines().count() >= 2);
+    let printed = server.stdout();
+    let mut lines = printed.lines();
+    let url = lines.next().unwrap().to_string();
+    let token = lines.next().unwrap().strip_prefix("Authorization: Bearer ").unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{printed}");
+    assert_eq!(token.len(), 64, "32 random bytes, as hex");
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+
+    // The official Python SDK's streamable HTTP client, with the token.
+    let mut client = python_client(&json!([
+        {"tool": "detect", "arguments": {}},
+        {"resource": "gitops://docs/exit-codes"},
+    ]));
+    client.args(["--http", &url, &token]);
+    let answer = answered(client);
+    assert_eq!(answer["server"]["name"], "kubectl-gitops", "{answer:#}");
+    let calls = answer["calls"].as_array().unwrap();
+    assert_eq!(
+        (calls[0]["isError"].clone(), calls[0]["schemaErrors"].clone()),
+        (json!(false), json!([])),
+        "{answer:#}"
+    );
+    assert!(calls[0]["structured"]["kubernetesVersion"].is_string(), "{answer:#}");
+    assert!(calls[1]["text"].as_str().unwrap().starts_with("# Exit codes"), "{answer:#}");
+    // Without the token, with another one, for another host (a DNS-rebinding page) or from
+    // another site: refused before any tool runs.
+    let host = format!("Host: {address}\r\n");
+    assert!(status_of(&address, &host).contains(" 401 "), "no token");
+    assert!(status_of(&address, &format!("{host}Authorization: Bearer {}\r\n", "0".repeat(64))).contains(" 401 "));
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    let port = address.rsplit(':').next().unwrap();
+    assert!(status_of(&address, &format!("Host: attacker.example:{port}\r\n{bearer}")).contains(" 421 "));
+    let foreign = format!("{host}{bearer}Origin: http://attacker.example\r\n");
+    assert!(status_of(&address, &foreign).contains(" 403 "));
+    assert!(status_of(&address, &format!("{host}{bearer}")).contains(" 200 "), "the token opens it");
+    assert!(!server.stderr().contains(&token), "the token is printed once, on stdout");
+
+    let (code, _, stderr, took) = server.interrupt();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(2), "Ctrl-C ended it in {took:?}");
 }
