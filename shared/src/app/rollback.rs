@@ -187,8 +187,26 @@ impl crate::output::Kind for Rollback {
     const KIND: &'static str = "Rollback";
 }
 
-/// `kubectl gitops app rollback NAME`.
+/// `kubectl gitops app rollback NAME`: rolls back, and prints what [`rolled_back`] answers (the
+/// `Rollback` document with `-o json|yaml`).
 pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
+    let (outcome, text, code) = rolled_back(request, target, printer).await?;
+    match request.format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            printer.structured(&crate::output::document(&outcome), request.format)?
+        }
+        _ => printer.data(&text)?,
+    }
+    Ok(code)
+}
+
+/// The rollback: what was (or with `--dry-run` would be) done, the text that says it (the plan
+/// with its diff and preview, or the line of the commit or pull request), and the exit code.
+pub async fn rolled_back(
+    request: &RollbackRequest,
+    target: &Target,
+    printer: &Printer,
+) -> Result<(Rollback, String, ExitCode)> {
     let mut context = change::context(target, &request.repo, false, printer).await?;
     let cluster = context.cluster()?.clone();
     let namespace = context.namespace.clone();
@@ -273,8 +291,8 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
             };
             outcome.config_preview = Some(crate::diff::preview(input).await?);
         }
-        print_plan(&outcome, &message, &files, request, printer)?;
-        return Ok(ExitCode::Ok);
+        let text = plan_text(&outcome, &message, &files, request, printer);
+        return Ok((outcome, text, ExitCode::Ok));
     }
     // Flux will fold the restored snapshot into its newest entry under the new revision: keep
     // the deployments in the app's ledger first, so that `app history` can mark the rollback.
@@ -293,8 +311,7 @@ pub async fn rollback(request: &RollbackRequest, target: &Target, printer: &Prin
         }
         _ => ExitCode::Ok,
     };
-    print_outcome(&outcome, &line, request.format, printer)?;
-    Ok(code)
+    Ok((outcome, line, code))
 }
 
 /// What to restore: a Kustomization's path in its repository at the last deployment that was
@@ -624,13 +641,6 @@ fn commit_message(name: &str, app: &Value, restore: &Restore) -> String {
 }
 
 /// What was done: the Rollback document, or `line`.
-fn print_outcome(outcome: &Rollback, line: &str, format: OutputFormat, printer: &Printer) -> Result<()> {
-    match format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(&crate::output::document(outcome), format),
-        _ => printer.data(line),
-    }
-}
-
 /// Where a rollback's pull request goes: the app's repository, the branch Flux follows, and
 /// the config repo's remote (whose server the app's must be on).
 struct PullRequestTarget<'a> {
@@ -687,16 +697,13 @@ async fn open_pull_request(
 }
 
 /// The plan `--dry-run` prints: the steps, then each file's diff.
-fn print_plan(
+fn plan_text(
     outcome: &Rollback,
     message: &str,
     files: &[FileChange],
     request: &RollbackRequest,
     printer: &Printer,
-) -> Result<()> {
-    if let OutputFormat::Json | OutputFormat::Yaml = request.format {
-        return printer.structured(&crate::output::document(outcome), request.format);
-    }
+) -> String {
     let mut steps: Vec<String> = outcome
         .suspended
         .iter()
@@ -726,7 +733,7 @@ fn print_plan(
         text.push_str("\nWhat the cluster would get from the restored files:\n");
         text.push_str(&crate::diff::render_text(preview, true, printer.stdout_style()));
     }
-    printer.data(&text)
+    text
 }
 
 /// The commit Flux runs: the one it last attempted (a failed deployment is the one rolled back

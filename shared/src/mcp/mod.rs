@@ -30,9 +30,10 @@ pub struct McpArgs {
 
     /// Allow changes; read-only otherwise.
     ///
-    /// Also serve the tools that change something (add_app, remove_app,
-    /// suspend_app, resume_app, promote, merge_pr), each through the config repo, a pull request
-    /// unless the call asks for a push, a dry run when asked. Without it the server only reads.
+    /// Also serve the tools that change something (add_app, remove_app, suspend_app, resume_app,
+    /// rollback_app, promote, merge_pr, reconcile_app): each change of the config repo through a
+    /// pull request unless the call asks for a push, a dry run when asked. Without it the server
+    /// only reads.
     #[arg(long)]
     pub allow_writes: bool,
 

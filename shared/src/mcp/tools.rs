@@ -27,6 +27,7 @@ use crate::pr::Validation;
 use crate::status::events::{self, EventFilter, EventsPage};
 use crate::status::{AppHistory, AppReport, Scope};
 use crate::ui::query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
+use crate::upgrade::Check;
 
 /// The largest result a tool gives: an assistant's context is small, and a list pages instead.
 pub(super) const MAX_RESULT_BYTES: usize = 100 * 1024;
@@ -130,6 +131,22 @@ pub(super) struct PrShow {
     preview: bool,
 }
 
+/// `flux_upgrade_check`'s input.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct UpgradeCheck {
+    /// The Flux release to check an upgrade to (default: the one this kubectl-gitops pins).
+    flux_version: Option<String>,
+}
+
+/// `upgrade --check`'s flags, parsed as the command line parses them.
+#[derive(clap::Parser)]
+#[command(no_binary_name = true)]
+struct UpgradeWords {
+    #[command(flatten)]
+    args: crate::upgrade::UpgradeArgs,
+}
+
 /// `pr_list`'s answer: the open pull requests kubectl-gitops opened.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(super) struct PullRequests {
@@ -139,7 +156,7 @@ pub(super) struct PullRequests {
 /// The server: the cluster of the kubeconfig, and the tools over it.
 #[derive(Clone)]
 pub(super) struct Tools {
-    cluster: Cluster,
+    pub(super) cluster: Cluster,
     /// The command line's connection flags: the fleet tool asks other contexts with them.
     pub(super) global: GlobalArgs,
     /// How the config repo is reached (the fleet file, its head, pull requests, changes).
@@ -335,6 +352,22 @@ impl Tools {
         let target = crate::change::Target::from_args(&self.global);
         let (validation, _, _) = crate::pr::checked(&request, &target, &self.printer).await.map_err(said)?;
         bounded(validation)
+    }
+
+    /// `kubectl gitops upgrade --check -o json`.
+    #[tool(
+        description = "Which Flux runs and whether it is up to date, as `kubectl gitops upgrade --check -o json`: what the cluster runs, what each cluster's install record says, the release this kubectl-gitops pins, and what an upgrade would change (files, manifests to migrate, stored objects, other repos to change first). Changes nothing."
+    )]
+    async fn flux_upgrade_check(&self, Parameters(input): Parameters<UpgradeCheck>) -> Result<Json<Check>, String> {
+        let mut words = vec!["--check".to_string()];
+        words.extend(given(input.flux_version).into_iter().flat_map(|version| ["--flux-version".to_string(), version]));
+        let mut args = <UpgradeWords as clap::Parser>::try_parse_from(&words)
+            .map_err(|error| said(Error::usage(error.to_string().trim().to_string(), "fluxVersion is like 2.7.3")))?
+            .args;
+        args.repo = self.repo.clone();
+        let request = args.request().map_err(said)?;
+        let target = crate::change::Target::from_args(&self.global);
+        bounded(crate::upgrade::check(&request, &target, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops detect -o json`.

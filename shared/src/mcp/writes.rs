@@ -10,6 +10,8 @@ use rmcp::{Json, tool, tool_router};
 use serde::Deserialize;
 
 use super::tools::{Tools, bounded, given, said};
+use crate::app::RollbackArgs;
+use crate::app::rollback::rolled_back;
 use crate::app::settings::SuspendRequest;
 use crate::change::Target;
 use crate::error::Error;
@@ -52,6 +54,34 @@ pub(super) struct Promote {
     dry_run: bool,
     /// Open a pull request (default), or `false`: push, unless the branch is protected.
     pr: Option<bool>,
+}
+
+/// `rollback_app`'s input.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct Rollback {
+    /// The app.
+    name: String,
+    /// Its Flux namespace (default: flux-system).
+    namespace: Option<String>,
+    /// The deployment to go back to: its commit (full hash), its revision as app_history lists
+    /// it, or a tag (default: the last deployment before the current one that was Ready).
+    to: Option<String>,
+    /// Answer the plan, its diff and what the cluster would get; change nothing.
+    #[serde(default)]
+    dry_run: bool,
+    /// Open a pull request (default), or `false`: push, unless the branch is protected.
+    pr: Option<bool>,
+}
+
+/// `reconcile_app`'s input.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct Reconcile {
+    /// The app.
+    name: String,
+    /// Its Flux namespace (default: flux-system).
+    namespace: Option<String>,
 }
 
 /// `merge_pr`'s input.
@@ -144,6 +174,48 @@ impl Tools {
         };
         let (target, _) = self.in_namespace(None)?;
         bounded(request.run(&self.repo, &target, &self.printer).await.map_err(said)?)
+    }
+
+    /// `kubectl gitops app rollback`, through a pull request by default.
+    #[tool(
+        description = "Roll an app back to an earlier deployment, as `kubectl gitops app rollback NAME`: its earlier files restored in the repository they came from (the app's own repository, or the config repo for a HelmRelease), through a pull request unless `pr` is false (a push is then reconciled at once). With `dryRun`, answers the plan, its diff and what the cluster would get.",
+        annotations(destructive_hint = true)
+    )]
+    async fn rollback_app(&self, Parameters(input): Parameters<Rollback>) -> Result<Json<Changed>, String> {
+        let (target, namespace) = self.in_namespace(input.namespace)?;
+        let args = RollbackArgs {
+            name: input.name,
+            to: given(input.to),
+            dry_run: input.dry_run,
+            wait: false,
+            pr: pull_request(input.pr),
+            suspend_image_automation: false,
+            timeout: crate::timeouts::COMMAND,
+            repo: self.repo.clone(),
+        };
+        let global = crate::cli::GlobalArgs { namespace: Some(namespace), ..self.global.clone() };
+        let request = args.request(&global).map_err(said)?;
+        let (outcome, output, _) = rolled_back(&request, &target, &self.printer).await.map_err(said)?;
+        bounded(Changed { name: outcome.name, dry_run: input.dry_run, output })
+    }
+
+    /// `flux reconcile` of an app.
+    #[tool(
+        description = "Ask Flux to reconcile an app now instead of at its next interval, as `flux reconcile kustomization|helmrelease NAME` does (an annotation on the app's object; nothing in the config repo changes). app_status then shows what it did.",
+        annotations(destructive_hint = false, idempotent_hint = true)
+    )]
+    async fn reconcile_app(&self, Parameters(input): Parameters<Reconcile>) -> Result<Json<Changed>, String> {
+        let (_, namespace) = self.in_namespace(input.namespace)?;
+        let name = crate::names::validate_name(&input.name, "the app").map_err(said)?;
+        let requested = crate::status::request_reconcile(&self.cluster, &namespace, &name).await.map_err(said)?;
+        let Some(requested) = requested else {
+            return Err(said(Error::usage(
+                format!("app {name:?} not found: no Kustomization or HelmRelease {name:?} in namespace {namespace}"),
+                "list_apps lists the apps and their namespaces",
+            )));
+        };
+        let output = format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})\n");
+        bounded(Changed { name, dry_run: false, output })
     }
 
     /// `kubectl gitops pr merge NUMBER`.

@@ -44,6 +44,45 @@ struct Inspection {
     stored: Vec<StoredKind>,
 }
 
+/// What an upgrade is planned from and what it would change: read once, by `--check` and by the
+/// upgrade itself.
+struct Prepared {
+    inspection: Inspection,
+    versions: Versions,
+    /// The target's component manifests, by the components an install record lists.
+    components: BTreeMap<Vec<String>, String>,
+    repo: preflight::RepoScan,
+    /// The Flux kinds whose stored objects are migrated before the upgrade.
+    migrations: Vec<StoredKind>,
+    /// The other repos to change first.
+    others: Vec<OtherRepo>,
+}
+
+impl Prepared {
+    /// Reads the cluster and the config repo, and plans the upgrade there.
+    async fn read(request: &UpgradeRequest, target: &Target, printer: &Printer) -> Result<Prepared> {
+        let inspection = inspect(request, target, printer).await?;
+        let versions =
+            versions(request.target, request.allow_skip, inspection.running.clone(), &inspection.clusters, printer)?;
+        let (context, checkout) = (&inspection.context, &inspection.checkout);
+        let components = target_components(request, context, checkout, &inspection.clusters, printer).await?;
+        let repo = scan(&inspection.checkout.files(), &inspection.clusters, request, &components)?;
+        let migrations = before_upgrade(&inspection.stored, request.target)?;
+        let others = repos_to_change_first(&inspection, request.target).await?;
+        Ok(Prepared { inspection, versions, components, repo, migrations, others })
+    }
+
+    /// `--check`'s report.
+    fn check(&self, target: FluxVersion) -> Check {
+        Check::new(&self.versions, &self.repo, &self.migrations, &self.inspection.stored, &self.others, target)
+    }
+}
+
+/// `upgrade --check`'s report: the versions, and what an upgrade would change. Changes nothing.
+pub async fn check(request: &UpgradeRequest, target: &Target, printer: &Printer) -> Result<Check> {
+    Ok(Prepared::read(request, target, printer).await?.check(request.target))
+}
+
 /// The whole command. Returns what to print on stdout and the exit code.
 pub async fn run(
     request: &UpgradeRequest,
@@ -52,18 +91,9 @@ pub async fn run(
     printer: &Printer,
 ) -> Result<(String, ExitCode)> {
     crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
-    let inspection = inspect(request, target, printer).await?;
-    let versions =
-        versions(request.target, request.allow_skip, inspection.running.clone(), &inspection.clusters, printer)?;
-    let (context, checkout) = (&inspection.context, &inspection.checkout);
-    let components = &target_components(request, context, checkout, &inspection.clusters, printer).await?;
-    let clusters = &inspection.clusters;
-    let repo = scan(&inspection.checkout.files(), clusters, request, components)?;
-    let replan = |checkout: &Checkout| scan(checkout, clusters, request, components)?.into_files();
-    let migrations: Vec<StoredKind> = before_upgrade(&inspection.stored, request.target)?;
-    let others = repos_to_change_first(&inspection, request.target).await?;
+    let prepared = Prepared::read(request, target, printer).await?;
     if request.check {
-        let check = Check::new(&versions, &repo, &migrations, &inspection.stored, &others, request.target);
+        let check = prepared.check(request.target);
         let code = if check.up_to_date { ExitCode::Ok } else { ExitCode::No };
         let text = match format {
             OutputFormat::Json | OutputFormat::Yaml => {
@@ -73,6 +103,9 @@ pub async fn run(
         };
         return Ok((text, code));
     }
+    let Prepared { inspection, versions, components, repo, migrations, others } = prepared;
+    let (components, clusters) = (&components, &inspection.clusters);
+    let replan = |checkout: &Checkout| scan(checkout, clusters, request, components)?.into_files();
     if !repo.blockers.is_empty() {
         return Err(Error::usage(
             format!("the upgrade to {} needs changes it cannot make:\n{}", request.target, repo.render_blockers()),

@@ -728,6 +728,8 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
         {"tool": "promote", "arguments": {"name": "web", "from": "uat", "to": "dev", "dryRun": true}},
         {"tool": "promote", "arguments": {"name": "web", "from": "uat", "to": "dev"}},
         {"tool": "pr_list", "arguments": {}},
+        {"tool": "flux_upgrade_check", "arguments": {}},
+        {"tool": "rollback_app", "arguments": {"name": "mccp", "dryRun": true}},
     ]));
     let tools = answer["tools"].to_string();
     assert!(tools.contains("\"merge_pr\"") && tools.contains("\"add_app\""), "writes are served: {tools}");
@@ -752,6 +754,14 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed:#}");
     assert_eq!((listed[0]["verb"].as_str(), listed[0]["name"].as_str()), (Some("promote"), Some("web")), "{listed:#}");
     let number = listed[0]["number"].as_u64().unwrap();
+    // Flux as dev runs it: the release installed there, which this kubectl-gitops pins.
+    let flux = &calls[4]["structured"];
+    assert_eq!((flux["upToDate"].as_bool(), flux["running"].clone()), (Some(true), flux["target"].clone()), "{flux:#}");
+    // mccp rolled back in dev (a dry run): dev's overlay as it was when dev last ran 0.1.0.
+    let rollback = &calls[5];
+    assert_eq!(rollback["isError"], false, "{rollback:#}");
+    let plan = rollback["structured"]["output"].as_str().unwrap();
+    assert!(plan.contains("Plan:") && plan.contains("clusters/dev/apps/mccp/kustomization.yaml"), "{plan}");
     assert!(opened["structured"]["output"].as_str().unwrap().contains(&format!("/pulls/{number}")), "{opened:#}");
     // Opened, not applied: main is where it was, dev still asks for v1.2.0.
     assert_eq!(gitea.head(REPO, "main").unwrap(), head, "nothing lands until the pull request merges");
@@ -760,6 +770,7 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
     let answer = assistant(json!([
         {"tool": "pr_show", "arguments": {"number": number}},
         {"tool": "merge_pr", "arguments": {"number": number}},
+        {"tool": "reconcile_app", "arguments": {"name": "web"}},
     ]));
     let calls = answer["calls"].as_array().unwrap();
     let shown = &calls[0]["structured"];
@@ -767,6 +778,7 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
     let title = "Promote web (tag v1.1.0 and image registry.invalid/acme/web:1.1.0) from uat to dev";
     assert_eq!(shown["title"], title, "{shown:#}");
     assert_eq!(calls[1]["isError"], false, "{:#}", calls[1]);
+    assert!(calls[2]["structured"]["output"].as_str().unwrap().starts_with("reconcile requested"), "{:#}", calls[2]);
     let merged = gitea.head(REPO, "main").unwrap();
     assert_ne!(merged, head, "merged");
     dev.request_reconcile("flux-system", &["gitrepository/flux-system", "kustomization/flux-system"]).unwrap();

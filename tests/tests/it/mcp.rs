@@ -152,7 +152,9 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
     assert!(calls[10]["text"].as_str().unwrap().contains("unknown field `bogus`"), "{:#}", calls[10]);
     // Read-only (no --allow-writes): no tool that changes something is listed, and a call of one
     // is refused.
-    for write in ["add_app", "remove_app", "suspend_app", "resume_app", "promote", "merge_pr"] {
+    let writes =
+        ["add_app", "remove_app", "suspend_app", "resume_app", "rollback_app", "reconcile_app", "promote", "merge_pr"];
+    for write in writes {
         assert!(!tools.contains(&write), "{write} in {tools:?}");
     }
     let refused = &calls[11];
