@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::{GlobalArgs, RepoArgs};
 use crate::cluster::Cluster;
 use crate::detect::Detection;
+use crate::diff::{Diff, DiffArgs, PreviewArgs};
 use crate::drift::{Drift, DriftArgs};
 use crate::error::Error;
 use crate::fleet::{FleetStatus, StatusArgs};
@@ -129,6 +130,18 @@ pub(super) struct PrShow {
     /// deleted, HelmReleases' rendered manifests.
     #[serde(default)]
     preview: bool,
+}
+
+/// `diff`'s input: one state of the config repo.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct DiffInput {
+    /// A branch of the config repo (its head), or a commit of the branch Flux follows by its
+    /// full hash.
+    #[serde(rename = "ref")]
+    git_ref: Option<String>,
+    /// A pull request of the config repo, at its head commit.
+    pull_request: Option<u64>,
 }
 
 /// `flux_upgrade_check`'s input.
@@ -352,6 +365,30 @@ impl Tools {
         let target = crate::change::Target::from_args(&self.global);
         let (validation, _, _) = crate::pr::checked(&request, &target, &self.printer).await.map_err(said)?;
         bounded(validation)
+    }
+
+    /// `kubectl gitops diff -o json`.
+    #[tool(
+        description = "What a state of the config repo would do to the live cluster, as `kubectl gitops diff --ref REF|--pull-request N -o json`: every object created, changed (the fields) or deleted, Kustomizations built by the pinned flux CLI and HelmReleases' manifests rendered, compared by a server-side dry run. Give `ref` (a branch, or a full commit hash) or `pullRequest`. Changes nothing."
+    )]
+    async fn diff(&self, Parameters(input): Parameters<DiffInput>) -> Result<Json<Diff>, String> {
+        let (git_ref, pull_request) = (given(input.git_ref), input.pull_request.map(|number| number.to_string()));
+        if git_ref.is_some() == pull_request.is_some() {
+            return Err(said(Error::usage(
+                "diff compares one state",
+                "give ref (a branch or a full commit hash) or pullRequest",
+            )));
+        }
+        let args = DiffArgs {
+            dir: None,
+            git_ref,
+            pull_request,
+            preview: PreviewArgs { render: Default::default(), repo: self.repo.clone() },
+        };
+        let request = args.request(&self.global).map_err(said)?;
+        let target = crate::change::Target::from_args(&self.global);
+        let mut context = crate::change::context(&target, &request.repo, false, &self.printer).await.map_err(said)?;
+        bounded(crate::diff::compute(&mut context, &request, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops upgrade --check -o json`.

@@ -769,10 +769,15 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
 
     let answer = assistant(json!([
         {"tool": "pr_show", "arguments": {"number": number}},
+        {"tool": "diff", "arguments": {"pullRequest": number}},
         {"tool": "merge_pr", "arguments": {"number": number}},
         {"tool": "reconcile_app", "arguments": {"name": "web"}},
     ]));
-    let calls = answer["calls"].as_array().unwrap();
+    let mut calls = answer["calls"].as_array().unwrap().clone();
+    // What the pull request would do to dev: web's source back at v1.1.0.
+    let preview = calls.remove(1);
+    assert_eq!(preview["isError"], false, "{preview:#}");
+    assert!(preview["structured"].to_string().contains("v1.1.0"), "{preview:#}");
     let shown = &calls[0]["structured"];
     assert_eq!(shown["valid"], true, "{shown:#}");
     let title = "Promote web (tag v1.1.0 and image registry.invalid/acme/web:1.1.0) from uat to dev";
