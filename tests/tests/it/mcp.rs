@@ -195,6 +195,8 @@ fn status_of(address: &str, headers: &str) -> String {
 #[test]
 fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() {
     let env = TestEnv::shared();
+    env.kubectl(&["create", "namespace", "mcp-http"]).unwrap();
+    env.apply_yaml("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: web\n  namespace: mcp-http\nspec:\n  interval: 10m0s\n  path: ./web\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: web\n").unwrap();
     let (mut command, _plugins) = kubectl_gitops_mcp(&env.kubeconfig, &["--http"]);
     let mut server = gitops_e2e::background::Background::spawn(&mut command);
     server.wait_until("the address and the token", std::time::Duration::from_secs(30), |out| out.lines().count() >= 2);
@@ -206,10 +208,16 @@ fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() 
     assert_eq!(token.len(), 64, "32 random bytes, as hex");
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
 
-    // The official Python SDK's streamable HTTP client, with the token.
+    // The official Python SDK's streamable HTTP client, with the token: the read tools that need
+    // no config repo, each answer valid against its tool's output schema.
     let mut client = python_client(&json!([
         {"tool": "detect", "arguments": {}},
         {"resource": "gitops://docs/exit-codes"},
+        {"tool": "list_apps", "arguments": {"limit": 5}},
+        {"tool": "events", "arguments": {"limit": 5}},
+        {"tool": "dora_metrics", "arguments": {}},
+        {"tool": "app_status", "arguments": {"name": "web", "namespace": "mcp-http"}},
+        {"tool": "app_history", "arguments": {"name": "web", "namespace": "mcp-http"}},
     ]));
     client.args(["--http", &url, &token]);
     let answer = answered(client);
@@ -222,6 +230,10 @@ fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() 
     );
     assert!(calls[0]["structured"]["kubernetesVersion"].is_string(), "{answer:#}");
     assert!(calls[1]["text"].as_str().unwrap().starts_with("# Exit codes"), "{answer:#}");
+    for call in &calls[2..] {
+        assert_eq!(call["isError"], false, "{call:#}");
+        assert_eq!(call["schemaErrors"], json!([]), "{call:#}");
+    }
     // Without the token, with another one, for another host (a DNS-rebinding page) or from
     // another site: refused before any tool runs.
     let host = format!("Host: {address}\r\n");
