@@ -198,6 +198,14 @@ pub(super) fn bounded<T: Serialize>(value: T) -> Result<Json<T>, String> {
     Ok(Json(value))
 }
 
+/// The failure of a tool about app `name`, which `namespace` does not hold.
+pub(super) fn no_app(name: &str, namespace: &str) -> String {
+    said(Error::usage(
+        format!("app {name:?} not found: no Kustomization or HelmRelease {name:?} in namespace {namespace}"),
+        "list_apps lists the apps and their namespaces",
+    ))
+}
+
 /// A value given as text, trimmed; absent when blank.
 pub(super) fn given(value: Option<String>) -> Option<String> {
     value.map(|value| value.trim().to_string()).filter(|value| !value.is_empty())
@@ -220,9 +228,9 @@ impl Tools {
         Tools { cluster, global, repo, printer, tool_router }
     }
 
-    /// The app's namespace: the one given, else Flux's (as `-n` defaults for `app status`).
-    fn namespace_of(app: &OneApp) -> Result<String, String> {
-        match given(app.namespace.clone()) {
+    /// The namespace given, checked, else Flux's (as `-n` defaults for the app commands).
+    pub(super) fn namespace_or_flux(namespace: Option<String>) -> Result<String, String> {
+        match given(namespace) {
             Some(namespace) => {
                 crate::names::validate_name(&namespace, "namespace").map_err(said)?;
                 Ok(namespace)
@@ -260,18 +268,12 @@ impl Tools {
         description = "Why an app is (not) ready, as `kubectl gitops app status NAME -o json`: its chain (source, chart, Kustomization or HelmRelease), what it waits on, its workloads and their pods with each pod's reason (Unschedulable, CrashLoopBackOff…), Flux's history and its recent events."
     )]
     async fn app_status(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppReport>, String> {
-        let namespace = Tools::namespace_of(&input)?;
+        let namespace = Tools::namespace_or_flux(input.namespace.clone())?;
         crate::names::validate_name(&input.name, "app").map_err(said)?;
         let report = crate::status::app_report(&self.cluster, &namespace, &input.name, &self.printer).await;
         match report.map_err(said)? {
             Some(report) => bounded(report),
-            None => Err(said(Error::usage(
-                format!(
-                    "app {:?} not found: no Kustomization or HelmRelease {:?} in namespace {namespace}",
-                    input.name, input.name
-                ),
-                "list_apps lists the apps and their namespaces",
-            ))),
+            None => Err(no_app(&input.name, &namespace)),
         }
     }
 
@@ -280,7 +282,7 @@ impl Tools {
         description = "Every deployment of an app its ledger kept (revision, outcome, when, how long; rollbacks), as `kubectl gitops app history NAME -o json`, without reading commits from git."
     )]
     async fn app_history(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppHistory>, String> {
-        let namespace = Tools::namespace_of(&input)?;
+        let namespace = Tools::namespace_or_flux(input.namespace.clone())?;
         crate::names::validate_name(&input.name, "app").map_err(said)?;
         let history = crate::status::app_history(&self.cluster, &namespace, &input.name, false, &self.printer).await;
         bounded(history.map_err(said)?)

@@ -9,7 +9,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{Json, tool, tool_router};
 use serde::Deserialize;
 
-use super::tools::{Tools, bounded, given, said};
+use super::tools::{Tools, bounded, given, no_app, said};
 use crate::app::RollbackArgs;
 use crate::app::rollback::rolled_back;
 use crate::app::settings::SuspendRequest;
@@ -103,10 +103,7 @@ fn pull_request(pr: Option<bool>) -> bool {
 impl Tools {
     /// The target of a change: the server's connection, in `namespace` (default: Flux's).
     fn in_namespace(&self, namespace: Option<String>) -> Result<(Target, String), String> {
-        let namespace = match given(namespace) {
-            Some(namespace) => crate::names::validate_name(&namespace, "namespace").map_err(said)?,
-            None => crate::cluster::default_flux_namespace().map_err(said)?,
-        };
+        let namespace = Tools::namespace_or_flux(namespace)?;
         let target = Target { namespace: Some(namespace.clone()), ..Target::from_args(&self.global) };
         Ok((target, namespace))
     }
@@ -208,12 +205,7 @@ impl Tools {
         let (_, namespace) = self.in_namespace(input.namespace)?;
         let name = crate::names::validate_name(&input.name, "the app").map_err(said)?;
         let requested = crate::status::request_reconcile(&self.cluster, &namespace, &name).await.map_err(said)?;
-        let Some(requested) = requested else {
-            return Err(said(Error::usage(
-                format!("app {name:?} not found: no Kustomization or HelmRelease {name:?} in namespace {namespace}"),
-                "list_apps lists the apps and their namespaces",
-            )));
-        };
+        let Some(requested) = requested else { return Err(no_app(&name, &namespace)) };
         let output = format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})\n");
         bounded(Changed { name, dry_run: false, output })
     }
