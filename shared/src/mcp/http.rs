@@ -54,10 +54,8 @@ pub(super) async fn serve(tools: Tools, port: u16, printer: &Printer) -> Result<
         crate::interrupt::until_requested().await;
         stop.cancel();
     };
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|error| Error::Internal(format!("the MCP server stopped: {error}")))
+    crate::ui::serve::serve(listener, router, shutdown).await;
+    Ok(())
 }
 
 /// The middleware in front of the protocol.

@@ -34,6 +34,7 @@ mod live;
 mod logs;
 mod pages;
 pub(crate) mod query;
+pub(crate) mod serve;
 mod theme;
 mod topology;
 
@@ -190,10 +191,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         crate::interrupt::until_requested().await;
         let _ = stop.send(true);
     };
-    axum::serve(listener, router(server))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|error| Error::io("the UI server stopped", error))?;
+    serve::serve(listener, router(server), shutdown).await;
     printer.progress("stopped");
     Ok(ExitCode::Ok)
 }

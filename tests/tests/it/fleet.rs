@@ -721,6 +721,9 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
         for call in answer["calls"].as_array().unwrap() {
             assert_eq!(call["schemaErrors"], json!([]), "{call:#}");
         }
+        // The server acts with the user's forge token (pushes, pull requests, the merge); no
+        // result carries it.
+        assert!(!answer.to_string().contains(&gitea.token), "the forge token reached a tool result");
         answer
     };
     let answer = assistant(json!([

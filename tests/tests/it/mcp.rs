@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use gitops_e2e::binaries;
 use gitops_e2e::snapshot::Run;
@@ -175,13 +176,27 @@ fn an_assistant_lists_the_apps_finds_why_one_fails_and_reads_events_through_the_
     assert!(calls[14]["protocolError"].as_str().unwrap().contains("no resource"), "{:#}", calls[14]);
 }
 
+/// How long the server takes to close `stream`, reading whatever it sends.
+fn closed_after(stream: std::net::TcpStream) -> Duration {
+    closed_after_reading(stream, &mut String::new())
+}
+
+/// How long the server takes to close `stream`; what it sent, in `answer`.
+fn closed_after_reading(mut stream: std::net::TcpStream, answer: &mut String) -> Duration {
+    use std::io::Read;
+    let started = std::time::Instant::now();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = stream.read_to_string(answer);
+    started.elapsed()
+}
+
 /// One HTTP request to the server at `address` (`host:port`), `headers` added to a POST of an
 /// `initialize` message; the status line.
 fn status_of(address: &str, headers: &str) -> String {
     use std::io::{Read, Write};
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let request = format!(
         "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -199,7 +214,7 @@ fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() 
     env.apply_yaml("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: web\n  namespace: mcp-http\nspec:\n  interval: 10m0s\n  path: ./web\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: web\n").unwrap();
     let (mut command, _plugins) = kubectl_gitops_mcp(&env.kubeconfig, &["--http"]);
     let mut server = gitops_e2e::background::Background::spawn(&mut command);
-    server.wait_until("the address and the token", std::time::Duration::from_secs(30), |out| out.lines().count() >= 2);
+    server.wait_until("the address and the token", Duration::from_secs(30), |out| out.lines().count() >= 2);
     let printed = server.stdout();
     let mut lines = printed.lines();
     let url = lines.next().unwrap().to_string();
@@ -207,6 +222,28 @@ fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() 
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{printed}");
     assert_eq!(token.len(), 64, "32 random bytes, as hex");
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    // Two clients that hold a connection without finishing a request, beside the real one: one
+    // connects and says nothing, one sends a head promising a body it never sends. The server's
+    // deadlines (10 s each, shared/src/ui/serve.rs) close the first and answer the second.
+    let silent = std::thread::spawn({
+        let address = address.clone();
+        move || {
+            let stream = std::net::TcpStream::connect(&address).unwrap();
+            closed_after(stream)
+        }
+    });
+    let trickling = std::thread::spawn({
+        let address = address.clone();
+        move || {
+            use std::io::Write;
+            let mut stream = std::net::TcpStream::connect(&address).unwrap();
+            let head = format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"");
+            stream.write_all(head.as_bytes()).unwrap();
+            let mut answer = String::new();
+            let took = closed_after_reading(stream, &mut answer);
+            (took, answer)
+        }
+    });
 
     // The official Python SDK's streamable HTTP client, with the token: the read tools that need
     // no config repo, each answer valid against its tool's output schema.
@@ -246,8 +283,13 @@ fn over_http_an_assistant_needs_the_token_names_the_server_and_ctrl_c_ends_it() 
     assert!(status_of(&address, &foreign).contains(" 403 "));
     assert!(status_of(&address, &format!("{host}{bearer}")).contains(" 200 "), "the token opens it");
     assert!(!server.stderr().contains(&token), "the token is printed once, on stdout");
+    let took = silent.join().unwrap();
+    assert!(took > Duration::from_secs(9) && took < Duration::from_secs(20), "a silent client closed after {took:?}");
+    let (took, answer) = trickling.join().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    assert!(took > Duration::from_secs(9) && took < Duration::from_secs(20), "a missing body answered after {took:?}");
 
     let (code, _, stderr, took) = server.interrupt();
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(took < std::time::Duration::from_secs(2), "Ctrl-C ended it in {took:?}");
+    assert!(took < Duration::from_secs(2), "Ctrl-C ended it in {took:?}");
 }
