@@ -19,12 +19,12 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-use super::BODY_LIMIT;
-
 /// How long a client has to send a request's head, from connecting or from its last response.
-const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const HEAD_DEADLINE: Duration = Duration::from_secs(10);
 /// How long a client has to send a request's body once its head is in.
-const BODY_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const BODY_DEADLINE: Duration = Duration::from_secs(10);
+/// The largest request body taken (a form, a JSON-RPC message): axum's default limit.
+const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 /// Serves `router` on `listener` until `shutdown` completes, then waits for the open connections
 /// to finish (the handlers end their streams on the same signal).
@@ -67,14 +67,13 @@ fn is_per_connection(error: &std::io::Error) -> bool {
     matches!(error.kind(), ConnectionAborted | ConnectionReset | Interrupted)
 }
 
-/// Reads the request's body within `BODY_DEADLINE` (and the UI's `BODY_LIMIT`, which also bounds
-/// a JSON-RPC message) before any handler sees it.
+/// Reads the request's body within `BODY_DEADLINE` (and `BODY_LIMIT`) before any handler sees it.
 async fn body_within_deadline(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(body, BODY_LIMIT)).await {
         Ok(Ok(bytes)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
         Ok(Err(_)) => {
-            (StatusCode::BAD_REQUEST, "error: the request's body was cut short or is over 1 MiB\n").into_response()
+            (StatusCode::BAD_REQUEST, "error: the request's body was cut short or is over 2 MiB\n").into_response()
         }
         Err(_) => (
             StatusCode::REQUEST_TIMEOUT,
