@@ -18,6 +18,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "duration",
             "timeouts",
             "interrupt",
+            "secret_value",
             "env",
             "cli",
             "record",

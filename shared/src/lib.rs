@@ -52,6 +52,7 @@ pub mod repo_access;
 pub mod retry;
 pub mod runtime;
 pub mod schemas;
+pub mod secret_value;
 pub mod status;
 pub mod tenant;
 pub mod timeouts;

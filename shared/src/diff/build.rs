@@ -3,17 +3,19 @@
 //! substitution), given the Kustomization as the cluster holds it, with the variables of its
 //! `substituteFrom` ConfigMaps and Secrets read here, so the CLI never reaches the cluster.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
+use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::flux_cli::FluxCli;
 use crate::interrupt::ScratchDir;
+use crate::secret_value::SecretValues;
 
 /// The directory a Kustomization's `spec.path` names in the checkout `root`: relative to the
 /// root whether written `./app`, `app` or `/app`, and never outside it.
@@ -29,26 +31,55 @@ pub(crate) fn source_dir(root: &Path, spec_path: &str) -> std::result::Result<Pa
     Ok(dir)
 }
 
-/// The Kustomization as the build reads it: its spec as the cluster holds it, with the
-/// variables its `substituteFrom` names merged under its own `substitute` (which wins, as in the
-/// controller), and no `substituteFrom` left for the CLI to look up.
-pub(crate) async fn resolved(cluster: &Cluster, kustomization: &Value) -> Result<Value> {
+/// Whether a build may read the Secrets its Kustomization's `substituteFrom` names.
+#[derive(Clone, Copy)]
+pub(crate) enum SecretReads<'a> {
+    /// The Kustomization as the cluster holds it: its controller reads them already. Each value
+    /// is recorded, to be masked in whatever is shown.
+    Recorded(&'a SecretValues),
+    /// A Kustomization the compared state adds: whoever wrote the change chose the Secrets, so
+    /// none is read, and each variable they would give is a visible placeholder.
+    Withheld,
+}
+
+/// Why the variables of a withheld Secret are placeholders.
+pub(crate) const WITHHELD_ADDED: &str =
+    "the change adds this Kustomization, and a preview never reads a Secret a change asks for";
+
+/// The Kustomization as the build reads it (its spec as the cluster holds it, with the variables
+/// its `substituteFrom` names merged under its own `substitute`, which wins as in the controller,
+/// and no `substituteFrom` left for the CLI to look up), and the Secrets not read.
+pub(crate) struct Resolved {
+    pub kustomization: Value,
+    /// `NAMESPACE/NAME` of each Secret [`SecretReads::Withheld`] left unread.
+    pub withheld: Vec<String>,
+}
+
+/// `kustomization` resolved as [`Resolved`] says, reading its Secrets as `reads` allows.
+pub(crate) async fn resolved(cluster: &Cluster, kustomization: &Value, reads: SecretReads<'_>) -> Result<Resolved> {
     let namespace = kustomization["metadata"]["namespace"].as_str().unwrap_or_default();
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    let mut withheld = Vec::new();
     let post_build = &kustomization["spec"]["postBuild"];
     for reference in post_build["substituteFrom"].as_array().into_iter().flatten() {
         let name = reference["name"].as_str().unwrap_or_default();
         let optional = reference["optional"].as_bool().unwrap_or(false);
-        let read = match reference["kind"].as_str() {
-            Some("ConfigMap") => {
+        let read = match (reference["kind"].as_str(), reads) {
+            (Some("ConfigMap"), _) => {
                 let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
                 api.get_opt(name).await.map(|found| found.map(|map| map.data.unwrap_or_default()))
             }
-            Some("Secret") => {
-                let api: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
-                api.get_opt(name).await.map(|found| found.map(secret_strings))
+            (Some("Secret"), SecretReads::Withheld) => {
+                withheld.push(format!("{namespace}/{name}"));
+                continue;
             }
-            other => {
+            (Some("Secret"), SecretReads::Recorded(secrets)) => {
+                let api: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
+                api.get_opt(name)
+                    .await
+                    .map(|found| found.map(|secret| secret_strings(secret, namespace, name, secrets)))
+            }
+            (other, _) => {
                 return Err(Error::Negative {
                     message: format!("substituteFrom names a {other:?}, not a ConfigMap or Secret"),
                     hint: None,
@@ -84,10 +115,12 @@ pub(crate) async fn resolved(cluster: &Cluster, kustomization: &Value) -> Result
             post_build.insert("substitute".into(), json!(vars));
         }
     }
-    Ok(resolved)
+    Ok(Resolved { kustomization: resolved, withheld })
 }
 
-fn secret_strings(secret: Secret) -> BTreeMap<String, String> {
+/// A Secret's `data` and `stringData` as variables, each value recorded in `secrets` and exposed
+/// here only for the file the flux CLI reads.
+fn secret_strings(secret: Secret, namespace: &str, name: &str, secrets: &SecretValues) -> BTreeMap<String, String> {
     let mut strings: BTreeMap<String, String> = secret
         .data
         .unwrap_or_default()
@@ -96,6 +129,60 @@ fn secret_strings(secret: Secret) -> BTreeMap<String, String> {
         .collect();
     strings.extend(secret.string_data.unwrap_or_default());
     strings
+        .into_iter()
+        .map(|(key, value)| {
+            let value = secrets.record(namespace, name, &key, value);
+            (key, value.expose_secret().to_string())
+        })
+        .collect()
+}
+
+/// The variables a build of `resolved` substitutes that nothing defines, when it withheld a
+/// Secret: found in a build without substitution (`${NAME}`, `${NAME:=default}`, ...), each
+/// given a placeholder that names the Secrets, so that what they would give shows as withheld
+/// instead of as an empty string. Returns their names.
+pub(crate) async fn withheld_placeholders(
+    flux: &FluxCli,
+    resolved: &mut Resolved,
+    root: &Path,
+    dir: &Path,
+) -> Result<Vec<String>> {
+    if resolved.withheld.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut raw = resolved.kustomization.clone();
+    if let Some(spec) = raw["spec"].as_object_mut() {
+        spec.remove("postBuild");
+    }
+    let Ok(documents) = build(flux, &raw, root, dir).await? else {
+        // The build with the variables says why it fails.
+        return Ok(Vec::new());
+    };
+    let defined = &resolved.kustomization["spec"]["postBuild"]["substitute"];
+    let text: String = documents.iter().map(Value::to_string).collect();
+    let names: BTreeSet<String> =
+        variable_names(&text).into_iter().filter(|name| defined.get(name.as_str()).is_none()).collect();
+    let placeholder = format!("[withheld: Secret {}]", resolved.withheld.join(", Secret "));
+    let spec = &mut resolved.kustomization["spec"];
+    for name in &names {
+        spec["postBuild"]["substitute"][name] = json!(placeholder);
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// The names of the variables `${NAME...}` in `text`, as Flux's post-build substitution reads
+/// them (a letter or `_`, then letters, digits and `_`).
+fn variable_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        rest = &rest[start + 2..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+            names.push(name);
+        }
+    }
+    names
 }
 
 /// The objects `kustomization` (as [`resolved`] makes it) builds from `dir` of the checkout
@@ -197,6 +284,12 @@ mod tests {
         assert!(restored.get("data").is_none(), "no field added: {restored}");
         let map = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": 1}});
         assert_eq!(secret_strings_restored(map.clone()), map, "only Secrets");
+    }
+
+    #[test]
+    fn variables_are_named_as_flux_reads_them() {
+        let text = r#"{"a":"${password}","b":"${host:=x} $${not} ${1x} ${_under_score}-${password}"}"#;
+        assert_eq!(variable_names(text), ["password", "host", "not", "_under_score", "password"]);
     }
 
     #[test]

@@ -16,11 +16,12 @@ use serde_json::{Value, json};
 use super::chart;
 use super::objects;
 use super::values::{self, Layer};
-use super::{HelmReleaseDiff, SourceRef};
+use super::{HelmReleaseDiff, SourceRef, Withheld};
 use crate::apply::Applier;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::interrupt::ScratchDir;
+use crate::secret_value::SecretValues;
 
 /// The field manager helm-controller applies with (server-side apply, conflicts forced).
 const HELM_FIELD_MANAGER: &str = "helm-controller";
@@ -43,7 +44,13 @@ pub(super) struct Renderer<'a> {
     /// `--fetch-new-chart-repositories`: charts may come from a HelmRepository URL the change
     /// introduces.
     pub new_chart_repositories: bool,
+    /// Where each value read from a Secret in the cluster is recorded, to be masked.
+    pub secrets: &'a SecretValues,
 }
+
+/// Why a HelmRelease's values from a Secret in the cluster are not read.
+const WITHHELD_CHANGED: &str = "the change adds this valuesFrom entry (or its HelmRelease), and a preview never reads \
+     a Secret a change asks for";
 
 /// Every HelmRelease among `built` (a Kustomization's build), rendered and compared.
 pub(super) async fn compare_releases(
@@ -62,8 +69,11 @@ pub(super) async fn compare_releases(
             unchanged: 0,
             compared_here: 0,
             error: None,
+            withheld: Vec::new(),
         };
-        let rendered = match render(&mut applier, renderer, release, built).await? {
+        let live = applier.get(release).await?;
+        let asked = Asked { release, live: live.as_ref(), built };
+        let rendered = match render(&mut applier, renderer, &asked, &mut result.withheld).await? {
             Ok((chart, rendered)) => {
                 result.chart = Some(chart);
                 rendered
@@ -76,7 +86,7 @@ pub(super) async fn compare_releases(
         let compared = objects::compare(&mut applier, &rendered, HELM_FIELD_MANAGER).await?;
         (result.objects, result.unchanged, result.compared_here) =
             (compared.objects, compared.unchanged, compared.compared_here);
-        if let Some(live) = applier.get(release).await? {
+        if let Some(live) = &live {
             let inventory = &live["status"]["inventory"];
             result.objects.extend(objects::pruned(&mut applier, inventory, &compared.kept, KEEP_ANNOTATION).await?);
         }
@@ -89,14 +99,23 @@ fn is_kind(document: &Value, group: &str, kind: &str) -> bool {
     document["kind"] == kind && document["apiVersion"].as_str().is_some_and(|v| v.starts_with(&format!("{group}/")))
 }
 
+/// A HelmRelease to render: as the change builds it, as the cluster holds it (if it does), and
+/// the build it is part of.
+struct Asked<'a> {
+    release: &'a Value,
+    live: Option<&'a Value>,
+    built: &'a [Value],
+}
+
 /// The chart's `NAME@VERSION` and the objects it renders to (hooks left out, as in the release's
-/// manifest), or why it cannot be rendered.
+/// manifest), or why it cannot be rendered; the values it could not read go to `withheld`.
 async fn render(
     applier: &mut Applier<'_>,
     renderer: &Renderer<'_>,
-    release: &Value,
-    built: &[Value],
+    asked: &Asked<'_>,
+    withheld: &mut Vec<Withheld>,
 ) -> Result<std::result::Result<(String, Vec<Value>), String>> {
+    let Asked { release, built, .. } = *asked;
     let spec = &release["spec"];
     if spec["postRenderers"].as_array().is_some_and(|renderers| !renderers.is_empty()) {
         return Ok(Err("it has postRenderers, which diff does not apply yet".into()));
@@ -111,9 +130,10 @@ async fn render(
     };
     let mut layers = Vec::new();
     for reference in spec["valuesFrom"].as_array().into_iter().flatten() {
-        match values_layer(applier.cluster(), reference, namespace, built).await? {
-            Ok(Some(layer)) => layers.push(layer),
-            Ok(None) => {}
+        match values_layer(applier.cluster(), renderer.secrets, reference, namespace, asked).await? {
+            Ok(Values::Layer(layer)) => layers.push(layer),
+            Ok(Values::Missing) => {}
+            Ok(Values::Withheld(entry)) => withheld.push(entry),
             Err(why) => return Ok(Err(why)),
         }
     }
@@ -312,17 +332,45 @@ fn same_object(document: &Value, reference: &Value) -> bool {
         && document["metadata"]["namespace"] == reference["metadata"]["namespace"]
 }
 
+/// One `valuesFrom` entry as rendering takes it.
+enum Values {
+    Layer(Layer),
+    /// An optional one that is not there.
+    Missing,
+    /// A Secret in the cluster the change asks for, not read.
+    Withheld(Withheld),
+}
+
+/// The key a `valuesFrom` entry reads.
+fn values_key(reference: &Value) -> &str {
+    reference["valuesKey"].as_str().filter(|key| !key.is_empty()).unwrap_or("values.yaml")
+}
+
+/// Whether the HelmRelease as the cluster holds it (`live`) reads the same Secret key as
+/// `reference`: only then does its controller read it already.
+fn read_already(live: Option<&Value>, reference: &Value) -> bool {
+    let same = |entry: &Value| {
+        entry["kind"] == reference["kind"]
+            && entry["name"] == reference["name"]
+            && values_key(entry) == values_key(reference)
+    };
+    live.is_some_and(|live| live["spec"]["valuesFrom"].as_array().into_iter().flatten().any(same))
+}
+
 /// One `valuesFrom` entry, read from the build (the change's own ConfigMaps and Secrets), else
-/// from the cluster; `None` for a missing optional one.
+/// from the cluster: a Secret there only when the release already reads it (each value recorded
+/// in `secrets`), else withheld.
 async fn values_layer(
     cluster: &Cluster,
+    secrets: &SecretValues,
     reference: &Value,
     namespace: &str,
-    built: &[Value],
-) -> Result<std::result::Result<Option<Layer>, String>> {
+    asked: &Asked<'_>,
+) -> Result<std::result::Result<Values, String>> {
+    let built = asked.built;
     let kind = reference["kind"].as_str().unwrap_or_default();
     let name = reference["name"].as_str().unwrap_or_default();
-    let key = reference["valuesKey"].as_str().filter(|key| !key.is_empty()).unwrap_or("values.yaml");
+    let key = values_key(reference);
     let optional = reference["optional"].as_bool().unwrap_or(false);
     let label = format!("{kind} {namespace}/{name}");
     let wanted = json!({"kind": kind, "metadata": {"name": name, "namespace": namespace}});
@@ -333,25 +381,57 @@ async fn values_layer(
             let found = api.get_opt(name).await.map_err(|error| cluster.error(error))?;
             found.map(|map| map.data.unwrap_or_default().remove(key))
         }
+        ("Secret", None) if !read_already(asked.live, reference) => {
+            let entry = Withheld {
+                secret: format!("{namespace}/{name}"),
+                keys: vec![key.to_string()],
+                reason: WITHHELD_CHANGED.into(),
+            };
+            return Ok(Ok(Values::Withheld(entry)));
+        }
         ("Secret", None) => {
             let api: Api<Secret> = Api::namespaced(cluster.client.clone(), namespace);
             let found = api.get_opt(name).await.map_err(|error| cluster.error(error))?;
             found.map(|secret| {
-                secret.data.unwrap_or_default().remove(key).map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
+                let data = secret.data.unwrap_or_default().remove(key)?;
+                let text = String::from_utf8_lossy(&data.0).into_owned();
+                record_values(secrets, (namespace, name, key), &text);
+                Some(text)
             })
         }
         _ => return Ok(Err(format!("valuesFrom names a {kind:?}, not a ConfigMap or Secret"))),
     };
     let data = match data {
         Some(Some(data)) => data,
-        _ if optional => return Ok(Ok(None)),
+        _ if optional => return Ok(Ok(Values::Missing)),
         None => return Ok(Err(format!("valuesFrom {label} is neither built nor in the cluster"))),
         Some(None) => return Ok(Err(format!("valuesFrom {label} has no key {key}"))),
     };
     let target_path = reference["targetPath"].as_str();
     let literal = reference["literal"].as_bool().unwrap_or(false);
     // Never the value itself in a message: it may be a Secret's.
-    Ok(Layer::read(&data, target_path, literal).map(Some).map_err(|why| format!("valuesFrom {label}: {why}")))
+    Ok(Layer::read(&data, target_path, literal).map(Values::Layer).map_err(|why| format!("valuesFrom {label}: {why}")))
+}
+
+/// Records a Secret's values `text` in `secrets`: the whole text, and each string it holds when it
+/// is a YAML document (a chart may put one value anywhere). Numbers and booleans are not
+/// recorded: masking every `1` and `true` of a diff would hide what changes.
+fn record_values(secrets: &SecretValues, (namespace, name, key): (&str, &str, &str), text: &str) {
+    fn strings(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::String(text) => found.push(text.clone()),
+            Value::Array(items) => items.iter().for_each(|item| strings(item, found)),
+            Value::Object(map) => map.values().for_each(|item| strings(item, found)),
+            _ => {}
+        }
+    }
+    let mut found = vec![text.to_string()];
+    if let Ok(document) = crate::yaml::from_str::<Value>(text) {
+        strings(&document, &mut found);
+    }
+    for value in found {
+        secrets.record(namespace, name, key, value);
+    }
 }
 
 /// A built ConfigMap's or Secret's value at `key` (a Secret's `stringData` over its `data`).

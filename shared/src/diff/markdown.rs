@@ -139,6 +139,7 @@ mod tests {
             error: None,
             deleted: false,
             helm_releases: Vec::new(),
+            withheld: Vec::new(),
         }];
         Diff {
             source: "GitRepository/flux-system/flux-system".into(),

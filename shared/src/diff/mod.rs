@@ -13,8 +13,10 @@ mod args;
 pub(crate) mod build;
 mod chart;
 pub(crate) mod compare;
+mod deleted;
 mod helm;
 pub mod markdown;
+mod masked;
 mod objects;
 mod render;
 pub(crate) mod sources;
@@ -22,9 +24,9 @@ mod values;
 
 use self::args::existing_dir;
 pub use self::args::{DiffArgs, DiffRequest, PreviewArgs, RenderArgs, Rendering, SourceRef, State};
+use self::build::SecretReads;
 pub use self::render::text as render_text;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
@@ -43,6 +45,7 @@ use crate::flux::bootstrap::SYNC_NAME;
 use crate::flux_cli::{FluxCli, Locator, Tag};
 use crate::git::{Checkout, Workspace};
 use crate::output::Printer;
+use crate::secret_value::SecretValues;
 
 /// The field manager kustomize-controller applies with: the dry run must merge as its apply will.
 pub(crate) const FLUX_FIELD_MANAGER: &str = "kustomize-controller";
@@ -104,6 +107,9 @@ pub struct KustomizationDiff {
     /// The HelmReleases its build makes, each rendered at the new state and compared.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub helm_releases: Vec<HelmReleaseDiff>,
+    /// The Secrets its build did not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<Withheld>,
 }
 
 impl KustomizationDiff {
@@ -122,6 +128,7 @@ impl KustomizationDiff {
             error: None,
             deleted: false,
             helm_releases: Vec::new(),
+            withheld: Vec::new(),
         }
     }
 }
@@ -146,6 +153,9 @@ pub struct HelmReleaseDiff {
     /// Why it could not be rendered or compared (then `objects` is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The Secrets its values did not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<Withheld>,
 }
 
 /// What happens to one object.
@@ -198,6 +208,17 @@ pub struct FetchedSource {
     pub at: String,
     /// The commit fetched there.
     pub commit: String,
+}
+
+/// Secret data the preview did not read: what it would have given is a visible placeholder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Withheld {
+    /// `NAMESPACE/NAME` of the Secret.
+    pub secret: String,
+    /// The variables (a Kustomization's) or the values key (a HelmRelease's) it would have given.
+    pub keys: Vec<String>,
+    /// Why it was not read.
+    pub reason: String,
 }
 
 /// How the screen and the comment say a source was fetched.
@@ -336,7 +357,8 @@ struct Compared {
 }
 
 /// What `checkout` would change in the cluster: every Kustomization of its source (and of
-/// `rendering`'s other sources) built, compared, and its HelmReleases rendered.
+/// `rendering`'s other sources) built, compared, and its HelmReleases rendered. Every value read
+/// from a Secret on the way is masked in the result, and in the error.
 async fn compare_checkout(
     cluster: &Cluster,
     checkout: Compared,
@@ -344,7 +366,24 @@ async fn compare_checkout(
     credentials: sources::Credentials<'_>,
     printer: &Printer,
 ) -> Result<Diff> {
+    let secrets = SecretValues::default();
+    match compare_reading(cluster, checkout, rendering, credentials, printer, &secrets).await {
+        Ok(diff) => Ok(masked::diff(diff, &secrets)),
+        Err(error) => Err(secrets.masked_error(error)),
+    }
+}
+
+/// [`compare_checkout`], each Secret value it reads recorded in `secrets`.
+async fn compare_reading(
+    cluster: &Cluster,
+    checkout: Compared,
+    rendering: &Rendering,
+    credentials: sources::Credentials<'_>,
+    printer: &Printer,
+    secrets: &SecretValues,
+) -> Result<Diff> {
     let Compared { resource, source, dir, compared } = checkout;
+    let recorded = SecretReads::Recorded(secrets);
     let mut sources = vec![(source.clone(), dir)];
     sources.extend(rendering.local_sources.iter().cloned());
     let ours = kustomizations_of(cluster, &resource, &sources).await?;
@@ -352,22 +391,23 @@ async fn compare_checkout(
     // One discovery of each kind for every comparison.
     let applier = Applier::new(cluster);
     let spinner = printer.spinner(format!("building and comparing {} Kustomizations", ours.len()));
-    let (mut kustomizations, mut builds) = compare_each(&applier, &flux_cli, &ours).await?;
+    let (mut kustomizations, mut builds) = compare_each(&applier, &flux_cli, &ours, recorded).await?;
     drop(spinner);
-    deleted_with_their_objects(applier.clone(), &ours, &mut kustomizations).await?;
+    deleted::deleted_with_their_objects(applier.clone(), &ours, &mut kustomizations).await?;
     // The sources the change moves, fetched at their new ref: what their Kustomizations apply.
     let moved = sources::moved(&mut applier.clone(), &builds, &sources).await?;
-    let moved = sources::compare_moved(&applier, &resource, &flux_cli, moved, credentials, printer).await?;
+    let moved = sources::compare_moved(&applier, &resource, &flux_cli, moved, credentials, recorded, printer).await?;
     kustomizations.extend(moved.kustomizations);
     builds.extend(moved.builds);
     sources.extend(moved.sources);
     // The Kustomizations the change adds, of the sources compared: built and compared too.
     let new_kustomizations = added_kustomizations(applier.clone(), &builds, &sources).await?;
-    let (added, added_builds) = compare_each(&applier, &flux_cli, &new_kustomizations).await?;
+    // Their spec is the change's own: they read no Secret.
+    let (added, added_builds) = compare_each(&applier, &flux_cli, &new_kustomizations, SecretReads::Withheld).await?;
     kustomizations.extend(added);
     builds.extend(added_builds);
-    render_helm_releases(&applier, rendering, &sources, &mut kustomizations, &builds, printer).await?;
-    let elsewhere = deleted_elsewhere(applier.clone(), &kustomizations).await?;
+    render_helm_releases(&applier, rendering, &sources, &mut kustomizations, &builds, secrets, printer).await?;
+    let elsewhere = deleted::deleted_elsewhere(applier.clone(), &kustomizations).await?;
     kustomizations.extend(elsewhere);
     kustomizations.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let summary = summarize(&kustomizations);
@@ -521,18 +561,20 @@ async fn kustomizations_of<'a>(
     Ok(found)
 }
 
-/// Each of `listed` (a Kustomization, its source and that source's checkout) built and compared,
-/// [`PARALLEL`] at a time; the results and the builds kept, in the order of `listed`.
+/// Each of `listed` (a Kustomization, its source and that source's checkout) built, reading its
+/// Secrets as `reads` allows, and compared, [`PARALLEL`] at a time; the results and the builds
+/// kept, in the order of `listed`.
 async fn compare_each(
     applier: &Applier<'_>,
     flux: &FluxCli,
     listed: &[(Value, &SourceRef, &Path)],
+    reads: SecretReads<'_>,
 ) -> Result<(Vec<KustomizationDiff>, Vec<Vec<Value>>)> {
     // The futures are made first, so that the stream holds no closure over borrowed items (which
     // would keep the whole future from being `Send`, as the UI's preview needs it to be).
     let comparisons: Vec<_> = listed
         .iter()
-        .map(|(kustomization, source, root)| compare_one(applier.clone(), flux, kustomization, source, root))
+        .map(|(kustomization, source, root)| compare_one(applier.clone(), flux, kustomization, (source, root), reads))
         .collect();
     let compared: Vec<Result<(KustomizationDiff, Vec<Value>)>> =
         futures::stream::iter(comparisons).buffered(PARALLEL).collect().await;
@@ -545,16 +587,22 @@ async fn compare_one(
     mut applier: Applier<'_>,
     flux: &FluxCli,
     kustomization: &Value,
-    source: &SourceRef,
-    dir: &Path,
+    (source, dir): (&SourceRef, &Path),
+    reads: SecretReads<'_>,
 ) -> Result<(KustomizationDiff, Vec<Value>)> {
     let mut result = KustomizationDiff::of(kustomization, source);
     let source_dir = match build::source_dir(dir, &result.path) {
         Ok(source_dir) => source_dir,
         Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
     };
-    let resolved = build::resolved(applier.cluster(), kustomization).await?;
-    let built = match build::build(flux, &resolved, dir, &source_dir).await? {
+    let mut resolved = build::resolved(applier.cluster(), kustomization, reads).await?;
+    let keys = build::withheld_placeholders(flux, &mut resolved, dir, &source_dir).await?;
+    result.withheld = resolved
+        .withheld
+        .iter()
+        .map(|secret| Withheld { secret: secret.clone(), keys: keys.clone(), reason: build::WITHHELD_ADDED.into() })
+        .collect();
+    let built = match build::build(flux, &resolved.kustomization, dir, &source_dir).await? {
         Ok(built) => built,
         Err(why) => return Ok((KustomizationDiff { error: Some(why), ..result }, Vec::new())),
     };
@@ -609,6 +657,7 @@ async fn render_helm_releases(
     sources: &[(SourceRef, PathBuf)],
     kustomizations: &mut [KustomizationDiff],
     builds: &[Vec<Value>],
+    secrets: &SecretValues,
     printer: &Printer,
 ) -> Result<()> {
     // Helm is looked for (and downloaded) only when a build makes a HelmRelease.
@@ -627,6 +676,7 @@ async fn render_helm_releases(
         kube_version: &version.git_version,
         sources,
         new_chart_repositories: rendering.fetch_new_chart_repositories,
+        secrets,
     };
     let spinner = printer.spinner("rendering HelmReleases".to_string());
     let renderings: Vec<_> = kustomizations
@@ -646,80 +696,6 @@ async fn render_helm_releases(
         kustomization.helm_releases = releases?;
     }
     Ok(())
-}
-
-/// A Kustomization the change deletes (one that applies it prunes it) is not compared as built:
-/// what it applied goes with it. Its entry (`results` is in the order of `ours`) lists its
-/// inventory as pruned when it prunes, nothing otherwise, instead of a build of a path the change
-/// may have removed.
-async fn deleted_with_their_objects(
-    mut applier: Applier<'_>,
-    ours: &[(Value, &SourceRef, &Path)],
-    results: &mut [KustomizationDiff],
-) -> Result<()> {
-    let deleted = deleted_kustomizations(results);
-    for (result, (kustomization, _, _)) in results.iter_mut().zip(ours) {
-        if !deleted.contains(&(result.namespace.clone(), result.name.clone())) {
-            continue;
-        }
-        result.objects = inventory_pruned(&mut applier, kustomization).await?;
-        (result.deleted, result.error, result.unchanged, result.compared_here) = (true, None, 0, 0);
-    }
-    Ok(())
-}
-
-/// The Kustomizations the change deletes that apply another source than those compared (an app's
-/// own repository): each an entry of its own, listing what Flux prunes with it.
-async fn deleted_elsewhere(mut applier: Applier<'_>, results: &[KustomizationDiff]) -> Result<Vec<KustomizationDiff>> {
-    let compared: BTreeSet<(String, String)> =
-        results.iter().map(|result| (result.namespace.clone(), result.name.clone())).collect();
-    let mut found = Vec::new();
-    for object in results.iter().flat_map(|result| &result.objects).filter(|object| is_deleted_kustomization(object)) {
-        let namespace = object.namespace.clone().unwrap_or_default();
-        if compared.contains(&(namespace.clone(), object.name.clone())) {
-            continue;
-        }
-        let reference = serde_json::json!({
-            "apiVersion": object.api_version, "kind": object.kind,
-            "metadata": {"name": object.name, "namespace": namespace},
-        });
-        let Some(kustomization) = applier.get(&reference).await? else { continue };
-        let reference = &kustomization["spec"]["sourceRef"];
-        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
-        let source = SourceRef {
-            kind: text(&reference["kind"]),
-            namespace: reference["namespace"].as_str().unwrap_or(&namespace).to_string(),
-            name: text(&reference["name"]),
-        };
-        let objects = inventory_pruned(&mut applier, &kustomization).await?;
-        found.push(KustomizationDiff { objects, deleted: true, ..KustomizationDiff::of(&kustomization, &source) });
-    }
-    Ok(found)
-}
-
-/// A pruned object that is a Kustomization.
-fn is_deleted_kustomization(object: &ObjectDiff) -> bool {
-    object.action == Action::Pruned
-        && object.kind == KUSTOMIZATION.kind
-        && object.api_version.starts_with(&format!("{}/", KUSTOMIZATION.group))
-}
-
-/// The Kustomizations `results` prune, by namespace and name.
-fn deleted_kustomizations(results: &[KustomizationDiff]) -> BTreeSet<(String, String)> {
-    results
-        .iter()
-        .flat_map(|result| &result.objects)
-        .filter(|object| is_deleted_kustomization(object))
-        .map(|object| (object.namespace.clone().unwrap_or_default(), object.name.clone()))
-        .collect()
-}
-
-/// What Flux prunes when `kustomization` is deleted: its inventory when it prunes, else nothing.
-async fn inventory_pruned(applier: &mut Applier<'_>, kustomization: &Value) -> Result<Vec<ObjectDiff>> {
-    if !kustomization["spec"]["prune"].as_bool().unwrap_or(false) {
-        return Ok(Vec::new());
-    }
-    objects::pruned(applier, &kustomization["status"]["inventory"], &BTreeSet::new(), KEEP_ANNOTATION).await
 }
 
 fn is_zero(count: &usize) -> bool {

@@ -1,7 +1,7 @@
 //! The screen of `diff`: a summary table per Kustomization (and a row per HelmRelease it makes),
 //! the refusals and build failures, then the unified diff of every object that changes.
 
-use super::{Action, Diff, ImageChange, KustomizationDiff, ObjectDiff};
+use super::{Action, Diff, ImageChange, KustomizationDiff, ObjectDiff, Withheld};
 use crate::output::style::Style;
 use crate::output::table::Table;
 
@@ -87,11 +87,13 @@ pub(super) fn problems(kustomization: &KustomizationDiff, style: Style) -> Strin
     if let Some(error) = &kustomization.error {
         text.push_str(&format!("\n{} Kustomization {name} is not built: {error}\n", style.bad("error:")));
     }
+    text.push_str(&withheld_lines(&format!("Kustomization {name}"), &kustomization.withheld, style));
     let by_kustomization = format!("Kustomization {name}");
     let mut refused: Vec<(&ObjectDiff, String)> =
         kustomization.objects.iter().map(|object| (object, by_kustomization.clone())).collect();
     for release in &kustomization.helm_releases {
         let by_release = format!("HelmRelease {}/{}", release.namespace, release.name);
+        text.push_str(&withheld_lines(&by_release, &release.withheld, style));
         if let Some(error) = &release.error {
             text.push_str(&format!(
                 "\n{} {by_release} ({by_kustomization}) is not rendered: {error}\n",
@@ -109,6 +111,19 @@ pub(super) fn problems(kustomization: &KustomizationDiff, style: Style) -> Strin
             object.name,
             object.message.as_deref().unwrap_or_default()
         ));
+    }
+    text
+}
+
+/// A line for each Secret `by` did not read: which, what it would have given, and why.
+fn withheld_lines(by: &str, withheld: &[Withheld], style: Style) -> String {
+    let mut text = String::new();
+    for Withheld { secret, keys, reason } in withheld {
+        let gave = match keys.as_slice() {
+            [] => String::new(),
+            keys => format!(" (it would give {}: shown as [withheld: …])", keys.join(", ")),
+        };
+        text.push_str(&format!("\n{} {by}: Secret {secret} is not read{gave}: {reason}\n", style.warn("withheld:")));
     }
     text
 }

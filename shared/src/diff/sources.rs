@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use kube::discovery::ApiResource;
 use serde_json::Value;
 
+use super::build::SecretReads;
 use super::{FetchedSource, KustomizationDiff, SourceRef, compare_each, kustomizations_of};
 use crate::apply::Applier;
 use crate::change::{Context, RepoSettings};
@@ -58,13 +59,15 @@ pub(super) struct MovedCompared {
     pub checkouts: Vec<Workspace>,
 }
 
-/// Fetches every source in `moved` and compares the Kustomizations that apply it.
+/// Fetches every source in `moved` and compares the Kustomizations that apply it (as the cluster
+/// holds them: their Secrets read as `reads` allows).
 pub(super) async fn compare_moved(
     applier: &Applier<'_>,
     resource: &ApiResource,
     flux: &FluxCli,
     moved: Vec<Moved>,
     mut credentials: Credentials<'_>,
+    reads: SecretReads<'_>,
     printer: &Printer,
 ) -> Result<MovedCompared> {
     let mut done = MovedCompared {
@@ -97,7 +100,7 @@ pub(super) async fn compare_moved(
     }
     let cluster = applier.cluster();
     let listed = kustomizations_of(cluster, resource, &done.sources).await?;
-    (done.kustomizations, done.builds) = compare_each(applier, flux, &listed).await?;
+    (done.kustomizations, done.builds) = compare_each(applier, flux, &listed, reads).await?;
     // Their Kustomizations say why they were not compared.
     let placeholders: Vec<(SourceRef, PathBuf)> =
         unfetched.iter().map(|(source, _)| (source.clone(), PathBuf::new())).collect();

@@ -6,9 +6,11 @@ use serde_json::Value;
 
 use super::{helm, ignore, text};
 use crate::apply::Applier;
-use crate::diff::{FLUX_FIELD_MANAGER, build};
+use crate::diff::FLUX_FIELD_MANAGER;
+use crate::diff::build::{self, SecretReads};
 use crate::error::Result;
 use crate::flux_cli::FluxCli;
+use crate::secret_value::SecretValues;
 
 /// One object as Flux applied it.
 #[derive(Debug, Clone)]
@@ -46,6 +48,7 @@ pub(super) async fn desired(
     flux: &FluxCli,
     kustomization: &Value,
     root: &std::path::Path,
+    secrets: &SecretValues,
 ) -> Result<std::result::Result<Vec<Desired>, String>> {
     let source_dir = match build::source_dir(root, kustomization["spec"]["path"].as_str().unwrap_or_default()) {
         Ok(dir) => dir,
@@ -55,8 +58,9 @@ pub(super) async fn desired(
         Ok(rules) => rules,
         Err(why) => return Ok(Err(format!("its spec.ignore: {why}"))),
     };
-    let resolved = build::resolved(applier.cluster(), kustomization).await?;
-    let built = match build::build(flux, &resolved, root, &source_dir).await? {
+    // The Kustomization as the cluster holds it: its controller reads these Secrets already.
+    let resolved = build::resolved(applier.cluster(), kustomization, SecretReads::Recorded(secrets)).await?;
+    let built = match build::build(flux, &resolved.kustomization, root, &source_dir).await? {
         Ok(built) => built,
         Err(why) => return Ok(Err(why)),
     };

@@ -38,6 +38,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY};
 use crate::flux_cli::{FluxCli, Locator, Tag};
 use crate::output::Printer;
+use crate::secret_value::SecretValues;
 
 /// How many Kustomizations are built and compared at once.
 const PARALLEL: usize = 4;
@@ -575,14 +576,33 @@ struct Tracked {
 type Checked = std::result::Result<Vec<Tracked>, String>;
 
 /// One Kustomization built from `root` (its source at the applied commit) and each object
-/// compared with the cluster.
-async fn check(
+/// compared with the cluster. The values its build reads from Secrets are masked in what the
+/// report says in words (a build's failure, an API server's refusal).
+async fn check(applier: Applier<'_>, flux: &FluxCli, kustomization: &Value, root: &std::path::Path) -> Result<Checked> {
+    let secrets = SecretValues::default();
+    match check_reading(applier, flux, kustomization, root, &secrets).await {
+        Ok(Err(why)) => Ok(Err(secrets.mask(&why))),
+        Ok(Ok(mut tracked)) => {
+            for tracked in &mut tracked {
+                if let objects::Outcome::Drifted(object) = &mut tracked.outcome {
+                    object.message = object.message.as_deref().map(|message| secrets.mask(message));
+                }
+            }
+            Ok(Ok(tracked))
+        }
+        Err(error) => Err(secrets.masked_error(error)),
+    }
+}
+
+/// [`check`], each Secret value read recorded in `secrets`.
+async fn check_reading(
     mut applier: Applier<'_>,
     flux: &FluxCli,
     kustomization: &Value,
     root: &std::path::Path,
+    secrets: &SecretValues,
 ) -> Result<Checked> {
-    let desired = match desired::desired(&mut applier, flux, kustomization, root).await? {
+    let desired = match desired::desired(&mut applier, flux, kustomization, root, secrets).await? {
         Ok(desired) => desired,
         Err(why) => return Ok(Err(why)),
     };

@@ -75,8 +75,12 @@ const HELLO: [(&str, &str); 5] = [
 /// A namespace and a CRD the change adds, and an object in each that cannot be dry-run before.
 const FIRST_NAMESPACE_AND_CRD: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web-next\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: next-config\n  namespace: web-next\ndata:\n  ready: \"soon\"\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    listKind: WidgetList\n    plural: widgets\n    singular: widget\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: first\n  namespace: web-next\nspec:\n  size: 3\n";
 
-/// A second release of the same chart the change adds: every object it renders is new.
-const CANARY: &str = "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello-canary\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  chart:\n    spec:\n      chart: hello\n      version: 0.2.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  values:\n    greeting: canary\n";
+/// A second release of the same chart the change adds: every object it renders is new. It also
+/// asks for values from a Secret only the cluster holds, which a preview never reads for a change.
+const CANARY: &str = "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: hello-canary\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  targetNamespace: default\n  chart:\n    spec:\n      chart: hello\n      version: 0.2.0\n      sourceRef:\n        kind: HelmRepository\n        name: hello\n  valuesFrom:\n  - kind: Secret\n    name: hello-admin\n  values:\n    greeting: canary\n";
+
+/// What the Secret `hello-admin` holds: a value the chart would print in a ConfigMap.
+const ADMIN_TIER: &str = "tier-s3cr3t-4e1d";
 
 /// Publishes the fixture chart `hello` at 0.1.0, and at 0.2.0 with a Service more and its
 /// version in the ConfigMap.
@@ -456,8 +460,11 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     std::fs::write(work.join("apps/hello/release.yaml"), release + CANARY).unwrap();
     std::fs::write(work.join("apps/hello/values.yaml"), HELLO[3].1.replace("hello from git", "hello again")).unwrap();
     std::fs::write(work.join("apps/hello/secret.yaml"), HELLO[4].1.replace("\"1\"", "\"3\"")).unwrap();
+    let admin = format!("--from-literal=values.yaml=tier: {ADMIN_TIER}");
+    env.kubectl_ok(&["-n", "flux-system", "create", "secret", "generic", "hello-admin", &admin]).unwrap();
     let helm = diff(env, plugins.path(), work, &["-o", "json"]);
     assert_eq!(helm.code, Some(1), "{}", helm.render());
+    assert!(!helm.render().contains(ADMIN_TIER), "{}", helm.render());
     let document = gitops_e2e::schema::document("Diff", &helm.stdout);
     let hello = document["kustomizations"].as_array().unwrap().iter().find(|k| k["name"] == "hello").unwrap();
     let actions = |objects: &serde_json::Value| -> BTreeSet<(String, String)> {
@@ -505,6 +512,8 @@ fn diff_shows_what_a_checkout_would_add_change_and_prune_as_flux_diff_does() {
     // The new release's objects are what the real `helm template` renders from the same chart
     // and values, with what helm-controller and Helm add before applying.
     let canary = release("hello-canary");
+    assert_eq!(canary["withheld"][0]["secret"], "flux-system/hello-admin", "{canary:#}");
+    assert_eq!(canary["withheld"][0]["keys"], serde_json::json!(["values.yaml"]), "{canary:#}");
     let template = Run::of(
         Command::new(gitops_e2e::tools::path("helm"))
             .args(["template", "default-hello-canary"])
