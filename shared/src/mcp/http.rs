@@ -41,7 +41,7 @@ pub(super) async fn serve(tools: Tools, port: u16, printer: &Printer) -> Result<
         })?;
     let address =
         listener.local_addr().map_err(|error| Error::Internal(format!("the listener has no address: {error}")))?;
-    let (auth, token) = Auth::new(address.port())?;
+    let (auth, token) = Auth::new(address)?;
     let guard = Arc::new(Guard { auth, token: token.clone() });
     let config = StreamableHttpServerConfig::default();
     let stop = config.cancellation_token.clone();

@@ -64,10 +64,15 @@ pub struct UiArgs {
     #[arg(long)]
     pub port: Option<u16>,
 
-    /// The address to listen on. Anything but a loopback address exposes your cluster
-    /// credentials to the network, and is refused.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub address: IpAddr,
+    /// The address to listen on: by default a random one of 127.0.0.0/8, else 127.0.0.1.
+    ///
+    /// The address to listen on. By default a random address of 127.0.0.0/8 (where the system
+    /// routes the block to loopback, as Linux and Windows do; 127.0.0.1 elsewhere), so that the
+    /// session cookie, which a browser sends to every port of a host, reaches no other local
+    /// service. Anything but a loopback address exposes your cluster credentials to the network,
+    /// and is refused.
+    #[arg(long)]
+    pub address: Option<IpAddr>,
 
     /// Allow changes; read-only otherwise.
     ///
@@ -99,7 +104,9 @@ pub struct UiSettings {
     /// `--context dev,uat`: the clusters followed, the first shown unless the user switches;
     /// `None`: the one cluster the flags name.
     contexts: Option<Vec<String>>,
-    listen: SocketAddr,
+    /// `--address`, or `None` for a random loopback address of the UI's own.
+    address: Option<IpAddr>,
+    port: u16,
     allow_writes: bool,
     open_browser: bool,
     /// `--drift`: with the settings its clones use.
@@ -110,15 +117,16 @@ pub struct UiSettings {
 impl UiArgs {
     /// Checks the flags: only a loopback address is served.
     pub fn settings(&self, global: &GlobalArgs, printer: &Printer) -> Result<UiSettings> {
-        if !self.address.is_loopback() {
+        if let Some(address) = self.address.filter(|address| !address.is_loopback()) {
             return Err(Error::usage(
-                format!("--address {} is not a loopback address", self.address),
+                format!("--address {address} is not a loopback address"),
                 "the UI acts with your kubeconfig credentials; serve it on 127.0.0.1 (or ::1) and reach it through `ssh -L` if needed",
             ));
         }
         Ok(UiSettings {
             contexts: crate::contexts::several(global)?,
-            listen: SocketAddr::new(self.address, self.port.unwrap_or(0)),
+            address: self.address,
+            port: self.port.unwrap_or(0),
             allow_writes: self.allow_writes,
             // On a terminal a person is there to look; under a script, the URL alone.
             open_browser: !self.no_browser && printer.redraws(),
@@ -145,6 +153,26 @@ pub(crate) struct Server {
     printer: Printer,
 }
 
+/// A listener on `address`, or on a random loopback address of the UI's own
+/// ([`auth::random_loopback`]), or on 127.0.0.1 where the system has no such address (macOS
+/// configures 127.0.0.1 alone).
+async fn listen(address: Option<IpAddr>, port: u16) -> Result<tokio::net::TcpListener> {
+    let bind = |ip: IpAddr| async move {
+        let at = SocketAddr::new(ip, port);
+        tokio::net::TcpListener::bind(at).await.map_err(|error| (at, error))
+    };
+    let tried = match address {
+        Some(address) => bind(address).await,
+        None => match bind(IpAddr::V4(auth::random_loopback()?)).await {
+            Err((_, error)) if error.kind() == std::io::ErrorKind::AddrNotAvailable => {
+                bind(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)).await
+            }
+            tried => tried,
+        },
+    };
+    tried.map_err(|(at, error)| Error::io(format!("cannot listen on {at}"), error))
+}
+
 /// Serves until Ctrl-C. Prints the URL (with its one-time token) on stdout.
 pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer) -> Result<ExitCode> {
     let base = Target::from_args(global);
@@ -156,12 +184,10 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
     for context in contexts {
         views.push(clusters::ClusterView::start(&base, context, settings.drift.clone(), printer).await?);
     }
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|error| Error::io(format!("cannot listen on {}", settings.listen), error))?;
+    let listener = listen(settings.address, settings.port).await?;
     let address = listener.local_addr().map_err(|error| Error::io("cannot read the listening address", error))?;
-    let (auth, token) = auth::Auth::new(address.port())?;
-    let url = format!("http://{address}/?token={token}");
+    let (auth, token) = auth::Auth::new(address)?;
+    let url = format!("{}/?token={token}", auth.origin());
     let (stop, stopping) = watch::channel(false);
     let server = Arc::new(Server {
         views,

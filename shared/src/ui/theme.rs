@@ -69,7 +69,11 @@ fn back(headers: &HeaderMap) -> String {
         .and_then(|referrer| referrer.parse::<axum::http::Uri>().ok())
         .and_then(|uri| uri.path_and_query().map(|path| path.as_str().to_string()));
     match path {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.starts_with("/theme") => path,
+        Some(path)
+            if path.starts_with('/') && super::cookies::own_path(&path) == path && !path.starts_with("/theme") =>
+        {
+            path
+        }
         _ => "/apps".to_string(),
     }
 }

@@ -112,6 +112,7 @@ fn the_apps_page_lists_the_apps_follows_the_cli_live_and_shows_why_an_app_fails(
     // on the Apps page.
     browser.goto(&format!("{}/?token={}", ui.origin(), ui.token));
     assert!(browser.current_url().ends_with("/apps"), "{}", browser.current_url());
+    the_session_cookie_reaches_no_other_local_service(&browser, &ui);
     browser.goto(&format!("{}/apps?namespace={NAMESPACE}", ui.origin()));
     assert_eq!(browser.count("tr[data-app]"), 4);
     assert_eq!(
@@ -455,4 +456,31 @@ fn the_add_form_opens_a_pull_request_and_the_app_appears_once_it_is_merged() {
     assert_eq!(browser.count(".actions button"), 4);
     let missed = browser.unreachable_by_keyboard();
     assert!(missed.is_empty(), "Tab never reaches: {missed:#?}");
+}
+
+/// A browser sends a host's cookies to every port of it: the session must not reach another
+/// service on this machine the user opens, at 127.0.0.1 or localhost, which could replay it.
+fn the_session_cookie_reaches_no_other_local_service(browser: &Browser, ui: &Ui) {
+    let session = browser.cookie(&ui.cookie_name());
+    assert!(session.len() > ui.cookie_name().len() + 1, "the browser holds the session: {session}");
+    let cookies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&cookies);
+    let other = gitops_e2e::http::serve(move |incoming| {
+        seen.lock().unwrap().push(incoming.headers.get("cookie").cloned().unwrap_or_default());
+        gitops_e2e::http::Reply {
+            status: 200,
+            headers: Vec::new(),
+            body: b"another local service".to_vec(),
+            content_type: "text/plain",
+            delay: Duration::ZERO,
+        }
+    });
+    let port = other.origin.rsplit(':').next().unwrap();
+    for origin in [other.origin.clone(), format!("http://localhost:{port}")] {
+        browser.goto(&format!("{origin}/"));
+        assert_eq!(browser.text("body").as_deref(), Some("another local service"), "{origin}");
+    }
+    let cookies = cookies.lock().unwrap();
+    assert!(!cookies.is_empty(), "the other service was visited");
+    assert!(cookies.iter().all(|cookie| !cookie.contains("gitops_ui_session")), "{cookies:?}");
 }

@@ -396,7 +396,8 @@ fn writes_need_the_flag_and_the_same_origin_and_a_tenant_sees_their_own_apps() {
 
 /// The session belongs to one server: a request naming another host (DNS rebinding) is answered
 /// 421 before the token or the cookie is looked at, each UI's cookie carries its port and a
-/// lifetime, and a page opened as `localhost:PORT` may write.
+/// lifetime, a token offered at `//host/` leads back to this server, and a page of this UI may
+/// write (another's may not).
 #[test]
 fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
     let env = TestEnv::shared();
@@ -404,10 +405,20 @@ fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
     env.apply_yaml(&kustomization("ui-session", "shop")).unwrap();
     let (first, second) = (start(&env.kubeconfig, &["--allow-writes"]), start(&env.kubeconfig, &[]));
 
-    // A rebinding page reaches 127.0.0.1:PORT under its own name: nothing answers it, and the
-    // token it carries is not spent.
+    // A rebinding page reaches the UI's address under its own name: nothing answers it, and the
+    // token it carries is not spent. The UI listens on an address of its own in 127.0.0.0/8, so
+    // a service on 127.0.0.1 or localhost (which the browser sends its cookies for) is not it.
     let port = first.port();
-    for host in ["evil.example".to_string(), format!("evil.example:{port}"), format!("127.0.0.1:{}", port + 1)] {
+    let own_address = first.address.rsplit_once(':').unwrap().0.to_string();
+    assert!(own_address.starts_with("127.") && !own_address.starts_with("127.0."), "{}", first.address);
+    let foreign = [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        format!("{own_address}:{}", port + 1),
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+    ];
+    for host in foreign {
         let answer = first.request("GET", &format!("/?token={}", first.token), &[("Host", &host)], b"");
         assert_eq!(answer.status, 421, "Host {host}: {}", answer.body);
         assert!(answer.body.contains("does not answer for the host"), "{}", answer.body);
@@ -416,10 +427,12 @@ fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
         assert!(api.error().contains("does not answer for the host"));
     }
 
-    // Each UI's cookie is named for its port and lasts 12 hours.
+    // Each UI's cookie is named for its port and lasts 12 hours. A token offered at `//host/`
+    // leads back to this server, never to that host.
     let login = |ui: &Ui| {
-        let answer = ui.request("GET", &format!("/?token={}", ui.token), &[], b"");
+        let answer = ui.request("GET", &format!("//evil.example/?token={}", ui.token), &[], b"");
         assert_eq!(answer.status, 303, "{}", answer.body);
+        assert_eq!(answer.header("location"), Some("/"), "{}", answer.body);
         let set_cookie = answer.header("set-cookie").unwrap().to_string();
         assert!(set_cookie.starts_with(&format!("{}=", ui.cookie_name())), "{set_cookie}");
         assert!(set_cookie.contains("; Max-Age=43200"), "{set_cookie}");
@@ -434,7 +447,7 @@ fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
     assert_eq!(first.get(&second_cookie, "/api/v1/cluster").status, 401, "the other UI's session opens nothing here");
     assert_eq!(second.get(&first_cookie, "/api/v1/cluster").status, 401);
 
-    // A page opened as localhost:PORT may write; one on another port may not.
+    // A page of this UI may write; one of the other UI may not.
     let reconcile = |host: &str, origin: &str| {
         first.request(
             "POST",
@@ -443,10 +456,9 @@ fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
             b"",
         )
     };
-    let localhost = format!("localhost:{port}");
-    let other = reconcile(&localhost, &format!("http://localhost:{}", second.port()));
+    let other = reconcile(&first.address, &second.origin());
     assert_eq!(other.status, 403, "{}", other.body);
-    let done = reconcile(&localhost, &format!("http://localhost:{port}"));
+    let done = reconcile(&first.address, &first.origin());
     assert_eq!(done.status, 200, "{}", done.body);
     let requested = env
         .jsonpath(
@@ -454,7 +466,7 @@ fn the_session_is_the_servers_own_and_a_foreign_host_is_misdirected() {
             "{.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}",
         )
         .unwrap();
-    assert!(!requested.is_empty(), "the write from localhost:{port} was made");
+    assert!(!requested.is_empty(), "the write from {} was made", first.origin());
 }
 
 #[test]
