@@ -2,7 +2,10 @@
 
 Usage: session.py CALLS_JSON -- SERVER_COMMAND [ARGS...]
        session.py CALLS_JSON --http URL TOKEN
-  CALLS_JSON  a JSON list of {"tool": NAME, "arguments": {...}} or {"resource": URI}
+  CALLS_JSON  a JSON list of {"tool": NAME, "arguments": {...}} or {"resource": URI}; an argument
+              {"$from": [CALL, KEY, ...]} is the value at that path of an earlier call's answer
+              (as in the output below: ["calls"][CALL][KEY]...), as an assistant reads one result
+              to make its next call
 Starts the server over stdio (the environment passed on: KUBECONFIG and the like), or connects
 to a running one over streamable HTTP with `Authorization: Bearer TOKEN`, lists its
 tools and resources, calls each of CALLS in order (a tool, or a resource read), checks every
@@ -58,8 +61,9 @@ async def run(read, write, calls) -> None:
                     {"resource": call["resource"], "text": getattr(contents, "text", None), "mimeType": contents.mime_type}
                 )
                 continue
+            arguments = {name: resolved(value, answers) for name, value in call.get("arguments", {}).items()}
             try:
-                result = await session.call_tool(call["tool"], call.get("arguments", {}))
+                result = await session.call_tool(call["tool"], arguments)
             except Exception as error:  # a JSON-RPC error: the call itself was refused
                 answers.append({"tool": call["tool"], "protocolError": str(error)})
                 continue
@@ -95,6 +99,17 @@ async def run(read, write, calls) -> None:
             }
         )
     )
+
+
+def resolved(value, answers):
+    """An argument, with {"$from": [CALL, KEY, ...]} replaced by what that earlier answer holds."""
+    if not (isinstance(value, dict) and list(value) == ["$from"]):
+        return value
+    index, *path = value["$from"]
+    found = answers[index]
+    for key in path:
+        found = found[key]
+    return found
 
 
 anyio.run(main)

@@ -296,7 +296,8 @@ pub async fn rolled_back(
     }
     // Flux will fold the restored snapshot into its newest entry under the new revision: keep
     // the deployments in the app's ledger first, so that `app history` can mark the rollback.
-    crate::status::app_history(&cluster, &namespace, &request.name, false, printer).await?;
+    crate::status::app_history(&cluster, &namespace, &request.name, false, crate::status::Ledgers::Keep, printer)
+        .await?;
     automations.set_suspended(&cluster, true, printer).await?;
     let checkout = (&head_checkout, config.as_ref());
     let delivered = deliver(&context, checkout, &located, (&message, files), &mut outcome, request, printer).await;

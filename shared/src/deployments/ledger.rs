@@ -67,6 +67,12 @@ pub fn selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE},{APP_LABEL}")
 }
 
+/// The deployments `app`'s ledger keeps, only read (none when it has no ledger yet).
+pub async fn read(cluster: &Cluster, app: &AppId) -> Result<Vec<Deployment>> {
+    let found = ledgers(cluster, Some(&app.namespace)).get_opt(&app.ledger_name()).await;
+    Ok(found.map_err(|error| cluster.error(error))?.as_ref().map(deployments_of).unwrap_or_default())
+}
+
 /// Merges `flux` (the app's `status.history` now, [`super::from_flux`]) and the `commits`
 /// looked up into the app's ledger, and returns everything kept, oldest first.
 pub async fn record(

@@ -49,15 +49,31 @@ pub struct McpArgs {
     /// The port to listen on; a free one is picked when not given.
     #[arg(long, requires = "http")]
     pub port: Option<u16>,
+
+    /// Let merge_pr merge a pull request this server opened.
+    ///
+    /// Let merge_pr merge a pull request this server itself opened (with add_app, promote, …).
+    /// Without it such a merge is refused: a change an assistant made is merged only after a
+    /// second look, by a person or by another session.
+    #[arg(long, requires = "allow_writes")]
+    pub allow_self_merge: bool,
 }
 
 /// Serves the tools on stdin and stdout until the client closes stdin (or Ctrl-C). Nothing else
 /// may be written to stdout: it is the protocol's; progress and warnings go to stderr. With
 /// `--http`, over streamable HTTP instead ([`http`]).
 pub async fn serve(global: &GlobalArgs, args: &McpArgs, printer: Printer) -> Result<ExitCode> {
-    let target = Target::from_args(global);
+    // `--context dev,uat`: the server's cluster is the first, and fleet_status may ask them all.
+    let several = crate::contexts::several(global)?;
+    let mut first = global.clone();
+    if let Some(contexts) = &several {
+        first.context = contexts.first().cloned();
+    }
+    let target = Target::from_args(&first);
     let cluster = Cluster::connect(&target.connection, &printer).await?;
-    let server = tools::Tools::new(cluster, global.clone(), args.repo.clone(), printer, args.allow_writes);
+    let contexts = several.unwrap_or_else(|| cluster.context.iter().cloned().collect());
+    let writes = tools::Writes { allowed: args.allow_writes, self_merge: args.allow_self_merge };
+    let server = tools::Tools::new(cluster, contexts, first, args.repo.clone(), printer, writes);
     if args.http {
         http::serve(server, args.port.unwrap_or(0), &printer).await?;
         return Ok(ExitCode::Ok);

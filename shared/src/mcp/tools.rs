@@ -166,10 +166,23 @@ pub(super) struct PullRequests {
     items: Vec<crate::pr::Row>,
 }
 
+/// What `--allow-writes` and `--allow-self-merge` allow.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Writes {
+    pub(super) allowed: bool,
+    pub(super) self_merge: bool,
+}
+
 /// The server: the cluster of the kubeconfig, and the tools over it.
 #[derive(Clone)]
 pub(super) struct Tools {
     pub(super) cluster: Cluster,
+    /// The contexts fleet_status may ask: those `--context` names, else the one in use.
+    pub(super) contexts: Vec<String>,
+    /// The pull requests this server opened (merge_pr refuses them without
+    /// `--allow-self-merge`), shared by every session of an HTTP server.
+    pub(super) opened: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<u64>>>,
+    pub(super) writes: Writes,
     /// The command line's connection flags: the fleet tool asks other contexts with them.
     pub(super) global: GlobalArgs,
     /// How the config repo is reached (the fleet file, its head, pull requests, changes).
@@ -216,16 +229,18 @@ impl Tools {
     /// The server; the tools that change something only with `allow_writes`.
     pub(super) fn new(
         cluster: Cluster,
+        contexts: Vec<String>,
         global: GlobalArgs,
         repo: RepoArgs,
         printer: Printer,
-        allow_writes: bool,
+        writes: Writes,
     ) -> Tools {
         let mut tool_router = Tools::tool_router();
-        if allow_writes {
+        if writes.allowed {
             tool_router += Tools::write_router();
         }
-        Tools { cluster, global, repo, printer, tool_router }
+        let opened = std::sync::Arc::default();
+        Tools { cluster, contexts, opened, writes, global, repo, printer, tool_router }
     }
 
     /// The namespace given, checked, else Flux's (as `-n` defaults for the app commands).
@@ -270,7 +285,9 @@ impl Tools {
     async fn app_status(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppReport>, String> {
         let namespace = Tools::namespace_or_flux(input.namespace.clone())?;
         crate::names::validate_name(&input.name, "app").map_err(said)?;
-        let report = crate::status::app_report(&self.cluster, &namespace, &input.name, &self.printer).await;
+        // A read tool writes nothing: the history is merged in memory, the ledger left as it is.
+        let ledgers = crate::status::Ledgers::ReadOnly;
+        let report = crate::status::app_report(&self.cluster, &namespace, &input.name, ledgers, &self.printer).await;
         match report.map_err(said)? {
             Some(report) => bounded(report),
             None => Err(no_app(&input.name, &namespace)),
@@ -284,7 +301,9 @@ impl Tools {
     async fn app_history(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppHistory>, String> {
         let namespace = Tools::namespace_or_flux(input.namespace.clone())?;
         crate::names::validate_name(&input.name, "app").map_err(said)?;
-        let history = crate::status::app_history(&self.cluster, &namespace, &input.name, false, &self.printer).await;
+        let ledgers = crate::status::Ledgers::ReadOnly;
+        let history = crate::status::app_history(&self.cluster, &namespace, &input.name, false, ledgers, &self.printer);
+        let history = history.await;
         bounded(history.map_err(said)?)
     }
 
@@ -312,8 +331,24 @@ impl Tools {
         description = "Apps × clusters, as `kubectl gitops fleet status -o json`: each kubeconfig context asked at once (each within 15 s), per app and cluster its state and version, where versions differ, a cluster behind the config repo's head, an unreachable cluster said so; with `rollout`, how far one config commit has rolled out in each."
     )]
     async fn fleet_status(&self, Parameters(input): Parameters<Fleet>) -> Result<Json<FleetStatus>, String> {
+        let asked = input.contexts.unwrap_or_else(|| self.contexts.clone());
+        if let Some(other) = asked.iter().find(|context| !self.contexts.contains(context)) {
+            return Err(said(Error::usage(
+                format!(
+                    "the server was not started for the context {other:?}: it answers for {}",
+                    self.contexts.join(", ")
+                ),
+                format!(
+                    "start it with `kubectl gitops mcp --context {},{other}` to let it ask that cluster",
+                    self.contexts.join(",")
+                ),
+            )));
+        }
+        if asked.is_empty() {
+            return Err(said(Error::usage("no context to ask", "start the server with --context NAME[,NAME…]")));
+        }
         let mut global = self.global.clone();
-        global.context = input.contexts.map(|contexts| contexts.join(","));
+        global.context = Some(asked.join(","));
         let args = StatusArgs {
             all_contexts: false,
             timeout: FLEET_TIMEOUT,

@@ -122,7 +122,7 @@ impl Tools {
             )));
         }
         let (target, _) = self.in_namespace(None)?;
-        bounded(input.run(&self.repo, &target, &self.printer).await.map_err(said)?)
+        self.answered(input.run(&self.repo, &target, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops app remove`, through a pull request by default.
@@ -133,7 +133,7 @@ impl Tools {
     async fn remove_app(&self, Parameters(input): Parameters<AppChange>) -> Result<Json<Changed>, String> {
         let (target, namespace) = self.in_namespace(input.namespace)?;
         let request = RemoveApp { name: input.name, pr: pull_request(input.pr), dry_run: input.dry_run, wait: false };
-        bounded(request.run(&namespace, &self.repo, &target, &self.printer).await.map_err(said)?)
+        self.answered(request.run(&namespace, &self.repo, &target, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops app suspend --persist`.
@@ -170,7 +170,7 @@ impl Tools {
             dry_run: input.dry_run,
         };
         let (target, _) = self.in_namespace(None)?;
-        bounded(request.run(&self.repo, &target, &self.printer).await.map_err(said)?)
+        self.answered(request.run(&self.repo, &target, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops app rollback`, through a pull request by default.
@@ -193,7 +193,7 @@ impl Tools {
         let global = crate::cli::GlobalArgs { namespace: Some(namespace), ..self.global.clone() };
         let request = args.request(&global).map_err(said)?;
         let (outcome, output, _) = rolled_back(&request, &target, &self.printer).await.map_err(said)?;
-        bounded(Changed { name: outcome.name, dry_run: input.dry_run, output })
+        self.answered(Changed { name: outcome.name, dry_run: input.dry_run, output })
     }
 
     /// `flux reconcile` of an app.
@@ -207,7 +207,7 @@ impl Tools {
         let requested = crate::status::request_reconcile(&self.cluster, &namespace, &name).await.map_err(said)?;
         let Some(requested) = requested else { return Err(no_app(&name, &namespace)) };
         let output = format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})\n");
-        bounded(Changed { name, dry_run: false, output })
+        self.answered(Changed { name, dry_run: false, output })
     }
 
     /// `kubectl gitops pr merge NUMBER`.
@@ -224,6 +224,15 @@ impl Tools {
                 return Err(said(Error::usage(format!("method {other:?}"), "merge, squash or rebase")));
             }
         };
+        if !self.writes.self_merge && self.opened_pull_requests().contains(&input.number) {
+            return Err(said(Error::usage(
+                format!(
+                    "#{} was opened by this server: a change an assistant made is merged after a second look",
+                    input.number
+                ),
+                "a person reviews and merges it (`kubectl gitops pr show`, `pr merge`), or the server runs with --allow-self-merge",
+            )));
+        }
         let show = ShowArgs { reference: input.number.to_string(), opened_by: None, repo: self.repo.clone() };
         let request = show.request(&self.global, false).map_err(said)?;
         let target = Target::from_args(&self.global);
@@ -240,6 +249,23 @@ impl Tools {
 }
 
 impl Tools {
+    /// `changed` as the tool's result, the pull request it opened remembered.
+    fn answered(&self, changed: Changed) -> Result<Json<Changed>, String> {
+        // The change engine says `pull request opened: URL` (drive.rs) of one it opened.
+        let opened =
+            changed.output.lines().filter_map(|line| line.split_once(" opened: ")).filter_map(|(_, url)| {
+                crate::provider::PullRequestReference::parse(url).map(|reference| reference.number)
+            });
+        let numbers: Vec<u64> = opened.collect();
+        self.opened_pull_requests().extend(numbers);
+        bounded(changed)
+    }
+
+    fn opened_pull_requests(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<u64>> {
+        // A panic elsewhere while it was held leaves the numbers as they were: still to refuse.
+        self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// `app suspend --persist` (`suspend`) or `app resume --persist`.
     async fn suspended(&self, input: AppChange, suspend: bool) -> Result<Json<Changed>, String> {
         let (target, _) = self.in_namespace(input.namespace)?;
@@ -252,6 +278,6 @@ impl Tools {
             delivery: crate::ui::change::delivery(pull_request(input.pr), None, input.dry_run, false),
         };
         let output = crate::app::suspend(&request, &target, &self.printer).await.map_err(said)?;
-        bounded(Changed { name, dry_run: input.dry_run, output })
+        self.answered(Changed { name, dry_run: input.dry_run, output })
     }
 }

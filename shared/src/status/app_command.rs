@@ -142,11 +142,13 @@ pub async fn app_report(
     cluster: &Cluster,
     namespace: &str,
     name: &str,
+    ledgers: super::remember::Ledgers,
     printer: &Printer,
 ) -> Result<Option<AppReport>> {
     let served = served_apis(cluster).await?;
     let app = AppRef { namespace: namespace.to_string(), name: name.to_string() };
     let mut viewer = Viewer::new(cluster.clone(), served, app, true, *printer);
+    viewer.ledgers = ledgers;
     Ok(viewer.look(true).await?.map(|(_, report)| report))
 }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::app_reads::{config_log, gather, served_apis, source_log};
 use super::app_report::AppRef;
 use super::collect::key;
-use super::remember::remember;
+use super::remember::{Ledgers, remember};
 use super::shorten_revision;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection};
@@ -78,7 +78,8 @@ pub async fn run_app_history(
     printer: &Printer,
 ) -> Result<ExitCode> {
     let cluster = Cluster::connect(connection, printer).await?;
-    let history = app_history(&cluster, &request.app.namespace, &request.app.name, request.git, printer).await?;
+    let history =
+        app_history(&cluster, &request.app.namespace, &request.app.name, request.git, Ledgers::Keep, printer).await?;
     match request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
             printer.structured(&crate::output::document(&history), request.format)?
@@ -102,6 +103,7 @@ pub async fn app_history(
     namespace: &str,
     name: &str,
     git: bool,
+    ledgers: super::remember::Ledgers,
     printer: &Printer,
 ) -> Result<AppHistory> {
     let served = served_apis(cluster).await?;
@@ -114,7 +116,7 @@ pub async fn app_history(
         (Vec::new(), Vec::new())
     };
     let commits: Vec<_> = log.iter().map(|commit| commit.info.clone()).collect();
-    let (kept, not_kept) = remember(cluster, &gathered, &commits).await;
+    let (kept, not_kept) = remember(cluster, &gathered, &commits, ledgers).await;
     if let Some(why) = not_kept {
         printer.warning(&format!("{why}; showing what Flux keeps"));
     }

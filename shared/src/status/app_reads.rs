@@ -28,6 +28,8 @@ pub(super) struct Viewer {
     pub(super) served: ServedApis,
     pub(super) app: AppRef,
     git: bool,
+    /// Whether a whole look keeps the history in the app's ledger.
+    pub(super) ledgers: super::remember::Ledgers,
     pub(super) printer: Printer,
     /// The last commit looked up, by hash; `None` inside when the lookup failed (warned once).
     commit: Option<(String, Option<CommitInfo>)>,
@@ -35,7 +37,7 @@ pub(super) struct Viewer {
 
 impl Viewer {
     pub(super) fn new(cluster: Cluster, served: ServedApis, app: AppRef, git: bool, printer: Printer) -> Viewer {
-        Viewer { cluster, served, app, git, printer, commit: None }
+        Viewer { cluster, served, app, git, ledgers: super::remember::Ledgers::Keep, printer, commit: None }
     }
 
     /// Reads the app and builds its report; `None` when it does not exist. `whole` reads its
@@ -48,7 +50,8 @@ impl Viewer {
         }
         if whole {
             // `app status` is not asked for the history: keeping it is a detail.
-            let (_, not_kept) = super::remember::remember(&self.cluster, &gathered, report.commit.as_slice()).await;
+            let commits = report.commit.as_slice();
+            let (_, not_kept) = super::remember::remember(&self.cluster, &gathered, commits, self.ledgers).await;
             if let Some(why) = not_kept {
                 self.printer.detail(&why);
             }

@@ -35,7 +35,7 @@ pub use self::collect::{Scope, collect, collect_detected, collect_labelled};
 pub use self::in_contexts::{answer, one_context_at_a_time};
 pub(crate) use self::live::Live;
 pub use self::live::{wait_cluster, watch_cluster};
-pub use self::remember::HistoryKeeper;
+pub use self::remember::{HistoryKeeper, Ledgers};
 pub(crate) use self::remember::{LEDGERS_PER_LOOK, histories, kept_fingerprints, remember_changed};
 pub use self::render::{View, exit_code, render_table};
 pub use self::tree::render_tree;

@@ -25,20 +25,39 @@ pub(crate) const LEDGERS_PER_LOOK: usize = 50;
 /// Ledgers written at once.
 const CONCURRENT_WRITES: usize = 8;
 
+/// Whether a look at one app keeps what it sees in the app's ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ledgers {
+    /// Merge Flux's history into the ledger, written (the CLI, the UI).
+    Keep,
+    /// Read the ledger and merge in memory; write nothing (an assistant's read-only tools).
+    ReadOnly,
+}
+
 /// Keeps what Flux's `status.history` shows now, and the commits looked up, in the app's ledger
-/// (docs/history.md); returns every deployment kept, oldest first. A ledger that cannot be read
-/// or written (RBAC, a conflict that kept coming back) does not fail the look: what Flux shows is
-/// returned alone, with why it was not kept, for the caller to say as loud as it matters to it.
+/// (docs/history.md), unless `ledgers` is read-only; returns every deployment kept, oldest
+/// first. A ledger that cannot be read or written (RBAC, a conflict that kept coming back) does
+/// not fail the look: what Flux shows is returned alone, with why it was not kept, for the
+/// caller to say as loud as it matters to it.
 pub(super) async fn remember(
     cluster: &Cluster,
     gathered: &Gathered,
     commits: &[CommitInfo],
+    ledgers: Ledgers,
 ) -> (Vec<Deployment>, Option<String>) {
     let app = &gathered.app;
     let Some(kind) = AppKind::of(key(app).0.as_str()) else { return (Vec::new(), None) };
     let flux = deployments::from_flux(kind, app.data.pointer("/status/history"));
     let id = AppId { kind, namespace: app.namespace().to_string(), name: app.name().to_string() };
-    match ledger::record(cluster, &id, &owner_of(app), &flux, commits).await {
+    let kept = match ledgers {
+        Ledgers::Keep => ledger::record(cluster, &id, &owner_of(app), &flux, commits).await,
+        Ledgers::ReadOnly => ledger::read(cluster, &id).await.map(|mut kept| {
+            deployments::merge(&mut kept, &flux);
+            deployments::attach_commits(&mut kept, commits);
+            kept
+        }),
+    };
+    match kept {
         Ok(kept) => (kept, None),
         Err(error) => {
             let why = format!(

@@ -134,7 +134,7 @@ pub(super) async fn app(
 pub(super) async fn app_report(view: &Viewed, namespace: &str, name: &str) -> Result<AppReport, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    match status::app_report(&view.cluster, namespace, name, &view.server.printer).await? {
+    match status::app_report(&view.cluster, namespace, name, status::Ledgers::Keep, &view.server.printer).await? {
         Some(report) => Ok(report),
         None => Err(not_found_app(namespace, name)),
     }
@@ -152,7 +152,7 @@ pub(super) async fn history(
 pub(super) async fn app_history(view: &Viewed, namespace: &str, name: &str) -> Result<AppHistory, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    match status::app_history(&view.cluster, namespace, name, true, &view.server.printer).await {
+    match status::app_history(&view.cluster, namespace, name, true, status::Ledgers::Keep, &view.server.printer).await {
         Err(Error::Usage { .. }) => Err(not_found_app(namespace, name)),
         other => Ok(other?),
     }

@@ -288,11 +288,21 @@ fn two_live_clusters_of_one_config_repo_side_by_side_and_an_unreachable_third() 
     let names: Vec<&str> = status["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["dev", "uat"]);
     assert!(status["clusters"].as_array().unwrap().iter().all(|cluster| cluster["behind"] == false), "{status:#}");
-    // The same matrix for an assistant: the MCP tool fleet_status, called by the Python SDK.
-    let (mut server, _plugins) = crate::mcp::kubectl_gitops_mcp(&kubeconfig, &keys(&gitea));
+    // The same matrix for an assistant: the MCP tool fleet_status, called by the Python SDK, for
+    // the contexts the server was started for, and no other.
+    let started_for = [&["--context", "dev,uat"][..], &keys(&gitea)].concat();
+    let (mut server, _plugins) = crate::mcp::kubectl_gitops_mcp(&kubeconfig, &started_for);
     let _home = wire(&mut server, &gitea, &kubeconfig);
-    let asked =
-        crate::mcp::session(&server, &json!([{"tool": "fleet_status", "arguments": {"contexts": ["dev", "uat"]}}]));
+    let asked = crate::mcp::session(
+        &server,
+        &json!([
+            {"tool": "fleet_status", "arguments": {"contexts": ["dev", "uat"]}},
+            {"tool": "fleet_status", "arguments": {"contexts": ["dev", "elsewhere"]}},
+        ]),
+    );
+    let refused = &asked["calls"][1];
+    assert_eq!(refused["isError"], true, "{refused:#}");
+    assert!(refused["text"].as_str().unwrap().contains("not started for the context \"elsewhere\""), "{refused:#}");
     let call = &asked["calls"][0];
     assert_eq!((&call["isError"], &call["schemaErrors"]), (&json!(false), &json!([])), "{call:#}");
     assert_eq!(cells(&call["structured"], "mccp"), [ready("0.1.0"), ready("0.1.0")], "{call:#}");
@@ -726,6 +736,17 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
         assert!(!answer.to_string().contains(&gitea.token), "the forge token reached a tool result");
         answer
     };
+    // A read writes nothing: not even web's ledger, which app_status would have made again.
+    dev.kubectl_ok(&[
+        "-n",
+        "flux-system",
+        "delete",
+        "configmap",
+        "kubectl-gitops-history-ks-web",
+        "--ignore-not-found",
+    ])
+    .unwrap();
+    let before = dev.our_requests().unwrap().len();
     let answer = assistant(json!([
         {"tool": "app_status", "arguments": {"name": "web"}},
         {"tool": "promote", "arguments": {"name": "web", "from": "uat", "to": "dev", "dryRun": true}},
@@ -733,7 +754,18 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
         {"tool": "pr_list", "arguments": {}},
         {"tool": "flux_upgrade_check", "arguments": {}},
         {"tool": "rollback_app", "arguments": {"name": "mccp", "dryRun": true}},
+        // The pull request it just opened, merged by the same session: refused.
+        {"tool": "merge_pr", "arguments": {"number": {"$from": [3, "structured", "items", 0, "number"]}}},
+        {"tool": "fleet_status", "arguments": {"contexts": ["uat"]}},
     ]));
+    let written: Vec<String> = dev.our_requests().unwrap()[before..]
+        .iter()
+        .filter(|request| {
+            request.resource == "configmaps" && ["create", "update", "patch"].contains(&request.verb.as_str())
+        })
+        .map(|request| format!("{} {}", request.verb, request.uri))
+        .collect();
+    assert_eq!(written, Vec::<String>::new(), "the session's reads and dry runs wrote ConfigMaps");
     let tools = answer["tools"].to_string();
     assert!(tools.contains("\"merge_pr\"") && tools.contains("\"add_app\""), "writes are served: {tools}");
     let calls = answer["calls"].as_array().unwrap();
@@ -766,6 +798,11 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
     let plan = rollback["structured"]["output"].as_str().unwrap();
     assert!(plan.contains("Plan:") && plan.contains("clusters/dev/apps/mccp/kustomization.yaml"), "{plan}");
     assert!(opened["structured"]["output"].as_str().unwrap().contains(&format!("/pulls/{number}")), "{opened:#}");
+    let merged_by_itself = &calls[6];
+    assert_eq!(merged_by_itself["isError"], true, "{merged_by_itself:#}");
+    assert!(merged_by_itself["text"].as_str().unwrap().contains("was opened by this server"), "{merged_by_itself:#}");
+    let other_cluster = &calls[7];
+    assert_eq!(other_cluster["isError"], true, "started for dev only: {other_cluster:#}");
     // Opened, not applied: main is where it was, dev still asks for v1.2.0.
     assert_eq!(gitea.head(REPO, "main").unwrap(), head, "nothing lands until the pull request merges");
     assert_eq!(dev.jsonpath(&source, "{.spec.ref.tag}").unwrap(), "v1.2.0");
