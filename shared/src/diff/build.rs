@@ -162,7 +162,9 @@ pub(crate) async fn withheld_placeholders(
     let text: String = documents.iter().map(Value::to_string).collect();
     let names: BTreeSet<String> =
         variable_names(&text).into_iter().filter(|name| defined.get(name.as_str()).is_none()).collect();
-    let placeholder = format!("[withheld: Secret {}]", resolved.withheld.join(", Secret "));
+    // Substituted into the YAML text as Flux does: a plain scalar wherever it lands (no `[`,
+    // `{` or `: ` that would make it a list or a map).
+    let placeholder = format!("WITHHELD(Secret {})", resolved.withheld.join(", Secret "));
     let spec = &mut resolved.kustomization["spec"];
     for name in &names {
         spec["postBuild"]["substitute"][name] = json!(placeholder);

@@ -121,7 +121,7 @@ fn withheld_lines(by: &str, withheld: &[Withheld], style: Style) -> String {
     for Withheld { secret, keys, reason } in withheld {
         let gave = match keys.as_slice() {
             [] => String::new(),
-            keys => format!(" (it would give {}: shown as [withheld: …])", keys.join(", ")),
+            keys => format!(" (it would give {}: shown as WITHHELD(…))", keys.join(", ")),
         };
         text.push_str(&format!("\n{} {by}: Secret {secret} is not read{gave}: {reason}\n", style.warn("withheld:")));
     }
