@@ -17,6 +17,28 @@ pub fn fill(template: &str, version: &str, os: &str, arch: &str) -> String {
 mod tests {
     use super::*;
 
+    include!("../release_pins.rs");
+
+    #[test]
+    fn a_release_build_refuses_every_empty_pin_it_would_execute() {
+        let table = |pins: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pins.iter().map(|(key, sha)| (key.to_string(), sha.to_string())).collect()
+        };
+        let full = "ab".repeat(32);
+        let flux = table(&[("v2.9.4", &full), ("v2.9.3", &full)]);
+        assert!(empty_release_pins(&[("flux", &flux), ("helm", &table(&[("linux-amd64", &full)]))]).is_empty());
+        let helm = table(&[("linux-amd64", &full), ("darwin-arm64", " ")]);
+        assert_eq!(
+            empty_release_pins(&[("flux", &flux), ("helm", &helm)]),
+            ["[helm.checksums_sha256] \"darwin-arm64\""]
+        );
+        let previous_empty = table(&[("v2.9.4", &full), ("v2.9.3", "")]);
+        assert_eq!(
+            empty_release_pins(&[("flux", &previous_empty), ("helm", &table(&[]))]),
+            ["[flux.checksums_sha256] \"v2.9.3\""]
+        );
+    }
+
     #[test]
     fn templates_name_the_release_assets_as_the_flux_release_page_does() {
         assert_eq!(fill(FLUX_ARCHIVE, "v2.9.4", "linux", "amd64"), "flux_2.9.4_linux_amd64.tar.gz");

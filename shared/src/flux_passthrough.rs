@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, Result};
-use crate::flux_cli::{FluxCli, Locator, Pin, Tag, rehash_cached, verify_cached};
+use crate::flux_cli::{FluxCli, Locator, Pin, Tag, verify_cached_or_warn};
 use crate::output::Printer;
 
 /// The usage `kubectl gitops flux` prints without arguments.
@@ -266,14 +266,9 @@ pub async fn install_cli(
         })?;
         return Ok(format!("{}\n", path.display()));
     }
-    if let Some(path) = verify_cached(&release)? {
-        if rehash_cached(&release)? {
-            printer.done(&format!("flux {version} is cached and verified"));
-            return Ok(format!("{}\n", path.display()));
-        }
-        printer.warning(&format!("the cached flux {version} changed since it was verified; downloading it again"));
-        std::fs::remove_dir_all(release.dir())
-            .map_err(|error| Error::io(format!("removing {}", release.dir().display()), error))?;
+    if let Some(path) = verify_cached_or_warn(&release, printer)? {
+        printer.done(&format!("flux {version} is cached and verified"));
+        return Ok(format!("{}\n", path.display()));
     }
     let path = release.install(crate::timeouts::FLUX_DOWNLOAD, printer).await?;
     Ok(format!("{}\n", path.display()))

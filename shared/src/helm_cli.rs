@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::dependencies;
 use crate::env;
 use crate::error::{Error, Result};
-use crate::flux_cli::{Pin, Release, Tag, Tool, cache_root, verify_cached};
+use crate::flux_cli::{Pin, Release, Tag, Tool, cache_root, verify_cached_or_warn};
 use crate::output::Printer;
 
 /// The helm CLI.
@@ -75,7 +75,7 @@ pub async fn locate(flag: Option<PathBuf>, deadline: Duration, printer: &Printer
         )
     })?;
     let release = release(cache_root)?;
-    if let Some(path) = verify_cached(&release)? {
+    if let Some(path) = verify_cached_or_warn(&release, printer)? {
         return Ok(path);
     }
     release.install(deadline, printer).await

@@ -53,6 +53,28 @@ pub fn validate_name(name: &str, flag: &str) -> Result<String> {
     }
 }
 
+/// Checks a forge path of `segments` parts at most (`NAME`, `OWNER/NAME`, a GitLab group path),
+/// `shape` as the hint names it: letters, digits, '-', '_' and '.', and no part of only dots, which
+/// a URL or a clone would read as this directory or its parent rather than a repository.
+pub(crate) fn validate_repo_path(path: &str, what: &str, shape: &str, segments: usize) -> Result<()> {
+    let valid = |part: &str| {
+        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    if !path.split('/').all(valid) || path.split('/').count() > segments {
+        return Err(Error::usage(
+            format!("{path:?} is not {what}"),
+            format!("give {shape}: letters, digits, '-', '_' and '.'"),
+        ));
+    }
+    if let Some(dots) = path.split('/').find(|part| part.chars().all(|c| c == '.')) {
+        return Err(Error::usage(
+            format!("{path:?} is not {what}: {dots:?} names a directory, not a repository"),
+            format!("give {shape}; a name needs a letter, digit, '-' or '_'"),
+        ));
+    }
+    Ok(())
+}
+
 /// A branch or tag name git accepts (`refs/heads/<branch>`, `refs/tags/<tag>`); Flux could
 /// never check out another.
 pub(crate) fn validate_git_ref(name: &str, flag: &str, namespace: &str) -> Result<()> {
@@ -228,6 +250,15 @@ mod tests {
         assert_eq!(normalize_path("./clusters/dev/").unwrap(), "clusters/dev");
         for bad in ["../escape", "/etc", "clusters/../../x", "", "a//b"] {
             assert!(normalize_path(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn repository_paths_are_names_never_dots() {
+        assert!(validate_repo_path("acme/app.v2", "a repository name", "NAME", 2).is_ok());
+        assert!(validate_repo_path("group/sub/app", "an owner", "OWNER", usize::MAX).is_ok());
+        for bad in [".", "..", "...", "acme/..", "../app", "acme/.", "", "a//b", "a b", "a/b/c"] {
+            assert!(validate_repo_path(bad, "a repository name", "NAME", 2).is_err(), "{bad}");
         }
     }
 

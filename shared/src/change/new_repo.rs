@@ -56,15 +56,7 @@ impl SourceArgs {
     /// Checks the name and the flags before anything is asked.
     pub fn request(&self, name: &str) -> Result<NewRepoRequest> {
         let name = name.trim().trim_matches('/').to_string();
-        let valid = |part: &str| {
-            !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        };
-        if !name.split('/').all(valid) || name.split('/').count() > 2 {
-            return Err(Error::usage(
-                format!("{name:?} is not a repository name"),
-                "give NAME or OWNER/NAME: letters, digits, '-', '_' and '.'",
-            ));
-        }
+        crate::names::validate_repo_path(&name, "a repository name", "NAME or OWNER/NAME", 2)?;
         let source = match (&self.from_template, &self.from_url) {
             (Some(template), _) => {
                 let template = RepoRef::parse(template).map_err(|error| {

@@ -37,7 +37,7 @@ pub fn extract(release: &Release) -> Result<Option<PathBuf>> {
     let Some((bytes, sha256)) = embedded() else {
         return Ok(None);
     };
-    if let Some(path) = verify_cached(release)? {
+    if let Some(path) = verify_cached(release) {
         return Ok(Some(path));
     }
     let actual: String = Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect();

@@ -4,7 +4,7 @@
 //! The order, first found wins (docs/dependencies.md):
 //! 1. `--flux-bin`, else `KUBECTL_GITOPS_FLUX_BIN`;
 //! 2. the cache, `${XDG_CACHE_HOME:-~/.cache}/kubectl-gitops/flux/<version>/flux`, written only
-//!    after the release's checksums matched (release.rs);
+//!    after the release's checksums matched, and hashed again before each run (release.rs);
 //! 3. for the pinned version, the CLI embedded in this binary or in the `kubectl-gitops-flux`
 //!    beside it (the `embed-flux` build), written to the cache;
 //! 4. a download of the release (archive checked against the checksums file, and that file
@@ -23,7 +23,7 @@ use std::process::Command;
 use std::time::Duration;
 
 pub(crate) use self::release::platform;
-pub use self::release::{FLUX, Given, Release, Tool, rehash_cached, sha256_hex, verify_cached};
+pub use self::release::{FLUX, Given, Release, Tool, sha256_hex, verify_cached, verify_cached_or_warn};
 pub use self::tag::{Pin, Tag, pinned_list};
 use crate::dependencies;
 use crate::env;
@@ -172,7 +172,7 @@ impl Locator {
             .args(["install-cli", "--embedded"])
             .output()
             .is_ok_and(|output| output.status.success());
-        Ok(if wrote { verify_cached(release)?.map(cli) } else { None })
+        Ok(if wrote { verify_cached(release).map(cli) } else { None })
     }
 
     /// The release of `version` for this machine; refused when this build does not pin it and
@@ -209,7 +209,7 @@ impl Locator {
             return Ok(Some(cli));
         }
         if let Ok(release) = self.release(version)
-            && let Some(path) = verify_cached(&release)?
+            && let Some(path) = verify_cached(&release)
         {
             return Ok(Some(FluxCli { path, version: Some(version.clone()), origin: Origin::Cache }));
         }
@@ -223,7 +223,7 @@ impl Locator {
             return Ok(cli);
         }
         let release = self.release(version)?;
-        if let Some(path) = verify_cached(&release)? {
+        if let Some(path) = verify_cached_or_warn(&release, printer)? {
             return Ok(FluxCli { path, version: Some(version.clone()), origin: Origin::Cache });
         }
         if let Some(cli) = self.embedded(&release)? {

@@ -226,13 +226,13 @@ impl Release {
         let record = format!("{name} {} {}\n", sha256_hex(binary), binary.len());
         std::fs::write(unpacked.join(VERIFIED), record).map_err(|error| Error::io("recording the checksum", error))?;
         let target = self.dir();
-        if verify_cached(self)?.is_none() && target.exists() {
+        if verify_cached(self).is_none() && target.exists() {
             std::fs::remove_dir_all(&target)
                 .map_err(|error| Error::io(format!("removing the unverified {}", target.display()), error))?;
         }
         match std::fs::rename(&unpacked, &target) {
             Ok(()) => {}
-            Err(_) if verify_cached(self)?.is_some() => {}
+            Err(_) if verify_cached(self).is_some() => {}
             Err(error) => {
                 return Err(Error::io(format!("moving the {} CLI into {}", self.tool.name, target.display()), error));
             }
@@ -268,33 +268,70 @@ impl Release {
     }
 }
 
-/// The cached CLI of this release when its directory is complete and the binary has the size
-/// recorded at verification (a cheap check on every run; `kubectl gitops flux install-cli` hashes
-/// it again in full).
-pub fn verify_cached(release: &Release) -> Result<Option<PathBuf>> {
-    let dir = release.dir();
-    let Ok(record) = std::fs::read_to_string(dir.join(VERIFIED)) else {
-        return Ok(None);
-    };
-    let mut fields = record.split_whitespace();
-    let (Some(name), Some(_sha), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
-        return Ok(None);
-    };
-    let binary = dir.join(name);
-    let matches = std::fs::metadata(&binary).is_ok_and(|meta| meta.is_file() && meta.len().to_string() == size);
-    Ok(matches.then_some(binary))
+/// What the cache holds for a release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Cached {
+    /// Nothing complete: never downloaded, or a directory without its record.
+    Missing,
+    /// The binary, with the size and sha256 recorded when it was verified.
+    Verified(PathBuf),
+    /// A binary that is no longer what was verified (a tampered or damaged cache): never run.
+    Changed(PathBuf),
 }
 
-/// Whether the cached CLI still has the sha256 recorded when it was verified.
-pub fn rehash_cached(release: &Release) -> Result<bool> {
+/// The cached CLI of this release, hashed in full against the sha256 recorded when it was
+/// verified: whoever can write the cache could otherwise swap in a binary of the same size, and
+/// we would run it (a stat alone cannot tell).
+pub(super) fn cached(release: &Release) -> Cached {
     let dir = release.dir();
-    let record = std::fs::read_to_string(dir.join(VERIFIED)).unwrap_or_default();
-    let mut fields = record.split_whitespace();
-    let (Some(name), Some(sha)) = (fields.next(), fields.next()) else {
-        return Ok(false);
+    let Ok(record) = std::fs::read_to_string(dir.join(VERIFIED)) else {
+        return Cached::Missing;
     };
-    let bytes = std::fs::read(dir.join(name)).map_err(|error| Error::io(format!("reading {name}"), error))?;
-    Ok(sha256_hex(&bytes) == sha)
+    let mut fields = record.split_whitespace();
+    let (Some(name), Some(sha), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
+        return Cached::Missing;
+    };
+    let binary = dir.join(name);
+    match file_sha256(&binary) {
+        Ok((length, actual)) if length.to_string() == size && actual == sha => Cached::Verified(binary),
+        _ => Cached::Changed(binary),
+    }
+}
+
+/// The verified cached CLI of this release, if the cache holds one.
+pub fn verify_cached(release: &Release) -> Option<PathBuf> {
+    match cached(release) {
+        Cached::Verified(path) => Some(path),
+        Cached::Missing | Cached::Changed(_) => None,
+    }
+}
+
+/// The verified cached CLI of this release; a changed one is never run: it is named in a
+/// warning and removed, so that the caller downloads it again.
+pub fn verify_cached_or_warn(release: &Release, printer: &Printer) -> Result<Option<PathBuf>> {
+    match cached(release) {
+        Cached::Verified(path) => Ok(Some(path)),
+        Cached::Missing => Ok(None),
+        Cached::Changed(path) => {
+            printer.warning(&format!(
+                "{} is not the {} {} verified when it was downloaded (its sha256 changed); it is not run, and is \
+                 downloaded again",
+                path.display(),
+                release.tool.name,
+                release.version
+            ));
+            let dir = release.dir();
+            std::fs::remove_dir_all(&dir).map_err(|error| Error::io(format!("removing {}", dir.display()), error))?;
+            Ok(None)
+        }
+    }
+}
+
+/// The size and sha256 of a file, read in pieces (flux is about 80 MB).
+fn file_sha256(path: &Path) -> std::io::Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let length = std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok((length, hex(&hasher.finalize())))
 }
 
 /// The house client without credentials (redirects to a CDN are followed, never from https to

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::release::{rehash_cached, verify_cached};
+use super::release::{Cached, cached, verify_cached};
 use super::*;
 
 fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
@@ -48,33 +48,37 @@ fn the_release_names_this_machine_s_assets() {
 fn an_unpacked_cli_is_found_in_the_cache_until_it_changes() {
     let cache = tempfile::tempdir().unwrap();
     let release = release(cache.path());
-    assert_eq!(verify_cached(&release).unwrap(), None);
+    assert_eq!(cached(&release), Cached::Missing);
     let archive = tar_gz(&[("LICENSE", b"Apache-2.0"), ("flux", b"#!/bin/sh\necho flux\n")]);
     let bytes = release::unpack(&archive, &release).unwrap();
     assert_eq!(bytes, b"#!/bin/sh\necho flux\n");
     let binary = release.store(&bytes).unwrap();
     assert_eq!(binary, release.dir().join("flux"));
-    assert_eq!(verify_cached(&release).unwrap(), Some(binary.clone()));
+    assert_eq!(verify_cached(&release), Some(binary.clone()));
     let names: Vec<String> = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["v2.9.4"], "no staging directory left");
-    assert!(rehash_cached(&release).unwrap());
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&binary).unwrap().permissions().mode() & 0o777, 0o755);
     }
-    // The same size with other bytes passes the cheap check, and not the full one.
+    // One byte changed at the same size is a changed CLI, never one to run; so is another size,
+    // and storing again replaces the directory.
     std::fs::write(&binary, b"#!/bin/sh\necho FLUX\n").unwrap();
-    assert!(verify_cached(&release).unwrap().is_some());
-    assert!(!rehash_cached(&release).unwrap());
-    // Another size fails both, and storing again replaces the directory.
+    assert_eq!(cached(&release), Cached::Changed(binary.clone()));
+    assert_eq!(verify_cached(&release), None);
     std::fs::write(&binary, b"truncated").unwrap();
-    assert_eq!(verify_cached(&release).unwrap(), None);
+    assert_eq!(cached(&release), Cached::Changed(binary.clone()));
     release.store(&bytes).unwrap();
-    assert!(rehash_cached(&release).unwrap());
+    assert_eq!(cached(&release), Cached::Verified(binary.clone()));
+    // Where a run finds it changed, it says so and removes it, so that it is downloaded again.
+    std::fs::write(&binary, b"#!/bin/sh\necho FLUX\n").unwrap();
+    let printer = crate::output::Printer::new(crate::cli::ColorChoice::Never, 0, 0);
+    assert_eq!(release::verify_cached_or_warn(&release, &printer).unwrap(), None);
+    assert!(!release.dir().exists());
 }
 
 #[test]

@@ -13,7 +13,7 @@ use crate::cluster::Connection;
 use crate::deploy_key::KeyAlgorithm;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::OciComponent;
-use crate::names::{normalize_path, validate_name};
+use crate::names::{normalize_path, validate_name, validate_repo_path};
 use crate::record::PlatformRepo;
 use crate::repo_access::{ParsedUrl, parse_url};
 
@@ -176,6 +176,13 @@ impl InstallArgs {
                 "pass --url https://host/path/repo.git, or drop --token-auth to use an SSH deploy key",
             ));
         }
+        let (owner, repository) = (non_blank(&self.owner), non_blank(&self.repository));
+        if let Some(owner) = &owner {
+            validate_repo_path(owner, "an --owner", "a user, an organisation or a GROUP/SUBGROUP", usize::MAX)?;
+        }
+        if let Some(repository) = &repository {
+            validate_repo_path(repository, "a --repository name", "one name", 1)?;
+        }
         let cluster_name =
             self.cluster_name.as_deref().map(|name| validate_name(name, "--cluster-name")).transpose()?;
         let path = self.path.as_deref().map(normalize_path).transpose()?;
@@ -195,8 +202,8 @@ impl InstallArgs {
             namespace: global.namespace.clone(),
             repo: RepoFlags {
                 provider: self.provider,
-                owner: non_blank(&self.owner),
-                repository: non_blank(&self.repository),
+                owner,
+                repository,
                 hostname: self.hostname.clone(),
                 url,
                 from_repo: self.from_repo.is_some(),

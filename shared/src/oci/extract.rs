@@ -6,7 +6,8 @@
 //! past `--max-entries` or declaring more bytes than `--max-unpacked-size` has left), and every
 //! byte gunzip gives is counted, so nothing is held in memory and nothing is allocated from what
 //! a header declares. The files go to a staging directory beside the output and are moved in only
-//! when all were written; a refusal leaves nothing.
+//! when all were written and every directory they go to is a directory of the output, not a link
+//! out of it; a refusal leaves nothing.
 
 use std::cell::Cell;
 use std::io::{Read, Write};
@@ -45,6 +46,15 @@ pub fn unpack(tar: impl Read, output: &Path, limits: &Limits) -> Result<Vec<Entr
         .tempdir_in(&parent)
         .map_err(|source| Error::io(format!("cannot create a staging directory in {}", parent.display()), source))?;
     let entries = walk(tar, limits, Some(staging.path()))?;
+    if output.exists() {
+        if !output.is_dir() {
+            return Err(Error::usage(
+                format!("{} is a file, not a directory", output.display()),
+                "--output names the directory the artifact's files are written to",
+            ));
+        }
+        check_destination(staging.path(), output)?;
+    }
     move_into(staging.path(), output)?;
     Ok(entries)
 }
@@ -200,16 +210,47 @@ fn safe_relative(path: &Path) -> Option<String> {
     Some(if parts.is_empty() { ".".to_string() } else { parts.join("/") })
 }
 
-/// Moves the tree at `from` into `to`, merging with what is there.
+/// Checks, before anything moves, where the staged tree at `from` lands in the existing
+/// directory `to`: a directory there that is a link (`out/sub -> /elsewhere`) would take the
+/// artifact's files outside the output, and a file where a directory goes (or the reverse) would
+/// stop the move half done. The output itself may be a link: the operator named it.
+fn check_destination(from: &Path, to: &Path) -> Result<()> {
+    let unreadable = |path: &Path, source| Error::io(format!("cannot read {}", path.display()), source);
+    for entry in std::fs::read_dir(from).map_err(|source| unreadable(from, source))? {
+        let entry = entry.map_err(|source| unreadable(from, source))?;
+        let target = to.join(entry.file_name());
+        let existing = match std::fs::symlink_metadata(&target) {
+            Ok(existing) => existing.file_type(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(unreadable(&target, source)),
+        };
+        let directory = entry.file_type().map_err(|source| unreadable(&entry.path(), source))?.is_dir();
+        let clash = if existing.is_symlink() && directory {
+            "a symbolic link, and the artifact writes files into it"
+        } else if directory && !existing.is_dir() {
+            "not a directory, and the artifact has a directory there"
+        } else if !directory && existing.is_dir() {
+            "a directory, and the artifact has a file there"
+        } else {
+            ""
+        };
+        if !clash.is_empty() {
+            return Err(Error::usage(
+                format!("{} is {clash}; nothing was written", target.display()),
+                "pull into a new directory (another --dir), or move what is there out of the way",
+            ));
+        }
+        if directory {
+            check_destination(&entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Moves the tree at `from` into `to`, merging with what is there ([`check_destination`] first).
 fn move_into(from: &Path, to: &Path) -> Result<()> {
     if !to.exists() {
         return std::fs::rename(from, to).map_err(|source| Error::io(format!("cannot write {}", to.display()), source));
-    }
-    if !to.is_dir() {
-        return Err(Error::usage(
-            format!("{} is a file, not a directory", to.display()),
-            "--output names the directory the artifact's files are written to",
-        ));
     }
     for entry in
         std::fs::read_dir(from).map_err(|source| Error::io(format!("cannot read {}", from.display()), source))?
@@ -363,5 +404,32 @@ mod tests {
         assert!(target.join("kept").exists());
         let leftovers: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(leftovers, ["new"], "no staging directory is left behind");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_or_a_file_where_the_artifact_has_a_directory_is_refused_and_nothing_moves() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(source.path().join("config/default")).unwrap();
+        std::fs::write(source.path().join("config/default/kustomization.yaml"), "resources: []\n").unwrap();
+        std::fs::write(source.path().join("README"), "r").unwrap();
+        let layer = crate::oci::tarball::tar_gz(source.path(), &[]).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let (out, elsewhere) = (work.path().join("out"), work.path().join("elsewhere"));
+        std::fs::create_dir_all(elsewhere.join("default")).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, out.join("config")).unwrap();
+        let error = unpack(gunzipped(&layer), &out, &Limits::default()).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{error}");
+        assert!(error.to_string().contains("config is a symbolic link"), "{error}");
+        assert!(!elsewhere.join("default/kustomization.yaml").exists(), "nothing written through the link");
+        assert!(!out.join("README").exists(), "nothing written at all");
+        std::fs::remove_file(out.join("config")).unwrap();
+        std::fs::write(out.join("config"), "a file").unwrap();
+        let error = unpack(gunzipped(&layer), &out, &Limits::default()).unwrap_err();
+        assert!(error.to_string().contains("config is not a directory"), "{error}");
+        assert!(!out.join("README").exists());
+        let leftovers: Vec<_> = std::fs::read_dir(work.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers.len(), 2, "no staging directory is left behind: {leftovers:?}");
     }
 }

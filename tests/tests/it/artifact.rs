@@ -331,6 +331,27 @@ fn crafted_artifacts_are_refused_quickly_and_write_nothing() {
     let pulled = ours(&["pull", &url("large-manifest"), "--dir", out_arg]);
     assert_eq!(pulled.code, Some(0), "{}", pulled.render());
     assert_eq!(std::fs::read_to_string(out.join("config.yaml")).unwrap(), "x");
+
+    // A link the output already holds (`out/sub -> elsewhere`) is not a way out of it: an
+    // artifact with files under sub/ is refused, and nothing is written there or anywhere.
+    let elsewhere = work.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("sub")).unwrap();
+    registry.push_layer("crafted/app", "through-a-link", &hostile_layer("sub/config.yaml", None), "r").unwrap();
+    let through = ours(&["pull", &url("through-a-link"), "--dir", out_arg]);
+    assert_eq!(through.code, Some(2), "{}", through.render());
+    assert!(
+        through.stderr.contains(&format!(
+            "error: {} is a symbolic link, and the artifact writes files into it; nothing was written\nhint: ",
+            out.join("sub").display()
+        )),
+        "{}",
+        through.render()
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing written through the link");
+    let mut left: Vec<_> = std::fs::read_dir(work.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["elsewhere", "out"], "no staging directory left");
 }
 
 /// A tar.gz with one entry named `name` (a symlink to `link` when given), written by GNU tar's

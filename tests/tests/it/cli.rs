@@ -304,7 +304,7 @@ fn install_bad_input_is_a_usage_error_before_anything_happens() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = binaries::unreachable_kubeconfig(dir.path());
     let kubeconfig = kubeconfig.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--url", "ssh://git@example.com/fleet.git", "--path", "../escape"],
             "error: --path \"../escape\" must be a relative directory inside the repo\nhint: use a path like clusters/dev (no leading /, no ..)\n",
@@ -324,6 +324,14 @@ fn install_bad_input_is_a_usage_error_before_anything_happens() {
         (
             &["--url", "ssh://git@example.com/fleet.git", "--components", "source-controller,kustomize-controler"],
             "error: unknown Flux component \"kustomize-controler\"\nhint: known components: source-controller, kustomize-controller, helm-controller, notification-controller, image-reflector-controller, image-automation-controller\n",
+        ),
+        (
+            &["--provider", "github", "--owner", "acme", "--repository", ".."],
+            "error: \"..\" is not a --repository name: \"..\" names a directory, not a repository\nhint: give one name; a name needs a letter, digit, '-' or '_'\n",
+        ),
+        (
+            &["--provider", "gitlab", "--owner", "group/.", "--repository", "fleet"],
+            "error: \"group/.\" is not an --owner: \".\" names a directory, not a repository\nhint: give a user, an organisation or a GROUP/SUBGROUP; a name needs a letter, digit, '-' or '_'\n",
         ),
     ];
     for (args, stderr) in cases {
@@ -496,6 +504,18 @@ fn repo_create_bad_input_is_a_usage_error_before_anything_happens() {
         bad_name.stderr,
         "error: \"a/b/c\" is not a repository name\nhint: give NAME or OWNER/NAME: letters, digits, '-', '_' and '.'\n"
     );
+    for dots in [".", "..", "...", "acme/.."] {
+        let refused = run("kubectl-gitops-repo", &["create", dots]);
+        assert_eq!(refused.code, Some(2), "{}", refused.render());
+        let part = dots.rsplit('/').next().unwrap();
+        assert_eq!(
+            refused.stderr,
+            format!(
+                "error: {dots:?} is not a repository name: {part:?} names a directory, not a repository\nhint: give NAME \
+                 or OWNER/NAME; a name needs a letter, digit, '-' or '_'\n"
+            )
+        );
+    }
     let bad_url = run("kubectl-gitops-repo", &["create", "shop", "--from-url", "nowhere"]);
     assert_eq!(bad_url.code, Some(2), "{}", bad_url.render());
     assert!(

@@ -285,20 +285,22 @@ fn credentials_never_follow_a_redirect_to_another_origin() {
 }
 
 /// `--secret-ref flux-system` hands the config repo's credentials to the source's server: only
-/// a source on the config repo's own server may use it.
+/// a source on the config repo's own server may use it. So does any Secret a source in the Flux
+/// namespace reads another server with.
 #[test]
 fn the_sync_secret_is_refused_for_a_source_on_another_server() {
     let env = &TestEnv::start(Options { flux: false }).unwrap();
     install(env);
-    let app = |url: &str| {
+    let app_with = |url: &str, secret: &str| {
         Run::of(
             Command::new(binaries::path("kubectl-gitops-app"))
-                .args(["add", "web", "--url", url, "--path", "./deploy", "--secret-ref", "flux-system", "--dry-run"])
+                .args(["add", "web", "--url", url, "--path", "./deploy", "--secret-ref", secret, "--dry-run"])
                 .arg("--private-key-file")
                 .arg(&env.git.client_key)
                 .env("KUBECONFIG", &env.kubeconfig),
         )
     };
+    let app = |url: &str| app_with(url, "flux-system");
     let attacker = Logged::asking_for_credentials();
     let foreign = format!("{}/acme/web.git", attacker.server.origin);
     let refused = app(&foreign);
@@ -315,6 +317,33 @@ fn the_sync_secret_is_refused_for_a_source_on_another_server() {
     let own = app(&env.git.ssh_url("web"));
     assert_eq!(own.code, Some(0), "{}", own.render());
     assert!(own.stdout.starts_with("Plan:\n"), "{}", own.stdout);
+
+    // A registry's Secret, which an OCIRepository reads ghcr.io with, is not for the attacker's
+    // server; the git server's Secret, which a GitRepository reads it with, serves another repo
+    // there.
+    env.apply_yaml(&format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: manifests\n  namespace: \
+         flux-system\nspec:\n  interval: 10m\n  url: oci://ghcr.io/acme/manifests\n  ref:\n    tag: v1\n  secretRef:\n    \
+         name: ghcr\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  \
+         namespace: flux-system\nspec:\n  interval: 10m\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: \
+         team-git\n",
+        env.git.ssh_url("team")
+    ))
+    .unwrap();
+    let shared = app_with(&foreign, "ghcr");
+    assert_eq!(shared.code, Some(2), "{}", shared.render());
+    assert!(
+        shared.stderr.contains(&format!(
+            "error: --secret-ref ghcr is the Secret OCIRepository flux-system/manifests reads ghcr.io:443 with, and \
+             {foreign} is on another server ({}): Flux would send that source's credentials there\nhint: create a \
+             Secret of its own for {0} in namespace flux-system",
+            foreign.trim_start_matches("http://").split('/').next().unwrap()
+        )),
+        "{}",
+        shared.render()
+    );
+    let team = app_with(&env.git.ssh_url("web"), "team-git");
+    assert_eq!(team.code, Some(0), "{}", team.render());
     assert!(attacker.requests().is_empty());
 }
 

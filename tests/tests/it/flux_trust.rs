@@ -133,6 +133,32 @@ fn a_development_build_says_so_on_every_download_and_in_version() {
         Run::of(isolated("kubectl-gitops", cache.path(), &server.url).args(["version", "--client", "-o", "json"]));
     let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(report["client"]["fluxChecksumsPinned"], false, "{report}");
+
+    // The cached CLI changed after it was verified, at the same size (its first bytes now a
+    // script that leaves a mark): never run, but named, removed and downloaded again.
+    let binary = cache.path().join("kubectl-gitops/flux").join(FLUX_VERSION).join("flux");
+    let mark = cache.path().join("ran");
+    let mut bytes = std::fs::read(&binary).unwrap();
+    let script = format!("#!/bin/sh\ntouch '{}'\nexit 0\n", mark.display());
+    bytes[..script.len()].copy_from_slice(script.as_bytes());
+    std::fs::write(&binary, &bytes).unwrap();
+    let ran = Run::of(isolated("kubectl-gitops-flux", cache.path(), &server.url).args(["version", "--client"]));
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (Some(0), format!("flux: {FLUX_VERSION}\n").as_str()),
+        "{}",
+        ran.stderr
+    );
+    assert!(!mark.exists(), "the tampered flux never ran");
+    assert!(
+        ran.stderr.contains(&format!(
+            "warning: {} is not the flux {FLUX_VERSION} verified when it was downloaded (its sha256 changed)",
+            binary.display()
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(server.requests().len(), 4, "downloaded again");
 }
 
 #[test]
