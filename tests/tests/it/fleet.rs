@@ -761,11 +761,16 @@ fn an_assistant_finds_why_web_fails_in_dev_and_fixes_it_through_a_pull_request(
     let written: Vec<String> = dev.our_requests().unwrap()[before..]
         .iter()
         .filter(|request| {
-            request.resource == "configmaps" && ["create", "update", "patch"].contains(&request.verb.as_str())
+            // The previews' server-side dry runs (`dryRun=All`) write nothing.
+            request.resource == "configmaps"
+                && ["create", "update", "patch"].contains(&request.verb.as_str())
+                && !request.uri.contains("dryRun=All")
         })
         .map(|request| format!("{} {}", request.verb, request.uri))
         .collect();
     assert_eq!(written, Vec::<String>::new(), "the session's reads and dry runs wrote ConfigMaps");
+    let ledger = dev.kubectl_ok(&["-n", "flux-system", "get", "configmap", "kubectl-gitops-history-ks-web"]);
+    assert!(ledger.is_err(), "app_status made web's ledger again: {ledger:?}");
     let tools = answer["tools"].to_string();
     assert!(tools.contains("\"merge_pr\"") && tools.contains("\"add_app\""), "writes are served: {tools}");
     let calls = answer["calls"].as_array().unwrap();
