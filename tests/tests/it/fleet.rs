@@ -33,7 +33,11 @@ const REPO: &str = "acme/fleet";
 /// returned (kept while the command runs), not the real one.
 fn wire(command: &mut Command, gitea: &Gitea, kubeconfig: &Path) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
+    // The fleet's kubeconfig has a config file of its own, which no install bound: the operator's
+    // side names the config repo's and the API's hosts, as a CI job does (#56).
+    let hosts = format!("127.0.0.1:{},{}", gitea.ssh_port, gitea.url.trim_start_matches("http://"));
     command
+        .env("KUBECTL_GITOPS_ACCEPT_HOSTS", hosts)
         .env("KUBECONFIG", kubeconfig)
         .env("HOME", home.path())
         .env(Kind::Gitea.token_env(), &gitea.token)

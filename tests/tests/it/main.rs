@@ -22,6 +22,7 @@ mod flux_trust;
 mod git;
 mod gitea;
 mod history;
+mod hostile;
 mod install;
 mod install_provider;
 mod kubectl;
