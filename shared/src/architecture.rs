@@ -1,7 +1,8 @@
 //! The module layers of docs/ARCHITECTURE.md, checked against the code: a module uses modules of
 //! its own layer or below, never above; no modules use each other in a circle; and no files do
 //! either. Every file is read whole, without its comments, string literals and `#[cfg(test)]`
-//! items (test code may use anything).
+//! items (test code may use anything). And a credential is put on a request only by the gate
+//! (`http/gate.rs`) or the few places named with their own checks ([`CREDENTIAL_CALLS`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -422,6 +423,59 @@ fn no_files_use_each_other_in_a_circle() {
     }
 }
 
+/// The code that puts a credential on a request, and the only files that may hold it: the HTTP
+/// gate (`http/gate.rs`, bound to one origin, https or loopback, redirects within the origin);
+/// git's credential callback, which answers only the remote's own origin (`git/session.rs`);
+/// the registry client, which checks where the registry sends a login first (`oci/registry.rs`,
+/// over `oci/challenge.rs`). `mcp/http.rs` reads the header of the requests it serves.
+const CREDENTIAL_CALLS: [(&str, &[&str]); 9] = [
+    ("bearer_auth(", &["oci/registry.rs"]),
+    ("basic_auth(", &["oci/registry.rs"]),
+    ("AUTHORIZATION", &["http/gate.rs", "mcp/http.rs"]),
+    ("set_sensitive(", &["http/gate.rs"]),
+    ("default_headers(", &["http/gate.rs"]),
+    ("Carries::Credentials", &["http.rs", "http/gate.rs", "oci/registry.rs"]),
+    ("Cred::userpass_plaintext(", &["git/session.rs"]),
+    ("Cred::ssh_key_from_memory(", &["git/session.rs"]),
+    ("RegistryAuth::Basic(", &["oci/registry.rs"]),
+];
+
+/// The header names that carry a credential, as string literals (which [`code_of`] empties).
+const CREDENTIAL_HEADERS: [&str; 2] = ["\"authorization\"", "\"private-token\""];
+
+/// Each place of `sources` that attaches a credential outside the files allowed to.
+fn credentials_outside_the_gate(sources: &[Source]) -> Vec<String> {
+    let mut found = Vec::new();
+    for source in sources {
+        let code = code_of(&source.text);
+        for (call, allowed) in CREDENTIAL_CALLS {
+            if code.contains(call) && !allowed.contains(&source.path.as_str()) {
+                found.push(format!("{}: {call}", source.path));
+            }
+        }
+        let literals: String = source
+            .text
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .map(str::to_ascii_lowercase)
+            .collect::<Vec<_>>()
+            .join("\n");
+        for header in CREDENTIAL_HEADERS {
+            if literals.contains(header) && source.path != "http/gate.rs" {
+                found.push(format!("{}: {header}", source.path));
+            }
+        }
+    }
+    found
+}
+
+/// #56, "one gate for credentials": a request carries a credential only through the gate.
+#[test]
+fn credentials_are_attached_only_through_the_gate() {
+    let found = credentials_outside_the_gate(&sources());
+    assert!(found.is_empty(), "credentials attached outside http/gate.rs (docs/security.md): {found:#?}");
+}
+
 /// The longest a file of `src/` may be (test files too): past it, split it by concern.
 const MAX_LINES: usize = 800;
 
@@ -532,6 +586,21 @@ mod checks {
 
     fn tree(files: &[(&str, &str)]) -> Vec<Source> {
         files.iter().map(|(path, text)| Source { path: path.to_string(), text: text.to_string() }).collect()
+    }
+
+    #[test]
+    fn a_credential_attached_outside_the_gate_is_found_naming_its_file() {
+        let files = tree(&[
+            ("http/gate.rs", "fn f(r: R) { r.header(AUTHORIZATION, v); h.set_sensitive(true); }\n"),
+            ("provider/client.rs", "fn f(r: R) -> R {\n    r.bearer_auth(token)\n}\n"),
+            ("pr/mod.rs", "fn f(r: R) -> R { r.header(\"Private-Token\", t) }\n"),
+            ("ui/mod.rs", "// bearer_auth( in a comment\nconst A: &str = \"basic_auth(\";\n"),
+            ("oci/registry.rs", "fn f(r: R) -> R { r.basic_auth(u, p) }\n"),
+        ]);
+        assert_eq!(
+            credentials_outside_the_gate(&files),
+            ["provider/client.rs: bearer_auth(", "pr/mod.rs: \"private-token\""]
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod hosts;
 use std::path::{Path, PathBuf};
 
 use crate::env;
+use crate::http::Origin;
 use crate::provider::{Kind, Token};
 
 /// The config file tokens may be kept in (mode 0600 is wise): `$KUBECTL_GITOPS_CONFIG`, else
@@ -20,11 +21,14 @@ pub fn config_file() -> Option<PathBuf> {
         .or_else(|| set(env::HOME).map(|home| home.join(".config/kubectl-gitops/config.yaml")))
 }
 
-/// The API token for `host`: `GITHUB_TOKEN`, `GITLAB_TOKEN` or `GITEA_TOKEN`, else the config file's
+/// The API token for `host`, looked up by that host: `GITHUB_TOKEN`, `GITLAB_TOKEN` or
+/// `GITEA_TOKEN` when `host` is its provider's public host or `bound`, the host the user's side
+/// binds (the cluster's binding in the config file, or a flag), else the config file's
 /// `tokens.<host>` ([`config_file`]); `None` when neither has one.
-pub fn provider_token(kind: Kind, host: &str) -> Option<Token> {
-    let from_env = std::env::var(kind.token_env()).ok().map(Token::new);
-    from_env.filter(|token| !token.expose().is_empty()).or_else(|| token_from_file(&config_file()?, host))
+pub fn provider_token(kind: Kind, host: &Origin, bound: Option<&Origin>) -> Option<Token> {
+    let ours = host.authority() == kind.default_host() || bound == Some(host);
+    let from_env = std::env::var(kind.token_env()).ok().filter(|_| ours).map(Token::new);
+    from_env.filter(|token| !token.expose().is_empty()).or_else(|| token_from_file(&config_file()?, &host.authority()))
 }
 
 /// `tokens.<host>` of a config file; `None` when the file or the entry is missing.

@@ -66,6 +66,13 @@ pub const KUBECTL_GITOPS_GITEA_API_URL: &str = "KUBECTL_GITOPS_GITEA_API_URL";
 /// The config file holding provider tokens by host (default
 /// `$XDG_CONFIG_HOME/kubectl-gitops/config.yaml`, else `~/.config/kubectl-gitops/config.yaml`).
 pub const KUBECTL_GITOPS_CONFIG: &str = "KUBECTL_GITOPS_CONFIG";
+/// Hosts the user accepts as a cluster's config repo or provider API host, comma separated
+/// (`git.example.com:2222,ghe.example.com`): as `--accept-host` for each, and how a CI job binds
+/// the hosts its first command uses (docs/security.md).
+pub const KUBECTL_GITOPS_ACCEPT_HOSTS: &str = "KUBECTL_GITOPS_ACCEPT_HOSTS";
+/// Set (non-empty) by CI systems: nobody reads what a command prints as it runs, so an install
+/// record binds no host on first use.
+pub const CI: &str = "CI";
 /// The base directory for user configuration (XDG Base Directory specification).
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 /// The base directory for caches (XDG Base Directory specification): the flux CLI is cached in

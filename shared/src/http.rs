@@ -9,11 +9,21 @@
 //! download) follows redirects anywhere (CDNs live on other hosts), except from https to http.
 //!
 //! Credentials in general go only over https, or plain http to this machine ([`carries_credentials`]).
+//!
+//! A host named by text (a record, a flag, the environment, a file) is parsed once, strictly, into
+//! an [`Origin`] (`origin.rs`); a credential is put on a request only by a [`Gate`] bound to one
+//! origin (`gate.rs`).
+
+mod gate;
+mod origin;
 
 use std::fmt;
 use std::time::Duration;
 
 use reqwest::Url;
+
+pub use self::gate::{Credential, Gate, GateError};
+pub use self::origin::{Flaw, Origin, OriginError, Scheme};
 
 /// The `User-Agent` we send; GitHub rejects requests without one.
 pub const USER_AGENT: &str = concat!("kubectl-gitops/", env!("CARGO_PKG_VERSION"));

@@ -104,15 +104,17 @@ pub fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
     path
 }
 
-/// Gives a command that did not choose where its config file is (`HOME`, `XDG_CONFIG_HOME` or
-/// `KUBECTL_GITOPS_CONFIG`) one beside its kubeconfig (`KUBECONFIG`, or `--kubeconfig`): one per
-/// test environment. The hosts commands bind a cluster to are written there
-/// (shared/src/config/hosts.rs), so they never reach the real home, and an environment whose API
-/// server later gets the same port starts clean.
+/// Gives a command that did not choose where its config file is (`XDG_CONFIG_HOME` or
+/// `KUBECTL_GITOPS_CONFIG`; a `HOME` of its own does not count) one beside its kubeconfig
+/// (`KUBECONFIG`, or `--kubeconfig`): one per test environment. The hosts commands bind a cluster
+/// to are written there (shared/src/config/hosts.rs), so they never reach the real home, an
+/// environment whose API server later gets the same port starts clean, and every command of one
+/// environment sees the hosts its `install` bound, as an operator's commands do: without a
+/// terminal (as here) a record binds nothing on first use (#56).
 pub fn isolate_config(command: &mut std::process::Command) -> &mut std::process::Command {
     let chosen = command
         .get_envs()
-        .any(|(name, _)| ["HOME", "XDG_CONFIG_HOME", "KUBECTL_GITOPS_CONFIG"].iter().any(|chosen| name == *chosen));
+        .any(|(name, _)| ["XDG_CONFIG_HOME", "KUBECTL_GITOPS_CONFIG"].iter().any(|chosen| name == *chosen));
     let from_env = command.get_envs().find(|(name, _)| *name == "KUBECONFIG").and_then(|(_, value)| value);
     let mut args = command.get_args();
     let from_flag = args.by_ref().find(|arg| *arg == "--kubeconfig").and_then(|_| args.next());

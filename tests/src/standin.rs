@@ -323,12 +323,7 @@ impl StandIn {
 
     /// A client configuration for this stand-in's API with `token` ([`TOKEN`] for [`USER`]).
     pub fn provider_config(&self, token: &str) -> ProviderConfig {
-        ProviderConfig {
-            kind: self.kind,
-            hostname: None,
-            api_base: Some(self.base_url.clone()),
-            token: Token::new(token),
-        }
+        ProviderConfig { kind: self.kind, host: None, api_base: Some(self.base_url.clone()), token: Token::new(token) }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

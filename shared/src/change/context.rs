@@ -9,6 +9,7 @@ use crate::detect::{self, ClusterState, Detection};
 use crate::error::{Error, Result};
 use crate::flux::api::Versions;
 use crate::git::{Auth, Checkout, Remote, Workspace};
+use crate::http::Origin;
 use crate::output::Printer;
 use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
 use crate::record::{InstallRecord, PlatformRepo};
@@ -117,7 +118,8 @@ impl Context {
     /// Resolves the config repo and our credentials for it (the repo flags, else the install
     /// record): for a command that found out first, without a key, whether it has work to do.
     pub(crate) async fn attach_repo(&mut self, repo_args: &RepoSettings) -> Result<()> {
-        let record = self.trusted_record(repo_args)?;
+        let trusted = self.trusted_record(repo_args)?;
+        let record = trusted.as_ref().map(|trusted| trusted.record);
         let platform = platform_repo(record, repo_args);
         let url = repo_args.config_repo.clone();
         let url = url.or_else(|| platform.map(|platform| platform.url.clone()));
@@ -133,7 +135,7 @@ impl Context {
             .or_else(|| platform.map(|platform| platform.branch.clone()))
             .or_else(|| record.map(|r| r.branch.clone()))
             .unwrap_or_else(|| "main".to_string());
-        let hosted = provider_repo(record, repo_args)?;
+        let hosted = provider_repo(trusted, repo_args)?;
         let pinned_hosts = match &self.cluster {
             Some(cluster) => crate::deploy_key::pinned_known_hosts(cluster, &self.namespace).await?,
             None => None,
@@ -151,20 +153,30 @@ impl Context {
 
     /// The install record, once the hosts it sends our credentials to for `repo_args` are those
     /// this cluster is bound to in the user's config file (bound now on first use, with a line
-    /// saying so; another host only with `--accept-host`, [`crate::config::hosts`]). Every use of
-    /// the record's repository or provider goes through here.
-    fn trusted_record(&self, repo_args: &RepoSettings) -> Result<Option<&InstallRecord>> {
-        let (Some(record), Some(cluster)) = (self.record(), &self.cluster) else { return Ok(self.record()) };
+    /// saying so, at a terminal only; another host only with `--accept-host`,
+    /// [`crate::config::hosts`]), with the provider API host it is bound to. Every use of the
+    /// record's repository or provider goes through here.
+    fn trusted_record(&self, repo_args: &RepoSettings) -> Result<Option<Trusted<'_>>> {
+        let (Some(record), Some(cluster)) = (self.record(), &self.cluster) else { return Ok(None) };
         let repo_url = match platform_repo(Some(record), repo_args) {
             Some(platform) => Some(platform.url.as_str()),
             None => repo_args.config_repo.is_none().then_some(record.url.as_str()),
         };
         let wanted = hosts::Wanted::of_record(record, repo_url)?;
-        if let Some(line) = hosts::bind(&cluster.server, &wanted, hosts::Accept::Named(&repo_args.accepted_hosts))? {
-            self.printer.progress(&line);
+        let accepted = hosts::accepted(&repo_args.accepted_hosts)?;
+        let accept = hosts::Accept::Named(&accepted, hosts::FirstUse::of_this_run());
+        let binding = hosts::bind(&cluster.server, &wanted, accept)?;
+        if let Some(line) = &binding.line {
+            self.printer.progress(line);
         }
-        Ok(Some(record))
+        Ok(Some(Trusted { record, api: binding.api }))
     }
+}
+
+/// An install record whose hosts the user's config file binds, and its bound provider API host.
+struct Trusted<'a> {
+    record: &'a InstallRecord,
+    api: Option<Origin>,
 }
 
 /// The recorded platform repo, when `repo_args` ask for the platform services' repository and
@@ -175,32 +187,35 @@ fn platform_repo<'a>(record: Option<&'a InstallRecord>, repo_args: &RepoSettings
 
 /// The provider in front of the repository `repo_args` ask for: the config repo, or the platform
 /// repo beside it (the same provider, another repository).
-fn provider_repo(record: Option<&InstallRecord>, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
-    let mut hosted = config_repo_provider(record)?;
-    if let (Some(platform), Some(hosted)) = (platform_repo(record, repo_args), hosted.as_mut()) {
+fn provider_repo(trusted: Option<Trusted<'_>>, repo_args: &RepoSettings) -> Result<Option<HostedRepo>> {
+    let Some(trusted) = trusted else { return Ok(None) };
+    let mut hosted = config_repo_provider(&trusted)?;
+    if let (Some(platform), Some(hosted)) = (platform_repo(Some(trusted.record), repo_args), hosted.as_mut()) {
         let path = repo_access::path_of(&platform.url)?;
         hosted.repo = RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
     }
     Ok(hosted)
 }
 
-/// The provider in front of the config repo, from the install record.
-fn config_repo_provider(record: Option<&InstallRecord>) -> Result<Option<HostedRepo>> {
-    let Some(record) = record else { return Ok(None) };
-    let (Some(kind), Some(repository)) = (record.provider.as_deref().and_then(Kind::from_id), &record.repository)
+/// The provider in front of the config repo, from the install record, reached at the host it is
+/// bound to: the URL is built from that typed host, and the token looked up by it.
+fn config_repo_provider(trusted: &Trusted<'_>) -> Result<Option<HostedRepo>> {
+    let record = trusted.record;
+    let (Some(kind), Some(repository), Some(host)) =
+        (record.provider.as_deref().and_then(Kind::from_id), &record.repository, &trusted.api)
     else {
         return Ok(None);
     };
-    let host = kind.host(record.hostname.as_deref());
-    let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
+    let token = crate::config::provider_token(kind, host, trusted.api.as_ref()).ok_or_else(|| {
         Error::usage(
             format!("the config repo {repository} is on {host}, and there is no token for it"),
-            crate::config::token_hint(kind, &host),
+            crate::config::token_hint(kind, &host.authority()),
         )
     })?;
+    let public = hosts::public_host(kind)?;
     let config = ProviderConfig {
         kind,
-        hostname: record.hostname.clone(),
+        host: (*host != public).then(|| host.clone()),
         api_base: std::env::var(kind.api_url_env()).ok().filter(|value| !value.is_empty()),
         token: token.clone(),
     };

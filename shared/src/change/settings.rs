@@ -46,7 +46,9 @@ pub struct RepoSettings {
     /// The change is a platform service's or a tenant's: it goes to the platform repo when the
     /// cluster was installed with one (`install --platform-repo`) and no `--config-repo` is given.
     pub platform: bool,
-    /// `--accept-host`: new hosts the install record may send credentials to.
+    /// `--accept-host`: new hosts the install record may send credentials to (with
+    /// `KUBECTL_GITOPS_ACCEPT_HOSTS`, parsed strictly where they are used:
+    /// [`crate::config::hosts::accepted`]).
     pub accepted_hosts: Vec<String>,
 }
 
@@ -71,6 +73,8 @@ impl RepoArgs {
         if let Some(branch) = &self.config_branch {
             crate::names::validate_git_ref(branch, "--config-branch", "heads")?;
         }
+        // Checked here too, so that a bad one is refused before anything is asked.
+        crate::config::hosts::accepted(&self.trust.accept_hosts)?;
         Ok(RepoSettings {
             config_repo: self.config_repo.clone(),
             config_branch: self.config_branch.clone(),

@@ -9,6 +9,13 @@
 //! hosts it was given, and a record that later names another host is refused, naming both, until
 //! the user accepts the new one with `--accept-host HOST`.
 //!
+//! Nobody reads that line in CI, so there a record binds nothing: when `CI` is set or stdin is
+//! not a terminal ([`FirstUse::Refuse`]), a host no binding names yet must come from the user's
+//! side: the config file, `--accept-host HOST`, or `KUBECTL_GITOPS_ACCEPT_HOSTS=HOST[,HOST…]`.
+//!
+//! Every host is an [`Origin`], parsed once and strictly: the binding compares the value the
+//! provider client builds its URL from, so no spelling reads as one host here and another there.
+//!
 //! The key is the API server URL rather than the kube context's name: context names are local
 //! aliases that repeat across clusters (`default`, `admin`), while the URL is where the kubeconfig
 //! connects, and a renamed context keeps its bindings.
@@ -20,6 +27,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::http::{Origin, OriginError};
 use crate::provider::Kind;
 use crate::record::InstallRecord;
 
@@ -49,8 +57,8 @@ pub struct Bound {
 pub struct Wanted {
     /// The `host[:port]` of the repository read or written; `None` when the user named it.
     pub repo_host: Option<String>,
-    /// The provider and its API's `host[:port]`, when the repo is reached through one.
-    pub api: Option<(Kind, String)>,
+    /// The provider and its API's host, when the repo is reached through one.
+    pub api: Option<(Kind, Origin)>,
 }
 
 impl Wanted {
@@ -58,19 +66,36 @@ impl Wanted {
     /// platform repo beside it; `None` when the user gave the URL), and its provider's API host.
     pub fn of_record(record: &InstallRecord, repo_url: Option<&str>) -> Result<Wanted> {
         let api = match (record.provider.as_deref().and_then(Kind::from_id), &record.repository) {
-            (Some(kind), Some(_)) => Some((kind, kind.host(record.hostname.as_deref()))),
+            (Some(kind), Some(_)) => Some((kind, record_api_host(kind, record.hostname.as_deref())?)),
             _ => None,
         };
-        Wanted::new(repo_url, api.as_ref().map(|(kind, host)| (*kind, host.as_str())))
+        Wanted::new(repo_url, api)
     }
 
     /// The hosts of `repo_url` and of a provider API at `api`'s host.
-    pub fn new(repo_url: Option<&str>, api: Option<(Kind, &str)>) -> Result<Wanted> {
-        Ok(Wanted {
-            repo_host: repo_url.map(repo_host).transpose()?,
-            api: api.map(|(kind, host)| (kind, normalize(host))),
-        })
+    pub fn new(repo_url: Option<&str>, api: Option<(Kind, Origin)>) -> Result<Wanted> {
+        Ok(Wanted { repo_host: repo_url.map(repo_host).transpose()?, api })
     }
+}
+
+/// The provider host a record names: its `hostname`, parsed strictly (anything but
+/// `host[:port]` is refused before a request is built), else the provider's public host.
+pub fn record_api_host(kind: Kind, hostname: Option<&str>) -> Result<Origin> {
+    match hostname {
+        Some(text) => Origin::parse(text).map_err(|error| not_a_host("the install record's hostname", &error)),
+        None => public_host(kind),
+    }
+}
+
+/// The usage error of `what` (`the install record's hostname`, `--accept-host`) not being a host:
+/// refused before anything is sent anywhere.
+pub fn not_a_host(what: &str, error: &OriginError) -> Error {
+    Error::usage(format!("{what} {error}"), error.hint())
+}
+
+/// github.com, gitlab.com or gitea.com.
+pub fn public_host(kind: Kind) -> Result<Origin> {
+    Origin::parse(kind.default_host()).map_err(|error| Error::Internal(error.to_string()))
 }
 
 /// The `host[:port]` of a repository URL, lower case, without the scheme's default port.
@@ -81,26 +106,50 @@ pub fn repo_host(url: &str) -> Result<String> {
         "http" => 80,
         _ => 443,
     };
+    // The host the URL parser found, held to the same rules as any other (no `%`, no non-ASCII).
+    let host = Origin::parse(&parsed.host).map_err(|error| not_a_host("the repository URL's host", &error))?;
+    let host = host.host().to_string();
     Ok(match parsed.port.filter(|port| *port != default_port) {
-        Some(port) => normalize(&format!("{}:{port}", parsed.host)),
-        None => normalize(&parsed.host),
+        Some(port) => format!("{host}:{port}"),
+        None => host,
     })
 }
 
-/// A host as given to `--accept-host` or in a record: lower case, without a scheme, a user or a
-/// trailing `/`.
-fn normalize(host: &str) -> String {
-    let host = host.trim();
-    let host = host.split_once("://").map_or(host, |(_, rest)| rest);
-    let host = host.rsplit_once('@').map_or(host, |(_, rest)| rest);
-    host.trim_end_matches('/').to_ascii_lowercase()
+/// The hosts the user accepts: `flags` (`--accept-host`, repeatable) and
+/// `KUBECTL_GITOPS_ACCEPT_HOSTS` (comma separated), each parsed strictly.
+pub fn accepted(flags: &[String]) -> Result<Vec<Origin>> {
+    let variable = crate::env::KUBECTL_GITOPS_ACCEPT_HOSTS;
+    let from_env = std::env::var(variable).unwrap_or_default();
+    let named = flags.iter().map(|text| (text.as_str(), ACCEPT_FLAG.to_string()));
+    let listed =
+        from_env.split(',').map(str::trim).filter(|text| !text.is_empty()).map(|text| (text, variable.to_string()));
+    named.chain(listed).map(|(text, source)| Origin::parse(text).map_err(|error| not_a_host(&source, &error))).collect()
 }
 
-/// Which hosts that differ from the bound ones may replace them.
+/// Whether a host no binding names yet may be bound because a record names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstUse {
+    /// Someone at a terminal reads the line that says so: it is bound (trust on first use).
+    Trust,
+    /// `CI` is set or stdin is no terminal: nobody reads that line, so nothing is bound from a
+    /// record, and the host must come from the user's side.
+    Refuse,
+}
+
+impl FirstUse {
+    /// This process's: [`FirstUse::Refuse`] when `CI` is set (non-empty) or stdin is not a terminal.
+    pub fn of_this_run() -> FirstUse {
+        use std::io::IsTerminal;
+        let ci = std::env::var_os(crate::env::CI).is_some_and(|value| !value.is_empty());
+        if ci || !std::io::stdin().is_terminal() { FirstUse::Refuse } else { FirstUse::Trust }
+    }
+}
+
+/// Which hosts that differ from the bound ones, or that none binds yet, may be bound.
 #[derive(Debug, Clone, Copy)]
 pub enum Accept<'a> {
-    /// Those named with `--accept-host`.
-    Named(&'a [String]),
+    /// Those the user named ([`accepted`]); one no binding names yet also when `first_use` trusts it.
+    Named(&'a [Origin], FirstUse),
     /// Any: the user gave them on the command line (`install --url …`).
     Given,
 }
@@ -108,17 +157,31 @@ pub enum Accept<'a> {
 impl Accept<'_> {
     fn covers(&self, host: &str) -> bool {
         match self {
-            Accept::Named(hosts) => hosts.iter().any(|accepted| normalize(accepted) == host),
+            Accept::Named(hosts, _) => hosts.iter().any(|accepted| accepted.authority() == host),
             Accept::Given => true,
         }
     }
+
+    /// Whether a host no binding names yet is bound.
+    fn binds_new(&self, host: &str) -> bool {
+        matches!(self, Accept::Named(_, FirstUse::Trust)) || self.covers(host)
+    }
+}
+
+/// What [`bind`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// The line to print when the config file changed.
+    pub line: Option<String>,
+    /// The provider API host the cluster is now bound to, when one was wanted.
+    pub api: Option<Origin>,
 }
 
 /// Checks `wanted` against the hosts `cluster` (its API server URL) is bound to in the config
-/// file ([`super::config_file`]): what is not bound yet is bound, what differs is an error naming
-/// both unless `accept` covers it (then it replaces the old one). Returns the line to print when
-/// the file changed.
-pub fn bind(cluster: &str, wanted: &Wanted, accept: Accept<'_>) -> Result<Option<String>> {
+/// file ([`super::config_file`]): what is not bound yet is bound (from a record, only when
+/// `accept` says so), what differs is an error naming both unless `accept` covers it (then it
+/// replaces the old one).
+pub fn bind(cluster: &str, wanted: &Wanted, accept: Accept<'_>) -> Result<Binding> {
     let path = super::config_file().ok_or_else(|| {
         Error::usage(
             "there is no config file to record which hosts this cluster's credentials go to",
@@ -139,20 +202,22 @@ pub fn bind(cluster: &str, wanted: &Wanted, accept: Accept<'_>) -> Result<Option
     let key = cluster.trim_end_matches('/').to_string();
     let bound = all.get(&key).cloned().unwrap_or_default();
     let (next, changes) = compare(&key, &bound, wanted, accept, &path)?;
+    let api = wanted.api.as_ref().map(|(_, host)| host.clone());
     if changes.is_empty() {
-        return Ok(None);
+        return Ok(Binding { line: None, api });
     }
     all.insert(key.clone(), next);
     write(&path, &replace_section(&text, &section_text(&all)?))?;
-    Ok(Some(format!(
+    let line = format!(
         "cluster {key} sends credentials only to {} (recorded in {}; {ACCEPT_FLAG} accepts another)",
         changes.join(" and "),
         path.display()
-    )))
+    );
+    Ok(Binding { line: Some(line), api })
 }
 
 /// The binding after `wanted`, and what changed in words; an error for each host that differs
-/// without being accepted.
+/// without being accepted, or that no binding names yet and may not be bound from a record.
 fn compare(
     cluster: &str,
     bound: &Bound,
@@ -162,12 +227,15 @@ fn compare(
 ) -> Result<(Bound, Vec<String>)> {
     let mut next = bound.clone();
     let mut changes = Vec::new();
+    // Hosts that differ from the bound one (what, the bound one, the host), and new ones.
     let mut refused = Vec::new();
+    let mut unbound = Vec::new();
     if let Some(host) = &wanted.repo_host {
         let what = format!("config repo host {host}");
         match &bound.repo_host {
             Some(old) if old == host => {}
-            Some(old) if !accept.covers(host) => refused.push((what, format!("config repo host {old}"), host)),
+            Some(old) if !accept.covers(host) => refused.push((what, format!("config repo host {old}"), host.clone())),
+            None if !accept.binds_new(host) => unbound.push((what, host.clone())),
             old => {
                 next.repo_host = Some(host.clone());
                 changes.push(match old {
@@ -177,7 +245,8 @@ fn compare(
             }
         }
     }
-    if let Some((kind, host)) = &wanted.api {
+    if let Some((kind, origin)) = &wanted.api {
+        let host = origin.authority();
         let what = format!("{kind} API host {host}");
         let old = bound.provider.as_deref().zip(bound.api_host.as_deref());
         let old_words = old.map(|(provider, old_host)| {
@@ -186,9 +255,10 @@ fn compare(
         });
         match (old, old_words) {
             (Some((provider, old_host)), _) if provider == kind.id() && old_host == host => {}
-            (Some(_), Some(old_words)) if !accept.covers(host) => refused.push((what, old_words, host)),
+            (Some(_), Some(old_words)) if !accept.covers(&host) => refused.push((what, old_words, host)),
+            (None, _) if !accept.binds_new(&host) => unbound.push((what, host)),
             (_, old_words) => {
-                (next.provider, next.api_host) = (Some(kind.id().to_string()), Some(host.clone()));
+                (next.provider, next.api_host) = (Some(kind.id().to_string()), Some(host));
                 changes.push(match old_words {
                     Some(old_words) => format!("{what} (was {old_words})"),
                     None => what,
@@ -196,12 +266,20 @@ fn compare(
             }
         }
     }
-    if refused.is_empty() {
-        return Ok((next, changes));
+    if !refused.is_empty() {
+        return Err(moved(cluster, &refused, path));
     }
+    if !unbound.is_empty() {
+        return Err(not_bound_yet(cluster, &unbound, path));
+    }
+    Ok((next, changes))
+}
+
+/// The refusal of hosts that differ from the bound ones.
+fn moved(cluster: &str, refused: &[(String, String, String)], path: &Path) -> Error {
     let named = refused.iter().map(|(what, old, _)| format!("{what}, but it is bound to {old}")).collect::<Vec<_>>();
     let flags = refused.iter().map(|(_, _, host)| format!("{ACCEPT_FLAG} {host}")).collect::<Vec<_>>();
-    Err(Error::Untrusted {
+    Error::Untrusted {
         message: format!(
             "the install record of cluster {cluster} names {} (in {}); no credentials were sent there",
             named.join("; and "),
@@ -212,7 +290,30 @@ fn compare(
              the cluster changed the record (the kubectl-gitops ConfigMap, the cluster's gitops.yaml): restore it",
             flags.join(" ")
         ),
-    })
+    }
+}
+
+/// The refusal of hosts only a record names, in CI or without a terminal ([`FirstUse::Refuse`]).
+fn not_bound_yet(cluster: &str, unbound: &[(String, String)], path: &Path) -> Error {
+    let named = unbound.iter().map(|(what, _)| what.as_str()).collect::<Vec<_>>();
+    let hosts = unbound.iter().map(|(_, host)| host.as_str()).collect::<Vec<_>>();
+    let flags = hosts.iter().map(|host| format!("{ACCEPT_FLAG} {host}")).collect::<Vec<_>>();
+    Error::Untrusted {
+        message: format!(
+            "the install record of cluster {cluster} names {}, and no binding in {} names it yet; in CI or without a \
+             terminal a record binds nothing, so no credentials were sent there",
+            named.join(" and "),
+            path.display()
+        ),
+        hint: format!(
+            "bind it from your side if it is yours: run with {}, or set {}={}, or write it under {SECTION}.{cluster} \
+             in {} (as `kubectl gitops install` from this machine does)",
+            flags.join(" "),
+            crate::env::KUBECTL_GITOPS_ACCEPT_HOSTS,
+            hosts.join(","),
+            path.display()
+        ),
+    }
 }
 
 /// The `clusters` section of a config file's text; an empty map when it has none.
@@ -299,6 +400,10 @@ mod tests {
         }
     }
 
+    fn origin(text: &str) -> Origin {
+        Origin::parse(text).unwrap()
+    }
+
     #[test]
     fn a_record_wants_its_repo_host_and_its_providers_api_host() {
         let wanted = |record: &InstallRecord| Wanted::of_record(record, Some(&record.url)).unwrap();
@@ -307,7 +412,7 @@ mod tests {
         let github = record("git@github.com:acme/fleet.git", Some("github"), None);
         assert_eq!(
             wanted(&github),
-            Wanted { repo_host: Some("github.com".into()), api: Some((Kind::GitHub, "github.com".into())) }
+            Wanted { repo_host: Some("github.com".into()), api: Some((Kind::GitHub, origin("github.com"))) }
         );
         let gitea =
             record("https://Git.Example.com:443/acme/fleet.git", Some("gitea"), Some("https://Git.Example.com:3000/"));
@@ -315,10 +420,22 @@ mod tests {
             wanted(&gitea),
             Wanted {
                 repo_host: Some("git.example.com".into()),
-                api: Some((Kind::Gitea, "git.example.com:3000".into()))
+                api: Some((Kind::Gitea, origin("git.example.com:3000")))
             }
         );
         assert_eq!(Wanted::of_record(&github, None).unwrap().repo_host, None, "a repo the user named is theirs");
+    }
+
+    /// #56: the binding read `127.0.0.1:PORT/x@github.com` as github.com while the client sent
+    /// the token to 127.0.0.1:PORT. Now the record is refused as a usage error, before any request.
+    #[test]
+    fn a_record_hostname_that_is_no_host_is_refused() {
+        for hostname in ["127.0.0.1:8443/x@github.com", "evil.example\\@github.com", "evil.example%40github.com", ""] {
+            let smuggled = record("git@github.com:acme/fleet.git", Some("github"), Some(hostname));
+            let error = Wanted::of_record(&smuggled, None).unwrap_err();
+            assert_eq!(error.exit_code(), crate::error::ExitCode::Usage, "{hostname}");
+            assert!(error.to_string().starts_with("the install record's hostname "), "{error}");
+        }
     }
 
     #[test]
@@ -326,13 +443,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
         std::fs::write(&path, "# my tokens\ntokens:\n  github.com: ghp_x\n").unwrap();
-        let first = Wanted { repo_host: Some("127.0.0.1:2222".into()), api: Some((Kind::GitHub, "github.com".into())) };
+        let first =
+            Wanted { repo_host: Some("127.0.0.1:2222".into()), api: Some((Kind::GitHub, origin("github.com"))) };
         let cluster = "https://127.0.0.1:6443/";
-        let (next, changes) = compare(cluster, &Bound::default(), &first, Accept::Named(&[]), &path).unwrap();
+        let trust = |hosts| Accept::Named(hosts, FirstUse::Trust);
+        let (next, changes) = compare(cluster, &Bound::default(), &first, trust(&[]), &path).unwrap();
         assert_eq!(changes, ["config repo host 127.0.0.1:2222", "GitHub API host github.com"]);
         let moved =
-            Wanted { repo_host: Some("127.0.0.1:9999".into()), api: Some((Kind::Gitea, "evil.example".into())) };
-        let Err(Error::Untrusted { message, hint }) = compare(cluster, &next, &moved, Accept::Named(&[]), &path) else {
+            Wanted { repo_host: Some("127.0.0.1:9999".into()), api: Some((Kind::Gitea, origin("evil.example"))) };
+        let Err(Error::Untrusted { message, hint }) = compare(cluster, &next, &moved, trust(&[]), &path) else {
             panic!("a moved host must be refused")
         };
         assert!(
@@ -345,17 +464,49 @@ mod tests {
             "{message}"
         );
         assert!(hint.contains("--accept-host 127.0.0.1:9999 --accept-host evil.example"), "{hint}");
-        let accepted = ["ssh://git@127.0.0.1:9999".to_string()];
-        let Err(Error::Untrusted { message, .. }) = compare(cluster, &next, &moved, Accept::Named(&accepted), &path)
-        else {
+        let accepted = [origin("127.0.0.1:9999")];
+        let Err(Error::Untrusted { message, .. }) = compare(cluster, &next, &moved, trust(&accepted), &path) else {
             panic!("the API host is not accepted")
         };
         assert!(!message.contains("9999") && message.contains("evil.example"), "{message}");
-        let both = ["127.0.0.1:9999".to_string(), "EVIL.example".to_string()];
-        let (after, changes) = compare(cluster, &next, &moved, Accept::Named(&both), &path).unwrap();
+        let both = [origin("127.0.0.1:9999"), origin("EVIL.example")];
+        let (after, changes) = compare(cluster, &next, &moved, trust(&both), &path).unwrap();
         assert_eq!(changes[0], "config repo host 127.0.0.1:9999 (was 127.0.0.1:2222)");
         assert_eq!(after.provider.as_deref(), Some("gitea"));
-        assert!(compare(cluster, &after, &moved, Accept::Named(&[]), &path).unwrap().1.is_empty());
+        assert!(compare(cluster, &after, &moved, trust(&[]), &path).unwrap().1.is_empty());
+    }
+
+    /// #56: in CI (or without a terminal) a record binds nothing; the user's side does.
+    #[test]
+    fn without_a_terminal_only_the_users_side_binds_a_new_host() {
+        let path = Path::new("/home/me/.config/kubectl-gitops/config.yaml");
+        let wanted =
+            Wanted { repo_host: Some("evil.example:2222".into()), api: Some((Kind::GitHub, origin("evil.example"))) };
+        let cluster = "https://127.0.0.1:6443";
+        let refuse = |hosts| Accept::Named(hosts, FirstUse::Refuse);
+        let Err(Error::Untrusted { message, hint }) = compare(cluster, &Bound::default(), &wanted, refuse(&[]), path)
+        else {
+            panic!("a host only the record names must not be bound in CI")
+        };
+        assert!(
+            message.contains(
+                "names config repo host evil.example:2222 and GitHub API host evil.example, and no binding in"
+            ),
+            "{message}"
+        );
+        assert!(hint.contains("--accept-host evil.example:2222 --accept-host evil.example"), "{hint}");
+        assert!(hint.contains("KUBECTL_GITOPS_ACCEPT_HOSTS=evil.example:2222,evil.example"), "{hint}");
+        let one = [origin("evil.example:2222")];
+        let Err(Error::Untrusted { message, .. }) = compare(cluster, &Bound::default(), &wanted, refuse(&one), path)
+        else {
+            panic!("the API host is still only the record's")
+        };
+        assert!(!message.contains("evil.example:2222") && message.contains("API host evil.example"), "{message}");
+        let both = [origin("evil.example:2222"), origin("evil.example")];
+        let (bound, changes) = compare(cluster, &Bound::default(), &wanted, refuse(&both), path).unwrap();
+        assert_eq!(changes.len(), 2);
+        assert!(compare(cluster, &bound, &wanted, refuse(&[]), path).unwrap().1.is_empty(), "bound: nothing new");
+        assert!(compare(cluster, &Bound::default(), &wanted, Accept::Given, path).is_ok(), "install's own hosts");
     }
 
     #[test]

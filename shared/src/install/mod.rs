@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::flux::bootstrap::{self, OciComponent, SYNC_NAME, SyncTarget};
 use crate::flux_cli;
 use crate::git::{Remote, Workspace};
+use crate::http::Origin;
 use crate::names::sanitize_name;
 use crate::output::Printer;
 use crate::provider::RepoRef;
@@ -352,13 +353,17 @@ pub async fn run(settings: &InstallSettings, printer: &Printer) -> Result<String
     }
     let noop = plan.is_noop();
     // The hosts given here are the ones this cluster's credentials go to from now on.
-    let api = inspection.hosted.as_ref().map(|hosted| (hosted.provider.kind(), hosted.provider.host().to_string()));
-    let hosts = hosts::Wanted::new(Some(&plan.url), api.as_ref().map(|(kind, host)| (*kind, host.as_str())))?;
+    let api = inspection.hosted.as_ref().map(|hosted| {
+        let host =
+            Origin::parse(hosted.provider.host()).map_err(|error| hosts::not_a_host("the provider host", &error))?;
+        Ok::<_, Error>((hosted.provider.kind(), host))
+    });
+    let hosts = hosts::Wanted::new(Some(&plan.url), api.transpose()?)?;
     let outcome = execute(&cluster, &plan, inspection, settings.yes, settings.timeout, printer).await?;
     // The install is done whatever happens to the config file: a failure to write it is said, not fatal.
     match hosts::bind(&cluster.server, &hosts, hosts::Accept::Given) {
-        Ok(Some(line)) => printer.progress(&line),
-        Ok(None) => {}
+        Ok(hosts::Binding { line: Some(line), .. }) => printer.progress(&line),
+        Ok(_) => {}
         Err(error) => printer.warning(&format!("{error}; the first command that reads the record binds them")),
     }
     if let format @ (OutputFormat::Json | OutputFormat::Yaml) = printer.output() {
@@ -477,7 +482,7 @@ fn export(settings: &InstallSettings, mut request: Request, components: String) 
         components: request.components.clone(),
         provider: hosted.then(|| settings.repo.provider.name().to_string()),
         repository: settings.repo.repository_path(),
-        hostname: settings.repo.hostname.clone(),
+        hostname: settings.repo.hostname.as_ref().map(Origin::authority),
         platform: request.platform.clone(),
     };
     let mut text = components;

@@ -10,9 +10,11 @@ use std::time::Duration;
 use super::args::{InstallArgs, ProviderKind};
 use crate::cli::GlobalArgs;
 use crate::cluster::Connection;
+use crate::config::hosts;
 use crate::deploy_key::KeyAlgorithm;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::OciComponent;
+use crate::http::Origin;
 use crate::names::{normalize_path, validate_name, validate_repo_path};
 use crate::record::PlatformRepo;
 use crate::repo_access::{ParsedUrl, parse_url};
@@ -37,8 +39,8 @@ pub struct RepoFlags {
     pub owner: Option<String>,
     /// `--repository`, blank treated as absent.
     pub repository: Option<String>,
-    /// `--hostname`: GitHub Enterprise or self-managed GitLab.
-    pub hostname: Option<String>,
+    /// `--hostname`: GitHub Enterprise, self-managed GitLab or a Gitea, parsed strictly.
+    pub hostname: Option<Origin>,
     /// `--url`, or the URL of `--from-repo`, parsed.
     pub url: Option<ParsedUrl>,
     /// `--from-repo`: the layout already in the repo names the cluster, version and components.
@@ -204,7 +206,11 @@ impl InstallArgs {
                 provider: self.provider,
                 owner,
                 repository,
-                hostname: self.hostname.clone(),
+                hostname: self
+                    .hostname
+                    .as_deref()
+                    .map(|text| Origin::parse(text).map_err(|error| hosts::not_a_host("--hostname", &error)))
+                    .transpose()?,
                 url,
                 from_repo: self.from_repo.is_some(),
                 platform,

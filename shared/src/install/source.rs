@@ -95,8 +95,13 @@ pub async fn hosted(
         })
     };
     let (owner, name) = (flag(&flags.owner, "owner")?, flag(&flags.repository, "repository")?);
-    let host = flags.hostname.clone().unwrap_or_else(|| kind.default_host().to_string());
-    let token = crate::config::provider_token(kind, &host).ok_or_else(|| {
+    // The host the user named (`--hostname`), else the public one: theirs either way.
+    let origin = match &flags.hostname {
+        Some(origin) => origin.clone(),
+        None => crate::config::hosts::public_host(kind)?,
+    };
+    let host = origin.authority();
+    let token = crate::config::provider_token(kind, &origin, Some(&origin)).ok_or_else(|| {
         Error::usage(
             format!("--provider {} needs an API token for {host}", flags.provider.name()),
             crate::config::token_hint(kind, &host),
@@ -104,7 +109,7 @@ pub async fn hosted(
     })?;
     let config = ProviderConfig {
         kind,
-        hostname: flags.hostname.clone(),
+        host: flags.hostname.clone(),
         api_base: std::env::var(kind.api_url_env()).ok().filter(|v| !v.is_empty()),
         token: token.clone(),
     };

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use super::error::ProviderError;
 use super::kind::Kind;
 use super::model::{ProviderConfig, RepoRef, Token};
+use crate::http::{Credential, Gate, GateError, Origin};
 
 /// How many pages a listing follows before giving up (100 items a page).
 const MAX_PAGES: usize = 50;
@@ -22,7 +23,7 @@ pub struct Provider {
     pub(super) host: String,
     pub(super) base: String,
     token: Token,
-    client: reqwest::Client,
+    gate: Gate,
     timeout: Duration,
 }
 
@@ -55,14 +56,16 @@ impl Provider {
         self.timeout
     }
 
-    /// A client whose requests each time out after `timeout`.
+    /// A client whose requests each time out after `timeout`. The token goes through a
+    /// [`Gate`] bound to the API's origin, which is built from the typed host.
     pub fn with_timeout(config: ProviderConfig, timeout: Duration) -> Result<Provider, ProviderError> {
         let base = config.api_base_url()?;
+        let origin = Url::parse(&base)
+            .ok()
+            .and_then(|url| Origin::of_url(&url).ok())
+            .ok_or_else(|| ProviderError::InvalidConfig(format!("invalid {} API URL {base:?}", config.kind)))?;
         let host = match &config.api_base {
-            Some(_) if config.hostname.is_none() => Url::parse(&base)
-                .ok()
-                .and_then(|url| url.host_str().map(str::to_string))
-                .unwrap_or_else(|| config.host()),
+            Some(_) if config.host.is_none() => origin.host().to_string(),
             _ => config.host(),
         };
         if config.token.expose().is_empty() {
@@ -73,40 +76,31 @@ impl Provider {
             )));
         }
         let mut headers = HeaderMap::new();
-        let (name, value) = match config.kind {
+        let credential = match config.kind {
             Kind::GitHub => {
                 headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/vnd.github+json"));
                 headers.insert(HeaderName::from_static("x-github-api-version"), HeaderValue::from_static("2022-11-28"));
-                (reqwest::header::AUTHORIZATION, format!("Bearer {}", config.token.expose()))
+                Credential::Bearer(config.token.expose())
             }
             Kind::GitLab => {
                 headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
-                (HeaderName::from_static("private-token"), config.token.expose().to_string())
+                Credential::PrivateToken(config.token.expose())
             }
             Kind::Gitea => {
                 headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("application/json"));
-                (reqwest::header::AUTHORIZATION, format!("token {}", config.token.expose()))
+                Credential::Token(config.token.expose())
             }
         };
-        let mut secret = HeaderValue::from_str(&value).map_err(|_| {
-            ProviderError::InvalidConfig(format!(
+        let gate = Gate::new(origin, &credential, timeout, headers).map_err(|error| match error {
+            GateError::NotAHeader => ProviderError::InvalidConfig(format!(
                 "the {} token contains characters that cannot be sent in an HTTP header; check {}",
                 config.kind,
                 config.kind.token_env()
-            ))
+            )),
+            GateError::Client(_) => ProviderError::Transport(error.to_string()),
+            GateError::PlainHttp(_) | GateError::OffOrigin { .. } => ProviderError::InvalidConfig(error.to_string()),
         })?;
-        secret.set_sensitive(true);
-        headers.insert(name, secret);
-        let client = crate::http::builder(timeout, crate::http::Carries::Credentials)
-            .default_headers(headers)
-            .build()
-            .map_err(|error| {
-                ProviderError::Transport(format!(
-                    "cannot build an HTTP client: {}",
-                    crate::diagnostic::chain_to_line(&error)
-                ))
-            })?;
-        Ok(Provider { kind: config.kind, host, base, token: config.token, client, timeout })
+        Ok(Provider { kind: config.kind, host, base, token: config.token, gate, timeout })
     }
 
     /// GitHub or GitLab.
@@ -241,7 +235,9 @@ impl Provider {
         body: Option<&serde_json::Value>,
         timeout: Duration,
     ) -> Result<Reply, ProviderError> {
-        let mut request = self.client.request(method, url).timeout(timeout);
+        let request =
+            self.gate.request(method, url).map_err(|error| ProviderError::InvalidConfig(error.to_string()))?;
+        let mut request = request.timeout(timeout);
         if let Some(body) = body {
             request = request.json(body);
         }

@@ -66,12 +66,21 @@ impl Kind {
         }
     }
 
-    /// The host a configured `hostname` names (a pasted `https://host/` is tolerated), or the
-    /// public one without it.
-    pub fn host(self, hostname: Option<&str>) -> String {
-        match hostname.map(clean_hostname) {
-            Some(host) if !host.is_empty() => host.to_string(),
-            _ => self.default_host().to_string(),
+    /// The API's path on a host of its own: `/api/v3` (GitHub Enterprise Server), `/api/v4`, `/api/v1`.
+    pub fn api_path(self) -> &'static str {
+        match self {
+            Kind::GitHub => "/api/v3",
+            Kind::GitLab => "/api/v4",
+            Kind::Gitea => "/api/v1",
+        }
+    }
+
+    /// The public API: GitHub's lives on a host of its own.
+    pub fn public_api_url(self) -> &'static str {
+        match self {
+            Kind::GitHub => "https://api.github.com",
+            Kind::GitLab => "https://gitlab.com/api/v4",
+            Kind::Gitea => "https://gitea.com/api/v1",
         }
     }
 
@@ -100,11 +109,4 @@ impl fmt::Display for Kind {
             Kind::Gitea => "Gitea",
         })
     }
-}
-
-/// `https://host/` → `host`: tolerate a pasted URL where a hostname is expected.
-fn clean_hostname(hostname: &str) -> &str {
-    let host = hostname.trim();
-    let host = host.strip_prefix("https://").or_else(|| host.strip_prefix("http://")).unwrap_or(host);
-    host.trim_end_matches('/')
 }

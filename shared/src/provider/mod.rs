@@ -622,7 +622,7 @@ mod tests {
     fn config(kind: Kind, hostname: Option<&str>) -> ProviderConfig {
         ProviderConfig {
             kind,
-            hostname: hostname.map(str::to_string),
+            host: hostname.map(|host| crate::http::Origin::parse(host).unwrap()),
             api_base: None,
             token: Token::new("secret-token-value"),
         }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use reqwest::Url;
 
+use crate::http::Origin;
+
 use super::error::ProviderError;
 use super::kind::Kind;
 
@@ -57,11 +59,12 @@ impl fmt::Debug for Token {
 pub struct ProviderConfig {
     /// GitHub or GitLab.
     pub kind: Kind,
-    /// The host of GitHub Enterprise Server or self-managed GitLab (`git.example.com`, optionally
-    /// with `:port`); `None` means github.com or gitlab.com.
-    pub hostname: Option<String>,
+    /// The host of GitHub Enterprise Server, self-managed GitLab or a Gitea (`git.example.com`,
+    /// optionally with `:port`), parsed once ([`Origin::parse`]); `None` means the public host.
+    pub host: Option<Origin>,
     /// The full API base URL (`http://127.0.0.1:8080`, `https://host/api/v4`), overriding the one
-    /// derived from `hostname`. Tests point this at a local stand-in.
+    /// derived from `host`: the user's own (`KUBECTL_GITOPS_*_API_URL`). Tests point this at a
+    /// local stand-in.
     pub api_base: Option<String>,
     /// The API token.
     pub token: Token,
@@ -70,40 +73,37 @@ pub struct ProviderConfig {
 impl ProviderConfig {
     /// A configuration for the public host (github.com, gitlab.com).
     pub fn new(kind: Kind, token: Token) -> ProviderConfig {
-        ProviderConfig { kind, hostname: None, api_base: None, token }
+        ProviderConfig { kind, host: None, api_base: None, token }
     }
 
-    /// The host named in messages: the configured hostname, or the public one.
+    /// The host named in messages: the configured host, or the public one.
     pub fn host(&self) -> String {
-        self.kind.host(self.hostname.as_deref())
+        self.host.as_ref().map_or_else(|| self.kind.default_host().to_string(), Origin::authority)
     }
 
-    /// The API base URL, without a trailing slash: `https://api.github.com`,
-    /// `https://{host}/api/v3` (GitHub Enterprise Server), `https://{host}/api/v4` (GitLab), or
-    /// `api_base` as given.
+    /// The API base URL, without a trailing slash, built from the typed host (never from its
+    /// text): `https://api.github.com`, `https://{host}/api/v3` (GitHub Enterprise Server),
+    /// `https://{host}/api/v4` (GitLab), `https://{host}/api/v1` (Gitea), or `api_base` as given.
     pub fn api_base_url(&self) -> Result<String, ProviderError> {
-        let base = match &self.api_base {
-            Some(base) => base.trim_end_matches('/').to_string(),
-            None => {
-                let host = self.host();
-                match self.kind {
-                    Kind::GitHub if host.eq_ignore_ascii_case("github.com") => "https://api.github.com".to_string(),
-                    Kind::GitHub => format!("https://{host}/api/v3"),
-                    Kind::GitLab => format!("https://{host}/api/v4"),
-                    Kind::Gitea => format!("https://{host}/api/v1"),
-                }
-            }
+        let invalid = |base: &str, why: String| {
+            ProviderError::InvalidConfig(format!("invalid {} API URL {base:?}: {why}", self.kind))
         };
-        let parsed = Url::parse(&base).map_err(|error| {
-            ProviderError::InvalidConfig(format!("invalid {} API URL {base:?}: {error}", self.kind))
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-            return Err(ProviderError::InvalidConfig(format!(
-                "invalid {} API URL {base:?}: expected http(s)://host[:port][/path]",
-                self.kind
-            )));
-        }
-        if !crate::http::carries_credentials(&parsed) {
+        let public = self.host.as_ref().is_none_or(|host| host.authority() == self.kind.default_host());
+        let url = match (&self.api_base, &self.host) {
+            (Some(base), _) => {
+                let base = base.trim_end_matches('/');
+                Url::parse(base).map_err(|error| invalid(base, error.to_string()))?
+            }
+            (None, Some(host)) if !public => {
+                host.url(self.kind.api_path()).map_err(|error| invalid(host.host(), error.to_string()))?
+            }
+            (None, _) => Url::parse(self.kind.public_api_url())
+                .map_err(|error| invalid(self.kind.public_api_url(), error.to_string()))?,
+        };
+        let base = url.as_str().trim_end_matches('/').to_string();
+        let origin =
+            Origin::of_url(&url).map_err(|_| invalid(&base, "expected http(s)://host[:port][/path]".to_string()))?;
+        if !origin.carries_credentials() {
             return Err(ProviderError::InvalidConfig(format!(
                 "the {} API URL {base} is plain http to another machine, and the token is never sent over it: use https (http only to 127.0.0.1, ::1 or localhost)",
                 self.kind

@@ -132,6 +132,9 @@ impl Fixture {
             .env(kind.token_env(), TOKEN)
             .env(kind.api_url_env(), &self.standin.base_url)
             .env_remove("SSH_AUTH_SOCK");
+        // The environment's config file, where install bound the hosts, for a command spawned
+        // without `Run::of` too.
+        binaries::isolate_config(&mut command);
         command
     }
 

@@ -27,8 +27,8 @@ const PASSWORD: &str = "operator-s3cret-password";
 const ADD: [&str; 6] = ["add", "hello", "--url", "https://github.com/stefanprodan/podinfo", "--path", "./kustomize"];
 
 /// A server that logs every request and answers each with `reply`.
-struct Logged {
-    server: Server,
+pub(crate) struct Logged {
+    pub(crate) server: Server,
     requests: Arc<Mutex<Vec<Incoming>>>,
 }
 
@@ -50,7 +50,7 @@ impl Logged {
     }
 
     /// A git server (or API) that wants credentials: 401 with a Basic challenge.
-    fn asking_for_credentials() -> Logged {
+    pub(crate) fn asking_for_credentials() -> Logged {
         Logged::start(|_| answer(401, vec![("www-authenticate".into(), "Basic realm=\"git\"".into())], b"who are you?"))
     }
 
@@ -63,16 +63,16 @@ impl Logged {
         })
     }
 
-    fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.server.origin.rsplit(':').next().unwrap().parse().unwrap()
     }
 
-    fn requests(&self) -> Vec<Incoming> {
+    pub(crate) fn requests(&self) -> Vec<Incoming> {
         self.requests.lock().unwrap().clone()
     }
 
     /// The credentials it was sent, in any of the headers a provider or git puts them in.
-    fn credentials_seen(&self) -> Vec<String> {
+    pub(crate) fn credentials_seen(&self) -> Vec<String> {
         self.requests()
             .iter()
             .flat_map(|request| {
@@ -99,14 +99,14 @@ fn form_query(pairs: &[(String, String)]) -> String {
 
 /// Changes one field of the cluster's install record, as Flux would after a commit to
 /// `gitops.yaml` (no Flux runs here to change it back).
-fn edit_record(env: &TestEnv, field: &str, value: &str) {
+pub(crate) fn edit_record(env: &TestEnv, field: &str, value: &str) {
     let patch = serde_json::json!({ "data": { field: value } }).to_string();
     env.kubectl_ok(&["-n", "flux-system", "patch", "configmap", "kubectl-gitops", "--type", "merge", "-p", &patch])
         .unwrap();
 }
 
 /// `install` from repo `fleet` (created here), without waiting for Flux (none runs here).
-fn install(env: &TestEnv) {
+pub(crate) fn install(env: &TestEnv) {
     env.git.create_repo("fleet").unwrap();
     let run = super::app::install_with(env, &flux_release::components(), &["--no-wait"]);
     assert_eq!(run.code, Some(0), "install: {}", run.render());
@@ -114,7 +114,7 @@ fn install(env: &TestEnv) {
 
 /// The config file the tests' commands share: beside the environment's kubeconfig, where
 /// [`binaries::isolate_config`] puts it.
-fn config_file(env: &TestEnv) -> PathBuf {
+pub(crate) fn config_file(env: &TestEnv) -> PathBuf {
     env.kubeconfig.parent().unwrap().join("kubectl-gitops-config.yaml")
 }
 
@@ -235,13 +235,15 @@ fn credentials_never_follow_a_redirect_to_another_origin() {
     edit_record(env, "repository", "acme/fleet");
     for kind in [Kind::GitLab, Kind::GitHub, Kind::Gitea] {
         edit_record(env, "provider", kind.id());
-        // A config file of its own: each provider's API host is bound on first use.
+        // A config file of its own, where the user's side binds each provider's API host.
         let config = tempfile::tempdir().unwrap();
+        let hosts = format!("127.0.0.1:{},{}", env.git.ssh_port, kind.default_host());
         let run = Run::of(
             Command::new(binaries::path("kubectl-gitops-pr"))
                 .arg("list")
                 .env("KUBECONFIG", &env.kubeconfig)
                 .env("KUBECTL_GITOPS_CONFIG", config.path().join("config.yaml"))
+                .env("KUBECTL_GITOPS_ACCEPT_HOSTS", hosts)
                 .env(kind.token_env(), PASSWORD)
                 .env(kind.api_url_env(), format!("{}/api", redirector.server.origin)),
         );

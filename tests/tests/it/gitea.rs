@@ -844,7 +844,7 @@ fn a_commit_pushed_to_a_pull_request_branch_after_ours_is_never_merged() {
     .unwrap();
     let provider = Provider::new(ProviderConfig {
         kind: Kind::Gitea,
-        hostname: Some(gitea.url.trim_start_matches("http://").to_string()),
+        host: Some(gitops_shared::http::Origin::parse(gitea.url.trim_start_matches("http://")).unwrap()),
         api_base: Some(gitea.api_url()),
         token: Token::new(gitea.token.clone()),
     })

@@ -652,7 +652,7 @@ fn unreachable_host_is_a_transport_error() {
     };
     let github = Provider::new(ProviderConfig {
         kind: Kind::GitHub,
-        hostname: None,
+        host: None,
         api_base: Some(format!("http://127.0.0.1:{port}")),
         token: Token::new(standin::TOKEN),
     })
