@@ -7,6 +7,7 @@ pub mod hosts;
 use std::path::{Path, PathBuf};
 
 use crate::env;
+use crate::error::{Error, Result};
 use crate::http::Origin;
 use crate::provider::{Kind, Token};
 
@@ -24,19 +25,51 @@ pub fn config_file() -> Option<PathBuf> {
 /// The API token for `host`, looked up by that host: `GITHUB_TOKEN`, `GITLAB_TOKEN` or
 /// `GITEA_TOKEN` when `host` is its provider's public host or `bound`, the host the user's side
 /// binds (the cluster's binding in the config file, or a flag), else the config file's
-/// `tokens.<host>` ([`config_file`]); `None` when neither has one.
-pub fn provider_token(kind: Kind, host: &Origin, bound: Option<&Origin>) -> Option<Token> {
+/// `tokens.<host>` ([`config_file`]); `None` when neither has one. An error when that file's
+/// token is there but other users may read the file.
+pub fn provider_token(kind: Kind, host: &Origin, bound: Option<&Origin>) -> Result<Option<Token>> {
     let ours = host.authority() == kind.default_host() || bound == Some(host);
     let from_env = std::env::var(kind.token_env()).ok().filter(|_| ours).map(Token::new);
-    from_env.filter(|token| !token.expose().is_empty()).or_else(|| token_from_file(&config_file()?, &host.authority()))
+    if let Some(token) = from_env.filter(|token| !token.expose().is_empty()) {
+        return Ok(Some(token));
+    }
+    config_file().map_or(Ok(None), |path| token_from_file(&path, &host.authority()))
 }
 
-/// `tokens.<host>` of a config file; `None` when the file or the entry is missing.
-fn token_from_file(path: &Path, host: &str) -> Option<Token> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let config: serde_json::Value = crate::yaml::from_str(&text).ok()?;
-    let token = Token::new(config.get("tokens")?.get(host)?.as_str()?);
-    (!token.expose().is_empty()).then_some(token)
+/// `tokens.<host>` of a config file; `None` when the file or the entry is missing. A token in a
+/// file other users may read is refused, as ssh refuses such a private key: it is not a secret.
+fn token_from_file(path: &Path, host: &str) -> Result<Option<Token>> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Ok(None) };
+    let config: serde_json::Value = crate::yaml::from_str(&text).unwrap_or_default();
+    let Some(token) = config.get("tokens").and_then(|tokens| tokens.get(host)).and_then(serde_json::Value::as_str)
+    else {
+        return Ok(None);
+    };
+    let token = Token::new(token);
+    if token.expose().is_empty() {
+        return Ok(None);
+    }
+    if let Some(mode) = readable_by_others(path) {
+        return Err(Error::usage(
+            format!("{} holds the token for {host}, and other users may read it (mode {mode:o})", path.display()),
+            format!("make it yours alone: chmod 600 {}", path.display()),
+        ));
+    }
+    Ok(Some(token))
+}
+
+/// The file's permission bits when its group or other users may read or write it.
+#[cfg(unix)]
+fn readable_by_others(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then_some(mode)
+}
+
+/// Windows keeps a user's profile to the user by its ACL: there are no mode bits to check.
+#[cfg(not(unix))]
+fn readable_by_others(_path: &Path) -> Option<u32> {
+    None
 }
 
 /// Where to put a token instead of the environment, for hints.
@@ -56,10 +89,38 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
         std::fs::write(&path, "tokens:\n  github.com: \" ghp_one\\n\"\n  gitlab.example.com: glpat-two\n").unwrap();
-        assert_eq!(token_from_file(&path, "github.com").map(|t| t.expose().to_string()).as_deref(), Some("ghp_one"));
-        assert_eq!(token_from_file(&path, "gitlab.example.com").unwrap().expose(), "glpat-two");
-        assert!(token_from_file(&path, "gitlab.com").is_none());
-        assert!(token_from_file(&dir.path().join("absent.yaml"), "github.com").is_none());
-        assert_eq!(format!("{:?}", token_from_file(&path, "github.com").unwrap()), "***");
+        private(&path);
+        let found = |host: &str| token_from_file(&path, host).unwrap();
+        assert_eq!(found("github.com").map(|t| t.expose().to_string()).as_deref(), Some("ghp_one"));
+        assert_eq!(found("gitlab.example.com").unwrap().expose(), "glpat-two");
+        assert!(found("gitlab.com").is_none());
+        assert!(token_from_file(&dir.path().join("absent.yaml"), "github.com").unwrap().is_none());
+        assert_eq!(format!("{:?}", found("github.com").unwrap()), "***");
+    }
+
+    fn private(path: &Path) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        #[cfg(not(unix))]
+        let _ = path;
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_in_a_file_others_may_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "tokens:\n  github.com: ghp_shared\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = token_from_file(&path, "github.com").unwrap_err();
+        assert!(error.to_string().contains("other users may read it (mode 644)"), "{error}");
+        assert!(!error.to_string().contains("ghp_shared"), "{error}");
+        assert_eq!(error.hint().unwrap(), format!("make it yours alone: chmod 600 {}", path.display()));
+        // A file without a token for this host is no one's secret.
+        assert!(token_from_file(&path, "gitlab.com").unwrap().is_none());
     }
 }

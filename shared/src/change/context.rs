@@ -206,7 +206,7 @@ fn config_repo_provider(trusted: &Trusted<'_>) -> Result<Option<HostedRepo>> {
     else {
         return Ok(None);
     };
-    let token = crate::config::provider_token(kind, host, trusted.api.as_ref()).ok_or_else(|| {
+    let token = crate::config::provider_token(kind, host, trusted.api.as_ref())?.ok_or_else(|| {
         Error::usage(
             format!("the config repo {repository} is on {host}, and there is no token for it"),
             crate::config::token_hint(kind, &host.authority()),

@@ -101,7 +101,7 @@ pub async fn hosted(
         None => crate::config::hosts::public_host(kind)?,
     };
     let host = origin.authority();
-    let token = crate::config::provider_token(kind, &origin, Some(&origin)).ok_or_else(|| {
+    let token = crate::config::provider_token(kind, &origin, Some(&origin))?.ok_or_else(|| {
         Error::usage(
             format!("--provider {} needs an API token for {host}", flags.provider.name()),
             crate::config::token_hint(kind, &host),

@@ -186,5 +186,23 @@ fn missing_owner_or_token_are_usage_errors() {
         "{}",
         no_token.stderr
     );
+    // A token kept in a config file other users may read is no secret: refused, never sent.
+    let shared = tempfile::tempdir().unwrap();
+    let config = shared.path().join("config.yaml");
+    std::fs::write(&config, "tokens:\n  gitlab.com: glpat-everyone-reads-this\n").unwrap();
+    let readable_by_all = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644);
+    std::fs::set_permissions(&config, readable_by_all).unwrap();
+    let readable = Run::of(
+        Command::new(binaries::path("kubectl-gitops-install"))
+            .args(["--provider", "gitlab", "--owner", "acme", "--repository", "fleet"])
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env_remove("GITLAB_TOKEN")
+            .env("KUBECTL_GITOPS_CONFIG", &config),
+    );
+    assert_eq!(readable.code, Some(2), "{}", readable.render());
+    let refused = format!("error: {} holds the token for gitlab.com, and other users may read it (mode 644)\n", config.display());
+    assert!(readable.stderr.starts_with(&refused), "{}", readable.stderr);
+    assert!(readable.stderr.contains(&format!("hint: make it yours alone: chmod 600 {}", config.display())), "{}", readable.stderr);
+    assert!(!readable.render().contains("glpat-everyone"), "{}", readable.render());
     assert_eq!(write_lines(&standin), Vec::<String>::new());
 }
