@@ -200,9 +200,14 @@ fn missing_owner_or_token_are_usage_errors() {
             .env("KUBECTL_GITOPS_CONFIG", &config),
     );
     assert_eq!(readable.code, Some(2), "{}", readable.render());
-    let refused = format!("error: {} holds the token for gitlab.com, and other users may read it (mode 644)\n", config.display());
+    let refused =
+        format!("error: {} holds the token for gitlab.com, and other users may read it (mode 644)\n", config.display());
     assert!(readable.stderr.starts_with(&refused), "{}", readable.stderr);
-    assert!(readable.stderr.contains(&format!("hint: make it yours alone: chmod 600 {}", config.display())), "{}", readable.stderr);
+    assert!(
+        readable.stderr.contains(&format!("hint: make it yours alone: chmod 600 {}", config.display())),
+        "{}",
+        readable.stderr
+    );
     assert!(!readable.render().contains("glpat-everyone"), "{}", readable.render());
     assert_eq!(write_lines(&standin), Vec::<String>::new());
 }
