@@ -215,7 +215,8 @@ pub struct FetchedSource {
 pub struct Withheld {
     /// `NAMESPACE/NAME` of the Secret.
     pub secret: String,
-    /// The variables (a Kustomization's) or the values key (a HelmRelease's) it would have given.
+    /// A HelmRelease's values key it would have given; a Kustomization's variables that nothing
+    /// else defines, which it (or another Secret withheld beside it) would have given.
     pub keys: Vec<String>,
     /// Why it was not read.
     pub reason: String,

@@ -377,13 +377,18 @@ mod tests {
         assert_eq!(entries.unwrap().len(), 2);
     }
 
-    #[test]
-    fn round_trips_our_own_tarball_into_a_new_or_existing_directory() {
+    /// Our own tarball of `config/default/kustomization.yaml` and a `README`.
+    fn config_layer() -> Vec<u8> {
         let source = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(source.path().join("config/default")).unwrap();
         std::fs::write(source.path().join("config/default/kustomization.yaml"), "resources: []\n").unwrap();
         std::fs::write(source.path().join("README"), "r").unwrap();
-        let layer = crate::oci::tarball::tar_gz(source.path(), &[]).unwrap();
+        crate::oci::tarball::tar_gz(source.path(), &[]).unwrap()
+    }
+
+    #[test]
+    fn round_trips_our_own_tarball_into_a_new_or_existing_directory() {
+        let layer = config_layer();
         let listed = list(gunzipped(&layer), &Limits::default()).unwrap();
         let paths: Vec<_> = listed.iter().map(|entry| entry.path.as_str()).collect();
         assert_eq!(paths, [".", "README", "config", "config/default", "config/default/kustomization.yaml"]);
@@ -409,11 +414,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_link_or_a_file_where_the_artifact_has_a_directory_is_refused_and_nothing_moves() {
-        let source = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(source.path().join("config/default")).unwrap();
-        std::fs::write(source.path().join("config/default/kustomization.yaml"), "resources: []\n").unwrap();
-        std::fs::write(source.path().join("README"), "r").unwrap();
-        let layer = crate::oci::tarball::tar_gz(source.path(), &[]).unwrap();
+        let layer = config_layer();
         let work = tempfile::tempdir().unwrap();
         let (out, elsewhere) = (work.path().join("out"), work.path().join("elsewhere"));
         std::fs::create_dir_all(elsewhere.join("default")).unwrap();
