@@ -28,6 +28,7 @@ use self::settings::{AddRequest, RemoveRequest, SuspendRequest};
 use self::spec::AppSpec;
 use crate::change::layout::{self as repo_layout, ClusterDir, SuspendPatch, remove_listed};
 use crate::change::plan::FileChange;
+use crate::change::shared_secret::{NewSource, refuse_shared_secret};
 use crate::change::{Awaits, Change, Context, Target, clone, context, drive, new_repo, reviewed, target_clusters};
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
@@ -52,7 +53,17 @@ pub async fn add(request: &AddRequest, target: &Target, printer: &Printer) -> Re
     let context =
         context(target, &args.repo.for_platform(args.spec.tier == spec::Tier::Platform), true, printer).await?;
     check_secret_ref(&request.spec, &context)?;
-    check_shared_secret(&request.spec, &context).await?;
+    if let Some(secret) = request.spec.secret_ref.as_deref() {
+        let source = NewSource {
+            kind: request.spec.source_kind(),
+            name: &request.spec.name,
+            namespace: &context.namespace,
+            url: request.spec.source_url(),
+            secret,
+            url_flag: "--url",
+        };
+        refuse_shared_secret(&source, &context).await?;
+    }
     let checkout = clone(context.repo()?).await?;
     let clusters = target_clusters(&checkout.files(), &args.clusters, context.record())?;
     let (spec, new_repo) = match &args.new_repo {
@@ -146,77 +157,6 @@ pub(crate) fn check_secret_ref(spec: &AppSpec, context: &Context) -> Result<()> 
         ),
         "create a Secret in the Flux namespace with credentials for that source, and pass its name to --secret-ref",
     ))
-}
-
-/// Refuses `--secret-ref NAME` when a source in the Flux namespace already reads another server
-/// with NAME: Flux would hand that source's credentials to this app's server, which may not be
-/// theirs. The app's own source, which this change replaces, does not count.
-async fn check_shared_secret(spec: &AppSpec, context: &Context) -> Result<()> {
-    let (Some(secret), Some(cluster)) = (spec.secret_ref.as_deref(), &context.cluster) else {
-        return Ok(());
-    };
-    let url = spec.source_url();
-    let server = server_of(url);
-    for kind in [&api::GIT_REPOSITORY, &api::OCI_REPOSITORY, &api::HELM_REPOSITORY, &api::BUCKET] {
-        let Some(version) = context.versions.lookup(kind) else { continue };
-        let objects: Api<kube::api::DynamicObject> =
-            Api::namespaced_with(cluster.client.clone(), &context.namespace, &kind.at(version));
-        let listed = objects.list(&Default::default()).await.map_err(|error| cluster.error(error))?;
-        for source in listed {
-            let name = source.metadata.name.as_deref().unwrap_or_default();
-            let spec_of = &source.data["spec"];
-            if spec_of["secretRef"]["name"].as_str() != Some(secret)
-                || (kind == spec.source_kind() && name == spec.name)
-            {
-                continue;
-            }
-            let theirs = match kind.kind {
-                "Bucket" => bucket_server(spec_of),
-                _ => spec_of["url"].as_str().and_then(server_of),
-            };
-            if theirs.is_some() && theirs == server {
-                continue;
-            }
-            let shown = |server: &Option<String>| server.clone().unwrap_or_else(|| "an unreadable address".into());
-            return Err(Error::usage(
-                format!(
-                    "--secret-ref {secret} is the Secret {} {}/{name} reads {} with, and {} is on another server \
-                     ({}): Flux would send that source's credentials there",
-                    kind.kind,
-                    context.namespace,
-                    shown(&theirs),
-                    repo_access::redact_userinfo(url),
-                    shown(&server)
-                ),
-                format!(
-                    "create a Secret of its own for {} in namespace {}, and pass its name to --secret-ref",
-                    shown(&server),
-                    context.namespace
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The server a source's URL reaches, as `host:port` (the scheme's port when none is given):
-/// what credentials are for, whether Flux speaks git, HTTPS or OCI to it.
-fn server_of(url: &str) -> Option<String> {
-    // scp-like git URLs (`git@host:path`) become `ssh://` first.
-    let canonical = parse_url(url).map(|parsed| parsed.canonical).unwrap_or_else(|_| url.to_string());
-    let parsed = url::Url::parse(&canonical).ok()?;
-    let port = parsed.port_or_known_default().or(match parsed.scheme() {
-        "ssh" => Some(22),
-        "oci" => Some(443),
-        _ => None,
-    })?;
-    Some(format!("{}:{port}", parsed.host_str()?.to_ascii_lowercase()))
-}
-
-/// A Bucket's server: its `endpoint` (`host[:port]`), over HTTPS unless `insecure`.
-fn bucket_server(spec: &serde_json::Value) -> Option<String> {
-    let scheme = if spec["insecure"].as_bool() == Some(true) { "http" } else { "https" };
-    server_of(&format!("{scheme}://{}/", spec["endpoint"].as_str()?))
 }
 
 /// The file changes of an add: the shared definition, each cluster's overlay and app list.

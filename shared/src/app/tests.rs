@@ -568,23 +568,6 @@ fn the_sync_secret_reads_only_sources_on_the_config_repos_server() {
 }
 
 #[test]
-fn a_source_s_server_is_its_host_and_port_whatever_flux_speaks_to_it() {
-    let server = |url: &str| server_of(url);
-    assert_eq!(server("git@GitHub.com:acme/web.git").as_deref(), Some("github.com:22"));
-    assert_eq!(server("ssh://git@git.example.com:2222/acme/web.git").as_deref(), Some("git.example.com:2222"));
-    assert_eq!(server("https://ghcr.io/acme").as_deref(), Some("ghcr.io:443"));
-    assert_eq!(server("oci://ghcr.io/acme/web"), server("https://ghcr.io/charts"));
-    assert_ne!(server("oci://ghcr.io/acme/web"), server("oci://evil.example/acme/web"));
-    assert_eq!(server("not a url"), None);
-    let bucket = |spec: serde_json::Value| bucket_server(&spec);
-    assert_eq!(bucket(serde_json::json!({"endpoint": "minio.example:9000"})).as_deref(), Some("minio.example:9000"));
-    assert_eq!(
-        bucket(serde_json::json!({"endpoint": "s3.example", "insecure": true})).as_deref(),
-        Some("s3.example:80")
-    );
-}
-
-#[test]
 fn a_token_in_the_source_url_is_refused_and_not_shown() {
     for url in ["https://ci:s3cret@github.com/acme/web", "oci://robot:s3cret@ghcr.io/acme/web"] {
         let parsed = Add::try_parse_from(["add", "web", "--url", url]).unwrap();

@@ -23,6 +23,7 @@ pub mod plan;
 pub mod recorded;
 pub mod result;
 pub mod settings;
+pub mod shared_secret;
 pub mod wait;
 
 pub use self::context::{ConfigRepo, Context, HostedRepo, context};

@@ -18,15 +18,16 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 
 pub use self::args::{LIST_FORMATS, TenantAddArgs, TenantListArgs, TenantRemoveArgs};
-use self::args::{TenantAddRequest, TenantRemoveRequest};
+use self::args::{TeamRepo, TenantAddRequest, TenantRemoveRequest};
 use self::layout::{Inputs, TENANT_LABEL, TENANTS_DIR};
 pub use self::list::{TenantRow, list};
 use crate::change::layout::{self as repo_layout, ClusterDir, KUSTOMIZATION_FILE};
 use crate::change::plan::FileChange;
 use crate::change::recorded::{self, Replanned};
+use crate::change::shared_secret::{NewSource, refuse_shared_secret};
 use crate::change::{self, Awaits, Change, Context, Target, clone, drive, target_clusters};
 use crate::error::{Error, Result};
-use crate::flux::api::Versions;
+use crate::flux::api::{self, Versions};
 use crate::flux::bootstrap::PLATFORM_LAYER;
 use crate::flux::objects::GitRef;
 use crate::git::{Checkout, Workspace};
@@ -120,6 +121,19 @@ async fn add_inputs(
             "one plan writes one repository: add the tenant without --lockdown, and the lockdown's patches to the \
              config repo by hand (docs/tenants.md lists them)",
         ));
+    }
+    if let Some(TeamRepo { url, secret_ref: Some(secret), .. }) = &request.repo {
+        for namespace in &request.namespaces {
+            let source = NewSource {
+                kind: &api::GIT_REPOSITORY,
+                name: &request.name,
+                namespace,
+                url,
+                secret,
+                url_flag: "--repo",
+            };
+            refuse_shared_secret(&source, context).await?;
+        }
     }
     let adopted = existing_namespaces(context, request).await?;
     Ok((adopted, target_clusters(&checkout.files(), &request.clusters, context.record())?))

@@ -346,6 +346,49 @@ fn the_sync_secret_is_refused_for_a_source_on_another_server() {
     );
     let team = app_with(&env.git.ssh_url("web"), "team-git");
     assert_eq!(team.code, Some(0), "{}", team.render());
+
+    // A team's repo is read in the team's namespaces, with a Secret there: one that another
+    // source of that namespace reads another server with is refused too.
+    env.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: payments\n---\napiVersion: \
+         source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: ledger\n  namespace: payments\nspec:\n  \
+         interval: 10m\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: ledger-git\n",
+        env.git.ssh_url("ledger")
+    ))
+    .unwrap();
+    let tenant_with = |url: &str| {
+        Run::of(
+            Command::new(binaries::path("kubectl-gitops-tenant"))
+                .args([
+                    "add",
+                    "payments",
+                    "--with-namespace",
+                    "payments",
+                    "--repo",
+                    url,
+                    "--secret-ref",
+                    "ledger-git",
+                    "--dry-run",
+                ])
+                .arg("--private-key-file")
+                .arg(&env.git.client_key)
+                .env("KUBECONFIG", &env.kubeconfig),
+        )
+    };
+    let tenant = tenant_with(&foreign);
+    assert_eq!(tenant.code, Some(2), "{}", tenant.render());
+    assert!(
+        tenant.stderr.contains(&format!(
+            "error: --secret-ref ledger-git is the Secret GitRepository payments/ledger reads {} with, and {foreign} \
+             is on another server",
+            env.git.ssh_url("ledger").split('@').nth(1).unwrap().split('/').next().unwrap()
+        )),
+        "{}",
+        tenant.render()
+    );
+    assert!(tenant.stderr.contains("hint: create a Secret of its own for"), "{}", tenant.stderr);
+    let own = tenant_with(&env.git.ssh_url("payments"));
+    assert_eq!(own.code, Some(0), "{}", own.render());
     assert!(attacker.requests().is_empty());
 }
 
