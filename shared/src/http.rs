@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-pub use self::gate::{Credential, Gate, GateError};
+pub use self::gate::{Credential, Gate, GateError, admit, admit_token_service};
 pub use self::origin::{Flaw, Origin, OriginError, Scheme};
 
 /// The `User-Agent` we send; GitHub rejects requests without one.

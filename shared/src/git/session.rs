@@ -12,6 +12,7 @@ use git2::{
 };
 
 use super::{Auth, GitError, MAX_CREDENTIAL_TRIES, Remote, known_hosts};
+use crate::http::GateError;
 
 /// How long one network operation (a clone's fetch, a push, an ls-remote) may take: connecting,
 /// a silence of the server, the whole; from the command's `--timeout` ([`limit_network`]).
@@ -281,20 +282,23 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Why the password must not be given for `asked`: another origin than the remote's (a
-    /// redirect to another port or host), or plain http to another machine. `None`: give it.
+    /// Why the password must not be given for `asked`: the gate's word ([`crate::http::admit`])
+    /// on another origin than the remote's (a redirect to another port or host), or plain http
+    /// to another machine. `None`: give it.
     pub(super) fn withhold_password(&self, asked: &str) -> Option<String> {
+        let not_a_url = || Some(format!("{} is not a URL a password can be sent to", redact_url(asked)));
         let (Ok(asked), Ok(remote)) = (url::Url::parse(asked), url::Url::parse(&self.remote.url)) else {
-            return Some(format!("{} is not a URL a password can be sent to", redact_url(asked)));
+            return not_a_url();
         };
-        let origin = |url: &url::Url| url.origin().ascii_serialization();
-        if !crate::http::same_origin(&asked, &remote) {
-            return Some(format!("{} asked for them, and they belong to {} only", origin(&asked), origin(&remote)));
+        let Ok(bound) = crate::http::Origin::of_url(&remote) else { return not_a_url() };
+        match crate::http::admit(&bound, &asked) {
+            Ok(()) => None,
+            Err(GateError::PlainHttp(origin)) => Some(format!("{origin} is plain http to another machine")),
+            Err(GateError::OffOrigin { asked, bound }) => {
+                Some(format!("{asked} asked for them, and they belong to {bound} only"))
+            }
+            Err(other) => Some(other.to_string()),
         }
-        if !crate::http::carries_credentials(&asked) {
-            return Some(format!("{} is plain http to another machine", origin(&asked)));
-        }
-        None
     }
 
     /// Records the real error for [`Session::finish`] and gives libgit2 something to abort with.

@@ -19,6 +19,7 @@ use oci_client::{Client, Reference};
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::http::{Credential, Gate, Origin};
 use crate::oci::artifact::{self, Artifact};
 use crate::oci::challenge;
 use crate::oci::credentials::Credentials;
@@ -136,8 +137,9 @@ impl Registry {
             .map_err(|error| self.failed("sign in to", url, OciDistributionError::RequestError(error)))?;
         let header = answer.headers().get(http::header::WWW_AUTHENTICATE).and_then(|value| value.to_str().ok());
         let Some(realm) = header.and_then(challenge::bearer_realm) else { return Ok(()) };
+        let registry = Origin::of_url(&origin).map_err(|error| Error::usage(error.to_string(), error.hint()))?;
         match Url::parse(&realm) {
-            Ok(realm) if challenge::may_receive_credentials(&origin, &realm) => Ok(()),
+            Ok(realm) if crate::http::admit_token_service(&registry, &realm).is_ok() => Ok(()),
             parsed => Err(Error::Untrusted {
                 message: format!(
                     "the registry {} asks for our credentials to be sent to {}, not its own origin or site over HTTPS; they were not sent",
@@ -230,16 +232,7 @@ impl Registry {
             url.repository,
             reference.digest().or(reference.tag()).unwrap_or("latest")
         );
-        // It carries the registry's token: redirects only within the registry's origin.
-        let client = crate::http::builder(crate::timeouts::REGISTRY_READ, crate::http::Carries::Credentials)
-            .build()
-            .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))?;
-        let request = client.get(&address).header(http::header::ACCEPT, artifact::MANIFEST_MEDIA_TYPE);
-        let request = match (token, &self.auth) {
-            (Some(token), _) => request.bearer_auth(token),
-            (None, RegistryAuth::Basic(username, password)) => request.basic_auth(username, Some(password)),
-            (None, _) => request,
-        };
+        let request = self.manifest_request(url, &address, token.as_deref())?;
         let transport = |error: reqwest::Error| self.failed("read", url, OciDistributionError::RequestError(error));
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status();
@@ -270,6 +263,41 @@ impl Registry {
             }
         }
         Ok((bytes, digest))
+    }
+
+    /// The GET of the manifest at `address`, carrying the registry's `token` (or the login)
+    /// through the gate, which keeps it on the registry's origin. Plain HTTP to another machine
+    /// (`--insecure`, anonymous only) carries nothing: a token an anonymous registry handed out
+    /// is not sent back over it.
+    fn manifest_request(&self, url: &OciUrl, address: &str, token: Option<&str>) -> Result<reqwest::RequestBuilder> {
+        let refused = |message: String| Error::Untrusted {
+            message: format!("{url}: {message}"),
+            hint: "use the registry's own address over HTTPS".into(),
+        };
+        let parsed = Url::parse(address).map_err(|error| refused(format!("not a registry address ({error})")))?;
+        let origin = Origin::of_url(&parsed).map_err(|error| refused(error.to_string()))?;
+        let credential = match (token, &self.auth) {
+            (Some(token), _) => Some(Credential::Bearer(token)),
+            (None, RegistryAuth::Basic(username, password)) => Some(Credential::Basic { username, password }),
+            (None, _) => None,
+        };
+        let mut accept = reqwest::header::HeaderMap::new();
+        accept.insert(http::header::ACCEPT, http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE));
+        let timeout = crate::timeouts::REGISTRY_READ;
+        match credential {
+            Some(credential) if origin.carries_credentials() => {
+                let gate =
+                    Gate::new(origin, &credential, timeout, accept).map_err(|error| refused(error.to_string()))?;
+                gate.request(reqwest::Method::GET, parsed).map_err(|error| refused(error.to_string()))
+            }
+            _ => {
+                let client = crate::http::builder(timeout, crate::http::Carries::Nothing)
+                    .default_headers(accept)
+                    .build()
+                    .map_err(|error| Error::Internal(format!("cannot build an HTTP client: {error}")))?;
+                Ok(client.get(parsed))
+            }
+        }
     }
 
     /// Streams the layer into `file`, checked against its digest: refused when the manifest

@@ -98,7 +98,9 @@ impl Provider {
                 config.kind.token_env()
             )),
             GateError::Client(_) => ProviderError::Transport(error.to_string()),
-            GateError::PlainHttp(_) | GateError::OffOrigin { .. } => ProviderError::InvalidConfig(error.to_string()),
+            GateError::PlainHttp(_) | GateError::OffOrigin { .. } | GateError::OffSite { .. } => {
+                ProviderError::InvalidConfig(error.to_string())
+            }
         })?;
         Ok(Provider { kind: config.kind, host, base, token: config.token, gate, timeout })
     }

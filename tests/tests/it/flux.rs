@@ -209,6 +209,27 @@ fn a_tampered_archive_or_checksums_file_is_refused_and_a_server_that_is_down_fai
     assert_eq!(good.requests().len(), 2, "the second run downloads nothing");
     let version = Command::new(&path).args(["version", "--client"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&version.stdout), format!("flux: {FLUX_VERSION}\n"));
+
+    // The cached binary changed after it was verified (one byte, the size kept): it is not run,
+    // it is named, and the release is downloaded and checked again.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let healed = install_cli(&good.url, cache.path());
+    assert_eq!((healed.code, healed.stdout.as_str()), (Some(0), installed.stdout.as_str()), "{}", healed.stderr);
+    assert!(
+        healed.stderr.contains(&format!(
+            "warning: {} is not the flux {FLUX_VERSION} verified when it was downloaded (its sha256 changed); it is \
+             not run, and is downloaded again",
+            path.display()
+        )),
+        "{}",
+        healed.stderr
+    );
+    assert_eq!(good.requests().len(), 4, "the checksums file and archive again");
+    assert_eq!(std::fs::read(&path).unwrap().len(), bytes.len());
+    assert_ne!(std::fs::read(&path).unwrap(), bytes, "the verified binary is back");
 }
 
 #[test]
