@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 /// Values shorter than this are masked only where they are a whole YAML value (`key: abc`), not
 /// inside other text: a one-character value would otherwise hide every `1` of a diff.
-const SHORTEST_MASKED_ANYWHERE: usize = 4;
+pub const SHORTEST_MASKED_ANYWHERE: usize = 4;
 
 /// Every Secret value one run has read, with the Secret and key it came from.
 #[derive(Default)]

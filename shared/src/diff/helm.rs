@@ -414,20 +414,27 @@ async fn values_layer(
 }
 
 /// Records a Secret's values `text` in `secrets`: the whole text, and each string it holds when it
-/// is a YAML document (a chart may put one value anywhere). Numbers and booleans are not
+/// is a YAML document (a chart may put one value anywhere), and each number long enough to be
+/// masked wherever it lands (a PIN, an account number). Shorter numbers and booleans are not
 /// recorded: masking every `1` and `true` of a diff would hide what changes.
 fn record_values(secrets: &SecretValues, (namespace, name, key): (&str, &str, &str), text: &str) {
-    fn strings(value: &Value, found: &mut Vec<String>) {
+    fn leaves(value: &Value, found: &mut Vec<String>) {
         match value {
             Value::String(text) => found.push(text.clone()),
-            Value::Array(items) => items.iter().for_each(|item| strings(item, found)),
-            Value::Object(map) => map.values().for_each(|item| strings(item, found)),
+            Value::Number(number) => {
+                let text = number.to_string();
+                if text.len() >= crate::secret_value::SHORTEST_MASKED_ANYWHERE {
+                    found.push(text);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| leaves(item, found)),
+            Value::Object(map) => map.values().for_each(|item| leaves(item, found)),
             _ => {}
         }
     }
     let mut found = vec![text.to_string()];
     if let Ok(document) = crate::yaml::from_str::<Value>(text) {
-        strings(&document, &mut found);
+        leaves(&document, &mut found);
     }
     for value in found {
         secrets.record(namespace, name, key, value);
@@ -527,5 +534,18 @@ mod tests {
         assert_eq!(document_data(&secret, "missing"), None);
         let map = json!({"kind": "ConfigMap", "data": {"values.yaml": "a: 1"}});
         assert_eq!(document_data(&map, "values.yaml").as_deref(), Some("a: 1"));
+    }
+
+    #[test]
+    fn a_secret_s_strings_and_long_numbers_are_masked_wherever_a_chart_puts_them() {
+        let secrets = SecretValues::default();
+        let values = "db:\n  password: hunter22\n  pin: 482913\n  replicas: 3\n  tls: true\n";
+        record_values(&secrets, ("shop", "db", "values.yaml"), values);
+        let rendered = "env:\n- value: \"hunter22\"\n- value: \"482913\"\nspec:\n  count: 3\nenabled: true\n";
+        assert_eq!(
+            secrets.mask(rendered),
+            "env:\n- value: \"[secret shop/db:values.yaml]\"\n- value: \"[secret shop/db:values.yaml]\"\nspec:\n  count: \
+             3\nenabled: true\n"
+        );
     }
 }
