@@ -7,8 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+mod credentials;
+
 /// Top-level modules by layer, lowest first (docs/ARCHITECTURE.md, "Layers and rules").
-const LAYERS: [(&str, &[&str]); 5] = [
+const LAYERS: [(&str, &[&str]); 7] = [
     (
         "leaves",
         &[
@@ -42,6 +44,8 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "flux_cli",
             "helm_cli",
             "oci",
+            "local_server",
+            "plugin",
         ],
     ),
     ("domain", &["plan", "publish", "flux", "detect", "apply", "deploy_key", "deployments", "wait", "change"]),
@@ -53,15 +57,12 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "install",
             "status",
             "version",
-            "plugin",
-            "completion",
             "diff",
             "drift",
             "fleet",
             "flux_passthrough",
             "artifact",
             "upgrade",
-            "ui",
             "metrics",
             "tenant",
             "monitoring",
@@ -69,7 +70,9 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "repo",
         ],
     ),
-    ("edge", &["runtime", "schemas", "mcp"]),
+    ("catalogue", &["schemas"]),
+    ("faces", &["ui", "mcp", "completion"]),
+    ("edge", &["runtime"]),
 ];
 
 /// `error` names the typed errors of `git` and `provider` (`Error::Git(#[from] GitError)`), whose
@@ -423,84 +426,6 @@ fn no_files_use_each_other_in_a_circle() {
     }
 }
 
-/// The code that puts a credential on a request, and the only files that may hold it: the HTTP
-/// gate (`http/gate.rs`, bound to one origin, https or loopback, redirects within the origin);
-/// the two places that hand one to a library that sends it itself, each after asking the gate
-/// ([`LIBRARY_HANDOFFS`]): git's credential callback (`git/session.rs`) and the registry client
-/// (`oci/registry.rs`). `mcp/http.rs` reads the header of the requests it serves.
-const CREDENTIAL_CALLS: [(&str, &[&str]); 9] = [
-    ("bearer_auth(", &[]),
-    ("basic_auth(", &[]),
-    ("AUTHORIZATION", &["http/gate.rs", "mcp/http.rs"]),
-    ("set_sensitive(", &["http/gate.rs"]),
-    ("default_headers(", &["http/gate.rs", "oci/registry.rs"]),
-    ("Carries::Credentials", &["http.rs", "http/gate.rs"]),
-    ("Cred::userpass_plaintext(", &["git/session.rs"]),
-    ("Cred::ssh_key_from_memory(", &["git/session.rs"]),
-    ("RegistryAuth::Basic(", &["oci/registry.rs"]),
-];
-
-/// The files that hand a credential to a library, and the gate's decision each asks first.
-const LIBRARY_HANDOFFS: [(&str, &str); 2] =
-    [("git/session.rs", "http::admit("), ("oci/registry.rs", "http::admit_token_service(")];
-
-/// The header names that carry a credential, as string literals (which [`code_of`] empties).
-const CREDENTIAL_HEADERS: [&str; 2] = ["\"authorization\"", "\"private-token\""];
-
-/// Each place of `sources` that attaches a credential outside the files allowed to.
-fn credentials_outside_the_gate(sources: &[Source]) -> Vec<String> {
-    let mut found = Vec::new();
-    for source in sources {
-        let code = code_of(&source.text);
-        for (call, allowed) in CREDENTIAL_CALLS {
-            if code.contains(call) && !allowed.contains(&source.path.as_str()) {
-                found.push(format!("{}: {call}", source.path));
-            }
-        }
-        let literals: String = source
-            .text
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("//"))
-            .map(str::to_ascii_lowercase)
-            .collect::<Vec<_>>()
-            .join("\n");
-        for header in CREDENTIAL_HEADERS {
-            if literals.contains(header) && source.path != "http/gate.rs" {
-                found.push(format!("{}: {header}", source.path));
-            }
-        }
-    }
-    found
-}
-
-/// Each file allowed a credential call outside `http/` that is not a hand-off to a library, or
-/// a hand-off that does not ask the gate first.
-fn handoffs_without_the_gate(sources: &[Source]) -> Vec<String> {
-    let allowed = CREDENTIAL_CALLS.iter().flat_map(|(_, files)| files.iter());
-    let outside_http = allowed.filter(|file| !file.starts_with("http") && **file != "mcp/http.rs");
-    let mut found: Vec<String> = outside_http
-        .filter(|file| !LIBRARY_HANDOFFS.iter().any(|(handoff, _)| handoff == *file))
-        .map(|file| format!("{file} is allowed a credential call and is no hand-off"))
-        .collect();
-    for (file, asks) in LIBRARY_HANDOFFS {
-        let code = sources.iter().find(|source| source.path == file).map(|source| code_of(&source.text));
-        if !code.is_some_and(|code| code.contains(asks)) {
-            found.push(format!("{file} hands a credential to a library without {asks}"));
-        }
-    }
-    found
-}
-
-/// #56, "one gate for credentials": a request carries a credential only through the gate, and a
-/// credential goes to a library only where the gate decided where it may go.
-#[test]
-fn credentials_are_attached_only_through_the_gate() {
-    let found = credentials_outside_the_gate(&sources());
-    assert!(found.is_empty(), "credentials attached outside http/gate.rs (docs/security.md): {found:#?}");
-    let found = handoffs_without_the_gate(&sources());
-    assert!(found.is_empty(), "{found:#?}");
-}
-
 /// The longest a file of `src/` may be (test files too): past it, split it by concern.
 const MAX_LINES: usize = 800;
 
@@ -614,38 +539,28 @@ mod checks {
     }
 
     #[test]
-    fn a_credential_attached_outside_the_gate_is_found_naming_its_file() {
+    fn a_planted_face_or_command_using_another_is_found() {
         let files = tree(&[
-            ("http/gate.rs", "fn f(r: R) { r.header(AUTHORIZATION, v); h.set_sensitive(true); }\n"),
-            ("provider/client.rs", "fn f(r: R) -> R {\n    r.bearer_auth(token)\n}\n"),
-            ("pr/mod.rs", "fn f(r: R) -> R { r.header(\"Private-Token\", t) }\n"),
-            ("ui/mod.rs", "// bearer_auth( in a comment\nconst A: &str = \"basic_auth(\";\n"),
-            ("oci/registry.rs", "fn f(r: R) -> R { r.basic_auth(u, p) }\n"),
+            ("mcp/tools.rs", "use crate::ui::api::Snapshot;\nuse crate::status::collect;\n"),
+            ("ui/api.rs", "pub struct Snapshot;\n"),
+            ("tenant/mod.rs", "fn f() { crate::app::layout::write(); }\nuse crate::change::drive;\n"),
+            ("app/layout.rs", "pub fn write() {}\n"),
         ]);
-        assert_eq!(
-            credentials_outside_the_gate(&files),
-            ["provider/client.rs: bearer_auth(", "pr/mod.rs: \"private-token\"", "oci/registry.rs: basic_auth("]
-        );
+        let uses = module_uses(&files);
+        assert_eq!(uses_within(&uses, "faces", &[]), ["mcp uses ui"]);
+        assert_eq!(uses_within(&uses, "commands", &[]), ["tenant uses app"]);
+        assert!(uses_within(&uses, "commands", &[("tenant", "app")]).is_empty());
     }
 
     #[test]
-    fn a_hand_off_to_a_library_that_does_not_ask_the_gate_is_found() {
+    fn the_longest_chain_is_found() {
         let files = tree(&[
-            (
-                "git/session.rs",
-                "fn f() -> C { Cred::userpass_plaintext(u, p) }
-",
-            ),
-            (
-                "oci/registry.rs",
-                "fn f() { crate::http::admit_token_service(&o, &r)?; RegistryAuth::Basic(u, p) }
-",
-            ),
+            ("ui/mod.rs", "use crate::status::x;\nuse crate::error::E;\n"),
+            ("status/mod.rs", "use crate::cluster::c;\n"),
+            ("cluster.rs", "use crate::error::E;\n"),
+            ("error.rs", "pub struct E;\n"),
         ]);
-        assert_eq!(
-            handoffs_without_the_gate(&files),
-            ["git/session.rs hands a credential to a library without http::admit("]
-        );
+        assert_eq!(longest_chain(&module_uses(&files)), ["ui", "status", "cluster", "error"]);
     }
 
     #[test]
@@ -704,4 +619,104 @@ mod checks {
             tree(&[("git.rs", "use crate::output::Printer;\n"), ("output/mod.rs", "fn f(_: crate::git::Remote) {}\n")]);
         assert_eq!(circle(&module_uses(&files)).unwrap(), ["git", "output", "git"]);
     }
+}
+
+/// The longest chain of uses between top-level modules, the user first: its length is how many
+/// floors the house has (the test's failure names the chain).
+fn longest_chain(uses: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    fn from(
+        node: &str,
+        uses: &BTreeMap<String, BTreeSet<String>>,
+        memo: &mut BTreeMap<String, Vec<String>>,
+    ) -> Vec<String> {
+        if let Some(known) = memo.get(node) {
+            return known.clone();
+        }
+        let mut best = Vec::new();
+        for next in uses.get(node).into_iter().flatten() {
+            let chain = from(next, uses, memo);
+            if chain.len() > best.len() {
+                best = chain;
+            }
+        }
+        let chain: Vec<String> = std::iter::once(node.to_string()).chain(best).collect();
+        memo.insert(node.to_string(), chain.clone());
+        chain
+    }
+    let mut memo = BTreeMap::new();
+    uses.keys().map(|node| from(node, uses, &mut memo)).max_by_key(Vec::len).unwrap_or_default()
+}
+
+/// The most floors the house may have: the longest chain of uses between top-level modules
+/// ([`longest_chain`]). #57 started at 19; it only comes down.
+const MAX_FLOORS: usize = 19;
+
+#[test]
+fn the_house_has_at_most_max_floors() {
+    let chain = longest_chain(&module_uses(&sources()));
+    assert!(chain.len() <= MAX_FLOORS, "{} floors: {}", chain.len(), chain.join(" → "));
+}
+
+/// The uses between two modules of the layer `layer`, except `allowed`.
+fn uses_within(uses: &BTreeMap<String, BTreeSet<String>>, layer: &str, allowed: &[(&str, &str)]) -> Vec<String> {
+    let members = LAYERS.iter().find(|(name, _)| *name == layer).map(|(_, members)| *members).unwrap_or_default();
+    let mut found = Vec::new();
+    for (module, used) in uses {
+        if !members.contains(&module.as_str()) {
+            continue;
+        }
+        for other in used.iter().filter(|other| members.contains(&other.as_str())) {
+            if !allowed.contains(&(module.as_str(), other.as_str())) {
+                found.push(format!("{module} uses {other}"));
+            }
+        }
+    }
+    found
+}
+
+/// What commands still use of other commands (#57): each to move below them, into the preview
+/// (`diff`'s engine), the cluster readers (`status`'s), or the change engine (the recorded
+/// replans `pr` runs). This list only shrinks: any other use fails the test.
+const COMMANDS_USING_COMMANDS: [(&str, &str); 23] = [
+    ("app", "diff"),
+    ("app", "drift"),
+    ("app", "status"),
+    ("component", "diff"),
+    ("drift", "diff"),
+    ("drift", "metrics"),
+    ("fleet", "app"),
+    ("fleet", "diff"),
+    ("fleet", "status"),
+    ("metrics", "status"),
+    ("monitoring", "diff"),
+    ("pr", "app"),
+    ("pr", "component"),
+    ("pr", "diff"),
+    ("pr", "fleet"),
+    ("pr", "monitoring"),
+    ("pr", "tenant"),
+    ("pr", "upgrade"),
+    ("tenant", "diff"),
+    ("tenant", "status"),
+    ("upgrade", "diff"),
+    ("upgrade", "install"),
+    ("upgrade", "status"),
+];
+
+#[test]
+fn no_command_uses_another_command() {
+    let uses = module_uses(&sources());
+    let found = uses_within(&uses, "commands", &COMMANDS_USING_COMMANDS);
+    assert!(found.is_empty(), "a command uses another: move what they share below both {found:#?}");
+    let gone: Vec<_> = COMMANDS_USING_COMMANDS
+        .iter()
+        .filter(|(module, other)| !uses.get(*module).is_some_and(|used| used.contains(*other)))
+        .collect();
+    assert!(gone.is_empty(), "no longer used: take them off COMMANDS_USING_COMMANDS {gone:?}");
+}
+
+#[test]
+fn no_face_uses_another_face() {
+    let found = uses_within(&module_uses(&sources()), "faces", &[]);
+    assert!(found.is_empty(), "a face uses another: what they share belongs below both {found:#?}");
 }

@@ -115,7 +115,7 @@ pub fn parse(words: &[OsString]) -> Result<Request> {
             }
             Ok(Request::InstallCli { version, embedded, allow_unpinned })
         }
-        Some(word) if word.starts_with(crate::completion::COMPLETE_ARG) => {
+        Some(word) if word.starts_with(crate::plugin::COMPLETE_ARG) => {
             Ok(Request::Complete { flux_bin, args: rest.to_vec() })
         }
         _ => Ok(Request::Run { flux_bin, allow_unpinned, args: rest.to_vec() }),

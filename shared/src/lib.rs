@@ -34,6 +34,7 @@ pub mod helm_cli;
 pub mod http;
 pub mod install;
 pub mod interrupt;
+pub mod local_server;
 pub mod manpage;
 pub mod mcp;
 pub mod metrics;

@@ -11,6 +11,10 @@ use crate::diagnostic::QuotedList;
 use crate::env;
 use crate::error::{Error, Result};
 
+/// The hidden argument that switches a binary into completion mode: the dispatcher hands a
+/// line to a command binary's own completion with it ([`crate::completion`]).
+pub const COMPLETE_ARG: &str = "__complete";
+
 /// Prefix of every command binary.
 pub const BINARY_PREFIX: &str = "kubectl-gitops-";
 

@@ -14,6 +14,7 @@ pub mod definition;
 pub mod layout;
 mod list;
 pub mod recorded;
+pub(crate) mod requests;
 pub mod rollback;
 pub mod settings;
 pub mod spec;

@@ -16,8 +16,7 @@ use std::ffi::OsString;
 use clap::Command;
 use clap::builder::PossibleValue;
 
-/// The hidden argument that switches a binary into completion mode.
-pub const COMPLETE_ARG: &str = "__complete";
+pub use crate::plugin::COMPLETE_ARG;
 
 /// Cobra's directive: don't fall back to file names.
 const NO_FILE_COMPLETION: u8 = 4;

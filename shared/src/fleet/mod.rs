@@ -8,6 +8,7 @@ pub mod collect;
 pub mod images;
 pub mod matrix;
 pub mod promote;
+pub(crate) mod promote_app;
 mod render;
 pub mod rollout;
 

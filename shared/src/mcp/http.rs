@@ -17,8 +17,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::tools::Tools;
 use crate::error::{Error, Result};
+use crate::local_server::auth::{Auth, constant_time_eq};
 use crate::output::Printer;
-use crate::ui::auth::{Auth, constant_time_eq};
 
 /// The path the protocol is served on.
 const PATH: &str = "/mcp";
@@ -54,7 +54,7 @@ pub(super) async fn serve(tools: Tools, port: u16, printer: &Printer) -> Result<
         crate::interrupt::until_requested().await;
         stop.cancel();
     };
-    crate::ui::serve::serve(listener, router, shutdown).await;
+    crate::local_server::serve::serve(listener, router, shutdown).await;
     Ok(())
 }
 

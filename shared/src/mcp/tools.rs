@@ -25,9 +25,9 @@ use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
 use crate::output::Printer;
 use crate::pr::Validation;
+use crate::status::apps_query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
 use crate::status::events::{self, EventFilter, EventsPage};
 use crate::status::{AppHistory, AppReport, Scope};
-use crate::ui::query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
 use crate::upgrade::Check;
 
 /// The largest result a tool gives: an assistant's context is small, and a list pages instead.

@@ -11,13 +11,14 @@ use serde::Deserialize;
 
 use super::tools::{Tools, bounded, given, no_app, said};
 use crate::app::RollbackArgs;
+use crate::app::requests::{AddApp, Changed, RemoveApp};
 use crate::app::rollback::rolled_back;
 use crate::app::settings::SuspendRequest;
 use crate::change::Target;
 use crate::error::Error;
+use crate::fleet::promote_app::PromoteApp;
 use crate::pr::{Action, ShowArgs};
 use crate::provider::MergeMethod;
-use crate::ui::change::{AddApp, Changed, PromoteApp, RemoveApp};
 
 /// The input of `remove_app`, `suspend_app` and `resume_app`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -275,7 +276,7 @@ impl Tools {
             suspend,
             persist: true,
             repo: self.repo.settings().map_err(said)?,
-            delivery: crate::ui::change::delivery(pull_request(input.pr), None, input.dry_run, false),
+            delivery: crate::app::requests::delivery(pull_request(input.pr), None, input.dry_run, false),
         };
         let output = crate::app::suspend(&request, &target, &self.printer).await.map_err(said)?;
         self.answered(Changed { name, dry_run: input.dry_run, output })

@@ -10,6 +10,7 @@ mod app_command;
 mod app_history;
 mod app_reads;
 mod app_report;
+pub(crate) mod apps_query;
 mod collect;
 pub(crate) mod events;
 mod in_contexts;

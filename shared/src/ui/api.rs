@@ -13,11 +13,11 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Serialize;
 
-use super::change::{AddApp, Changed, RemoveApp};
 use super::clusters::{ClusterView, Viewed};
-use super::query::{AppsPage, AppsParams, Snapshot, page};
+use crate::app::requests::{AddApp, Changed, RemoveApp};
 use crate::error::{Error, ExitCode};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest, dora_report};
+use crate::status::apps_query::{AppsPage, AppsParams, Snapshot, page};
 use crate::status::{self, AppHistory, AppReport, AppStatus};
 
 /// How long a request waits for the watches' first listing before answering 503.

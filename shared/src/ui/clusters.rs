@@ -13,13 +13,13 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tokio::sync::watch;
 
-use super::query::Snapshot;
 use super::theme::Theme;
 use super::{Server, dora, drift, live};
 use crate::change::{RepoSettings, Target};
 use crate::cluster::{Cluster, Connection};
 use crate::error::Result;
 use crate::output::Printer;
+use crate::status::apps_query::Snapshot;
 use crate::status::events::EventFeed;
 
 /// One cluster the server follows.
@@ -80,7 +80,7 @@ fn asked(query: Option<&str>) -> Option<String> {
 
 /// The context the session's cookie remembers.
 fn remembered(server: &Server, headers: &axum::http::HeaderMap) -> Option<String> {
-    super::cookies::named(headers, &cookie_name(server)).and_then(decoded)
+    crate::local_server::cookies::named(headers, &cookie_name(server)).and_then(decoded)
 }
 
 /// A cookie's value as [`remember`] encoded it.

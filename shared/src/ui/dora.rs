@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::query::Snapshot;
 use crate::cluster::Cluster;
 use crate::deployments::dora::Metrics;
+use crate::status::apps_query::Snapshot;
 
 /// How often the panel's figures are worked out again.
 const REFRESH: Duration = Duration::from_secs(60);

@@ -16,8 +16,8 @@ use maud::{Markup, html};
 use super::api::{ApiError, Json};
 use super::clusters::{Nav, Viewed};
 use super::layout::{failed, filter_choice, filter_form, layout};
-use super::query::{checked_limit, non_empty};
 use crate::error::Result;
+use crate::status::apps_query::{checked_limit, non_empty};
 use crate::status::events::{ClusterEvent, EventFeed, EventFilter, EventsPage, KEPT};
 
 /// How long a request waits for the watch's first list before it answers with what there is.
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(filter.severity.as_deref(), Some("Warning"));
         assert_eq!(filter.kind.as_deref(), Some("HelmRelease"));
         assert_eq!((filter.text.as_deref(), filter.limit), (Some("back-off"), 5));
-        assert_eq!(checked("").unwrap_or_default().limit, super::super::query::DEFAULT_LIMIT);
+        assert_eq!(checked("").unwrap_or_default().limit, crate::status::apps_query::DEFAULT_LIMIT);
         for (query, said) in [
             ("namespace=Not_A_Name", "namespace"),
             ("type=Error", "is not Normal or Warning"),

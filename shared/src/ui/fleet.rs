@@ -19,12 +19,12 @@ use tokio::sync::watch;
 
 use super::Server;
 use super::api::{ApiError, Document};
-use super::change::PromoteApp;
 use super::clusters::Viewed;
 use super::fleet_config::{self, FleetConfig};
 use super::layout;
 use super::pages::{self, PostedForm};
 use crate::fleet::matrix::{self, CellState, Column, FleetApp, FleetStatus, Reached};
+use crate::fleet::promote_app::PromoteApp;
 
 /// How long a request waits for every cluster's first listing before the matrix is cut anyway
 /// (a cluster still listing, or not answering, is a column that says so).

@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::Server;
-use super::query::Snapshot;
 use crate::change::fleet::{FILE_NAME, FleetEntry, FleetFile};
 use crate::change::{ConfigRepo, RepoSettings};
 use crate::error::Result;
+use crate::status::apps_query::Snapshot;
 
 /// How often the head is asked when nothing says it moved (as often as Flux looks by default).
 const LOOK_AGAIN: Duration = Duration::from_secs(60);

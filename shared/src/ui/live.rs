@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::query::Snapshot;
 use crate::cluster::Cluster;
 use crate::deployments::ledger::AppId;
 use crate::output::Printer;
+use crate::status::apps_query::Snapshot;
 use crate::status::{self, Live, Scope};
 
 /// Starts the watches in the background and returns the channel their snapshots go to.

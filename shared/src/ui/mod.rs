@@ -1,7 +1,7 @@
 //! `kubectl gitops ui`: a web UI and a JSON API on 127.0.0.1, over the same core as the CLI.
 //!
 //! - [`live`]: one watch per Flux kind (the watches of `status --watch`), shared by every
-//!   client; each change becomes a new [`query::Snapshot`] that pages, the API and the
+//!   client; each change becomes a new [`crate::status::apps_query::Snapshot`] that pages, the API and the
 //!   Server-Sent Events read.
 //! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the
 //!   read-only default.
@@ -18,11 +18,9 @@
 //! The server acts with the user's kubeconfig credentials, so RBAC decides what each user sees.
 
 mod api;
-pub(crate) mod auth;
-pub(crate) mod change;
+mod auth;
 mod charts;
 mod clusters;
-mod cookies;
 mod dora;
 mod drift;
 mod events;
@@ -33,8 +31,6 @@ mod layout;
 mod live;
 mod logs;
 mod pages;
-pub(crate) mod query;
-pub(crate) mod serve;
 mod theme;
 mod topology;
 
@@ -143,7 +139,7 @@ pub(crate) struct Server {
     /// The config repo flags the server was started with.
     repo: RepoArgs,
     allow_writes: bool,
-    auth: auth::Auth,
+    auth: crate::local_server::auth::Auth,
     /// The Fleet page's revision, followed once the first page asks for its events.
     fleet_revisions: std::sync::OnceLock<watch::Receiver<String>>,
     /// The config repo's head and fleet file, followed once the Fleet page or its API is asked.
@@ -154,7 +150,7 @@ pub(crate) struct Server {
 }
 
 /// A listener on `address`, or on a random loopback address of the UI's own
-/// ([`auth::random_loopback`]), or on 127.0.0.1 where the system has no such address (macOS
+/// ([`crate::local_server::auth::random_loopback`]), or on 127.0.0.1 where the system has no such address (macOS
 /// configures 127.0.0.1 alone).
 async fn listen(address: Option<IpAddr>, port: u16) -> Result<tokio::net::TcpListener> {
     let bind = |ip: IpAddr| async move {
@@ -163,7 +159,7 @@ async fn listen(address: Option<IpAddr>, port: u16) -> Result<tokio::net::TcpLis
     };
     let tried = match address {
         Some(address) => bind(address).await,
-        None => match bind(IpAddr::V4(auth::random_loopback()?)).await {
+        None => match bind(IpAddr::V4(crate::local_server::auth::random_loopback()?)).await {
             Err((_, error)) if error.kind() == std::io::ErrorKind::AddrNotAvailable => {
                 bind(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)).await
             }
@@ -186,7 +182,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
     }
     let listener = listen(settings.address, settings.port).await?;
     let address = listener.local_addr().map_err(|error| Error::io("cannot read the listening address", error))?;
-    let (auth, token) = auth::Auth::new(address)?;
+    let (auth, token) = crate::local_server::auth::Auth::new(address)?;
     let url = format!("{}/?token={token}", auth.origin());
     let (stop, stopping) = watch::channel(false);
     let server = Arc::new(Server {
@@ -217,7 +213,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         crate::interrupt::until_requested().await;
         let _ = stop.send(true);
     };
-    serve::serve(listener, router(server), shutdown).await;
+    crate::local_server::serve::serve(listener, router(server), shutdown).await;
     printer.progress("stopped");
     Ok(ExitCode::Ok)
 }

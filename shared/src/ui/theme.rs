@@ -41,7 +41,7 @@ impl Theme {
 
     /// The theme a request's cookie chose; anything else is the system's.
     pub(crate) fn of(headers: &HeaderMap) -> Theme {
-        super::cookies::named(headers, COOKIE).and_then(Theme::parse).unwrap_or_default()
+        crate::local_server::cookies::named(headers, COOKIE).and_then(Theme::parse).unwrap_or_default()
     }
 }
 
@@ -70,7 +70,9 @@ fn back(headers: &HeaderMap) -> String {
         .and_then(|uri| uri.path_and_query().map(|path| path.as_str().to_string()));
     match path {
         Some(path)
-            if path.starts_with('/') && super::cookies::own_path(&path) == path && !path.starts_with("/theme") =>
+            if path.starts_with('/')
+                && crate::local_server::cookies::own_path(&path) == path
+                && !path.starts_with("/theme") =>
         {
             path
         }

@@ -1,4 +1,4 @@
-//! The Apps listing's snapshots (what [`super::live`] publishes on each change), and its filters
+//! The Apps listing's snapshots (what the UI's live listing publishes on each change), and its filters
 //! and pages, the same for the API and the page: server-side, so a browser never receives 10,000
 //! rows to page through itself.
 
@@ -109,7 +109,7 @@ pub(crate) fn checked_limit(limit: &Option<String>) -> Result<usize> {
 }
 
 /// A parameter's value, trimmed; `None` when absent or blank.
-pub(super) fn non_empty(value: &Option<String>) -> Option<String> {
+pub(crate) fn non_empty(value: &Option<String>) -> Option<String> {
     value.as_deref().map(str::trim).filter(|value| !value.is_empty()).map(str::to_string)
 }
 
@@ -256,7 +256,7 @@ pub(crate) struct Snapshot {
     /// The last changes that led here, oldest first: the revision each one made and the rows it
     /// changed (a deleted row with the message `deleted`). Worked out once here, not once per
     /// event stream; a stream that missed a snapshot or two sends what they changed too.
-    pub(super) changes: Vec<(u64, Arc<Vec<AppStatus>>)>,
+    pub(crate) changes: Vec<(u64, Arc<Vec<AppStatus>>)>,
     /// What the user may not read, as `status` reports it.
     pub(crate) forbidden: Vec<String>,
     /// Where the watches look: every namespace, or the user's own when that is all RBAC allows.

@@ -1,8 +1,8 @@
-//! Adding and removing an app from the UI: the request is built from the body as plain data
-//! (an [`AppDefinition`], the delivery), checked by the same functions as `app add`'s flags, and
+//! `app add` and `app remove` as the faces ask for them (the UI's forms and API, the MCP server's
+//! tools): the request is plain data (JSON fields named for the flags), built into an
+//! [`AppDefinition`] and the delivery, checked by the same functions as `app add`'s flags, and
 //! runs the same `app::add` (or `app::remove`): plan, `--dry-run` with its diff, commit or pull
-//! request on the one git write path. No second implementation to drift. The Fleet page's
-//! promotion runs `promote` the same way.
+//! request on the one git write path. No second implementation to drift.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,6 @@ use crate::app::spec::{AppSpec, Tier};
 use crate::change::{DeliveryMode, DeliverySettings, Preview, Target};
 use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
-use crate::fleet::promote::PromoteRequest;
 use crate::output::Printer;
 
 /// The body of `POST /api/v1/apps`: the flags of `app add`, by their camelCase names.
@@ -76,7 +75,7 @@ pub(crate) struct RemoveApp {
     pub(crate) wait: bool,
 }
 
-/// The delivery the UI asks for: a pull request or what `app add` chooses (a push unless the
+/// The delivery a face asks for: a pull request or what `app add` chooses (a push unless the
 /// branch is protected), the plan and its cluster preview with `dryRun`, `--wait`; every other
 /// setting as the flags default it.
 pub(crate) fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
@@ -122,44 +121,6 @@ impl RemoveApp {
         let request = self.request(repo)?;
         let target = Target { namespace: Some(namespace.to_string()), ..target.clone() };
         let output = app::remove(&request, &target, printer).await?;
-        Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
-    }
-}
-
-/// The Fleet page's Promote form: `promote NAME --from FROM --to TO --expect-version VERSION`,
-/// the version the page showed running in FROM.
-#[derive(Debug, Clone)]
-pub(crate) struct PromoteApp {
-    pub(crate) name: String,
-    /// The clusters' names in the fleet file.
-    pub(crate) from: String,
-    pub(crate) to: String,
-    /// The version the page showed (the MCP server's `promote` may leave it out: what FROM runs).
-    pub(crate) version: Option<String>,
-    pub(crate) with_values: bool,
-    pub(crate) pr: bool,
-    pub(crate) dry_run: bool,
-}
-
-impl PromoteApp {
-    /// Checks the request the way `promote` checks its flags, then promotes.
-    pub(crate) async fn run(&self, repo: &RepoArgs, target: &Target, printer: &Printer) -> Result<Changed> {
-        let name = crate::names::validate_name(&self.name, "the app")?;
-        if self.from == self.to {
-            return Err(Error::usage(format!("from and to are both {}", self.from), "promote between two clusters"));
-        }
-        let request = PromoteRequest {
-            name,
-            from: self.from.clone(),
-            to: self.to.clone(),
-            expect_version: self.version.clone(),
-            // The matrix shows versions, not images: the plan shown first names those it carries.
-            expect_images: Vec::new(),
-            with_values: self.with_values,
-            config: repo.settings()?,
-            delivery: delivery(self.pr, None, self.dry_run, false),
-        };
-        let output = crate::fleet::promote(&request, target, printer).await?;
         Ok(Changed { name: self.name.clone(), dry_run: self.dry_run, output })
     }
 }
