@@ -45,6 +45,7 @@ pub mod output;
 pub mod plan;
 pub mod plugin;
 pub mod pr;
+pub mod preview;
 pub mod provider;
 pub mod publish;
 pub mod record;

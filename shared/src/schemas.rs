@@ -32,7 +32,7 @@ pub fn all() -> Vec<Published> {
         one::<crate::status::AppReport>("app status, status APP"),
         one::<crate::status::AppHistory>("app history"),
         one::<crate::detect::Detection>("detect"),
-        one::<crate::diff::Diff>("diff"),
+        one::<crate::preview::Diff>("diff"),
         one::<crate::drift::Drift>("drift"),
         one::<crate::drift::DriftChange>("drift --watch (one per change)"),
         one::<crate::app::rollback::Rollback>("app rollback"),

@@ -10,7 +10,7 @@ use crate::app;
 use crate::app::definition::{self, AppDefinition};
 use crate::app::settings::{AddRequest, RemoveRequest, checked_clusters};
 use crate::app::spec::{AppSpec, Tier};
-use crate::change::{DeliveryMode, DeliverySettings, Preview, Target};
+use crate::change::{DeliveryMode, DeliverySettings, Target};
 use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -88,7 +88,7 @@ pub(crate) fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: b
         wait,
         timeout: crate::timeouts::COMMAND,
         // The plan comes with what it would do to the cluster, as `kubectl gitops diff` says it.
-        preview: dry_run.then_some(crate::diff::preview_plan as Preview),
+        preview: dry_run,
     }
 }
 

@@ -29,14 +29,14 @@ use serde_json::Value;
 use crate::change::{self, RepoSettings, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::Cluster;
-use crate::diff::SourceRef;
-use crate::diff::sources::{self, Credentials, GitRef};
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{GIT_REPOSITORY, HELM_RELEASE, KUSTOMIZATION};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::{Checkout, Remote, Workspace};
 use crate::output::Printer;
 use crate::plan::FileChange;
+use crate::preview::SourceRef;
+use crate::preview::sources::{self, GitRef};
 use crate::repo_access::{parse_url, same_server};
 use crate::status::{Limits, WaitRequest};
 
@@ -180,7 +180,7 @@ pub struct Rollback {
     /// the restored files would change in the cluster (`kubectl gitops diff`'s comparison: the
     /// sources moved back fetched, HelmReleases rendered).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub config_preview: Option<crate::diff::Diff>,
+    pub config_preview: Option<crate::preview::Diff>,
 }
 
 impl crate::output::Kind for Rollback {
@@ -214,7 +214,7 @@ pub async fn rolled_back(
     let Located { app, source, url, branch, .. } = &located;
     let (url, branch) = (url.clone(), branch.clone());
     let automations = automation::image_automations(&cluster, source, request.suspend_image_automation).await?;
-    let config = Credentials::Resolve(&mut context, &request.repo).remote().await;
+    let config = crate::change::preview_at::credentials_later(&mut context, &request.repo).remote().await;
     let restore = restore_of(&located, request, config.as_ref()).await?;
     printer.progress(&format!("cloning branch {branch} of {url}"));
     let (head_checkout, head) = sources::fetch(&url, &GitRef::Branch(branch.clone()), config.as_ref())
@@ -280,7 +280,7 @@ pub async fn rolled_back(
             // (deleted with it), compared as `diff` compares a checkout.
             crate::publish::write(&mut head_checkout.files(), &files)?;
             let root = head_checkout.files().root().to_path_buf();
-            let input = crate::change::PreviewInput {
+            let input = crate::preview::PlanInput {
                 cluster: &cluster,
                 versions: &context.versions,
                 namespace: &namespace,
@@ -289,7 +289,7 @@ pub async fn rolled_back(
                 config_remote: config.as_ref(),
                 printer,
             };
-            outcome.config_preview = Some(crate::diff::preview(input).await?);
+            outcome.config_preview = Some(crate::preview::of_plan(input).await?);
         }
         let text = plan_text(&outcome, &message, &files, request, printer);
         return Ok((outcome, text, ExitCode::Ok));
@@ -732,7 +732,7 @@ fn plan_text(
     }
     if let Some(preview) = &outcome.config_preview {
         text.push_str("\nWhat the cluster would get from the restored files:\n");
-        text.push_str(&crate::diff::render_text(preview, true, printer.stdout_style()));
+        text.push_str(&crate::preview::render_text(preview, true, printer.stdout_style()));
     }
     text
 }

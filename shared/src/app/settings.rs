@@ -45,7 +45,7 @@ impl AddArgs {
         Ok(AddRequest {
             spec: AppSpec::from_definition(&self.definition(), new_repo.as_ref(), &read_values)?,
             new_repo,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,
             export: self.export,
             clusters: checked_clusters(&self.clusters)?,
@@ -85,7 +85,7 @@ impl RemoveArgs {
         Ok(RemoveRequest {
             name: self.name.clone(),
             tier: Tier::App,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,
             clusters: self.clusters.clone(),
         })
@@ -114,7 +114,7 @@ impl SuspendArgs {
         Ok(SuspendRequest {
             name: self.name.clone(),
             suspend,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
             repo: self.repo.settings()?,
             persist: self.persist,
         })

@@ -8,12 +8,13 @@ use super::context::{ConfigRepo, Context};
 use super::layout::SuspendPatch;
 use super::plan::{self, Delivery, FileChange, Plan};
 use super::result::{ChangeResult, DoneChange, PlannedChange, Waited};
-use super::settings::{DeliveryMode, DeliverySettings, Preview, PreviewInput};
+use super::settings::{DeliveryMode, DeliverySettings};
 use super::{deliver, new_repo, wait};
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 use crate::git::Workspace;
 use crate::output::Printer;
+use crate::preview::PlanInput;
 use crate::publish::Replan;
 use std::time::Duration;
 
@@ -157,10 +158,10 @@ pub(crate) async fn drive_change(
     };
     if args.dry_run {
         let mut line = plan.render();
-        if let (Some(preview), Some(checkout)) = (args.preview, &checkout)
+        if let (true, Some(checkout)) = (args.preview, &checkout)
             && !plan.files.is_empty()
         {
-            let text = previewed(context, preview, &plan, checkout).await;
+            let text = previewed(context, &plan, checkout).await;
             line.push('\n');
             line.push_str(&text);
             result.preview = Some(text);
@@ -192,12 +193,12 @@ pub(crate) async fn drive_change(
 /// What the plan would change in the cluster: its files written into the scratch clone (a dry
 /// run pushes nothing, and the clone is thrown away), compared by `preview`. A preview that
 /// fails does not fail the plan: it says why instead, and warns.
-async fn previewed(context: &Context, preview: Preview, plan: &Plan, checkout: &Workspace) -> String {
+async fn previewed(context: &Context, plan: &Plan, checkout: &Workspace) -> String {
     let compared = format!("the plan on top of {} of {}", plan.branch, plan.repo);
     let asked = async {
         crate::publish::write(&mut checkout.files(), &plan.files)?;
         let dir = checkout.files().root().to_path_buf();
-        let input = PreviewInput {
+        let input = PlanInput {
             cluster: context.cluster()?,
             versions: &context.versions,
             namespace: &context.namespace,
@@ -206,7 +207,7 @@ async fn previewed(context: &Context, preview: Preview, plan: &Plan, checkout: &
             config_remote: context.repo.as_ref().map(|repo| &repo.remote),
             printer: &context.printer,
         };
-        preview(input).await
+        crate::preview::plan_text(input).await
     };
     match asked.await {
         Ok(text) => text,

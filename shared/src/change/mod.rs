@@ -20,6 +20,7 @@ pub mod fleet;
 pub mod layout;
 pub mod new_repo;
 pub mod plan;
+pub mod preview_at;
 pub mod recorded;
 pub mod result;
 pub mod settings;
@@ -29,7 +30,7 @@ pub mod wait;
 pub use self::context::{ConfigRepo, Context, HostedRepo, context};
 pub(crate) use self::context::{clone, reviewed, target_clusters};
 pub(crate) use self::drive::{Awaits, Change, drive, drive_change};
-pub use self::settings::{DeliveryMode, DeliverySettings, Preview, PreviewInput, RepoSettings, Target};
+pub use self::settings::{DeliveryMode, DeliverySettings, RepoSettings, Target};
 
 /// A pull request's number (`42`, `#42`, `!42`) or address as a flag or argument gives it, checked.
 pub fn pull_request_reference(text: &str) -> crate::error::Result<crate::provider::PullRequestReference> {

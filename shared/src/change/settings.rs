@@ -1,17 +1,13 @@
 //! The settings every changing command shares, resolved from the shared flags before any command
 //! code runs: where the commands act, how to reach the config repo, how a change is delivered.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-
 use crate::cli::{DeliveryArgs, GlobalArgs, RepoArgs};
-use crate::cluster::{Cluster, Connection};
+use crate::cluster::Connection;
 use crate::error::{Error, Result};
-use crate::flux::api::Versions;
-use crate::git::{Remote, Signature};
-use crate::output::Printer;
+use crate::git::Signature;
 
 /// Where the commands act: the cluster and the namespace `-n` asks for.
 #[derive(Debug, Clone)]
@@ -114,36 +110,14 @@ pub struct DeliverySettings {
     pub wait: bool,
     /// `--timeout`: of `--wait`, and of retrying refused pushes.
     pub timeout: Duration,
-    /// With `dry_run`: also what the plan would change in the cluster (the UI's Add and Remove
-    /// pages ask for it).
-    pub preview: Option<Preview>,
-}
-
-/// What a dry run's plan would change in the cluster, as text. The change engine writes the
-/// plan into its scratch clone of the config repo and asks; `diff` answers (`preview_plan`),
-/// from above the engine, so the engine does not depend on it.
-pub type Preview = for<'a> fn(PreviewInput<'a>) -> BoxFuture<'a, Result<String>>;
-
-/// What a [`Preview`] is asked with.
-pub struct PreviewInput<'a> {
-    pub cluster: &'a Cluster,
-    pub versions: &'a Versions,
-    /// The Flux namespace.
-    pub namespace: &'a str,
-    /// The scratch clone of the config repo, the plan written into it.
-    pub dir: &'a Path,
-    /// How the preview names what it compares.
-    pub compared: String,
-    /// The config repo's remote: its credentials fetch the sources the plan moves, when they
-    /// are on the same server.
-    pub config_remote: Option<&'a Remote>,
-    pub printer: &'a Printer,
+    /// With `dry_run`: also what the plan would change in the cluster, as the preview engine
+    /// ([`crate::preview`]) says (`--preview`; the UI's Add and Remove pages ask for it).
+    pub preview: bool,
 }
 
 impl DeliveryArgs {
-    /// The settings these flags make; `preview` is what `--preview` shows (`diff`'s, handed in by
-    /// the command, above the engine).
-    pub(crate) fn settings(&self, preview: Preview) -> Result<DeliverySettings> {
+    /// The settings these flags make.
+    pub(crate) fn settings(&self) -> Result<DeliverySettings> {
         let mode = match (self.pr, self.auto_merge) {
             (true, _) => DeliveryMode::PullRequest,
             (false, true) => DeliveryMode::Push,
@@ -157,7 +131,7 @@ impl DeliveryArgs {
             merge: self.merge,
             wait: self.wait,
             timeout: self.timeout,
-            preview: (self.dry_run && self.preview).then_some(preview),
+            preview: self.dry_run && self.preview,
         })
     }
 }

@@ -54,7 +54,7 @@ impl ComponentUpgradeArgs {
         for cluster in &self.clusters {
             crate::names::validate_name(cluster, "cluster name")?;
         }
-        let delivery = self.delivery.settings(crate::diff::preview_plan)?;
+        let delivery = self.delivery.settings()?;
         if delivery.wait {
             return Err(Error::usage(
                 "component upgrade has no --wait yet",

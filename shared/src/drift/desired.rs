@@ -6,10 +6,10 @@ use serde_json::Value;
 
 use super::{helm, ignore, text};
 use crate::apply::Applier;
-use crate::diff::FLUX_FIELD_MANAGER;
-use crate::diff::build::{self, SecretReads};
 use crate::error::Result;
 use crate::flux_cli::FluxCli;
+use crate::preview::FLUX_FIELD_MANAGER;
+use crate::preview::build::{self, SecretReads};
 use crate::secret_value::SecretValues;
 
 /// One object as Flux applied it.

@@ -4,7 +4,7 @@
 //! For each Kustomization, the desired state is its source at `status.lastAppliedRevision`: the
 //! GitRepository cloned at that commit (pinned by its full hash, from the URL the cluster pulls
 //! it from, with the config repo's credentials only on the config repo's server), built by the
-//! pinned flux CLI as the controller builds it ([`crate::diff`]'s build). Every object built is
+//! pinned flux CLI as the controller builds it ([`crate::preview`]'s build). Every object built is
 //! applied as a server-side dry run under kustomize-controller's field manager: the fields that
 //! would change are the ones Flux would put back, which leaves out what the API server defaults
 //! and what other managers add beside Flux's fields. An object of the build that is gone from the
@@ -32,12 +32,12 @@ use crate::apply::Applier;
 use crate::change::{self, RepoSettings, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::{Cluster, list_pages};
-use crate::diff::SourceRef;
-use crate::diff::sources::Credentials;
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{GIT_REPOSITORY, KUSTOMIZATION, OCI_REPOSITORY};
 use crate::flux_cli::{FluxCli, Locator, Tag};
 use crate::output::Printer;
+use crate::preview::SourceRef;
+use crate::preview::sources::Credentials;
 use crate::secret_value::SecretValues;
 
 /// How many Kustomizations are built and compared at once.
@@ -374,7 +374,7 @@ async fn prepare(request: &DriftRequest, target: &Target, printer: &Printer) -> 
 /// The drift `request` asks for, once, as `drift -o json` prints it (the MCP tool `drift`).
 pub async fn report(request: &DriftRequest, target: &Target, printer: &Printer) -> Result<Drift> {
     let Prepared { mut context, cluster, listed, source_kinds, .. } = prepare(request, target, printer).await?;
-    let credentials = Credentials::Resolve(&mut context, &request.repo);
+    let credentials = crate::change::preview_at::credentials_later(&mut context, &request.repo);
     Ok(compute(&cluster, &source_kinds, listed, credentials, (false, printer)).await?.0)
 }
 
@@ -394,7 +394,7 @@ async fn run_into(
         (None, _) => watch::Sink::Print { format: request.format, headers: request.headers },
     };
     let keep = request.follow != Follow::Once;
-    let credentials = Credentials::Resolve(&mut context, &request.repo);
+    let credentials = crate::change::preview_at::credentials_later(&mut context, &request.repo);
     let (drift, kept) = compute(&cluster, &source_kinds, listed, credentials, (keep, printer)).await?;
     if keep {
         let scope = watch::Scope {

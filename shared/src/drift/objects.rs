@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::desired::Desired;
 use super::{DriftState, DriftedField, DriftedObject, fields, ignore, text};
 use crate::apply::{Applier, DryRun};
-use crate::diff::compare;
 use crate::error::Result;
+use crate::preview::compare;
 
 /// The annotation (or label) that tells kustomize-controller how to apply an object.
 const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";

@@ -10,11 +10,11 @@ use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
 
 use crate::cluster::Cluster;
-use crate::diff::SourceRef;
-use crate::diff::sources::{self, GitRef};
 use crate::error::Result;
 use crate::flux::api::{GIT_REPOSITORY, OCI_REPOSITORY};
 use crate::interrupt::ScratchDir;
+use crate::preview::SourceRef;
+use crate::preview::sources::{self, GitRef};
 
 /// The source kinds the cluster serves, at its versions.
 #[derive(Debug, Clone)]

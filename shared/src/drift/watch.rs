@@ -22,7 +22,6 @@ use crate::apply::Applier;
 use crate::change::{Context, RepoSettings};
 use crate::cli::OutputFormat;
 use crate::cluster::Cluster;
-use crate::diff::sources::Credentials;
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 use crate::wait::{Followed, Selector, Triggers};
@@ -207,7 +206,7 @@ async fn recheck(
             && scope.namespace.as_deref().is_none_or(|namespace| value["metadata"]["namespace"] == namespace)
     };
     let revised: Vec<Value> = revised.into_iter().filter(in_scope).collect();
-    let credentials = Credentials::Resolve(context, scope.repo);
+    let credentials = crate::change::preview_at::credentials_later(context, scope.repo);
     let (drift, kept) = compute(cluster, &scope.source_kinds, revised, credentials, (true, printer)).await?;
     let mut changes = Vec::new();
     for (report, tracked) in drift.kustomizations.into_iter().zip(kept) {

@@ -106,7 +106,7 @@ impl PromoteArgs {
             expect_images: expected_images(&self.expect_images)?,
             with_values: self.with_values,
             config: self.config.settings()?,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
         })
     }
 }
@@ -546,7 +546,7 @@ mod tests {
             expect_images: Vec::new(),
             with_values: false,
             config: request.config.settings().unwrap(),
-            delivery: request.delivery.settings(crate::diff::preview_plan).unwrap(),
+            delivery: request.delivery.settings().unwrap(),
         };
         let words = promote_words(&request, &running("0.2.0"));
         assert_eq!(words.join(" "), "promote mccp --from dev --to uat --expect-version 0.2.0");

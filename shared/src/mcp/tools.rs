@@ -15,16 +15,18 @@ use rmcp::service::RequestContext;
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
+use crate::change::preview_at::PreviewArgs;
 use crate::cli::{GlobalArgs, RepoArgs};
 use crate::cluster::Cluster;
 use crate::detect::Detection;
-use crate::diff::{Diff, DiffArgs, PreviewArgs};
+use crate::diff::DiffArgs;
 use crate::drift::{Drift, DriftArgs};
 use crate::error::Error;
 use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
 use crate::output::Printer;
 use crate::pr::Validation;
+use crate::preview::Diff;
 use crate::status::apps_query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
 use crate::status::events::{self, EventFilter, EventsPage};
 use crate::status::{AppHistory, AppReport, Scope};
@@ -425,7 +427,7 @@ impl Tools {
         let request = args.request(&self.global).map_err(said)?;
         let target = crate::change::Target::from_args(&self.global);
         let mut context = crate::change::context(&target, &request.repo, false, &self.printer).await.map_err(said)?;
-        bounded(crate::diff::compute(&mut context, &request, &self.printer).await.map_err(said)?)
+        bounded(crate::change::preview_at::compute(&mut context, &request, &self.printer).await.map_err(said)?)
     }
 
     /// `kubectl gitops upgrade --check -o json`.

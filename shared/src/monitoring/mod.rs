@@ -167,7 +167,7 @@ impl InstallArgs {
             thresholds,
             export: self.export,
             config: self.config.settings()?,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
         })
     }
 }

@@ -6,11 +6,12 @@
 
 use clap::Args;
 
+use crate::change::preview_at::{self, DiffRequest, PreviewArgs, State};
 use crate::change::{self, Target};
 use crate::cli::GlobalArgs;
-use crate::diff::{self, DiffRequest, PreviewArgs, State, markdown};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
+use crate::preview::markdown;
 
 /// `pr comment` arguments.
 #[derive(Debug, Clone, Args)]
@@ -71,7 +72,7 @@ fn ci_job_url() -> Option<String> {
 /// posted, 2 when the preview holds a refusal or a failure (posted too, for the reviewers).
 pub async fn comment(request: &CommentRequest, target: &Target, printer: &Printer) -> Result<ExitCode> {
     let mut context = change::context(target, &request.diff.repo, false, printer).await?;
-    let preview = diff::compute(&mut context, &request.diff, printer).await?;
+    let preview = preview_at::compute(&mut context, &request.diff, printer).await?;
     let hosted = context
         .hosted_repo(&request.diff.repo)?
         .ok_or_else(|| Error::Internal("a pull request was compared, so the config repo has a provider".into()))?;

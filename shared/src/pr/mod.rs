@@ -285,7 +285,7 @@ pub struct Validation {
     pub checks: Vec<Check>,
     /// `pr show --preview`: what its head commit would change in the cluster (`diff`'s preview).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub preview: Option<crate::diff::Diff>,
+    pub preview: Option<crate::preview::Diff>,
     /// The identity vouched for.
     #[serde(skip)]
     pub trusted: String,

@@ -6,10 +6,11 @@ use clap::Args;
 
 use super::{Request, ShowArgs, Validated, Validation, render_validation, validate};
 use crate::change::Target;
+use crate::change::preview_at::{self, DiffRequest, State};
 use crate::cli::{GlobalArgs, OutputFormat};
-use crate::diff::{self, DiffRequest, RenderArgs, Rendering, State};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
+use crate::preview::{RenderArgs, Rendering};
 
 /// `pr show` arguments: those of the validation, and the preview's.
 #[derive(Debug, Clone, Args)]
@@ -74,7 +75,11 @@ pub async fn show(request: &ShowRequest, target: &Target, printer: &Printer) -> 
             let mut text = render_validation(&validation, sign);
             if let Some(preview) = &validation.preview {
                 text.push('\n');
-                text.push_str(&diff::render_text(preview, validation_request.headers, printer.stdout_style()));
+                text.push_str(&crate::preview::render_text(
+                    preview,
+                    validation_request.headers,
+                    printer.stdout_style(),
+                ));
             }
             text
         }
@@ -107,7 +112,7 @@ pub async fn checked(
             format: validation_request.format,
             headers: validation_request.headers,
         };
-        validation.preview = Some(diff::compute(&mut context, &diff_request, printer).await?);
+        validation.preview = Some(preview_at::compute(&mut context, &diff_request, printer).await?);
     }
     let refused = validation.preview.as_ref().is_some_and(|preview| preview.exit_code() == ExitCode::Usage);
     let code = match (validation.valid, refused) {

@@ -253,7 +253,7 @@ impl TenantAddArgs {
             lockdown: self.lockdown,
             export: self.export,
             config: self.config.settings()?,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
         })
     }
 }
@@ -265,7 +265,7 @@ impl TenantRemoveArgs {
             name: validate_name(&self.name, "tenant")?,
             clusters: self.clusters.clone(),
             config: self.config.settings()?,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
         })
     }
 }

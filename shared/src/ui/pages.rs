@@ -589,7 +589,7 @@ pub(super) async fn pull(view: Viewed, Path(number): Path<u64>) -> Response {
         format: crate::cli::OutputFormat::Table,
         headers: true,
     };
-    let request = crate::pr::ShowRequest { validation, preview: Some(crate::diff::Rendering::default()) };
+    let request = crate::pr::ShowRequest { validation, preview: Some(crate::preview::Rendering::default()) };
     match crate::pr::show(&request, &view.target, &view.server.printer).await {
         Ok((text, _)) => {
             let title = format!("Pull request {number}");

@@ -121,7 +121,7 @@ impl UpgradeArgs {
             flux_bin: self.flux_bin.clone(),
             allow_unpinned_flux: self.allow_unpinned_flux,
             repo: self.repo.settings()?,
-            delivery: self.delivery.settings(crate::diff::preview_plan)?,
+            delivery: self.delivery.settings()?,
         })
     }
 }

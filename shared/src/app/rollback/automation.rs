@@ -4,9 +4,9 @@
 use kube::api::{Api, DynamicObject, ListParams};
 
 use crate::cluster::Cluster;
-use crate::diff::SourceRef;
 use crate::error::{Error, Result};
 use crate::output::Printer;
+use crate::preview::SourceRef;
 
 /// The ImageUpdateAutomations that write to the app's repository and run: they would move the
 /// image forward again after the rollback.

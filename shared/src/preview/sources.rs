@@ -15,7 +15,6 @@ use serde_json::Value;
 use super::build::SecretReads;
 use super::{FetchedSource, KustomizationDiff, SourceRef, compare_each, kustomizations_of};
 use crate::apply::Applier;
-use crate::change::{Context, RepoSettings};
 use crate::error::Result;
 use crate::flux_cli::FluxCli;
 use crate::git::{Auth, Checkout, Remote, Workspace};
@@ -24,25 +23,24 @@ use crate::repo_access::{parse_url, same_server};
 
 /// Where a fetch's credentials come from: the config repo's remote, known, or resolved from the
 /// context on the first fetch (a comparison of a checkout on disk needs none until then).
-pub(crate) enum Credentials<'a> {
+pub enum Credentials<'a> {
+    /// Resolved by the caller: the config repo's remote, or none (fetched anonymously).
     Known(Option<Remote>),
-    Resolve(&'a mut Context, &'a RepoSettings),
+    /// Resolved by the caller when first needed (only a moved source on the config repo's server
+    /// needs it): `diff` attaches the config repo then, and not for a change that moves nothing.
+    Later(futures::future::BoxFuture<'a, Option<Remote>>),
 }
 
 impl Credentials<'_> {
     /// The config repo's remote, resolved on the first call.
     pub(crate) async fn remote(&mut self) -> Option<Remote> {
-        if let Credentials::Resolve(context, repo) = self {
-            if context.repo.is_none()
-                && let Err(error) = context.attach_repo(repo).await
-            {
-                context.printer.detail(&format!("sources are fetched anonymously: {error}"));
-            }
-            *self = Credentials::Known(context.repo.as_ref().map(|repo| repo.remote.clone()));
+        if let Credentials::Later(resolve) = self {
+            let remote = resolve.await;
+            *self = Credentials::Known(remote);
         }
         match self {
             Credentials::Known(remote) => remote.clone(),
-            Credentials::Resolve(..) => None,
+            Credentials::Later(_) => None,
         }
     }
 }
@@ -261,5 +259,19 @@ mod tests {
         assert!(read(r#"{"name": "refs/pull/1/head"}"#).unwrap_err().contains("ref.name"));
         assert!(read(r#"{"commit": "abc"}"#).unwrap_err().contains("names no branch"));
         assert_eq!(read("{}"), Err("it names no ref".into()));
+    }
+
+    #[tokio::test]
+    async fn credentials_resolved_later_are_resolved_once_and_kept_for_every_source() {
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let remote = Remote { url: "https://git.example.com/fleet.git".into(), auth: Auth::Anonymous };
+        let mut credentials = Credentials::Later(Box::pin(async {
+            asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Some(remote.clone())
+        }));
+        for _ in 0..3 {
+            assert_eq!(credentials.remote().await.map(|remote| remote.url), Some(remote.url.clone()));
+        }
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

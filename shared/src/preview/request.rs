@@ -1,51 +1,11 @@
-//! `diff`'s flags and what they resolve to: the state of the config repo to compare, the other
-//! sources' checkouts, and the source a Kustomization applies.
+//! How a preview renders what it compares (the other sources' checkouts, the helm that renders),
+//! as flags and checked, and the source a Kustomization applies.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::change::{self, RepoSettings};
-use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::error::{Error, Result};
-use crate::provider::PullRequestReference;
-
-/// `kubectl gitops diff`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DiffArgs {
-    /// A directory on this machine, for the files to write or to read.
-    ///
-    /// The checkout of the config repo to compare with the cluster, uncommitted edits included
-    /// (default: the git work tree you stand in, when one of its remotes is the config repo).
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with_all = ["git_ref", "pull_request"])]
-    pub dir: Option<PathBuf>,
-
-    /// The config repo at a branch's head, or at a commit by its full hash.
-    ///
-    /// The config repo at a branch's head, or at a commit of the branch Flux follows by its full
-    /// 40-character hash, cloned for the comparison (the key flags below, else what the
-    /// install record says).
-    #[arg(long = "ref", value_name = "BRANCH|SHA", conflicts_with = "pull_request")]
-    pub git_ref: Option<String>,
-
-    /// A pull request of the config repo, compared at its head commit: its number or address.
-    #[arg(long, value_name = "NUMBER|URL")]
-    pub pull_request: Option<String>,
-
-    #[command(flatten)]
-    pub preview: PreviewArgs,
-}
-
-/// How a state is compared, whoever names it (`diff`, `pr comment`): how it is rendered, and
-/// where the config repo is cloned from.
-#[derive(Debug, Clone, clap::Args)]
-pub struct PreviewArgs {
-    #[command(flatten)]
-    pub render: RenderArgs,
-
-    #[command(flatten)]
-    pub repo: RepoArgs,
-}
 
 /// How a preview renders what it compares: the other sources, the helm that renders.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -98,79 +58,6 @@ impl RenderArgs {
     }
 }
 
-impl DiffArgs {
-    /// The request these flags make: `-o`, the ref and the pull request checked.
-    pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
-        let state = match (&self.dir, &self.git_ref, &self.pull_request) {
-            (Some(dir), _, _) => State::Dir(dir.clone()),
-            (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
-                State::Commit(commit.to_ascii_lowercase())
-            }
-            (_, Some(short), _) if short.len() >= 7 && short.chars().all(|c| c.is_ascii_hexdigit()) => {
-                return Err(Error::usage(
-                    format!("--ref {short} looks like a short commit hash"),
-                    "name a commit by its full 40-character hash (`git rev-parse`), or a branch by its name",
-                ));
-            }
-            (_, Some(branch), _) => {
-                crate::names::validate_git_ref(branch, "--ref", "heads")?;
-                State::Branch(branch.clone())
-            }
-            (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
-            _ => State::WorkTree,
-        };
-        self.preview.request(state, global)
-    }
-}
-
-impl PreviewArgs {
-    /// The request comparing `state` with these flags: `-o` and the other sources checked.
-    pub fn request(&self, state: State, global: &GlobalArgs) -> Result<DiffRequest> {
-        let format = global.output_format();
-        crate::output::ensure_supported(format, crate::cli::STRUCTURED)?;
-        Ok(DiffRequest {
-            state,
-            rendering: self.render.rendering()?,
-            repo: self.repo.settings()?,
-            format,
-            headers: !global.no_headers,
-        })
-    }
-}
-
-/// The state of the config repo to compare with the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum State {
-    /// The git work tree of the current directory, which must be a checkout of the config repo.
-    WorkTree,
-    /// `--dir`: a checkout, as it is on disk.
-    Dir(PathBuf),
-    /// `--ref BRANCH`: the branch's head, cloned.
-    Branch(String),
-    /// `--ref SHA`: a commit of the branch Flux follows, cloned.
-    Commit(String),
-    /// `--pull-request`: its head commit, cloned from its branch.
-    PullRequest(PullRequestReference),
-    /// A commit of a branch, cloned, as a caller that already read it names it (`pr show
-    /// --preview`: the pull request's head it validated). `compared` says what it is.
-    Pinned { branch: String, commit: String, compared: String },
-}
-
-/// `diff`, resolved.
-#[derive(Debug, Clone)]
-pub struct DiffRequest {
-    /// What to compare with the cluster.
-    pub state: State,
-    /// How it is rendered.
-    pub rendering: Rendering,
-    /// How to reach the config repo (for a ref or a pull request).
-    pub repo: RepoSettings,
-    /// `-o`.
-    pub format: OutputFormat,
-    /// Print the table's header line.
-    pub headers: bool,
-}
-
 /// [`RenderArgs`], checked.
 #[derive(Debug, Clone, Default)]
 pub struct Rendering {
@@ -185,9 +72,9 @@ pub struct Rendering {
 /// A Flux source, as a Kustomization's `sourceRef` names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SourceRef {
-    pub(super) kind: String,
-    pub(super) namespace: String,
-    pub(super) name: String,
+    pub(crate) kind: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
 }
 
 impl SourceRef {
@@ -226,7 +113,7 @@ impl SourceRef {
 
     /// Whether `kustomization`'s `sourceRef` names this source (its namespace defaults to the
     /// Kustomization's).
-    pub(super) fn is_applied_by(&self, kustomization: &Value) -> bool {
+    pub(crate) fn is_applied_by(&self, kustomization: &Value) -> bool {
         *self == SourceRef::applied_by(kustomization)
     }
 }
@@ -260,7 +147,7 @@ fn local_source(given: &str) -> Result<(SourceRef, PathBuf)> {
 }
 
 /// `--dir`, which must be a directory, as an absolute path.
-pub(super) fn existing_dir(dir: &Path) -> Result<PathBuf> {
+pub fn existing_dir(dir: &Path) -> Result<PathBuf> {
     if !dir.is_dir() {
         return Err(Error::usage(
             format!("--dir {} is not a directory", dir.display()),
