@@ -1,5 +1,5 @@
 //! A small HTTP/1.1 server on 127.0.0.1 for the tests' stand-ins (hyper, on a tokio runtime of
-//! its own thread): the provider stand-in (standin.rs) and the Flux release server
+//! its own thread): the provider stand-in (standin/) and the Flux release server
 //! (flux_release.rs) each answer [`Incoming`] requests with a [`Reply`].
 
 use std::collections::BTreeMap;

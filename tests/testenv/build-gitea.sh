@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build Gitea, the real forge the provider tests run against (tests/tests/it/gitea.rs), from its Go
+# Build Gitea, the real forge the provider tests run against (tests/tests/it/gitea/), from its Go
 # module, into a cache directory keyed by the version and this script.
 #
 # The module proxy serves it as code.gitea.io/gitea, but its go.mod declares `module gitea.dev`, so

@@ -8,18 +8,21 @@
 //! Every process runs in one process group under a temp dir; a watchdog ends the group when
 //! the test process exits, so nothing is left behind even after a panic.
 
+mod cluster;
+mod flux;
 pub mod gitea;
 mod pki;
 pub mod process;
 pub mod servers;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+pub use self::cluster::OurRequest;
 use self::gitea::Gitea;
 use self::pki::Pki;
 use self::process::{Supervisor, free_ports, port_open, run, tail, wait_until};
@@ -346,160 +349,6 @@ impl TestEnv {
         Gitea::start(&self.dir.join("gitea"), &mut self.supervisor())
     }
 
-    /// Installs the Flux CRDs (from the same Go modules as the controllers) and starts the
-    /// four Flux controllers as local processes.
-    pub fn start_flux(&self) -> Result<()> {
-        self.install_flux_crds()?;
-        self.start_flux_controllers()
-    }
-
-    /// Applies the Flux CRDs from the controllers' Go modules and waits until they are Established.
-    pub fn install_flux_crds(&self) -> Result<()> {
-        for controller in FLUX_CONTROLLERS {
-            let crds = self.cache.join("crds").join(controller);
-            self.kubectl_ok(&["apply", "--server-side", "-f", &crds.display().to_string()])?;
-        }
-        self.kubectl_ok(&["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])?;
-        Ok(())
-    }
-
-    /// Starts the four Flux controllers as local processes, each once discovery serves every kind
-    /// it watches (a controller that starts earlier exits: "no matches for kind"), and restarted
-    /// with a backoff when it exits, as a kubelet restarts a crashed container.
-    pub fn start_flux_controllers(&self) -> Result<()> {
-        let bin = self.cache.join("bin");
-        let events = format!("http://127.0.0.1:{}", self.ports.events);
-        let free = free_ports(FLUX_CONTROLLERS.len() * 2 + 1)?;
-        std::fs::create_dir_all(self.dir.join("storage"))?;
-        for (index, controller) in FLUX_CONTROLLERS.iter().enumerate() {
-            self.wait_until_served(controller)?;
-            // The Flux controllers read the kubeconfig from KUBECONFIG; they have no flag for it.
-            let mut args = vec![
-                "--enable-leader-election=false".to_string(),
-                "--log-encoding=json".to_string(),
-                format!("--metrics-addr=127.0.0.1:{}", free[index * 2]),
-                format!("--health-addr=127.0.0.1:{}", free[index * 2 + 1]),
-            ];
-            match *controller {
-                "source-controller" => args.extend([
-                    format!("--storage-path={}", self.dir.join("storage").display()),
-                    format!("--storage-addr=127.0.0.1:{}", self.ports.storage),
-                    format!("--storage-adv-addr=127.0.0.1:{}", self.ports.storage),
-                    format!("--events-addr={events}"),
-                ]),
-                "notification-controller" => args.extend([
-                    format!("--events-addr=127.0.0.1:{}", self.ports.events),
-                    format!("--receiverAddr=127.0.0.1:{}", free[FLUX_CONTROLLERS.len() * 2]),
-                ]),
-                // A Kustomization or HelmRelease held back by its dependency is tried again after
-                // 5 s instead of the default 30 s (the flag is the controllers' own): the tests
-                // wait on dependency chains (platform before apps) again and again.
-                _ => args.extend([format!("--events-addr={events}"), "--requeue-dependency=5s".to_string()]),
-            }
-            let (program, kubeconfig) = (bin.join(controller), self.kubeconfig.clone());
-            let name = controller.to_string();
-            self.supervisor().spawn_restarting(controller, move || {
-                let mut command = Command::new(&program);
-                command.args(&args).args(multi_tenancy_args(&kubeconfig, &name));
-                command.env("KUBECONFIG", &kubeconfig).env("RUNTIME_NAMESPACE", "flux-system");
-                command
-            })?;
-        }
-        let metrics = FLUX_CONTROLLERS.iter().enumerate().map(|(index, controller)| (*controller, free[index * 2]));
-        *self.flux_metrics.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = metrics.collect();
-        let health_ports: Vec<u16> = (0..FLUX_CONTROLLERS.len()).map(|index| free[index * 2 + 1]).collect();
-        wait_until("the Flux controllers' /readyz", Duration::from_secs(120), || {
-            self.supervisor().check_alive()?;
-            Ok(health_ports.iter().all(|port| {
-                Command::new("curl")
-                    .args(["-sf", "-o", "/dev/null", &format!("http://127.0.0.1:{port}/readyz")])
-                    .status()
-                    .is_ok_and(|s| s.success())
-            }))
-        })
-    }
-
-    /// Waits until API discovery serves every kind `controller` watches: the served versions of
-    /// its own CRDs and of source-controller's (the sources every other controller reads).
-    fn wait_until_served(&self, controller: &str) -> Result<()> {
-        let mut wanted = crd_resources(&self.cache.join("crds").join(controller))?;
-        if controller != "source-controller" {
-            wanted.extend(crd_resources(&self.cache.join("crds/source-controller"))?);
-        }
-        let mut missing: Vec<String> = Vec::new();
-        let waited =
-            wait_until(&format!("discovery to serve the kinds {controller} watches"), Duration::from_secs(120), || {
-                let mut still = Vec::new();
-                let mut by_version: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-                for (group_version, plural) in &wanted {
-                    by_version.entry(group_version).or_default().push(plural);
-                }
-                for (group_version, plurals) in by_version {
-                    let output = self.kubectl(&["get", "--raw", &format!("/apis/{group_version}")])?;
-                    let served: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
-                    let names: Vec<&str> = served["resources"]
-                        .as_array()
-                        .map(|resources| resources.iter().filter_map(|r| r["name"].as_str()).collect())
-                        .unwrap_or_default();
-                    still.extend(
-                        plurals
-                            .into_iter()
-                            .filter(|plural| !names.contains(plural))
-                            .map(|plural| format!("{group_version}/{plural}")),
-                    );
-                }
-                missing = still;
-                Ok(missing.is_empty())
-            });
-        waited.with_context(|| format!("not served yet: {}", missing.join(", ")))
-    }
-
-    /// Plays the kubelet for Flux: once something (for example `kubectl gitops install`) has
-    /// applied the Flux CRDs, starts the real Flux controllers as local processes, the way
-    /// the Deployments in gotk-components.yaml would start them on a real node.
-    ///
-    /// The thread holds the environment only while it starts the controllers: a test that ends
-    /// before anything installed Flux still stops its environment.
-    pub fn run_flux_once_installed(self: &Arc<Self>) {
-        let env = Arc::downgrade(self);
-        std::thread::spawn(move || {
-            let established = wait_until("the Flux CRDs", Duration::from_secs(600), || {
-                let env = env.upgrade().context("the environment was stopped")?;
-                let output = env.kubectl(&[
-                    "get",
-                    "crd",
-                    "kustomizations.kustomize.toolkit.fluxcd.io",
-                    "-o=jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
-                ])?;
-                Ok(output.stdout == b"True")
-            });
-            let started = established
-                .and_then(|()| env.upgrade().context("the environment was stopped")?.start_flux_controllers());
-            if let Err(error) = started
-                && env.strong_count() > 0
-            {
-                eprintln!("testenv: the Flux controllers did not start: {error:#}");
-            }
-        });
-    }
-
-    /// Rolls the Flux controllers `controllers` out again, as a kubelet replaces a Deployment's pod
-    /// whose template changed: each process is stopped and started again with the multi-tenancy
-    /// flags its Deployment names now ([`multi_tenancy_args`]); returns once each answers again.
-    pub fn roll_out_flux_controllers(&self, controllers: &[&str]) -> Result<()> {
-        let metrics = self.flux_metrics.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        for controller in controllers {
-            let (restarts, pid) = self.restarts(controller).with_context(|| format!("{controller} is not running"))?;
-            run(Command::new("kill").args(["-TERM", &pid.to_string()]))?;
-            let port = metrics.iter().find(|(name, _)| name == controller).map(|(_, port)| *port);
-            wait_until(&format!("{controller} started again"), Duration::from_secs(60), || {
-                let restarted = self.restarts(controller).is_some_and(|(now, _)| now > restarts);
-                Ok(restarted && port.is_none_or(port_open))
-            })?;
-        }
-        Ok(())
-    }
-
     /// Starts a control-plane process that is restarted when it exits, as a kubelet would.
     fn spawn_restarting(&self, name: &str, program: PathBuf, args: Vec<String>) -> Result<u32> {
         self.supervisor().spawn_restarting(name, move || {
@@ -517,170 +366,6 @@ impl TestEnv {
 
     fn supervisor(&self) -> MutexGuard<'_, Supervisor> {
         self.supervisor.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Runs the real kubectl against this environment (admin).
-    pub fn kubectl(&self, args: &[&str]) -> Result<Output> {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .output()
-            .context("cannot run kubectl")
-    }
-
-    /// A kubeconfig of the user `tenant` (no rights until a test binds a role), whose context's
-    /// namespace is `namespace`.
-    pub fn tenant_kubeconfig(&self, namespace: &str) -> Result<PathBuf> {
-        let path = self.dir.join(format!("tenant-{namespace}.kubeconfig"));
-        write_kubeconfig(&path, &self.server, &self.pki, Some(TENANT_TOKEN), Some(namespace))?;
-        Ok(path)
-    }
-
-    /// Runs kubectl and returns stdout; fails on a non-zero exit.
-    pub fn kubectl_ok(&self, args: &[&str]) -> Result<String> {
-        run(Command::new("kubectl").arg("--kubeconfig").arg(&self.kubeconfig).args(args))
-    }
-
-    /// Applies the config repo's sync as `flux bootstrap` makes it, but over HTTP with the git
-    /// server's user (Secret `http-credentials`): GitRepository and Kustomization `flux-system`
-    /// in flux-system, applying `./clusters/dev` of the repository `repo`.
-    pub fn apply_http_sync(&self, repo: &str) -> Result<String> {
-        self.apply_yaml(&format!(
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: http-credentials\n  namespace: flux-system\nstringData:\n  username: {}\n  password: {}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  timeout: 5s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
-            servers::GIT_HTTP_USER,
-            servers::GIT_HTTP_PASSWORD,
-            self.git.http_url(repo)
-        ))
-    }
-
-    /// A team's repository as the config repo lists it: GitRepository `team` (over HTTP, with
-    /// `http-credentials`) of the repository `repo`, and Kustomization `team-app` applying all of
-    /// it into `default`.
-    pub fn team_source_yaml(&self, repo: &str) -> String {
-        format!(
-            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  url: {}\n  ref:\n    branch: main\n  secretRef:\n    name: http-credentials\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: team-app\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./\n  prune: true\n  targetNamespace: default\n  sourceRef:\n    kind: GitRepository\n    name: team\n",
-            self.git.http_url(repo)
-        )
-    }
-
-    /// `kubectl gitops` through the real kubectl with the plugins of `plugins` first on PATH, this
-    /// environment's kubeconfig and flux CLI, and the config repo `config_repo` of its git server
-    /// over HTTP with the server's user (a cluster not installed by us has no install record to
-    /// name it), after `args`.
-    pub fn kubectl_gitops(&self, plugins: &Path, config_repo: &str, args: &[&str]) -> std::process::Command {
-        let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
-        let mut command = std::process::Command::new(crate::binaries::kubectl());
-        command
-            .arg("gitops")
-            .args(args)
-            .args(["--config-repo", &self.git.http_url(config_repo)])
-            .env("PATH", path)
-            .env("KUBECONFIG", &self.kubeconfig)
-            // github.com is not reached: the flux CLI the environment pins.
-            .env("KUBECTL_GITOPS_FLUX_BIN", crate::flux_release::cli())
-            // What reads the config repo over http, as a CI job sets it.
-            .env("GITOPS_GIT_USERNAME", servers::GIT_HTTP_USER)
-            .env("GITOPS_GIT_PASSWORD", servers::GIT_HTTP_PASSWORD)
-            .env("NO_COLOR", "1");
-        command
-    }
-
-    /// Waits until each `KIND/NAME` of flux-system is Ready, within `timeout` each.
-    pub fn wait_ready(&self, objects: &[&str], timeout: Duration) -> Result<()> {
-        for object in objects {
-            let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
-            self.wait_for_jsonpath(&["-n", "flux-system", object], ready, "True", timeout)?;
-        }
-        Ok(())
-    }
-
-    /// `kubectl apply --server-side -f -` of a YAML text.
-    pub fn apply_yaml(&self, yaml: &str) -> Result<String> {
-        use std::io::Write;
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(["apply", "--server-side", "--force-conflicts", "-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()?;
-        child.stdin.take().context("kubectl stdin")?.write_all(yaml.as_bytes())?;
-        let output = child.wait_with_output()?;
-        if !output.status.success() {
-            bail!("kubectl apply failed: {}", String::from_utf8_lossy(&output.stderr));
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    }
-
-    /// Waits until `kubectl get <what> -o jsonpath=<path>` prints `expected`; on timeout
-    /// the error shows the object.
-    /// `kubectl get WHAT -o=jsonpath=PATH`, as text.
-    pub fn jsonpath(&self, what: &[&str], path: &str) -> Result<String> {
-        let jsonpath = format!("-o=jsonpath={path}");
-        self.kubectl_ok(&[&["get"][..], what, &[jsonpath.as_str()]].concat())
-    }
-
-    /// Asks Flux to reconcile each of `objects` (`kind/name` in `namespace`) now, as `flux
-    /// reconcile` asks: a new `reconcile.fluxcd.io/requestedAt`. A test that pushed or merged a
-    /// commit itself asks this instead of waiting for the source's interval.
-    pub fn request_reconcile(&self, namespace: &str, objects: &[&str]) -> Result<()> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
-        let requested = format!("reconcile.fluxcd.io/requestedAt={now}");
-        for object in objects {
-            self.kubectl_ok(&["-n", namespace, "annotate", "--overwrite", object, &requested])?;
-        }
-        Ok(())
-    }
-
-    pub fn wait_for_jsonpath(&self, what: &[&str], path: &str, expected: &str, timeout: Duration) -> Result<()> {
-        let mut get: Vec<&str> = vec!["get"];
-        get.extend(what);
-        let jsonpath = format!("-o=jsonpath={path}");
-        get.push(&jsonpath);
-        let result = wait_until(&format!("{} {path} = {expected}", what.join(" ")), timeout, || {
-            Ok(self.kubectl(&get)?.stdout == expected.as_bytes())
-        });
-        if result.is_err() {
-            let mut describe: Vec<&str> = vec!["get"];
-            describe.extend(what);
-            describe.push("-o=yaml");
-            let shown =
-                self.kubectl(&describe).map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-            return result.with_context(|| format!("the object:\n{shown}"));
-        }
-        result
-    }
-
-    /// The API server's audit events (one JSON object per line).
-    pub fn audit_events(&self) -> Result<Vec<serde_json::Value>> {
-        let text = std::fs::read_to_string(&self.audit_log)?;
-        Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
-    }
-
-    /// The requests kubectl-gitops itself sent (its user agent), from the audit log.
-    pub fn our_requests(&self) -> Result<Vec<OurRequest>> {
-        let events = self.audit_events()?;
-        let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
-        Ok(events
-            .iter()
-            .filter(|event| event["userAgent"].as_str().unwrap_or_default().starts_with("kubectl-gitops/"))
-            .map(|event| OurRequest {
-                verb: text(&event["verb"]),
-                resource: text(&event["objectRef"]["resource"]),
-                uri: text(&event["requestURI"]),
-                stage: text(&event["stage"]),
-                at: text(&event["stageTimestamp"]),
-                id: text(&event["auditID"]),
-                agent: text(&event["userAgent"]),
-            })
-            .collect())
-    }
-
-    /// The log of one process.
-    pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.supervisor().log_path(name)).unwrap_or_default()
     }
 }
 
@@ -703,28 +388,6 @@ impl Drop for TestEnv {
 /// `KEEP_TESTENV` set: environments' temp dirs (state and logs) outlive them.
 fn keep_dir() -> bool {
     std::env::var_os("KEEP_TESTENV").is_some()
-}
-
-/// The `(group/version, plural)` pairs that the CRD files in `dir` serve.
-fn crd_resources(dir: &Path) -> Result<Vec<(String, String)>> {
-    let mut resources = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("the CRDs in {}", dir.display()))? {
-        let path = entry?.path();
-        let text = std::fs::read_to_string(&path)?;
-        let documents: Vec<serde_json::Value> =
-            serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {}", path.display()))?;
-        for crd in documents.iter().filter(|document| document["kind"] == "CustomResourceDefinition") {
-            let spec = &crd["spec"];
-            let (group, plural) =
-                (spec["group"].as_str().unwrap_or_default(), spec["names"]["plural"].as_str().unwrap_or_default());
-            for version in spec["versions"].as_array().into_iter().flatten().filter(|version| version["served"] == true)
-            {
-                resources
-                    .push((format!("{group}/{}", version["name"].as_str().unwrap_or_default()), plural.to_string()));
-            }
-        }
-    }
-    Ok(resources)
 }
 
 fn write_kubeconfig(path: &Path, server: &str, pki: &Pki, token: Option<&str>, namespace: Option<&str>) -> Result<()> {
@@ -791,52 +454,6 @@ pub fn print_logs(dir: &Path) {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         eprintln!("== {} ==\n{}", path.display(), tail(&text, 15));
     }
-}
-
-/// One request of kubectl-gitops, as the API server's audit log recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OurRequest {
-    /// `get`, `list`, `watch`, `create`, `patch`, …
-    pub verb: String,
-    /// The resource's plural (`kustomizations`).
-    pub resource: String,
-    /// Path and query.
-    pub uri: String,
-    /// `ResponseStarted` (a watch began) or `ResponseComplete` (the request ended).
-    pub stage: String,
-    /// When the stage was reached (RFC 3339, microseconds).
-    pub at: String,
-    /// The request's audit ID: its stages share it.
-    pub id: String,
-    /// Its user agent: `kubectl-gitops/<version> (<binary>)`.
-    pub agent: String,
-}
-
-impl OurRequest {
-    /// Whether it changed something (an access review asks, it changes nothing).
-    pub fn mutates(&self) -> bool {
-        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
-            && self.resource != "selfsubjectaccessreviews"
-    }
-}
-
-/// The flags of flux2-multi-tenancy's lockdown (`tenant add --lockdown` patches them into the
-/// controllers' Deployments) that `controller`'s Deployment in the cluster names now: the local
-/// process runs with them, as its pod would. None before Flux is installed.
-fn multi_tenancy_args(kubeconfig: &Path, controller: &str) -> Vec<String> {
-    const FLAGS: [&str; 3] = ["--no-cross-namespace-refs", "--no-remote-bases", "--default-service-account"];
-    let output = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["-n", "flux-system", "get", "deployment", controller])
-        .arg("-o=jsonpath={.spec.template.spec.containers[0].args}")
-        .output();
-    let args: Vec<String> = output
-        .ok()
-        .filter(|output| output.status.success())
-        .and_then(|output| serde_json::from_slice(&output.stdout).ok())
-        .unwrap_or_default();
-    args.into_iter().filter(|arg| FLAGS.iter().any(|flag| arg.starts_with(&format!("{flag}=")))).collect()
 }
 
 /// The name of the user running the tests (`id -un`).

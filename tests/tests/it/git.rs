@@ -116,7 +116,7 @@ fn ssh_clone_of_an_empty_repo_commit_push_and_read_back() {
 
 /// A refused push over SSH is told apart from other refusals, and the change made again on the
 /// new head lands beside theirs (what `publish::commit_and_push` does; the 16-writer e2e test in
-/// app.rs runs that loop itself over SSH).
+/// app/pushes.rs runs that loop itself over SSH).
 #[test]
 fn ssh_concurrent_pushes_both_land_after_a_retry() {
     let git = servers();

@@ -19,7 +19,8 @@ use anyhow::Result;
 use gitops_e2e::testenv::TestEnv;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 
-use super::{Api, Request, binaries_path, check, timed_run};
+use super::seed::{Api, Request};
+use super::{binaries_path, check, timed_run};
 
 /// Kustomizations, and objects each applies.
 const APPS: usize = 1_000;

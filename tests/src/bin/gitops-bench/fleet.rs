@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use gitops_e2e::testenv::{Options, TestEnv};
 
-use super::{Api, NAMESPACES, binaries_path, check, seed, timed_run};
+use super::seed::{Api, seed};
+use super::{NAMESPACES, binaries_path, check, timed_run};
 
 /// Clusters (`BENCH_FLEET_CLUSTERS` measures another number, for docs/performance.md's note on
 /// scale), and apps in each.
