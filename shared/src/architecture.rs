@@ -103,7 +103,12 @@ fn module_of(path: &str) -> Vec<String> {
 
 /// Every `.rs` file of `src/`, test files too, read whole.
 fn all_files() -> Vec<Source> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    rust_files_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// Every `.rs` file under `root`, its path relative to `root`, read whole.
+fn rust_files_under(root: &Path) -> Vec<Source> {
+    let root = root.to_path_buf();
     let mut found = Vec::new();
     let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
@@ -441,6 +446,20 @@ fn no_file_is_longer_than_max_lines() {
         .map(|(lines, path)| format!("{path} has {lines} lines"))
         .collect();
     assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:#?}");
+}
+
+/// The test crate gets the same care (#57): its files split by the capability they prove.
+#[test]
+fn no_file_of_the_test_crate_is_longer_than_max_lines() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests");
+    let long: Vec<String> = ["src", "tests"]
+        .iter()
+        .flat_map(|dir| rust_files_under(&tests.join(dir)).into_iter().map(move |file| (dir, file)))
+        .map(|(dir, file)| (file.text.lines().count(), format!("tests/{dir}/{}", file.path)))
+        .filter(|(lines, _)| *lines > MAX_LINES)
+        .map(|(lines, path)| format!("{path} has {lines} lines"))
+        .collect();
+    assert!(long.is_empty(), "files of tests/ over {MAX_LINES} lines: {long:#?}");
 }
 
 /// The longest a function of the library may be, from its `fn` line to its closing brace.

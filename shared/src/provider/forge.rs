@@ -460,7 +460,7 @@ mod tests {
     use super::*;
 
     /// Gitea's user carries both `login` and `username` (the real Gitea of the end-to-end tests
-    /// answers so: tests/tests/it/gitea.rs posts and edits a comment); GitHub's has `login`,
+    /// answers so: tests/tests/it/gitea/ posts and edits a comment); GitHub's has `login`,
     /// GitLab's note an `author` with `username` (published_examples.rs).
     #[test]
     fn a_comment_s_author_is_read_from_each_forge_s_shape() {

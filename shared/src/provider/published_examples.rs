@@ -1,7 +1,7 @@
 //! The providers' response structs parse the GitHub and GitLab docs' published response examples
 //! (`tests/fixtures/providers/<provider>`, provenance in `tests/fixtures/providers/PROVENANCE.md`),
 //! so that our client and our stand-in cannot share one misunderstanding of the API. Gitea's are
-//! answers recorded from the real Gitea the end-to-end tests run (tests/tests/it/gitea.rs).
+//! answers recorded from the real Gitea the end-to-end tests run (tests/tests/it/gitea/).
 
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
