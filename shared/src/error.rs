@@ -88,11 +88,11 @@ pub enum Error {
 
     /// A git operation failed (the server refused us, a push was rejected, a path was bad).
     #[error(transparent)]
-    Git(#[from] crate::git::GitError),
+    Git(#[from] crate::git_error::GitError),
 
     /// GitHub or GitLab failed or refused us.
     #[error(transparent)]
-    Provider(#[from] crate::provider::ProviderError),
+    Provider(#[from] crate::provider_error::ProviderError),
 
     /// The git server or provider answered, and the answer stops us: the repository is missing,
     /// the token may not push, the branch is protected.
@@ -211,8 +211,8 @@ impl Error {
 
 /// Bad input for a path, branch or URL we were given; a local failure for local I/O; a git
 /// failure otherwise.
-fn git_exit_code(error: &crate::git::GitError) -> ExitCode {
-    use crate::git::GitError;
+fn git_exit_code(error: &crate::git_error::GitError) -> ExitCode {
+    use crate::git_error::GitError;
     match error {
         GitError::InvalidPath { .. }
         | GitError::InvalidBranch { .. }

@@ -14,7 +14,6 @@
 //! Errors are [`GitError`], self-contained; the command layer maps them to exit code 4
 //! (`ExitCode::Git`) and prints [`GitError::hint`].
 
-mod error;
 pub mod known_hosts;
 pub mod log;
 mod session;
@@ -28,10 +27,10 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-pub use self::error::GitError;
 pub use self::session::limit_network;
 use self::session::{Endpoint, Session, redact_url};
 pub use self::workspace::{Workspace, network};
+pub use crate::git_error::GitError;
 
 use git2::{
     Direction, ErrorCode, IndexAddOption, Oid, PushOptions, RemoteRedirect, Repository, build::CheckoutBuilder,

@@ -253,10 +253,10 @@ async fn each_timeline(
     app: Option<&str>,
     mut each: impl FnMut(&AppId, &[Row]),
 ) -> Result<()> {
-    let served = crate::status::served_apis(cluster).await?;
+    let served = crate::readers::served_apis(cluster).await?;
     let mut ledgers = ledger::list(cluster, namespace).await?;
     for (kind, flux_kind) in [(AppKind::Kustomization, &KUSTOMIZATION), (AppKind::HelmRelease, &HELM_RELEASE)] {
-        let Some(resource) = crate::status::resource(&served, flux_kind) else { continue };
+        let Some(resource) = crate::readers::resource(&served, flux_kind) else { continue };
         let api: Api<DynamicObject> = match namespace {
             Some(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
             None => Api::all_with(cluster.client.clone(), &resource),
@@ -390,8 +390,8 @@ fn prometheus(report: &DoraReport) -> String {
                 let labels = format!(
                     "kind=\"{}\",namespace=\"{}\",name=\"{}\"",
                     app.kind,
-                    escape(&app.namespace),
-                    escape(&app.name)
+                    crate::output::exposition_label(&app.namespace),
+                    crate::output::exposition_label(&app.name)
                 );
                 (Some(labels), &app.metrics)
             })
@@ -413,11 +413,6 @@ fn quantiles(median: Option<u64>, p90: Option<u64>) -> Vec<(Option<&'static str>
         .into_iter()
         .filter_map(|(quantile, value)| value.map(|value| (Some(quantile), value as f64)))
         .collect()
-}
-
-/// A label value as the exposition format wants it.
-pub(crate) fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 pub const CONFIGMAP_NAME: &str = "kubectl-gitops";
 /// File name of the record inside the cluster directory of the config repo.
 pub const FILE_NAME: &str = "gitops.yaml";
+/// The label naming the app on every object `app add` generates; `app list` selects on it.
+pub const APP_LABEL: &str = "kubectl-gitops.io/app";
 /// Label we put on every object we generate.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`].

@@ -27,10 +27,10 @@ fn list<T: crate::output::Kind>(printed_by: &'static str) -> Published {
 /// Every schema, in the order docs/schemas/README.md lists them.
 pub fn all() -> Vec<Published> {
     vec![
-        one::<crate::status::Report>("status"),
-        one::<crate::status::AppStatus>("status --watch (one per changed row)"),
-        one::<crate::status::AppReport>("app status, status APP"),
-        one::<crate::status::AppHistory>("app history"),
+        one::<crate::readers::Report>("status"),
+        one::<crate::readers::AppStatus>("status --watch (one per changed row)"),
+        one::<crate::readers::AppReport>("app status, status APP"),
+        one::<crate::readers::AppHistory>("app history"),
         one::<crate::detect::Detection>("detect"),
         one::<crate::preview::Diff>("diff"),
         one::<crate::drift::Drift>("drift"),

@@ -4,8 +4,9 @@ use clap::Parser;
 use gitops_shared::cli::{GlobalArgs, OutputFormat};
 use gitops_shared::cli::{OutputFormats, SelectorArgs};
 use gitops_shared::cluster::{Cluster, Connection, default_flux_namespace};
+use gitops_shared::readers::{self, Scope, View};
 use gitops_shared::runtime;
-use gitops_shared::status::{self, Scope, View};
+use gitops_shared::status;
 use gitops_shared::version::VERSION_LINE;
 use gitops_shared::{contexts, output};
 
@@ -38,7 +39,7 @@ struct Cli {
     selector: SelectorArgs,
 
     #[command(flatten)]
-    wait: status::WaitArgs,
+    wait: readers::WaitArgs,
 
     /// Keep showing it, driven by watches.
     ///
@@ -90,13 +91,13 @@ pub fn main() -> std::process::ExitCode {
         }
         let cluster = Cluster::connect(&connection, &printer).await?;
         if cli.watch {
-            return status::watch_cluster(cluster, &scope, labels, view, printer).await;
+            return readers::watch_cluster(cluster, &scope, labels, view, printer).await;
         }
         if let Some(wait) = cli.wait.request() {
-            return status::wait_cluster(cluster, &scope, labels, view, &wait, printer).await;
+            return readers::wait_cluster(cluster, &scope, labels, view, &wait, printer).await;
         }
-        let keeper = status::HistoryKeeper::start(&cluster, &scope, printer);
-        let report = status::collect_labelled(&cluster, &scope, labels).await?;
+        let keeper = readers::HistoryKeeper::start(&cluster, &scope, printer);
+        let report = readers::collect_labelled(&cluster, &scope, labels).await?;
         let keeping = keeper.keep(&report);
         let report = view.shown(report);
         match format {
@@ -106,6 +107,6 @@ pub fn main() -> std::process::ExitCode {
             _ => printer.data(&view.render(&report)?)?,
         }
         let _ = keeping.await;
-        Ok(status::exit_code(&report))
+        Ok(readers::exit_code(&report))
     })
 }

@@ -14,7 +14,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
 use crate::output::table::Table;
 use crate::plan;
-use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
+use crate::readers::{self, AppState, AppStatus, Scope, shorten_revision};
 
 /// One app; `-o json|yaml` prints a list of these (docs/output.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -68,7 +68,7 @@ pub async fn list(args: &ListRequest, target: &Target, printer: &Printer) -> Res
     };
     let live = match (&context.cluster, &context.detection) {
         (Some(cluster), Some(detection)) => {
-            let report = status::collect_detected(cluster, &scope, args.labels.as_deref(), detection.clone()).await?;
+            let report = readers::collect_detected(cluster, &scope, args.labels.as_deref(), detection.clone()).await?;
             if args.tier == Tier::Platform { report.platform } else { report.apps }
         }
         _ => Vec::new(),
@@ -182,9 +182,9 @@ fn repo_rows(
 
 fn kind_word(app: &AppStatus) -> String {
     match app.kind {
-        status::AppKind::Kustomize => "kustomize",
-        status::AppKind::Helm => "helm",
-        status::AppKind::Oci => "oci",
+        readers::AppKind::Kustomize => "kustomize",
+        readers::AppKind::Helm => "helm",
+        readers::AppKind::Oci => "oci",
     }
     .to_string()
 }

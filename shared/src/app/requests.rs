@@ -4,13 +4,15 @@
 //! runs the same `app::add` (or `app::remove`): plan, `--dry-run` with its diff, commit or pull
 //! request on the one git write path. No second implementation to drift.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::app;
 use crate::app::definition::{self, AppDefinition};
 use crate::app::settings::{AddRequest, RemoveRequest, checked_clusters};
 use crate::app::spec::{AppSpec, Tier};
-use crate::change::{DeliveryMode, DeliverySettings, Target};
+use crate::change::Target;
+use crate::change::result::Changed;
+use crate::change::settings::delivery;
 use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -54,17 +56,6 @@ pub(crate) struct AddApp {
     pub(crate) wait: bool,
 }
 
-/// What `POST /api/v1/apps` and `DELETE /api/v1/apps/{namespace}/{name}` answer: what `app add`
-/// or `app remove` printed (the plan and its diff with `dryRun`, else the commit or the pull
-/// request).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Changed {
-    pub(crate) name: String,
-    pub(crate) dry_run: bool,
-    pub(crate) output: String,
-}
-
 /// `DELETE /api/v1/apps/{namespace}/{name}`: `app remove NAME`, with the query's `dryRun`, `pr`
 /// and `wait` as its flags.
 #[derive(Debug, Clone, Default)]
@@ -73,23 +64,6 @@ pub(crate) struct RemoveApp {
     pub(crate) pr: bool,
     pub(crate) dry_run: bool,
     pub(crate) wait: bool,
-}
-
-/// The delivery a face asks for: a pull request or what `app add` chooses (a push unless the
-/// branch is protected), the plan and its cluster preview with `dryRun`, `--wait`; every other
-/// setting as the flags default it.
-pub(crate) fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
-    DeliverySettings {
-        mode: if pr { DeliveryMode::PullRequest } else { DeliveryMode::Auto },
-        message,
-        author: crate::publish::author(),
-        dry_run,
-        merge: false,
-        wait,
-        timeout: crate::timeouts::COMMAND,
-        // The plan comes with what it would do to the cluster, as `kubectl gitops diff` says it.
-        preview: dry_run,
-    }
 }
 
 /// A field that is left empty is not given.
@@ -184,6 +158,7 @@ mod tests {
     use super::*;
     use crate::app::AddArgs;
     use crate::app::spec::{Deploy, Source};
+    use crate::change::DeliveryMode;
 
     /// `app add`'s flags, parsed as the CLI parses them.
     #[derive(Parser)]

@@ -37,8 +37,8 @@ use crate::output::Printer;
 use crate::plan::FileChange;
 use crate::preview::SourceRef;
 use crate::preview::sources::{self, GitRef};
+use crate::readers::{Limits, WaitRequest};
 use crate::repo_access::{parse_url, same_server};
-use crate::status::{Limits, WaitRequest};
 
 /// `app rollback`.
 #[derive(Debug, Clone, clap::Args)]
@@ -296,7 +296,7 @@ pub async fn rolled_back(
     }
     // Flux will fold the restored snapshot into its newest entry under the new revision: keep
     // the deployments in the app's ledger first, so that `app history` can mark the rollback.
-    crate::status::app_history(&cluster, &namespace, &request.name, false, crate::status::Ledgers::Keep, printer)
+    crate::readers::app_history(&cluster, &namespace, &request.name, false, crate::readers::Ledgers::Keep, printer)
         .await?;
     automations.set_suspended(&cluster, true, printer).await?;
     let checkout = (&head_checkout, config.as_ref());
@@ -619,7 +619,7 @@ async fn reconcile_and_wait(
         limits: Limits { timeout: request.timeout, grace_period: crate::timeouts::GRACE_PERIOD },
         revision: Some(commit.to_string()),
     };
-    crate::status::wait_for_app(cluster.clone(), namespace, name, &wait, OutputFormat::Table, printer).await
+    crate::readers::wait_for_app(cluster.clone(), namespace, name, &wait, OutputFormat::Table, printer).await
 }
 
 /// The rollback commit's message: what is restored, from which deployment, and why.

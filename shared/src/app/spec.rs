@@ -20,8 +20,7 @@ use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
 mod constraint;
 
-/// The label naming the app on every object `app add` generates; `app list` selects on it.
-pub const APP_LABEL: &str = "kubectl-gitops.io/app";
+pub use crate::record::APP_LABEL;
 
 pub use crate::change::layout::APPS_DIR;
 

@@ -25,6 +25,7 @@ pub mod recorded;
 pub mod result;
 pub mod settings;
 pub mod shared_secret;
+pub mod values_overlay;
 pub mod wait;
 
 pub use self::context::{ConfigRepo, Context, HostedRepo, context};

@@ -194,3 +194,15 @@ impl DoneChange {
         }
     }
 }
+
+/// What a face's change answers (`POST /api/v1/apps`, `DELETE /api/v1/apps/{namespace}/{name}`,
+/// the Fleet page's promotion, the MCP server's write tools): what `app add`
+/// or `app remove` printed (the plan and its diff with `dryRun`, else the commit or the pull
+/// request).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Changed {
+    pub name: String,
+    pub dry_run: bool,
+    pub output: String,
+}

@@ -152,3 +152,20 @@ fn author(text: Option<&str>) -> Result<Signature> {
         )),
     }
 }
+
+/// The delivery a face asks for: a pull request or what `app add` chooses (a push unless the
+/// branch is protected), the plan and its cluster preview with `dryRun`, `--wait`; every other
+/// setting as the flags default it.
+pub fn delivery(pr: bool, message: Option<String>, dry_run: bool, wait: bool) -> DeliverySettings {
+    DeliverySettings {
+        mode: if pr { DeliveryMode::PullRequest } else { DeliveryMode::Auto },
+        message,
+        author: crate::publish::author(),
+        dry_run,
+        merge: false,
+        wait,
+        timeout: crate::timeouts::COMMAND,
+        // The plan comes with what it would do to the cluster, as `kubectl gitops diff` says it.
+        preview: dry_run,
+    }
+}

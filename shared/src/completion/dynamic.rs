@@ -11,7 +11,7 @@ use kube::api::{Api, ListParams};
 use crate::change::Target;
 use crate::cluster::{Cluster, Connection};
 use crate::output::Printer;
-use crate::status::Scope;
+use crate::readers::Scope;
 
 /// How long one completion may wait for the cluster.
 const DEADLINE: Duration = Duration::from_secs(2);
@@ -115,7 +115,7 @@ async fn from_cluster(source: Source, connection: &Connection) -> Option<Vec<(St
             };
             let ours = format!("{}={}", crate::record::MANAGED_BY_LABEL, crate::record::MANAGED_BY_VALUE);
             let report =
-                crate::status::collect_labelled(&cluster, &Scope::Namespace(namespace), Some(&ours)).await.ok()?;
+                crate::readers::collect_labelled(&cluster, &Scope::Namespace(namespace), Some(&ours)).await.ok()?;
             let rows = if source == Source::PlatformApps { report.platform } else { report.apps };
             rows.into_iter().map(|row| row.name).collect()
         }

@@ -16,8 +16,8 @@ pub fn prometheus(drift: &Drift) -> String {
     let labels = |kustomization: &super::KustomizationDrift| {
         format!(
             "namespace=\"{}\",name=\"{}\"",
-            crate::metrics::escape(&kustomization.namespace),
-            crate::metrics::escape(&kustomization.name)
+            crate::output::exposition_label(&kustomization.namespace),
+            crate::output::exposition_label(&kustomization.name)
         )
     };
     for kustomization in &drift.kustomizations {

@@ -10,7 +10,7 @@ use super::matrix::{Column, Reached};
 use crate::cluster::{Cluster, Connection};
 use crate::error::{Error, Result};
 use crate::output::Printer;
-use crate::status::{Report, Scope};
+use crate::readers::{Report, Scope};
 
 /// Every context of the kubeconfig, in its order (`--all-contexts`).
 pub fn all_contexts(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>> {
@@ -53,7 +53,7 @@ async fn reach(
 ) -> std::result::Result<Report, String> {
     let asked = async {
         let cluster = Cluster::connect(connection, printer).await?;
-        crate::status::collect(&cluster, scope).await
+        crate::readers::collect(&cluster, scope).await
     };
     match tokio::time::timeout(timeout, asked).await {
         Ok(answer) => answer.map_err(|error| error.to_string()),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::status::{AppKind, AppState, AppStatus, Report};
+use crate::readers::{AppKind, AppState, AppStatus, Report};
 
 /// What `fleet status` prints; `-o json|yaml` prints exactly this (docs/output.md).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -25,7 +25,7 @@ use crate::duration;
 use crate::error::{Error, ExitCode, Result};
 use crate::git::Workspace;
 use crate::output::Printer;
-use crate::status::Scope;
+use crate::readers::Scope;
 
 /// `fleet status`.
 #[derive(Debug, Clone, Args)]

@@ -412,7 +412,14 @@ impl Promotion<'_> {
             let values = own_values(checkout, &self.from.entry_dir(APPS_DIR, name))?;
             let names: Vec<String> = values.iter().map(|(file, _)| file.clone()).collect();
             let mut config: Value = crate::yaml::from_str(&after).map_err(Error::Internal)?;
-            crate::app::layout::set_cluster_values(&mut config, name, &to.name, self.namespace, &names, &HELM_RELEASE)?;
+            crate::change::values_overlay::set_cluster_values(
+                &mut config,
+                name,
+                &to.name,
+                self.namespace,
+                &names,
+                &HELM_RELEASE,
+            )?;
             after = crate::yaml::to_string(&config)?;
             for (file, contents) in values {
                 wanted.insert(format!("{to_dir}/values/{file}"), contents);

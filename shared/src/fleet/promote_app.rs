@@ -1,8 +1,9 @@
 //! `promote` as the faces ask for it (the UI's Fleet page, the MCP server's `promote` tool): plain
 //! data checked the way `promote` checks its flags, then the same promotion.
 
-use crate::app::requests::{Changed, delivery};
 use crate::change::Target;
+use crate::change::result::Changed;
+use crate::change::settings::delivery;
 use crate::cli::RepoArgs;
 use crate::error::{Error, Result};
 use crate::output::Printer;

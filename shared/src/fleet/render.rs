@@ -3,7 +3,7 @@
 use super::matrix::{CellState, FleetCell, FleetStatus};
 use crate::output::style::Style;
 use crate::output::table::Table;
-use crate::status::shorten_revision;
+use crate::readers::shorten_revision;
 
 /// The matrix as a table: a row per app, a column per cluster (its name in the config repo, else
 /// its context), a last column saying whether the version is the same everywhere; then each

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::status::{AppState, AppStatus, Report};
+use crate::readers::{AppState, AppStatus, Report};
 
 /// Where a commit is in one cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -62,7 +62,7 @@ pub fn state(report: &Report, has: &dyn Fn(&str) -> Option<bool>) -> RolloutStat
 /// Failing on its own account, not only waiting: a layer whose dependency has not applied the
 /// commit yet says Ready=False (`DependencyNotReady`) until kustomize-controller tries again.
 fn failing(row: &AppStatus) -> bool {
-    let waiting = |object: &crate::status::ObjectStatus| {
+    let waiting = |object: &crate::readers::ObjectStatus| {
         object.reason.as_deref().is_some_and(|reason| crate::flux::status::WAITING_REASONS.contains(&reason))
     };
     row.state == AppState::Failing && !row.objects.iter().any(|object| object.ready == "False" && waiting(object))
@@ -71,7 +71,7 @@ fn failing(row: &AppStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::AppKind;
+    use crate::readers::AppKind;
 
     const OLD: &str = "1111111111111111111111111111111111111111";
     const NEW: &str = "2222222222222222222222222222222222222222";
@@ -112,7 +112,7 @@ mod tests {
         );
         // A layer waiting on another that has not applied the commit yet is on its way.
         let mut tenants = row("tenants", Failing, OLD, NEW);
-        tenants.objects.push(crate::status::ObjectStatus {
+        tenants.objects.push(crate::readers::ObjectStatus {
             kind: "Kustomization".into(),
             namespace: "flux-system".into(),
             name: "tenants".into(),

@@ -4,7 +4,7 @@ use clap::Parser;
 
 use super::matrix::{CellState, Reached, build};
 use crate::cli::GlobalArgs;
-use crate::status::{AppKind, AppState, AppStatus, Report};
+use crate::readers::{AppKind, AppState, AppStatus, Report};
 
 const HEAD: &str = "1111111111111111111111111111111111111111";
 const OLD: &str = "2222222222222222222222222222222222222222";

@@ -27,9 +27,9 @@ use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequ
 use crate::output::Printer;
 use crate::pr::Validation;
 use crate::preview::Diff;
-use crate::status::apps_query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
-use crate::status::events::{self, EventFilter, EventsPage};
-use crate::status::{AppHistory, AppReport, Scope};
+use crate::readers::apps_query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
+use crate::readers::events::{self, EventFilter, EventsPage};
+use crate::readers::{AppHistory, AppReport, Scope};
 use crate::upgrade::Check;
 
 /// The largest result a tool gives: an assistant's context is small, and a list pages instead.
@@ -274,7 +274,7 @@ impl Tools {
             Some(namespace) => Scope::Namespace(namespace.clone()),
             None => Scope::All,
         };
-        let report = crate::status::collect(&self.cluster, &scope).await.map_err(said)?;
+        let report = crate::readers::collect(&self.cluster, &scope).await.map_err(said)?;
         let listed = Snapshot::next(&Snapshot::starting(), 1, report, scope)
             .ok_or_else(|| said(Error::Internal("the listing was empty of a first snapshot".into())))?;
         bounded(page(&listed, &query))
@@ -288,8 +288,8 @@ impl Tools {
         let namespace = Tools::namespace_or_flux(input.namespace.clone())?;
         crate::names::validate_name(&input.name, "app").map_err(said)?;
         // A read tool writes nothing: the history is merged in memory, the ledger left as it is.
-        let ledgers = crate::status::Ledgers::ReadOnly;
-        let report = crate::status::app_report(&self.cluster, &namespace, &input.name, ledgers, &self.printer).await;
+        let ledgers = crate::readers::Ledgers::ReadOnly;
+        let report = crate::readers::app_report(&self.cluster, &namespace, &input.name, ledgers, &self.printer).await;
         match report.map_err(said)? {
             Some(report) => bounded(report),
             None => Err(no_app(&input.name, &namespace)),
@@ -303,8 +303,9 @@ impl Tools {
     async fn app_history(&self, Parameters(input): Parameters<OneApp>) -> Result<Json<AppHistory>, String> {
         let namespace = Tools::namespace_or_flux(input.namespace.clone())?;
         crate::names::validate_name(&input.name, "app").map_err(said)?;
-        let ledgers = crate::status::Ledgers::ReadOnly;
-        let history = crate::status::app_history(&self.cluster, &namespace, &input.name, false, ledgers, &self.printer);
+        let ledgers = crate::readers::Ledgers::ReadOnly;
+        let history =
+            crate::readers::app_history(&self.cluster, &namespace, &input.name, false, ledgers, &self.printer);
         let history = history.await;
         bounded(history.map_err(said)?)
     }

@@ -11,10 +11,11 @@ use serde::Deserialize;
 
 use super::tools::{Tools, bounded, given, no_app, said};
 use crate::app::RollbackArgs;
-use crate::app::requests::{AddApp, Changed, RemoveApp};
+use crate::app::requests::{AddApp, RemoveApp};
 use crate::app::rollback::rolled_back;
 use crate::app::settings::SuspendRequest;
 use crate::change::Target;
+use crate::change::result::Changed;
 use crate::error::Error;
 use crate::fleet::promote_app::PromoteApp;
 use crate::pr::{Action, ShowArgs};
@@ -205,7 +206,7 @@ impl Tools {
     async fn reconcile_app(&self, Parameters(input): Parameters<Reconcile>) -> Result<Json<Changed>, String> {
         let (_, namespace) = self.in_namespace(input.namespace)?;
         let name = crate::names::validate_name(&input.name, "the app").map_err(said)?;
-        let requested = crate::status::request_reconcile(&self.cluster, &namespace, &name).await.map_err(said)?;
+        let requested = crate::readers::request_reconcile(&self.cluster, &namespace, &name).await.map_err(said)?;
         let Some(requested) = requested else { return Err(no_app(&name, &namespace)) };
         let output = format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})\n");
         self.answered(Changed { name, dry_run: false, output })
@@ -276,7 +277,7 @@ impl Tools {
             suspend,
             persist: true,
             repo: self.repo.settings().map_err(said)?,
-            delivery: crate::app::requests::delivery(pull_request(input.pr), None, input.dry_run, false),
+            delivery: crate::change::settings::delivery(pull_request(input.pr), None, input.dry_run, false),
         };
         let output = crate::app::suspend(&request, &target, &self.printer).await.map_err(said)?;
         self.answered(Changed { name, dry_run: input.dry_run, output })

@@ -61,6 +61,11 @@ fn format_name(format: OutputFormat) -> &'static str {
     }
 }
 
+/// A label value as Prometheus's text exposition format wants it (`metrics`, `drift`'s textfile).
+pub fn exposition_label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

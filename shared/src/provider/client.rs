@@ -8,10 +8,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
 
-use super::error::ProviderError;
-use super::kind::Kind;
 use super::model::{ProviderConfig, RepoRef, Token};
 use crate::http::{Credential, Gate, GateError, Origin};
+use crate::provider_error::ProviderError;
+use crate::provider_kind::Kind;
 
 /// How many pages a listing follows before giving up (100 items a page).
 const MAX_PAGES: usize = 50;

@@ -29,12 +29,10 @@ macro_rules! published_example {
 }
 
 mod client;
-mod error;
 mod forge;
 mod gitea;
 mod github;
 mod gitlab;
-mod kind;
 mod model;
 #[cfg(test)]
 mod published_examples;
@@ -47,12 +45,12 @@ pub use self::client::Provider;
 #[cfg(test)]
 use self::client::next_link;
 use self::client::{Reply, encode_segment, server_message};
-pub use self::error::ProviderError;
-pub use self::kind::Kind;
 pub use self::model::{
     Comment, DeployKey, DeployKeyOutcome, MergeMethod, MergeOutcome, ProviderConfig, PullRequest, PullRequestDetails,
     PullRequestOutcome, PullRequestReference, PullState, RepoInfo, RepoRef, Token,
 };
+pub use crate::provider_error::ProviderError;
+pub use crate::provider_kind::Kind;
 
 /// How long GitLab is asked again, about every second, to auto-merge while it answers 405 (right
 /// after a request opens).

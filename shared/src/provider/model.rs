@@ -7,8 +7,8 @@ use reqwest::Url;
 
 use crate::http::Origin;
 
-use super::error::ProviderError;
-use super::kind::Kind;
+use crate::provider_error::ProviderError;
+use crate::provider_kind::Kind;
 
 /// A pull request as a user names it: its number (`42`, `#42`, `!42`) or its web address, whose
 /// last segment is the number.

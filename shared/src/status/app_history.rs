@@ -1,20 +1,14 @@
-//! `kubectl gitops app history NAME`: the app's deployments in order, from its ledger and Flux's
-//! `status.history`, with the commits of its git source (docs/history.md).
+//! `kubectl gitops app history NAME`: its flags, and the timeline the cluster readers build
+//! ([`crate::readers::app_history`]) printed as a table, or as JSON or YAML.
 
-use serde::Serialize;
-
-use super::app_reads::{config_log, gather, served_apis, source_log};
-use super::app_report::AppRef;
-use super::collect::key;
-use super::remember::{Ledgers, remember};
-use super::shorten_revision;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection};
-use crate::deployments::timeline::{self, Row};
+use crate::deployments::timeline::Row;
 use crate::error::{ExitCode, Result};
-use crate::git::log::LoggedCommit;
 use crate::output::Printer;
 use crate::output::table::Table;
+use crate::readers::app_report::AppRef;
+use crate::readers::{Ledgers, app_history, shorten_revision};
 
 /// `kubectl gitops app history NAME`: every deployment of an app, oldest first.
 #[derive(Debug, Clone, clap::Args)]
@@ -53,23 +47,6 @@ pub struct AppHistoryRequest {
     headers: bool,
 }
 
-/// What `app history -o json` prints.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AppHistory {
-    /// `Kustomization` or `HelmRelease` (not `kind`: that names the document).
-    #[serde(rename = "fluxKind")]
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    /// Every deployment kept, oldest first.
-    pub deployments: Vec<Row>,
-}
-
-impl crate::output::Kind for AppHistory {
-    const KIND: &'static str = "AppHistory";
-}
-
 /// Runs `kubectl gitops app history NAME`: prints the timeline and keeps what it saw in the
 /// app's ledger.
 pub async fn run_app_history(
@@ -95,53 +72,6 @@ pub async fn run_app_history(
         }
     }
     Ok(ExitCode::Ok)
-}
-
-/// The timeline of one app (the UI's history tab calls this too).
-pub async fn app_history(
-    cluster: &Cluster,
-    namespace: &str,
-    name: &str,
-    git: bool,
-    ledgers: super::remember::Ledgers,
-    printer: &Printer,
-) -> Result<AppHistory> {
-    let served = served_apis(cluster).await?;
-    let app = AppRef { namespace: namespace.to_string(), name: name.to_string() };
-    let Some(gathered) = gather(cluster, &served, &app, false).await? else { return Err(app.not_found()) };
-    let (log, config_log) = if git {
-        let (source, config) = tokio::join!(source_log(cluster, &gathered), config_log(cluster, &served, &gathered));
-        (read_log(source, "the app's git source", printer), read_log(config, "the config repo", printer))
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let commits: Vec<_> = log.iter().map(|commit| commit.info.clone()).collect();
-    let (kept, not_kept) = remember(cluster, &gathered, &commits, ledgers).await;
-    if let Some(why) = not_kept {
-        printer.warning(&format!("{why}; showing what Flux keeps"));
-    }
-    Ok(AppHistory {
-        kind: key(&gathered.app).0,
-        namespace: app.namespace.clone(),
-        name: app.name.clone(),
-        deployments: timeline::build(&kept, &log, &config_log),
-    })
-}
-
-/// A log read, or a warning saying why it could not be (the history is shown without it).
-fn read_log(
-    read: Option<std::result::Result<Vec<LoggedCommit>, String>>,
-    what: &str,
-    printer: &Printer,
-) -> Vec<LoggedCommit> {
-    match read {
-        Some(Ok(log)) => log,
-        Some(Err(why)) => {
-            printer.warning(&format!("cannot read {what}: {why}"));
-            Vec::new()
-        }
-        None => Vec::new(),
-    }
 }
 
 /// The table: one row per deployment, oldest first.

@@ -1,13 +1,12 @@
 //! `status` and `app status` with `--context dev,uat`: each context's answer, as the command
 //! prints it for one context, for [`crate::contexts::in_each`] to show side by side.
 
-use super::collect::{Scope, collect_labelled};
-use super::render::{View, exit_code};
 use crate::cli::OutputFormat;
 use crate::cluster::{Cluster, Connection};
 use crate::contexts::Answer;
 use crate::error::{Error, Result};
 use crate::output::Printer;
+use crate::readers::{Scope, View, collect_labelled, exit_code};
 
 /// `status` in one context of several: its report, in `view`'s format.
 pub async fn answer(

@@ -16,7 +16,7 @@ use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::output::Printer;
 use crate::output::table::Table;
-use crate::status::{self, AppState, AppStatus, Scope, shorten_revision};
+use crate::readers::{self, AppState, AppStatus, Scope, shorten_revision};
 
 /// One tenant; `-o json|yaml` prints a list of these (docs/output.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -65,7 +65,7 @@ pub async fn list(request: &TenantListRequest, target: &Target, printer: &Printe
     if let Some(wanted) = &request.namespace {
         teams.retain(|_, namespaces| namespaces.contains(wanted));
     }
-    let report = status::collect(&cluster, &Scope::All).await?;
+    let report = readers::collect(&cluster, &Scope::All).await?;
     for forbidden in &report.forbidden {
         printer.warning(&format!("not allowed to read the Flux objects of {forbidden}"));
     }

@@ -14,11 +14,12 @@ use futures::Stream;
 use serde::Serialize;
 
 use super::clusters::{ClusterView, Viewed};
-use crate::app::requests::{AddApp, Changed, RemoveApp};
+use crate::app::requests::{AddApp, RemoveApp};
+use crate::change::result::Changed;
 use crate::error::{Error, ExitCode};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest, dora_report};
-use crate::status::apps_query::{AppsPage, AppsParams, Snapshot, page};
-use crate::status::{self, AppHistory, AppReport, AppStatus};
+use crate::readers::apps_query::{AppsPage, AppsParams, Snapshot, page};
+use crate::readers::{self, AppHistory, AppReport, AppStatus};
 
 /// How long a request waits for the watches' first listing before answering 503.
 const FIRST_LISTING: Duration = Duration::from_secs(20);
@@ -134,7 +135,7 @@ pub(super) async fn app(
 pub(super) async fn app_report(view: &Viewed, namespace: &str, name: &str) -> Result<AppReport, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    match status::app_report(&view.cluster, namespace, name, status::Ledgers::Keep, &view.server.printer).await? {
+    match readers::app_report(&view.cluster, namespace, name, readers::Ledgers::Keep, &view.server.printer).await? {
         Some(report) => Ok(report),
         None => Err(not_found_app(namespace, name)),
     }
@@ -152,7 +153,8 @@ pub(super) async fn history(
 pub(super) async fn app_history(view: &Viewed, namespace: &str, name: &str) -> Result<AppHistory, ApiError> {
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
-    match status::app_history(&view.cluster, namespace, name, true, status::Ledgers::Keep, &view.server.printer).await {
+    match readers::app_history(&view.cluster, namespace, name, true, readers::Ledgers::Keep, &view.server.printer).await
+    {
         Err(Error::Usage { .. }) => Err(not_found_app(namespace, name)),
         other => Ok(other?),
     }
@@ -237,11 +239,11 @@ pub(super) async fn perform(view: &ClusterView, namespace: &str, name: &str, act
     crate::names::validate_name(namespace, "namespace")?;
     crate::names::validate_name(name, "app name")?;
     let result = match action {
-        "reconcile" => match status::request_reconcile(&view.cluster, namespace, name).await? {
+        "reconcile" => match readers::request_reconcile(&view.cluster, namespace, name).await? {
             Some(requested) => format!("reconcile requested (reconcile.fluxcd.io/requestedAt={requested})"),
             None => return Err(not_found_app(namespace, name)),
         },
-        "suspend" | "resume" => status::set_suspended(&view.cluster, namespace, name, action == "suspend")
+        "suspend" | "resume" => readers::set_suspended(&view.cluster, namespace, name, action == "suspend")
             .await?
             .ok_or_else(|| not_found_app(namespace, name))?,
         other => {

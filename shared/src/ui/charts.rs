@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use crate::deployments::dora::{BUCKETS, Metrics, Spread};
 use crate::deployments::timeline::Row;
 use crate::duration::{format_timestamp, parse_timestamp};
-use crate::status::shorten_revision;
+use crate::readers::shorten_revision;
 
 /// The timeline's size and margins, in pixels.
 const TIMELINE_WIDTH: u64 = 880;

@@ -19,8 +19,8 @@ use crate::change::{RepoSettings, Target};
 use crate::cluster::{Cluster, Connection};
 use crate::error::Result;
 use crate::output::Printer;
-use crate::status::apps_query::Snapshot;
-use crate::status::events::EventFeed;
+use crate::readers::apps_query::Snapshot;
+use crate::readers::events::EventFeed;
 
 /// One cluster the server follows.
 pub(crate) struct ClusterView {

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::cluster::Cluster;
 use crate::deployments::dora::Metrics;
-use crate::status::apps_query::Snapshot;
+use crate::readers::apps_query::Snapshot;
 
 /// How often the panel's figures are worked out again.
 const REFRESH: Duration = Duration::from_secs(60);

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use crate::change::{RepoSettings, Target};
 use crate::drift::{Drift, DriftState, DriftedObject, LiveDrift};
 use crate::output::Printer;
-use crate::status::{AppKind, AppStatus};
+use crate::readers::{AppKind, AppStatus};
 
 /// Starts following the drift in the background; the channel gets each report.
 pub(crate) fn follow(target: Target, repo: RepoSettings, printer: Printer) -> watch::Receiver<LiveDrift> {

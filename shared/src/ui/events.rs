@@ -2,7 +2,7 @@
 //! namespace, type, kind and text and paged on the server, live; the same as JSON
 //! (`GET /api/v1/cluster/events`), and the stream that says when they changed
 //! (`GET /api/v1/cluster/events/stream`). One watch of the events per cluster, started by the
-//! first request, serves every client ([`crate::status::events`]).
+//! first request, serves every client ([`crate::readers::events`]).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -17,8 +17,8 @@ use super::api::{ApiError, Json};
 use super::clusters::{Nav, Viewed};
 use super::layout::{failed, filter_choice, filter_form, layout};
 use crate::error::Result;
-use crate::status::apps_query::{checked_limit, non_empty};
-use crate::status::events::{ClusterEvent, EventFeed, EventFilter, EventsPage, KEPT};
+use crate::readers::apps_query::{checked_limit, non_empty};
+use crate::readers::events::{ClusterEvent, EventFeed, EventFilter, EventsPage, KEPT};
 
 /// How long a request waits for the watch's first list before it answers with what there is.
 const FIRST_LISTING: Duration = Duration::from_secs(5);
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(filter.severity.as_deref(), Some("Warning"));
         assert_eq!(filter.kind.as_deref(), Some("HelmRelease"));
         assert_eq!((filter.text.as_deref(), filter.limit), (Some("back-off"), 5));
-        assert_eq!(checked("").unwrap_or_default().limit, crate::status::apps_query::DEFAULT_LIMIT);
+        assert_eq!(checked("").unwrap_or_default().limit, crate::readers::apps_query::DEFAULT_LIMIT);
         for (query, said) in [
             ("namespace=Not_A_Name", "namespace"),
             ("type=Error", "is not Normal or Warning"),

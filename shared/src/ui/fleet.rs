@@ -318,8 +318,8 @@ fn promotion(server: &Arc<Server>, form: &PostedForm) -> Result<PromoteApp, ApiE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::readers::{AppKind, AppState, AppStatus, Report};
     use crate::record::InstallRecord;
-    use crate::status::{AppKind, AppState, AppStatus, Report};
 
     fn cluster(name: &str, versions: &[(&str, &str)]) -> Reached {
         let apps = versions

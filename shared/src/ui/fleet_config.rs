@@ -14,7 +14,7 @@ use super::Server;
 use crate::change::fleet::{FILE_NAME, FleetEntry, FleetFile};
 use crate::change::{ConfigRepo, RepoSettings};
 use crate::error::Result;
-use crate::status::apps_query::Snapshot;
+use crate::readers::apps_query::Snapshot;
 
 /// How often the head is asked when nothing says it moved (as often as Flux looks by default).
 const LOOK_AGAIN: Duration = Duration::from_secs(60);

@@ -10,8 +10,8 @@ use tokio::sync::watch;
 use crate::cluster::Cluster;
 use crate::deployments::ledger::AppId;
 use crate::output::Printer;
-use crate::status::apps_query::Snapshot;
-use crate::status::{self, Live, Scope};
+use crate::readers::apps_query::Snapshot;
+use crate::readers::{self, Live, Scope};
 
 /// Starts the watches in the background and returns the channel their snapshots go to.
 ///
@@ -88,8 +88,8 @@ fn keep_histories(cluster: Cluster, printer: Printer, mut snapshots: watch::Rece
             }
             let changed = merged_up_to.and_then(|revision| snapshot.changed_since(revision));
             let seen = match &changed {
-                Some(rows) => status::histories(rows.iter()),
-                None => status::histories(snapshot.rows.iter().map(|row| &row.app)),
+                Some(rows) => readers::histories(rows.iter()),
+                None => readers::histories(snapshot.rows.iter().map(|row| &row.app)),
             };
             merged_up_to = Some(snapshot.revision);
             let known = match &mut kept {
@@ -99,15 +99,15 @@ fn keep_histories(cluster: Cluster, printer: Printer, mut snapshots: watch::Rece
                         Scope::All => None,
                         Scope::Namespace(namespace) => Some(namespace.as_str()),
                     };
-                    let Some(known) = status::kept_fingerprints(&cluster, namespace, &printer).await else { return };
+                    let Some(known) = readers::kept_fingerprints(&cluster, namespace, &printer).await else { return };
                     kept.insert(known)
                 }
             };
             let stale = seen.iter().filter(|(app, fingerprint)| known.get(app) != Some(fingerprint)).count();
-            for (app, fingerprint) in status::remember_changed(&cluster, seen, known, &printer).await {
+            for (app, fingerprint) in readers::remember_changed(&cluster, seen, known, &printer).await {
                 known.insert(app, fingerprint);
             }
-            if stale > status::LEDGERS_PER_LOOK {
+            if stale > readers::LEDGERS_PER_LOOK {
                 // One look writes a bounded number; the next snapshot looks at every row again.
                 merged_up_to = None;
             }

@@ -12,8 +12,8 @@ use maud::{Markup, html};
 
 use super::api::{self, ApiError};
 use super::clusters::Viewed;
-use crate::status::AppReport;
-use crate::status::pod_logs::{self, TAIL_LINES};
+use crate::readers::AppReport;
+use crate::readers::pod_logs::{self, TAIL_LINES};
 
 /// A pod of the app: its namespace (its workload's) and name, whether it is ready, its phase.
 pub(super) struct AppPod<'a> {

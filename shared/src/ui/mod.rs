@@ -1,7 +1,7 @@
 //! `kubectl gitops ui`: a web UI and a JSON API on 127.0.0.1, over the same core as the CLI.
 //!
 //! - [`live`]: one watch per Flux kind (the watches of `status --watch`), shared by every
-//!   client; each change becomes a new [`crate::status::apps_query::Snapshot`] that pages, the API and the
+//!   client; each change becomes a new [`crate::readers::apps_query::Snapshot`] that pages, the API and the
 //!   Server-Sent Events read.
 //! - [`auth`]: the one-time token exchanged for a session cookie, the Origin check and the
 //!   read-only default.

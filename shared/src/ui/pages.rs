@@ -15,12 +15,13 @@ use super::clusters::{ClusterView, Nav, Viewed};
 use super::layout::{failed, filter_choice, filter_form, layout};
 use super::logs;
 use super::topology;
-use crate::app::requests::{AddApp, Changed, RemoveApp};
+use crate::app::requests::{AddApp, RemoveApp};
+use crate::change::result::Changed;
 use crate::deployments::dora::Metrics;
 use crate::drift::LiveDrift;
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraRequest, dora_report};
-use crate::status::apps_query::{AppRow, AppsPage, AppsParams, page};
-use crate::status::{AppHistory, AppReport, AppState, ObjectStatus, shorten_revision};
+use crate::readers::apps_query::{AppRow, AppsPage, AppsParams, page};
+use crate::readers::{AppHistory, AppReport, AppState, ObjectStatus, shorten_revision};
 
 /// `GET /apps`: the listing, filters and one page of rows; with `part=rows`, the table body alone,
 /// which the live updates fetch.

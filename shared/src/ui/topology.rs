@@ -12,8 +12,8 @@ use super::api::{self, ApiError};
 use super::clusters::{Nav, Viewed};
 use super::graph::{self, Graph, Link, Node};
 use super::layout::{failed, layout};
-use crate::status::apps_query::{AppRow, AppsParams, AppsQuery, matches};
-use crate::status::{AppReport, AppState, ObjectStatus, PodState};
+use crate::readers::apps_query::{AppRow, AppsParams, AppsQuery, matches};
+use crate::readers::{AppReport, AppState, ObjectStatus, PodState};
 
 /// The most nodes the cluster graph draws one by one: past it, one node per namespace.
 const CLUSTER_NODES: usize = 60;

@@ -482,7 +482,7 @@ async fn wait_rollout(
         printer.step(&kind.describe());
         storage::migrate(cluster, kind).await?;
     }
-    let view = crate::status::View {
+    let view = crate::readers::View {
         format: OutputFormat::Table,
         all_namespaces: true,
         headers: true,
@@ -490,11 +490,11 @@ async fn wait_rollout(
         cluster_only: false,
         style: printer.stdout_style(),
     };
-    let wait = crate::status::WaitRequest {
-        limits: crate::status::Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD },
+    let wait = crate::readers::WaitRequest {
+        limits: crate::readers::Limits { timeout, grace_period: crate::timeouts::GRACE_PERIOD },
         revision: Some(commit.to_string()),
     };
-    crate::status::wait_cluster(cluster.clone(), &crate::status::Scope::All, None, view, &wait, *printer)
+    crate::readers::wait_cluster(cluster.clone(), &crate::readers::Scope::All, None, view, &wait, *printer)
         .await
         .map(drop)
 }

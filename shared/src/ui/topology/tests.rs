@@ -1,5 +1,5 @@
 use super::*;
-use crate::status::{AppKind, AppStatus, Workload};
+use crate::readers::{AppKind, AppStatus, Workload};
 
 fn object(kind: &str, name: &str, ready: &str, reason: &str) -> ObjectStatus {
     ObjectStatus {

@@ -9,8 +9,8 @@ use serde_json::json;
 use super::*;
 use crate::cli::OutputFormat;
 use crate::output::style::Style;
-use crate::status::collect::{Index, key};
-use crate::status::tests::detected;
+use crate::readers::collect::{Index, key};
+use crate::readers::tests::detected;
 use crate::testing::quiet;
 use crate::wait::Limits;
 

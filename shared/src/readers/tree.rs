@@ -14,12 +14,12 @@ use crate::output::Printer;
 use crate::output::style::Style;
 
 /// Prints the report on stdout in the chosen format.
-pub(super) fn print(report: &AppReport, format: OutputFormat, printer: &Printer) -> Result<()> {
+pub(crate) fn print(report: &AppReport, format: OutputFormat, printer: &Printer) -> Result<()> {
     printer.data(&render(report, format, printer.stdout_style())?)
 }
 
 /// The report as text in the chosen format (the tree for `table`).
-pub(super) fn render(report: &AppReport, format: OutputFormat, style: Style) -> Result<String> {
+pub(crate) fn render(report: &AppReport, format: OutputFormat, style: Style) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => {
             crate::output::render_structured(&crate::output::document(report), format)

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::names;
-use crate::status::{AppKind, AppState, AppStatus, Report, Runtime, Scope, Summary, summarize};
+use crate::readers::{AppKind, AppState, AppStatus, Report, Runtime, Scope, Summary, summarize};
 
 /// Rows per page unless `limit` says otherwise, and the most one page may hold.
 pub(crate) const DEFAULT_LIMIT: usize = 50;

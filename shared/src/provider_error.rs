@@ -1,6 +1,6 @@
 //! The failures of talking to a provider.
 
-use super::kind::Kind;
+use crate::provider_kind::Kind;
 
 /// A failure talking to a git provider. Each has a [`hint`](ProviderError::hint); none contains
 /// the token.

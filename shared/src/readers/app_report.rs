@@ -257,15 +257,15 @@ pub(super) fn recent_events(events: Vec<DynamicObject>) -> Vec<AppEvent> {
 
 /// The app named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct AppRef {
-    pub(super) namespace: String,
-    pub(super) name: String,
+pub(crate) struct AppRef {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
 }
 
 impl AppRef {
     /// The error for an app that does not exist.
     /// The app NAME of `-n` (default: the Flux namespace), as `app status` and `app history` take it.
-    pub(super) fn of(name: &str, global: &crate::cli::GlobalArgs) -> crate::error::Result<AppRef> {
+    pub(crate) fn of(name: &str, global: &crate::cli::GlobalArgs) -> crate::error::Result<AppRef> {
         let namespace = match &global.namespace {
             Some(namespace) => namespace.clone(),
             None => crate::cluster::default_flux_namespace()?,
@@ -273,7 +273,7 @@ impl AppRef {
         Ok(AppRef { namespace, name: name.to_string() })
     }
 
-    pub(super) fn not_found(&self) -> Error {
+    pub(crate) fn not_found(&self) -> Error {
         Error::Usage {
             message: format!(
                 "app {:?} not found: no Kustomization or HelmRelease {:?} in namespace {}",
@@ -289,7 +289,7 @@ impl AppRef {
 
 /// The objects one look at the app read.
 #[derive(Debug, Clone)]
-pub(super) struct Gathered {
+pub(crate) struct Gathered {
     /// The Kustomization or HelmRelease.
     pub(super) app: DynamicObject,
     /// Its source and chart, keyed as the listing keys them.

@@ -61,7 +61,7 @@ fn followed(viewer: &Viewer, gathered: Option<&Gathered>) -> Vec<Followed> {
 /// `--watch`: shows the app again on every change until interrupted, which ends it as asked (exit
 /// 0). On a terminal the screen is redrawn in place; otherwise the report is printed again only
 /// when it changed.
-pub(super) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<ExitCode> {
+pub(crate) async fn watch(viewer: &mut Viewer, format: OutputFormat) -> Result<ExitCode> {
     let printer = viewer.printer;
     let terminal = printer.redraws();
     let mut triggers: Triggers = Triggers::new(&viewer.cluster, printer);
@@ -270,7 +270,7 @@ impl Waited for AppWait<'_> {
 
 /// `app status NAME --wait`: until the app is Ready at the wanted revision (exit 0), has failed
 /// for the grace period (exit 1), or the timeout passes (exit 1, naming what blocks).
-pub(super) async fn wait(viewer: &mut Viewer, request: &WaitRequest, format: OutputFormat) -> Result<ExitCode> {
+pub(crate) async fn wait(viewer: &mut Viewer, request: &WaitRequest, format: OutputFormat) -> Result<ExitCode> {
     let title = format!("waiting for app {}/{}", viewer.app.namespace, viewer.app.name);
     let printer = viewer.printer;
     let triggers = Triggers::new(&viewer.cluster, printer);

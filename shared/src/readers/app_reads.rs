@@ -23,10 +23,10 @@ use crate::output::Printer;
 pub(super) const WORKLOAD_KINDS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
 
 /// Reads the app again and again (`--wait`, `--watch`), fetching each applied commit from git once.
-pub(super) struct Viewer {
+pub(crate) struct Viewer {
     pub(super) cluster: Cluster,
     pub(super) served: ServedApis,
-    pub(super) app: AppRef,
+    pub(crate) app: AppRef,
     git: bool,
     /// Whether a whole look keeps the history in the app's ledger.
     pub(super) ledgers: super::remember::Ledgers,
@@ -36,13 +36,13 @@ pub(super) struct Viewer {
 }
 
 impl Viewer {
-    pub(super) fn new(cluster: Cluster, served: ServedApis, app: AppRef, git: bool, printer: Printer) -> Viewer {
+    pub(crate) fn new(cluster: Cluster, served: ServedApis, app: AppRef, git: bool, printer: Printer) -> Viewer {
         Viewer { cluster, served, app, git, ledgers: super::remember::Ledgers::Keep, printer, commit: None }
     }
 
     /// Reads the app and builds its report; `None` when it does not exist. `whole` reads its
     /// workloads and the commit too; a wait judges without them and reads them at the end.
-    pub(super) async fn look(&mut self, whole: bool) -> Result<Option<(Gathered, AppReport)>> {
+    pub(crate) async fn look(&mut self, whole: bool) -> Result<Option<(Gathered, AppReport)>> {
         let Some(gathered) = gather(&self.cluster, &self.served, &self.app, whole).await? else { return Ok(None) };
         let mut report = build_report(&gathered);
         if whole && self.git {
