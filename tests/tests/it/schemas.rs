@@ -6,20 +6,27 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// The kinds the end-to-end tests check (`schema::document("Kind", …)` or
-/// `schema::validate("Kind", …)`), read from their sources.
+/// `schema::validate("Kind", …)`), read from their sources, those of the areas split into
+/// directories (`app/`, `gitea/`, …) too.
 fn checked_kinds() -> BTreeSet<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut pending = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it")];
     let mut kinds = BTreeSet::new();
-    for entry in std::fs::read_dir(&dir).expect("tests/it is readable") {
-        let path = entry.expect("an entry").path();
-        if path.extension().is_none_or(|extension| extension != "rs") || path.ends_with("schemas.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("a test source");
-        for call in ["schema::document(\"", "schema::validate(\""] {
-            for (at, _) in text.match_indices(call) {
-                let rest = &text[at + call.len()..];
-                kinds.insert(rest[..rest.find('"').expect("a closing quote")].to_string());
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("tests/it is readable") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|extension| extension != "rs") || path.ends_with("schemas.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a test source");
+            for call in ["schema::document(\"", "schema::validate(\""] {
+                for (at, _) in text.match_indices(call) {
+                    let rest = &text[at + call.len()..];
+                    kinds.insert(rest[..rest.find('"').expect("a closing quote")].to_string());
+                }
             }
         }
     }
