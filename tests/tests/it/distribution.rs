@@ -20,6 +20,7 @@ use gitops_e2e::snapshot::Run;
 use gitops_e2e::testenv::TestEnv;
 use gitops_e2e::testenv::process::run;
 use gitops_e2e::tools;
+use gitops_shared::dependencies::FLUX_VERSION;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -381,4 +382,59 @@ fn the_documented_preview_workflow_passes_actionlint() {
     run(Command::new("git").args(["init", "-q"]).current_dir(repo.path())).unwrap();
     let lint = Run::of(Command::new(tools::path("actionlint")).arg("-no-color").current_dir(repo.path()));
     assert_eq!(lint.code, Some(0), "{}", lint.render());
+}
+
+/// #56: a release build refuses an empty pin of anything it would execute (the previous Flux
+/// line, helm on each platform), not only the current flux CLI's. The build script cargo compiled
+/// for this very build runs as a release build runs it, over a dependencies.toml whose current
+/// Flux pin is given and whose others are left empty, as this machine's are (no internet).
+#[test]
+fn a_release_build_refuses_any_empty_pin_it_would_execute() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("shared")).unwrap();
+    let real = std::fs::read_to_string(repo_root().join("dependencies.toml")).unwrap();
+    let current = format!("\"{FLUX_VERSION}\" = \"\"");
+    assert!(real.contains(&current), "dependencies.toml leaves {FLUX_VERSION} empty here: {real}");
+    let given = real.replace(&current, &format!("\"{FLUX_VERSION}\" = \"{}\"", "a".repeat(64)));
+    std::fs::write(root.path().join("dependencies.toml"), given).unwrap();
+    let build = |release: bool| {
+        let out = root.path().join(if release { "release" } else { "dev" });
+        std::fs::create_dir_all(&out).unwrap();
+        let mut command = Command::new(build_script());
+        command.env("CARGO_MANIFEST_DIR", root.path().join("shared")).env("OUT_DIR", &out);
+        command.env_remove("KUBECTL_GITOPS_RELEASE_BUILD");
+        if release {
+            command.env("KUBECTL_GITOPS_RELEASE_BUILD", "1");
+        }
+        (command.output().unwrap(), out)
+    };
+    let (refused, _) = build(true);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("dependencies.toml: a release build needs every pin, and "), "{said}");
+    for platform in ["linux-amd64", "linux-arm64", "darwin-amd64", "darwin-arm64"] {
+        assert!(said.contains(&format!("[helm.checksums_sha256] \"{platform}\"")), "{platform}: {said}");
+    }
+    assert!(said.contains("[flux.checksums_sha256] \""), "the previous Flux line: {said}");
+    assert!(!said.contains(&format!("\"{FLUX_VERSION}\"")), "the current Flux pin is given: {said}");
+    // A development build takes the same file, and writes what the crate includes.
+    let (built, out) = build(false);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(out.join("dependencies.rs").is_file());
+}
+
+/// The build script cargo compiled for gitops-shared in this target directory: the newest, as
+/// cargo keeps older ones beside it.
+fn build_script() -> PathBuf {
+    let build = binaries::target_dir().join("build");
+    let mut scripts: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&build)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("gitops-shared-"))
+        .map(|entry| entry.path().join(format!("build-script-build{}", std::env::consts::EXE_SUFFIX)))
+        .filter(|path| path.is_file())
+        .map(|path| (path.metadata().unwrap().modified().unwrap(), path))
+        .collect();
+    scripts.sort();
+    scripts.pop().map(|(_, path)| path).expect("cargo compiled gitops-shared's build script")
 }
