@@ -175,3 +175,29 @@ pub fn credentials_later<'a>(context: &'a mut Context, repo: &'a RepoSettings) -
         context.repo.as_ref().map(|repo| repo.remote.clone())
     }))
 }
+
+impl State {
+    /// The state `--dir`, `--ref BRANCH|SHA` and `--pull-request` name (the work tree when none
+    /// does), checked: a short hash is refused, a branch name checked as git checks one. `diff`'s
+    /// flags and the MCP server's `diff` tool both name it so.
+    pub fn named(dir: Option<PathBuf>, git_ref: Option<&str>, pull_request: Option<&str>) -> Result<State> {
+        Ok(match (dir, git_ref, pull_request) {
+            (Some(dir), _, _) => State::Dir(dir),
+            (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
+                State::Commit(commit.to_ascii_lowercase())
+            }
+            (_, Some(short), _) if short.len() >= 7 && short.chars().all(|c| c.is_ascii_hexdigit()) => {
+                return Err(Error::usage(
+                    format!("--ref {short} looks like a short commit hash"),
+                    "name a commit by its full 40-character hash (`git rev-parse`), or a branch by its name",
+                ));
+            }
+            (_, Some(branch), _) => {
+                crate::names::validate_git_ref(branch, "--ref", "heads")?;
+                State::Branch(branch.to_string())
+            }
+            (_, _, Some(reference)) => State::PullRequest(crate::change::pull_request_reference(reference)?),
+            _ => State::WorkTree,
+        })
+    }
+}

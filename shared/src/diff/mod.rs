@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::change::preview_at::{DiffRequest, PreviewArgs, State};
 use crate::change::{self, Target};
 use crate::cli::{GlobalArgs, OutputFormat};
-use crate::error::{Error, ExitCode, Result};
+use crate::error::{ExitCode, Result};
 use crate::output::Printer;
 
 /// `kubectl gitops diff`.
@@ -40,24 +40,7 @@ pub struct DiffArgs {
 impl DiffArgs {
     /// The request these flags make: `-o`, the ref and the pull request checked.
     pub fn request(&self, global: &GlobalArgs) -> Result<DiffRequest> {
-        let state = match (&self.dir, &self.git_ref, &self.pull_request) {
-            (Some(dir), _, _) => State::Dir(dir.clone()),
-            (_, Some(commit), _) if commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()) => {
-                State::Commit(commit.to_ascii_lowercase())
-            }
-            (_, Some(short), _) if short.len() >= 7 && short.chars().all(|c| c.is_ascii_hexdigit()) => {
-                return Err(Error::usage(
-                    format!("--ref {short} looks like a short commit hash"),
-                    "name a commit by its full 40-character hash (`git rev-parse`), or a branch by its name",
-                ));
-            }
-            (_, Some(branch), _) => {
-                crate::names::validate_git_ref(branch, "--ref", "heads")?;
-                State::Branch(branch.clone())
-            }
-            (_, _, Some(reference)) => State::PullRequest(change::pull_request_reference(reference)?),
-            _ => State::WorkTree,
-        };
+        let state = State::named(self.dir.clone(), self.git_ref.as_deref(), self.pull_request.as_deref())?;
         self.preview.request(state, global)
     }
 }

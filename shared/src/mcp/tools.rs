@@ -15,22 +15,21 @@ use rmcp::service::RequestContext;
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
-use crate::change::preview_at::PreviewArgs;
-use crate::cli::{GlobalArgs, RepoArgs};
+use crate::change::preview_at::{DiffRequest, State};
+use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::Cluster;
 use crate::detect::Detection;
-use crate::diff::DiffArgs;
 use crate::drift::{Drift, DriftArgs};
 use crate::error::Error;
 use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
 use crate::output::Printer;
 use crate::pr::Validation;
-use crate::preview::Diff;
+use crate::preview::{Diff, Rendering};
 use crate::readers::apps_query::{AppsPage, AppsParams, Snapshot, checked_limit, page};
 use crate::readers::events::{self, EventFilter, EventsPage};
 use crate::readers::{AppHistory, AppReport, Scope};
-use crate::upgrade::Check;
+use crate::upgrade::{Check, UpgradeRequest};
 
 /// The largest result a tool gives: an assistant's context is small, and a list pages instead.
 pub(super) const MAX_RESULT_BYTES: usize = 100 * 1024;
@@ -152,14 +151,6 @@ pub(super) struct DiffInput {
 pub(super) struct UpgradeCheck {
     /// The Flux release to check an upgrade to (default: the one this kubectl-gitops pins).
     flux_version: Option<String>,
-}
-
-/// `upgrade --check`'s flags, parsed as the command line parses them.
-#[derive(clap::Parser)]
-#[command(no_binary_name = true)]
-struct UpgradeWords {
-    #[command(flatten)]
-    args: crate::upgrade::UpgradeArgs,
 }
 
 /// `pr_list`'s answer: the open pull requests kubectl-gitops opened.
@@ -419,13 +410,13 @@ impl Tools {
                 "give ref (a branch or a full commit hash) or pullRequest",
             )));
         }
-        let args = DiffArgs {
-            dir: None,
-            git_ref,
-            pull_request,
-            preview: PreviewArgs { render: Default::default(), repo: self.repo.clone() },
+        let request = DiffRequest {
+            state: State::named(None, git_ref.as_deref(), pull_request.as_deref()).map_err(said)?,
+            rendering: Rendering::default(),
+            repo: self.repo.settings().map_err(said)?,
+            format: OutputFormat::Json,
+            headers: true,
         };
-        let request = args.request(&self.global).map_err(said)?;
         let target = crate::change::Target::from_args(&self.global);
         let mut context = crate::change::context(&target, &request.repo, false, &self.printer).await.map_err(said)?;
         bounded(crate::change::preview_at::compute(&mut context, &request, &self.printer).await.map_err(said)?)
@@ -436,13 +427,8 @@ impl Tools {
         description = "Which Flux runs and whether it is up to date, as `kubectl gitops upgrade --check -o json`: what the cluster runs, what each cluster's install record says, the release this kubectl-gitops pins, and what an upgrade would change (files, manifests to migrate, stored objects, other repos to change first). Changes nothing."
     )]
     async fn flux_upgrade_check(&self, Parameters(input): Parameters<UpgradeCheck>) -> Result<Json<Check>, String> {
-        let mut words = vec!["--check".to_string()];
-        words.extend(given(input.flux_version).into_iter().flat_map(|version| ["--flux-version".to_string(), version]));
-        let mut args = <UpgradeWords as clap::Parser>::try_parse_from(&words)
-            .map_err(|error| said(Error::usage(error.to_string().trim().to_string(), "fluxVersion is like 2.7.3")))?
-            .args;
-        args.repo = self.repo.clone();
-        let request = args.request().map_err(said)?;
+        let repo = self.repo.settings().map_err(said)?;
+        let request = UpgradeRequest::check(given(input.flux_version).as_deref(), repo).map_err(said)?;
         let target = crate::change::Target::from_args(&self.global);
         bounded(crate::upgrade::check(&request, &target, &self.printer).await.map_err(said)?)
     }

@@ -94,25 +94,11 @@ pub struct UpgradeRequest {
 impl UpgradeArgs {
     /// Checks the flags: a well-formed version of a release line this build knows.
     pub fn request(&self) -> Result<UpgradeRequest> {
-        let target = match &self.flux_version {
-            Some(text) => text.parse::<FluxVersion>()?,
-            None => FluxVersion::pinned(),
-        };
-        if !target.is_known() {
-            return Err(Error::usage(
-                format!(
-                    "unknown Flux version {target}: this kubectl-gitops knows the Flux releases up to {} (it pins {})",
-                    FluxVersion::pinned().line(),
-                    crate::flux::PINNED_VERSION
-                ),
-                "upgrade kubectl-gitops to move to a newer Flux line, or pass --flux-version with a release it knows",
-            ));
-        }
         for cluster in &self.clusters {
             crate::names::validate_name(cluster, "cluster name")?;
         }
         Ok(UpgradeRequest {
-            target,
+            target: target_of(self.flux_version.as_deref())?,
             clusters: self.clusters.clone(),
             check: self.check,
             allow_skip: self.allow_skip,
@@ -123,5 +109,60 @@ impl UpgradeArgs {
             repo: self.repo.settings()?,
             delivery: self.delivery.settings()?,
         })
+    }
+}
+
+impl UpgradeRequest {
+    /// `upgrade --check [--flux-version VERSION]` as plain data (the MCP server's
+    /// `flux_upgrade_check`): the version checked as the flag is, every other setting its default.
+    pub fn check(flux_version: Option<&str>, repo: RepoSettings) -> Result<UpgradeRequest> {
+        Ok(UpgradeRequest {
+            target: target_of(flux_version)?,
+            clusters: Vec::new(),
+            check: true,
+            allow_skip: false,
+            all_manifests: false,
+            components_file: None,
+            flux_bin: None,
+            allow_unpinned_flux: false,
+            repo,
+            delivery: crate::change::settings::delivery(false, None, false, false),
+        })
+    }
+}
+
+/// The release `--flux-version` names (default: the one this build pins), refused unless it is of
+/// a release line this build knows.
+fn target_of(flux_version: Option<&str>) -> Result<FluxVersion> {
+    let target = match flux_version {
+        Some(text) => text.parse::<FluxVersion>()?,
+        None => FluxVersion::pinned(),
+    };
+    if !target.is_known() {
+        return Err(Error::usage(
+            format!(
+                "unknown Flux version {target}: this kubectl-gitops knows the Flux releases up to {} (it pins {})",
+                FluxVersion::pinned().line(),
+                crate::flux::PINNED_VERSION
+            ),
+            "upgrade kubectl-gitops to move to a newer Flux line, or pass --flux-version with a release it knows",
+        ));
+    }
+    Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_asked_as_plain_data_is_checked_as_the_flag_is() {
+        let repo = || RepoSettings::default();
+        let pinned = UpgradeRequest::check(None, repo()).unwrap();
+        assert!(pinned.check && pinned.clusters.is_empty());
+        assert_eq!(pinned.target, FluxVersion::pinned());
+        let unknown = UpgradeRequest::check(Some("v9.0.0"), repo()).unwrap_err().to_string();
+        assert!(unknown.contains("unknown Flux version v9.0.0"), "{unknown}");
+        assert!(UpgradeRequest::check(Some("latest"), repo()).is_err());
     }
 }
