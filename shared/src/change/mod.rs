@@ -25,6 +25,7 @@ pub mod recorded;
 pub mod result;
 pub mod settings;
 pub mod shared_secret;
+pub mod sync_wait;
 pub mod values_overlay;
 pub mod wait;
 

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod bootstrap;
+pub mod components;
 pub mod migrate;
 pub mod objects;
 pub mod reconcile;

@@ -1,5 +1,6 @@
 //! Runs a [`Plan`]'s steps in order. Every error names its step.
 
+use crate::change::sync_wait;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -108,16 +109,16 @@ pub async fn execute(
                 let on_head = |_: &Checkout, _: &mut BTreeMap<String, String>| Ok(());
                 let writes = Writes { wanted: &wanted, on_head: &on_head };
                 if commit_files(checkout, &message, writes, &plan.request.branch, timeout, printer).await? {
-                    super::wait::fetch_now(cluster, &plan.request.namespace, printer).await;
+                    sync_wait::fetch_now(cluster, &plan.request.namespace, printer).await;
                 }
                 outcome.commit = checkout.files().head();
                 let sha = outcome.commit.clone().unwrap_or_default();
                 let request = &plan.request;
                 // The sync alone: the move is safe once it applied the commit, whatever the layers do.
                 let layers = false;
-                let revisions = super::wait::Revisions::sync_only(&request.branch, &sha)
-                    .or_later_of(&inspection.source.push_remote);
-                super::wait::until_synced(cluster, &request.namespace, &revisions, layers, timeout, printer).await
+                let revisions =
+                    sync_wait::Revisions::sync_only(&request.branch, &sha).or_later_of(&inspection.source.push_remote);
+                sync_wait::until_synced(cluster, &request.namespace, &revisions, layers, timeout, printer).await
             }
             Step::ApplyComponents => Applier::new(cluster).apply_staged(&plan.components, timeout).await.map(drop),
             Step::ApplySecret => apply_secret(cluster, plan).await,
@@ -125,12 +126,14 @@ pub async fn execute(
             Step::WaitReady => match &outcome.commit {
                 Some(sha) => {
                     if outcome.committed || seeded.is_some() {
-                        super::wait::fetch_now(cluster, &plan.request.namespace, printer).await;
+                        sync_wait::fetch_now(cluster, &plan.request.namespace, printer).await;
                     }
                     let layers = plan.adds_layers();
-                    let revisions = super::wait::Revisions::of(plan, sha, seeded.as_deref())
+                    let platform =
+                        plan.platform.as_ref().map(|platform| (platform.repo.branch.as_str(), seeded.as_deref()));
+                    let revisions = sync_wait::Revisions::of(&plan.request.branch, sha, platform)
                         .or_later_of(&inspection.source.push_remote);
-                    super::wait::until_synced(cluster, &plan.request.namespace, &revisions, layers, timeout, printer)
+                    sync_wait::until_synced(cluster, &plan.request.namespace, &revisions, layers, timeout, printer)
                         .await
                 }
                 None => Ok(()),

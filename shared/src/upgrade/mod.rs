@@ -327,7 +327,7 @@ async fn target_components(
         let text = match repo_copy {
             Some(copy) if request.components_file.is_none() => copy,
             _ => {
-                let wanted = crate::install::Components {
+                let wanted = crate::flux::components::Components {
                     file: request.components_file.as_deref(),
                     flux_bin: request.flux_bin.clone(),
                     allow_unpinned: request.allow_unpinned_flux,
@@ -336,7 +336,7 @@ async fn target_components(
                     namespace: &context.namespace,
                     components: &recorded.components,
                 };
-                crate::install::flux_components(&wanted, printer).await?
+                crate::flux::components::flux_components(&wanted, printer).await?
             }
         };
         check_components(&text, request.target)?;
@@ -468,13 +468,13 @@ async fn wait_rollout(
     printer: &Printer,
 ) -> Result<()> {
     let timeout = request.delivery.timeout;
-    let mut revisions = crate::install::wait::Revisions::sync_only(branch, commit);
+    let mut revisions = crate::change::sync_wait::Revisions::sync_only(branch, commit);
     if let Ok(repo) = context.repo() {
         revisions = revisions.or_later_of(&repo.remote);
     }
     // The commit is pushed or merged: Flux fetches it now rather than at the next interval.
-    crate::install::wait::fetch_now(cluster, &context.namespace, printer).await;
-    crate::install::wait::until_synced(cluster, &context.namespace, &revisions, false, timeout, printer).await?;
+    crate::change::sync_wait::fetch_now(cluster, &context.namespace, printer).await;
+    crate::change::sync_wait::until_synced(cluster, &context.namespace, &revisions, false, timeout, printer).await?;
     let texts: Vec<&String> = components.values().collect();
     preflight::check_rollout(cluster, &context.namespace, request.target, &texts).await?;
     printer.done(&format!("the Flux controllers run {} and the CRDs are its own", request.target));

@@ -46,12 +46,13 @@ pub(crate) struct Revisions {
 }
 
 impl Revisions {
-    /// What a run of `plan` waits for, after it pushed `sha` to the config repo and
-    /// `platform_sha` (when it did) to the platform repo.
-    pub fn of(plan: &super::Plan, sha: &str, platform_sha: Option<&str>) -> Revisions {
-        let sync = format!("{}@sha1:{sha}", plan.request.branch);
-        let platform = match &plan.platform {
-            Some(platform) => platform_sha.map(|sha| format!("{}@sha1:{sha}", platform.repo.branch)),
+    /// What a run waits for after it pushed `sha` to the config repo's `branch`, and, when it
+    /// keeps its platform in a platform repo, `platform`: that repo's branch and the commit it
+    /// pushed there (none: it did not push to it).
+    pub fn of(branch: &str, sha: &str, platform: Option<(&str, Option<&str>)>) -> Revisions {
+        let sync = format!("{branch}@sha1:{sha}");
+        let platform = match platform {
+            Some((branch, platform_sha)) => platform_sha.map(|sha| format!("{branch}@sha1:{sha}")),
             None => Some(sync.clone()),
         };
         Revisions { sync, platform, later: None }
