@@ -66,6 +66,28 @@ impl Background {
         }
     }
 
+    /// Waits for it to end; fails the test, showing what it printed, if it still runs after
+    /// `limit` (it is killed then). Its exit code, stdout and stderr.
+    pub fn wait_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "still running after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                self.stdout(),
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        for reader in std::mem::take(&mut self.readers) {
+            reader.join().unwrap();
+        }
+        (status.code(), self.stdout(), self.stderr())
+    }
+
     /// Stops it with Ctrl-C (SIGINT); its exit code, stdout, stderr, and how long it took to end.
     pub fn interrupt(mut self) -> (Option<i32>, String, String, Duration) {
         let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).unwrap()).unwrap();

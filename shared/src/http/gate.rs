@@ -140,7 +140,7 @@ pub fn admit_token_service(registry: &Origin, realm: &Url) -> Result<(), GateErr
         Err(GateError::OffOrigin { asked, bound }) => GateError::OffSite { asked, bound },
         decided => return decided,
     };
-    let same_scheme = realm.scheme() == registry.url("/").map(|url| url.scheme().to_string()).unwrap_or_default();
+    let same_scheme = realm.scheme() == registry.scheme_name();
     let same_site = match (url::Host::parse(registry.host()), realm.host()) {
         (Ok(url::Host::Domain(ours)), Some(url::Host::Domain(theirs))) => site(&ours) == site(theirs),
         _ => false,

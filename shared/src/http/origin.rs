@@ -152,6 +152,11 @@ impl Origin {
         if self.port == self.scheme.default_port() { self.host.clone() } else { format!("{}:{}", self.host, self.port) }
     }
 
+    /// `https` or `http`.
+    pub fn scheme_name(&self) -> &'static str {
+        self.scheme.name()
+    }
+
     /// The host alone (an IPv6 address in brackets).
     pub fn host(&self) -> &str {
         &self.host

@@ -5,9 +5,10 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use gitops_e2e::background::Background;
 use gitops_e2e::binaries;
 use gitops_e2e::testenv::{Options, TestEnv};
 
@@ -35,20 +36,9 @@ fn a_known_hosts_pattern_built_to_backtrack_does_not_stall_a_command() {
         .arg("--private-key-file")
         .arg(&env.git.client_key)
         .env("KUBECONFIG", &env.kubeconfig)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = binaries::isolate_config(&mut command).spawn().unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > STALLED {
-            child.kill().unwrap();
-            panic!("app add --dry-run was still matching host patterns after {STALLED:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let output = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+        .env("NO_COLOR", "1");
+    // Killed, and the test failed, while it is still matching host patterns after STALLED.
+    let (code, stdout, stderr) = Background::spawn(binaries::isolate_config(&mut command)).wait_within(STALLED);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.starts_with("Plan:\n"), "the host key was verified and the plan made: {stdout}");
 }
