@@ -12,10 +12,8 @@ use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use kube::runtime::wait::{await_condition, conditions};
 
 use crate::cluster::Cluster;
+use crate::cluster::FIELD_MANAGER;
 use crate::error::{Error, Result};
-
-/// The field manager of everything kubectl-gitops applies.
-pub const FIELD_MANAGER: &str = "kubectl-gitops";
 
 /// Kinds resolved through discovery, each once.
 type Resolved = HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>;

@@ -256,12 +256,15 @@ pub struct SelectorArgs {
 }
 
 impl SelectorArgs {
-    /// The selector, checked.
+    /// The selector, checked as kubectl checks `-l`.
     pub fn labels(&self) -> crate::error::Result<Option<String>> {
-        match &self.selector {
-            Some(selector) => crate::names::validate_label_selector(selector, "-l").map(|()| Some(selector.clone())),
-            None => Ok(None),
-        }
+        let Some(selector) = &self.selector else { return Ok(None) };
+        crate::label_selector::parse(selector).map(|_| Some(selector.clone())).map_err(|why| {
+            crate::error::Error::usage(
+                format!("-l {selector:?} is not a label selector: {why}"),
+                "e.g. -l team=a, -l 'tier in (web,api)', -l '!legacy' (comma-separated, all must hold)",
+            )
+        })
     }
 }
 
@@ -397,6 +400,29 @@ impl SourceArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_selectors_are_checked_as_kubectl_checks_them() {
+        let labels = |selector: &str| SelectorArgs { selector: Some(selector.to_string()) }.labels();
+        for good in [
+            "team=a",
+            "team==a,tier!=web",
+            "app.kubernetes.io/name=web",
+            "!legacy",
+            "legacy",
+            "tier in (web, api)",
+            "tier notin (web),team=a",
+            "team=",
+        ] {
+            assert_eq!(labels(good).unwrap().as_deref(), Some(good));
+        }
+        for bad in ["", "team=a b", "Team/x=y", "-team=a", "tier in web", "team=a,", "a=b=c"] {
+            let error = labels(bad).unwrap_err();
+            assert!(error.to_string().starts_with("-l "), "{bad}: {error}");
+            assert!(error.hint().is_some(), "{bad}");
+        }
+        assert_eq!(SelectorArgs { selector: None }.labels().unwrap(), None);
+    }
     use clap::Parser;
 
     #[derive(Parser)]

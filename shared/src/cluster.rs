@@ -12,6 +12,10 @@ use crate::error::{Error, Result};
 /// The namespace Flux installs itself into unless told otherwise.
 pub const DEFAULT_FLUX_NAMESPACE: &str = "flux-system";
 
+/// The field manager of everything kubectl-gitops writes: applied objects and the annotations it
+/// patches (a reconcile request, a suspension).
+pub const FIELD_MANAGER: &str = "kubectl-gitops";
+
 /// The Flux namespace when neither `-n` nor the cluster names one: `FLUX_SYSTEM_NAMESPACE`, as
 /// the flux CLI reads it, else flux-system (docs/cli.md, "-n").
 pub fn default_flux_namespace() -> Result<String> {

@@ -11,13 +11,13 @@ use serde::Serialize;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Connection, list_pages};
 use crate::deployments::dora::{self, Metrics, Tally, Window};
-use crate::deployments::ledger::{self, AppId};
 use crate::deployments::timeline::{self, Row};
 use crate::deployments::{self, AppKind};
 use crate::error::{Error, ExitCode, Result};
 use crate::flux::api::{HELM_RELEASE, KUSTOMIZATION};
 use crate::output::Printer;
 use crate::output::table::Table;
+use crate::readers::ledger::{self, AppId};
 
 /// How far back `metrics dora` looks unless told.
 pub const DEFAULT_SINCE: &str = "30d";

@@ -30,6 +30,6 @@ const OUTPUT_FORMATS: OutputFormats = &[];
 /// `kubectl-gitops` of a release runs it with in its own process).
 pub fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops mcp", OUTPUT_FORMATS, |cli: Cli, printer| async move {
-        mcp::serve(&cli.global, &cli.mcp, printer).await
+        mcp::serve(&cli.global, &cli.mcp, gitops_shared::recorded_commands::replan, printer).await
     })
 }

@@ -8,6 +8,7 @@ use gitops_shared::cli::{OutputFormats, STRUCTURED};
 use gitops_shared::error::ExitCode;
 use gitops_shared::output::Printer;
 use gitops_shared::pr::{self, Action, CommentArgs, MergeArgs, ShowArgs, ShowPreviewArgs};
+use gitops_shared::recorded_commands;
 use gitops_shared::runtime;
 use gitops_shared::version::VERSION_LINE;
 
@@ -110,6 +111,7 @@ pub fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops pr", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let global = &cli.global;
         let target = Target::from_args(global);
+        let replan = recorded_commands::replan;
         match &cli.command {
             Command::List(trust) => {
                 let mut request = pr::list_request(global, cli.platform)?;
@@ -118,17 +120,18 @@ pub fn main() -> std::process::ExitCode {
                 Ok(ExitCode::Ok)
             }
             Command::Show(args) => {
-                let (text, code) = pr::show(&args.request(global, cli.platform)?, &target, &printer).await?;
+                let (text, code) = pr::show(&args.request(global, cli.platform)?, &target, replan, &printer).await?;
                 printer.data(&text)?;
                 Ok(code)
             }
             Command::Approve(args) => acted(
                 &printer,
-                pr::act(Action::Approve, &args.request(global, cli.platform)?, &target, &printer).await?,
+                pr::act(Action::Approve, &args.request(global, cli.platform)?, &target, replan, &printer).await?,
             ),
             Command::Merge(args) => {
                 let action = Action::Merge { method: args.method, auto: args.auto };
-                acted(&printer, pr::act(action, &args.show.request(global, cli.platform)?, &target, &printer).await?)
+                let request = args.show.request(global, cli.platform)?;
+                acted(&printer, pr::act(action, &request, &target, replan, &printer).await?)
             }
             Command::Comment(args) => pr::comment(&args.request(global)?, &target, &printer).await,
         }

@@ -25,6 +25,6 @@ const OUTPUT_FORMATS: OutputFormats = &[];
 pub fn main() -> std::process::ExitCode {
     runtime::main("kubectl gitops ui", OUTPUT_FORMATS, |cli: Cli, printer| async move {
         let settings = cli.ui.settings(&cli.global, &printer)?;
-        ui::serve(&cli.global, &settings, printer).await
+        ui::serve(&cli.global, &settings, gitops_shared::recorded_commands::replan, printer).await
     })
 }

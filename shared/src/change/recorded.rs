@@ -2,9 +2,30 @@
 //! again (`pr show`): the shared parts; each command replans its own words.
 
 use clap::Parser;
+use futures::future::BoxFuture;
 
+use super::Context;
 use super::plan::{self, FileChange};
 use crate::error::{Error, Result};
+use crate::git::Workspace;
+use crate::output::Printer;
+
+/// A recorded request to plan again: its words, the cluster's context, a checkout of the commit
+/// the branch left the config branch at, and the branch's own files (where values files are read
+/// from).
+pub struct Recorded<'a> {
+    pub words: &'a [String],
+    pub context: &'a Context,
+    pub base: &'a Workspace,
+    pub branch_files: &'a [(String, Option<Vec<u8>>)],
+    pub printer: &'a Printer,
+}
+
+/// Plans a recorded request again with the planner of the command its words name. A recorded
+/// request may be any changing command's, so the dispatch is the edge's (`recorded_commands`,
+/// above every command), handed to `pr` and the faces by the binaries: `pr` itself imports no
+/// other command (docs/ARCHITECTURE.md).
+pub type Replanner = for<'a> fn(Recorded<'a>) -> BoxFuture<'a, Result<Replanned>>;
 
 /// `--cluster-name C` for each cluster given.
 pub fn cluster_words(clusters: &[String]) -> impl Iterator<Item = String> + '_ {
@@ -14,7 +35,7 @@ pub fn cluster_words(clusters: &[String]) -> impl Iterator<Item = String> + '_ {
 /// A command's flags `T`, parsed from recorded words.
 #[derive(Parser)]
 #[command(no_binary_name = true)]
-struct Recorded<T: clap::Args> {
+struct RecordedFlags<T: clap::Args> {
     #[command(flatten)]
     args: T,
 }
@@ -38,7 +59,7 @@ impl Replanned {
 /// The command's flags `T`, parsed from recorded `words` (those after the command and its verb);
 /// `all` are the whole recorded words, for the error.
 pub(crate) fn parse_args<T: clap::Args>(words: &[String], all: &[String]) -> Result<T> {
-    Recorded::<T>::try_parse_from(words)
+    RecordedFlags::<T>::try_parse_from(words)
         .map(|recorded| recorded.args)
         .map_err(|error| unreadable(all, &first_line(&error)))
 }

@@ -3,14 +3,13 @@
 //! - this file: a [`Deployment`] (one entry of the history, as we keep it), read from a
 //!   Kustomization's or HelmRelease's `status.history`, and the merge of what Flux shows now into
 //!   what was seen before;
-//! - `ledger`: the ConfigMap per app that keeps them, written with resourceVersion
-//!   preconditions so that concurrent writers lose nothing;
+//! - the ledger that keeps them in the cluster, a ConfigMap per app, is the cluster readers'
+//!   ([`crate::readers::ledger`]): this module reads and writes nothing;
 //! - `timeline`: the rows of `app history`, deployments with their commits, failures and
 //!   rollbacks marked;
 //! - `dora`: the four DORA metrics computed over timelines.
 
 pub mod dora;
-pub mod ledger;
 pub mod timeline;
 
 use serde::{Deserialize, Serialize};

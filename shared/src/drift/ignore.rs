@@ -9,7 +9,7 @@
 use regex::Regex;
 use serde_json::Value;
 
-use crate::names::{Requirement, parse_label_selector, selector_matches};
+use crate::label_selector::{self, Requirement};
 
 /// The annotation (or label) that keeps an object out of a HelmRelease's drift detection.
 const HELM_DRIFT_DETECTION: &str = "helm.toolkit.fluxcd.io/driftDetection";
@@ -84,7 +84,7 @@ impl Target {
         let selector = |field: &str| -> Result<Option<Vec<Requirement>>, String> {
             match target[field].as_str().filter(|text| !text.is_empty()) {
                 None => Ok(None),
-                Some(text) => parse_label_selector(text)
+                Some(text) => label_selector::parse(text)
                     .map(Some)
                     .map_err(|why| format!("target.{field} {text:?} is not a selector: {why}")),
             }
@@ -106,7 +106,7 @@ impl Target {
         let text = |pointer: &str| document.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
         let matched = |pattern: &Option<Regex>, value: &str| pattern.as_ref().is_none_or(|regex| regex.is_match(value));
         let selected = |selector: &Option<Vec<Requirement>>, map: &Value| {
-            selector.as_ref().is_none_or(|requirements| selector_matches(requirements, map))
+            selector.as_ref().is_none_or(|requirements| label_selector::matches(requirements, map))
         };
         matched(&self.group, group)
             && matched(&self.version, version)

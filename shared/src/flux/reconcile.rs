@@ -5,7 +5,7 @@
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 
-use crate::apply::FIELD_MANAGER;
+use crate::cluster::FIELD_MANAGER;
 
 /// The annotation; any new value triggers a reconcile, and the controller copies it to
 /// `status.lastHandledReconcileAt` once handled.

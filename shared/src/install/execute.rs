@@ -8,8 +8,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::{FluxAuth, Inspection, Plan, PlatformSide, Step};
-use crate::apply::{Applier, FIELD_MANAGER};
+use crate::apply::Applier;
 use crate::cluster::Cluster;
+use crate::cluster::FIELD_MANAGER;
 use crate::error::{Error, Result};
 use crate::flux::bootstrap::SYNC_NAME;
 use crate::git::{Checkout, Workspace};

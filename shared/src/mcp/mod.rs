@@ -61,8 +61,14 @@ pub struct McpArgs {
 
 /// Serves the tools on stdin and stdout until the client closes stdin (or Ctrl-C). Nothing else
 /// may be written to stdout: it is the protocol's; progress and warnings go to stderr. With
-/// `--http`, over streamable HTTP instead ([`http`]).
-pub async fn serve(global: &GlobalArgs, args: &McpArgs, printer: Printer) -> Result<ExitCode> {
+/// `--http`, over streamable HTTP instead ([`http`]). `replan` plans a pull request's recorded
+/// request again (the binary hands in the edge's).
+pub async fn serve(
+    global: &GlobalArgs,
+    args: &McpArgs,
+    replan: crate::change::recorded::Replanner,
+    printer: Printer,
+) -> Result<ExitCode> {
     // `--context dev,uat`: the server's cluster is the first, and fleet_status may ask them all.
     let several = crate::contexts::several(global)?;
     let mut first = global.clone();
@@ -73,7 +79,7 @@ pub async fn serve(global: &GlobalArgs, args: &McpArgs, printer: Printer) -> Res
     let cluster = Cluster::connect(&target.connection, &printer).await?;
     let contexts = several.unwrap_or_else(|| cluster.context.iter().cloned().collect());
     let writes = tools::Writes { allowed: args.allow_writes, self_merge: args.allow_self_merge };
-    let server = tools::Tools::new(cluster, contexts, first, args.repo.clone(), printer, writes);
+    let server = tools::Tools::new(cluster, contexts, first, args.repo.clone(), replan, printer, writes);
     if args.http {
         http::serve(server, args.port.unwrap_or(0), &printer).await?;
         return Ok(ExitCode::Ok);

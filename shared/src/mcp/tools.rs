@@ -180,6 +180,8 @@ pub(super) struct Tools {
     pub(super) global: GlobalArgs,
     /// How the config repo is reached (the fleet file, its head, pull requests, changes).
     pub(super) repo: RepoArgs,
+    /// Plans a pull request's recorded request again (validate_pr, merge_pr).
+    pub(super) replan: crate::change::recorded::Replanner,
     pub(super) printer: Printer,
     tool_router: ToolRouter<Tools>,
 }
@@ -225,6 +227,7 @@ impl Tools {
         contexts: Vec<String>,
         global: GlobalArgs,
         repo: RepoArgs,
+        replan: crate::change::recorded::Replanner,
         printer: Printer,
         writes: Writes,
     ) -> Tools {
@@ -233,7 +236,7 @@ impl Tools {
             tool_router += Tools::write_router();
         }
         let opened = std::sync::Arc::default();
-        Tools { cluster, contexts, opened, writes, global, repo, printer, tool_router }
+        Tools { cluster, contexts, opened, writes, global, repo, replan, printer, tool_router }
     }
 
     /// The namespace given, checked, else Flux's (as `-n` defaults for the app commands).
@@ -394,7 +397,8 @@ impl Tools {
         };
         let request = args.request(&self.global, false).map_err(said)?;
         let target = crate::change::Target::from_args(&self.global);
-        let (validation, _, _) = crate::pr::checked(&request, &target, &self.printer).await.map_err(said)?;
+        let (validation, _, _) =
+            crate::pr::checked(&request, &target, self.replan, &self.printer).await.map_err(said)?;
         bounded(validation)
     }
 

@@ -239,7 +239,8 @@ impl Tools {
         let request = show.request(&self.global, false).map_err(said)?;
         let target = Target::from_args(&self.global);
         let action = Action::Merge { method, auto: false };
-        let (output, merged) = crate::pr::act(action, &request, &target, &self.printer).await.map_err(said)?;
+        let (output, merged) =
+            crate::pr::act(action, &request, &target, self.replan, &self.printer).await.map_err(said)?;
         if !merged {
             return Err(said(Error::Negative {
                 message: format!("#{} was not merged: it is not valid\n{output}", input.number),

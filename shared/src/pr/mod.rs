@@ -9,8 +9,9 @@
 //! - the branch's whole change since it left the config branch hashes, SHA-256 in full, to the
 //!   hash in its name ([`plan::change_hash`]), which only indexes it: the body's file list, with
 //!   each planned file's blob id, then names what differs;
-//! - the request its body records ([`crate::change::recorded`], [`crate::app::recorded`]), planned again on the branch's merge base,
-//!   gives exactly the branch: every path, every blob, nothing else, and the branch's very name.
+//! - the request its body records ([`crate::change::recorded`]), planned again on the branch's
+//!   merge base by the planner the binary hands in (the edge's, which knows every command), gives
+//!   exactly the branch: every path, every blob, nothing else, and the branch's very name.
 //!
 //! A branch an older kubectl-gitops named (7 digits of SHA-1) is listed, but never validates.
 //!
@@ -31,7 +32,7 @@ use serde::Serialize;
 
 use crate::change::RepoSettings;
 use crate::change::plan::{self, BranchName, FileChange};
-use crate::change::recorded::{self, Replanned};
+use crate::change::recorded::{Recorded, Replanned, Replanner};
 use crate::change::{self, HostedRepo, Target};
 use crate::cli::RepoArgs;
 use crate::cli::{GlobalArgs, OutputFormat};
@@ -344,8 +345,14 @@ impl crate::output::Kind for Acted {
 /// is valid, at the head it validated (the provider refuses when the head moved since). The
 /// text to print (a `PullRequestAction` document with `-o json|yaml`), and whether it acted
 /// (`false`: the findings, exit 1).
-pub async fn act(action: Action, request: &Request, target: &Target, printer: &Printer) -> Result<(String, bool)> {
-    let validated = validate(request, target, printer).await?;
+pub async fn act(
+    action: Action,
+    request: &Request,
+    target: &Target,
+    replan: Replanner,
+    printer: &Printer,
+) -> Result<(String, bool)> {
+    let validated = validate(request, target, replan, printer).await?;
     let Validated { validation, hosted, sign, .. } = &validated;
     let number = validation.number;
     let verb = if action == Action::Approve { "approved" } else { "merged" };
@@ -430,8 +437,9 @@ struct Validated {
     context: change::Context,
 }
 
-/// The checks of `pr show`, on the request `request` names.
-async fn validate(request: &Request, target: &Target, printer: &Printer) -> Result<Validated> {
+/// The checks of `pr show`, on the request `request` names; `replan` plans its recorded request
+/// again.
+async fn validate(request: &Request, target: &Target, replan: Replanner, printer: &Printer) -> Result<Validated> {
     let number = request.number.ok_or_else(|| Error::Internal("pr show without a number".into()))?;
     // The request is looked up before the config repo is resolved, so that a number that is not
     // ours is refused without a key; cloning its branch needs one.
@@ -480,7 +488,7 @@ async fn validate(request: &Request, target: &Target, printer: &Printer) -> Resu
     let mut checks = vec![state_check(&details), base_check(&details, &repo.branch), author];
     checks.extend(change_checks(&branch_name, &details.body, change.as_ref(), &head_branch));
     if let Some(change) = &change {
-        let replanned = replan_recorded(&details.body, &context, change, printer).await;
+        let replanned = replan_recorded(&details.body, &context, change, replan, printer).await;
         checks.extend(request_checks(replanned, change, &head_branch));
     }
     checks.push(mergeable_check(&details));
@@ -507,6 +515,7 @@ async fn replan_recorded(
     body: &str,
     context: &change::Context,
     change: &BranchChange,
+    replan: Replanner,
     printer: &Printer,
 ) -> Option<(Vec<String>, Result<Replanned>)> {
     let words = crate::change::plan::parse(body)?;
@@ -523,34 +532,12 @@ async fn replan_recorded(
         Err(error) => Err(error),
     };
     let replanned = match base {
-        Ok(base) => replan(&words, context, &base, &change.files, printer).await,
+        Ok(base) => {
+            replan(Recorded { words: &words, context, base: &base, branch_files: &change.files, printer }).await
+        }
         Err(error) => Err(error),
     };
     Some((words, replanned))
-}
-
-/// Plans the recorded `words` again on `base`, with the planner of the command they name.
-async fn replan(
-    words: &[String],
-    context: &change::Context,
-    base: &Workspace,
-    branch_files: &[(String, Option<Vec<u8>>)],
-    printer: &Printer,
-) -> Result<Replanned> {
-    let rest = words.get(2..).unwrap_or_default();
-    match words.first().map(String::as_str) {
-        Some("app" | "platform") => crate::app::recorded::replan(words, context, base, branch_files).await,
-        Some("tenant") => crate::tenant::replan(words, context, base).await,
-        Some("monitoring") if words.get(1).is_some_and(|verb| verb == "install") => {
-            crate::monitoring::replan(rest, words, context, &base.files())
-        }
-        Some("component") if words.get(1).is_some_and(|verb| verb == "upgrade") => {
-            crate::component::replan(rest, words, context, &base.files())
-        }
-        Some("upgrade") => crate::upgrade::replan(&words[1..], words, context, base, printer).await,
-        Some("promote") => crate::fleet::promote::replan(words, &context.namespace, &base.files()),
-        _ => Err(recorded::unreadable(words, "it is not a command kubectl gitops opens pull requests for")),
-    }
 }
 
 /// Why there are no pull requests to read: no install record, or a config repo on a plain git

@@ -7,6 +7,7 @@ use clap::Args;
 use super::{Request, ShowArgs, Validated, Validation, render_validation, validate};
 use crate::change::Target;
 use crate::change::preview_at::{self, DiffRequest, State};
+use crate::change::recorded::Replanner;
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::error::{Error, ExitCode, Result};
 use crate::output::Printer;
@@ -63,10 +64,15 @@ impl ShowPreviewArgs {
 
 /// `pr show`: validates one pull request we opened and, asked, previews its head. The text to
 /// print and the exit code: 0 valid, 1 not valid (or unverified), 2 when the preview holds a
-/// refusal or a failure.
-pub async fn show(request: &ShowRequest, target: &Target, printer: &Printer) -> Result<(String, ExitCode)> {
+/// refusal or a failure. `replan` plans the recorded request again.
+pub async fn show(
+    request: &ShowRequest,
+    target: &Target,
+    replan: Replanner,
+    printer: &Printer,
+) -> Result<(String, ExitCode)> {
     let validation_request = &request.validation;
-    let (validation, sign, code) = checked(request, target, printer).await?;
+    let (validation, sign, code) = checked(request, target, replan, printer).await?;
     let text = match validation_request.format {
         OutputFormat::Json | OutputFormat::Yaml => {
             crate::output::render_structured(&crate::output::document(&validation), validation_request.format)?
@@ -92,10 +98,12 @@ pub async fn show(request: &ShowRequest, target: &Target, printer: &Printer) -> 
 pub async fn checked(
     request: &ShowRequest,
     target: &Target,
+    replan: Replanner,
     printer: &Printer,
 ) -> Result<(Validation, &'static str, ExitCode)> {
     let validation_request = &request.validation;
-    let Validated { mut validation, sign, mut context, hosted } = validate(validation_request, target, printer).await?;
+    let Validated { mut validation, sign, mut context, hosted } =
+        validate(validation_request, target, replan, printer).await?;
     if let Some(rendering) = &request.preview {
         let head = validation.head.clone().ok_or_else(|| {
             Error::usage(

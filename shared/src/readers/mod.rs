@@ -15,6 +15,7 @@ pub(crate) mod app_report;
 pub(crate) mod apps_query;
 mod collect;
 pub(crate) mod events;
+pub mod ledger;
 mod live;
 pub(crate) mod pod_logs;
 mod remember;

@@ -10,9 +10,9 @@ use kube::api::DynamicObject;
 
 use super::app_report::Gathered;
 use super::collect::{key, resource};
+use super::ledger::{self, AppId, Owner};
 use super::{AppKind as RowKind, AppStatus, Report, Scope};
 use crate::cluster::Cluster;
-use crate::deployments::ledger::{self, AppId, Owner};
 use crate::deployments::{self, AppKind, Deployment};
 use crate::flux::api::{HELM_RELEASE, KUSTOMIZATION};
 use crate::flux::status::FluxObject;

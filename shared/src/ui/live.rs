@@ -8,9 +8,9 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::cluster::Cluster;
-use crate::deployments::ledger::AppId;
 use crate::output::Printer;
 use crate::readers::apps_query::Snapshot;
+use crate::readers::ledger::AppId;
 use crate::readers::{self, Live, Scope};
 
 /// Starts the watches in the background and returns the channel their snapshots go to.

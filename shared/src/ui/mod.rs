@@ -146,6 +146,8 @@ pub(crate) struct Server {
     fleet_config: std::sync::OnceLock<watch::Receiver<Option<fleet_config::FleetConfig>>>,
     /// Flips to true on Ctrl-C: the event streams end, so the server can stop.
     stopping: watch::Receiver<bool>,
+    /// Plans a pull request's recorded request again (the pull request page's validation).
+    replan: crate::change::recorded::Replanner,
     printer: Printer,
 }
 
@@ -169,8 +171,14 @@ async fn listen(address: Option<IpAddr>, port: u16) -> Result<tokio::net::TcpLis
     tried.map_err(|(at, error)| Error::io(format!("cannot listen on {at}"), error))
 }
 
-/// Serves until Ctrl-C. Prints the URL (with its one-time token) on stdout.
-pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer) -> Result<ExitCode> {
+/// Serves until Ctrl-C. Prints the URL (with its one-time token) on stdout. `replan` plans a
+/// pull request's recorded request again (the binary hands in the edge's).
+pub async fn serve(
+    global: &GlobalArgs,
+    settings: &UiSettings,
+    replan: crate::change::recorded::Replanner,
+    printer: Printer,
+) -> Result<ExitCode> {
     let base = Target::from_args(global);
     let contexts = match &settings.contexts {
         Some(contexts) => contexts.iter().cloned().map(Some).collect(),
@@ -193,6 +201,7 @@ pub async fn serve(global: &GlobalArgs, settings: &UiSettings, printer: Printer)
         fleet_revisions: std::sync::OnceLock::new(),
         fleet_config: std::sync::OnceLock::new(),
         stopping,
+        replan,
         printer,
     });
 

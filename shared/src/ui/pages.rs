@@ -591,7 +591,7 @@ pub(super) async fn pull(view: Viewed, Path(number): Path<u64>) -> Response {
         headers: true,
     };
     let request = crate::pr::ShowRequest { validation, preview: Some(crate::preview::Rendering::default()) };
-    match crate::pr::show(&request, &view.target, &view.server.printer).await {
+    match crate::pr::show(&request, &view.target, view.server.replan, &view.server.printer).await {
         Ok((text, _)) => {
             let title = format!("Pull request {number}");
             layout(&view.nav(), &title, html! { h1 { (title) } pre.plan tabindex="0" { (linked(&text)) } })

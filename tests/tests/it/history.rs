@@ -14,8 +14,8 @@ use gitops_e2e::testenv::TestEnv;
 use gitops_e2e::testenv::servers::{GIT_HTTP_PASSWORD, GIT_HTTP_USER};
 use gitops_e2e::ui::Ui;
 use gitops_shared::cluster::{Cluster, Connection};
-use gitops_shared::deployments::ledger::{self, AppId, Owner};
 use gitops_shared::deployments::{AppKind, Deployment};
+use gitops_shared::readers::ledger::{self, AppId, Owner};
 use serde_json::Value;
 
 const NAMESPACE: &str = "history";

@@ -442,7 +442,8 @@ impl App {
     /// (authored 2 minutes before it was first reconciled), and the history's fingerprint, so
     /// that `status` finds nothing new to keep.
     fn ledger(&self) -> serde_json::Value {
-        use gitops_shared::deployments::{self, AppKind, ledger};
+        use gitops_shared::deployments::{self, AppKind};
+        use gitops_shared::readers::ledger;
         let history = self.history();
         let flux = deployments::from_flux(AppKind::Kustomization, Some(&history));
         let mut kept = Vec::new();

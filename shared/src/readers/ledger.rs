@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams, ObjectList, PartialObjectMeta, PostParams, TypeMeta};
 
-use super::{AppKind, Deployment, attach_commits, fingerprint, merge};
 use crate::cluster::{Cluster, list_pages};
+use crate::deployments::{AppKind, Deployment, attach_commits, fingerprint, merge};
 use crate::error::Result;
 use crate::git::log::CommitInfo;
 use crate::record::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
