@@ -600,13 +600,15 @@ fn the_checks_see_the_files_uses() {
     assert!(edges > 300, "only {edges} uses between files were found");
 }
 
+/// A tree of planted files, for the checks' own tests.
+#[cfg(test)]
+fn tree(files: &[(&str, &str)]) -> Vec<Source> {
+    files.iter().map(|(path, text)| Source { path: path.to_string(), text: text.to_string() }).collect()
+}
+
 #[cfg(test)]
 mod checks {
     use super::*;
-
-    fn tree(files: &[(&str, &str)]) -> Vec<Source> {
-        files.iter().map(|(path, text)| Source { path: path.to_string(), text: text.to_string() }).collect()
-    }
 
     #[test]
     fn a_planted_face_or_command_using_another_is_found() {
@@ -750,6 +752,44 @@ fn uses_within(uses: &BTreeMap<String, BTreeSet<String>>, layer: &str) -> Vec<St
 fn no_command_uses_another_command() {
     let found = uses_within(&module_uses(&sources()), "commands");
     assert!(found.is_empty(), "a command uses another: move what they share below both {found:#?}");
+}
+
+/// How code commits or pushes with git: only `git` itself and `publish`, the one git write path,
+/// may.
+const GIT_WRITES: [&str; 4] = [".push()", "push_to_branch(", "files.commit(", "checkout.commit("];
+
+/// The files outside `git` and `publish.rs` that commit or push ([`GIT_WRITES`]).
+fn git_writes_outside_publish(sources: &[Source]) -> Vec<String> {
+    sources
+        .iter()
+        .filter(|source| !source.path.starts_with("git") && source.path != "publish.rs")
+        .filter(|source| GIT_WRITES.iter().any(|write| code_of(&source.text).contains(write)))
+        .map(|source| source.path.clone())
+        .collect()
+}
+
+#[test]
+fn every_commit_goes_through_publish() {
+    let found = git_writes_outside_publish(&sources());
+    assert!(found.is_empty(), "commits or pushes outside publish.rs: {found:?}");
+    let planted = tree(&[
+        ("change/deliver.rs", "fn f(c: &Workspace) { c.push_to_branch(b); }\n"),
+        ("publish.rs", "fn f(c: &mut Checkout) { c.push(); checkout.commit(m, a); }\n"),
+        ("readers/app_reads.rs", "fn f(&self) { self.commit(&gathered); }\n"),
+    ]);
+    assert_eq!(git_writes_outside_publish(&planted), ["change/deliver.rs"]);
+}
+
+/// One way to reach a forge's API: outside `provider`, a provider client is made by
+/// `config::forge` alone, which looks the token up by the host and reads the API base override.
+#[test]
+fn a_forge_is_reached_one_way() {
+    let makers: Vec<String> = sources()
+        .into_iter()
+        .filter(|source| !source.path.starts_with("provider/") && code_of(&source.text).contains("Provider::new("))
+        .map(|source| source.path)
+        .collect();
+    assert_eq!(makers, ["config.rs"], "a provider client made outside config::forge");
 }
 
 #[test]

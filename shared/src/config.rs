@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::env;
 use crate::error::{Error, Result};
 use crate::http::Origin;
-use crate::provider::{Kind, Token};
+use crate::provider::{Kind, Provider, ProviderConfig, Token};
 
 /// The config file tokens may be kept in (mode 0600 is wise): `$KUBECTL_GITOPS_CONFIG`, else
 /// `$XDG_CONFIG_HOME/kubectl-gitops/config.yaml`, else `~/.config/kubectl-gitops/config.yaml`.
@@ -20,6 +20,23 @@ pub fn config_file() -> Option<PathBuf> {
     set(env::KUBECTL_GITOPS_CONFIG)
         .or_else(|| set(env::XDG_CONFIG_HOME).map(|dir| dir.join("kubectl-gitops/config.yaml")))
         .or_else(|| set(env::HOME).map(|home| home.join(".config/kubectl-gitops/config.yaml")))
+}
+
+/// The one way a command reaches a forge's API: `kind` at `host` (its public host, or the one
+/// the user or the install record names), with the token [`provider_token`] finds for that host
+/// (`bound`: the host the user's side binds), at the API base the user may override
+/// (`KUBECTL_GITOPS_*_API_URL`). `None` when there is no token; the caller says why one is
+/// needed.
+pub fn forge(kind: Kind, host: &Origin, bound: Option<&Origin>) -> Result<Option<(Provider, Token)>> {
+    let Some(token) = provider_token(kind, host, bound)? else { return Ok(None) };
+    let public = hosts::public_host(kind)?;
+    let config = ProviderConfig {
+        kind,
+        host: (*host != public).then(|| host.clone()),
+        api_base: std::env::var(kind.api_url_env()).ok().filter(|value| !value.is_empty()),
+        token: token.clone(),
+    };
+    Ok(Some((Provider::new(config)?, token)))
 }
 
 /// The API token for `host`, looked up by that host: `GITHUB_TOKEN`, `GITLAB_TOKEN` or

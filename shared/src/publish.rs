@@ -4,12 +4,15 @@
 //! until the command's timeout. Nothing is replayed or rebased: a re-plan never overwrites what
 //! the other push changed unless the request itself says so (install writes whole files).
 //!
-//! `app` and `install` push through it.
+//! Every commit kubectl-gitops makes goes through here: the change engine's pushes and pull
+//! request branches (`app`, `platform`, `tenant`, `monitoring`, `component`, `upgrade`, `app
+//! rollback`), `install`'s, and a new repository's first commit ([`seed`]).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::git::{self, Checkout, GitError, Signature, Workspace};
+use crate::git::{self, Checkout, GitError, Remote, RemoteBranch, Signature, Workspace};
 use crate::output::Printer;
 use crate::plan::FileChange;
 
@@ -88,6 +91,55 @@ pub async fn commit_and_push(
             Err(error) => return Err(error.into()),
         }
     }
+}
+
+/// Commits `files` and pushes them to a branch of their own, `branch` (a pull request's), unless
+/// the branch holds that change already; what the branch held before. A branch with other
+/// changes is refused: nothing is pushed over it.
+pub async fn commit_to_branch(
+    workspace: &Workspace,
+    branch: &str,
+    message: &str,
+    author: &Signature,
+    files: &[FileChange],
+) -> Result<RemoteBranch> {
+    {
+        let mut checkout = workspace.files();
+        write(&mut checkout, files)?;
+        checkout.commit(message, author)?;
+    }
+    let existing = workspace.remote_branch(branch).await?;
+    match existing {
+        RemoteBranch::Holds => {}
+        RemoteBranch::Absent | RemoteBranch::Stale => workspace.push_to_branch(branch).await?,
+        RemoteBranch::Other => {
+            return Err(Error::Remote {
+                message: format!("branch {branch} exists with other changes than this one"),
+                hint: Some(
+                    "merge or close its pull request and delete the branch, then run this again (nothing was pushed)"
+                        .into(),
+                ),
+            });
+        }
+    }
+    Ok(existing)
+}
+
+/// The first commit of a repository made a moment ago (`app add --create-repo`): `files`, as
+/// bytes (a template's may be any file), pushed to `branch` of `target`. Nobody else can have
+/// pushed to it yet, so there is nothing to plan again.
+pub async fn seed(target: Remote, branch: &str, files: BTreeMap<String, Vec<u8>>, message: String) -> Result<()> {
+    let branch = branch.to_string();
+    git::network(move || -> Result<()> {
+        let mut checkout = Checkout::clone(&target, &branch)?;
+        for (path, contents) in &files {
+            checkout.write(path, contents)?;
+        }
+        checkout.commit(&message, &author())?;
+        checkout.push()?;
+        Ok(())
+    })
+    .await
 }
 
 /// Writes (or removes) the files in the checkout's work tree.

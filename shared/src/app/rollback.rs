@@ -26,7 +26,9 @@ use kube::api::{Api, DynamicObject};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::change::{self, RepoSettings, Target};
+use crate::change::deliver::Route;
+use crate::change::plan::{Delivery, Plan};
+use crate::change::{self, ConfigRepo, RepoSettings, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::Cluster;
 use crate::error::{Error, ExitCode, Result};
@@ -299,7 +301,7 @@ pub async fn rolled_back(
     crate::readers::app_history(&cluster, &namespace, &request.name, false, crate::readers::Ledgers::Keep, printer)
         .await?;
     automations.set_suspended(&cluster, true, printer).await?;
-    let checkout = (&head_checkout, config.as_ref());
+    let checkout = (head_checkout, config.as_ref());
     let delivered = deliver(&context, checkout, &located, (&message, files), &mut outcome, request, printer).await;
     if delivered.is_err() {
         // Nothing half done: an automation suspended for a rollback that did not happen runs again.
@@ -382,11 +384,14 @@ async fn resolved(to: &To, located: &Located, config: Option<&Remote>) -> Result
     }
 }
 
-/// Pushes the rollback commit to the branch Flux follows, or with `--pr` to a branch of its own
-/// with a pull request; fills in `outcome` and returns the line that says what was done.
+/// Delivers the rollback through the change engine into the app's repository: a commit pushed
+/// to the branch Flux follows (a push refused because the branch moved meanwhile refuses the
+/// rollback), or with `--pr` a branch of its own with a pull request on the config repo's
+/// forge, read back before it is reported. Fills in `outcome` and returns the line that says what
+/// was done.
 async fn deliver(
     context: &change::Context,
-    (head_checkout, config): (&Workspace, Option<&crate::git::Remote>),
+    (head_checkout, config): (Workspace, Option<&Remote>),
     located: &Located,
     (message, files): (&str, Vec<FileChange>),
     outcome: &mut Rollback,
@@ -395,27 +400,82 @@ async fn deliver(
 ) -> Result<String> {
     let (url, branch) = (&located.url, &located.branch);
     let app = format!("{}/{}", outcome.namespace, outcome.name);
-    if request.pr {
-        let target = PullRequestTarget {
-            url,
-            base: branch,
+    let hosted = match request.pr {
+        true => Some(app_forge(context, url, config, &request.repo)?),
+        false => None,
+    };
+    let delivery = match &hosted {
+        Some(hosted) => Delivery::PullRequest {
             branch: format!("gitops/rollback-{}-{}", request.name, short(&outcome.to)),
-            config,
-            repo: &request.repo,
-        };
-        let opened = open_pull_request(context, head_checkout, target, message, &files).await?;
-        outcome.commit = head_checkout.files().head();
+            noun: hosted.provider.kind().pull_request_noun(),
+            merge: false,
+        },
+        None => Delivery::Push,
+    };
+    let repo = ConfigRepo { remote: sources::remote_for(url, config), branch: branch.clone(), hosted, platform: false };
+    let why = message.split_once("\n\n").map(|(_, body)| body.replace('\n', " ")).into_iter().collect();
+    let plan = Plan {
+        message: message.to_string(),
+        repo: url.clone(),
+        branch: branch.clone(),
+        files,
+        delivery,
+        patches: Vec::new(),
+        migrations: Vec::new(),
+        objects: Vec::new(),
+        wait: None,
+        notes: why,
+        new_repo: None,
+        request: Vec::new(),
+    };
+    let moved = |_: &Checkout| -> Result<Vec<FileChange>> {
+        Err(Error::usage(
+            format!("someone pushed to branch {branch} of {url} meanwhile; nothing was pushed"),
+            "look at what they pushed (`kubectl gitops app history NAME`), and roll back again once Flux has applied it",
+        ))
+    };
+    let route = Route::of(&plan.delivery, &plan.files, Some(head_checkout), Some(&repo))?;
+    let author = crate::publish::author();
+    let done =
+        change::deliver::execute(&plan, route, &author, context.cluster.as_ref(), &moved, request.timeout, printer)
+            .await?;
+    outcome.commit = done.commit.clone();
+    if let Some((opened, _)) = &done.pull_request {
         outcome.pull_request = Some(opened.url.clone());
         return Ok(format!("opened pull request #{} to roll back {app}: {}", opened.number, opened.url));
     }
-    let commit = push(head_checkout, message, files, (branch, url), request.timeout, printer).await?;
-    let line = format!(
+    let commit = done.commit.ok_or_else(|| Error::Internal("the rollback commit was not pushed".into()))?;
+    Ok(format!(
         "rolled back {app} to {}: commit {} pushed to branch {branch} of {url}",
         short(&outcome.to),
         short(&commit)
+    ))
+}
+
+/// The forge a rollback's pull request opens on: the config repo's, which the app's repository
+/// must be on (its server, and its token).
+fn app_forge(
+    context: &change::Context,
+    url: &str,
+    config: Option<&Remote>,
+    settings: &RepoSettings,
+) -> Result<change::HostedRepo> {
+    let no_forge = || {
+        Error::usage(
+            format!("{url} is not on the config repo's forge: there is no pull request to open there"),
+            "roll back without --pr (a commit pushed to the branch), or open the pull request yourself",
+        )
+    };
+    let hosted = context.hosted_repo(settings)?.ok_or_else(no_forge)?;
+    let on_config_server = config.is_some_and(
+        |config| matches!((parse_url(url), parse_url(&config.url)), (Ok(a), Ok(b)) if same_server(&a, &b)),
     );
-    outcome.commit = Some(commit);
-    Ok(line)
+    if !on_config_server {
+        return Err(no_forge());
+    }
+    let path = crate::repo_access::path_of(url)?;
+    let repo = crate::provider::RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
+    Ok(change::HostedRepo { repo, ..hosted })
 }
 
 /// The app's Kustomization and the git repository and branch it is applied from, with the APIs
@@ -554,29 +614,6 @@ fn config_app_dirs(context: &change::Context, app: &Value, name: &str, why_not_o
     }
 }
 
-/// Commits the restored files and pushes them to `branch` of `url` (`to`); a push refused because
-/// the branch moved meanwhile refuses the rollback. Returns the commit pushed.
-async fn push(
-    checkout: &Workspace,
-    message: &str,
-    files: Vec<FileChange>,
-    (branch, url): (&str, &str),
-    timeout: Duration,
-    printer: &Printer,
-) -> Result<String> {
-    let moved = |_: &Checkout| -> Result<Vec<FileChange>> {
-        Err(Error::usage(
-            format!("someone pushed to branch {branch} of {url} meanwhile; nothing was pushed"),
-            "look at what they pushed (`kubectl gitops app history NAME`), and roll back again once Flux has applied it",
-        ))
-    };
-    let author = crate::publish::author();
-    match crate::publish::commit_and_push(checkout, message, &author, files, &moved, timeout, printer).await? {
-        crate::publish::Published::Commit(Some(commit)) => Ok(commit),
-        _ => Err(Error::Internal("the rollback commit was not pushed".into())),
-    }
-}
-
 /// Asks Flux to fetch and apply now, and with `--wait` waits as `app status NAME --wait
 /// --revision COMMIT` does; a HelmRelease app as a change to the config repo is waited for
 /// (the sync and the apps layer at the commit, then the HelmRelease Ready).
@@ -639,62 +676,6 @@ fn commit_message(name: &str, app: &Value, restore: &Restore) -> String {
         restore.because,
         restore.running
     )
-}
-
-/// What was done: the Rollback document, or `line`.
-/// Where a rollback's pull request goes: the app's repository, the branch Flux follows, and
-/// the config repo's remote (whose server the app's must be on).
-struct PullRequestTarget<'a> {
-    url: &'a str,
-    base: &'a str,
-    /// The branch to push: `gitops/rollback-<app>-<commit>`.
-    branch: String,
-    config: Option<&'a crate::git::Remote>,
-    /// The flags that name the config repo and the hosts it may be on.
-    repo: &'a RepoSettings,
-}
-
-/// Commits the restored files on a branch of their own, pushes it and opens a pull request into
-/// the branch Flux follows on the config repo's forge; a branch whose pull request cannot be
-/// opened is deleted again.
-async fn open_pull_request(
-    context: &change::Context,
-    checkout: &Workspace,
-    target: PullRequestTarget<'_>,
-    message: &str,
-    files: &[FileChange],
-) -> Result<crate::provider::PullRequest> {
-    let no_forge = || {
-        Error::usage(
-            format!("{} is not on the config repo's forge: there is no pull request to open there", target.url),
-            "roll back without --pr (a commit pushed to the branch), or open the pull request yourself",
-        )
-    };
-    let hosted = context.hosted_repo(target.repo)?.ok_or_else(no_forge)?;
-    let on_config_server = target.config.is_some_and(
-        |config| matches!((parse_url(target.url), parse_url(&config.url)), (Ok(a), Ok(b)) if same_server(&a, &b)),
-    );
-    if !on_config_server {
-        return Err(no_forge());
-    }
-    let path = crate::repo_access::path_of(target.url)?;
-    let repository = crate::provider::RepoRef::parse(path.trim_start_matches('/').trim_end_matches(".git"))?;
-    let (title, branch) = (message.lines().next().unwrap_or_default(), &target.branch);
-    {
-        let mut files_now = checkout.files();
-        crate::publish::write(&mut files_now, files)?;
-        files_now.commit(message, &crate::publish::author())?;
-    }
-    checkout.push_to_branch(branch).await?;
-    let body = message.split_once("\n\n").map_or("", |(_, body)| body);
-    match hosted.provider.create_pull_request(&repository, branch, target.base, title, body).await {
-        Ok(opened) => Ok(opened),
-        Err(error) => {
-            // Nothing half-written: no branch without its pull request.
-            let _ = checkout.delete_remote_branch(branch).await;
-            Err(error.into())
-        }
-    }
 }
 
 /// The plan `--dry-run` prints: the steps, then each file's diff.

@@ -84,11 +84,8 @@ fn credentials_are_attached_only_through_the_gate() {
 
 #[cfg(test)]
 mod checks {
+    use super::super::tree;
     use super::*;
-
-    fn tree(files: &[(&str, &str)]) -> Vec<Source> {
-        files.iter().map(|(path, text)| Source { path: path.to_string(), text: text.to_string() }).collect()
-    }
 
     #[test]
     fn a_credential_attached_outside_the_gate_is_found_naming_its_file() {

@@ -11,7 +11,7 @@ use crate::flux::api::Versions;
 use crate::git::{Auth, Checkout, Remote, Workspace};
 use crate::http::Origin;
 use crate::output::Printer;
-use crate::provider::{Kind, Provider, ProviderConfig, RepoRef};
+use crate::provider::{Kind, Provider, RepoRef};
 use crate::record::{InstallRecord, PlatformRepo};
 use crate::repo_access::{self, parse_url};
 
@@ -206,20 +206,13 @@ fn config_repo_provider(trusted: &Trusted<'_>) -> Result<Option<HostedRepo>> {
     else {
         return Ok(None);
     };
-    let token = crate::config::provider_token(kind, host, trusted.api.as_ref())?.ok_or_else(|| {
+    let (provider, token) = crate::config::forge(kind, host, trusted.api.as_ref())?.ok_or_else(|| {
         Error::usage(
             format!("the config repo {repository} is on {host}, and there is no token for it"),
             crate::config::token_hint(kind, &host.authority()),
         )
     })?;
-    let public = hosts::public_host(kind)?;
-    let config = ProviderConfig {
-        kind,
-        host: (*host != public).then(|| host.clone()),
-        api_base: std::env::var(kind.api_url_env()).ok().filter(|value| !value.is_empty()),
-        token: token.clone(),
-    };
-    Ok(Some(HostedRepo { provider: Provider::new(config)?, repo: RepoRef::parse(repository)?, token }))
+    Ok(Some(HostedRepo { provider, repo: RepoRef::parse(repository)?, token }))
 }
 
 /// How we push: over SSH with the user's key (host keys checked, never trusted blindly), over

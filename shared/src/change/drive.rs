@@ -176,13 +176,9 @@ pub(crate) async fn drive_change(
     for note in &plan.notes {
         context.printer.progress(note);
     }
-    let target = match (checkout, &context.repo) {
-        (Some(checkout), Some(repo)) => Some((checkout, repo)),
-        _ => None,
-    };
+    let route = deliver::Route::of(&plan.delivery, &plan.files, checkout, context.repo.as_ref())?;
     let cluster = context.cluster.as_ref();
-    let outcome =
-        deliver::execute(&plan, target, &args.author, cluster, replan, args.timeout, &context.printer).await?;
+    let outcome = deliver::execute(&plan, route, &args.author, cluster, replan, args.timeout, &context.printer).await?;
     let what = Done { noun: change.noun, name: change.app, done: change.done, awaits: change.awaits.as_ref() };
     let finished = finish(context, &plan, &outcome, &what, args.timeout).await?;
     result.done = Some(DoneChange::of(&outcome, finished.merge_commit.as_deref()));
@@ -256,13 +252,14 @@ async fn finish(
             crate::provider::PullRequestOutcome::Updated => "updated",
         };
         let line = format!("{noun} {verb}: {}\n", pull_request.url);
-        let (Some(awaits), Some(_), Some(cluster), Some(repo)) = (awaits, &plan.wait, &context.cluster, &context.repo)
-        else {
+        let repo = context.repo.as_ref();
+        let forge = repo.zip(repo.and_then(|repo| repo.hosted.as_ref()));
+        let (Some(awaits), Some(_), Some(cluster), Some(forge)) = (awaits, &plan.wait, &context.cluster, forge) else {
             return Ok(Finished { line, merge_commit: None, waited: None });
         };
         // --wait follows the request: merged (by us with --merge, or by a reviewer), then applied.
         context.printer.progress(line.trim_end());
-        let merged = deliver::merged(repo, pull_request.number, timeout, &context.printer).await?;
+        let merged = deliver::merged(forge, pull_request.number, timeout, &context.printer).await?;
         let awaited = awaits.awaited(what_noun, app);
         wait::after_push(cluster, context, &awaited, &merged, timeout).await?;
         return Ok(Finished {

@@ -44,6 +44,29 @@ pub fn pull_request_reference(text: &str) -> crate::error::Result<crate::provide
     })
 }
 
+/// The pull request `reference` names on the repository `hosted` reaches: by its number, and
+/// when an address was given, only if that address is the request's own.
+pub async fn pull_request_named(
+    hosted: &HostedRepo,
+    reference: &crate::provider::PullRequestReference,
+) -> crate::error::Result<crate::provider::PullRequestDetails> {
+    let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
+    let number = reference.number;
+    let details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
+        crate::error::Error::usage(
+            format!("{} has no {noun} {sign}{number}", hosted.repo),
+            "`kubectl gitops pr list` lists the open ones kubectl gitops opened",
+        )
+    })?;
+    match &reference.url {
+        Some(given) if details.url.trim_end_matches('/') != given => Err(crate::error::Error::usage(
+            format!("{given} is not {noun} {sign}{number} of {}, which is {}", hosted.repo, details.url),
+            "give a pull request of the config repo the current cluster was installed from, or its number",
+        )),
+        _ => Ok(details),
+    }
+}
+
 /// `--export` prints Flux YAML, as `flux create … --export` does; `-o json|yaml` asks for the
 /// `Change` document, which `--export` has none of: the two together are refused.
 pub fn exports_yaml(printer: &crate::output::Printer) -> crate::error::Result<()> {

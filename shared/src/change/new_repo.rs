@@ -312,17 +312,7 @@ async fn first_commit(
             (files, format!("{message}\n\nTemplate: {remote}@{commit}\n"), Some(commit))
         }
     };
-    let branch = branch.to_string();
-    git::network(move || -> Result<()> {
-        let mut checkout = Checkout::clone(&target, &branch)?;
-        for (path, contents) in &files {
-            checkout.write(path, contents)?;
-        }
-        checkout.commit(&message, &crate::publish::author())?;
-        checkout.push()?;
-        Ok(())
-    })
-    .await?;
+    crate::publish::seed(target, branch, files, message).await?;
     Ok(copied)
 }
 

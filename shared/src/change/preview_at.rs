@@ -117,20 +117,7 @@ async fn clone_state(context: &mut Context, request: &DiffRequest, printer: &Pri
             })?;
             let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
             let number = reference.number;
-            let details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
-                Error::usage(
-                    format!("{} has no {noun} {sign}{number}", hosted.repo),
-                    "`kubectl gitops pr list` lists ours",
-                )
-            })?;
-            if let Some(given) = &reference.url
-                && details.url.trim_end_matches('/') != given
-            {
-                return Err(Error::usage(
-                    format!("{given} is not {noun} {sign}{number} of {}, which is {}", hosted.repo, details.url),
-                    "give a pull request of the config repo, or its number",
-                ));
-            }
+            let details = super::pull_request_named(&hosted, reference).await?;
             let (Some(branch), Some(head)) = (details.head_branch, details.head_sha) else {
                 return Err(Error::usage(
                     format!("{noun} {sign}{number} names no head branch and commit"),

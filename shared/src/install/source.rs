@@ -5,7 +5,7 @@ use super::settings::InstallSettings;
 use crate::deploy_key::{DeployKey, REDACTED};
 use crate::error::{Error, Result};
 use crate::git::{Auth, Remote};
-use crate::provider::{Kind, Provider, ProviderConfig, RepoInfo, RepoRef};
+use crate::provider::{Kind, Provider, RepoInfo, RepoRef};
 use crate::repo_access::{default_ssh_key, https_credentials, known_hosts, parse_url, read_private_key};
 
 /// How Flux authenticates to the repo; stored in Secret `<namespace>/flux-system`.
@@ -101,19 +101,12 @@ pub async fn hosted(
         None => crate::config::hosts::public_host(kind)?,
     };
     let host = origin.authority();
-    let token = crate::config::provider_token(kind, &origin, Some(&origin))?.ok_or_else(|| {
+    let (provider, token) = crate::config::forge(kind, &origin, Some(&origin))?.ok_or_else(|| {
         Error::usage(
             format!("--provider {} needs an API token for {host}", flags.provider.name()),
             crate::config::token_hint(kind, &host),
         )
     })?;
-    let config = ProviderConfig {
-        kind,
-        host: flags.hostname.clone(),
-        api_base: std::env::var(kind.api_url_env()).ok().filter(|v| !v.is_empty()),
-        token: token.clone(),
-    };
-    let provider = Provider::new(config)?;
     let repo = RepoRef::new(owner, name);
     let info = provider.get_repository(&repo).await?;
     let deploy_keys = match &info {

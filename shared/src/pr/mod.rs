@@ -445,21 +445,9 @@ async fn validate(request: &Request, target: &Target, replan: Replanner, printer
     // ours is refused without a key; cloning its branch needs one.
     let mut context = change::context(target, &request.repo, false, printer).await?;
     let hosted = context.hosted_repo(&request.repo)?.ok_or_else(|| no_pull_requests(context.record()))?;
-    let (noun, sign) = (hosted.provider.kind().pull_request_noun(), hosted.provider.kind().pull_request_sign());
-    let mut details = hosted.provider.get_pull_request(&hosted.repo, number).await?.ok_or_else(|| {
-        Error::usage(
-            format!("{} has no {noun} {sign}{number}", hosted.repo),
-            "`kubectl gitops pr list` lists the open ones kubectl gitops opened",
-        )
-    })?;
-    if let Some(given) = &request.url
-        && details.url.trim_end_matches('/') != given
-    {
-        return Err(Error::usage(
-            format!("{given} is not {noun} {sign}{number} of {}, which is {}", hosted.repo, details.url),
-            "give a pull request of the config repo the current cluster was installed from, or its number",
-        ));
-    }
+    let sign = hosted.provider.kind().pull_request_sign();
+    let reference = crate::provider::PullRequestReference { number, url: request.url.clone() };
+    let mut details = change::pull_request_named(&hosted, &reference).await?;
     let head_branch = details.head_branch.clone().unwrap_or_default();
     let Some(branch_name) = BranchName::parse(&head_branch).filter(|_| is_ours(&details)) else {
         return Err(Error::usage(
