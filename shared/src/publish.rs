@@ -94,20 +94,20 @@ pub async fn commit_and_push(
 }
 
 /// Commits `files` and pushes them to a branch of their own, `branch` (a pull request's), unless
-/// the branch holds that change already; what the branch held before. A branch with other
-/// changes is refused: nothing is pushed over it.
+/// the branch holds that change already; what the branch held before, and the commit made. A
+/// branch with other changes is refused: nothing is pushed over it.
 pub async fn commit_to_branch(
     workspace: &Workspace,
     branch: &str,
     message: &str,
     author: &Signature,
     files: &[FileChange],
-) -> Result<RemoteBranch> {
-    {
+) -> Result<(RemoteBranch, Option<String>)> {
+    let commit = {
         let mut checkout = workspace.files();
         write(&mut checkout, files)?;
-        checkout.commit(message, author)?;
-    }
+        checkout.commit(message, author)?
+    };
     let existing = workspace.remote_branch(branch).await?;
     match existing {
         RemoteBranch::Holds => {}
@@ -122,7 +122,7 @@ pub async fn commit_to_branch(
             });
         }
     }
-    Ok(existing)
+    Ok((existing, commit))
 }
 
 /// The first commit of a repository made a moment ago (`app add --create-repo`): `files`, as

@@ -224,10 +224,10 @@ impl<'a> Execution<'a> {
             return Err(failed(0, off_route("push a branch")));
         };
         let (checkout, repo, hosted, branch) = (checkout, *repo, *hosted, steps.branch);
-        let existed = publish::commit_to_branch(checkout, branch, &self.plan.message, self.author, &self.plan.files)
-            .await
-            .map_err(|error| failed(0, error))?;
-        let commit = checkout.files().head();
+        let (existed, commit) =
+            publish::commit_to_branch(checkout, branch, &self.plan.message, self.author, &self.plan.files)
+                .await
+                .map_err(|error| failed(0, error))?;
         match existed {
             RemoteBranch::Holds => self.printer.done(&format!("branch {branch} already holds this change")),
             _ => self.printer.done(words(0)),

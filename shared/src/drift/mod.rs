@@ -303,6 +303,16 @@ impl Drift {
 pub type LiveDrift = Option<std::sync::Arc<std::result::Result<Drift, String>>>;
 
 impl DriftRequest {
+    /// One report as a face asks for it (plain data, no flags to parse): of the Kustomization
+    /// `name` or every one, in `namespace` (`None`: every namespace; `Some(None)`: Flux's).
+    pub fn report(name: Option<&str>, namespace: Option<Option<String>>, repo: RepoSettings) -> Result<DriftRequest> {
+        let name = name.map(|name| crate::names::validate_name(name, "the Kustomization")).transpose()?;
+        if let Some(Some(namespace)) = &namespace {
+            crate::names::validate_name(namespace, "namespace")?;
+        }
+        Ok(DriftRequest { name, namespace, repo, format: OutputFormat::Json, headers: true, follow: Follow::Once })
+    }
+
     /// Every Kustomization of every namespace, followed (the UI's drift).
     pub fn everywhere(repo: RepoSettings) -> DriftRequest {
         DriftRequest {

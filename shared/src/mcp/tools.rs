@@ -19,7 +19,7 @@ use crate::change::preview_at::{DiffRequest, State};
 use crate::cli::{GlobalArgs, OutputFormat, RepoArgs};
 use crate::cluster::Cluster;
 use crate::detect::Detection;
-use crate::drift::{Drift, DriftArgs};
+use crate::drift::Drift;
 use crate::error::Error;
 use crate::fleet::{FleetStatus, StatusArgs};
 use crate::metrics::{DEFAULT_FAILURE_WINDOW, DEFAULT_SINCE, DoraReport, DoraRequest};
@@ -366,11 +366,11 @@ impl Tools {
         if input.all_namespaces && input.name.is_some() {
             return Err(said(Error::usage("name and allNamespaces both say which", "give one of them")));
         }
-        let mut global = self.global.clone();
-        global.namespace = given(input.namespace).or(global.namespace);
-        let args = DriftArgs { name: given(input.name), all_namespaces: input.all_namespaces, repo: self.repo.clone() };
-        let request = args.request(&global).map_err(said)?;
-        let target = crate::change::Target::from_args(&global);
+        let namespace = (!input.all_namespaces).then(|| given(input.namespace).or(self.global.namespace.clone()));
+        let repo = self.repo.settings().map_err(said)?;
+        let request =
+            crate::drift::DriftRequest::report(given(input.name).as_deref(), namespace, repo).map_err(said)?;
+        let target = crate::change::Target::from_args(&self.global);
         bounded(crate::drift::report(&request, &target, &self.printer).await.map_err(said)?)
     }
 
@@ -390,12 +390,10 @@ impl Tools {
         description = "Validate one pull request kubectl-gitops opened, as `kubectl gitops pr show NUMBER -o json`: who opened it, whether its branch is exactly what its recorded request plans on its base (every file, nothing else), mergeable, checks; with `preview`, what its head would do to the cluster (`kubectl gitops diff`'s preview)."
     )]
     async fn pr_show(&self, Parameters(input): Parameters<PrShow>) -> Result<Json<Validation>, String> {
-        let args = crate::pr::ShowPreviewArgs {
-            show: crate::pr::ShowArgs { reference: input.number.to_string(), opened_by: None, repo: self.repo.clone() },
-            preview: input.preview,
-            render: Default::default(),
-        };
-        let request = args.request(&self.global, false).map_err(said)?;
+        let repo = self.repo.settings().map_err(said)?;
+        let validation = crate::pr::Request::show_number(input.number, repo, crate::cli::OutputFormat::Json);
+        let preview = input.preview.then(crate::preview::Rendering::default);
+        let request = crate::pr::ShowRequest { validation, preview };
         let target = crate::change::Target::from_args(&self.global);
         let (validation, _, _) =
             crate::pr::checked(&request, &target, self.replan, &self.printer).await.map_err(said)?;

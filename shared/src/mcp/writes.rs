@@ -18,7 +18,7 @@ use crate::change::Target;
 use crate::change::result::Changed;
 use crate::error::Error;
 use crate::fleet::promote_app::PromoteApp;
-use crate::pr::{Action, ShowArgs};
+use crate::pr::Action;
 use crate::provider::MergeMethod;
 
 /// The input of `remove_app`, `suspend_app` and `resume_app`.
@@ -235,8 +235,8 @@ impl Tools {
                 "a person reviews and merges it (`kubectl gitops pr show`, `pr merge`), or the server runs with --allow-self-merge",
             )));
         }
-        let show = ShowArgs { reference: input.number.to_string(), opened_by: None, repo: self.repo.clone() };
-        let request = show.request(&self.global, false).map_err(said)?;
+        let repo = self.repo.settings().map_err(said)?;
+        let request = crate::pr::Request::show_number(input.number, repo, self.global.output_format());
         let target = Target::from_args(&self.global);
         let action = Action::Merge { method, auto: false };
         let (output, merged) =

@@ -84,6 +84,14 @@ pub struct Request {
     pub headers: bool,
 }
 
+impl Request {
+    /// `pr show NUMBER` of the repository `repo` reaches, as a face asks for it: plain data, no
+    /// flags to parse.
+    pub fn show_number(number: u64, repo: RepoSettings, format: OutputFormat) -> Request {
+        Request { number: Some(number), url: None, repo, opened_by: None, format, headers: true }
+    }
+}
+
 impl ShowArgs {
     /// Checks the reference: a number, or an address ending in one. `platform`: a pull request
     /// of the platform repo (`pr --platform`).

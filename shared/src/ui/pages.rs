@@ -582,14 +582,7 @@ pub(super) async fn pull(view: Viewed, Path(number): Path<u64>) -> Response {
         Ok(repo) => repo,
         Err(error) => return failed(error.into()),
     };
-    let validation = crate::pr::Request {
-        number: Some(number),
-        url: None,
-        repo,
-        opened_by: None,
-        format: crate::cli::OutputFormat::Table,
-        headers: true,
-    };
+    let validation = crate::pr::Request::show_number(number, repo, crate::cli::OutputFormat::Table);
     let request = crate::pr::ShowRequest { validation, preview: Some(crate::preview::Rendering::default()) };
     match crate::pr::show(&request, &view.target, view.server.replan, &view.server.printer).await {
         Ok((text, _)) => {
