@@ -180,6 +180,14 @@ fn github_pull_requests_are_listed_validated_and_hand_edits_named() {
     let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
     assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
     assert!(show.stdout.contains("FAIL  request    "), "{}", show.stdout);
+    // A recorded command that opens no pull requests: the edge's planner, handed to `pr` by the
+    // binary, names it instead of planning anything.
+    fixture.standin.edit_pull_request_body(REPO, 1, |body| {
+        body.replace("`kubectl gitops app add ", "`kubectl gitops repo create ")
+    });
+    let show = fixture.kubectl_gitops(plugins.path(), with_key(&fixture, &["pr", "show", "1"]).as_slice());
+    assert_eq!(show.code, Some(1), "{}\n{}", show.stdout, show.stderr);
+    assert!(show.stdout.contains("it is not a command kubectl gitops opens pull requests for"), "{}", show.stdout);
     assert_eq!(fixture.standin.writes().len(), writes, "pr list and pr show write nothing");
 
     // A number that is no pull request, and a pull request we did not open: usage errors, found
