@@ -12,12 +12,20 @@ use clap::{Args, ValueEnum};
 use crate::duration;
 
 /// Spellings kept one release as hidden aliases, each with the one that replaces it and why:
-/// using one prints a warning (`runtime`).
-pub const DEPRECATED_FLAGS: [(&str, &str, &str); 1] = [(
-    "--cluster",
-    "--cluster-name",
-    "from the next release --cluster names the kubeconfig cluster, as in kubectl and flux",
-)];
+/// using one prints a warning (`runtime`). `--version` is an alias only where a command takes a
+/// Flux release (`install`, `upgrade`); every other command refuses it ([`crate::runtime`]).
+pub const DEPRECATED_FLAGS: [(&str, &str, &str); 2] = [
+    (
+        "--cluster",
+        "--cluster-name",
+        "from the next release --cluster names the kubeconfig cluster, as in kubectl and flux",
+    ),
+    (
+        "--version",
+        "--flux-version",
+        "it names the Flux release, as `flux install --version` does; `kubectl gitops version` prints ours",
+    ),
+];
 
 /// The deprecated spellings among `args` (up to `--`), with their replacements and reasons.
 pub fn deprecated_flags_in(args: &[std::ffi::OsString]) -> Vec<(&'static str, &'static str, &'static str)> {
@@ -148,10 +156,11 @@ pub fn offer_output_formats(command: clap::Command, formats: OutputFormats) -> c
 }
 
 fn offer(command: clap::Command, global: Option<&clap::Arg>, path: &str, formats: OutputFormats) -> clap::Command {
-    let offered: &'static [OutputFormat] =
-        formats.iter().find(|(at, _)| *at == path).map_or(&[OutputFormat::Table], |(_, offered)| *offered);
-    let restrict =
-        |arg: clap::Arg| arg.value_parser(FormatParser(offered)).hide(offered.len() < 2).hide_possible_values(false);
+    let taken = takes(&command, path, formats);
+    let restrict = |arg: clap::Arg| {
+        let hidden = taken.len() < 2;
+        arg.value_parser(FormatParser(taken.clone())).hide(hidden).hide_possible_values(false)
+    };
     let has_own = command.get_arguments().any(|arg| arg.get_id() == "output");
     let mut command = match (has_own, global) {
         (true, _) => command.mut_arg("output", restrict),
@@ -159,20 +168,66 @@ fn offer(command: clap::Command, global: Option<&clap::Arg>, path: &str, formats
         (false, None) => command,
     };
     for subcommand in command.get_subcommands_mut() {
-        let inner = if path.is_empty() {
-            subcommand.get_name().to_string()
-        } else {
-            format!("{path} {}", subcommand.get_name())
-        };
+        let inner = below(path, subcommand.get_name());
         let taken = std::mem::take(subcommand);
         *subcommand = offer(taken, global, &inner, formats);
     }
     command
 }
 
+/// The path of subcommand `name` of the command at `path`.
+fn below(path: &str, name: &str) -> String {
+    if path.is_empty() { name.to_string() } else { format!("{path} {name}") }
+}
+
+/// The formats the command at `path` prints ([`OutputFormats`]); one not listed prints text.
+fn offered(formats: OutputFormats, path: &str) -> &'static [OutputFormat] {
+    formats.iter().find(|(at, _)| *at == path).map_or(&[OutputFormat::Table], |(_, offered)| *offered)
+}
+
+/// What `-o` takes at `command` (at `path`): what it prints, and for a command of subcommands
+/// what any of them prints, since `-o` may stand before the subcommand (`-o json app list` is
+/// `app list -o json`): the subcommand that runs judges it ([`check_output_format`]).
+fn takes(command: &clap::Command, path: &str, formats: OutputFormats) -> Vec<OutputFormat> {
+    let mut taken = offered(formats, path).to_vec();
+    for subcommand in command.get_subcommands() {
+        for format in takes(subcommand, &below(path, subcommand.get_name()), formats) {
+            if !taken.contains(&format) {
+                taken.push(format);
+            }
+        }
+    }
+    taken
+}
+
+/// The format `-o` asked for (`asked`), judged by the command that runs, the innermost
+/// subcommand `matches` holds, wherever on the command line `-o` stood.
+pub fn check_output_format(
+    matches: &clap::ArgMatches,
+    formats: OutputFormats,
+    asked: Option<OutputFormat>,
+) -> crate::error::Result<()> {
+    let Some(asked) = asked else { return Ok(()) };
+    let (mut path, mut level) = (String::new(), matches);
+    while let Some((name, inner)) = level.subcommand() {
+        path = below(&path, name);
+        level = inner;
+    }
+    let prints = offered(formats, &path);
+    if prints.contains(&asked) {
+        return Ok(());
+    }
+    let name = |format: &OutputFormat| format.to_possible_value().map(|value| value.get_name().to_string());
+    let names: Vec<String> = prints.iter().filter_map(name).collect();
+    Err(crate::error::Error::usage(
+        format!("invalid value '{}' for '--output <FORMAT>'", name(&asked).unwrap_or_default()),
+        format!("possible values: {}", names.join(", ")),
+    ))
+}
+
 /// `-o`'s parser for one command: its formats, by their names.
 #[derive(Clone)]
-struct FormatParser(&'static [OutputFormat]);
+struct FormatParser(Vec<OutputFormat>);
 
 impl clap::builder::TypedValueParser for FormatParser {
     type Value = OutputFormat;

@@ -30,7 +30,7 @@ macro_rules! command_line {
     ($(#[$doc:meta])* struct $cli:ident { subcommand: $command:ty $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, clap::Parser)]
-        #[command(version = $crate::version::VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+        #[command(disable_version_flag = true, subcommand_required = true, arg_required_else_help = true)]
         struct $cli {
             #[command(subcommand)]
             command: $command,
@@ -42,7 +42,7 @@ macro_rules! command_line {
     ($(#[$doc:meta])* struct $cli:ident { $field:ident: $args:ty $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, clap::Parser)]
-        #[command(version = $crate::version::VERSION_LINE)]
+        #[command(disable_version_flag = true)]
         struct $cli {
             #[command(flatten)]
             $field: $args,
@@ -113,6 +113,9 @@ where
         Ok(parsed) => parsed,
         Err(error) => return usage_error(error, &unparsed),
     };
+    if let Err(error) = crate::cli::check_output_format(&matches, formats, parsed.global_args().output) {
+        return finish(Err(error), &unparsed);
+    }
     let printer = Printer::from_args(parsed.global_args());
     for (old, new, why) in crate::cli::deprecated_flags_in(&args) {
         printer.warning(&format!("{old} is deprecated: use {new} ({why})"));
@@ -293,8 +296,14 @@ impl StopSignals {
     }
 }
 
-/// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help and
-/// version requests print as clap prints them.
+/// How a version is asked for on a command line; only the dispatcher answers them
+/// (`kubectl gitops --version`, `-V`, `kubectl gitops version`).
+const VERSION_FLAGS: [&str; 2] = ["--version", "-V"];
+
+/// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help
+/// requests print as clap prints them. A version asked of a command is refused by name: it
+/// printed ours and did nothing before (`upgrade --version v2.7.0`).
+
 pub fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitCode {
     use clap::error::ErrorKind;
     if matches!(
@@ -302,6 +311,16 @@ pub fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitC
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         error.exit()
+    }
+    if error.kind() == ErrorKind::UnknownArgument
+        && let Some(clap::error::ContextValue::String(given)) = error.get(clap::error::ContextKind::InvalidArg)
+        && VERSION_FLAGS.iter().any(|flag| given == flag || given.starts_with(&format!("{flag}=")))
+    {
+        printer.error(
+            &format!("{given} is not a flag of this command: it would have done nothing"),
+            Some("`kubectl gitops version` prints kubectl-gitops' version; `install` and `upgrade` take the Flux release as --flux-version"),
+        );
+        return std::process::ExitCode::from(ExitCode::Usage.code() as u8);
     }
     let text = error.render().to_string();
     let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());

@@ -9,7 +9,6 @@ use gitops_shared::error::{Error, ExitCode};
 use gitops_shared::output;
 use gitops_shared::runtime;
 use gitops_shared::timeouts;
-use gitops_shared::version::VERSION_LINE;
 
 /// Report what the cluster holds: unreachable, unmodified, flux2 or gitops.
 ///
@@ -19,7 +18,7 @@ use gitops_shared::version::VERSION_LINE;
 /// Kubernetes and Flux versions, the Flux controllers, the Flux API versions the cluster
 /// serves, the installed layout and warnings.
 #[derive(Debug, Parser)]
-#[command(version = VERSION_LINE)]
+#[command(disable_version_flag = true)]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,

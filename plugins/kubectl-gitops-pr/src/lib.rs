@@ -10,13 +10,12 @@ use gitops_shared::output::Printer;
 use gitops_shared::pr::{self, Action, CommentArgs, MergeArgs, ShowArgs, ShowPreviewArgs};
 use gitops_shared::recorded_commands;
 use gitops_shared::runtime;
-use gitops_shared::version::VERSION_LINE;
 
 /// The pull (merge) requests kubectl-gitops opened on the config repo (app add --pr, platform
 /// add, upgrade, …): listed, validated against what was planned, approved and merged. The config repo and its
 /// provider are the ones the current cluster was installed with (GitHub, GitLab or Gitea).
 #[derive(Debug, Parser)]
-#[command(version = VERSION_LINE, subcommand_required = true, arg_required_else_help = true)]
+#[command(disable_version_flag = true, subcommand_required = true, arg_required_else_help = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

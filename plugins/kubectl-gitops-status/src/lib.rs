@@ -7,7 +7,6 @@ use gitops_shared::cluster::{Cluster, Connection, default_flux_namespace};
 use gitops_shared::readers::{self, Scope, View};
 use gitops_shared::runtime;
 use gitops_shared::status;
-use gitops_shared::version::VERSION_LINE;
 use gitops_shared::{contexts, output};
 
 /// What runs where, at which commit, healthy or not, and why.
@@ -19,7 +18,7 @@ use gitops_shared::{contexts, output};
 /// Reads the Flux namespace (FLUX_SYSTEM_NAMESPACE, else flux-system) unless -n or -A is given. --wait and --watch follow the
 /// Flux objects with watches.
 #[derive(Debug, Parser)]
-#[command(version = VERSION_LINE)]
+#[command(disable_version_flag = true)]
 struct Cli {
     /// Every namespace, instead of -n's.
     ///

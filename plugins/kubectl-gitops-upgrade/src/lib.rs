@@ -28,7 +28,7 @@ use gitops_shared::upgrade::{self, UpgradeArgs};
 ///   kubectl gitops upgrade --auto-merge --wait
 ///   kubectl gitops upgrade --flux-version v2.9.4 --cluster-name staging --cluster-name production --pr
 #[derive(Debug, Parser)]
-#[command(version = gitops_shared::version::VERSION_LINE, verbatim_doc_comment)]
+#[command(disable_version_flag = true, verbatim_doc_comment)]
 struct Cli {
     #[command(flatten)]
     upgrade: UpgradeArgs,

@@ -90,8 +90,9 @@ pub struct InstallArgs {
 
     /// The Flux release, vX.Y.Z (default: the one this kubectl-gitops pins).
     ///
-    /// The release to install.
-    #[arg(long, value_name = "VERSION", help_heading = "Flux")]
+    /// The release to install. `--version`, as `flux install` spells it, is taken for it (with
+    /// a warning) for one more release.
+    #[arg(long, alias = "version", value_name = "VERSION", help_heading = "Flux")]
     pub flux_version: Option<String>,
 
     /// The Flux controllers to install, comma separated.

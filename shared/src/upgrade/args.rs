@@ -15,8 +15,9 @@ use crate::flux::release::FluxVersion;
 pub struct UpgradeArgs {
     /// The Flux release, vX.Y.Z (default: the one this kubectl-gitops pins).
     ///
-    /// The release to move to.
-    #[arg(long, value_name = "VERSION")]
+    /// The release to move to. `--version`, as `flux install` spells it, is taken for it (with a
+    /// warning) for one more release.
+    #[arg(long, alias = "version", value_name = "VERSION")]
     pub flux_version: Option<String>,
 
     /// A cluster, by its name in the config repo (its directory clusters/NAME).

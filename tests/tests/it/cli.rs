@@ -354,15 +354,77 @@ fn install_help() {
     insta::assert_snapshot!(run("kubectl-gitops-install", &["-h"]).render());
 }
 
+/// `--version X` is never a silent no-op (#58): it printed our version and exited 0 having done
+/// nothing (`upgrade --version v2.7.0 --dry-run`). `install` and `upgrade` take it for
+/// `--flux-version`, as `flux install --version` spells it, with a warning; every other command
+/// refuses it by name. Only the dispatcher prints our version (`--version`, `-V`, `version`);
+/// `flux` hands every word to the flux CLI.
 #[test]
-fn every_command_binary_prints_its_version() {
-    // upgrade too: the Flux release to move to is --flux-version, as it is for install.
-    for command in ["install", "app", "status", "detect", "artifact", "component", "upgrade"] {
-        let run = run(&format!("kubectl-gitops-{command}"), &["--version"]);
-        assert_eq!(run.code, Some(0), "{command}");
-        let text = gitops_e2e::snapshot::redact(&run.stdout);
-        assert_eq!(text, format!("kubectl gitops {command} [VERSION] (commit [COMMIT])\n"), "{command}");
+fn version_with_a_value_is_never_a_silent_no_op() {
+    let commands = [
+        "app",
+        "artifact",
+        "component",
+        "detect",
+        "diff",
+        "drift",
+        "fleet",
+        "install",
+        "mcp",
+        "metrics",
+        "monitoring",
+        "platform",
+        "pr",
+        "promote",
+        "repo",
+        "status",
+        "tenant",
+        "ui",
+        "upgrade",
+    ];
+    for command in commands {
+        let run = run("kubectl-gitops", &[command, "--version", "v0.0.1"]);
+        assert_ne!(run.code, Some(0), "{command}: {}", run.render());
+        assert!(!run.stdout.contains("(commit "), "{command} printed a version: {}", run.render());
+        if ["install", "upgrade"].contains(&command) {
+            let warned = "--version is deprecated: use --flux-version";
+            assert!(run.stderr.contains(warned), "{command}: {}", run.render());
+        } else {
+            let refused = "error: --version is not a flag of this command: it would have done nothing\nhint: ";
+            assert!(run.stderr.starts_with(refused), "{command}: {}", run.render());
+        }
     }
+    for flag in ["--version", "-V"] {
+        let run = run("kubectl-gitops", &[flag]);
+        assert_eq!(run.code, Some(0), "{flag}: {}", run.render());
+        assert!(run.stdout.starts_with("kubectl-gitops "), "{flag}: {}", run.render());
+    }
+}
+
+/// `-o` may stand before a grouped command's subcommand, as `--help` and the README say (#58):
+/// `kubectl gitops -o json app list` was refused with "possible values: table" before `list` was
+/// read. The subcommand that runs judges the format, wherever `-o` stood. Without a cluster each
+/// then fails at the cluster, not at `-o`.
+#[test]
+fn output_before_a_grouped_command_is_judged_by_the_subcommand() {
+    let forms: [&[&str]; 6] = [
+        &["-o", "json", "app", "list"],
+        &["app", "-o", "json", "list"],
+        &["-o", "json", "artifact", "list", "oci://127.0.0.1:1/x"],
+        &["-o", "yaml", "tenant", "list"],
+        &["-o", "json", "pr", "list"],
+        &["platform", "-o", "json", "list"],
+    ];
+    for words in forms {
+        let run = run("kubectl-gitops", words);
+        assert_ne!(run.code, Some(0), "{words:?}: {}", run.render());
+        assert!(!run.stderr.contains("'--output <FORMAT>'"), "{words:?}: {}", run.render());
+    }
+    // A format the group offers (app list's `name`) that the subcommand does not print.
+    let run = run("kubectl-gitops", &["-o", "name", "app", "add", "web", "--url", "https://example.com/web.git"]);
+    assert_eq!(run.code, Some(2), "{}", run.render());
+    let refused = "error: invalid value 'name' for '--output <FORMAT>'\nhint: possible values: table, json, yaml\n";
+    assert_eq!(run.stderr, refused, "{}", run.render());
 }
 
 #[test]
