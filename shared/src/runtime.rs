@@ -303,7 +303,6 @@ const VERSION_FLAGS: [&str; 2] = ["--version", "-V"];
 /// clap's answer to arguments it cannot parse, as our `error:`/`hint:` pair (exit 2); help
 /// requests print as clap prints them. A version asked of a command is refused by name: it
 /// printed ours and did nothing before (`upgrade --version v2.7.0`).
-
 pub fn usage_error(error: clap::Error, printer: &Printer) -> std::process::ExitCode {
     use clap::error::ErrorKind;
     if matches!(
