@@ -246,14 +246,20 @@ pub(crate) async fn overall(
 
 /// Calls `each` with every app's timeline in `namespace` (every namespace when `None`; only
 /// `app` when given): its ledger merged in memory with what Flux shows now. One page of apps
-/// and the ledgers are held at a time, never every timeline.
+/// and the ledgers are held at a time, never every timeline. The Kustomizations that apply the
+/// config repo (the sync and the layers) are no apps: a commit they apply is each app's change,
+/// counted where the app is.
 async fn each_timeline(
     cluster: &Cluster,
     namespace: Option<&str>,
     app: Option<&str>,
     mut each: impl FnMut(&AppId, &[Row]),
 ) -> Result<()> {
-    let served = crate::readers::served_apis(cluster).await?;
+    let detection = crate::detect::detect(cluster).await?;
+    if let Some(error) = detection.unreachable_error() {
+        return Err(error);
+    }
+    let (served, flux_namespace) = (detection.api_versions, detection.flux.map(|flux| flux.namespace));
     let mut ledgers = ledger::list(cluster, namespace).await?;
     for (kind, flux_kind) in [(AppKind::Kustomization, &KUSTOMIZATION), (AppKind::HelmRelease, &HELM_RELEASE)] {
         let Some(resource) = crate::readers::resource(&served, flux_kind) else { continue };
@@ -262,6 +268,9 @@ async fn each_timeline(
             None => Api::all_with(cluster.client.clone(), &resource),
         };
         let one = |object: DynamicObject| {
+            if crate::readers::applies_the_config_repo(&object, flux_namespace.as_deref()) {
+                return;
+            }
             let id = AppId {
                 kind,
                 namespace: object.metadata.namespace.clone().unwrap_or_default(),

@@ -198,15 +198,22 @@ impl Section {
             Section::Tenants
         } else if object.is_ours() {
             if row.platform { Section::Platform } else { Section::Apps }
-        } else if object.kind() == KUSTOMIZATION.kind
-            && flux_namespace == Some(object.namespace())
-            && bootstrap::applies_the_config_repo(object.name())
-        {
+        } else if applies_the_config_repo(object, flux_namespace) {
             Section::ConfigRepo
         } else {
             Section::Other
         }
     }
+}
+
+/// One of the Kustomizations that apply the config repo (the sync and the layers): by name, in
+/// the Flux namespace (`flux_namespace`), without our label (labelled, it is an app). `status`
+/// lists them apart, and `metrics dora` counts no deployment of theirs as an app's.
+pub(crate) fn applies_the_config_repo(object: &impl FluxObject, flux_namespace: Option<&str>) -> bool {
+    !object.is_ours()
+        && object.kind() == KUSTOMIZATION.kind
+        && flux_namespace == Some(object.namespace())
+        && bootstrap::applies_the_config_repo(object.name())
 }
 
 /// An error for a cluster without the Flux APIs status reads (no Kustomization, no HelmRelease).

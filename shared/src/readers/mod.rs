@@ -31,7 +31,7 @@ pub(crate) use self::app_reads::served_apis;
 pub use self::app_report::{
     AppEvent, AppReport, HistoryEntry, InventoryItem, LastDeployed, PodState, Workload, exit_code as app_exit_code,
 };
-pub(crate) use self::collect::resource;
+pub(crate) use self::collect::{applies_the_config_repo, resource};
 pub use self::collect::{Scope, collect, collect_detected, collect_labelled};
 pub(crate) use self::live::Live;
 pub use self::live::{wait_cluster, watch_cluster};

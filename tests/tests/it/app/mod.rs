@@ -276,6 +276,24 @@ fn kustomize_helm_and_oci_apps_deploy_list_suspend_and_get_pruned() {
     assert_eq!(deployment["commit"]["subject"], "app", "{history:#}");
     let config_changes = deployment["configChanges"].to_string();
     assert!(config_changes.contains(&head) && config_changes.contains("Add app podinfo"), "{history:#}");
+    // metrics dora counts the apps, not the Kustomizations that apply the config repo (#58): the
+    // sync and the layers have deployment histories too, and were counted as apps.
+    let dora = Run::of(
+        Command::new(binaries::path("kubectl-gitops-metrics"))
+            .args(["dora", "-A", "-o", "json"])
+            .env("KUBECONFIG", &env.kubeconfig),
+    );
+    assert_eq!(dora.code, Some(0), "{}", dora.render());
+    let dora = gitops_e2e::schema::document("DoraMetrics", &dora.stdout);
+    let counted: Vec<(&str, &str)> = dora["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|app| (app["namespace"].as_str().unwrap(), app["name"].as_str().unwrap()))
+        .collect();
+    assert!(counted.contains(&("flux-system", "podinfo")), "{dora:#}");
+    let layers = |(_, name): &&(&str, &str)| gitops_shared::flux::bootstrap::applies_the_config_repo(name);
+    assert_eq!(counted.iter().filter(layers).count(), 0, "{dora:#}");
     // --wait watches (the engine of `status --wait`) instead of reading the objects every second.
     let watched: Vec<String> = env
         .our_requests()
