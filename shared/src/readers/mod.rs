@@ -31,8 +31,8 @@ pub(crate) use self::app_reads::served_apis;
 pub use self::app_report::{
     AppEvent, AppReport, HistoryEntry, InventoryItem, LastDeployed, PodState, Workload, exit_code as app_exit_code,
 };
-pub(crate) use self::collect::{applies_the_config_repo, resource};
 pub use self::collect::{Scope, collect, collect_detected, collect_labelled};
+pub(crate) use self::collect::{applies_the_config_repo, resource};
 pub(crate) use self::live::Live;
 pub use self::live::{wait_cluster, watch_cluster};
 pub use self::remember::{HistoryKeeper, Ledgers};
