@@ -1,8 +1,11 @@
-//! Go-style durations (`1m0s`, `500ms`, `1h30m`), the format kubectl flags and Flux YAML use.
+//! Go-style durations (`1m0s`, `500ms`, `1h30m`), the format kubectl flags and Flux YAML use,
+//! and days (`30d`): every duration flag of every command takes both (docs/cli.md), and what is
+//! written into Flux YAML is Go's form ([`format`]).
 
 use std::time::Duration;
 
-/// Parses `5s`, `1m30s`, `1h`, `250ms`, or a bare number of seconds (`30`), as kubectl does.
+/// Parses `5s`, `1m30s`, `1h`, `250ms`, or a bare number of seconds (`30`), as kubectl does, and
+/// days (`30d`, `1d12h`), as `metrics dora --since` always took them.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.is_empty() {
@@ -30,11 +33,12 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
+            "d" => 86_400.0,
             "" => {
-                return Err(format!("invalid duration {text:?}: missing unit (use s, m or h)"));
+                return Err(format!("invalid duration {text:?}: missing unit (use s, m, h or d)"));
             }
             unit => {
-                return Err(format!("invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)"));
+                return Err(format!("invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m, h or d)"));
             }
         };
         total += Duration::from_secs_f64(number * seconds_per_unit);
@@ -165,6 +169,9 @@ mod tests {
         assert_eq!(parse("1h0m0s"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse("1d12h"), Ok(Duration::from_secs(36 * 3_600)));
+        assert_eq!(format(parse("1d").unwrap()), "24h0m0s", "Flux YAML gets Go's form");
     }
 
     #[test]

@@ -125,13 +125,10 @@ impl DoraRequest {
     }
 }
 
-/// A duration flag: Go's units, plus `d` for days (`30d`), which DORA windows are counted in.
+/// A window's duration flag, in seconds, as every duration flag takes it (`30d`, `12h`), and
+/// longer than zero.
 fn days_or_duration(text: &str, flag: &str) -> Result<u64> {
-    let parsed = match text.strip_suffix('d').map(str::parse::<u64>) {
-        Some(Ok(days)) => Ok(days.saturating_mul(86_400)),
-        _ => crate::duration::parse(text).map(|duration| duration.as_secs()),
-    };
-    match parsed {
+    match crate::duration::parse(text).map(|duration| duration.as_secs()) {
         Ok(seconds) if seconds > 0 => Ok(seconds),
         Ok(_) => Err(Error::usage(format!("{flag} must be longer than 0"), "for example 30d, 7d or 12h")),
         Err(why) => Err(Error::usage(format!("invalid {flag} {text:?}: {why}"), "for example 30d, 7d or 12h")),

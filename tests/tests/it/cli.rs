@@ -427,6 +427,26 @@ fn output_before_a_grouped_command_is_judged_by_the_subcommand() {
     assert_eq!(run.stderr, refused, "{}", run.render());
 }
 
+/// Every duration flag reads days too (#58): `--timeout 1d` was refused while `metrics dora
+/// --since 30d` worked. Without a cluster the command then fails at the cluster, not at the flag.
+#[test]
+fn every_duration_flag_takes_days() {
+    let forms: [&[&str]; 3] = [
+        &["app", "add", "web", "--url", "https://example.com/web.git", "--timeout", "1d", "--dry-run"],
+        &["status", "--request-timeout", "1d"],
+        &["app", "add", "web", "--url", "https://example.com/web.git", "--interval", "1d12h", "--dry-run"],
+    ];
+    for words in forms {
+        let run = run("kubectl-gitops", words);
+        assert_ne!(run.code, Some(0), "{words:?}: {}", run.render());
+        assert!(!run.stderr.contains("invalid value"), "{words:?}: {}", run.render());
+        assert!(!run.stderr.contains("invalid duration"), "{words:?}: {}", run.render());
+    }
+    let run = run("kubectl-gitops", &["status", "--request-timeout", "1w"]);
+    assert_eq!(run.code, Some(2), "{}", run.render());
+    assert!(run.stderr.contains("unknown unit \"w\" (use ms, s, m, h or d)"), "{}", run.render());
+}
+
 #[test]
 fn app_help() {
     insta::assert_snapshot!(run("kubectl-gitops-app", &["-h"]).render());
