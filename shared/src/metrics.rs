@@ -186,7 +186,8 @@ pub async fn dora_report(cluster: &Cluster, request: &DoraRequest) -> Result<Dor
     let window = request.window();
     let mut overall = Tally::default();
     let mut apps = Vec::new();
-    each_timeline(cluster, request.namespace.as_deref(), request.app.as_deref(), |app, rows| {
+    let flux = FluxApps::read(cluster).await?;
+    each_timeline(cluster, &flux, request.namespace.as_deref(), request.app.as_deref(), |app, rows| {
         overall.add(rows, &window);
         apps.push(AppMetrics {
             kind: app.kind.as_str().to_string(),
@@ -228,8 +229,9 @@ pub(crate) async fn overall(
     let window = request.window();
     let mut overall = Tally::default();
     let mut unread = Vec::new();
+    let flux = FluxApps::read(cluster).await?;
     for namespace in namespaces {
-        let read = each_timeline(cluster, Some(namespace), None, |_, rows| overall.add(rows, &window)).await;
+        let read = each_timeline(cluster, &flux, Some(namespace), None, |_, rows| overall.add(rows, &window)).await;
         if let Err(error) = read {
             unread.push(format!("namespace {namespace}: {error}"));
         }
@@ -241,6 +243,23 @@ pub(crate) async fn overall(
     Ok((bounds, overall.finish(&window), unread))
 }
 
+/// What the cluster serves of Flux, read once for every namespace a report reads: the APIs, and
+/// the Flux namespace, where the Kustomizations that apply the config repo are.
+struct FluxApps {
+    served: crate::flux::api::ServedApis,
+    namespace: Option<String>,
+}
+
+impl FluxApps {
+    async fn read(cluster: &Cluster) -> Result<FluxApps> {
+        let detection = crate::detect::detect(cluster).await?;
+        if let Some(error) = detection.unreachable_error() {
+            return Err(error);
+        }
+        Ok(FluxApps { served: detection.api_versions, namespace: detection.flux.map(|flux| flux.namespace) })
+    }
+}
+
 /// Calls `each` with every app's timeline in `namespace` (every namespace when `None`; only
 /// `app` when given): its ledger merged in memory with what Flux shows now. One page of apps
 /// and the ledgers are held at a time, never every timeline. The Kustomizations that apply the
@@ -248,24 +267,20 @@ pub(crate) async fn overall(
 /// counted where the app is.
 async fn each_timeline(
     cluster: &Cluster,
+    flux: &FluxApps,
     namespace: Option<&str>,
     app: Option<&str>,
     mut each: impl FnMut(&AppId, &[Row]),
 ) -> Result<()> {
-    let detection = crate::detect::detect(cluster).await?;
-    if let Some(error) = detection.unreachable_error() {
-        return Err(error);
-    }
-    let (served, flux_namespace) = (detection.api_versions, detection.flux.map(|flux| flux.namespace));
     let mut ledgers = ledger::list(cluster, namespace).await?;
     for (kind, flux_kind) in [(AppKind::Kustomization, &KUSTOMIZATION), (AppKind::HelmRelease, &HELM_RELEASE)] {
-        let Some(resource) = crate::readers::resource(&served, flux_kind) else { continue };
+        let Some(resource) = crate::readers::resource(&flux.served, flux_kind) else { continue };
         let api: Api<DynamicObject> = match namespace {
             Some(namespace) => Api::namespaced_with(cluster.client.clone(), namespace, &resource),
             None => Api::all_with(cluster.client.clone(), &resource),
         };
         let one = |object: DynamicObject| {
-            if crate::readers::applies_the_config_repo(&object, flux_namespace.as_deref()) {
+            if crate::readers::applies_the_config_repo(&object, flux.namespace.as_deref()) {
                 return;
             }
             let id = AppId {

@@ -151,8 +151,8 @@ impl<'a> Execution<'a> {
         }
         while let Some((step, words)) = steps.get(index) {
             crate::plan::may_start_step()?;
-            if let Step::PushBranch { branch } = step {
-                let count = 3 + usize::from(matches!(steps.get(index + 3), Some((Step::MergePullRequest { .. }, _))));
+            if let (Step::PushBranch { branch }, Delivery::PullRequest { merge, .. }) = (step, &self.plan.delivery) {
+                let count = 3 + usize::from(*merge);
                 let words = &steps[index..(index + count).min(steps.len())];
                 let total = steps.len();
                 self.pull_request(PullRequestSteps { branch, words, first: index, total }).await?;
